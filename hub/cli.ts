@@ -1,0 +1,163 @@
+#!/usr/bin/env node
+/**
+ * The `meshhub` command. From a checkout: `npm run meshhub -- <command>`; `npm start` runs
+ * `meshhub start`.
+ */
+import { parseArgs } from 'node:util';
+import { ConfigError, loadConfig } from '../src/config/load.js';
+import { parseDuration } from '../src/config/schema.js';
+import { createLogger } from '../src/log.js';
+import { MeshSimulator } from '../src/mesh/simulator/simulator.js';
+import { readVersion } from '../src/version.js';
+import { UnknownPluginError } from '../plugins/index.js';
+import { createHub } from './main.js';
+
+const HELP = `meshhub — edge hub for Meshtastic LoRa mesh networks
+
+Usage: meshhub <command> [options]
+
+Commands:
+  start                 Run the hub (what \`npm start\` runs). Configured by environment
+                        variables (see README): DATA_DIR, HTTP_HOST, HTTP_PORT, RADIO, ...
+  sim [options]         Run the mesh simulator alone: a virtual Meshtastic device on TCP that
+                        the hub (RADIO=tcp:127.0.0.1:4403) or any Meshtastic app can connect to.
+      --host HOST         listen address (SIM_HOST, default 127.0.0.1)
+      --port PORT         listen port (SIM_PORT, default 4403)
+      --nodes N           number of simulated nodes (SIM_NODES, default 6)
+      --backfill DUR      history replayed to each new client, e.g. 30d (SIM_BACKFILL, default 24h)
+      --interval SECONDS  seconds between telemetry packets per node (SIM_TELEMETRY_SECONDS, default 300)
+      --seed N            seed for names, positions and values (SIM_SEED, default 1)
+  --version             Print the version.
+  --help                Print this help.
+`;
+
+function fail(message: string, code = 2): never {
+  process.stderr.write(`${message}\n`);
+  process.exit(code);
+}
+
+function loadConfigOrExit(env: NodeJS.ProcessEnv = process.env) {
+  try {
+    return loadConfig(env);
+  } catch (error) {
+    if (error instanceof ConfigError) fail(`meshhub: ${error.message}`, 1);
+    throw error;
+  }
+}
+
+/** Stops on SIGTERM/SIGINT within a deadline; a second signal or the deadline exits at once. */
+function onShutdownSignals(stop: () => Promise<void>, log: { warn(o: object, m: string): void }, deadlineMs = 5_000): void {
+  let stopping = false;
+  const handler = (signal: NodeJS.Signals) => {
+    if (stopping) process.exit(1);
+    stopping = true;
+    log.warn({ signal }, 'stopping');
+    setTimeout(() => process.exit(1), deadlineMs).unref();
+    stop().then(
+      () => process.exit(0),
+      () => process.exit(1),
+    );
+  };
+  process.on('SIGTERM', handler);
+  process.on('SIGINT', handler);
+}
+
+async function runHub(): Promise<void> {
+  const config = loadConfigOrExit();
+  const log = createLogger({ level: config.LOG_LEVEL });
+  let hub: Awaited<ReturnType<typeof createHub>>;
+  try {
+    hub = await createHub(config, {
+      log,
+      onFatal: (actor) => {
+        log.fatal({ actor }, 'a required part of the hub keeps failing; exiting so the service manager restarts us');
+        void hub.stop().finally(() => process.exit(1));
+      },
+    });
+  } catch (error) {
+    if (error instanceof UnknownPluginError) fail(`meshhub: invalid configuration:\n  - ${error.message}`, 1);
+    throw error;
+  }
+  onShutdownSignals(() => hub.stop(), log);
+  process.on('uncaughtException', (err) => {
+    log.fatal({ err }, 'uncaught exception');
+    void hub.stop().finally(() => process.exit(1));
+  });
+  try {
+    await hub.start();
+  } catch (err) {
+    log.fatal({ err }, 'meshhub could not start');
+    await hub.stop().catch(() => {});
+    process.exit(1);
+  }
+}
+
+async function runSimulator(args: string[]): Promise<void> {
+  const { values } = parseArgs({
+    args,
+    options: {
+      host: { type: 'string' },
+      port: { type: 'string' },
+      nodes: { type: 'string' },
+      backfill: { type: 'string' },
+      interval: { type: 'string' },
+      seed: { type: 'string' },
+    },
+    strict: true,
+  });
+  if (values.backfill !== undefined && parseDuration(values.backfill) === undefined) {
+    fail('meshhub sim: --backfill expects a duration like 90s, 15m, 24h or 30d');
+  }
+  const env = { ...process.env };
+  const map: Record<string, string | undefined> = {
+    SIM_HOST: values.host,
+    SIM_PORT: values.port,
+    SIM_NODES: values.nodes,
+    SIM_BACKFILL: values.backfill,
+    SIM_TELEMETRY_SECONDS: values.interval,
+    SIM_SEED: values.seed,
+  };
+  for (const [k, v] of Object.entries(map)) if (v !== undefined) env[k] = v;
+  const config = loadConfigOrExit(env);
+  const log = createLogger({ level: config.LOG_LEVEL, name: 'meshhub-sim' });
+  const sim = new MeshSimulator({
+    host: config.SIM_HOST,
+    port: config.SIM_PORT,
+    nodeCount: config.SIM_NODES,
+    center: config.SIM_CENTER,
+    seed: config.SIM_SEED,
+    telemetryIntervalMs: config.SIM_TELEMETRY_SECONDS * 1000,
+    backfillMs: config.SIM_BACKFILL,
+    log,
+  });
+  const address = await sim.start();
+  log.info({ ...address, nodes: config.SIM_NODES }, 'simulator listening; connect with RADIO=tcp:HOST:PORT');
+  onShutdownSignals(() => sim.stop(), log);
+}
+
+export async function main(argv: string[]): Promise<void> {
+  const [command = 'start', ...rest] = argv;
+  switch (command) {
+    case 'start':
+      return runHub();
+    case 'sim':
+      return runSimulator(rest);
+    case '--version':
+    case '-v':
+    case 'version':
+      process.stdout.write(`${readVersion()}\n`);
+      return;
+    case '--help':
+    case '-h':
+    case 'help':
+      process.stdout.write(HELP);
+      return;
+    default:
+      fail(`meshhub: unknown command "${command}"\n\n${HELP}`);
+  }
+}
+
+main(process.argv.slice(2)).catch((error: unknown) => {
+  process.stderr.write(`meshhub: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+  process.exit(1);
+});

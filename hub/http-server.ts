@@ -1,0 +1,94 @@
+import type { AddressInfo } from 'node:net';
+import { serve, type ServerType } from '@hono/node-server';
+import type { Hono } from 'hono';
+import type { HubBus } from '../src/events.js';
+import { createHttpApp } from '../src/http/app.js';
+import type { HealthReport } from '../src/http/health.js';
+import { Actor } from '../src/kernel/actor.js';
+import type { Logger } from '../src/log.js';
+import type { HubMetrics } from '../src/metrics.js';
+import { nodesRoutes } from '../src/nodes/routes.js';
+import { weatherRoutes } from '../src/weather/routes.js';
+import { WeatherService } from '../src/weather/weather-service.js';
+import type { NodeDirectoryActor } from './node-directory.js';
+import type { StoreActor } from './store.js';
+
+/** Serves the HTTP API on HTTP_HOST:HTTP_PORT. */
+export class HttpServerActor extends Actor {
+  readonly name = 'http';
+  override readonly dependsOn = ['store', 'node-directory'];
+  private server: ServerType | undefined;
+  private boundPort: number | undefined;
+  app: Hono | undefined;
+
+  constructor(
+    private readonly deps: {
+      bus: HubBus;
+      log: Logger;
+      metrics: HubMetrics;
+      store: StoreActor;
+      nodes: NodeDirectoryActor;
+      host: string;
+      port: number;
+      version: string;
+      health: () => HealthReport;
+    },
+  ) {
+    super();
+  }
+
+  get port(): number {
+    if (this.boundPort === undefined) throw new Error('the HTTP server is not listening');
+    return this.boundPort;
+  }
+
+  async start(): Promise<void> {
+    const { bus, log, store } = this.deps;
+    const weather = new WeatherService({ db: store.db });
+    bus.on(this.name, 'reading.stored', () => weather.invalidate());
+    this.app = createHttpApp({
+      log,
+      metrics: this.deps.metrics,
+      version: this.deps.version,
+      health: this.deps.health,
+      routes: [
+        { path: '/api/v1/weather', app: weatherRoutes(weather) },
+        { path: '/api/v1/nodes', app: nodesRoutes(this.deps.nodes.repository) },
+      ],
+    });
+    const app = this.app;
+    await new Promise<void>((resolve, reject) => {
+      const server = serve({ fetch: app.fetch, hostname: this.deps.host, port: this.deps.port }, (info) => {
+        this.boundPort = info.port;
+        resolve();
+      });
+      server.once('error', reject);
+      this.server = server;
+    });
+    this.server?.on('error', (err) => this.crash(err));
+    log.info({ host: this.deps.host, port: this.boundPort }, 'http listening');
+  }
+
+  override describe(): Record<string, unknown> {
+    return this.boundPort === undefined ? {} : { port: this.boundPort };
+  }
+
+  async stop(): Promise<void> {
+    this.deps.bus.removeOwner(this.name);
+    const server = this.server;
+    this.server = undefined;
+    this.boundPort = undefined;
+    if (!server) return;
+    await new Promise<void>((resolve) => {
+      server.close(() => resolve());
+      // Keep-alive and streaming connections would hold close() open; the hub is stopping.
+      if ('closeAllConnections' in server) (server as { closeAllConnections(): void }).closeAllConnections();
+    });
+  }
+
+  /** The address the server actually bound (for tests using port 0). */
+  address(): AddressInfo | undefined {
+    const a = this.server?.address();
+    return a && typeof a === 'object' ? a : undefined;
+  }
+}

@@ -1,0 +1,51 @@
+import { Actor } from '../src/kernel/actor.js';
+import type { Logger } from '../src/log.js';
+import { MeshSimulator, type MeshSimulatorOptions } from '../src/mesh/simulator/simulator.js';
+
+/**
+ * Runs the built-in simulator when no radio is attached: a virtual device on loopback TCP that
+ * the radio link reaches like any real radio, so the hub always runs its real radio path.
+ * Listens on SIM_HOST:SIM_PORT so official apps can connect to it too; when that port is taken
+ * (say, by a separate `meshhub sim`) it falls back to a free port.
+ */
+export class SimulatorActor extends Actor {
+  readonly name = 'simulator';
+  private sim: MeshSimulator | undefined;
+  private bound: { host: string; port: number } | undefined;
+
+  constructor(
+    private readonly options: Omit<MeshSimulatorOptions, 'log'>,
+    private readonly log: Logger,
+  ) {
+    super();
+  }
+
+  get address(): { host: string; port: number } {
+    if (!this.bound) throw new Error('the simulator is not running');
+    return this.bound;
+  }
+
+  async start(): Promise<void> {
+    const log = this.log.child({ component: 'simulator' });
+    try {
+      this.sim = new MeshSimulator({ ...this.options, log });
+      this.bound = await this.sim.start();
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EADDRINUSE' || this.options.port === 0) throw error;
+      log.warn({ port: this.options.port }, 'simulator port is taken; using a free port instead');
+      this.sim = new MeshSimulator({ ...this.options, port: 0, log });
+      this.bound = await this.sim.start();
+    }
+    log.info({ ...this.bound, nodes: this.options.nodeCount }, 'simulator listening');
+  }
+
+  override describe(): Record<string, unknown> {
+    return this.bound ? { address: `${this.bound.host}:${this.bound.port}` } : {};
+  }
+
+  async stop(): Promise<void> {
+    await this.sim?.stop();
+    this.sim = undefined;
+    this.bound = undefined;
+  }
+}

@@ -1,0 +1,22 @@
+/**
+ * The plugins the hub knows, loaded lazily: only those named in PLUGINS are ever imported.
+ * Each entry is a folder under plugins/ exporting one Plugin as `plugin`.
+ */
+import type { Plugin } from '../src/kernel/plugin.js';
+
+export const KNOWN_PLUGINS: Record<string, () => Promise<Plugin>> = {};
+
+export class UnknownPluginError extends Error {
+  override readonly name = 'UnknownPluginError';
+}
+
+export async function loadPlugins(names: string[]): Promise<Plugin[]> {
+  const unknown = names.filter((n) => !Object.hasOwn(KNOWN_PLUGINS, n));
+  if (unknown.length) {
+    const known = Object.keys(KNOWN_PLUGINS);
+    throw new UnknownPluginError(
+      `PLUGINS: unknown plugin ${unknown.map((n) => `"${n}"`).join(', ')} (known: ${known.length ? known.join(', ') : 'none yet'})`,
+    );
+  }
+  return Promise.all(names.map((n) => KNOWN_PLUGINS[n]!()));
+}

@@ -1,0 +1,47 @@
+/**
+ * Assembles the hub's Hono app: request ids, latency metrics, the operational routes
+ * (/health, /api/version, /metrics) and whatever route groups the hub mounts.
+ * Errors become RFC 9457 problem details in the one onError.
+ */
+import { Hono } from 'hono';
+import type { Logger } from '../log.js';
+import type { HubMetrics } from '../metrics.js';
+import { accessMetrics } from './access-metrics.js';
+import { createErrorHandler, notFound } from './error-handler.js';
+import type { HealthReport } from './health.js';
+import { requestId } from './request-id.js';
+
+export interface RouteMount {
+  path: string;
+  app: Hono;
+}
+
+export interface HttpAppOptions {
+  log: Logger;
+  metrics: HubMetrics;
+  version: string;
+  health: () => HealthReport;
+  routes: RouteMount[];
+}
+
+export function createHttpApp(options: HttpAppOptions): Hono {
+  const app = new Hono();
+  app.use(requestId());
+  app.use(accessMetrics({ metrics: options.metrics, log: options.log }));
+
+  app.get('/health', (c) => {
+    const report = options.health();
+    return c.json(report, report.status === 'down' ? 503 : 200);
+  });
+  app.get('/api/version', (c) => c.json({ version: options.version }));
+  app.get('/metrics', async (c) => {
+    const { contentType, body } = await options.metrics.render();
+    return c.body(body, 200, { 'content-type': contentType });
+  });
+
+  for (const { path, app: routes } of options.routes) app.route(path, routes);
+
+  app.onError(createErrorHandler(options.log));
+  app.notFound(notFound);
+  return app;
+}

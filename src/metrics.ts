@@ -1,0 +1,87 @@
+/**
+ * The hub's Prometheus metrics (prom-client), one registry per hub so tests stay isolated.
+ * Names follow Prometheus conventions: `_total` counters, `_seconds` histograms.
+ */
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+import type { MailboxStats } from './kernel/actor.js';
+
+export class HubMetrics {
+  readonly registry = new Registry();
+
+  readonly httpDuration = new Histogram({
+    name: 'meshhub_http_request_duration_seconds',
+    help: 'HTTP request latency by route pattern, method and status',
+    labelNames: ['method', 'route', 'status'] as const,
+    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+    registers: [this.registry],
+  });
+
+  readonly readingsIngested = new Counter({
+    name: 'meshhub_readings_ingested_total',
+    help: 'Readings committed to the store (duplicates excluded), by source',
+    labelNames: ['source'] as const,
+    registers: [this.registry],
+  });
+
+  readonly meshPackets = new Counter({
+    name: 'meshhub_mesh_packets_total',
+    help: 'Decoded mesh packets by port number name and path (radio or mqtt)',
+    labelNames: ['port', 'via'] as const,
+    registers: [this.registry],
+  });
+
+  readonly meshFrameErrors = new Counter({
+    name: 'meshhub_mesh_frame_errors_total',
+    help: 'Corrupt frames, undecodable protobufs and payloads from the radio',
+    labelNames: ['reason'] as const,
+    registers: [this.registry],
+  });
+
+  readonly radioReconnects = new Counter({
+    name: 'meshhub_radio_reconnects_total',
+    help: 'Times the radio link was (re)established after the first connection',
+    registers: [this.registry],
+  });
+
+  readonly radioConnected = new Gauge({
+    name: 'meshhub_radio_connected',
+    help: '1 while the radio link has completed its handshake, else 0',
+    registers: [this.registry],
+  });
+
+  private readonly mailboxDepth = new Gauge({
+    name: 'meshhub_mailbox_depth',
+    help: 'Messages waiting in each actor mailbox',
+    labelNames: ['actor', 'mailbox'] as const,
+    registers: [this.registry],
+  });
+
+  private readonly mailboxDropped = new Gauge({
+    name: 'meshhub_mailbox_dropped',
+    help: 'Messages dropped (drop-oldest) or rejected (reject) by each mailbox since start',
+    labelNames: ['actor', 'mailbox', 'policy_outcome'] as const,
+    registers: [this.registry],
+  });
+
+  private mailboxSource: () => MailboxStats[] = () => [];
+
+  constructor(options: { defaultMetrics?: boolean } = {}) {
+    if (options.defaultMetrics !== false) collectDefaultMetrics({ register: this.registry, prefix: 'meshhub_' });
+  }
+
+  /** Mailbox gauges are read at scrape time from the supervisor's actors. */
+  watchMailboxes(source: () => MailboxStats[]): void {
+    this.mailboxSource = source;
+  }
+
+  async render(): Promise<{ contentType: string; body: string }> {
+    this.mailboxDepth.reset();
+    this.mailboxDropped.reset();
+    for (const m of this.mailboxSource()) {
+      this.mailboxDepth.set({ actor: m.actor, mailbox: m.mailbox }, m.depth);
+      this.mailboxDropped.set({ actor: m.actor, mailbox: m.mailbox, policy_outcome: 'dropped' }, m.dropped);
+      this.mailboxDropped.set({ actor: m.actor, mailbox: m.mailbox, policy_outcome: 'rejected' }, m.rejected);
+    }
+    return { contentType: this.registry.contentType, body: await this.registry.metrics() };
+  }
+}

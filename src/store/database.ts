@@ -1,0 +1,53 @@
+/**
+ * The one SQLite connection (DESIGN.md "Actors" 6): better-sqlite3 is synchronous, so every
+ * repository is a set of prepared statements over this connection, and every query is bounded.
+ */
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+import BetterSqlite3 from 'better-sqlite3';
+import { migrate } from './migrations.js';
+
+export type Database = BetterSqlite3.Database;
+export type Statement<P extends unknown[] = unknown[], R = unknown> = BetterSqlite3.Statement<P, R>;
+
+export interface OpenDatabaseOptions {
+  /** How long a statement waits for another connection's lock before SQLITE_BUSY. */
+  busyTimeoutMs?: number;
+  /** Page cache in KiB; the Pi has RAM to spare for it, the SD card has no IOPS to spare. */
+  cacheSizeKib?: number;
+  /** Skip the migrations (benchmarks building a baseline table of their own). */
+  migrate?: boolean;
+}
+
+/** Opens (creating when needed) the database file, tunes the connection and migrates it. `:memory:` works too. */
+export function openDatabase(file: string, options: OpenDatabaseOptions = {}): Database {
+  const { busyTimeoutMs = 5_000, cacheSizeKib = 16_000 } = options;
+  const inMemory = file === ':memory:' || file === '';
+  if (!inMemory) mkdirSync(dirname(file), { recursive: true });
+  const db = new BetterSqlite3(file, { timeout: busyTimeoutMs });
+  try {
+    // WAL: readers (the HTTP routes) never wait for the writer; NORMAL: durable across a process
+    // crash, and a power cut loses at most the last transactions, never the database.
+    if (!inMemory) db.pragma('journal_mode = WAL');
+    db.pragma('synchronous = NORMAL');
+    db.pragma('foreign_keys = ON');
+    db.pragma(`busy_timeout = ${Math.trunc(busyTimeoutMs)}`);
+    db.pragma(`cache_size = -${Math.trunc(cacheSizeKib)}`);
+    db.pragma('temp_store = MEMORY');
+    if (options.migrate !== false) migrate(db);
+  } catch (error) {
+    db.close();
+    throw error;
+  }
+  return db;
+}
+
+/** Folds the WAL back into the database file and closes; safe to call twice. */
+export function closeDatabase(db: Database): void {
+  if (!db.open) return;
+  try {
+    if (!db.memory) db.pragma('wal_checkpoint(TRUNCATE)');
+  } finally {
+    db.close();
+  }
+}
