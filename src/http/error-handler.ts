@@ -23,6 +23,8 @@ export function createErrorHandler(log?: Logger): ErrorHandler {
       const detail = status < 500 ? err.message || problemTitle(status) : 'the server could not complete the request';
       return problemResponse(c, new ProblemError(status, detail));
     }
+    // c.req.json() on a malformed body throws a SyntaxError: the client's fault, not ours.
+    if (err instanceof SyntaxError) return problemResponse(c, new ProblemError(400, 'the request body is not valid JSON'));
     log?.error({ err, path: c.req.path, requestId: c.get('requestId' as never) }, 'unhandled error');
     return problemResponse(c, new ProblemError(500, 'the server could not complete the request'));
   };

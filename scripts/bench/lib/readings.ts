@@ -1,0 +1,79 @@
+/**
+ * Deterministic synthetic readings for the benchmarks, and the temp-directory helper they share.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Reading } from '../../../src/weather/reading.js';
+
+/** A small deterministic PRNG (mulberry32), so every run measures the same data. */
+export function prng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+export function nodeId(i: number): string {
+  return `!${(0x1000_0000 + i).toString(16)}`;
+}
+
+/**
+ * `count` readings from `nodes` nodes reporting round-robin (node 0, 1, …, nodes-1, node 0, …),
+ * each node every `intervalMs`, from `startMs`. Two nodes in three are weather stations
+ * (temperature, humidity, pressure, wind, gas), every third an air-quality sensor (PM, temperature,
+ * humidity): readings are partial, as on a real mesh.
+ */
+export function interleavedReadings(options: {
+  nodes: number;
+  count: number;
+  startMs: number;
+  intervalMs: number;
+  seed?: number;
+}): Reading[] {
+  const { nodes, count, startMs, intervalMs } = options;
+  const rand = prng(options.seed ?? 1);
+  const out: Reading[] = new Array(count);
+  for (let i = 0; i < count; i++) {
+    const node = i % nodes;
+    const round = Math.floor(i / nodes);
+    const timestamp = startMs + round * intervalMs + node;
+    const temperatureC = Math.round((10 + 15 * rand()) * 100) / 100;
+    const humidityPercent = Math.round((30 + 60 * rand()) * 10) / 10;
+    out[i] =
+      node % 3 === 2
+        ? {
+            nodeId: nodeId(node),
+            timestamp,
+            temperatureC,
+            humidityPercent,
+            pm25Ugm3: Math.round(40 * rand()),
+            pm10Ugm3: Math.round(60 * rand()),
+          }
+        : {
+            nodeId: nodeId(node),
+            timestamp,
+            temperatureC,
+            humidityPercent,
+            pressurePa: Math.round(95_000 + 8_000 * rand()),
+            windSpeedMs: Math.round(150 * rand()) / 10,
+            windDirection: Math.floor(360 * rand()),
+            gasResistanceKohm: Math.round(5_000 * rand()) / 10,
+          };
+  }
+  return out;
+}
+
+/** A fresh directory under the OS temp dir; `cleanup` removes it with everything in it. */
+export function tempDir(prefix: string): { dir: string; file(name: string): string; cleanup(): void } {
+  const dir = mkdtempSync(join(tmpdir(), `meshhub-bench-${prefix}-`));
+  return {
+    dir,
+    file: (name) => join(dir, name),
+    cleanup: () => rmSync(dir, { recursive: true, force: true }),
+  };
+}

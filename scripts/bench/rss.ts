@@ -1,0 +1,93 @@
+/**
+ * Idle RSS of the hub with the simulator connected vs a bare Node process that has loaded
+ * better-sqlite3, hono and aedes (target: ≤ 1.4×). Both are separate processes, measured the
+ * same way: VmRSS from /proc after they settle.
+ */
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { projectRoot } from '../../src/version.js';
+import { type BenchResult, compare } from './report.js';
+
+const root = projectRoot();
+
+function rssMb(pid: number): number {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const kb = Number(/VmRSS:\s+(\d+)/.exec(status)?.[1]);
+  return kb / 1024;
+}
+
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const { port } = server.address() as { port: number };
+  await new Promise((r) => server.close(r));
+  return port;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function settledRss(pid: number, settleMs: number): Promise<number> {
+  await sleep(settleMs);
+  const samples: number[] = [];
+  for (let i = 0; i < 5; i++) {
+    samples.push(rssMb(pid));
+    await sleep(200);
+  }
+  return Math.min(...samples);
+}
+
+async function bareNode(): Promise<number> {
+  const code = `
+    const Database = require('better-sqlite3');
+    const db = new Database(':memory:'); db.prepare('select 1').get();
+    require('hono'); require('aedes');
+    setInterval(() => {}, 1000);
+  `;
+  const child = spawn(process.execPath, ['-e', code], { cwd: root, stdio: 'ignore' });
+  try {
+    return await settledRss(child.pid!, 3_000);
+  } finally {
+    child.kill('SIGKILL');
+  }
+}
+
+async function hub(): Promise<number> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'meshhub-bench-rss-'));
+  const port = await freePort();
+  const child = spawn(process.execPath, [join(root, 'dist', 'hub', 'cli.js'), 'start'], {
+    cwd: root,
+    env: { ...process.env, DATA_DIR: dataDir, HTTP_HOST: '127.0.0.1', HTTP_PORT: String(port), RADIO: 'sim', SIM_PORT: '0', LOG_LEVEL: 'warn' },
+    stdio: 'ignore',
+  });
+  try {
+    const until = Date.now() + 20_000;
+    for (;;) {
+      const health = await fetch(`http://127.0.0.1:${port}/health`).then((r) => r.json() as Promise<{ radio: { state: string } }>).catch(() => undefined);
+      if (health?.radio.state === 'connected') break;
+      if (Date.now() > until) throw new Error('the hub did not connect to its simulator');
+      await sleep(200);
+    }
+    // Let the replayed history be written and the heap settle: "idle" means after start-up work.
+    return await settledRss(child.pid!, 8_000);
+  } finally {
+    child.kill('SIGTERM');
+    await new Promise((r) => child.once('exit', r));
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
+export async function run(): Promise<BenchResult[]> {
+  const baseline = await bareNode();
+  const ours = await hub();
+  return [
+    compare(
+      'idle RSS with the simulator connected',
+      { label: 'bare node + better-sqlite3 + hono + aedes', value: baseline, unit: 'MB' },
+      { label: 'meshhub start (RADIO=sim), idle', value: ours, unit: 'MB' },
+      { atMost: 1.4, text: '≤ 1.4 × bare' },
+    ),
+  ];
+}

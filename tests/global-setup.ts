@@ -1,2 +1,0 @@
-// Placeholder; process-level tests build dist/ here.
-export default async function setup(): Promise<void> {}

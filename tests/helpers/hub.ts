@@ -1,0 +1,61 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pino } from 'pino';
+import { createHub, type Hub } from '../../hub/main.js';
+import { loadConfig } from '../../src/config/load.js';
+
+export interface TestHub {
+  hub: Hub;
+  dataDir: string;
+  baseUrl: string;
+  stop(): Promise<void>;
+}
+
+/**
+ * A whole hub in this process: a real SQLite file in a temp dir, the simulator on a free
+ * loopback port reached over TCP, HTTP on a free loopback port.
+ */
+export async function startTestHub(env: Record<string, string> = {}): Promise<TestHub> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'meshhub-test-'));
+  const config = loadConfig({
+    DATA_DIR: dataDir,
+    HTTP_HOST: '127.0.0.1',
+    HTTP_PORT: '0',
+    RADIO: 'sim',
+    SIM_PORT: '0',
+    SIM_BACKFILL: '6h',
+    LOG_LEVEL: 'silent',
+    ...env,
+  });
+  const hub = await createHub(config, { log: pino({ level: 'silent' }), defaultMetrics: false });
+  await hub.start();
+  let stopped = false;
+  return {
+    hub,
+    dataDir,
+    baseUrl: `http://127.0.0.1:${hub.http.port}`,
+    async stop() {
+      if (stopped) return;
+      stopped = true;
+      await hub.stop();
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+export async function waitFor<T>(probe: () => Promise<T | undefined> | T | undefined, timeoutMs = 10_000, what = 'condition'): Promise<T> {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined && value !== false) return value;
+    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+export async function getJson(url: string): Promise<{ status: number; headers: Headers; body: any }> {
+  const res = await fetch(url);
+  const text = await res.text();
+  return { status: res.status, headers: res.headers, body: text ? JSON.parse(text) : undefined };
+}

@@ -1,0 +1,112 @@
+/**
+ * The built hub as a real process (what `npm start` runs): it serves readings from the
+ * simulator, stops within 5 s of SIGTERM with its readings committed, and refuses a bad config
+ * by listing every error and exiting non-zero.
+ */
+import Database from 'better-sqlite3';
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { getJson, waitFor } from '../helpers/hub.js';
+
+const CLI = join(process.cwd(), 'dist', 'hub', 'cli.js');
+const dirs: string[] = [];
+
+// The process tests run the built hub, exactly as `npm start` does: build dist/ when stale.
+beforeAll(() => {
+  const result = spawnSync(process.execPath, ['scripts/start.mjs', '--build-only'], { stdio: 'inherit' });
+  if (result.status !== 0) throw new Error('building dist/ failed');
+}, 120_000);
+const children: ChildProcess[] = [];
+
+afterEach(() => {
+  for (const c of children) if (c.exitCode === null) c.kill('SIGKILL');
+  for (const d of dirs) rmSync(d, { recursive: true, force: true });
+  children.length = 0;
+  dirs.length = 0;
+});
+
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const { port } = server.address() as { port: number };
+  await new Promise((r) => server.close(r));
+  return port;
+}
+
+describe('the meshhub process', () => {
+  it('serves simulated readings and stops within 5 s of SIGTERM with readings committed', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'meshhub-proc-'));
+    dirs.push(dataDir);
+    const port = await freePort();
+    const child = spawn(process.execPath, [CLI, 'start'], {
+      env: { ...process.env, DATA_DIR: dataDir, HTTP_HOST: '127.0.0.1', HTTP_PORT: String(port), RADIO: 'auto', SIM_PORT: '0', SIM_TELEMETRY_SECONDS: '1', RADIO_PROBE_TIMEOUT_MS: '500', LOG_LEVEL: 'info' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    children.push(child);
+    let output = '';
+    child.stdout?.on('data', (d) => (output += d));
+    child.stderr?.on('data', (d) => (output += d));
+
+    const latest = await waitFor(async () => {
+      const r = await getJson(`http://127.0.0.1:${port}/api/v1/weather/latest`).catch(() => undefined);
+      return r && r.body.data.filter((x: { temperature_c?: number }) => typeof x.temperature_c === 'number').length >= 3 ? r : undefined;
+    }, 15_000, 'three nodes with temperature');
+    expect(latest.status).toBe(200);
+    // RADIO=auto with no serial radio says it runs the simulator, in the log and in /health.
+    expect(output).toMatch(/running the built-in simulator/);
+    const health = await getJson(`http://127.0.0.1:${port}/health`);
+    expect(health.body.radio.simulated).toBe(true);
+
+    const t0 = Date.now();
+    child.kill('SIGTERM');
+    const code = await new Promise<number | null>((resolve) => child.once('exit', (c) => resolve(c)));
+    expect(Date.now() - t0).toBeLessThan(5_000);
+    expect(code).toBe(0);
+    expect(output).toMatch(/meshhub stopped/);
+
+    const db = new Database(join(dataDir, 'meshhub.sqlite'), { readonly: true });
+    const { n } = db.prepare('SELECT count(*) AS n FROM readings').get() as { n: number };
+    expect(db.pragma('integrity_check', { simple: true })).toBe('ok');
+    db.close();
+    expect(n).toBeGreaterThan(0);
+  }, 30_000);
+
+  it('lists every invalid setting at once and exits non-zero', () => {
+    const result = spawnSync(process.execPath, [CLI, 'start'], {
+      env: { ...process.env, HTTP_PORT: 'eighty', RADIO: 'carrier-pigeon', LOG_LEVEL: 'chatty' },
+      encoding: 'utf8',
+      timeout: 10_000,
+    });
+    expect(result.status).toBe(1);
+    expect(result.stderr).toContain('invalid configuration');
+    expect(result.stderr).toMatch(/HTTP_PORT: /);
+    expect(result.stderr).toMatch(/RADIO: .*carrier-pigeon/);
+    expect(result.stderr).toMatch(/LOG_LEVEL: /);
+  });
+
+  it('refuses an unknown plugin', () => {
+    const result = spawnSync(process.execPath, [CLI, 'start'], {
+      env: { ...process.env, PLUGINS: 'teleport', RADIO: 'none', HTTP_PORT: '0' },
+      encoding: 'utf8',
+      timeout: 10_000,
+    });
+    expect(result.status).toBe(1);
+    expect(result.stderr).toMatch(/PLUGINS: unknown plugin "teleport"/);
+  });
+
+  it('prints help and version', () => {
+    const help = spawnSync(process.execPath, [CLI, '--help'], { encoding: 'utf8' });
+    expect(help.status).toBe(0);
+    expect(help.stdout).toMatch(/meshhub <command>/);
+    expect(help.stdout).toMatch(/sim \[options\]/);
+    const version = spawnSync(process.execPath, [CLI, '--version'], { encoding: 'utf8' });
+    expect(version.stdout.trim()).toMatch(/^\d+\.\d+\.\d+/);
+    const unknown = spawnSync(process.execPath, [CLI, 'fly'], { encoding: 'utf8' });
+    expect(unknown.status).toBe(2);
+    expect(unknown.stderr).toMatch(/unknown command "fly"/);
+  });
+});
