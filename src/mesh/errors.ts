@@ -40,6 +40,9 @@ export class PayloadDecodeError extends Error {
     options?: { cause?: unknown },
   ) {
     const cause = options?.cause instanceof Error ? `: ${options.cause.message}` : '';
-    super(`cannot decode ${messageType}${portnum === undefined ? '' : ` (portnum ${portnum})`}${cause}`, options);
+    super(
+      `cannot decode ${messageType}${portnum === undefined ? '' : ` (portnum ${portnum})`}${cause}`,
+      options,
+    );
   }
 }

@@ -6,7 +6,7 @@
  * - metric fields are proto3 `optional`: an absent field stays absent, a 0 is a real 0;
  * - `barometric_pressure` hPa ×100 → Pa; PM10 is `pm100_standard` (`pm10_standard` is PM1.0).
  */
-import { fromBinary, type DescMessage, type MessageShape, toBinary } from '@bufbuild/protobuf';
+import { type DescMessage, fromBinary, type MessageShape, toBinary } from '@bufbuild/protobuf';
 import { Mesh, Portnums, Telemetry } from '@meshtastic/protobufs';
 import type { Reading } from '../weather/reading.js';
 import { PayloadDecodeError } from './errors.js';
@@ -33,13 +33,18 @@ export function packetReceiveTime(packet: Mesh.MeshPacket, hubNowMs: number): nu
 
 /**
  * Readings and node updates carried by one packet. Encrypted packets (we do not hold the key
- * here) yield nothing; a known port whose payload does not decode throws PayloadDecodeError.
+ * here) and packets without a sender yield nothing; a known port whose payload does not decode throws PayloadDecodeError.
  */
 export function decodeMeshPacket(packet: Mesh.MeshPacket, hubNowMs: number): DecodedPacket {
-  if (packet.payloadVariant.case !== 'decoded') return { readings: [], nodes: [] };
+  // from 0 is no node: a packet the client itself queued, echoed back before the radio stamped it.
+  if (packet.payloadVariant.case !== 'decoded' || packet.from === 0) return { readings: [], nodes: [] };
   const data = packet.payloadVariant.value;
   const receivedAt = packetReceiveTime(packet, hubNowMs);
-  const node: NodeUpdate = { nodeNum: packet.from >>> 0, nodeId: nodeIdFromNum(packet.from), lastHeard: receivedAt };
+  const node: NodeUpdate = {
+    nodeNum: packet.from >>> 0,
+    nodeId: nodeIdFromNum(packet.from),
+    lastHeard: receivedAt,
+  };
   // rx_snr has no presence bit; 0 is what firmware leaves on packets it did not receive over LoRa.
   if (packet.rxSnr !== 0 && Number.isFinite(packet.rxSnr)) node.snr = packet.rxSnr;
   const readings: Reading[] = [];
@@ -111,7 +116,11 @@ function environmentReading(
   return any ? reading : undefined;
 }
 
-function airQualityReading(nodeId: string, timestamp: number, m: Telemetry.AirQualityMetrics): Reading | undefined {
+function airQualityReading(
+  nodeId: string,
+  timestamp: number,
+  m: Telemetry.AirQualityMetrics,
+): Reading | undefined {
   const reading: Reading = { nodeId, timestamp };
   const pm25 = finite(m.pm25Standard);
   // pm100_standard is PM10; pm10_standard is PM1.0 and has no place in a Reading.

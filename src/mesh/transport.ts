@@ -20,7 +20,11 @@ export interface RadioTransport {
   connect(signal?: AbortSignal): Promise<Duplex>;
 }
 
-export function tcpTransport(host: string, port: number, options: { connectTimeoutMs: number }): RadioTransport {
+export function tcpTransport(
+  host: string,
+  port: number,
+  options: { connectTimeoutMs: number },
+): RadioTransport {
   const address = host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`;
   return {
     kind: 'tcp',
@@ -28,7 +32,10 @@ export function tcpTransport(host: string, port: number, options: { connectTimeo
     connect(signal) {
       return new Promise<Duplex>((resolve, reject) => {
         const socket = netConnect({ host, port });
-        const timer = setTimeout(() => fail(new Error(`no TCP connection to ${address} within ${options.connectTimeoutMs} ms`)), options.connectTimeoutMs);
+        const timer = setTimeout(
+          () => fail(new Error(`no TCP connection to ${address} within ${options.connectTimeoutMs} ms`)),
+          options.connectTimeoutMs,
+        );
         const onAbort = () => fail(new Error('connect aborted'));
         const cleanup = () => {
           clearTimeout(timer);

@@ -1,0 +1,109 @@
+/**
+ * A virtual Meshtastic device on TCP (DESIGN.md "Decisions": Radio). It speaks the real stream
+ * protocol with real protobufs, so the hub's radio link, the official apps in TCP mode and the
+ * Python library all connect to it as to a firmware's API on port 4403. Several clients may be
+ * connected at once; each gets its own session (handshake, history, live traffic).
+ */
+import { createServer, type Server, type Socket } from 'node:net';
+import type { Logger } from '../../log.js';
+import { SimClientSession } from './client-session.js';
+import { createSimNetwork, type SimNetwork } from './nodes.js';
+import { type PacketResponder, silentResponder } from './responder.js';
+
+export interface MeshSimulatorOptions {
+  host: string;
+  /** 0 picks a free port. */
+  port: number;
+  nodeCount: number;
+  center: { latitude: number; longitude: number };
+  seed: number;
+  /** Between environment telemetry packets of each node (jittered ±10 %). */
+  telemetryIntervalMs: number;
+  /** How much history to replay to each new client; 0 for none. */
+  backfillMs: number;
+  log: Logger;
+  now?: () => number;
+  /** Answers packets that clients send; the default never answers. */
+  responder?: PacketResponder;
+}
+
+export interface SimulatorAddress {
+  host: string;
+  port: number;
+}
+
+export class MeshSimulator {
+  private server: Server | undefined;
+  private bound: SimulatorAddress | undefined;
+  private simNetwork: SimNetwork | undefined;
+  private readonly sessions = new Set<SimClientSession>();
+  private sessionCount = 0;
+
+  constructor(private readonly options: MeshSimulatorOptions) {}
+
+  get address(): SimulatorAddress | undefined {
+    return this.bound;
+  }
+
+  /** The simulated mesh (available once started). */
+  get network(): SimNetwork | undefined {
+    return this.simNetwork;
+  }
+
+  get clientCount(): number {
+    return this.sessions.size;
+  }
+
+  async start(): Promise<SimulatorAddress> {
+    if (this.bound) return this.bound;
+    const { host, port, seed, nodeCount, center } = this.options;
+    this.simNetwork = createSimNetwork({ seed, nodeCount, center });
+    const server = createServer((socket) => this.accept(socket));
+    await new Promise<void>((resolve, reject) => {
+      const onError = (error: Error) => reject(error);
+      server.once('error', onError);
+      server.listen(port, host, () => {
+        server.off('error', onError);
+        resolve();
+      });
+    });
+    server.on('error', (error) => this.options.log.error({ err: error }, 'simulator server error'));
+    this.server = server;
+    const address = server.address();
+    this.bound = { host, port: typeof address === 'object' && address ? address.port : port };
+    return this.bound;
+  }
+
+  async stop(): Promise<void> {
+    const server = this.server;
+    this.server = undefined;
+    this.bound = undefined;
+    for (const session of [...this.sessions]) session.close();
+    if (!server) return;
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+  }
+
+  private accept(socket: Socket): void {
+    const network = this.simNetwork;
+    if (!network || !this.server) {
+      socket.destroy();
+      return;
+    }
+    const session = new SimClientSession(
+      socket,
+      {
+        network,
+        telemetryIntervalMs: this.options.telemetryIntervalMs,
+        backfillMs: this.options.backfillMs,
+        log: this.options.log,
+        now: this.options.now ?? Date.now,
+        responder: this.options.responder ?? silentResponder,
+        sessionNumber: ++this.sessionCount,
+      },
+      (s) => this.sessions.delete(s),
+    );
+    this.sessions.add(session);
+    this.options.log.debug({ client: session.remote }, 'sim client connected');
+    session.start();
+  }
+}

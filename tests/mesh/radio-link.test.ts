@@ -1,0 +1,310 @@
+import { create, fromBinary } from '@bufbuild/protobuf';
+import { Mesh, Portnums } from '@meshtastic/protobufs';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { RadioStatus } from '../../src/events.js';
+import { TransportClosedError } from '../../src/mesh/errors.js';
+import { StreamFramer } from '../../src/mesh/framing.js';
+import { decodeMeshPacket } from '../../src/mesh/packet-decoder.js';
+import { RadioLink, type RadioLinkOptions } from '../../src/mesh/radio-link.js';
+import type { PacketResponder } from '../../src/mesh/simulator/responder.js';
+import { MeshSimulator } from '../../src/mesh/simulator/simulator.js';
+import { type RadioTransport, tcpTransport } from '../../src/mesh/transport.js';
+import { frameFromRadio, silentLog, startServer, trackTimers, waitFor } from './helpers.js';
+
+const CENTER = { latitude: 47.3769, longitude: 8.5417 };
+const cleanups: Array<() => Promise<void>> = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+
+function simulator(port = 0, responder?: PacketResponder): MeshSimulator {
+  const sim = new MeshSimulator({
+    host: '127.0.0.1',
+    port,
+    nodeCount: 6,
+    center: CENTER,
+    seed: 5,
+    telemetryIntervalMs: 300_000,
+    backfillMs: 3_600_000,
+    log: silentLog,
+    ...(responder ? { responder } : {}),
+  });
+  cleanups.push(() => sim.stop());
+  return sim;
+}
+
+interface Recorder {
+  link: RadioLink;
+  statuses: RadioStatus[];
+  messages: Mesh.FromRadio[];
+  logLines: string[];
+  frameErrors: string[];
+}
+
+function link(port: number, options: Partial<RadioLinkOptions> = {}): Recorder {
+  const rec: Omit<Recorder, 'link'> = { statuses: [], messages: [], logLines: [], frameErrors: [] };
+  const radio = new RadioLink({
+    transport: tcpTransport('127.0.0.1', port, { connectTimeoutMs: 1_000 }),
+    log: silentLog,
+    heartbeatMs: 60_000,
+    handshakeTimeoutMs: 2_000,
+    reconnect: { initialMs: 20, maxMs: 100 },
+    simulated: true,
+    onStatus: (s) => rec.statuses.push(s),
+    onFromRadio: (m) => rec.messages.push(m),
+    onLogLine: (l) => rec.logLines.push(l),
+    onFrameError: (r) => rec.frameErrors.push(r),
+    ...options,
+  });
+  cleanups.push(() => radio.stop());
+  return { ...rec, link: radio };
+}
+
+/** The state sequence, without the repeats of status updates within one state (e.g. my_node_num learnt). */
+const states = (r: Recorder) =>
+  r.statuses.map((s) => s.state).filter((s, i, all) => i === 0 || all[i - 1] !== s);
+
+describe('RadioLink against the simulator', () => {
+  it('connects, learns my_node_num, receives node infos and telemetry that decodes into readings', async () => {
+    const sim = simulator();
+    const { port } = await sim.start();
+    const r = link(port);
+    r.link.start();
+    await waitFor(() => r.link.status.state === 'connected', 'connected');
+    const net = sim.network!;
+    expect(states(r).slice(0, 3)).toEqual(['connecting', 'configuring', 'connected']);
+    expect(r.link.myNodeNum).toBe(net.radio.num);
+    expect(r.link.status).toMatchObject({
+      state: 'connected',
+      transport: 'tcp',
+      address: `127.0.0.1:${port}`,
+      simulated: true,
+      myNodeNum: net.radio.num,
+    });
+    const infos = r.messages.filter((m) => m.payloadVariant.case === 'nodeInfo');
+    expect(infos).toHaveLength(net.nodes.length + 1);
+    await waitFor(
+      () => r.messages.filter((m) => m.payloadVariant.case === 'packet').length >= 12,
+      'telemetry',
+    );
+    const readings = r.messages
+      .flatMap((m) => (m.payloadVariant.case === 'packet' ? [m.payloadVariant.value] : []))
+      .flatMap((p) => decodeMeshPacket(p, Date.now()).readings);
+    expect(readings.length).toBeGreaterThanOrEqual(12);
+    expect(readings.some((x) => x.temperatureC !== undefined)).toBe(true);
+    expect(r.frameErrors).toEqual([]);
+    await waitFor(() => r.logLines.length > 0, 'a device log line');
+  });
+
+  it('reconnects after the simulator goes away and comes back on the same port', async () => {
+    const first = simulator();
+    const { port } = await first.start();
+    const r = link(port);
+    r.link.start();
+    await waitFor(() => r.link.status.state === 'connected', 'connected');
+    await first.stop();
+    await waitFor(() => r.link.status.state !== 'connected', 'disconnected');
+    expect(r.link.status.lastError).toBeDefined();
+    // A few refused attempts while nothing listens.
+    await new Promise((res) => setTimeout(res, 150));
+    const second = simulator(port);
+    await second.start();
+    await waitFor(() => r.link.status.state === 'connected', 'connected again');
+    expect(states(r).filter((s) => s === 'connected')).toHaveLength(2);
+    expect(r.link.status.lastError).toBeUndefined();
+  });
+
+  it('sends ToRadio packets once connected and refuses them before', async () => {
+    const received: Mesh.MeshPacket[] = [];
+    const sim = simulator(0, { onPacket: (p) => void received.push(p) });
+    const { port } = await sim.start();
+    const r = link(port);
+    const packet = create(Mesh.ToRadioSchema, {
+      payloadVariant: {
+        case: 'packet',
+        value: {
+          to: 0xffffffff,
+          id: 4242,
+          payloadVariant: {
+            case: 'decoded',
+            value: {
+              portnum: Portnums.PortNum.TEXT_MESSAGE_APP,
+              payload: new TextEncoder().encode('hello mesh'),
+            },
+          },
+        },
+      },
+    });
+    await expect(r.link.send(packet)).rejects.toBeInstanceOf(TransportClosedError);
+    r.link.start();
+    await waitFor(() => r.link.status.state === 'connected', 'connected');
+    await r.link.send(packet);
+    await waitFor(() => received.length === 1, 'the packet at the simulator');
+    expect(received[0]?.id).toBe(4242);
+  });
+});
+
+describe('RadioLink against misbehaving devices', () => {
+  it('times out a silent device and retries', async () => {
+    const server = await startServer(() => {});
+    cleanups.push(() => server.close());
+    const r = link(server.port, { handshakeTimeoutMs: 100 });
+    r.link.start();
+    await waitFor(() => server.sockets.length >= 2, 'a second attempt');
+    expect(states(r)).not.toContain('connected');
+    expect(states(r)).toContain('configuring');
+    expect(r.link.status.lastError).toBe('no config_complete_id within 100 ms');
+  });
+
+  it('survives garbage, corrupt frames and malformed protobufs, then completes the handshake', async () => {
+    const server = await startServer((socket) => {
+      const framer = new StreamFramer();
+      socket.on('data', (chunk: Buffer) => {
+        for (const event of framer.push(chunk)) {
+          if (event.kind !== 'frame') continue;
+          const toRadio = fromBinary(Mesh.ToRadioSchema, event.payload);
+          if (toRadio.payloadVariant.case !== 'wantConfigId') continue;
+          socket.write(Buffer.from([0x00, 0xff, 0x13, 0x37, 0x94, 0x00]));
+          socket.write('\u001b[32mINFO\u001b[0m | booting\r\n');
+          socket.write(Buffer.from([0x94, 0xc3, 0x7f, 0xff])); // length 32767: corrupt
+          socket.write(Buffer.from([0x94, 0xc3, 0x00, 0x03, 0xff, 0xff, 0xff])); // not a FromRadio
+          socket.write(frameFromRadio({ payloadVariant: { case: 'myInfo', value: { myNodeNum: 0x1234 } } }));
+          socket.write(frameFromRadio({ payloadVariant: { case: 'configCompleteId', value: 1 } })); // not ours
+          socket.write(
+            frameFromRadio({
+              payloadVariant: { case: 'configCompleteId', value: toRadio.payloadVariant.value },
+            }),
+          );
+        }
+      });
+    });
+    cleanups.push(() => server.close());
+    const r = link(server.port);
+    r.link.start();
+    await waitFor(() => r.link.status.state === 'connected', 'connected');
+    expect(r.link.myNodeNum).toBe(0x1234);
+    expect(r.frameErrors).toEqual(['frame length 32767 exceeds 512', 'malformed FromRadio (3 bytes)']);
+    // The garbage has no newline of its own: it prefixes the next log line, colour codes stripped.
+    expect(r.logLines).toHaveLength(1);
+    expect(r.logLines[0]).toMatch(/INFO \| booting$/);
+    expect(server.sockets).toHaveLength(1);
+  });
+
+  it('keeps running when its owner callbacks throw', async () => {
+    const sim = simulator();
+    const { port } = await sim.start();
+    const r = link(port, {
+      onFromRadio: () => {
+        throw new Error('owner bug');
+      },
+    });
+    r.link.start();
+    await waitFor(() => r.link.status.state === 'connected', 'connected');
+  });
+
+  it('sends heartbeats while connected and answers a device reboot with a new handshake', async () => {
+    const toRadios: Mesh.ToRadio[] = [];
+    const server = await startServer((socket) => {
+      const framer = new StreamFramer();
+      socket.on('data', (chunk: Buffer) => {
+        for (const event of framer.push(chunk)) {
+          if (event.kind !== 'frame') continue;
+          const toRadio = fromBinary(Mesh.ToRadioSchema, event.payload);
+          toRadios.push(toRadio);
+          if (toRadio.payloadVariant.case === 'wantConfigId') {
+            socket.write(
+              frameFromRadio({
+                payloadVariant: { case: 'configCompleteId', value: toRadio.payloadVariant.value },
+              }),
+            );
+          }
+        }
+      });
+    });
+    cleanups.push(() => server.close());
+    const r = link(server.port, { heartbeatMs: 20 });
+    r.link.start();
+    await waitFor(
+      () => toRadios.filter((t) => t.payloadVariant.case === 'heartbeat').length >= 2,
+      'heartbeats',
+    );
+    server.sockets[0]!.write(frameFromRadio({ payloadVariant: { case: 'rebooted', value: true } }));
+    await waitFor(
+      () => toRadios.filter((t) => t.payloadVariant.case === 'wantConfigId').length === 2,
+      'a new want_config_id',
+    );
+    await waitFor(() => states(r).filter((s) => s === 'connected').length === 2, 'connected again');
+    expect(server.sockets).toHaveLength(1);
+  });
+});
+
+describe('RadioLink.stop', () => {
+  const sockets = () =>
+    process.getActiveResourcesInfo().filter((h) => h === 'TCPSocketWrap' || h === 'TCPServerWrap').length;
+
+  it('leaves no sockets or timers behind', async () => {
+    const socketsBefore = sockets();
+    const timers = trackTimers();
+    try {
+      const sim = simulator();
+      const { port } = await sim.start();
+      const r = link(port, { heartbeatMs: 30 });
+      r.link.start();
+      await waitFor(() => r.link.status.state === 'connected', 'connected');
+      await new Promise((res) => setTimeout(res, 70)); // a heartbeat or two
+      await r.link.stop();
+      await sim.stop();
+      expect(r.link.status.state).toBe('disconnected');
+      expect(timers.pending()).toBe(0);
+    } finally {
+      timers.restore();
+    }
+    await waitFor(() => sockets() === socketsBefore, 'sockets closed', 2_000);
+  });
+
+  it('returns at once while waiting to reconnect, and stops reconnecting', { timeout: 3_000 }, async () => {
+    const server = await startServer((socket) => socket.destroy());
+    cleanups.push(() => server.close());
+    const r = link(server.port, { reconnect: { initialMs: 60_000 } });
+    r.link.start();
+    await waitFor(
+      () => server.sockets.length === 1 && r.link.status.state === 'disconnected',
+      'a failed attempt',
+    );
+    await r.link.stop();
+    await new Promise((res) => setTimeout(res, 50));
+    expect(server.sockets).toHaveLength(1);
+    expect(r.link.status.lastError).toBe('the device closed the connection');
+  });
+
+  it('abandons a pending connect through its abort signal', { timeout: 3_000 }, async () => {
+    let aborted = false;
+    const hanging: RadioTransport = {
+      kind: 'serial',
+      address: '/dev/ttyUSB9',
+      connect: (signal) =>
+        new Promise((_, reject) =>
+          signal?.addEventListener('abort', () => {
+            aborted = true;
+            reject(new Error('aborted'));
+          }),
+        ),
+    };
+    const slow = new RadioLink({
+      transport: hanging,
+      log: silentLog,
+      heartbeatMs: 60_000,
+      onStatus: () => {},
+      onFromRadio: () => {},
+    });
+    slow.start();
+    await waitFor(() => slow.status.state === 'connecting', 'connecting');
+    await slow.stop();
+    expect(aborted).toBe(true);
+    expect(slow.status).toMatchObject({
+      state: 'disconnected',
+      transport: 'serial',
+      address: '/dev/ttyUSB9',
+    });
+  });
+});
