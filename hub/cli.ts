@@ -4,12 +4,12 @@
  * `meshhub start`.
  */
 import { parseArgs } from 'node:util';
+import { UnknownPluginError } from '../plugins/index.js';
 import { ConfigError, loadConfig } from '../src/config/load.js';
 import { parseDuration } from '../src/config/schema.js';
 import { createLogger } from '../src/log.js';
 import { MeshSimulator } from '../src/mesh/simulator/simulator.js';
 import { readVersion } from '../src/version.js';
-import { UnknownPluginError } from '../plugins/index.js';
 import { createHub } from './main.js';
 
 const HELP = `meshhub — edge hub for Meshtastic LoRa mesh networks
@@ -46,7 +46,11 @@ function loadConfigOrExit(env: NodeJS.ProcessEnv = process.env) {
 }
 
 /** Stops on SIGTERM/SIGINT within a deadline; a second signal or the deadline exits at once. */
-function onShutdownSignals(stop: () => Promise<void>, log: { warn(o: object, m: string): void }, deadlineMs = 5_000): void {
+function onShutdownSignals(
+  stop: () => Promise<void>,
+  log: { warn(o: object, m: string): void },
+  deadlineMs = 5_000,
+): void {
   let stopping = false;
   const handler = (signal: NodeJS.Signals) => {
     if (stopping) process.exit(1);
@@ -70,7 +74,10 @@ async function runHub(): Promise<void> {
     hub = await createHub(config, {
       log,
       onFatal: (actor) => {
-        log.fatal({ actor }, 'a required part of the hub keeps failing; exiting so the service manager restarts us');
+        log.fatal(
+          { actor },
+          'a required part of the hub keeps failing; exiting so the service manager restarts us',
+        );
         void hub.stop().finally(() => process.exit(1));
       },
     });
@@ -158,6 +165,8 @@ export async function main(argv: string[]): Promise<void> {
 }
 
 main(process.argv.slice(2)).catch((error: unknown) => {
-  process.stderr.write(`meshhub: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+  process.stderr.write(
+    `meshhub: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
+  );
   process.exit(1);
 });

@@ -1,5 +1,5 @@
 import type { AddressInfo } from 'node:net';
-import { serve, type ServerType } from '@hono/node-server';
+import { type ServerType, serve } from '@hono/node-server';
 import type { Hono } from 'hono';
 import type { HubBus } from '../src/events.js';
 import { createHttpApp } from '../src/http/app.js';

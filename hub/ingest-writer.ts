@@ -19,7 +19,13 @@ export class IngestWriterActor extends Actor {
   private readonly inbox: Mailbox<ReadingBatch>;
 
   constructor(
-    private readonly deps: { bus: HubBus; store: StoreActor; log: Logger; metrics: HubMetrics; capacity?: number },
+    private readonly deps: {
+      bus: HubBus;
+      store: StoreActor;
+      log: Logger;
+      metrics: HubMetrics;
+      capacity?: number;
+    },
   ) {
     super();
     this.inbox = this.createMailbox<ReadingBatch>('readings', {
@@ -33,21 +39,18 @@ export class IngestWriterActor extends Actor {
     const { bus, store, metrics, log } = this.deps;
     this.writer = new BatchingWriter({
       writer: new ReadingWriter(store.db),
-      onStored: (readings, sources) => {
-        for (const source of sources) {
-          const count = readings.filter((r) => r.source === source).length;
-          if (count) metrics.readingsIngested.inc({ source }, count);
-        }
-        for (const source of sources) {
-          const stored = readings.filter((r) => r.source === source).map((r) => r.reading);
-          if (stored.length) bus.emit('reading.stored', { readings: stored, source });
+      onStored: (_all, bySource) => {
+        for (const { readings, source } of bySource) {
+          metrics.readingsIngested.inc({ source }, readings.length);
+          bus.emit('reading.stored', { readings, source });
         }
       },
       onError: (error) => log.error({ err: error }, 'writing readings failed'),
     });
     this.inbox.reopen();
     bus.on(this.name, 'reading.received', (batch) => {
-      if (!this.inbox.post(batch)) batch.onCommitted?.(new Error('the ingest writer is not accepting readings'));
+      if (!this.inbox.post(batch))
+        batch.onCommitted?.(new Error('the ingest writer is not accepting readings'));
     });
   }
 

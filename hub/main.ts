@@ -3,6 +3,7 @@
  * them to the supervisor. Nothing else constructs actors.
  */
 import { join } from 'node:path';
+import { loadPlugins } from '../plugins/index.js';
 import type { HubConfig } from '../src/config/schema.js';
 import type { HubBus, HubEvents, HubRequests } from '../src/events.js';
 import { buildHealthReport } from '../src/http/health.js';
@@ -12,11 +13,10 @@ import type { Logger } from '../src/log.js';
 import { probeSerialPorts, serialTransport, tcpTransport } from '../src/mesh/transport.js';
 import { HubMetrics } from '../src/metrics.js';
 import { readVersion } from '../src/version.js';
-import { loadPlugins } from '../plugins/index.js';
 import { HttpServerActor } from './http-server.js';
 import { IngestWriterActor } from './ingest-writer.js';
 import { NodeDirectoryActor } from './node-directory.js';
-import { type RadioPlan, RadioActor } from './radio.js';
+import { RadioActor, type RadioPlan } from './radio.js';
 import { RetentionActor } from './retention.js';
 import { SimulatorActor } from './simulator.js';
 import { StoreActor } from './store.js';
@@ -55,14 +55,20 @@ export async function resolveRadioPlan(config: HubConfig, log: Logger): Promise<
     case 'serial':
       return { kind: 'transport', transport: serialTransport(radio.path, radio.baudRate), simulated: false };
     case 'tcp':
-      return { kind: 'transport', transport: tcpTransport(radio.host, radio.port, { connectTimeoutMs: 5_000 }), simulated: false };
+      return {
+        kind: 'transport',
+        transport: tcpTransport(radio.host, radio.port, { connectTimeoutMs: 5_000 }),
+        simulated: false,
+      };
     case 'auto': {
       const path = await probeSerialPorts({ timeoutMs: config.RADIO_PROBE_TIMEOUT_MS, log });
       if (path) {
         log.info({ path }, 'found a Meshtastic radio');
         return { kind: 'transport', transport: serialTransport(path, 115200), simulated: false };
       }
-      log.warn('no Meshtastic radio found on USB serial; running the built-in simulator (set RADIO to choose)');
+      log.warn(
+        'no Meshtastic radio found on USB serial; running the built-in simulator (set RADIO to choose)',
+      );
       return 'simulator';
     }
   }
@@ -120,7 +126,13 @@ export async function createHub(config: HubConfig, options: HubOptions): Promise
   } else {
     plan = resolved;
   }
-  const radio = new RadioActor({ bus, log, metrics, plan, heartbeatMs: config.RADIO_HEARTBEAT_SECONDS * 1000 });
+  const radio = new RadioActor({
+    bus,
+    log,
+    metrics,
+    plan,
+    heartbeatMs: config.RADIO_HEARTBEAT_SECONDS * 1000,
+  });
 
   const http = new HttpServerActor({
     bus,

@@ -17,7 +17,9 @@ export class NodeDirectoryActor extends Actor {
     this.inbox = this.createMailbox<NodeUpdate>('updates', {
       capacity: 5_000,
       overflow: 'drop-oldest',
-      handle: (update) => this.repo?.upsert(update),
+      handle: (update) => {
+        this.repo?.upsert(update);
+      },
     });
   }
 

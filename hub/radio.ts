@@ -2,11 +2,11 @@ import { type Mesh, Portnums } from '@meshtastic/protobufs';
 import type { HubBus, RadioStatus } from '../src/events.js';
 import { Actor } from '../src/kernel/actor.js';
 import type { Logger } from '../src/log.js';
-import type { HubMetrics } from '../src/metrics.js';
 import { PayloadDecodeError } from '../src/mesh/errors.js';
 import { decodeMeshPacket, nodeUpdateFromNodeInfo } from '../src/mesh/packet-decoder.js';
 import { RadioLink } from '../src/mesh/radio-link.js';
 import type { RadioTransport } from '../src/mesh/transport.js';
+import type { HubMetrics } from '../src/metrics.js';
 
 /** Where the radio is, once `RADIO` has been resolved (auto → a probed serial port or the simulator). */
 export type RadioPlan =
@@ -26,13 +26,24 @@ export class RadioActor extends Actor {
   private connectedOnce = false;
 
   constructor(
-    private readonly deps: { bus: HubBus; log: Logger; metrics: HubMetrics; plan: RadioPlan; heartbeatMs: number },
+    private readonly deps: {
+      bus: HubBus;
+      log: Logger;
+      metrics: HubMetrics;
+      plan: RadioPlan;
+      heartbeatMs: number;
+    },
   ) {
     super();
     this.dependsOn = deps.plan.kind === 'simulator' ? ['simulator'] : [];
     this.current = {
       state: 'disconnected',
-      transport: deps.plan.kind === 'none' ? 'none' : deps.plan.kind === 'simulator' ? 'tcp' : deps.plan.transport.kind,
+      transport:
+        deps.plan.kind === 'none'
+          ? 'none'
+          : deps.plan.kind === 'simulator'
+            ? 'tcp'
+            : deps.plan.transport.kind,
       simulated: deps.plan.kind === 'simulator' || (deps.plan.kind === 'transport' && deps.plan.simulated),
     };
   }
@@ -70,7 +81,11 @@ export class RadioActor extends Actor {
   }
 
   override describe(): Record<string, unknown> {
-    return { link: this.current.state, simulated: this.current.simulated, ...(this.current.address ? { address: this.current.address } : {}) };
+    return {
+      link: this.current.state,
+      simulated: this.current.simulated,
+      ...(this.current.address ? { address: this.current.address } : {}),
+    };
   }
 
   override ready(): boolean {
@@ -85,7 +100,10 @@ export class RadioActor extends Actor {
     if (connected && !wasConnected) {
       if (this.connectedOnce) this.deps.metrics.radioReconnects.inc();
       this.connectedOnce = true;
-      this.deps.log.info({ address: status.address, simulated: status.simulated, myNodeNum: status.myNodeNum }, 'radio connected');
+      this.deps.log.info(
+        { address: status.address, simulated: status.simulated, myNodeNum: status.myNodeNum },
+        'radio connected',
+      );
     }
     this.deps.bus.emit('radio.status', status);
   }
@@ -107,7 +125,14 @@ export class RadioActor extends Actor {
     if (packet.payloadVariant.case === 'decoded') {
       const portnum = packet.payloadVariant.value.portnum;
       this.deps.metrics.meshPackets.inc({ port: Portnums.PortNum[portnum] ?? String(portnum), via: 'radio' });
-      bus.emit('mesh.packet', { portnum, from: packet.from, to: packet.to, id: packet.id, receivedAt, via: 'radio' });
+      bus.emit('mesh.packet', {
+        portnum,
+        from: packet.from,
+        to: packet.to,
+        id: packet.id,
+        receivedAt,
+        via: 'radio',
+      });
     }
     try {
       const { readings, nodes } = decodeMeshPacket(packet, receivedAt);

@@ -21,7 +21,8 @@ export class RetentionActor extends Actor {
   }
 
   async start(): Promise<void> {
-    if (!cron.validate(this.deps.schedule)) throw new Error(`RETENTION_CRON is not a valid cron expression: ${this.deps.schedule}`);
+    if (!cron.validate(this.deps.schedule))
+      throw new Error(`RETENTION_CRON is not a valid cron expression: ${this.deps.schedule}`);
     this.task = cron.schedule(this.deps.schedule, () => {
       void this.runOnce().catch((err: unknown) => this.deps.log.error({ err }, 'retention run failed'));
     });

@@ -44,7 +44,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): HubConfig {
       } else {
         const name = issue.path.join('.') || '(config)';
         const value = input[name];
-        problems.push(`${name}: ${issue.message}${value === undefined ? '' : ` (got ${JSON.stringify(value)})`}`);
+        problems.push(
+          `${name}: ${issue.message}${value === undefined ? '' : ` (got ${JSON.stringify(value)})`}`,
+        );
       }
     }
   }

@@ -38,9 +38,6 @@ export function parseDuration(value: string): number | undefined {
 }
 
 const port = z.coerce.number().int().min(0).max(65535);
-const bool = z
-  .union([z.boolean(), z.enum(['true', 'false', '1', '0', 'yes', 'no'])])
-  .transform((v) => v === true || v === 'true' || v === '1' || v === 'yes');
 const duration = z.string().transform((v, ctx) => {
   const ms = parseDuration(v);
   if (ms === undefined) {

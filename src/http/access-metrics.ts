@@ -12,10 +12,19 @@ export function accessMetrics(options: { metrics: HubMetrics; log?: Logger }): M
     await next();
     const seconds = Number(process.hrtime.bigint() - start) / 1e9;
     const route = c.req.routePath && c.req.routePath !== '/*' ? c.req.routePath : 'unmatched';
-    options.metrics.httpDuration.observe({ method: c.req.method, route, status: String(c.res.status) }, seconds);
+    options.metrics.httpDuration.observe(
+      { method: c.req.method, route, status: String(c.res.status) },
+      seconds,
+    );
     if (options.log?.isLevelEnabled('debug')) {
       options.log.debug(
-        { requestId: c.get('requestId' as never), method: c.req.method, path: c.req.path, status: c.res.status, ms: seconds * 1000 },
+        {
+          requestId: c.get('requestId' as never),
+          method: c.req.method,
+          path: c.req.path,
+          status: c.res.status,
+          ms: seconds * 1000,
+        },
         'request',
       );
     }

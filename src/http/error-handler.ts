@@ -10,7 +10,10 @@ import { ProblemError, problemTitle } from './problem.js';
 
 export function problemResponse(c: Context, problem: ProblemError): Response {
   const requestId = c.get('requestId' as never) as string | undefined;
-  const headers: Record<string, string> = { 'content-type': 'application/problem+json', ...problem.extras.headers };
+  const headers: Record<string, string> = {
+    'content-type': 'application/problem+json',
+    ...problem.extras.headers,
+  };
   return new Response(JSON.stringify(problem.toBody(requestId)), { status: problem.status, headers });
 }
 
@@ -20,11 +23,13 @@ export function createErrorHandler(log?: Logger): ErrorHandler {
     if (err instanceof HTTPException) {
       const status = err.status;
       // Malformed JSON bodies and the like surface as HTTPException 400 from Hono's body parsers.
-      const detail = status < 500 ? err.message || problemTitle(status) : 'the server could not complete the request';
+      const detail =
+        status < 500 ? err.message || problemTitle(status) : 'the server could not complete the request';
       return problemResponse(c, new ProblemError(status, detail));
     }
     // c.req.json() on a malformed body throws a SyntaxError: the client's fault, not ours.
-    if (err instanceof SyntaxError) return problemResponse(c, new ProblemError(400, 'the request body is not valid JSON'));
+    if (err instanceof SyntaxError)
+      return problemResponse(c, new ProblemError(400, 'the request body is not valid JSON'));
     log?.error({ err, path: c.req.path, requestId: c.get('requestId' as never) }, 'unhandled error');
     return problemResponse(c, new ProblemError(500, 'the server could not complete the request'));
   };

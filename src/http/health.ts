@@ -7,7 +7,16 @@ export interface HealthReport {
   version: string;
   uptime_s: number;
   radio: RadioStatus;
-  actors: Array<{ name: string; state: string; required: boolean; ready: boolean; restarts: number; last_error?: string } & Record<string, unknown>>;
+  actors: Array<
+    {
+      name: string;
+      state: string;
+      required: boolean;
+      ready: boolean;
+      restarts: number;
+      last_error?: string;
+    } & Record<string, unknown>
+  >;
 }
 
 export function buildHealthReport(input: {
@@ -18,7 +27,9 @@ export function buildHealthReport(input: {
   now?: number;
 }): HealthReport {
   const down = input.actors.some((a) => a.required && a.state !== 'running');
-  const degraded = input.actors.some((a) => !a.ready) || (input.radio.transport !== 'none' && input.radio.state !== 'connected');
+  const degraded =
+    input.actors.some((a) => !a.ready) ||
+    (input.radio.transport !== 'none' && input.radio.state !== 'connected');
   return {
     status: down ? 'down' : degraded ? 'degraded' : 'ok',
     version: input.version,

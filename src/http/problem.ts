@@ -41,7 +41,12 @@ export class ProblemError extends Error {
   constructor(
     readonly status: number,
     readonly detail: string,
-    readonly extras: { errors?: FieldError[]; type?: string; headers?: Record<string, string>; [k: string]: unknown } = {},
+    readonly extras: {
+      errors?: FieldError[];
+      type?: string;
+      headers?: Record<string, string>;
+      [k: string]: unknown;
+    } = {},
   ) {
     super(detail);
   }

@@ -44,7 +44,11 @@ export async function startTestHub(env: Record<string, string> = {}): Promise<Te
   };
 }
 
-export async function waitFor<T>(probe: () => Promise<T | undefined> | T | undefined, timeoutMs = 10_000, what = 'condition'): Promise<T> {
+export async function waitFor<T>(
+  probe: () => Promise<T | undefined> | T | undefined,
+  timeoutMs = 10_000,
+  what = 'condition',
+): Promise<T> {
   const until = Date.now() + timeoutMs;
   for (;;) {
     const value = await probe();
@@ -54,6 +58,7 @@ export async function waitFor<T>(probe: () => Promise<T | undefined> | T | undef
   }
 }
 
+// biome-ignore lint/suspicious/noExplicitAny: tests read response bodies of many shapes and assert on them
 export async function getJson(url: string): Promise<{ status: number; headers: Headers; body: any }> {
   const res = await fetch(url);
   const text = await res.text();

@@ -25,7 +25,9 @@ function appWith(routes: Hono, health?: () => HealthReport) {
     log: pino({ level: 'silent' }),
     metrics: new HubMetrics({ defaultMetrics: false }),
     version: '1.2.3',
-    health: health ?? (() => buildHealthReport({ version: '1.2.3', startedAt: 0, radio: radioUp, actors: [actor('store')] })),
+    health:
+      health ??
+      (() => buildHealthReport({ version: '1.2.3', startedAt: 0, radio: radioUp, actors: [actor('store')] })),
     routes: [{ path: '/api/v1/test', app: routes }],
   });
 }
@@ -54,12 +56,18 @@ describe('HTTP app', () => {
     expect(res.headers.get('content-type')).toBe('application/problem+json');
     expect(res.headers.get('retry-after')).toBe('7');
     expect(res.headers.get('x-request-id')).toBe('req-1');
-    expect(await res.json()).toEqual({ type: 'about:blank', title: 'Too Many Requests', status: 429, detail: 'slow down', request_id: 'req-1' });
+    expect(await res.json()).toEqual({
+      type: 'about:blank',
+      title: 'Too Many Requests',
+      status: 429,
+      detail: 'slow down',
+      request_id: 'req-1',
+    });
   });
 
   it('names every invalid field of a zod failure', async () => {
     const res = await app.request('/api/v1/test/invalid');
-    const body = await res.json();
+    const body = (await res.json()) as { errors: Array<{ field: string }>; detail: string; status: string; actors: Array<Record<string, unknown>> };
     expect(res.status).toBe(400);
     expect(body.errors.map((e: { field: string }) => e.field).sort()).toEqual(['limit', 'node_id']);
     expect(body.detail).toBe('invalid limit, node_id');
@@ -70,7 +78,10 @@ describe('HTTP app', () => {
     const text = await res.text();
     expect(res.status).toBe(500);
     expect(text).not.toContain('hunter2');
-    expect(JSON.parse(text)).toMatchObject({ status: 500, detail: 'the server could not complete the request' });
+    expect(JSON.parse(text)).toMatchObject({
+      status: 500,
+      detail: 'the server could not complete the request',
+    });
   });
 
   it('keeps the status of an HTTPException as a problem body', async () => {
@@ -80,7 +91,11 @@ describe('HTTP app', () => {
   });
 
   it('answers malformed JSON with a 400 problem, not a 500', async () => {
-    const res = await app.request('/api/v1/test/json', { method: 'POST', body: '{"a":', headers: { 'content-type': 'application/json' } });
+    const res = await app.request('/api/v1/test/json', {
+      method: 'POST',
+      body: '{"a":',
+      headers: { 'content-type': 'application/json' },
+    });
     expect(res.status).toBe(400);
     expect(res.headers.get('content-type')).toBe('application/problem+json');
   });
@@ -107,35 +122,55 @@ describe('HTTP app', () => {
     await a.request('/api/v1/things/one');
     await a.request('/api/v1/things/two');
     const text = (await metrics.render()).body;
-    expect(text).toMatch(/meshhub_http_request_duration_seconds_count\{method="GET",route="\/api\/v1\/things\/:id",status="200"\} 2/);
+    expect(text).toMatch(
+      /meshhub_http_request_duration_seconds_count\{method="GET",route="\/api\/v1\/things\/:id",status="200"\} 2/,
+    );
   });
 });
 
 describe('health', () => {
   it('is ok when everything runs and the radio is connected', () => {
-    const h = buildHealthReport({ version: '1', startedAt: 0, now: 5_000, radio: radioUp, actors: [actor('store'), actor('radio')] });
+    const h = buildHealthReport({
+      version: '1',
+      startedAt: 0,
+      now: 5_000,
+      radio: radioUp,
+      actors: [actor('store'), actor('radio')],
+    });
     expect(h).toMatchObject({ status: 'ok', uptime_s: 5 });
   });
 
   it('is degraded when the radio link is down or an optional actor is disabled', () => {
     const down = { ...radioUp, state: 'connecting' } as const;
-    expect(buildHealthReport({ version: '1', startedAt: 0, radio: down, actors: [actor('store')] }).status).toBe('degraded');
+    expect(
+      buildHealthReport({ version: '1', startedAt: 0, radio: down, actors: [actor('store')] }).status,
+    ).toBe('degraded');
     const plugin = actor('plugin', { required: false, state: 'disabled', ready: false });
-    expect(buildHealthReport({ version: '1', startedAt: 0, radio: radioUp, actors: [actor('store'), plugin] }).status).toBe('degraded');
+    expect(
+      buildHealthReport({ version: '1', startedAt: 0, radio: radioUp, actors: [actor('store'), plugin] })
+        .status,
+    ).toBe('degraded');
   });
 
   it('is not degraded by a missing radio when RADIO=none', () => {
     const none = { state: 'disconnected', transport: 'none', simulated: false } as const;
-    expect(buildHealthReport({ version: '1', startedAt: 0, radio: none, actors: [actor('store')] }).status).toBe('ok');
+    expect(
+      buildHealthReport({ version: '1', startedAt: 0, radio: none, actors: [actor('store')] }).status,
+    ).toBe('ok');
   });
 
   it('answers 503 when a required actor is down', async () => {
     const app = appWith(new Hono(), () =>
-      buildHealthReport({ version: '1', startedAt: 0, radio: radioUp, actors: [actor('store', { state: 'failed', ready: false, lastError: 'disk full' })] }),
+      buildHealthReport({
+        version: '1',
+        startedAt: 0,
+        radio: radioUp,
+        actors: [actor('store', { state: 'failed', ready: false, lastError: 'disk full' })],
+      }),
     );
     const res = await app.request('/health');
     expect(res.status).toBe(503);
-    const body = await res.json();
+    const body = (await res.json()) as { errors: Array<{ field: string }>; detail: string; status: string; actors: Array<Record<string, unknown>> };
     expect(body.status).toBe('down');
     expect(body.actors[0]).toMatchObject({ name: 'store', state: 'failed', last_error: 'disk full' });
   });

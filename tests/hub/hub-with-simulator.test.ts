@@ -2,8 +2,9 @@
  * The whole hub against the simulator over loopback TCP: radio packets become readings in
  * SQLite and come back out of the weather API, the node table fills, health and metrics tell.
  */
-import Database from 'better-sqlite3';
+
 import { join } from 'node:path';
+import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Reading } from '../../src/weather/reading.js';
 import { getJson, startTestHub, type TestHub, waitFor } from '../helpers/hub.js';
@@ -21,10 +22,14 @@ afterAll(async () => {
 
 describe('hub with the simulator over TCP', () => {
   it('connects to the simulated radio and says so in /health', async () => {
-    const health = await waitFor(async () => {
-      const h = await getJson(`${t.baseUrl}/health`);
-      return h.body.radio.state === 'connected' ? h : undefined;
-    }, 10_000, 'radio connected');
+    const health = await waitFor(
+      async () => {
+        const h = await getJson(`${t.baseUrl}/health`);
+        return h.body.radio.state === 'connected' ? h : undefined;
+      },
+      10_000,
+      'radio connected',
+    );
     expect(health.status).toBe(200);
     expect(health.body.status).toBe('ok');
     expect(health.body.radio).toMatchObject({ state: 'connected', transport: 'tcp', simulated: true });
@@ -35,11 +40,17 @@ describe('hub with the simulator over TCP', () => {
   });
 
   it('serves the latest readings of at least 3 nodes with numeric temperature', async () => {
-    const latest = await waitFor(async () => {
-      const r = await getJson(`${t.baseUrl}/api/v1/weather/latest`);
-      const withTemp = r.body.data.filter((x: { temperature_c?: unknown }) => typeof x.temperature_c === 'number');
-      return withTemp.length >= 3 ? r : undefined;
-    }, 15_000, 'three nodes with temperature');
+    const latest = await waitFor(
+      async () => {
+        const r = await getJson(`${t.baseUrl}/api/v1/weather/latest`);
+        const withTemp = r.body.data.filter(
+          (x: { temperature_c?: unknown }) => typeof x.temperature_c === 'number',
+        );
+        return withTemp.length >= 3 ? r : undefined;
+      },
+      15_000,
+      'three nodes with temperature',
+    );
     expect(latest.headers.get('content-type')).toMatch(/^application\/json/);
     const ids = latest.body.data.map((r: { node_id: string }) => r.node_id);
     expect(ids).toEqual([...ids].sort());
@@ -51,7 +62,9 @@ describe('hub with the simulator over TCP', () => {
 
   it('returns hourly buckets from the replayed history', async () => {
     const latest = await getJson(`${t.baseUrl}/api/v1/weather/latest`);
-    const node = latest.body.data.find((x: { temperature_c?: unknown }) => typeof x.temperature_c === 'number');
+    const node = latest.body.data.find(
+      (x: { temperature_c?: unknown }) => typeof x.temperature_c === 'number',
+    );
     const end = new Date().toISOString();
     const start = new Date(Date.now() - 6 * 3_600_000).toISOString();
     const url = `${t.baseUrl}/api/v1/weather/history?node_id=${encodeURIComponent(node.node_id)}&start=${start}&end=${end}&interval=1h`;
@@ -65,10 +78,14 @@ describe('hub with the simulator over TCP', () => {
   });
 
   it('lists the simulated nodes with names, and positions for those that have one', async () => {
-    const nodes = await waitFor(async () => {
-      const r = await getJson(`${t.baseUrl}/api/v1/nodes`);
-      return r.body.data.length >= 6 ? r : undefined;
-    }, 10_000, 'six nodes');
+    const nodes = await waitFor(
+      async () => {
+        const r = await getJson(`${t.baseUrl}/api/v1/nodes`);
+        return r.body.data.length >= 6 ? r : undefined;
+      },
+      10_000,
+      'six nodes',
+    );
     const withPosition = nodes.body.data.filter((n: { latitude?: number }) => typeof n.latitude === 'number');
     expect(withPosition.length).toBeGreaterThanOrEqual(4);
     expect(withPosition.length).toBeLessThan(nodes.body.data.length);
@@ -90,7 +107,9 @@ describe('hub with the simulator over TCP', () => {
     const mine = await fetch(`${t.baseUrl}/api/version`, { headers: { 'x-request-id': 'abc-123' } });
     expect(mine.headers.get('x-request-id')).toBe('abc-123');
     expect(await mine.json()).toEqual({ version: t.hub.version });
-    const generated = await fetch(`${t.baseUrl}/api/v1/nope`, { headers: { 'x-request-id': 'bad id\twith tab' } });
+    const generated = await fetch(`${t.baseUrl}/api/v1/nope`, {
+      headers: { 'x-request-id': 'bad id\twith tab' },
+    });
     expect(generated.status).toBe(404);
     const id = generated.headers.get('x-request-id');
     expect(id).toMatch(/^[0-9a-f-]{36}$/);

@@ -3,12 +3,13 @@
  * simulator, stops within 5 s of SIGTERM with its readings committed, and refuses a bad config
  * by listing every error and exiting non-zero.
  */
-import Database from 'better-sqlite3';
+
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import Database from 'better-sqlite3';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { getJson, waitFor } from '../helpers/hub.js';
 
@@ -43,7 +44,17 @@ describe('the meshhub process', () => {
     dirs.push(dataDir);
     const port = await freePort();
     const child = spawn(process.execPath, [CLI, 'start'], {
-      env: { ...process.env, DATA_DIR: dataDir, HTTP_HOST: '127.0.0.1', HTTP_PORT: String(port), RADIO: 'auto', SIM_PORT: '0', SIM_TELEMETRY_SECONDS: '1', RADIO_PROBE_TIMEOUT_MS: '500', LOG_LEVEL: 'info' },
+      env: {
+        ...process.env,
+        DATA_DIR: dataDir,
+        HTTP_HOST: '127.0.0.1',
+        HTTP_PORT: String(port),
+        RADIO: 'auto',
+        SIM_PORT: '0',
+        SIM_TELEMETRY_SECONDS: '1',
+        RADIO_PROBE_TIMEOUT_MS: '500',
+        LOG_LEVEL: 'info',
+      },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     children.push(child);
@@ -51,10 +62,18 @@ describe('the meshhub process', () => {
     child.stdout?.on('data', (d) => (output += d));
     child.stderr?.on('data', (d) => (output += d));
 
-    const latest = await waitFor(async () => {
-      const r = await getJson(`http://127.0.0.1:${port}/api/v1/weather/latest`).catch(() => undefined);
-      return r && r.body.data.filter((x: { temperature_c?: number }) => typeof x.temperature_c === 'number').length >= 3 ? r : undefined;
-    }, 15_000, 'three nodes with temperature');
+    const latest = await waitFor(
+      async () => {
+        const r = await getJson(`http://127.0.0.1:${port}/api/v1/weather/latest`).catch(() => undefined);
+        return r &&
+          r.body.data.filter((x: { temperature_c?: number }) => typeof x.temperature_c === 'number').length >=
+            3
+          ? r
+          : undefined;
+      },
+      15_000,
+      'three nodes with temperature',
+    );
     expect(latest.status).toBe(200);
     // RADIO=auto with no serial radio says it runs the simulator, in the log and in /health.
     expect(output).toMatch(/running the built-in simulator/);

@@ -7,7 +7,7 @@ interface Events {
 }
 type Requests = {
   double: { request: number; response: number };
-  slow: { request: void; response: string };
+  slow: { request: undefined; response: string };
 };
 
 describe('Bus', () => {

@@ -96,14 +96,24 @@ describe('Mailbox', () => {
   });
 
   it('a closed mailbox refuses new messages', () => {
-    const box = new Mailbox<number>({ capacity: 5, overflow: 'drop-oldest', handle: () => {}, onError: () => {} });
+    const box = new Mailbox<number>({
+      capacity: 5,
+      overflow: 'drop-oldest',
+      handle: () => {},
+      onError: () => {},
+    });
     box.close();
     expect(box.post(1)).toBe(false);
   });
 
   it('keeps order across many messages (compaction)', async () => {
     const seen: number[] = [];
-    const box = new Mailbox<number>({ capacity: 10_000, overflow: 'reject', handle: (n) => void seen.push(n), onError: () => {} });
+    const box = new Mailbox<number>({
+      capacity: 10_000,
+      overflow: 'reject',
+      handle: (n) => void seen.push(n),
+      onError: () => {},
+    });
     for (let i = 0; i < 5000; i++) box.post(i);
     await box.idle();
     expect(seen.length).toBe(5000);
