@@ -45,7 +45,7 @@ export class HttpServerActor extends Actor {
   async start(): Promise<void> {
     const { bus, log, store } = this.deps;
     const weather = new WeatherService({ db: store.db });
-    bus.on(this.name, 'reading.stored', () => weather.invalidate());
+    bus.on(this.name, 'reading.stored', (stored) => weather.invalidate(stored.readings));
     this.app = createHttpApp({
       log,
       metrics: this.deps.metrics,

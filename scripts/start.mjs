@@ -26,7 +26,16 @@ function newestMtime(path) {
 function stale() {
   if (!existsSync(entry) || !existsSync(stamp)) return true;
   const built = statSync(stamp).mtimeMs;
-  const inputs = ['src', 'hub', 'plugins', 'sync', 'scripts', 'tsconfig.json', 'tsconfig.build.json', 'package.json'];
+  const inputs = [
+    'src',
+    'hub',
+    'plugins',
+    'sync',
+    'scripts',
+    'tsconfig.json',
+    'tsconfig.build.json',
+    'package.json',
+  ];
   return inputs.some((p) => newestMtime(join(root, p)) > built);
 }
 
@@ -35,7 +44,9 @@ const buildOnly = args[0] === '--build-only';
 if (stale()) {
   process.stderr.write('meshhub: building (tsc)...\n');
   const tsc = join(root, 'node_modules', 'typescript', 'bin', 'tsc');
-  const result = spawnSync(process.execPath, [tsc, '-p', join(root, 'tsconfig.build.json')], { stdio: 'inherit' });
+  const result = spawnSync(process.execPath, [tsc, '-p', join(root, 'tsconfig.build.json')], {
+    stdio: 'inherit',
+  });
   if (result.status !== 0) process.exit(result.status ?? 1);
   // tsc leaves its build info untouched when nothing changed; mark the build fresh anyway.
   const now = new Date();

@@ -37,7 +37,14 @@ export interface ReadingBatch {
 export interface HubEvents {
   'radio.status': RadioStatus;
   /** A decoded MeshPacket, for whoever cares about port numbers (metrics, messaging). */
-  'mesh.packet': { portnum: number; from: number; to: number; id: number; receivedAt: number; via: 'radio' | 'mqtt' };
+  'mesh.packet': {
+    portnum: number;
+    from: number;
+    to: number;
+    id: number;
+    receivedAt: number;
+    via: 'radio' | 'mqtt';
+  };
   'mesh.frameError': { reason: string };
   'reading.received': ReadingBatch;
   /** After commit: the readings that were new (duplicates left out). */

@@ -2,7 +2,7 @@
  * JSON logs (pino). Secrets never reach a log line: the redact list names every field that may
  * carry one, and code never logs a raw config or request header set.
  */
-import { pino, type Logger } from 'pino';
+import { type Logger, pino } from 'pino';
 
 export type { Logger };
 
@@ -21,7 +21,11 @@ export const REDACT_PATHS = [
   '*.clientSecret',
 ];
 
-export function createLogger(options: { level: string; destination?: pino.DestinationStream; name?: string }): Logger {
+export function createLogger(options: {
+  level: string;
+  destination?: pino.DestinationStream;
+  name?: string;
+}): Logger {
   return pino(
     {
       name: options.name ?? 'meshhub',

@@ -66,7 +66,8 @@ export class HubMetrics {
   private mailboxSource: () => MailboxStats[] = () => [];
 
   constructor(options: { defaultMetrics?: boolean } = {}) {
-    if (options.defaultMetrics !== false) collectDefaultMetrics({ register: this.registry, prefix: 'meshhub_' });
+    if (options.defaultMetrics !== false)
+      collectDefaultMetrics({ register: this.registry, prefix: 'meshhub_' });
   }
 
   /** Mailbox gauges are read at scrape time from the supervisor's actors. */

@@ -29,12 +29,17 @@ export function compare(
 ): BenchResult {
   const ratio = ours.value / baseline.value;
   const pass =
-    (target.atLeast === undefined || ratio >= target.atLeast) && (target.atMost === undefined || ratio <= target.atMost);
+    (target.atLeast === undefined || ratio >= target.atLeast) &&
+    (target.atMost === undefined || ratio <= target.atMost);
   return { name, baseline, ours, ratio, target: target.text, pass, ...(notes ? { notes } : {}) };
 }
 
 /** A standalone figure with an absolute target (e.g. a p99 bound), not a ratio. */
-export function absolute(name: string, ours: Measurement, limit: { atMost: number; text: string }): BenchResult {
+export function absolute(
+  name: string,
+  ours: Measurement,
+  limit: { atMost: number; text: string },
+): BenchResult {
   return {
     name,
     baseline: { label: 'limit', value: limit.atMost, unit: ours.unit },

@@ -59,13 +59,23 @@ async function hub(): Promise<number> {
   const port = await freePort();
   const child = spawn(process.execPath, [join(root, 'dist', 'hub', 'cli.js'), 'start'], {
     cwd: root,
-    env: { ...process.env, DATA_DIR: dataDir, HTTP_HOST: '127.0.0.1', HTTP_PORT: String(port), RADIO: 'sim', SIM_PORT: '0', LOG_LEVEL: 'warn' },
+    env: {
+      ...process.env,
+      DATA_DIR: dataDir,
+      HTTP_HOST: '127.0.0.1',
+      HTTP_PORT: String(port),
+      RADIO: 'sim',
+      SIM_PORT: '0',
+      LOG_LEVEL: 'warn',
+    },
     stdio: 'ignore',
   });
   try {
     const until = Date.now() + 20_000;
     for (;;) {
-      const health = await fetch(`http://127.0.0.1:${port}/health`).then((r) => r.json() as Promise<{ radio: { state: string } }>).catch(() => undefined);
+      const health = await fetch(`http://127.0.0.1:${port}/health`)
+        .then((r) => r.json() as Promise<{ radio: { state: string } }>)
+        .catch(() => undefined);
       if (health?.radio.state === 'connected') break;
       if (Date.now() > until) throw new Error('the hub did not connect to its simulator');
       await sleep(200);

@@ -18,7 +18,8 @@ async function main(): Promise<void> {
   const wanted = process.argv.slice(2).filter((a) => !a.startsWith('-'));
   const names = wanted.length ? wanted : Object.keys(SUITES);
   const unknown = names.filter((n) => !SUITES[n]);
-  if (unknown.length) throw new Error(`unknown bench ${unknown.join(', ')}; known: ${Object.keys(SUITES).join(', ')}`);
+  if (unknown.length)
+    throw new Error(`unknown bench ${unknown.join(', ')}; known: ${Object.keys(SUITES).join(', ')}`);
   const results: BenchResult[] = [];
   for (const name of names) {
     process.stderr.write(`bench ${name}...\n`);

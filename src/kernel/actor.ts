@@ -8,7 +8,15 @@
  */
 import { Mailbox, type OverflowPolicy } from './mailbox.js';
 
-export type ActorState = 'idle' | 'starting' | 'running' | 'restarting' | 'stopping' | 'stopped' | 'failed' | 'disabled';
+export type ActorState =
+  | 'idle'
+  | 'starting'
+  | 'running'
+  | 'restarting'
+  | 'stopping'
+  | 'stopped'
+  | 'failed'
+  | 'disabled';
 
 export interface KernelLogger {
   debug(obj: object, msg?: string): void;

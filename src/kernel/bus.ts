@@ -117,14 +117,15 @@ export class Bus<E extends EventMap, R extends RequestMap = Record<never, never>
     if (!handler) throw new NoHandlerError(String(name));
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new AskTimeoutError(String(name), options.timeoutMs)), options.timeoutMs);
+      timer = setTimeout(
+        () => reject(new AskTimeoutError(String(name), options.timeoutMs)),
+        options.timeoutMs,
+      );
       timer.unref?.();
     });
     try {
       // Promise.resolve().then: a handler that throws synchronously rejects the ask, not the caller's stack.
-      const answer = Promise.resolve().then(() =>
-        (handler.fn as (r: Req<R[K]>) => Res<R[K]>)(request),
-      );
+      const answer = Promise.resolve().then(() => (handler.fn as (r: Req<R[K]>) => Res<R[K]>)(request));
       return await Promise.race([answer, timeout]);
     } finally {
       clearTimeout(timer);

@@ -50,7 +50,12 @@ interface Entry {
   timer?: NodeJS.Timeout;
 }
 
-const DEFAULT_POLICY: RestartPolicy = { initialDelayMs: 500, maxDelayMs: 30_000, maxRestarts: 5, windowMs: 60_000 };
+const DEFAULT_POLICY: RestartPolicy = {
+  initialDelayMs: 500,
+  maxDelayMs: 30_000,
+  maxRestarts: 5,
+  windowMs: 60_000,
+};
 
 export class DependencyError extends Error {
   override readonly name = 'DependencyError';
@@ -142,7 +147,10 @@ export class Supervisor {
       await Promise.race([
         entry.actor.start(),
         new Promise<never>((_, reject) => {
-          timer = setTimeout(() => reject(new Error(`start did not finish within ${timeoutMs} ms`)), timeoutMs);
+          timer = setTimeout(
+            () => reject(new Error(`start did not finish within ${timeoutMs} ms`)),
+            timeoutMs,
+          );
         }),
       ]);
     } catch (error) {
@@ -164,11 +172,17 @@ export class Supervisor {
       const name = entry.actor.name;
       if (entry.actor.required) {
         this.setState(entry, 'failed');
-        this.options.log.error({ actor: name, err: error }, 'actor failed past its restart budget; giving up');
+        this.options.log.error(
+          { actor: name, err: error },
+          'actor failed past its restart budget; giving up',
+        );
         this.options.onGiveUp?.(name, error);
       } else {
         this.setState(entry, 'disabled');
-        this.options.log.error({ actor: name, err: error }, 'optional actor failed past its restart budget; disabled');
+        this.options.log.error(
+          { actor: name, err: error },
+          'optional actor failed past its restart budget; disabled',
+        );
       }
       return undefined;
     }
@@ -177,7 +191,10 @@ export class Supervisor {
     const delay = Math.min(this.policy.initialDelayMs * 2 ** entry.consecutive, this.policy.maxDelayMs);
     entry.consecutive++;
     this.setState(entry, 'restarting');
-    this.options.log.warn({ actor: entry.actor.name, err: error, delayMs: delay }, 'actor crashed; restarting');
+    this.options.log.warn(
+      { actor: entry.actor.name, err: error, delayMs: delay },
+      'actor crashed; restarting',
+    );
     return delay;
   }
 
@@ -205,7 +222,10 @@ export class Supervisor {
         entry.actor.stop(),
         new Promise<void>((resolve) => {
           timer = setTimeout(() => {
-            this.options.log.warn({ actor: entry.actor.name, deadlineMs }, 'stop did not finish before its deadline');
+            this.options.log.warn(
+              { actor: entry.actor.name, deadlineMs },
+              'stop did not finish before its deadline',
+            );
             resolve();
           }, deadlineMs);
         }),
@@ -226,7 +246,12 @@ export class Supervisor {
     for (const name of order) {
       const entry = this.entries.get(name)!;
       clearTimeout(entry.timer);
-      if (entry.state === 'idle' || entry.state === 'stopped' || entry.state === 'disabled' || entry.state === 'failed') {
+      if (
+        entry.state === 'idle' ||
+        entry.state === 'stopped' ||
+        entry.state === 'disabled' ||
+        entry.state === 'failed'
+      ) {
         continue;
       }
       this.setState(entry, 'stopping');

@@ -12,7 +12,9 @@
  *   by source, shaped like the `reading.stored` event.
  * - A failed transaction that held several batches is retried one batch per transaction, so one
  *   bad batch never takes the others down with it; each batch that still fails gets
- *   `onCommitted(error)` exactly once and `onError` reports it.
+ *   `onCommitted(error)` exactly once and `onError` reports it. (The rest of a batch split across
+ *   transactions is still written: readings are idempotent, and a sender told of the failure
+ *   may resend them all.)
  */
 import type { ReadingBatch, ReadingSource } from '../events.js';
 import type { Reading } from '../weather/reading.js';
@@ -32,7 +34,10 @@ export interface BatchingWriterOptions {
   /** After each commit: the readings that were new, grouped by source (the `reading.stored` payloads). */
   onStored?: (newReadings: Reading[], sources: StoredReadings[]) => void;
   /** A batch that could not be committed, or a callback that threw. */
-  onError?: (error: Error, context: { source?: ReadingSource; rows?: number; phase: 'commit' | 'callback' }) => void;
+  onError?: (
+    error: Error,
+    context: { source?: ReadingSource; rows?: number; phase: 'commit' | 'callback' },
+  ) => void;
 }
 
 export interface BatchingWriterStats {
@@ -142,8 +147,9 @@ export class BatchingWriter {
   private commitOne(): void {
     const segments: Segment[] = [];
     let room = this.maxBatchRows;
-    while (room > 0 && this.queue.length > 0) {
-      const pending = this.queue[0]!;
+    let done = 0;
+    for (let i = 0; room > 0 && i < this.queue.length; i++) {
+      const pending = this.queue[i]!;
       const { readings } = pending.batch;
       const take = Math.min(room, readings.length - pending.offset);
       const slice =
@@ -153,10 +159,10 @@ export class BatchingWriter {
       segments.push({ pending, readings: slice });
       pending.offset += take;
       room -= take;
-      if (pending.offset === readings.length) this.queue.shift();
+      if (pending.offset === readings.length) done++;
     }
-    const rows = this.maxBatchRows - room;
-    this.pendingRows -= rows;
+    this.queue.splice(0, done);
+    this.pendingRows -= this.maxBatchRows - room;
     if (segments.length === 0) return;
 
     const results = this.commitSegments(segments);
@@ -171,7 +177,11 @@ export class BatchingWriter {
         if (!pending.failed) {
           pending.failed = true;
           this.counters.failedBatches++;
-          this.report(result, { source: pending.batch.source, rows: pending.batch.readings.length, phase: 'commit' });
+          this.report(result, {
+            source: pending.batch.source,
+            rows: pending.batch.readings.length,
+            phase: 'commit',
+          });
           this.callback(() => pending.batch.onCommitted?.(result), pending.batch.source);
         }
         continue;
@@ -228,7 +238,10 @@ export class BatchingWriter {
     }
   }
 
-  private report(error: Error, context: { source?: ReadingSource; rows?: number; phase: 'commit' | 'callback' }): void {
+  private report(
+    error: Error,
+    context: { source?: ReadingSource; rows?: number; phase: 'commit' | 'callback' },
+  ): void {
     try {
       this.options.onError?.(error, context);
     } catch {

@@ -123,7 +123,8 @@ export function schemaVersion(db: Database): number {
 /** Applies every pending migration, each in its own transaction. Returns the resulting version. */
 export function migrate(db: Database, migrations: readonly Migration[] = MIGRATIONS): number {
   migrations.forEach((m, i) => {
-    if (m.version !== i + 1) throw new Error(`migration "${m.name}" has version ${m.version}, expected ${i + 1}`);
+    if (m.version !== i + 1)
+      throw new Error(`migration "${m.name}" has version ${m.version}, expected ${i + 1}`);
   });
   const current = schemaVersion(db);
   if (current > migrations.length) throw new SchemaTooNewError(current, migrations.length);

@@ -36,8 +36,19 @@ function num(value: unknown): number | null {
 }
 
 function fromRow(row: NodeRow): MeshNode {
-  const [nodeNum, nodeId, shortName, longName, hwModel, latitude, longitude, altitude, lastHeard, batteryLevel, snr] =
-    row;
+  const [
+    nodeNum,
+    nodeId,
+    shortName,
+    longName,
+    hwModel,
+    latitude,
+    longitude,
+    altitude,
+    lastHeard,
+    batteryLevel,
+    snr,
+  ] = row;
   const node: MeshNode = { nodeNum, nodeId };
   if (shortName !== null) node.shortName = shortName;
   if (longName !== null) node.longName = longName;

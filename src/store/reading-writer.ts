@@ -2,8 +2,10 @@
  * Commits readings, each node's latest row and the hourly/daily rollups in ONE transaction
  * (DESIGN.md "Data flows" 1). This is the ingest hot path, so:
  *
- * - each reading is one `INSERT OR IGNORE`; only a reading whose (node_id, ts) already exists
- *   costs a SELECT and an UPDATE, which fills the fields that were NULL and nothing else;
+ * - a reading newer than everything stored for its node cannot exist yet: those (live data,
+ *   nearly all) go in with multi-row INSERTs; any other reading is one `INSERT OR IGNORE`, and
+ *   only one whose (node_id, ts) exists already costs a SELECT and an UPDATE, which fills the
+ *   fields that were NULL and nothing else;
  * - only what a reading actually added (all of a new row, or the newly filled fields of an
  *   existing one) counts in the rollups and the latest row, so a replayed duplicate (the same
  *   packet through two MQTT gateways, a resent PUBLISH) never counts twice;
@@ -14,7 +16,7 @@
  *   changed node's row is written once. The in-memory map changes only after the commit.
  *
  * Input is not trusted: non-finite numbers are dropped, timestamps are floored to whole ms, and a
- * reading without a node id, a finite timestamp or any finite metric is skipped.
+ * reading without a node id, a timestamp a Date can hold or any finite metric is skipped.
  */
 import { READING_METRICS, type Reading } from '../weather/reading.js';
 import type { Database, Statement } from './database.js';
@@ -23,24 +25,82 @@ import { ACC_SIZE, accumulate, bucketStart, METRIC_COLUMNS, ROLLUP_COLUMNS } fro
 const SLOTS = METRIC_COLUMNS.length;
 /** Rows per multi-row statement: fewer calls into SQLite for the same work. */
 const CHUNK = 64;
+const READING_WIDTH = 2 + SLOTS;
+/** The largest |ms| a JavaScript Date can hold: a reading's time must be one. */
+const MAX_DATE_MS = 8.64e15;
 
 /** One node's latest row: value and value time per metric slot (NaN / -Infinity when unknown). */
 interface LatestRow {
+  /** The newest reading stored for the node: nothing at or after it can be a duplicate. */
   ts: number;
-  values: Float64Array;
-  times: Float64Array;
+  values: number[];
+  times: number[];
+}
+
+/**
+ * The buckets one node touches in one batch: nearly always one, so a short list with the last hit
+ * remembered beats a Map (and allocates far less on the hot path).
+ */
+class Buckets {
+  readonly starts: number[] = [];
+  readonly accs: number[][] = [];
+  private last = -1;
+
+  get(start: number): number[] {
+    if (this.last >= 0 && this.starts[this.last] === start) return this.accs[this.last]!;
+    let at = this.starts.indexOf(start);
+    if (at < 0) {
+      at = this.starts.push(start) - 1;
+      this.accs.push(new Array<number>(ACC_SIZE).fill(0));
+    }
+    this.last = at;
+    return this.accs[at]!;
+  }
 }
 
 interface NodeContribution {
-  hours: Map<number, Float64Array>;
-  days: Map<number, Float64Array>;
+  hours: Buckets;
+  days: Buckets;
   /** Copy-on-write: the merged latest row, committed to the map only after the transaction. */
   latest: LatestRow;
   latestChanged: boolean;
 }
 
-function finiteOrNull(value: unknown): number | null {
-  return typeof value === 'number' && Number.isFinite(value) ? value : null;
+interface Applied {
+  stored: Reading[][];
+  nodes: Map<string, NodeContribution>;
+}
+
+/** A multi-row insert met a row that exists after all: redo the transaction the careful way. */
+class FastPathConflict extends Error {}
+
+const DROPPED = 1 << SLOTS;
+
+/** Puts a metric's value (or null) into its slot; returns the slot's bit, DROPPED for a non-finite value. */
+function put(values: (number | null)[], slot: number, value: unknown): number {
+  if (typeof value === 'number' && Number.isFinite(value)) {
+    values[slot] = value;
+    return 1 << slot;
+  }
+  values[slot] = null;
+  return value === undefined ? 0 : DROPPED;
+}
+
+/**
+ * Reads the metrics into their slots (READING_METRICS order, as METRIC_COLUMNS; named reads, as
+ * this runs for every reading); returns the bit mask of the slots filled, plus DROPPED.
+ */
+function readMetrics(r: Reading, values: (number | null)[]): number {
+  return (
+    put(values, 0, r.temperatureC) |
+    put(values, 1, r.humidityPercent) |
+    put(values, 2, r.pressurePa) |
+    put(values, 3, r.windSpeedMs) |
+    put(values, 4, r.windDirection) |
+    put(values, 5, r.pm25Ugm3) |
+    put(values, 6, r.pm10Ugm3) |
+    put(values, 7, r.gasResistanceKohm)
+  );
 }
 
 function placeholders(columns: number, rows: number): string {
@@ -51,6 +111,7 @@ function placeholders(columns: number, rows: number): string {
 export class ReadingWriter {
   private readonly latest = new Map<string, LatestRow>();
   private readonly insertReading: Statement;
+  private readonly insertReadingChunk: Statement;
   private readonly selectReading: Statement<unknown[], (number | null)[]>;
   private readonly fillReading: Statement;
   private readonly upsertHourly: Statement;
@@ -59,19 +120,23 @@ export class ReadingWriter {
   private readonly upsertDailyChunk: Statement;
   private readonly writeLatest: Statement;
   private readonly writeLatestChunk: Statement;
-  private readonly commit: (groups: readonly (readonly Reading[])[]) => {
-    stored: Reading[][];
-    nodes: Map<string, NodeContribution>;
-  };
+  private readonly commit: (groups: readonly (readonly Reading[])[], fast: boolean) => Applied;
+  /** Rows waiting for a multi-row insert: READING_WIDTH arguments each. */
+  private readonly pendingArgs: unknown[] = new Array<unknown>(READING_WIDTH * CHUNK);
+  private pendingRows = 0;
+  private readonly values: (number | null)[] = new Array<number | null>(SLOTS).fill(null);
 
   constructor(private readonly db: Database) {
     const cols = METRIC_COLUMNS.join(', ');
-    this.insertReading = db.prepare(
-      `INSERT OR IGNORE INTO readings (node_id, ts, ${cols}) VALUES (${placeholders(2 + SLOTS, 1).slice(1, -1)})`,
-    );
-    this.selectReading = db.prepare<unknown[], (number | null)[]>(
-      `SELECT ${cols} FROM readings WHERE node_id = ? AND ts = ?`,
-    ).raw(true) as unknown as Statement<unknown[], (number | null)[]>;
+    const insert = (rows: number) =>
+      db.prepare(
+        `INSERT OR IGNORE INTO readings (node_id, ts, ${cols}) VALUES ${placeholders(READING_WIDTH, rows)}`,
+      );
+    this.insertReading = insert(1);
+    this.insertReadingChunk = insert(CHUNK);
+    this.selectReading = db
+      .prepare(`SELECT ${cols} FROM readings WHERE node_id = ? AND ts = ?`)
+      .raw(true) as Statement<unknown[], (number | null)[]>;
     this.fillReading = db.prepare(
       `UPDATE readings SET ${METRIC_COLUMNS.map((c) => `${c} = coalesce(${c}, ?)`).join(', ')} WHERE node_id = ? AND ts = ?`,
     );
@@ -90,14 +155,16 @@ export class ReadingWriter {
     this.writeLatest = db.prepare(latestSql(1));
     this.writeLatestChunk = db.prepare(latestSql(CHUNK));
     this.loadLatest();
-    this.commit = db.transaction((groups: readonly (readonly Reading[])[]) => this.apply(groups));
+    this.commit = db.transaction((groups: readonly (readonly Reading[])[], fast: boolean) =>
+      this.apply(groups, fast),
+    );
   }
 
   /**
    * Stores a batch in one transaction and returns what was new: each reading that was not stored
    * before, and for a reading whose (node, timestamp) was, a reading carrying only the fields it
-   * filled. Readings that added nothing are left out. Throws (and changes nothing) when the
-   * transaction fails.
+   * filled. Readings that added nothing are left out; the rest keep their order. Throws (and
+   * changes nothing) when the transaction fails.
    */
   write(readings: readonly Reading[]): Reading[] {
     if (readings.length === 0) return [];
@@ -106,16 +173,26 @@ export class ReadingWriter {
 
   /** Like `write`, for several batches in one transaction; returns the new readings of each. */
   writeGroups(groups: readonly (readonly Reading[])[]): Reading[][] {
-    const { stored, nodes } = this.commit(groups);
-    for (const [nodeId, contribution] of nodes) {
+    let applied: Applied;
+    try {
+      applied = this.commit(groups, true);
+    } catch (error) {
+      this.pendingRows = 0;
+      // Another writer added rows behind our back (the newest-ts shortcut no longer holds).
+      if (!(error instanceof FastPathConflict)) throw error;
+      applied = this.commit(groups, false);
+    }
+    for (const [nodeId, contribution] of applied.nodes) {
       if (contribution.latestChanged) this.latest.set(nodeId, contribution.latest);
     }
-    return stored;
+    return applied.stored;
   }
 
   private loadLatest(): void {
     const select = this.db
-      .prepare(`SELECT node_id, ts, ${METRIC_COLUMNS.flatMap((c) => [c, `${c}_ts`]).join(', ')} FROM readings_latest`)
+      .prepare(
+        `SELECT node_id, ts, ${METRIC_COLUMNS.flatMap((c) => [c, `${c}_ts`]).join(', ')} FROM readings_latest`,
+      )
       .raw(true);
     for (const row of select.iterate() as IterableIterator<unknown[]>) {
       const latest = emptyLatest();
@@ -132,78 +209,96 @@ export class ReadingWriter {
     }
   }
 
-  private apply(groups: readonly (readonly Reading[])[]): {
-    stored: Reading[][];
-    nodes: Map<string, NodeContribution>;
-  } {
+  private apply(groups: readonly (readonly Reading[])[], fast: boolean): Applied {
     const nodes = new Map<string, NodeContribution>();
-    const stored = groups.map((readings) => this.applyGroup(readings, nodes));
+    this.pendingRows = 0;
+    const stored = groups.map((readings) => this.applyGroup(readings, nodes, fast));
+    this.flushPending();
     this.writeBuckets(nodes, 'hours', this.upsertHourly, this.upsertHourlyChunk);
     this.writeBuckets(nodes, 'days', this.upsertDaily, this.upsertDailyChunk);
     this.writeLatestRows(nodes);
     return { stored, nodes };
   }
 
-  private applyGroup(readings: readonly Reading[], nodes: Map<string, NodeContribution>): Reading[] {
+  private applyGroup(
+    readings: readonly Reading[],
+    nodes: Map<string, NodeContribution>,
+    fast: boolean,
+  ): Reading[] {
     const stored: Reading[] = [];
-    const values: (number | null)[] = new Array<number | null>(SLOTS).fill(null);
-    const insertArgs: unknown[] = new Array<unknown>(2 + SLOTS);
-
+    const values = this.values;
     for (const reading of readings) {
       const nodeId = reading.nodeId;
       if (typeof nodeId !== 'string' || nodeId.length === 0) continue;
       const raw = reading.timestamp;
-      if (typeof raw !== 'number' || !Number.isFinite(raw)) continue;
+      if (typeof raw !== 'number' || !(Math.abs(raw) <= MAX_DATE_MS)) continue;
       const ts = Math.floor(raw);
-
-      let present = 0;
-      let dropped = false;
-      for (let slot = 0; slot < SLOTS; slot++) {
-        const given = reading[READING_METRICS[slot]!];
-        const v = finiteOrNull(given);
-        values[slot] = v;
-        if (v !== null) present++;
-        else if (given !== undefined) dropped = true;
-      }
-      if (present === 0) continue;
-
-      insertArgs[0] = nodeId;
-      insertArgs[1] = ts;
-      for (let slot = 0; slot < SLOTS; slot++) insertArgs[2 + slot] = values[slot];
-      let added: Reading;
-      if (this.insertReading.run(insertArgs).changes === 1) {
-        added = !dropped && ts === raw ? reading : toReading(nodeId, ts, values);
-      } else {
-        // The row exists: fill only the fields it lacks; the rest of this reading is a duplicate.
-        const existing = this.selectReading.get(nodeId, ts);
-        if (!existing) continue;
-        let filled = 0;
-        for (let slot = 0; slot < SLOTS; slot++) {
-          if (existing[slot] !== null) values[slot] = null;
-          else if (values[slot] !== null) filled++;
-        }
-        if (filled === 0) continue;
-        this.fillReading.run(...values, nodeId, ts);
-        added = toReading(nodeId, ts, values);
-      }
-      stored.push(added);
+      const mask = readMetrics(reading, values);
+      if ((mask & ~DROPPED) === 0) continue;
 
       let contribution = nodes.get(nodeId);
       if (!contribution) {
         const current = this.latest.get(nodeId);
         contribution = {
-          hours: new Map(),
-          days: new Map(),
+          hours: new Buckets(),
+          days: new Buckets(),
           latest: current ? copyLatest(current) : emptyLatest(),
           latestChanged: false,
         };
         nodes.set(nodeId, contribution);
       }
-      accumulate(bucketAcc(contribution.hours, bucketStart(ts, '1h')), values);
-      accumulate(bucketAcc(contribution.days, bucketStart(ts, '1d')), values);
+
+      let added: Reading;
+      if (fast && ts > contribution.latest.ts) {
+        // Newer than anything stored or pending for this node: certainly a new row.
+        this.queueInsert(nodeId, ts, values);
+        added = (mask & DROPPED) !== 0 || ts !== raw ? toReading(nodeId, ts, values) : reading;
+      } else {
+        this.flushPending();
+        if (this.insertReading.run(nodeId, ts, ...values).changes === 1) {
+          added = (mask & DROPPED) !== 0 || ts !== raw ? toReading(nodeId, ts, values) : reading;
+        } else {
+          // The row exists: fill only the fields it lacks; the rest of this reading is a duplicate.
+          const existing = this.selectReading.get(nodeId, ts);
+          if (!existing) continue;
+          let filled = 0;
+          for (let slot = 0; slot < SLOTS; slot++) {
+            if (existing[slot] !== null) values[slot] = null;
+            else if (values[slot] !== null) filled++;
+          }
+          if (filled === 0) continue;
+          this.fillReading.run(...values, nodeId, ts);
+          added = toReading(nodeId, ts, values);
+        }
+      }
+      stored.push(added);
+
+      accumulate(contribution.hours.get(bucketStart(ts, '1h')), values);
+      accumulate(contribution.days.get(bucketStart(ts, '1d')), values);
       if (mergeLatest(contribution.latest, ts, values)) contribution.latestChanged = true;
     }
     return stored;
+  }
+
+  private queueInsert(nodeId: string, ts: number, values: readonly (number | null)[]): void {
+    const args = this.pendingArgs;
+    const base = this.pendingRows * READING_WIDTH;
+    args[base] = nodeId;
+    args[base + 1] = ts;
+    for (let slot = 0; slot < SLOTS; slot++) args[base + 2 + slot] = values[slot];
+    if (++this.pendingRows === CHUNK) {
+      this.pendingRows = 0;
+      if (this.insertReadingChunk.run(args).changes !== CHUNK) throw new FastPathConflict();
+    }
+  }
+
+  private flushPending(): void {
+    const n = this.pendingRows;
+    this.pendingRows = 0;
+    for (let row = 0; row < n; row++) {
+      const args = this.pendingArgs.slice(row * READING_WIDTH, (row + 1) * READING_WIDTH);
+      if (this.insertReading.run(args).changes !== 1) throw new FastPathConflict();
+    }
   }
 
   private writeBuckets(
@@ -216,10 +311,12 @@ export class ReadingWriter {
     const args: unknown[] = new Array<unknown>(width * CHUNK);
     let n = 0;
     for (const [nodeId, contribution] of nodes) {
-      for (const [start, acc] of contribution[which]) {
+      const { starts, accs } = contribution[which];
+      for (let b = 0; b < starts.length; b++) {
+        const acc = accs[b]!;
         const base = n * width;
         args[base] = nodeId;
-        args[base + 1] = start;
+        args[base + 1] = starts[b];
         for (let i = 0; i < ACC_SIZE; i++) args[base + 2 + i] = acc[i];
         if (++n === CHUNK) {
           chunk.run(args);
@@ -257,8 +354,8 @@ export class ReadingWriter {
 function emptyLatest(): LatestRow {
   return {
     ts: Number.NEGATIVE_INFINITY,
-    values: new Float64Array(SLOTS).fill(Number.NaN),
-    times: new Float64Array(SLOTS).fill(Number.NEGATIVE_INFINITY),
+    values: new Array<number>(SLOTS).fill(Number.NaN),
+    times: new Array<number>(SLOTS).fill(Number.NEGATIVE_INFINITY),
   };
 }
 
@@ -278,15 +375,6 @@ function mergeLatest(latest: LatestRow, ts: number, values: readonly (number | n
   }
   if (changed && ts > latest.ts) latest.ts = ts;
   return changed;
-}
-
-function bucketAcc(buckets: Map<number, Float64Array>, start: number): Float64Array {
-  let acc = buckets.get(start);
-  if (!acc) {
-    acc = new Float64Array(ACC_SIZE);
-    buckets.set(start, acc);
-  }
-  return acc;
 }
 
 function toReading(nodeId: string, timestamp: number, values: readonly (number | null)[]): Reading {

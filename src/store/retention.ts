@@ -29,7 +29,9 @@ export async function deleteReadingsOlderThan(
   if (!Number.isFinite(cutoffMs)) throw new RangeError('cutoffMs must be a finite number of milliseconds');
   const limit = Math.max(1, Math.trunc(chunkRows));
   const firstNode = db.prepare('SELECT node_id FROM readings ORDER BY node_id LIMIT 1').pluck(true);
-  const nextNode = db.prepare('SELECT node_id FROM readings WHERE node_id > ? ORDER BY node_id LIMIT 1').pluck(true);
+  const nextNode = db
+    .prepare('SELECT node_id FROM readings WHERE node_id > ? ORDER BY node_id LIMIT 1')
+    .pluck(true);
   // The ts of a node's n-th oldest expired row: where a chunk that may take n rows ends.
   const nthExpired = db
     .prepare('SELECT ts FROM readings WHERE node_id = ? AND ts < ? ORDER BY ts LIMIT 1 OFFSET ?')

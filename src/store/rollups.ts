@@ -3,7 +3,7 @@
  * service (which reads means out of them). Buckets are UTC-aligned: an hour starts at
  * floor(ts / 3 600 000) × 3 600 000, a day at UTC midnight (epoch days have no leap seconds).
  */
-import { READING_METRICS, type ReadingMetric } from '../weather/reading.js';
+import { READING_METRICS } from '../weather/reading.js';
 
 export type RollupInterval = '1h' | '1d';
 
@@ -11,7 +11,10 @@ export const HOUR_MS = 3_600_000;
 export const DAY_MS = 86_400_000;
 
 export const BUCKET_MS: Record<RollupInterval, number> = { '1h': HOUR_MS, '1d': DAY_MS };
-export const ROLLUP_TABLE: Record<RollupInterval, string> = { '1h': 'readings_hourly', '1d': 'readings_daily' };
+export const ROLLUP_TABLE: Record<RollupInterval, string> = {
+  '1h': 'readings_hourly',
+  '1d': 'readings_daily',
+};
 
 export function bucketStart(ts: number, interval: RollupInterval): number {
   const size = BUCKET_MS[interval];
@@ -32,28 +35,26 @@ export const METRIC_COLUMNS: readonly string[] = [
 
 export const WIND_DIRECTION_SLOT = READING_METRICS.indexOf('windDirection');
 
-/** Index of each metric in READING_METRICS: the "slot" used by arrays of metric values. */
-export function metricSlot(metric: ReadingMetric): number {
-  return READING_METRICS.indexOf(metric);
-}
-
 /**
- * Layout of one bucket's accumulator (a Float64Array) and of the rollup columns after
+ * Layout of one bucket's accumulator (an array of ACC_SIZE numbers) and of the rollup columns after
  * (node_id, bucket_start): sum and count of every metric but wind direction, in slot order, then
  * the wind direction's sum of sin, sum of cos and count.
  */
 export const ACC_SIZE = (METRIC_COLUMNS.length - 1) * 2 + 3;
-export const ACC_WIND_SIN = ACC_SIZE - 3;
-export const ACC_WIND_COS = ACC_SIZE - 2;
-export const ACC_WIND_COUNT = ACC_SIZE - 1;
+const ACC_WIND_SIN = ACC_SIZE - 3;
+const ACC_WIND_COS = ACC_SIZE - 2;
+const ACC_WIND_COUNT = ACC_SIZE - 1;
 
 /** Accumulator offset of a linear (non wind-direction) metric's sum; its count follows. */
-export const ACC_OFFSET: readonly number[] = METRIC_COLUMNS.map((_, slot) =>
+const ACC_OFFSET: readonly number[] = METRIC_COLUMNS.map((_, slot) =>
   slot === WIND_DIRECTION_SLOT ? -1 : (slot < WIND_DIRECTION_SLOT ? slot : slot - 1) * 2,
 );
 
 export const ROLLUP_COLUMNS: readonly string[] = [
-  ...METRIC_COLUMNS.filter((_, slot) => slot !== WIND_DIRECTION_SLOT).flatMap((c) => [`${c}_sum`, `${c}_count`]),
+  ...METRIC_COLUMNS.filter((_, slot) => slot !== WIND_DIRECTION_SLOT).flatMap((c) => [
+    `${c}_sum`,
+    `${c}_count`,
+  ]),
   'wind_direction_sin_sum',
   'wind_direction_cos_sum',
   'wind_direction_count',
@@ -62,7 +63,7 @@ export const ROLLUP_COLUMNS: readonly string[] = [
 const DEG = Math.PI / 180;
 
 /** Adds one reading's values (slot order, null for absent) to a bucket accumulator. */
-export function accumulate(acc: Float64Array, values: readonly (number | null)[]): void {
+export function accumulate(acc: number[], values: readonly (number | null)[]): void {
   for (let slot = 0; slot < values.length; slot++) {
     const v = values[slot];
     if (v === null || v === undefined) continue;

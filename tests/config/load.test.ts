@@ -53,7 +53,13 @@ describe('loadConfig', () => {
       SIM_BACKFILL: '3 weeks',
     });
     const names = problems.map((p) => p.split(':')[0]);
-    expect(names.sort()).toEqual(['HTTP_PORT', 'LOG_LEVEL', 'RADIO', 'READINGS_RETENTION_DAYS', 'SIM_BACKFILL']);
+    expect(names.sort()).toEqual([
+      'HTTP_PORT',
+      'LOG_LEVEL',
+      'RADIO',
+      'READINGS_RETENTION_DAYS',
+      'SIM_BACKFILL',
+    ]);
     expect(problems.find((p) => p.startsWith('RADIO'))).toContain('"bluetooth"');
   });
 
@@ -89,9 +95,12 @@ describe('parseRadioSpec', () => {
     expect(parseRadioSpec(input)).toEqual(expected);
   });
 
-  it.each(['serial:ttyUSB0', 'tcp:', 'tcp:host:99999', 'usb', 'serial:/dev/x@fast'])('rejects %s', (input) => {
-    expect(typeof parseRadioSpec(input)).toBe('string');
-  });
+  it.each(['serial:ttyUSB0', 'tcp:', 'tcp:host:99999', 'usb', 'serial:/dev/x@fast'])(
+    'rejects %s',
+    (input) => {
+      expect(typeof parseRadioSpec(input)).toBe('string');
+    },
+  );
 });
 
 describe('parseDuration', () => {

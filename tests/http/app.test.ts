@@ -67,7 +67,12 @@ describe('HTTP app', () => {
 
   it('names every invalid field of a zod failure', async () => {
     const res = await app.request('/api/v1/test/invalid');
-    const body = (await res.json()) as { errors: Array<{ field: string }>; detail: string; status: string; actors: Array<Record<string, unknown>> };
+    const body = (await res.json()) as {
+      errors: Array<{ field: string }>;
+      detail: string;
+      status: string;
+      actors: Array<Record<string, unknown>>;
+    };
     expect(res.status).toBe(400);
     expect(body.errors.map((e: { field: string }) => e.field).sort()).toEqual(['limit', 'node_id']);
     expect(body.detail).toBe('invalid limit, node_id');
@@ -170,7 +175,12 @@ describe('health', () => {
     );
     const res = await app.request('/health');
     expect(res.status).toBe(503);
-    const body = (await res.json()) as { errors: Array<{ field: string }>; detail: string; status: string; actors: Array<Record<string, unknown>> };
+    const body = (await res.json()) as {
+      errors: Array<{ field: string }>;
+      detail: string;
+      status: string;
+      actors: Array<Record<string, unknown>>;
+    };
     expect(body.status).toBe('down');
     expect(body.actors[0]).toMatchObject({ name: 'store', state: 'failed', last_error: 'disk full' });
   });

@@ -1,0 +1,44 @@
+/**
+ * `/api/v1/nodes`: the mesh nodes the hub has heard of, for the map dashboard. The spec leaves the
+ * node record "not shown"; ours carries what NodeInfo, Position and DeviceMetrics tell, in the
+ * API's snake_case, with unknown fields omitted and `last_heard` as ISO 8601 UTC.
+ */
+import { Hono } from 'hono';
+import type { MeshNode } from '../mesh/node.js';
+import type { NodeRepository } from '../store/nodes-repository.js';
+
+export interface NodeJson {
+  node_id: string;
+  short_name?: string;
+  long_name?: string;
+  hw_model?: string;
+  latitude?: number;
+  longitude?: number;
+  altitude?: number;
+  last_heard?: string;
+  battery_level?: number;
+  snr?: number;
+}
+
+export function nodeJson(node: MeshNode): NodeJson {
+  const out: NodeJson = { node_id: node.nodeId };
+  if (node.shortName !== undefined) out.short_name = node.shortName;
+  if (node.longName !== undefined) out.long_name = node.longName;
+  if (node.hwModel !== undefined) out.hw_model = node.hwModel;
+  if (node.latitude !== undefined) out.latitude = node.latitude;
+  if (node.longitude !== undefined) out.longitude = node.longitude;
+  if (node.altitude !== undefined) out.altitude = node.altitude;
+  if (node.lastHeard !== undefined) {
+    const heard = new Date(node.lastHeard);
+    if (!Number.isNaN(heard.getTime())) out.last_heard = heard.toISOString();
+  }
+  if (node.batteryLevel !== undefined) out.battery_level = node.batteryLevel;
+  if (node.snr !== undefined) out.snr = node.snr;
+  return out;
+}
+
+export function nodesRoutes(repo: NodeRepository): Hono {
+  const app = new Hono();
+  app.get('/', (c) => c.json({ data: repo.list().map(nodeJson) }));
+  return app;
+}

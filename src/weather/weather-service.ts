@@ -1,0 +1,235 @@
+/**
+ * Reads readings for the weather API and serializes them straight to the response body.
+ *
+ * - `latestJson`: the `/weather/latest` body, built from `readings_latest` (one row per node,
+ *   each field its newest value, `timestamp` the newest reading), ordered by node_id. It is
+ *   cached and rebuilt only on the first request after `invalidate()` (called on every
+ *   `reading.stored`), so a burst of polling dashboards costs one query, not one per request.
+ * - `history`: raw rows ascending by timestamp in [start, end), or one object per UTC hour/day
+ *   bucket whose start lies in [floor_bucket(start), end), read from the rollup tables only
+ *   (through a BucketCache of serialized buckets, truncated by `invalidate(readings)`) —
+ *   never a scan of raw rows — with each field the bucket mean (to 6 decimals) and wind
+ *   direction the circular mean in whole degrees [0, 360), left out when the directions cancel
+ *   out. Every query is bounded by `limit` (+1 to see if more remain).
+ *
+ * API objects use the spec's snake_case names; absent metrics are omitted; timestamps are ISO
+ * 8601 UTC with Z; wind_direction (an integer in the spec) is rounded into [0, 360).
+ */
+import type { Database, Statement } from '../store/database.js';
+import {
+  bucketStart,
+  circularMeanDegrees,
+  METRIC_COLUMNS,
+  ROLLUP_TABLE,
+  type RollupInterval,
+  WIND_DIRECTION_SLOT,
+} from '../store/rollups.js';
+import { BucketCache, CachedRange, lowerBound } from './bucket-cache.js';
+import { METRIC_API_NAMES, READING_METRICS, type Reading } from './reading.js';
+
+export type HistoryInterval = 'raw' | RollupInterval;
+
+export const HISTORY_INTERVALS: readonly HistoryInterval[] = ['raw', '1h', '1d'];
+export const MAX_HISTORY_LIMIT = 10_000;
+export const DEFAULT_HISTORY_LIMIT = 1_000;
+/** Bound on the latest query: far beyond any one site's mesh. */
+export const MAX_LATEST_NODES = 10_000;
+
+export interface WeatherServiceOptions {
+  db: Database;
+  /** Bound on the serialized buckets kept for history, in bytes (default 8 MB). */
+  cacheBytes?: number;
+}
+
+export interface HistoryQuery {
+  nodeId: string;
+  /** ms UTC, inclusive. */
+  start: number;
+  /** ms UTC, exclusive. */
+  end: number;
+  interval: HistoryInterval;
+  limit: number;
+  /** Continue after this timestamp (raw) or bucket start (1h/1d): the previous page's last one. */
+  after?: number;
+}
+
+export interface HistoryPage {
+  /** The serialized response body, `{"data":[...]}` (UTF-8 bytes when it comes from the cache). */
+  body: string | Uint8Array<ArrayBuffer>;
+  /** Set when more rows remain: the `after` of the next page. */
+  nextAfter?: number;
+}
+
+/** `"key":` prefixes of each metric, in slot order (the names are plain ASCII: no escaping needed). */
+const KEYS = READING_METRICS.map((m) => `,"${METRIC_API_NAMES[m]}":`);
+
+const EMPTY_BODY = '{"data":[]}';
+
+function cacheKey(interval: RollupInterval, nodeId: string): string {
+  return `${interval}\u0000${nodeId}`;
+}
+
+function wholeDegrees(value: number): number {
+  return ((Math.round(value) % 360) + 360) % 360;
+}
+
+/** Means to 6 decimals: beyond any sensor's resolution, and free of float noise (0.15000000000000002). */
+function roundMean(value: number): number {
+  return Math.round(value * 1e6) / 1e6;
+}
+
+function objectStart(nodeId: string, ts: number): string {
+  return `{"node_id":${JSON.stringify(nodeId)},"timestamp":"${new Date(ts).toISOString()}"`;
+}
+
+export class WeatherService {
+  private readonly selectLatest: Statement<unknown[], unknown[]>;
+  private readonly selectRaw: Statement<unknown[], unknown[]>;
+  private readonly selectBuckets: Record<RollupInterval, Statement<unknown[], unknown[]>>;
+  private latestBody: string | undefined;
+  private latestByNode = new Map<string, string>();
+  private readonly buckets: BucketCache;
+
+  constructor(options: WeatherServiceOptions) {
+    const { db } = options;
+    this.buckets = new BucketCache(options.cacheBytes);
+    const cols = METRIC_COLUMNS.join(', ');
+    this.selectLatest = db
+      .prepare(`SELECT node_id, ts, ${cols} FROM readings_latest ORDER BY node_id LIMIT ${MAX_LATEST_NODES}`)
+      .raw(true) as Statement<unknown[], unknown[]>;
+    this.selectRaw = db
+      .prepare(
+        `SELECT ts, ${cols} FROM readings WHERE node_id = ? AND ts >= ? AND ts < ? ORDER BY ts LIMIT ?`,
+      )
+      .raw(true) as Statement<unknown[], unknown[]>;
+    // Means come out of SQLite (sum / 0 is NULL there: no value); wind direction as its sums.
+    const means = METRIC_COLUMNS.map((c, slot) =>
+      slot === WIND_DIRECTION_SLOT ? 'NULL' : `${c}_sum / ${c}_count`,
+    );
+    const buckets = (interval: RollupInterval) =>
+      db
+        .prepare(
+          `SELECT bucket_start, ${means.join(', ')}, wind_direction_sin_sum, wind_direction_cos_sum, wind_direction_count
+           FROM ${ROLLUP_TABLE[interval]}
+           WHERE node_id = ? AND bucket_start >= ? AND bucket_start < ? ORDER BY bucket_start LIMIT ?`,
+        )
+        .raw(true) as Statement<unknown[], unknown[]>;
+    this.selectBuckets = { '1h': buckets('1h'), '1d': buckets('1d') };
+  }
+
+  /**
+   * Call after readings were stored. Drops the cached latest body, and the cached buckets those
+   * readings may have changed; without `readings`, every cached bucket.
+   */
+  invalidate(readings?: readonly Reading[]): void {
+    this.latestBody = undefined;
+    if (readings === undefined) {
+      this.buckets.clear();
+      return;
+    }
+    for (const { nodeId, timestamp } of readings) {
+      this.buckets.truncate(cacheKey('1h', nodeId), bucketStart(timestamp, '1h'));
+      this.buckets.truncate(cacheKey('1d', nodeId), bucketStart(timestamp, '1d'));
+    }
+  }
+
+  /** The `/weather/latest` body: every node, or only `nodeId` (`{"data":[]}` when unknown). */
+  latestJson(nodeId?: string): string {
+    if (this.latestBody === undefined) this.rebuildLatest();
+    if (nodeId === undefined) return this.latestBody!;
+    const one = this.latestByNode.get(nodeId);
+    return one === undefined ? EMPTY_BODY : `{"data":[${one}]}`;
+  }
+
+  private rebuildLatest(): void {
+    const byNode = new Map<string, string>();
+    const parts: string[] = [];
+    for (const row of this.selectLatest.all()) {
+      const nodeId = row[0] as string;
+      const json = readingJson(nodeId, row[1] as number, row, 2);
+      byNode.set(nodeId, json);
+      parts.push(json);
+    }
+    this.latestByNode = byNode;
+    this.latestBody = `{"data":[${parts.join(',')}]}`;
+  }
+
+  history(query: HistoryQuery): HistoryPage {
+    if (query.interval !== 'raw') return this.bucketHistory(query, query.interval);
+    const { nodeId, end, limit } = query;
+    const lower = query.after === undefined ? query.start : Math.max(query.start, query.after + 1);
+    const rows = this.selectRaw.all(nodeId, lower, end, limit + 1);
+    const more = rows.length > limit;
+    if (more) rows.length = limit;
+    const parts = new Array<string>(rows.length);
+    for (let i = 0; i < rows.length; i++) parts[i] = readingJson(nodeId, rows[i]![0] as number, rows[i]!, 1);
+    const body = `{"data":[${parts.join(',')}]}`;
+    return more ? { body, nextAfter: rows[rows.length - 1]![0] as number } : { body };
+  }
+
+  /** Buckets come from the cache where it covers them, else from the rollup table (and are cached). */
+  private bucketHistory(query: HistoryQuery, interval: RollupInterval): HistoryPage {
+    const { nodeId, end, limit } = query;
+    const from = bucketStart(query.start, interval);
+    const lower = query.after === undefined ? from : Math.max(from, query.after + 1);
+    if (lower >= end) return { body: EMPTY_BODY };
+    const key = cacheKey(interval, nodeId);
+    let range = this.buckets.get(key);
+    if (!range || lower < range.from || lower > range.to) {
+      range = new CachedRange(lower, lower);
+      this.loadBuckets(range, interval, nodeId, end, limit + 1);
+      this.buckets.set(key, range);
+    } else if (end > range.to) {
+      const wanted = limit + 1 - (range.starts.length - lowerBound(range.starts, lower));
+      if (wanted > 0)
+        this.buckets.extend(key, range, (r) => this.loadBuckets(r, interval, nodeId, end, wanted));
+    }
+    const first = lowerBound(range.starts, lower);
+    const stop = Math.min(lowerBound(range.starts, end), first + limit + 1);
+    const more = stop - first > limit;
+    const last = more ? first + limit : stop;
+    const body = range.body(first, last);
+    return more ? { body, nextAfter: range.starts[last - 1]! } : { body };
+  }
+
+  /** Appends up to `max` buckets with a start in [range.to, end) and moves `to` as far as they are complete. */
+  private loadBuckets(
+    range: CachedRange,
+    interval: RollupInterval,
+    nodeId: string,
+    end: number,
+    max: number,
+  ): void {
+    const rows = this.selectBuckets[interval].all(nodeId, range.to, end, max);
+    for (const row of rows) range.append(row[0] as number, bucketJson(nodeId, row));
+    // A full result may stop short of `end`: it is complete only through its last bucket.
+    range.to = rows.length === max ? range.starts[range.starts.length - 1]! + 1 : end;
+  }
+}
+
+/** A Reading's JSON from the metric values in slot order at `row[first…]` (null: absent). */
+function readingJson(nodeId: string, ts: number, row: unknown[], first: number): string {
+  let json = objectStart(nodeId, ts);
+  for (let slot = 0; slot < KEYS.length; slot++) {
+    const v = row[first + slot] as number | null;
+    if (v === null) continue;
+    json += KEYS[slot]! + (slot === WIND_DIRECTION_SLOT ? wholeDegrees(v) : v);
+  }
+  return `${json}}`;
+}
+
+/** [bucket_start, ...means in slot order, wind sin sum, cos sum, count] → Reading JSON. */
+function bucketJson(nodeId: string, row: unknown[]): string {
+  let json = objectStart(nodeId, row[0] as number);
+  for (let slot = 0; slot < KEYS.length; slot++) {
+    if (slot === WIND_DIRECTION_SLOT) {
+      const at = 1 + KEYS.length;
+      const mean = circularMeanDegrees(row[at] as number, row[at + 1] as number, row[at + 2] as number);
+      if (mean !== undefined) json += KEYS[slot]! + mean;
+      continue;
+    }
+    const mean = row[1 + slot] as number | null;
+    if (mean !== null) json += KEYS[slot]! + roundMean(mean);
+  }
+  return `${json}}`;
+}

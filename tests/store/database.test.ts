@@ -1,0 +1,141 @@
+import { existsSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { closeDatabase, openDatabase } from '../../src/store/database.js';
+import {
+  MIGRATIONS,
+  type Migration,
+  migrate,
+  SchemaTooNewError,
+  schemaVersion,
+} from '../../src/store/migrations.js';
+import { tempDir } from './fixtures.js';
+
+const cleanups: Array<() => void> = [];
+afterEach(() => {
+  while (cleanups.length) cleanups.pop()!();
+});
+
+function scratch(): string {
+  const t = tempDir();
+  cleanups.push(t.cleanup);
+  return t.dir;
+}
+
+function tables(db: ReturnType<typeof openDatabase>): string[] {
+  return (
+    db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").pluck().all() as string[]
+  ).filter((n) => !n.startsWith('sqlite_'));
+}
+
+describe('openDatabase', () => {
+  it('creates the parent directory, turns on WAL, NORMAL sync and foreign keys, and migrates', () => {
+    const file = join(scratch(), 'nested', 'deeper', 'hub.db');
+    const db = openDatabase(file);
+    try {
+      expect(existsSync(file)).toBe(true);
+      expect(db.pragma('journal_mode', { simple: true })).toBe('wal');
+      expect(db.pragma('synchronous', { simple: true })).toBe(1); // NORMAL
+      expect(db.pragma('foreign_keys', { simple: true })).toBe(1);
+      expect(db.pragma('busy_timeout', { simple: true })).toBeGreaterThan(0);
+      expect(schemaVersion(db)).toBe(MIGRATIONS.length);
+      expect(tables(db)).toEqual([
+        'nodes',
+        'readings',
+        'readings_daily',
+        'readings_hourly',
+        'readings_latest',
+      ]);
+    } finally {
+      closeDatabase(db);
+    }
+  });
+
+  it('is idempotent on reopen: the data stays, no migration runs twice', () => {
+    const file = join(scratch(), 'hub.db');
+    const first = openDatabase(file);
+    first.prepare("INSERT INTO readings (node_id, ts, temperature_c) VALUES ('!a', 1, 20.5)").run();
+    closeDatabase(first);
+
+    const again = openDatabase(file);
+    try {
+      expect(schemaVersion(again)).toBe(MIGRATIONS.length);
+      expect(again.prepare('SELECT temperature_c FROM readings').pluck().get()).toBe(20.5);
+      expect(migrate(again)).toBe(MIGRATIONS.length);
+    } finally {
+      closeDatabase(again);
+    }
+  });
+
+  it('works in memory', () => {
+    const db = openDatabase(':memory:');
+    expect(schemaVersion(db)).toBe(MIGRATIONS.length);
+    closeDatabase(db);
+    expect(db.open).toBe(false);
+  });
+
+  it('refuses a database written by a newer meshhub', () => {
+    const file = join(scratch(), 'hub.db');
+    const db = openDatabase(file);
+    db.pragma(`user_version = ${MIGRATIONS.length + 1}`);
+    closeDatabase(db);
+    expect(() => openDatabase(file)).toThrow(SchemaTooNewError);
+  });
+
+  it('closeDatabase checkpoints the WAL into the file and may be called twice', () => {
+    const file = join(scratch(), 'hub.db');
+    const db = openDatabase(file);
+    db.prepare("INSERT INTO readings (node_id, ts, temperature_c) VALUES ('!a', 1, 1)").run();
+    expect(statSync(`${file}-wal`).size).toBeGreaterThan(0);
+    closeDatabase(db);
+    closeDatabase(db);
+    expect(existsSync(`${file}-wal`) ? statSync(`${file}-wal`).size : 0).toBe(0);
+  });
+});
+
+describe('migrate', () => {
+  it('applies appended migrations in order, each with its version', () => {
+    const db = openDatabase(':memory:');
+    const next: Migration[] = [
+      ...MIGRATIONS,
+      {
+        version: MIGRATIONS.length + 1,
+        name: 'extra table',
+        up: 'CREATE TABLE extra (id INTEGER PRIMARY KEY)',
+      },
+      {
+        version: MIGRATIONS.length + 2,
+        name: 'data move',
+        up: (d) => d.prepare('INSERT INTO extra (id) VALUES (7)').run(),
+      },
+    ];
+    expect(migrate(db, next)).toBe(MIGRATIONS.length + 2);
+    expect(db.prepare('SELECT id FROM extra').pluck().get()).toBe(7);
+    expect(migrate(db, next)).toBe(MIGRATIONS.length + 2); // nothing runs twice
+    expect(db.prepare('SELECT count(*) FROM extra').pluck().get()).toBe(1);
+    closeDatabase(db);
+  });
+
+  it('rolls a failing migration back whole and leaves the version where it was', () => {
+    const db = openDatabase(':memory:');
+    const broken: Migration[] = [
+      ...MIGRATIONS,
+      {
+        version: MIGRATIONS.length + 1,
+        name: 'half done',
+        up: 'CREATE TABLE half (id INTEGER); SELECT nope FROM nowhere;',
+      },
+    ];
+    expect(() => migrate(db, broken)).toThrow();
+    expect(schemaVersion(db)).toBe(MIGRATIONS.length);
+    expect(tables(db)).not.toContain('half');
+    closeDatabase(db);
+  });
+
+  it('rejects a list whose versions are not 1, 2, 3, ...', () => {
+    const db = openDatabase(':memory:');
+    const gap: Migration[] = [...MIGRATIONS, { version: MIGRATIONS.length + 2, name: 'gap', up: 'SELECT 1' }];
+    expect(() => migrate(db, gap)).toThrow(/expected/);
+    closeDatabase(db);
+  });
+});
