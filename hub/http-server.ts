@@ -4,19 +4,15 @@ import type { Hono } from 'hono';
 import type { HubBus } from '../src/events.js';
 import { createHttpApp } from '../src/http/app.js';
 import type { HealthReport } from '../src/http/health.js';
+import type { RouteProvider } from '../src/http/routes.js';
 import { Actor } from '../src/kernel/actor.js';
 import type { Logger } from '../src/log.js';
 import type { HubMetrics } from '../src/metrics.js';
-import { nodesRoutes } from '../src/nodes/routes.js';
-import { weatherRoutes } from '../src/weather/routes.js';
-import { WeatherService } from '../src/weather/weather-service.js';
-import type { NodeDirectoryActor } from './node-directory.js';
-import type { StoreActor } from './store.js';
 
 /** Serves the HTTP API on HTTP_HOST:HTTP_PORT. */
 export class HttpServerActor extends Actor {
   readonly name = 'http';
-  override readonly dependsOn = ['store', 'node-directory'];
+  override readonly dependsOn: readonly string[];
   private server: ServerType | undefined;
   private boundPort: number | undefined;
   app: Hono | undefined;
@@ -26,8 +22,9 @@ export class HttpServerActor extends Actor {
       bus: HubBus;
       log: Logger;
       metrics: HubMetrics;
-      store: StoreActor;
-      nodes: NodeDirectoryActor;
+      /** Route groups, built when the server starts; features add theirs in hub/main.ts. */
+      routes: RouteProvider[];
+      dependsOn: string[];
       host: string;
       port: number;
       version: string;
@@ -35,6 +32,7 @@ export class HttpServerActor extends Actor {
     },
   ) {
     super();
+    this.dependsOn = deps.dependsOn;
   }
 
   get port(): number {
@@ -43,18 +41,14 @@ export class HttpServerActor extends Actor {
   }
 
   async start(): Promise<void> {
-    const { bus, log, store } = this.deps;
-    const weather = new WeatherService({ db: store.db });
-    bus.on(this.name, 'reading.stored', (stored) => weather.invalidate(stored.readings));
+    const { bus, log } = this.deps;
+    const routes = this.deps.routes.flatMap((provide) => provide({ bus, owner: this.name }));
     this.app = createHttpApp({
       log,
       metrics: this.deps.metrics,
       version: this.deps.version,
       health: this.deps.health,
-      routes: [
-        { path: '/api/v1/weather', app: weatherRoutes(weather) },
-        { path: '/api/v1/nodes', app: nodesRoutes(this.deps.nodes.repository) },
-      ],
+      routes,
     });
     const app = this.app;
     await new Promise<void>((resolve, reject) => {

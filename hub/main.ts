@@ -7,12 +7,15 @@ import { loadPlugins } from '../plugins/index.js';
 import type { HubConfig } from '../src/config/schema.js';
 import type { HubBus, HubEvents, HubRequests } from '../src/events.js';
 import { buildHealthReport } from '../src/http/health.js';
+import type { RouteProvider } from '../src/http/routes.js';
 import { Bus } from '../src/kernel/bus.js';
 import { Supervisor } from '../src/kernel/supervisor.js';
 import type { Logger } from '../src/log.js';
 import { probeSerialPorts, serialTransport, tcpTransport } from '../src/mesh/transport.js';
 import { HubMetrics } from '../src/metrics.js';
+import { nodesRoutes } from '../src/nodes/routes.js';
 import { readVersion } from '../src/version.js';
+import { weatherRouteProvider } from '../src/weather/mount.js';
 import { HttpServerActor } from './http-server.js';
 import { IngestWriterActor } from './ingest-writer.js';
 import { NodeDirectoryActor } from './node-directory.js';
@@ -134,12 +137,17 @@ export async function createHub(config: HubConfig, options: HubOptions): Promise
     heartbeatMs: config.RADIO_HEARTBEAT_SECONDS * 1000,
   });
 
+  // Route groups: each feature contributes its own; plugins add theirs through `mount`.
+  const routes: RouteProvider[] = [
+    weatherRouteProvider(() => store.db),
+    () => ({ path: '/api/v1/nodes', app: nodesRoutes(nodes.repository), component: 'weather' }),
+  ];
   const http = new HttpServerActor({
     bus,
     log: log.child({ component: 'http' }),
     metrics,
-    store,
-    nodes,
+    routes,
+    dependsOn: ['store', 'node-directory'],
     host: config.HTTP_HOST,
     port: config.HTTP_PORT,
     version,
@@ -156,8 +164,8 @@ export async function createHub(config: HubConfig, options: HubOptions): Promise
       db: () => store.db,
       env: process.env,
       log: log.child({ plugin: plugin.name }),
-      mount: () => {
-        throw new Error('plugin routes are not supported yet');
+      mount: (path, app) => {
+        routes.push(() => ({ path, app }));
       },
     });
     for (const actor of actors) supervisor.add(actor);

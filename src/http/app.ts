@@ -10,11 +10,9 @@ import { accessMetrics } from './access-metrics.js';
 import { createErrorHandler, notFound } from './error-handler.js';
 import type { HealthReport } from './health.js';
 import { requestId } from './request-id.js';
+import type { RouteMount } from './routes.js';
 
-export interface RouteMount {
-  path: string;
-  app: Hono;
-}
+export type { RouteMount };
 
 export interface HttpAppOptions {
   log: Logger;
