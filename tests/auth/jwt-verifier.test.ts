@@ -1,5 +1,7 @@
 import { createServer, type Server } from 'node:http';
 import { exportJWK, generateKeyPair, type JWK, SignJWT, UnsecuredJWT } from 'jose';
+
+type CryptoKey = Awaited<ReturnType<typeof generateKeyPair>>['privateKey'];
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AuthError, bearerToken, createTokenVerifier, rolesFrom } from '../../src/auth/jwt-verifier.js';
 
