@@ -2,6 +2,7 @@ import { createServer, type Server } from 'node:http';
 import { exportJWK, generateKeyPair, type JWK, SignJWT, UnsecuredJWT } from 'jose';
 
 type CryptoKey = Awaited<ReturnType<typeof generateKeyPair>>['privateKey'];
+
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AuthError, bearerToken, createTokenVerifier, rolesFrom } from '../../src/auth/jwt-verifier.js';
 
@@ -17,7 +18,7 @@ beforeAll(async () => {
   privateKey = pair.privateKey;
   publicJwk = { ...(await exportJWK(pair.publicKey)), kid: 'k1', alg: 'ES256', use: 'sig' };
   otherKey = (await generateKeyPair('ES256')).privateKey;
-  server = createServer((req, res) => {
+  server = createServer((_req, res) => {
     res.setHeader('content-type', 'application/json');
     res.end(JSON.stringify({ keys: [publicJwk] }));
   });
