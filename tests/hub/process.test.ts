@@ -94,6 +94,38 @@ describe('the meshhub process', () => {
     expect(n).toBeGreaterThan(0);
   }, 30_000);
 
+  it('connects to a separately running `meshhub sim` over TCP (RADIO=tcp:…)', async () => {
+    const simPort = await freePort();
+    const sim = spawn(process.execPath, [CLI, 'sim', '--port', String(simPort), '--nodes', '4', '--backfill', '2h'], {
+      env: { ...process.env, LOG_LEVEL: 'info' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    children.push(sim);
+    let simOutput = '';
+    sim.stdout?.on('data', (d) => (simOutput += d));
+    await waitFor(() => (simOutput.includes('simulator listening') ? true : undefined), 10_000, 'simulator listening');
+
+    const dataDir = mkdtempSync(join(tmpdir(), 'meshhub-proc-'));
+    dirs.push(dataDir);
+    const port = await freePort();
+    const hub = spawn(process.execPath, [CLI, 'start'], {
+      env: { ...process.env, DATA_DIR: dataDir, HTTP_HOST: '127.0.0.1', HTTP_PORT: String(port), RADIO: `tcp:127.0.0.1:${simPort}`, LOG_LEVEL: 'warn' },
+      stdio: 'ignore',
+    });
+    children.push(hub);
+    const health = await waitFor(async () => {
+      const h = await getJson(`http://127.0.0.1:${port}/health`).catch(() => undefined);
+      return h?.body.radio.state === 'connected' ? h : undefined;
+    }, 15_000, 'hub connected to the standalone simulator');
+    // A radio named by RADIO=tcp is not known to be a simulator: the hub must not claim it is.
+    expect(health.body.radio).toMatchObject({ transport: 'tcp', address: `127.0.0.1:${simPort}`, simulated: false });
+    const nodes = await waitFor(async () => {
+      const r = await getJson(`http://127.0.0.1:${port}/api/v1/nodes`);
+      return r.body.data.length >= 5 ? r : undefined;
+    }, 10_000, 'four simulated nodes and the simulated radio');
+    expect(nodes.body.data.length).toBe(5);
+  }, 40_000);
+
   it('lists every invalid setting at once and exits non-zero', () => {
     const result = spawnSync(process.execPath, [CLI, 'start'], {
       env: { ...process.env, HTTP_PORT: 'eighty', RADIO: 'carrier-pigeon', LOG_LEVEL: 'chatty' },
