@@ -80,8 +80,9 @@ async function hub(): Promise<number> {
       if (Date.now() > until) throw new Error('the hub did not connect to its simulator');
       await sleep(200);
     }
-    // Let the replayed history be written and the heap settle: "idle" means after start-up work.
-    return await settledRss(child.pid!, 8_000);
+    // "Idle" means after start-up work (the replayed history) and after V8's memory reducer has
+    // shrunk the young generation it grew for that work, which it does ~45 s into idleness.
+    return await settledRss(child.pid!, 50_000);
   } finally {
     child.kill('SIGTERM');
     await new Promise((r) => child.once('exit', r));
