@@ -19,6 +19,8 @@ import { encodeFrame, FRAME_START2, StreamFramer } from './framing.js';
 import { decodeFromRadio, encodeToRadio } from './packet-decoder.js';
 import type { RadioTransport } from './transport.js';
 
+export type FrameErrorKind = 'frame' | 'protobuf';
+
 export interface RadioLinkOptions {
   transport: RadioTransport;
   log: Logger;
@@ -35,8 +37,11 @@ export interface RadioLinkOptions {
   onFromRadio(message: Mesh.FromRadio, receivedAt: number): void;
   /** A line of the device's debug log (text outside frames). */
   onLogLine?(line: string): void;
-  /** A corrupt frame or a FromRadio that does not decode. */
-  onFrameError?(reason: string): void;
+  /**
+   * A corrupt frame (`kind` 'frame') or a FromRadio that does not decode ('protobuf').
+   * `kind` is a bounded set (fit for a metric label); `detail` is free text for the log.
+   */
+  onFrameError?(kind: FrameErrorKind, detail: string): void;
 }
 
 interface Session {
@@ -248,7 +253,7 @@ export class RadioLink {
       if (session.closed) return;
       if (event.kind === 'frame') this.onFrame(session, event.payload, receivedAt);
       else if (event.kind === 'log') this.callback('onLogLine', () => this.options.onLogLine?.(event.line));
-      else this.frameError(event.reason);
+      else this.frameError('frame', event.reason);
     }
   }
 
@@ -257,7 +262,7 @@ export class RadioLink {
     try {
       message = decodeFromRadio(payload);
     } catch (error) {
-      this.frameError(`malformed FromRadio (${payload.length} bytes)`, error);
+      this.frameError('protobuf', `malformed FromRadio (${payload.length} bytes)`, error);
       return;
     }
     const variant = message.payloadVariant;
@@ -370,9 +375,9 @@ export class RadioLink {
     });
   }
 
-  private frameError(reason: string, error?: unknown): void {
-    this.options.log.debug({ reason, err: error }, 'radio frame error');
-    this.callback('onFrameError', () => this.options.onFrameError?.(reason));
+  private frameError(kind: FrameErrorKind, detail: string, error?: unknown): void {
+    this.options.log.debug({ kind, detail, err: error }, 'radio frame error');
+    this.callback('onFrameError', () => this.options.onFrameError?.(kind, detail));
   }
 
   private setState(state: RadioLinkState): void {

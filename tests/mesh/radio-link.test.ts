@@ -53,7 +53,7 @@ function link(port: number, options: Partial<RadioLinkOptions> = {}): Recorder {
     onStatus: (s) => rec.statuses.push(s),
     onFromRadio: (m) => rec.messages.push(m),
     onLogLine: (l) => rec.logLines.push(l),
-    onFrameError: (r) => rec.frameErrors.push(r),
+    onFrameError: (kind, detail) => rec.frameErrors.push(`${kind}: ${detail}`),
     ...options,
   });
   cleanups.push(() => radio.stop());
@@ -183,7 +183,7 @@ describe('RadioLink against misbehaving devices', () => {
     r.link.start();
     await waitFor(() => r.link.status.state === 'connected', 'connected');
     expect(r.link.myNodeNum).toBe(0x1234);
-    expect(r.frameErrors).toEqual(['frame length 32767 exceeds 512', 'malformed FromRadio (3 bytes)']);
+    expect(r.frameErrors).toEqual(['frame: frame length 32767 exceeds 512', 'protobuf: malformed FromRadio (3 bytes)']);
     // The garbage has no newline of its own: it prefixes the next log line, colour codes stripped.
     expect(r.logLines).toHaveLength(1);
     expect(r.logLines[0]).toMatch(/INFO \| booting$/);
