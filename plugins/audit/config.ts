@@ -1,0 +1,307 @@
+/**
+ * The audit plugin's settings: its own slice of the environment, validated with zod when the
+ * plugin is created. Every invalid value is reported at once, by name, and the hub does not
+ * start (CONVENTIONS.md, from zigbee2mqtt). Missing auth settings with AUTH_ENABLED are not an
+ * error but the "misconfigured" state the spec asks for (spec "Authentication" 6).
+ */
+import cron from 'node-cron';
+import { z } from 'zod';
+import { ConfigError } from '../../src/config/load.js';
+import { parseDuration } from '../../src/config/schema.js';
+import { checkOutboundUrl, OutboundUrlError } from '../../src/http/outbound-url.js';
+import { isSourceName, SOURCE_NAMES, type SourceName } from './sources.js';
+
+/** A secret that never prints: logs, JSON and string interpolation all show `[redacted]`. */
+export class Secret {
+  readonly #value: string;
+  constructor(value: string) {
+    this.#value = value;
+  }
+  reveal(): string {
+    return this.#value;
+  }
+  toString(): string {
+    return '[redacted]';
+  }
+  toJSON(): string {
+    return '[redacted]';
+  }
+  [Symbol.for('nodejs.util.inspect.custom')](): string {
+    return '[redacted]';
+  }
+}
+
+export type RateLimitTier = 'fetch' | 'ask' | 'write' | 'default';
+export const RATE_LIMIT_TIERS: readonly RateLimitTier[] = ['fetch', 'ask', 'write', 'default'];
+
+export interface RateLimitRule {
+  limit: number;
+  windowMs: number;
+}
+
+const text = z.string().trim();
+const list = text.transform((v) =>
+  v
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean),
+);
+const bool = text
+  .toLowerCase()
+  .pipe(z.enum(['true', 'false', '1', '0', 'yes', 'no', 'on', 'off'], { error: 'expected true or false' }))
+  .transform((v) => v === 'true' || v === '1' || v === 'yes' || v === 'on');
+const duration = text.transform((v, ctx) => {
+  const ms = parseDuration(v);
+  if (ms === undefined) {
+    ctx.addIssue({ code: 'custom', message: 'expected a duration like 90s, 15m, 24h or 30d' });
+    return z.NEVER;
+  }
+  return ms;
+});
+const cronExpression = text.refine((v) => cron.validate(v), 'expected a cron expression like */10 * * * *');
+const int = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
+const rateLimit = text.transform((v, ctx): RateLimitRule => {
+  const m = /^(\d{1,7})\/(\d+[smhd])$/.exec(v);
+  const windowMs = m ? parseDuration(m[2]!) : undefined;
+  if (!m || windowMs === undefined || Number(m[1]) < 1 || windowMs < 1000) {
+    ctx.addIssue({ code: 'custom', message: 'expected requests per window like 300/1m' });
+    return z.NEVER;
+  }
+  return { limit: Number(m[1]), windowMs };
+});
+const outboundUrl = (allowedHosts: string[]) =>
+  text.transform((v, ctx) => {
+    try {
+      const url = checkOutboundUrl(v, { allowedHosts });
+      url.pathname = url.pathname.replace(/\/+$/, '');
+      return url;
+    } catch (error) {
+      ctx.addIssue({
+        code: 'custom',
+        message: error instanceof OutboundUrlError ? error.message : 'invalid URL',
+      });
+      return z.NEVER;
+    }
+  });
+
+/** The base URLs are checked against the allowlist, so the schema is built once it is known. */
+const envSchema = (allowlist: string[]) =>
+  z.object({
+    AUDIT_TENANT_ID: text.min(1).optional(),
+    AUDIT_CLIENT_ID: text.min(1).optional(),
+    AUDIT_CLIENT_SECRET: z.string().min(1).optional(),
+    AUDIT_ALLOWED_HOSTS: list.default([]),
+    AUDIT_LOGIN_BASE_URL: outboundUrl(allowlist).default(() => new URL('https://login.microsoftonline.com')),
+    AUDIT_GRAPH_BASE_URL: outboundUrl(allowlist).default(() => new URL('https://graph.microsoft.com')),
+    AUDIT_MANAGEMENT_BASE_URL: outboundUrl(allowlist).default(() => new URL('https://manage.office.com')),
+    /** Office 365 Management API `PublisherIdentifier`: our tenant GUID unless we publish for others. */
+    AUDIT_PUBLISHER_ID: text.min(1).optional(),
+    AUDIT_SOURCES: list
+      .refine(
+        (names) => names.every(isSourceName),
+        `expected a comma-separated subset of ${SOURCE_NAMES.join(', ')}`,
+      )
+      .transform((names) => [...new Set(names)] as SourceName[])
+      .default([...SOURCE_NAMES]),
+    AUDIT_FETCH_CRON: cronExpression.default('*/10 * * * *'),
+    AUDIT_FETCH_ON_START: bool.default(true),
+    AUDIT_OVERLAP: duration.prefault('1h'),
+    AUDIT_INITIAL_LOOKBACK: duration.prefault('7d'),
+    AUDIT_MAX_RETRIES: int(0, 20).default(5),
+    AUDIT_BACKOFF_BASE_MS: int(1, 600_000).default(1_000),
+    AUDIT_BACKOFF_MAX_MS: int(1, 3_600_000).default(60_000),
+    AUDIT_MAX_RETRY_AFTER: duration.prefault('5m'),
+    AUDIT_REQUEST_TIMEOUT_MS: int(100, 300_000).default(30_000),
+    RETENTION_DAYS: int(1, 36_500).default(90),
+    AUDIT_MAINTENANCE_CRON: cronExpression.default('37 3 * * *'),
+    AUDIT_TRAIL_RETENTION_DAYS: int(1, 36_500).default(365),
+    AUTH_ENABLED: bool.default(false),
+    AUTH_JWKS_URL: text.optional(),
+    AUTH_ISSUER: text.min(1).optional(),
+    AUTH_AUDIENCE: text.min(1).optional(),
+    AUTH_CLIENT_ID: text.min(1).optional(),
+    AUDIT_ROLES_CLAIM: text.min(1).optional(),
+    AUTH_ROLES_CLAIM: text.min(1).optional(),
+    AUDIT_ADMIN_ROLES: list.default([]),
+    CORS_ORIGINS: list.default([]),
+    WEBHOOK_CLIENT_SECRET: z.string().min(16, 'must be at least 16 characters').max(128).optional(),
+    PRIVACY_SENSITIVE_OPERATIONS: list.default([]),
+    PRIVACY_SERVICES: list.default([]),
+    PRIVACY_SERVICE_ROLES: list.default([]),
+    RATE_LIMIT_FETCH: rateLimit.prefault('6/1h'),
+    RATE_LIMIT_ASK: rateLimit.prefault('20/1m'),
+    RATE_LIMIT_WRITE: rateLimit.prefault('120/1m'),
+    RATE_LIMIT_DEFAULT: rateLimit.prefault('600/1m'),
+    RATE_LIMIT_MAX_CLIENTS: int(10, 1_000_000).default(10_000),
+    AUDIT_EXPORT_MAX_CONCURRENT: int(1, 16).default(2),
+    AI_FEATURES_ENABLED: bool.default(false),
+    ALERTS_ENABLED: bool.default(false),
+    SIEM_ENABLED: bool.default(false),
+    CACHE_URL: text.optional(),
+  });
+
+export const AUDIT_ENV_KEYS = Object.keys(envSchema([]).shape);
+
+export interface AuthSettings {
+  enabled: boolean;
+  /** `off`, `on`, or `misconfigured` (enabled but incomplete: every request needing a token is refused). */
+  state: 'off' | 'on' | 'misconfigured';
+  /** Names of the missing settings when misconfigured. */
+  missing: string[];
+  jwksUrl?: URL;
+  issuer?: string;
+  audience?: string;
+  clientId?: string;
+  rolesClaim: string;
+  adminRoles: string[];
+}
+
+export interface AuditConfig {
+  credentials?: { tenantId: string; clientId: string; clientSecret: Secret };
+  publisherId?: string;
+  loginBaseUrl: URL;
+  graphBaseUrl: URL;
+  managementBaseUrl: URL;
+  allowedHosts: string[];
+  sources: SourceName[];
+  fetchCron: string;
+  fetchOnStart: boolean;
+  overlapMs: number;
+  initialLookbackMs: number;
+  maxRetries: number;
+  backoffBaseMs: number;
+  backoffMaxMs: number;
+  maxRetryAfterMs: number;
+  requestTimeoutMs: number;
+  retentionDays: number;
+  maintenanceCron: string;
+  trailRetentionDays: number;
+  auth: AuthSettings;
+  corsOrigins: string[];
+  webhookClientSecret?: Secret;
+  privacy: { sensitiveOperations: string[]; services: string[]; roles: string[] };
+  rateLimits: Record<RateLimitTier, RateLimitRule>;
+  rateLimitMaxClients: number;
+  exportMaxConcurrent: number;
+  features: { aiFeaturesEnabled: boolean; alertsEnabled: boolean; siemEnabled: boolean };
+  cacheUrl?: string;
+}
+
+export class AuditConfigError extends ConfigError {}
+
+function blank(env: Readonly<Record<string, string | undefined>>): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const key of AUDIT_ENV_KEYS) {
+    const value = env[key];
+    if (value !== undefined && value.trim() !== '') out[key] = value;
+  }
+  return out;
+}
+
+export function loadAuditConfig(env: Readonly<Record<string, string | undefined>>): AuditConfig {
+  const input = blank(env);
+  const allowlist = (input.AUDIT_ALLOWED_HOSTS ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
+  const result = envSchema(allowlist).safeParse(input);
+  const problems: string[] = [];
+  if (!result.success) {
+    for (const issue of result.error.issues) {
+      const name = issue.path.join('.') || '(audit config)';
+      // Secrets are never echoed back, not even in an error.
+      const shown =
+        /SECRET/.test(name) || input[name] === undefined ? '' : ` (got ${JSON.stringify(input[name])})`;
+      problems.push(`${name}: ${issue.message}${shown}`);
+    }
+  }
+  const c = result.data;
+  // Checked on the raw input, so it is reported together with every other problem.
+  const credentialNames = ['AUDIT_TENANT_ID', 'AUDIT_CLIENT_ID', 'AUDIT_CLIENT_SECRET'] as const;
+  const given = credentialNames.filter((k) => input[k] !== undefined);
+  if (given.length && given.length < credentialNames.length) {
+    const missing = credentialNames.filter((k) => input[k] === undefined);
+    problems.push(`${missing.join(', ')}: required together with the other AUDIT_* credentials`);
+  }
+  if (c) {
+    if (c.AUDIT_BACKOFF_MAX_MS < c.AUDIT_BACKOFF_BASE_MS) {
+      problems.push('AUDIT_BACKOFF_MAX_MS: must not be below AUDIT_BACKOFF_BASE_MS');
+    }
+  }
+  let jwksUrl: URL | undefined;
+  if (c?.AUTH_JWKS_URL) {
+    try {
+      jwksUrl = checkOutboundUrl(c.AUTH_JWKS_URL);
+    } catch (error) {
+      problems.push(`AUTH_JWKS_URL: ${(error as Error).message}`);
+    }
+  }
+  if (problems.length || !c) throw new AuditConfigError(problems);
+
+  const missing = c.AUTH_ENABLED
+    ? (['AUTH_JWKS_URL', 'AUTH_ISSUER', 'AUTH_AUDIENCE'] as const).filter((k) => !c[k])
+    : [];
+  return {
+    ...(c.AUDIT_TENANT_ID && c.AUDIT_CLIENT_ID && c.AUDIT_CLIENT_SECRET
+      ? {
+          credentials: {
+            tenantId: c.AUDIT_TENANT_ID,
+            clientId: c.AUDIT_CLIENT_ID,
+            clientSecret: new Secret(c.AUDIT_CLIENT_SECRET),
+          },
+        }
+      : {}),
+    ...(c.AUDIT_PUBLISHER_ID || c.AUDIT_TENANT_ID
+      ? { publisherId: c.AUDIT_PUBLISHER_ID ?? c.AUDIT_TENANT_ID }
+      : {}),
+    loginBaseUrl: c.AUDIT_LOGIN_BASE_URL,
+    graphBaseUrl: c.AUDIT_GRAPH_BASE_URL,
+    managementBaseUrl: c.AUDIT_MANAGEMENT_BASE_URL,
+    allowedHosts: c.AUDIT_ALLOWED_HOSTS,
+    sources: c.AUDIT_SOURCES,
+    fetchCron: c.AUDIT_FETCH_CRON,
+    fetchOnStart: c.AUDIT_FETCH_ON_START,
+    overlapMs: c.AUDIT_OVERLAP,
+    initialLookbackMs: c.AUDIT_INITIAL_LOOKBACK,
+    maxRetries: c.AUDIT_MAX_RETRIES,
+    backoffBaseMs: c.AUDIT_BACKOFF_BASE_MS,
+    backoffMaxMs: c.AUDIT_BACKOFF_MAX_MS,
+    maxRetryAfterMs: c.AUDIT_MAX_RETRY_AFTER,
+    requestTimeoutMs: c.AUDIT_REQUEST_TIMEOUT_MS,
+    retentionDays: c.RETENTION_DAYS,
+    maintenanceCron: c.AUDIT_MAINTENANCE_CRON,
+    trailRetentionDays: c.AUDIT_TRAIL_RETENTION_DAYS,
+    auth: {
+      enabled: c.AUTH_ENABLED,
+      state: !c.AUTH_ENABLED ? 'off' : missing.length ? 'misconfigured' : 'on',
+      missing: [...missing],
+      ...(jwksUrl ? { jwksUrl } : {}),
+      ...(c.AUTH_ISSUER ? { issuer: c.AUTH_ISSUER } : {}),
+      ...(c.AUTH_AUDIENCE ? { audience: c.AUTH_AUDIENCE } : {}),
+      ...(c.AUTH_CLIENT_ID ? { clientId: c.AUTH_CLIENT_ID } : {}),
+      rolesClaim: c.AUDIT_ROLES_CLAIM ?? c.AUTH_ROLES_CLAIM ?? 'roles',
+      adminRoles: c.AUDIT_ADMIN_ROLES,
+    },
+    corsOrigins: c.CORS_ORIGINS,
+    ...(c.WEBHOOK_CLIENT_SECRET ? { webhookClientSecret: new Secret(c.WEBHOOK_CLIENT_SECRET) } : {}),
+    privacy: {
+      sensitiveOperations: c.PRIVACY_SENSITIVE_OPERATIONS,
+      services: c.PRIVACY_SERVICES,
+      roles: c.PRIVACY_SERVICE_ROLES,
+    },
+    rateLimits: {
+      fetch: c.RATE_LIMIT_FETCH,
+      ask: c.RATE_LIMIT_ASK,
+      write: c.RATE_LIMIT_WRITE,
+      default: c.RATE_LIMIT_DEFAULT,
+    },
+    rateLimitMaxClients: c.RATE_LIMIT_MAX_CLIENTS,
+    exportMaxConcurrent: c.AUDIT_EXPORT_MAX_CONCURRENT,
+    features: {
+      aiFeaturesEnabled: c.AI_FEATURES_ENABLED,
+      alertsEnabled: c.ALERTS_ENABLED,
+      siemEnabled: c.SIEM_ENABLED,
+    },
+    ...(c.CACHE_URL ? { cacheUrl: c.CACHE_URL } : {}),
+  };
+}

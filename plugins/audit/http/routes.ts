@@ -1,0 +1,105 @@
+/**
+ * Mounts the audit routes on the hub's one HTTP server. Each path group is its own Hono app, so
+ * its middleware (security headers, CORS, rate limit, audit trail, bearer check) runs for the
+ * audit routes only — never for the hub's weather, nodes, health or metrics routes. Errors are
+ * thrown as ProblemError and become problem details in the hub's one onError.
+ *
+ * Order inside a group: security headers wrap everything (so errors carry them too); CORS answers
+ * preflights; the rate limiter refuses before any work; the trail sees the final status; the
+ * bearer check sets the caller the trail records.
+ */
+import { Hono, type MiddlewareHandler } from 'hono';
+import type { TokenVerifier } from '../../../src/auth/jwt-verifier.js';
+import type { KernelLogger } from '../../../src/kernel/actor.js';
+import type { AuditCollectorActor } from '../collector-actor.js';
+import type { AuditConfig } from '../config.js';
+import type { AuditMetrics } from '../metrics.js';
+import type { AuditStore } from '../store/audit-store.js';
+import { configRoutes, fetchRoutes, filterOptionsRoutes, sourceHealthRoutes } from './admin-routes.js';
+import { authenticate, requireAnyRole } from './auth.js';
+import { ANONYMOUS, type AuditEnv } from './context.js';
+import { eventsRoutes } from './events-routes.js';
+import { exportRoutes } from './export.js';
+import type { PrivacyPolicy } from './privacy.js';
+import { auditTierOf, RateLimiter, rateLimit } from './rate-limit.js';
+import { corsFor, securityHeaders } from './security.js';
+import { auditTrail } from './trail.js';
+import { webhookRoutes } from './webhook-routes.js';
+
+export interface AuditRouteDeps {
+  config: AuditConfig;
+  store: AuditStore;
+  collector: AuditCollectorActor;
+  privacy: PrivacyPolicy;
+  metrics: AuditMetrics;
+  verifier: TokenVerifier | undefined;
+  log: KernelLogger;
+  version: string;
+  limiter?: RateLimiter;
+}
+
+export interface AuditRouteGroup {
+  path: string;
+  app: Hono;
+}
+
+export function auditRouteGroups(deps: AuditRouteDeps): AuditRouteGroup[] {
+  const { config, store, log } = deps;
+  const limiter = deps.limiter ?? new RateLimiter(config.rateLimits, config.rateLimitMaxClients);
+  const common: MiddlewareHandler<AuditEnv>[] = [
+    securityHeaders({ auth: config.auth }),
+    corsFor(config.corsOrigins),
+    rateLimit({ limiter, tierOf: auditTierOf, onLimited: (tier) => deps.metrics.limited(tier) }),
+    auditTrail({ store, log }),
+  ];
+  const bearer = authenticate({ auth: config.auth, verifier: deps.verifier, log });
+  const open: MiddlewareHandler<AuditEnv> = async (c, next) => {
+    c.set('caller', ANONYMOUS);
+    return next();
+  };
+
+  const group = (withAuth: boolean, register: (app: Hono<AuditEnv>) => void): Hono => {
+    const app = new Hono<AuditEnv>();
+    for (const m of common) app.use('*', m);
+    app.use('*', withAuth ? bearer : open);
+    register(app);
+    return app as unknown as Hono;
+  };
+
+  return [
+    {
+      path: '/api/events',
+      app: group(true, (app) => {
+        // Registered before /:id, which would otherwise take "export" for an id.
+        exportRoutes({ store, privacy: deps.privacy, maxConcurrent: config.exportMaxConcurrent, log }, app);
+        eventsRoutes({ store, privacy: deps.privacy }, app);
+      }),
+    },
+    { path: '/api/filter-options', app: group(true, (app) => filterOptionsRoutes(deps, app)) },
+    {
+      path: '/api/source-health',
+      app: group(true, (app) => sourceHealthRoutes({ store, collector: deps.collector, config }, app)),
+    },
+    {
+      path: '/api/fetch',
+      app: group(true, (app) => {
+        app.use('*', requireAnyRole(config.auth.state === 'on' ? config.auth.adminRoles : []));
+        fetchRoutes({ collector: deps.collector, config }, app);
+      }),
+    },
+    { path: '/api/config', app: group(false, (app) => configRoutes({ config, version: deps.version }, app)) },
+    {
+      path: '/api/webhooks',
+      app: group(false, (app) =>
+        webhookRoutes(
+          {
+            secret: config.webhookClientSecret,
+            collector: deps.collector,
+            directoryCollected: config.sources.includes('directory'),
+          },
+          app,
+        ),
+      ),
+    },
+  ];
+}

@@ -1,0 +1,85 @@
+/**
+ * `POST /api/webhooks/directory`: Microsoft Graph change notifications (spec "Events": inbound
+ * notifications validated against WEBHOOK_CLIENT_SECRET).
+ *
+ * - Subscription validation: Graph POSTs with `?validationToken=…`; the endpoint answers 200 with
+ *   the token, decoded, as text/plain, within 10 seconds.
+ * - Notifications: `{ "value": [ { "clientState": …, … } ] }`. Accepted (202) only when every
+ *   notification carries our client state (compared in constant time); then the directory source
+ *   is fetched early. A wrong or missing client state is a 403 and changes nothing.
+ * The endpoint takes no bearer token: Graph authenticates with the shared client state.
+ */
+import { createHash, timingSafeEqual } from 'node:crypto';
+import type { Hono } from 'hono';
+import { z } from 'zod';
+import { ProblemError, validationProblem } from '../../../src/http/problem.js';
+import type { AuditCollectorActor } from '../collector-actor.js';
+import type { Secret } from '../config.js';
+import { type AuditEnv, fieldProblem, jsonBody } from './context.js';
+import { bodyTooLarge } from './events-routes.js';
+
+const MAX_VALIDATION_TOKEN = 4_096;
+
+const notifications = z.object({
+  value: z
+    .array(
+      z
+        .object({
+          clientState: z.string().optional(),
+          changeType: z.string().optional(),
+          lifecycleEvent: z.string().optional(),
+        })
+        .passthrough(),
+    )
+    .min(1, 'must hold at least one notification')
+    .max(10_000, 'too many notifications'),
+});
+
+/** Equal-length digests, so the comparison time says nothing about the secret. */
+function sameSecret(given: string, secret: Secret): boolean {
+  const a = createHash('sha256').update(given).digest();
+  const b = createHash('sha256').update(secret.reveal()).digest();
+  return timingSafeEqual(a, b);
+}
+
+export function webhookRoutes(
+  deps: { secret: Secret | undefined; collector: AuditCollectorActor; directoryCollected: boolean },
+  app: Hono<AuditEnv>,
+): void {
+  app.post('/directory', bodyTooLarge(1024 * 1024), async (c) => {
+    c.set('caller', { authenticated: false, username: 'graph-webhook', roles: [] });
+    const secret = deps.secret;
+    if (!secret)
+      throw new ProblemError(404, 'the directory webhook is not configured (WEBHOOK_CLIENT_SECRET)');
+
+    const token = c.req.query('validationToken');
+    if (token !== undefined) {
+      if (!token || token.length > MAX_VALIDATION_TOKEN) {
+        throw fieldProblem('validationToken', `must be 1 to ${MAX_VALIDATION_TOKEN} characters`);
+      }
+      c.set('trailDetail', { action: 'webhook-validation' });
+      return c.text(token, 200);
+    }
+
+    const parsed = notifications.safeParse(await jsonBody(c));
+    if (!parsed.success) throw validationProblem(parsed.error);
+    const list = parsed.data.value;
+    const trusted = list.every((n) => n.clientState !== undefined && sameSecret(n.clientState, secret));
+    c.set('trailDetail', { action: 'webhook-notification', notifications: list.length, accepted: trusted });
+    if (!trusted) {
+      throw new ProblemError(403, 'the notification does not carry this hub’s client state', {
+        errors: [{ field: 'value.clientState', message: 'does not match' }],
+      });
+    }
+    const outcome = deps.directoryCollected
+      ? deps.collector.requestFetch('webhook', ['directory'])
+      : 'not_collected';
+    c.set('trailDetail', {
+      action: 'webhook-notification',
+      notifications: list.length,
+      accepted: true,
+      fetch: outcome,
+    });
+    return c.body(null, 202);
+  });
+}

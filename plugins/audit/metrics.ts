@@ -1,0 +1,114 @@
+/**
+ * The audit plugin's Prometheus metrics, registered on the hub's registry so they appear in the
+ * hub's one `/metrics` (spec "/metrics: request latency, fetch volume, error counters"; request
+ * latency is the hub's `meshhub_http_request_duration_seconds`). Source health gauges are read
+ * from the store at scrape time, so they always agree with `GET /api/source-health`.
+ */
+import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+import type { SourceName } from './sources.js';
+import type { SourceStateRow } from './store/source-state.js';
+
+export class AuditMetrics {
+  private readonly records: Counter<'source' | 'outcome'>;
+  private readonly fetchErrors: Counter<'source' | 'kind'>;
+  private readonly retries: Counter<'source' | 'kind'>;
+  private readonly runs: Histogram<'source' | 'status'>;
+  private readonly rateLimited: Counter<'tier'>;
+
+  constructor(registry: Registry, health: () => SourceStateRow[]) {
+    const registers = [registry];
+    this.records = new Counter({
+      name: 'meshhub_audit_records_total',
+      help: 'Upstream audit records by source and outcome (fetched, stored, duplicate, malformed)',
+      labelNames: ['source', 'outcome'],
+      registers,
+    });
+    this.fetchErrors = new Counter({
+      name: 'meshhub_audit_fetch_errors_total',
+      help: 'Fetch runs that ended early, by source and kind of failure',
+      labelNames: ['source', 'kind'],
+      registers,
+    });
+    this.retries = new Counter({
+      name: 'meshhub_audit_fetch_retries_total',
+      help: 'Requests retried after throttling (429, 403 AF429) or unavailability (5xx, network)',
+      labelNames: ['source', 'kind'],
+      registers,
+    });
+    this.runs = new Histogram({
+      name: 'meshhub_audit_fetch_duration_seconds',
+      help: 'Duration of fetch runs by source and final status',
+      labelNames: ['source', 'status'],
+      buckets: [0.1, 0.5, 1, 5, 15, 60, 300, 900],
+      registers,
+    });
+    this.rateLimited = new Counter({
+      name: 'meshhub_audit_rate_limited_total',
+      help: 'Requests refused by a rate-limit tier',
+      labelNames: ['tier'],
+      registers,
+    });
+    const gauge = (name: string, help: string, value: (row: SourceStateRow) => number | null) =>
+      new Gauge({
+        name,
+        help,
+        labelNames: ['source'],
+        registers,
+        collect() {
+          this.reset();
+          let rows: SourceStateRow[] = [];
+          try {
+            rows = health();
+          } catch {
+            return; // the store is closed (hub stopping): no gauges this scrape
+          }
+          for (const row of rows) {
+            const v = value(row);
+            if (v !== null) this.set({ source: row.source }, v);
+          }
+        },
+      });
+    gauge('meshhub_audit_source_up', '1 when the last fetch run of the source completed, else 0', (r) =>
+      r.status === 'ok' ? 1 : 0,
+    );
+    gauge('meshhub_audit_source_last_attempt_timestamp_seconds', 'Start of the last fetch run', (r) =>
+      r.last_attempt_time === null ? null : r.last_attempt_time / 1000,
+    );
+    gauge(
+      'meshhub_audit_source_last_success_timestamp_seconds',
+      'Start of the last complete fetch run',
+      (r) => (r.last_success_time === null ? null : r.last_success_time / 1000),
+    );
+    gauge(
+      'meshhub_audit_source_consecutive_failures',
+      'Fetch runs in a row that ended early',
+      (r) => r.consecutive_failures,
+    );
+  }
+
+  countRecords(
+    source: SourceName,
+    c: { fetched?: number; stored?: number; duplicates?: number; malformed?: number },
+  ): void {
+    if (c.fetched) this.records.inc({ source, outcome: 'fetched' }, c.fetched);
+    if (c.stored) this.records.inc({ source, outcome: 'stored' }, c.stored);
+    if (c.duplicates) this.records.inc({ source, outcome: 'duplicate' }, c.duplicates);
+    if (c.malformed) this.records.inc({ source, outcome: 'malformed' }, c.malformed);
+  }
+
+  fetchFailed(source: SourceName, kind: string): void {
+    this.fetchErrors.inc({ source, kind });
+  }
+
+  retried(source: SourceName, kind: string): void {
+    this.retries.inc({ source, kind });
+  }
+
+  runFinished(source: SourceName, status: string, seconds: number): void {
+    this.runs.observe({ source, status }, seconds);
+  }
+
+  limited(tier: string): void {
+    this.rateLimited.inc({ tier });
+  }
+}

@@ -1,0 +1,352 @@
+/**
+ * Event search: filters, privacy scope and keyset pages on (timestamp, seq), newest first, in
+ * both directions (spec "Events query parameters": a cursor from a timestamp and an id instead
+ * of skip-based paging).
+ *
+ * Every page costs O(page size) whatever its depth, because it is read from an index already in
+ * (ts, seq) order and starts at the cursor. One filter value drives the scan:
+ * - a single value (one service, one actor…) walks that filter's (value, ts) index;
+ * - a few values (several services, the actors whose name contains "smith") walk one stream per
+ *   value and merge them — SQLite would otherwise sort every match of an `IN` list;
+ * - otherwise the (ts) index is walked and the filters are checked row by row.
+ * The other filters, the privacy scope and the time range are checked on the rows the driver
+ * yields. All user text reaches SQL as bound parameters only.
+ */
+import type { Database, Statement } from '../../../src/store/database.js';
+import { type Dictionaries, MAX_MATCHED_IDS } from './dictionaries.js';
+
+export interface EventFilters {
+  /** Exact service names; several allowed. */
+  services?: readonly string[];
+  /** Case-insensitive, literal substrings. */
+  actor?: string;
+  operation?: string;
+  result?: string;
+  /** [start, end) in ms UTC. */
+  start?: number;
+  end?: number;
+  /** Every one of these tags… */
+  includeTags?: readonly string[];
+  /** …and none of these. */
+  excludeTags?: readonly string[];
+}
+
+/** What a caller may not see (spec "Privacy gating"); undefined: everything. */
+export interface PrivacyScope {
+  hiddenOperations: readonly string[];
+  hiddenServices: readonly string[];
+}
+
+export interface Position {
+  ts: number;
+  seq: number;
+}
+
+export type Direction = 'next' | 'prev';
+
+export interface EventRow {
+  seq: number;
+  ts: number;
+  source: string;
+  source_key: string;
+  service: string;
+  operation_id: number;
+  result_id: number;
+  actor_id: number;
+  target: string;
+  tags: string;
+  comment_count: number;
+}
+
+export interface PageRequest {
+  filters: EventFilters;
+  privacy?: PrivacyScope;
+  limit: number;
+  /** Continue after (`next`: older) or before (`prev`: newer) this position. */
+  cursor?: { direction: Direction; position: Position };
+}
+
+export interface Page {
+  rows: EventRow[];
+  /** Position to continue with for older rows, when there are more. */
+  next?: Position;
+  /** Position to continue with for newer rows, when there are more. */
+  prev?: Position;
+}
+
+/** Up to this many values are merged stream by stream; more go through the (ts) index. */
+const MERGE_MAX = 32;
+const STATEMENT_CACHE = 256;
+
+type Dimension = 'service' | 'actor' | 'operation' | 'result' | 'tag' | 'time';
+
+interface Resolved {
+  empty: boolean;
+  services?: string[];
+  hiddenServices: string[];
+  actorIds?: number[];
+  /** Too many actors matched to list: filter with the dictionary subquery instead. */
+  actorNeedle?: string;
+  operationIds?: number[];
+  operationNeedle?: string;
+  hiddenOperationIds: number[];
+  resultIds?: number[];
+  start?: number;
+  end?: number;
+  includeTags: string[];
+  excludeTags: string[];
+}
+
+const COLUMNS =
+  'e.seq, e.ts, e.source, e.source_key, e.service, e.operation_id, e.result_id, e.actor_id, e.target, e.tags, e.comment_count';
+
+const INDEX: Record<Exclude<Dimension, 'tag'>, string> = {
+  time: 'audit_events_ts',
+  service: 'audit_events_service_ts',
+  actor: 'audit_events_actor_ts',
+  operation: 'audit_events_operation_ts',
+  result: 'audit_events_result_ts',
+};
+
+const COLUMN: Record<Exclude<Dimension, 'tag' | 'time'>, string> = {
+  service: 'e.service',
+  actor: 'e.actor_id',
+  operation: 'e.operation_id',
+  result: 'e.result_id',
+};
+
+const json = (values: readonly unknown[]) => JSON.stringify(values);
+
+type RawRow = [number, number, string, string, string, number, number, number, string, string, number];
+
+const toRow = (r: RawRow): EventRow => ({
+  seq: r[0],
+  ts: r[1],
+  source: r[2],
+  source_key: r[3],
+  service: r[4],
+  operation_id: r[5],
+  result_id: r[6],
+  actor_id: r[7],
+  target: r[8],
+  tags: r[9],
+  comment_count: r[10],
+});
+
+export class EventQuery {
+  private readonly statements = new Map<string, Statement>();
+
+  constructor(
+    private readonly db: Database,
+    private readonly dictionaries: Dictionaries,
+  ) {}
+
+  /** Turns text filters into dictionary ids; `empty` when a filter can match nothing. */
+  resolve(filters: EventFilters, privacy?: PrivacyScope): Resolved {
+    const r: Resolved = {
+      empty: false,
+      hiddenServices: privacy ? [...privacy.hiddenServices] : [],
+      hiddenOperationIds: privacy?.hiddenOperations.length
+        ? this.dictionaries.operations.exactly(privacy.hiddenOperations)
+        : [],
+      includeTags: [...new Set(filters.includeTags ?? [])],
+      excludeTags: [...new Set(filters.excludeTags ?? [])],
+    };
+    if (filters.start !== undefined) r.start = filters.start;
+    if (filters.end !== undefined) r.end = filters.end;
+    if (r.start !== undefined && r.end !== undefined && r.end <= r.start) r.empty = true;
+    if (filters.services?.length) {
+      const hidden = new Set(r.hiddenServices.map((s) => s.toLowerCase()));
+      r.services = [...new Set(filters.services)].filter((s) => !hidden.has(s.toLowerCase()));
+      if (!r.services.length) r.empty = true;
+    }
+    if (filters.actor !== undefined) {
+      const ids = this.dictionaries.actors.matching(filters.actor);
+      if (ids.length > MAX_MATCHED_IDS) r.actorNeedle = filters.actor;
+      else r.actorIds = ids;
+      if (!ids.length) r.empty = true;
+    }
+    if (filters.operation !== undefined) {
+      const ids = this.dictionaries.operations.matching(filters.operation);
+      if (ids.length > MAX_MATCHED_IDS) r.operationNeedle = filters.operation;
+      else {
+        const hidden = new Set(r.hiddenOperationIds);
+        r.operationIds = ids.filter((id) => !hidden.has(id));
+        if (!r.operationIds.length) r.empty = true;
+      }
+      if (!ids.length) r.empty = true;
+    }
+    if (filters.result !== undefined) {
+      r.resultIds = this.dictionaries.results.matching(filters.result);
+      if (!r.resultIds.length) r.empty = true;
+    }
+    if (r.excludeTags.some((t) => r.includeTags.includes(t))) r.empty = true;
+    return r;
+  }
+
+  page(request: PageRequest): Page {
+    const limit = Math.max(1, Math.trunc(request.limit));
+    const resolved = this.resolve(request.filters, request.privacy);
+    if (resolved.empty) return this.emptyPage(request);
+    const direction = request.cursor?.direction ?? 'next';
+    const fetched = this.fetch(resolved, direction, request.cursor?.position, limit + 1);
+    const more = fetched.length > limit;
+    const rows = more ? fetched.slice(0, limit) : fetched;
+    if (direction === 'prev') rows.reverse();
+    const first = rows[0];
+    const last = rows[rows.length - 1];
+    const page: Page = { rows };
+    if (!first || !last) return this.emptyPage(request);
+    if (direction === 'next') {
+      if (more) page.next = { ts: last.ts, seq: last.seq };
+      if (request.cursor) page.prev = { ts: first.ts, seq: first.seq };
+    } else {
+      if (more) page.prev = { ts: first.ts, seq: first.seq };
+      page.next = { ts: last.ts, seq: last.seq };
+    }
+    return page;
+  }
+
+  /**
+   * Walks every matching row newest first, `chunk` rows per synchronous query, handing each
+   * chunk to `consume`; stops when `consume` returns false. For exports and bulk updates.
+   */
+  *chunks(filters: EventFilters, privacy: PrivacyScope | undefined, chunk: number): Generator<EventRow[]> {
+    const resolved = this.resolve(filters, privacy);
+    if (resolved.empty) return;
+    let position: Position | undefined;
+    for (;;) {
+      const rows = this.fetch(resolved, 'next', position, chunk);
+      if (rows.length) yield rows;
+      if (rows.length < chunk) return;
+      const last = rows[rows.length - 1]!;
+      position = { ts: last.ts, seq: last.seq };
+    }
+  }
+
+  private emptyPage(request: PageRequest): Page {
+    // Nothing here: offer the way back to where the caller came from.
+    const c = request.cursor;
+    if (!c) return { rows: [] };
+    return c.direction === 'next' ? { rows: [], prev: c.position } : { rows: [], next: c.position };
+  }
+
+  private driver(r: Resolved): { dimension: Dimension; values: Array<string | number> } {
+    if (r.actorIds && r.actorIds.length <= MERGE_MAX) return { dimension: 'actor', values: r.actorIds };
+    if (r.operationIds && r.operationIds.length <= MERGE_MAX) {
+      return { dimension: 'operation', values: r.operationIds };
+    }
+    if (r.includeTags.length) return { dimension: 'tag', values: [r.includeTags[0]!] };
+    if (r.services && r.services.length <= MERGE_MAX) return { dimension: 'service', values: r.services };
+    if (r.resultIds && r.resultIds.length <= MERGE_MAX) return { dimension: 'result', values: r.resultIds };
+    return { dimension: 'time', values: [0] };
+  }
+
+  /** Up to `n` rows after `position` in `direction`, ordered in that direction. */
+  private fetch(r: Resolved, direction: Direction, position: Position | undefined, n: number): EventRow[] {
+    const { dimension, values } = this.driver(r);
+    const streams = values.map((value) => this.stream(r, dimension, value, direction, position, n));
+    if (streams.length === 1) return streams[0]!;
+    const all = streams.flat();
+    const sign = direction === 'next' ? -1 : 1;
+    all.sort((a, b) => sign * (a.ts - b.ts || a.seq - b.seq));
+    return all.slice(0, n);
+  }
+
+  private stream(
+    r: Resolved,
+    dimension: Dimension,
+    value: string | number,
+    direction: Direction,
+    position: Position | undefined,
+    n: number,
+  ): EventRow[] {
+    const where: string[] = [];
+    const params: unknown[] = [];
+    // The driver's own table alias carries ts and seq for the range: t for tags, e otherwise.
+    const k = dimension === 'tag' ? 't' : 'e';
+    let from: string;
+    if (dimension === 'tag') {
+      from = 'audit_event_tags t CROSS JOIN audit_events e ON e.seq = t.seq';
+      where.push('t.tag = ?');
+      params.push(value);
+    } else {
+      from = `audit_events e INDEXED BY ${INDEX[dimension]}`;
+      if (dimension !== 'time') {
+        where.push(`${COLUMN[dimension]} = ?`);
+        params.push(value);
+      }
+    }
+    if (r.start !== undefined) {
+      where.push(`${k}.ts >= ?`);
+      params.push(r.start);
+    }
+    if (r.end !== undefined) {
+      where.push(`${k}.ts < ?`);
+      params.push(r.end);
+    }
+    if (position) {
+      // (ts, seq) < (?, ?) written so that the ts bound is an index range.
+      const [cmp, strict] = direction === 'next' ? ['<=', '<'] : ['>=', '>'];
+      where.push(`${k}.ts ${cmp} ? AND (${k}.ts ${strict} ? OR ${k}.seq ${strict} ?)`);
+      params.push(position.ts, position.ts, position.seq);
+    }
+    this.residuals(r, dimension, where, params);
+    const order = direction === 'next' ? 'DESC' : 'ASC';
+    const sql = `SELECT ${COLUMNS} FROM ${from} WHERE ${where.length ? where.join(' AND ') : '1'} ORDER BY ${k}.ts ${order}, ${k}.seq ${order} LIMIT ?`;
+    params.push(n);
+    return (this.statement(sql).all(...params) as RawRow[]).map(toRow);
+  }
+
+  private residuals(r: Resolved, driver: Dimension, where: string[], params: unknown[]): void {
+    const inList = (column: string, values: readonly unknown[], negate = false) => {
+      if (values.length === 1) {
+        where.push(`${column} ${negate ? '!=' : '='} ?`);
+        params.push(values[0]);
+      } else {
+        where.push(`${column} ${negate ? 'NOT IN' : 'IN'} (SELECT value FROM json_each(?))`);
+        params.push(json(values));
+      }
+    };
+    if (r.services && driver !== 'service') inList('e.service', r.services);
+    if (r.hiddenServices.length) {
+      where.push('lower(e.service) NOT IN (SELECT lower(value) FROM json_each(?))');
+      params.push(json(r.hiddenServices));
+    }
+    if (r.actorIds && driver !== 'actor') inList('e.actor_id', r.actorIds);
+    if (r.actorNeedle !== undefined) {
+      where.push('e.actor_id IN (SELECT id FROM audit_actors WHERE instr(folded, ?) > 0)');
+      params.push(r.actorNeedle.toLowerCase());
+    }
+    if (r.operationIds && driver !== 'operation') inList('e.operation_id', r.operationIds);
+    if (r.operationNeedle !== undefined) {
+      where.push('e.operation_id IN (SELECT id FROM audit_operations WHERE instr(folded, ?) > 0)');
+      params.push(r.operationNeedle.toLowerCase());
+    }
+    if (r.hiddenOperationIds.length) inList('e.operation_id', r.hiddenOperationIds, true);
+    if (r.resultIds && driver !== 'result') inList('e.result_id', r.resultIds);
+    const tags = driver === 'tag' ? r.includeTags.slice(1) : r.includeTags;
+    for (const tag of tags) {
+      where.push('EXISTS (SELECT 1 FROM audit_event_tags x WHERE x.seq = e.seq AND x.tag = ?)');
+      params.push(tag);
+    }
+    if (r.excludeTags.length) {
+      where.push(
+        'NOT EXISTS (SELECT 1 FROM audit_event_tags x WHERE x.seq = e.seq AND x.tag IN (SELECT value FROM json_each(?)))',
+      );
+      params.push(json(r.excludeTags));
+    }
+  }
+
+  private statement(sql: string): Statement {
+    let s = this.statements.get(sql);
+    if (!s) {
+      if (this.statements.size >= STATEMENT_CACHE) this.statements.clear();
+      // Arrays, not objects: better-sqlite3 builds an object per row far slower than JavaScript
+      // does from an array, and exports read a million rows.
+      s = this.db.prepare(sql).raw(true);
+      this.statements.set(sql, s);
+    }
+    return s;
+  }
+}

@@ -1,0 +1,202 @@
+/**
+ * Test scaffolding for the audit plugin: the plugin built through its real `create()` against a
+ * SQLite file, its routes mounted on the hub's real HTTP app (request ids, problem details), and
+ * a local ES256 identity provider serving its JWKS on loopback.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Hono } from 'hono';
+import { exportJWK, generateKeyPair, type JWK, SignJWT } from 'jose';
+import { pino } from 'pino';
+import type { Registry } from 'prom-client';
+import type { AuditCollectorActor } from '../../../plugins/audit/collector-actor.js';
+import { plugin } from '../../../plugins/audit/index.js';
+import type { AuditMaintenanceActor } from '../../../plugins/audit/maintenance-actor.js';
+import { normalizeRecord } from '../../../plugins/audit/normalize.js';
+import type { SourceName } from '../../../plugins/audit/sources.js';
+import { type AuditRepositories, openAuditRepositories } from '../../../plugins/audit/store/audit-store.js';
+import { createHttpApp } from '../../../src/http/app.js';
+import { createLogger } from '../../../src/log.js';
+import { HubMetrics } from '../../../src/metrics.js';
+import { closeDatabase, type Database, openDatabase } from '../../../src/store/database.js';
+
+export const silent = pino({ level: 'silent' });
+
+/** Settings that keep tests quick and quiet: no fetch at start, no cron firing, short backoffs. */
+export const QUIET_ENV: Record<string, string> = {
+  AUDIT_FETCH_ON_START: 'false',
+  AUDIT_FETCH_CRON: '0 0 1 1 *',
+  AUDIT_MAINTENANCE_CRON: '0 0 1 1 *',
+  AUDIT_BACKOFF_BASE_MS: '5',
+  AUDIT_BACKOFF_MAX_MS: '20',
+  AUDIT_MAX_RETRY_AFTER: '2s',
+};
+
+export interface AuditTestApp {
+  app: Hono;
+  db: Database;
+  repos: AuditRepositories;
+  collector: AuditCollectorActor;
+  maintenance: AuditMaintenanceActor;
+  registry: Registry;
+  request(path: string, init?: RequestInit): Promise<Response>;
+  // biome-ignore lint/suspicious/noExplicitAny: tests read problem and event bodies of many shapes
+  json(path: string, init?: RequestInit): Promise<{ status: number; headers: Headers; body: any }>;
+  close(): Promise<void>;
+}
+
+export async function auditApp(
+  env: Record<string, string> = {},
+  options: { log?: pino.Logger } = {},
+): Promise<AuditTestApp> {
+  const dir = mkdtempSync(join(tmpdir(), 'meshhub-audit-'));
+  const db = openDatabase(join(dir, 'hub.sqlite'));
+  const metrics = new HubMetrics({ defaultMetrics: false });
+  const groups: Array<{ path: string; app: Hono }> = [];
+  const actors = await plugin.create({
+    apiVersion: 1,
+    bus: undefined,
+    db: () => db,
+    env: { ...QUIET_ENV, ...env },
+    log: options.log ?? silent,
+    mount: (path, app) => groups.push({ path, app }),
+    metrics: metrics.registry,
+  });
+  for (const actor of actors) await actor.start();
+  const app = createHttpApp({
+    log: silent,
+    metrics,
+    version: '9.9.9',
+    health: () => ({
+      status: 'ok',
+      version: '9.9.9',
+      uptime_s: 0,
+      radio: { state: 'disconnected', transport: 'none', simulated: false },
+      actors: [],
+    }),
+    routes: groups,
+  });
+  const repos = openAuditRepositories(db);
+  const request = (path: string, init?: RequestInit) => Promise.resolve(app.request(path, init));
+  return {
+    app,
+    db,
+    repos,
+    collector: actors.find((a) => a.name === 'audit-collector') as AuditCollectorActor,
+    maintenance: actors.find((a) => a.name === 'audit-maintenance') as AuditMaintenanceActor,
+    registry: metrics.registry,
+    request,
+    async json(path, init) {
+      const res = await request(path, init);
+      const text = await res.text();
+      return { status: res.status, headers: res.headers, body: text ? JSON.parse(text) : undefined };
+    },
+    async close() {
+      for (const actor of actors.slice().reverse()) await actor.stop();
+      closeDatabase(db);
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+export const jsonInit = (
+  method: string,
+  body: unknown,
+  headers: Record<string, string> = {},
+): RequestInit => ({
+  method,
+  headers: { 'content-type': 'application/json', ...headers },
+  body: typeof body === 'string' ? body : JSON.stringify(body),
+});
+
+export interface SeedEvent {
+  source?: SourceName;
+  service?: string;
+  operation?: string;
+  result?: string;
+  actor?: string;
+  at: number;
+  id?: string;
+  target?: string;
+}
+
+/** Stores events through the real normaliser and writer (as the collector would). */
+export function seed(repos: AuditRepositories, events: readonly SeedEvent[]): void {
+  const normalized = events.map((e, i) => {
+    const source = e.source ?? 'exchange';
+    const record =
+      source === 'directory'
+        ? {
+            id: e.id ?? `seed-${i}-${e.at}`,
+            activityDateTime: new Date(e.at).toISOString(),
+            activityDisplayName: e.operation ?? 'Add user',
+            result: e.result ?? 'success',
+            initiatedBy: { user: { userPrincipalName: e.actor ?? 'someone@contoso.com' } },
+          }
+        : {
+            Id: e.id ?? `seed-${i}-${e.at}`,
+            CreationTime: new Date(e.at).toISOString().slice(0, 19),
+            Operation: e.operation ?? 'MailItemsAccessed',
+            ResultStatus: e.result ?? 'Succeeded',
+            UserId: e.actor ?? 'someone@contoso.com',
+            Workload: e.service ?? 'Exchange',
+            ObjectId: e.target ?? 'mailbox',
+          };
+    const outcome = normalizeRecord(source, record, Number.MAX_SAFE_INTEGER);
+    if (!outcome.ok) throw new Error(outcome.reason);
+    return outcome.event;
+  });
+  repos.writer.writeNow(normalized);
+}
+
+/** A local identity provider: ES256 keys, JWKS on a loopback port, tokens on demand. */
+export interface LocalIdp {
+  issuer: string;
+  jwksUrl: string;
+  audience: string;
+  token(
+    claims?: Record<string, unknown>,
+    options?: { audience?: string; expiresIn?: string; issuer?: string },
+  ): Promise<string>;
+  stop(): Promise<void>;
+}
+
+export async function startLocalIdp(): Promise<LocalIdp> {
+  const { privateKey, publicKey } = await generateKeyPair('ES256', { extractable: true });
+  const jwk: JWK = { ...(await exportJWK(publicKey)), kid: 'test-key', alg: 'ES256', use: 'sig' };
+  const server: Server = createServer((_req, res) => {
+    res.setHeader('content-type', 'application/json');
+    res.end(JSON.stringify({ keys: [jwk] }));
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const port = (server.address() as { port: number }).port;
+  const issuer = `http://127.0.0.1:${port}/tenant/v2.0`;
+  return {
+    issuer,
+    jwksUrl: `http://127.0.0.1:${port}/discovery/v2.0/keys`,
+    audience: 'api://meshhub-audit',
+    token: (claims = {}, options = {}) =>
+      new SignJWT({ preferred_username: 'alice@contoso.com', roles: [], ...claims })
+        .setProtectedHeader({ alg: 'ES256', kid: 'test-key' })
+        .setIssuer(options.issuer ?? issuer)
+        .setSubject(String(claims.sub ?? 'user-alice'))
+        .setAudience(options.audience ?? 'api://meshhub-audit')
+        .setIssuedAt()
+        .setExpirationTime(options.expiresIn ?? '10m')
+        .sign(privateKey),
+    stop: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+/** A logger whose JSON lines land in `lines`, with the hub's redaction rules. */
+export function capturingLogger(): { log: pino.Logger; lines: string[] } {
+  const lines: string[] = [];
+  const log = createLogger({ level: 'debug', destination: { write: (line: string) => lines.push(line) } });
+  return { log, lines };
+}
