@@ -39,12 +39,22 @@ describe('openDatabase', () => {
       expect(db.pragma('foreign_keys', { simple: true })).toBe(1);
       expect(db.pragma('busy_timeout', { simple: true })).toBeGreaterThan(0);
       expect(schemaVersion(db)).toBe(MIGRATIONS.length);
+      // Every table the migrations create; a new migration adds its tables here.
       expect(tables(db)).toEqual([
+        'conversations',
+        'hub_state',
+        'idempotency_keys',
+        'message_packets',
+        'message_transitions',
+        'messages',
         'nodes',
         'readings',
         'readings_daily',
         'readings_hourly',
         'readings_latest',
+        'subscription_nodes',
+        'subscriptions',
+        'users',
       ]);
     } finally {
       closeDatabase(db);

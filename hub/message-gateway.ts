@@ -1,0 +1,281 @@
+import { randomInt } from 'node:crypto';
+import { Portnums } from '@meshtastic/protobufs';
+import PQueue from 'p-queue';
+import type { HubBus, RadioStatus } from '../src/events.js';
+import { Actor } from '../src/kernel/actor.js';
+import type { Mailbox } from '../src/kernel/mailbox.js';
+import type { Logger } from '../src/log.js';
+import { nodeIdFromNum, nodeNumFromId } from '../src/mesh/node.js';
+import type { MeshRoutingReport, MeshText } from '../src/mesh/packet-decoder.js';
+import { pauseAfterSendMs, textAirtimeMs } from '../src/messaging/airtime.js';
+import { ConversationRepository } from '../src/messaging/conversation-repository.js';
+import { type DeliverySettings, DeliveryTracker } from '../src/messaging/delivery.js';
+import { resolveRecipient } from '../src/messaging/inbound.js';
+import type { Message, MessageChange } from '../src/messaging/message.js';
+import { MessageRepository } from '../src/messaging/message-repository.js';
+import { SubscriptionRepository } from '../src/messaging/subscription-repository.js';
+import type { StoreActor } from './store.js';
+
+type GatewayEvent =
+  | { kind: 'status'; status: RadioStatus }
+  | { kind: 'routing'; report: MeshRoutingReport }
+  | { kind: 'text'; text: MeshText }
+  | { kind: 'expire' }
+  | { kind: 'pump' };
+
+const SEND_ASK_TIMEOUT_MS = 5_000;
+/** After the radio refused a send, wait this long (or for the link to come back) before the next. */
+const SEND_FAILURE_BACKOFF_MS = 5_000;
+const PRUNE_INTERVAL_MS = 3_600_000;
+const MAX_TIMER_MS = 2 ** 31 - 1;
+const utf8 = new TextEncoder();
+
+/**
+ * The messaging gateway (DESIGN.md "Data flows" 2–3): sends queued texts through the radio
+ * actor and tracks their delivery; files inbound texts into conversations.
+ *
+ * The `queued` rows in SQLite are the send queue: nothing waits in memory but the one message
+ * being sent. On start, and whenever the radio link comes back, the gateway picks up what is
+ * due. Each send goes out with `want_ack` and a fresh random packet id, recorded before the
+ * radio sees it; then the p-queue slot stays taken for the airtime share (MESSAGE_AIRTIME_PERCENT)
+ * so a burst of messages cannot hog the channel. Routing reports, inbound texts and timeouts
+ * are handled one at a time through the mailbox.
+ */
+export class MessageGatewayActor extends Actor {
+  readonly name = 'message-gateway';
+  override readonly dependsOn = ['store', 'radio'];
+  private repo: MessageRepository | undefined;
+  private subscriptions: SubscriptionRepository | undefined;
+  private conversations: ConversationRepository | undefined;
+  private tracker: DeliveryTracker | undefined;
+  private sendQueue: PQueue | undefined;
+  private readonly inbox: Mailbox<GatewayEvent>;
+  private connected = false;
+  private myNodeNum: number | undefined;
+  private running = false;
+  private dueTimer: NodeJS.Timeout | undefined;
+  private deadlineTimer: NodeJS.Timeout | undefined;
+  private pruneTimer: NodeJS.Timeout | undefined;
+  private blockedUntil = 0;
+  /** Ends the airtime pause early (on stop: the next send waits in SQLite, not in a timer). */
+  private endPause: (() => void) | undefined;
+
+  constructor(
+    private readonly deps: {
+      bus: HubBus;
+      store: StoreActor;
+      log: Logger;
+      radioStatus: () => RadioStatus;
+      delivery: DeliverySettings;
+      airtimePercent: number;
+    },
+  ) {
+    super();
+    this.inbox = this.createMailbox<GatewayEvent>('events', {
+      capacity: 10_000,
+      overflow: 'reject',
+      handle: (event) => this.handle(event),
+    });
+  }
+
+  async start(): Promise<void> {
+    const { bus, store } = this.deps;
+    this.repo = new MessageRepository(store.db);
+    this.subscriptions = new SubscriptionRepository(store.db);
+    this.conversations = new ConversationRepository(store.db);
+    this.tracker = new DeliveryTracker(this.repo, this.deps.delivery);
+    this.sendQueue = new PQueue({ concurrency: 1 });
+    this.running = true;
+    this.inbox.reopen();
+    const post = (event: GatewayEvent) => {
+      if (!this.inbox.post(event))
+        this.deps.log.warn({ kind: event.kind }, 'message gateway inbox full; event dropped');
+    };
+    bus.on(this.name, 'radio.status', (status) => post({ kind: 'status', status }));
+    bus.on(this.name, 'mesh.routing', (report) => post({ kind: 'routing', report }));
+    bus.on(this.name, 'mesh.text', (text) => post({ kind: 'text', text }));
+    bus.on(this.name, 'message.updated', (change) => {
+      if (change.kind === 'created' && change.message.direction === 'outbound') post({ kind: 'pump' });
+    });
+    this.myNodeNum = this.repo.hubNodeNum();
+    post({ kind: 'status', status: this.deps.radioStatus() });
+    post({ kind: 'expire' });
+    this.pruneTimer = setInterval(() => this.repo?.pruneIdempotencyKeys(), PRUNE_INTERVAL_MS);
+  }
+
+  async stop(): Promise<void> {
+    this.running = false;
+    this.deps.bus.removeOwner(this.name);
+    this.inbox.close();
+    clearTimeout(this.dueTimer);
+    clearTimeout(this.deadlineTimer);
+    clearInterval(this.pruneTimer);
+    this.sendQueue?.clear();
+    this.endPause?.();
+    await this.inbox.idle();
+    // A send in progress finishes (bounded by the ask timeout); its airtime pause was cut short.
+    await this.sendQueue?.onIdle();
+  }
+
+  override describe(): Record<string, unknown> {
+    return { radio: this.connected ? 'connected' : 'waiting', sending: this.sendQueue?.pending ?? 0 };
+  }
+
+  private handle(event: GatewayEvent): void {
+    if (!this.running) return;
+    switch (event.kind) {
+      case 'status':
+        this.onRadioStatus(event.status);
+        break;
+      case 'routing':
+        this.publish(this.tracker!.onRouting(event.report, event.report.receivedAt));
+        this.scheduleDeadline();
+        this.pump();
+        break;
+      case 'text':
+        this.onText(event.text);
+        break;
+      case 'expire':
+        this.publish(this.tracker!.expire(Date.now()));
+        this.scheduleDeadline();
+        this.pump();
+        break;
+      case 'pump':
+        this.pump();
+        break;
+    }
+  }
+
+  private onRadioStatus(status: RadioStatus): void {
+    if (status.myNodeNum !== undefined) {
+      this.myNodeNum = status.myNodeNum >>> 0;
+      this.repo!.rememberHubNodeNum(this.myNodeNum);
+    }
+    const connected = status.state === 'connected';
+    if (connected && !this.connected) this.blockedUntil = 0;
+    this.connected = connected;
+    if (connected) this.pump();
+  }
+
+  private onText(text: MeshText): void {
+    const hub = this.myNodeNum;
+    // Channel (broadcast) chatter and texts to other nodes are not conversations with the hub.
+    if (hub === undefined || text.to !== hub || text.from === hub) return;
+    const nodeId = nodeIdFromNum(text.from);
+    const recipient = resolveRecipient(
+      text.text,
+      nodeId,
+      this.conversations!,
+      this.subscriptions!,
+      text.receivedAt,
+    );
+    const message = this.repo!.createInbound({
+      owner: recipient?.owner ?? null,
+      ownerName: recipient?.ownerName ?? null,
+      nodeId,
+      targetNodeId: nodeIdFromNum(hub),
+      text: text.text,
+      packetId: text.id,
+      at: text.receivedAt,
+    });
+    if (!message) return;
+    if (!recipient)
+      this.deps.log.info({ from: nodeId }, 'inbound text matches no subscriber; kept for admins');
+    this.publish([{ message, kind: 'created' }]);
+  }
+
+  /** Starts the next due message unless one is being sent, the radio is away, or nothing is due. */
+  private pump(): void {
+    const queue = this.sendQueue;
+    if (!this.running || !queue || !this.connected) return;
+    if (queue.size + queue.pending > 0) return;
+    const now = Date.now();
+    if (now < this.blockedUntil) {
+      this.wakeAt(this.blockedUntil);
+      return;
+    }
+    const message = this.repo!.nextDue(now);
+    if (!message) {
+      const due = this.repo!.earliestDue();
+      if (due !== undefined) this.wakeAt(due);
+      return;
+    }
+    queue
+      .add(() => this.attempt(message))
+      .catch((error: unknown) =>
+        this.deps.log.error({ err: error, message: message.id }, 'send attempt failed'),
+      )
+      .finally(() => {
+        if (this.running) this.inbox.post({ kind: 'pump' });
+      });
+  }
+
+  private async attempt(message: Message): Promise<void> {
+    const repo = this.repo!;
+    const to = nodeNumFromId(message.nodeId);
+    if (to === undefined) return;
+    let packetId: number;
+    do packetId = randomInt(1, 0xffffffff);
+    while (repo.packetIdInUse(packetId));
+    const now = Date.now();
+    if (!repo.beginAttempt(message, packetId, now, now + this.tracker!.ackTimeoutMs)) return;
+    this.scheduleDeadline();
+    const payload = utf8.encode(message.text);
+    try {
+      await this.deps.bus.ask(
+        'radio.send',
+        { to, id: packetId, portnum: Portnums.PortNum.TEXT_MESSAGE_APP, payload, wantAck: true },
+        { timeoutMs: SEND_ASK_TIMEOUT_MS },
+      );
+    } catch (error) {
+      // The radio never took it: the attempt does not count; the message waits for the link.
+      repo.abandonAttempt(message, packetId, Date.now());
+      this.blockedUntil = Date.now() + SEND_FAILURE_BACKOFF_MS;
+      this.deps.log.info(
+        { message: message.id, reason: (error as Error).message },
+        'radio not ready; message stays queued',
+      );
+      return;
+    }
+    this.deps.log.debug(
+      { message: message.id, packetId, attempt: message.attempts + 1 },
+      'text handed to the radio',
+    );
+    const pauseMs = pauseAfterSendMs(textAirtimeMs(payload.length), this.deps.airtimePercent);
+    if (pauseMs > 0 && this.running) await this.pause(pauseMs);
+  }
+
+  private pause(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const finish = () => {
+        clearTimeout(timer);
+        this.endPause = undefined;
+        resolve();
+      };
+      const timer = setTimeout(finish, ms);
+      this.endPause = finish;
+    });
+  }
+
+  private wakeAt(at: number): void {
+    clearTimeout(this.dueTimer);
+    this.dueTimer = setTimeout(
+      () => this.inbox.post({ kind: 'pump' }),
+      Math.min(MAX_TIMER_MS, Math.max(0, at - Date.now()) + 5),
+    );
+  }
+
+  private scheduleDeadline(): void {
+    clearTimeout(this.deadlineTimer);
+    const at = this.repo?.earliestDeadline();
+    if (at === undefined || !this.running) return;
+    this.deadlineTimer = setTimeout(
+      () => this.inbox.post({ kind: 'expire' }),
+      Math.min(MAX_TIMER_MS, Math.max(0, at - Date.now()) + 5),
+    );
+  }
+
+  private publish(changes: MessageChange[]): void {
+    for (const change of changes) this.deps.bus.emit('message.updated', change);
+  }
+}

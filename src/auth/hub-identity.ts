@@ -1,0 +1,102 @@
+/**
+ * The one place that builds the hub's TokenVerifier: the hub's own issuer, plus an external
+ * identity provider when AUTH_JWKS_URL, AUTH_ISSUER and AUTH_AUDIENCE are set (roles from
+ * AUTH_ROLES_CLAIM). Every feature that takes bearer tokens (messaging, MQTT, plugins) uses
+ * `HubIdentity.verifier`.
+ *
+ * Principals: a local token's subject is the username (`alice`); an external token's subject is
+ * namespaced as `idp:<sub>`. Usernames cannot contain ':', so the two never collide, and
+ * `meshhub subscription grant idp:<sub> …` grants to an identity-provider user.
+ */
+import { ConfigError } from '../config/load.js';
+import type { VerifiedIdentity } from './jwt-verifier.js';
+import {
+  createTokenVerifier,
+  isAcceptableKeysUrl,
+  type TokenVerifier,
+  type TrustedIssuer,
+} from './jwt-verifier.js';
+import { LocalIssuer } from './local-issuer.js';
+
+export interface ExternalIdentityProvider {
+  jwksUrl?: string | undefined;
+  issuer?: string | undefined;
+  audience?: string | undefined;
+  rolesClaim?: string | undefined;
+}
+
+export interface Principal {
+  /** Stable id: the local username, or `idp:<sub>`. Owns messages and subscriptions. */
+  id: string;
+  /** For people: `preferred_username` (or `sub`). */
+  name: string;
+  roles: string[];
+  /** True for tokens of the hub's own issuer. */
+  local: boolean;
+}
+
+export const EXTERNAL_PRINCIPAL_PREFIX = 'idp:';
+
+export interface HubIdentity {
+  readonly localIssuer: LocalIssuer;
+  readonly verifier: TokenVerifier;
+  /** The external issuer, when one is configured. */
+  readonly externalIssuer: string | undefined;
+  principalOf(identity: VerifiedIdentity): Principal;
+}
+
+/** The external issuer's TrustedIssuer, or undefined when none is configured; throws ConfigError naming each bad setting. */
+export function externalTrustedIssuer(config: ExternalIdentityProvider): TrustedIssuer | undefined {
+  const { jwksUrl, issuer, audience } = config;
+  if (!jwksUrl && !issuer && !audience) return undefined;
+  const problems: string[] = [];
+  if (!jwksUrl) problems.push('AUTH_JWKS_URL: required when AUTH_ISSUER or AUTH_AUDIENCE is set');
+  if (!issuer) problems.push('AUTH_ISSUER: required when AUTH_JWKS_URL is set');
+  if (!audience) problems.push('AUTH_AUDIENCE: required when AUTH_JWKS_URL is set');
+  let url: URL | undefined;
+  if (jwksUrl) {
+    try {
+      url = new URL(jwksUrl);
+    } catch {
+      problems.push(`AUTH_JWKS_URL: not a URL (got ${JSON.stringify(jwksUrl)})`);
+    }
+    if (url && !isAcceptableKeysUrl(url)) {
+      problems.push('AUTH_JWKS_URL: must be https (plain http only to localhost)');
+    }
+  }
+  if (issuer?.startsWith('urn:meshhub:'))
+    problems.push("AUTH_ISSUER: 'urn:meshhub:' is the hub's own issuer");
+  if (problems.length) throw new ConfigError(problems);
+  return { issuer: issuer!, audience: audience!, keys: url!, rolesClaim: config.rolesClaim || 'roles' };
+}
+
+export function buildHubTokenVerifier(local: LocalIssuer, external?: TrustedIssuer): TokenVerifier {
+  return createTokenVerifier(external ? [local.trustedIssuer(), external] : [local.trustedIssuer()]);
+}
+
+/** Loads (or creates) the hub's signing key in `dataDir` and builds the verifier. */
+export async function openHubIdentity(options: {
+  dataDir: string;
+  external?: ExternalIdentityProvider;
+  warn?: (message: string) => void;
+}): Promise<HubIdentity> {
+  const external = externalTrustedIssuer(options.external ?? {});
+  const localIssuer = await LocalIssuer.open(options.dataDir, {
+    ...(options.warn ? { warn: options.warn } : {}),
+  });
+  const verifier = buildHubTokenVerifier(localIssuer, external);
+  return {
+    localIssuer,
+    verifier,
+    externalIssuer: external?.issuer,
+    principalOf(identity) {
+      const local = identity.issuer === localIssuer.issuer;
+      return {
+        id: local ? identity.subject : `${EXTERNAL_PRINCIPAL_PREFIX}${identity.subject}`,
+        name: identity.username,
+        roles: identity.roles,
+        local,
+      };
+    },
+  };
+}

@@ -1,0 +1,100 @@
+/**
+ * The hub's issuer over HTTP:
+ * - `GET /.well-known/jwks.json`: the public signing keys;
+ * - `POST /api/v1/auth/token`: `{ "username", "password" }` (JSON, or a form as OAuth clients
+ *   send it, `grant_type=password` allowed) → `{ access_token, token_type: "Bearer", expires_in }`.
+ *   Wrong credentials are a 401 that does not say whether the user exists; throttled attempts a 429
+ *   with Retry-After (login-throttle.ts). The client address is the TCP peer: the hub serves the
+ *   LAN directly, so X-Forwarded-For is not trusted.
+ */
+import { getConnInfo } from '@hono/node-server/conninfo';
+import { type Context, Hono } from 'hono';
+import { z } from 'zod';
+import { ProblemError } from '../http/problem.js';
+import type { RouteMount, RouteProvider } from '../http/routes.js';
+import type { HubIdentity } from './hub-identity.js';
+import { LoginThrottle } from './login-throttle.js';
+import { bodyProblem, limitBody, readJsonOrFormBody } from './request-body.js';
+import { bearerChallenge } from './require-auth.js';
+import type { UserRepository } from './users.js';
+
+const tokenRequest = z
+  .object({
+    username: z
+      .string({ error: (i) => (i.input === undefined ? 'is required' : 'must be a string') })
+      .min(1, 'must not be empty')
+      .max(64, 'must be at most 64 characters'),
+    password: z
+      .string({ error: (i) => (i.input === undefined ? 'is required' : 'must be a string') })
+      .min(1, 'must not be empty')
+      .max(1024, 'must be at most 1024 characters'),
+    grant_type: z.literal('password', { error: 'must be "password"' }).optional(),
+  })
+  .strict();
+
+function clientAddress(c: Context): string {
+  try {
+    return getConnInfo(c).remote.address ?? 'unknown';
+  } catch {
+    return 'unknown';
+  }
+}
+
+export interface AuthRoutesOptions {
+  identity: HubIdentity;
+  users: () => UserRepository;
+  tokenTtlSeconds: number;
+  throttle?: LoginThrottle;
+}
+
+export function tokenRoutes(options: AuthRoutesOptions): Hono {
+  const throttle = options.throttle ?? new LoginThrottle();
+  const app = new Hono();
+  app.post('/token', limitBody(4096), async (c) => {
+    const parsed = tokenRequest.safeParse(await readJsonOrFormBody(c));
+    if (!parsed.success) throw bodyProblem(parsed.error);
+    const username = parsed.data.username.trim().toLowerCase();
+    const address = clientAddress(c);
+    const verdict = throttle.attempt(username, address);
+    if (!verdict.allowed) {
+      throw new ProblemError(429, `too many failed logins; try again in ${verdict.retryAfterSeconds} s`, {
+        headers: { 'retry-after': String(verdict.retryAfterSeconds) },
+      });
+    }
+    const user = await options.users().checkPassword(username, parsed.data.password);
+    if (!user) {
+      throw new ProblemError(401, 'wrong username or password', {
+        headers: { 'www-authenticate': bearerChallenge() },
+      });
+    }
+    throttle.succeeded(username, address);
+    const issued = await options.identity.localIssuer.issue(user, options.tokenTtlSeconds);
+    return c.json(
+      { access_token: issued.accessToken, token_type: 'Bearer', expires_in: issued.expiresIn },
+      200,
+      {
+        'cache-control': 'no-store',
+        pragma: 'no-cache',
+      },
+    );
+  });
+  return app;
+}
+
+export function jwksRoutes(identity: HubIdentity): Hono {
+  const app = new Hono();
+  app.get('/jwks.json', (c) =>
+    c.json(identity.localIssuer.jwks(), 200, { 'cache-control': 'public, max-age=300' }),
+  );
+  return app;
+}
+
+/** `/.well-known/jwks.json` and `/api/v1/auth/token`. */
+export function authRouteProvider(options: AuthRoutesOptions): RouteProvider {
+  // One throttle for the hub's lifetime: an HTTP server restart must not forget failed logins.
+  const throttle = options.throttle ?? new LoginThrottle();
+  return (): RouteMount[] => [
+    { path: '/.well-known', app: jwksRoutes(options.identity), component: 'hub' },
+    { path: '/api/v1/auth', app: tokenRoutes({ ...options, throttle }), component: 'hub' },
+  ];
+}

@@ -1,0 +1,145 @@
+/**
+ * Conversations: one summary row per (subscriber, node), kept in step with the messages by the
+ * message repository; the messages of one conversation; read marks; nicknames; and whose
+ * conversation an inbound text joins (inbound.ts). Reads are bounded.
+ */
+import type { Database } from '../store/database.js';
+import { type Atomically, transactionOn } from './atomically.js';
+import type { ConversationSummary, Message } from './message.js';
+import { COLUMNS, fromRow, type MessageRow, type Stmt, TRANSITION_SQL } from './message-rows.js';
+
+/** Where a page of conversations ends: the next page starts after it. */
+export interface ConversationCursor {
+  latestAt: number;
+  nodeId: string;
+}
+
+export class ConversationRepository {
+  private readonly s: Record<string, Stmt<never>>;
+  private readonly atomically: Atomically;
+
+  constructor(db: Database) {
+    this.atomically = transactionOn(db);
+    const p = <R>(sql: string) => db.prepare(sql) as Stmt<R> as Stmt<never>;
+    this.s = {
+      lastWriter:
+        p(`SELECT owner, owner_name FROM conversations WHERE node_id = ? AND last_outbound_at IS NOT NULL
+        ORDER BY last_outbound_at DESC LIMIT 1`),
+      correspondent: p(`SELECT owner, owner_name FROM conversations WHERE node_id = ?
+        AND (owner = ? OR lower(owner_name) = ?) ORDER BY latest_at DESC LIMIT 1`),
+      // Raw rows (arrays): a thousand summaries per page, no per-row object to build twice.
+      conversations: (
+        p(`SELECT c.node_id, coalesce(c.nickname, n.long_name, n.short_name, c.node_id) AS nickname,
+        c.latest_text, c.latest_at, c.unread_count
+        FROM conversations c LEFT JOIN nodes n ON n.node_id = c.node_id
+        WHERE c.owner = ? AND (c.latest_at < ? OR (c.latest_at = ? AND c.node_id > ?))
+        ORDER BY c.latest_at DESC, c.node_id LIMIT ?`) as Stmt<unknown>
+      ).raw(true) as Stmt<never>,
+      conversationOne:
+        p(`SELECT c.node_id, coalesce(c.nickname, n.long_name, n.short_name, c.node_id) AS nickname,
+        c.latest_text, c.latest_at, c.unread_count
+        FROM conversations c LEFT JOIN nodes n ON n.node_id = c.node_id WHERE c.owner = ? AND c.node_id = ?`),
+      conversationMessages: p(`SELECT ${COLUMNS} FROM messages WHERE owner = ? AND node_id = ? AND id > ?
+        ORDER BY id LIMIT ?`),
+      unreadIds: p(`SELECT id FROM messages WHERE owner = ? AND node_id = ? AND direction = 'inbound'
+        AND status = 'received' ORDER BY id`),
+      markRead: p(`UPDATE messages SET status = 'read', updated_at = ? WHERE id = ? RETURNING ${COLUMNS}`),
+      clearUnread: p('UPDATE conversations SET unread_count = 0 WHERE owner = ? AND node_id = ?'),
+      nickname: p('UPDATE conversations SET nickname = ? WHERE owner = ? AND node_id = ?'),
+      unmatched: p(`SELECT ${COLUMNS} FROM messages WHERE owner IS NULL AND id < ? ORDER BY id DESC LIMIT ?`),
+      transition: p(TRANSITION_SQL),
+    };
+  }
+
+  private stmt<R>(name: string): Stmt<R> {
+    return this.s[name] as unknown as Stmt<R>;
+  }
+
+  // --- inbound addressing ---
+
+  /** The subscriber who last wrote to `nodeId`. */
+  lastWriter(nodeId: string): { owner: string; ownerName: string | null } | undefined {
+    const row = this.stmt<{ owner: string; owner_name: string | null }>('lastWriter').get(nodeId);
+    return row ? { owner: row.owner, ownerName: row.owner_name } : undefined;
+  }
+
+  /** A subscriber with a conversation with `nodeId` whose id or name is `name` (any case). */
+  correspondentNamed(nodeId: string, name: string): { owner: string; ownerName: string | null } | undefined {
+    const lower = name.toLowerCase();
+    const row = this.stmt<{ owner: string; owner_name: string | null }>('correspondent').get(
+      nodeId,
+      lower,
+      lower,
+    );
+    return row ? { owner: row.owner, ownerName: row.owner_name } : undefined;
+  }
+
+  // --- conversations ---
+
+  conversations(owner: string, limit: number, after?: ConversationCursor): ConversationSummary[] {
+    const rows = this.stmt<[string, string, string, number, number]>('conversations').all(
+      owner,
+      after?.latestAt ?? Number.MAX_SAFE_INTEGER,
+      after?.latestAt ?? Number.MAX_SAFE_INTEGER,
+      after?.nodeId ?? '',
+      limit,
+    );
+    return rows.map(([nodeId, nickname, latestText, latestAt, unreadCount]) => ({
+      nodeId,
+      nickname,
+      latestText,
+      latestAt,
+      unreadCount,
+    }));
+  }
+
+  conversation(owner: string, nodeId: string): ConversationSummary | undefined {
+    const r = this.stmt<{
+      node_id: string;
+      nickname: string;
+      latest_text: string;
+      latest_at: number;
+      unread_count: number;
+    }>('conversationOne').get(owner, nodeId);
+    return r
+      ? {
+          nodeId: r.node_id,
+          nickname: r.nickname,
+          latestText: r.latest_text,
+          latestAt: r.latest_at,
+          unreadCount: r.unread_count,
+        }
+      : undefined;
+  }
+
+  /** Messages of one conversation, oldest first, after the row id `afterRowId`. */
+  conversationMessages(owner: string, nodeId: string, limit: number, afterRowId = 0): Message[] {
+    return this.stmt<MessageRow>('conversationMessages').all(owner, nodeId, afterRowId, limit).map(fromRow);
+  }
+
+  /** Marks every unread inbound message of the conversation read; returns those it changed. */
+  markConversationRead(owner: string, nodeId: string, at: number): Message[] {
+    return this.atomically(() => {
+      const ids = this.stmt<{ id: number }>('unreadIds').all(owner, nodeId);
+      const changed: Message[] = [];
+      for (const { id } of ids) {
+        const row = this.stmt<MessageRow>('markRead').get(at, id);
+        if (!row) continue;
+        this.stmt('transition').run({ id, status: 'read', reason: null, at });
+        changed.push(fromRow(row));
+      }
+      this.stmt('clearUnread').run(owner, nodeId);
+      return changed;
+    });
+  }
+
+  /** Sets (or with null clears) the subscriber's nickname for a node; false when there is no such conversation. */
+  setNickname(owner: string, nodeId: string, nickname: string | null): boolean {
+    return this.stmt('nickname').run(nickname, owner, nodeId).changes === 1;
+  }
+
+  /** Inbound texts nobody could be matched with, newest first. */
+  unmatched(limit: number, beforeRowId = Number.MAX_SAFE_INTEGER): Message[] {
+    return this.stmt<MessageRow>('unmatched').all(beforeRowId, limit).map(fromRow);
+  }
+}

@@ -1,0 +1,321 @@
+/**
+ * Messages, their transitions, the send queue and idempotency keys in SQLite. A new message
+ * updates its `conversations` row in the same transaction (conversation-repository.ts reads
+ * them), so listing conversations is one indexed read however many messages exist. Every status
+ * change stores a `message_transitions` row with its time. Reads are bounded.
+ */
+import type { Database } from '../store/database.js';
+import { type Atomically, transactionOn } from './atomically.js';
+import type { Message, MessageStatus, MessageTransition } from './message.js';
+import { messageId } from './message-id.js';
+import { COLUMNS, fromRow, type MessageRow, type Stmt, TRANSITION_SQL } from './message-rows.js';
+
+export interface NewOutbound {
+  owner: string;
+  ownerName: string;
+  nodeId: string;
+  senderNodeId: string | null;
+  text: string;
+  at: number;
+  /** Stored with the message: a retry with this key gets `response` back. */
+  idempotency?: { key: string; requestHash: string; response: (message: Message) => string };
+}
+
+export interface NewInbound {
+  owner: string | null;
+  ownerName: string | null;
+  nodeId: string;
+  targetNodeId: string;
+  text: string;
+  packetId: number;
+  at: number;
+}
+
+export interface StatusUpdate {
+  status: MessageStatus;
+  reason?: string | null;
+  failureCode?: string | null;
+  /** Leave out to keep; null clears (no attempt waiting for an ACK). */
+  ackDeadline?: number | null;
+  nextAttemptAt?: number;
+  at: number;
+}
+
+export interface StoredIdempotency {
+  requestHash: string;
+  response: string;
+  messageId: string;
+}
+
+export const IDEMPOTENCY_TTL_MS = 24 * 3_600_000;
+
+export class MessageRepository {
+  private readonly s: Record<string, Stmt<never>>;
+
+  private readonly atomically: Atomically;
+
+  constructor(db: Database) {
+    this.atomically = transactionOn(db);
+    const p = <R>(sql: string) => db.prepare(sql) as Stmt<R> as Stmt<never>;
+    this.s = {
+      insert: p(`INSERT INTO messages (public_id, owner, owner_name, node_id, direction, sender_node_id,
+        target_node_id, text, status, packet_id, next_attempt_at, created_at, updated_at)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING ${COLUMNS}`),
+      transition: p(TRANSITION_SQL),
+      conversation:
+        p(`INSERT INTO conversations (owner, owner_name, node_id, latest_message_id, latest_text, latest_at,
+          last_outbound_at, unread_count)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+        ON CONFLICT (owner, node_id) DO UPDATE SET
+          owner_name = coalesce(excluded.owner_name, owner_name),
+          latest_message_id = excluded.latest_message_id, latest_text = excluded.latest_text,
+          latest_at = max(latest_at, excluded.latest_at),
+          last_outbound_at = coalesce(excluded.last_outbound_at, last_outbound_at),
+          unread_count = unread_count + excluded.unread_count`),
+      byPublicId: p(`SELECT ${COLUMNS} FROM messages WHERE public_id = ?`),
+      byRowId: p(`SELECT ${COLUMNS} FROM messages WHERE id = ?`),
+      history: p(
+        'SELECT status, reason, at FROM message_transitions WHERE message_id = ? ORDER BY seq LIMIT 1000',
+      ),
+      idempotencyGet: p(`SELECT k.request_hash, k.response, m.public_id FROM idempotency_keys k
+        JOIN messages m ON m.id = k.message_id WHERE k.owner = ? AND k.key = ? AND k.created_at >= ?`),
+      idempotencyPut:
+        p(`INSERT OR REPLACE INTO idempotency_keys (owner, key, request_hash, message_id, response, created_at)
+        VALUES (?, ?, ?, ?, ?, ?)`),
+      idempotencyPrune: p(`DELETE FROM idempotency_keys WHERE (owner, key) IN
+        (SELECT owner, key FROM idempotency_keys WHERE created_at < ? LIMIT 1000)`),
+      nextDue: p(`SELECT ${COLUMNS} FROM messages WHERE direction = 'outbound' AND status = 'queued'
+        AND ack_deadline IS NULL AND next_attempt_at <= ? ORDER BY next_attempt_at, id LIMIT 1`),
+      earliestDue: p(`SELECT min(next_attempt_at) AS at FROM messages WHERE direction = 'outbound'
+        AND status = 'queued' AND ack_deadline IS NULL`),
+      beginAttempt:
+        p(`UPDATE messages SET attempts = attempts + 1, packet_id = ?, ack_deadline = ?, updated_at = ?
+        WHERE id = ? AND status = 'queued' AND ack_deadline IS NULL`),
+      packetInsert: p(
+        'INSERT INTO message_packets (packet_id, message_id, attempt, sent_at) VALUES (?, ?, ?, ?)',
+      ),
+      packetExists: p('SELECT 1 FROM message_packets WHERE packet_id = ?'),
+      packetDelete: p('DELETE FROM message_packets WHERE packet_id = ?'),
+      abandonAttempt: p(`UPDATE messages SET attempts = attempts - 1, ack_deadline = NULL, updated_at = ?
+        WHERE id = ? AND packet_id = ? AND status = 'queued' AND ack_deadline IS NOT NULL`),
+      byPacket: p(`SELECT p.attempt, m.* FROM message_packets p JOIN messages m ON m.id = p.message_id
+        WHERE p.packet_id = ?`),
+      update: p(`UPDATE messages SET status = ?, failure_code = ?, failure_reason = ?, ack_deadline = ?,
+        next_attempt_at = ?, updated_at = ? WHERE id = ? RETURNING ${COLUMNS}`),
+      expired: p(`SELECT ${COLUMNS} FROM messages WHERE ack_deadline IS NOT NULL AND ack_deadline <= ?
+        ORDER BY ack_deadline LIMIT 100`),
+      earliestDeadline: p('SELECT min(ack_deadline) AS at FROM messages WHERE ack_deadline IS NOT NULL'),
+      stateGet: p('SELECT value FROM hub_state WHERE key = ?'),
+      statePut: p('INSERT OR REPLACE INTO hub_state (key, value) VALUES (?, ?)'),
+    };
+  }
+
+  private addTransition(id: number, status: MessageStatus, reason: string | null, at: number): void {
+    this.stmt('transition').run({ id, status, reason, at });
+  }
+
+  private stmt<R>(name: string): Stmt<R> {
+    return this.s[name] as unknown as Stmt<R>;
+  }
+
+  /** Stores a new outbound message as `queued` (and its idempotency key), in one transaction. */
+  createOutbound(input: NewOutbound): Message {
+    return this.atomically(() => {
+      const row = this.stmt<MessageRow>('insert').get(
+        messageId(input.at),
+        input.owner,
+        input.ownerName,
+        input.nodeId,
+        'outbound',
+        input.senderNodeId,
+        input.nodeId,
+        input.text,
+        'queued',
+        null,
+        input.at,
+        input.at,
+        input.at,
+      )!;
+      const message = fromRow(row);
+      this.addTransition(message.rowId, 'queued', null, input.at);
+      this.stmt('conversation').run(
+        input.owner,
+        input.ownerName,
+        input.nodeId,
+        message.rowId,
+        input.text,
+        input.at,
+        input.at,
+        0,
+      );
+      const idem = input.idempotency;
+      if (idem) {
+        this.stmt('idempotencyPut').run(
+          input.owner,
+          idem.key,
+          idem.requestHash,
+          message.rowId,
+          idem.response(message),
+          input.at,
+        );
+      }
+      return message;
+    });
+  }
+
+  /** Stores an inbound text; undefined when this packet was stored before (heard twice). */
+  createInbound(input: NewInbound): Message | undefined {
+    return this.atomically(() => {
+      let row: MessageRow | undefined;
+      try {
+        row = this.stmt<MessageRow>('insert').get(
+          messageId(input.at),
+          input.owner,
+          input.ownerName,
+          input.nodeId,
+          'inbound',
+          input.nodeId,
+          input.targetNodeId,
+          input.text,
+          'received',
+          input.packetId,
+          0,
+          input.at,
+          input.at,
+        );
+      } catch (error) {
+        if ((error as { code?: string }).code === 'SQLITE_CONSTRAINT_UNIQUE') return undefined;
+        throw error;
+      }
+      const message = fromRow(row!);
+      this.addTransition(message.rowId, 'received', null, input.at);
+      if (input.owner !== null) {
+        this.stmt('conversation').run(
+          input.owner,
+          input.ownerName,
+          input.nodeId,
+          message.rowId,
+          input.text,
+          input.at,
+          null,
+          1,
+        );
+      }
+      return message;
+    });
+  }
+
+  findIdempotent(owner: string, key: string, now = Date.now()): StoredIdempotency | undefined {
+    const row = this.stmt<{ request_hash: string; response: string; public_id: string }>(
+      'idempotencyGet',
+    ).get(owner, key, now - IDEMPOTENCY_TTL_MS);
+    return row
+      ? { requestHash: row.request_hash, response: row.response, messageId: row.public_id }
+      : undefined;
+  }
+
+  /** Deletes up to 1000 expired idempotency keys; returns how many. */
+  pruneIdempotencyKeys(now = Date.now()): number {
+    return this.stmt('idempotencyPrune').run(now - IDEMPOTENCY_TTL_MS).changes;
+  }
+
+  get(publicId: string): Message | undefined {
+    const row = this.stmt<MessageRow>('byPublicId').get(publicId);
+    return row ? fromRow(row) : undefined;
+  }
+
+  getByRowId(rowId: number): Message | undefined {
+    const row = this.stmt<MessageRow>('byRowId').get(rowId);
+    return row ? fromRow(row) : undefined;
+  }
+
+  history(rowId: number): MessageTransition[] {
+    return this.stmt<MessageTransition>('history').all(rowId);
+  }
+
+  // --- the send queue ---
+
+  /** The next queued message due at `now` and not waiting for an ACK. */
+  nextDue(now: number): Message | undefined {
+    const row = this.stmt<MessageRow>('nextDue').get(now);
+    return row ? fromRow(row) : undefined;
+  }
+
+  /** When the earliest queued message becomes due, or undefined when none waits. */
+  earliestDue(): number | undefined {
+    return this.stmt<{ at: number | null }>('earliestDue').get()?.at ?? undefined;
+  }
+
+  packetIdInUse(packetId: number): boolean {
+    return this.stmt('packetExists').get(packetId) !== undefined;
+  }
+
+  /** Records an attempt before it goes to the radio, so an ACK arriving at once finds it. */
+  beginAttempt(message: Message, packetId: number, now: number, ackDeadline: number): boolean {
+    return this.atomically(() => {
+      if (this.stmt('beginAttempt').run(packetId, ackDeadline, now, message.rowId).changes !== 1)
+        return false;
+      this.stmt('packetInsert').run(packetId, message.rowId, message.attempts + 1, now);
+      return true;
+    });
+  }
+
+  /** Undoes an attempt the radio never took (the link was down): it does not count. */
+  abandonAttempt(message: Message, packetId: number, now: number): void {
+    this.atomically(() => {
+      // An ACK that came in meanwhile proves the packet went out: then the attempt stands.
+      if (this.stmt('abandonAttempt').run(now, message.rowId, packetId).changes === 1) {
+        this.stmt('packetDelete').run(packetId);
+      }
+    });
+  }
+
+  /** The message an ACK/NAK refers to, with the attempt number of that packet. */
+  byPacketId(packetId: number): { message: Message; attempt: number } | undefined {
+    const row = this.stmt<MessageRow & { attempt: number }>('byPacket').get(packetId);
+    return row ? { message: fromRow(row), attempt: row.attempt } : undefined;
+  }
+
+  /** Applies a status (or a retry that stays `queued`) and stores the transition. */
+  update(message: Message, change: StatusUpdate): Message {
+    return this.atomically(() => {
+      const row = this.stmt<MessageRow>('update').get(
+        change.status,
+        change.failureCode === undefined ? message.failureCode : change.failureCode,
+        change.failureCode === undefined
+          ? message.failureReason
+          : change.failureCode === null
+            ? null
+            : (change.reason ?? null),
+        change.ackDeadline === undefined ? message.ackDeadline : change.ackDeadline,
+        change.nextAttemptAt ?? message.nextAttemptAt,
+        change.at,
+        message.rowId,
+      )!;
+      this.addTransition(message.rowId, change.status, change.reason ?? null, change.at);
+      return fromRow(row);
+    });
+  }
+
+  /** In-flight messages whose ACK deadline has passed (at most 100). */
+  expiredInFlight(now: number): Message[] {
+    return this.stmt<MessageRow>('expired').all(now).map(fromRow);
+  }
+
+  earliestDeadline(): number | undefined {
+    return this.stmt<{ at: number | null }>('earliestDeadline').get()?.at ?? undefined;
+  }
+
+  // --- hub state ---
+
+  /** The hub radio's node number, as last reported (survives restarts). */
+  hubNodeNum(): number | undefined {
+    const row = this.stmt<{ value: string }>('stateGet').get('radio.my_node_num');
+    const n = row ? Number(row.value) : Number.NaN;
+    return Number.isInteger(n) ? n : undefined;
+  }
+
+  rememberHubNodeNum(num: number): void {
+    if (this.hubNodeNum() !== num) this.stmt('statePut').run('radio.my_node_num', String(num >>> 0));
+  }
+}

@@ -1,0 +1,58 @@
+/**
+ * The `messages` row and its mapping, shared by the message and conversation repositories.
+ */
+import type { Statement } from '../store/database.js';
+import type { Message, MessageStatus } from './message.js';
+
+export type Stmt<R = unknown> = Statement<unknown[], R>;
+
+export const COLUMNS = `id, public_id, owner, owner_name, node_id, direction, sender_node_id, target_node_id, text,
+  status, failure_code, failure_reason, packet_id, attempts, ack_deadline, next_attempt_at, created_at, updated_at`;
+
+export interface MessageRow {
+  id: number;
+  public_id: string;
+  owner: string | null;
+  owner_name: string | null;
+  node_id: string;
+  direction: 'outbound' | 'inbound';
+  sender_node_id: string | null;
+  target_node_id: string | null;
+  text: string;
+  status: MessageStatus;
+  failure_code: string | null;
+  failure_reason: string | null;
+  packet_id: number | null;
+  attempts: number;
+  ack_deadline: number | null;
+  next_attempt_at: number;
+  created_at: number;
+  updated_at: number;
+}
+
+export function fromRow(r: MessageRow): Message {
+  return {
+    rowId: r.id,
+    id: r.public_id,
+    owner: r.owner,
+    ownerName: r.owner_name,
+    nodeId: r.node_id,
+    direction: r.direction,
+    senderNodeId: r.sender_node_id,
+    targetNodeId: r.target_node_id,
+    text: r.text,
+    status: r.status,
+    failureCode: r.failure_code,
+    failureReason: r.failure_reason,
+    packetId: r.packet_id,
+    attempts: r.attempts,
+    ackDeadline: r.ack_deadline,
+    nextAttemptAt: r.next_attempt_at,
+    createdAt: r.created_at,
+    updatedAt: r.updated_at,
+  };
+}
+
+/** Appends a transition (named parameters: id, status, reason, at); `seq` numbers them per message. */
+export const TRANSITION_SQL = `INSERT INTO message_transitions (message_id, seq, status, reason, at) VALUES
+  (@id, (SELECT coalesce(max(seq), 0) + 1 FROM message_transitions WHERE message_id = @id), @status, @reason, @at)`;

@@ -1,0 +1,131 @@
+/**
+ * Messages to and from mesh nodes, and their JSON (spec "Resources and their fields").
+ *
+ * Status (DESIGN.md "Decisions"): outbound `queued` → `sent` (implicit ACK: a relay was heard
+ * repeating it) → `delivered` (the destination's own ACK) | `failed` (a routing error or no
+ * acknowledgement after the retries); inbound `received` → `read`.
+ */
+
+export type MessageDirection = 'outbound' | 'inbound';
+export type OutboundStatus = 'queued' | 'sent' | 'delivered' | 'failed';
+export type InboundStatus = 'received' | 'read';
+export type MessageStatus = OutboundStatus | InboundStatus;
+
+export interface Message {
+  /** Internal row id: orders messages as they were stored. */
+  rowId: number;
+  /** The public id (a UUID). */
+  id: string;
+  /** The subscriber (principal id) whose conversation holds it; null: an unmatched inbound text. */
+  owner: string | null;
+  ownerName: string | null;
+  /** The node at the other end of the conversation. */
+  nodeId: string;
+  direction: MessageDirection;
+  senderNodeId: string | null;
+  targetNodeId: string | null;
+  text: string;
+  status: MessageStatus;
+  /** Routing_Error name (`MAX_RETRANSMIT`, …) or `ACK_TIMEOUT`, when failed. */
+  failureCode: string | null;
+  failureReason: string | null;
+  /** Outbound: MeshPacket.id of the latest attempt; inbound: the received packet's id. */
+  packetId: number | null;
+  attempts: number;
+  /** While an attempt waits for any acknowledgement: when it times out (ms). */
+  ackDeadline: number | null;
+  /** A queued message is not sent before this (ms); retries wait here. */
+  nextAttemptAt: number;
+  createdAt: number;
+  updatedAt: number;
+}
+
+export interface MessageTransition {
+  status: MessageStatus;
+  reason: string | null;
+  at: number;
+}
+
+/** What `message.updated` carries: the message after the change. */
+export interface MessageChange {
+  message: Message;
+  /** `created`: newly stored; `status`: a new status; `retry`: still queued, another attempt scheduled. */
+  kind: 'created' | 'status' | 'retry';
+  previousStatus?: MessageStatus;
+}
+
+/** The spec's Message record, exactly its seven fields. */
+export interface MessageRecordJson {
+  id: string;
+  direction: MessageDirection;
+  sender_node_id: string | null;
+  target_node_id: string | null;
+  text: string;
+  status: MessageStatus;
+  created_at: string;
+}
+
+/** GET /api/v1/messages/{id} and the live stream: the record plus delivery details. */
+export interface MessageDetailJson extends MessageRecordJson {
+  node_id: string;
+  updated_at: string;
+  attempts?: number;
+  failure_code?: string;
+  failure_reason?: string;
+  history?: Array<{ status: MessageStatus; at: string; reason?: string }>;
+}
+
+export interface ConversationSummary {
+  nodeId: string;
+  nickname: string;
+  latestText: string;
+  latestAt: number;
+  unreadCount: number;
+}
+
+export interface ConversationSummaryJson {
+  node_id: string;
+  nickname: string;
+  latest_text: string;
+  latest_at: string;
+  unread_count: number;
+}
+
+export const iso = (ms: number): string => new Date(ms).toISOString();
+
+export function messageRecordJson(m: Message): MessageRecordJson {
+  return {
+    id: m.id,
+    direction: m.direction,
+    sender_node_id: m.senderNodeId,
+    target_node_id: m.targetNodeId,
+    text: m.text,
+    status: m.status,
+    created_at: iso(m.createdAt),
+  };
+}
+
+export function messageDetailJson(m: Message, history?: MessageTransition[]): MessageDetailJson {
+  const out: MessageDetailJson = { ...messageRecordJson(m), node_id: m.nodeId, updated_at: iso(m.updatedAt) };
+  if (m.direction === 'outbound') out.attempts = m.attempts;
+  if (m.failureCode !== null) out.failure_code = m.failureCode;
+  if (m.failureReason !== null) out.failure_reason = m.failureReason;
+  if (history) {
+    out.history = history.map((t) => ({
+      status: t.status,
+      at: iso(t.at),
+      ...(t.reason === null ? {} : { reason: t.reason }),
+    }));
+  }
+  return out;
+}
+
+export function conversationSummaryJson(s: ConversationSummary): ConversationSummaryJson {
+  return {
+    node_id: s.nodeId,
+    nickname: s.nickname,
+    latest_text: s.latestText,
+    latest_at: iso(s.latestAt),
+    unread_count: s.unreadCount,
+  };
+}

@@ -1,0 +1,210 @@
+/**
+ * Subscriptions: which nodes a subscriber may message — a list of node ids, or every node of the
+ * site — with a status and an optional expiry. The CLI grants and revokes them; the billing
+ * plugin will create `pending` ones and activate or extend them when an invoice is paid, through
+ * this same repository (keep its API stable).
+ *
+ * A subscription lets its subscriber message a node when it is `active`, not expired, and
+ * covers the node. Several subscriptions add up.
+ */
+import type { Database, Statement } from '../store/database.js';
+import { type Atomically, transactionOn } from './atomically.js';
+import { NODE_ID_PATTERN } from './validation.js';
+
+export type SubscriptionStatus = 'pending' | 'active' | 'revoked';
+export const SUBSCRIPTION_STATUSES: readonly SubscriptionStatus[] = ['pending', 'active', 'revoked'];
+
+export interface Subscription {
+  id: number;
+  /** The principal id: a local username, or `idp:<sub>`. */
+  subscriber: string;
+  allNodes: boolean;
+  /** Empty when `allNodes`. */
+  nodeIds: string[];
+  status: SubscriptionStatus;
+  /** Milliseconds since the epoch; null: no expiry. */
+  expiresAt: number | null;
+  /** Who made it: `cli`, `billing`, ... */
+  source: string;
+  /** The maker's own reference (an invoice id). */
+  reference: string | null;
+  createdAt: number;
+  updatedAt: number;
+}
+
+export interface NewSubscription {
+  subscriber: string;
+  nodes: 'all' | readonly string[];
+  status?: SubscriptionStatus;
+  expiresAt?: number | null;
+  source: string;
+  reference?: string | null;
+  at?: number;
+}
+
+export class InvalidSubscriptionError extends Error {
+  override readonly name = 'InvalidSubscriptionError';
+}
+
+interface Row {
+  id: number;
+  subscriber: string;
+  all_nodes: number;
+  status: SubscriptionStatus;
+  expires_at: number | null;
+  source: string;
+  reference: string | null;
+  created_at: number;
+  updated_at: number;
+}
+
+const COLUMNS = 'id, subscriber, all_nodes, status, expires_at, source, reference, created_at, updated_at';
+
+export class SubscriptionRepository {
+  private readonly insert: Statement;
+  private readonly insertNode: Statement;
+  private readonly byId: Statement<unknown[], Row>;
+  private readonly bySubscriber: Statement<unknown[], Row>;
+  private readonly all: Statement<unknown[], Row>;
+  private readonly nodesOf: Statement<unknown[], { node_id: string }>;
+  private readonly allowsStmt: Statement<unknown[], { ok: number }>;
+  private readonly setStatusStmt: Statement;
+  private readonly setExpiryStmt: Statement;
+  private readonly revokeAllStmt: Statement;
+  private readonly removeNodeStmt: Statement;
+  private readonly revokeEmptyStmt: Statement;
+
+  private readonly atomically: Atomically;
+
+  constructor(db: Database) {
+    this.atomically = transactionOn(db);
+    this.insert = db.prepare(
+      `INSERT INTO subscriptions (subscriber, all_nodes, status, expires_at, source, reference, created_at, updated_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+    );
+    this.insertNode = db.prepare(
+      'INSERT OR IGNORE INTO subscription_nodes (subscription_id, node_id) VALUES (?, ?)',
+    );
+    this.byId = db.prepare(`SELECT ${COLUMNS} FROM subscriptions WHERE id = ?`) as Statement<unknown[], Row>;
+    this.bySubscriber = db.prepare(
+      `SELECT ${COLUMNS} FROM subscriptions WHERE subscriber = ? ORDER BY id LIMIT 10000`,
+    ) as Statement<unknown[], Row>;
+    this.all = db.prepare(
+      `SELECT ${COLUMNS} FROM subscriptions ORDER BY subscriber, id LIMIT 10000`,
+    ) as Statement<unknown[], Row>;
+    this.nodesOf = db.prepare(
+      'SELECT node_id FROM subscription_nodes WHERE subscription_id = ? ORDER BY node_id',
+    ) as Statement<unknown[], { node_id: string }>;
+    this.allowsStmt = db.prepare(
+      `SELECT 1 AS ok FROM subscriptions s WHERE s.subscriber = ? AND s.status = 'active'
+         AND (s.expires_at IS NULL OR s.expires_at > ?)
+         AND (s.all_nodes = 1 OR EXISTS (SELECT 1 FROM subscription_nodes n WHERE n.subscription_id = s.id AND n.node_id = ?))
+       LIMIT 1`,
+    ) as Statement<unknown[], { ok: number }>;
+    this.setStatusStmt = db.prepare('UPDATE subscriptions SET status = ?, updated_at = ? WHERE id = ?');
+    this.setExpiryStmt = db.prepare('UPDATE subscriptions SET expires_at = ?, updated_at = ? WHERE id = ?');
+    this.revokeAllStmt = db.prepare(
+      `UPDATE subscriptions SET status = 'revoked', updated_at = ? WHERE subscriber = ? AND status != 'revoked'`,
+    );
+    this.removeNodeStmt = db.prepare(
+      `DELETE FROM subscription_nodes WHERE node_id = ? AND subscription_id IN
+         (SELECT id FROM subscriptions WHERE subscriber = ? AND all_nodes = 0 AND status != 'revoked')`,
+    );
+    this.revokeEmptyStmt = db.prepare(
+      `UPDATE subscriptions SET status = 'revoked', updated_at = ? WHERE subscriber = ? AND all_nodes = 0
+         AND status != 'revoked' AND NOT EXISTS (SELECT 1 FROM subscription_nodes n WHERE n.subscription_id = subscriptions.id)`,
+    );
+  }
+
+  private fromRow(row: Row): Subscription {
+    return {
+      id: row.id,
+      subscriber: row.subscriber,
+      allNodes: row.all_nodes === 1,
+      nodeIds: row.all_nodes === 1 ? [] : this.nodesOf.all(row.id).map((n) => n.node_id),
+      status: row.status,
+      expiresAt: row.expires_at,
+      source: row.source,
+      reference: row.reference,
+      createdAt: row.created_at,
+      updatedAt: row.updated_at,
+    };
+  }
+
+  create(input: NewSubscription): Subscription {
+    const at = input.at ?? Date.now();
+    if (!input.subscriber || input.subscriber.length > 200) {
+      throw new InvalidSubscriptionError('a subscription needs a subscriber (1–200 characters)');
+    }
+    const status = input.status ?? 'active';
+    if (!SUBSCRIPTION_STATUSES.includes(status))
+      throw new InvalidSubscriptionError(`unknown status "${status}"`);
+    const nodes = input.nodes === 'all' ? [] : [...new Set(input.nodes)];
+    if (input.nodes !== 'all' && nodes.length === 0) {
+      throw new InvalidSubscriptionError('name at least one node id, or all nodes');
+    }
+    const bad = nodes.find((n) => !NODE_ID_PATTERN.test(n));
+    if (bad !== undefined) throw new InvalidSubscriptionError(`"${bad}" is not a node id like !a1b2c3d4`);
+    const id = this.atomically(() => {
+      const result = this.insert.run(
+        input.subscriber,
+        input.nodes === 'all' ? 1 : 0,
+        status,
+        input.expiresAt ?? null,
+        input.source,
+        input.reference ?? null,
+        at,
+        at,
+      );
+      const rowId = Number(result.lastInsertRowid);
+      for (const node of nodes) this.insertNode.run(rowId, node);
+      return rowId;
+    });
+    return this.get(id)!;
+  }
+
+  get(id: number): Subscription | undefined {
+    const row = this.byId.get(id);
+    return row ? this.fromRow(row) : undefined;
+  }
+
+  /** A subscriber's subscriptions (every status), or everyone's. */
+  list(subscriber?: string): Subscription[] {
+    const rows = subscriber === undefined ? this.all.all() : this.bySubscriber.all(subscriber);
+    return rows.map((r) => this.fromRow(r));
+  }
+
+  setStatus(id: number, status: SubscriptionStatus, at = Date.now()): boolean {
+    if (!SUBSCRIPTION_STATUSES.includes(status))
+      throw new InvalidSubscriptionError(`unknown status "${status}"`);
+    return this.setStatusStmt.run(status, at, id).changes === 1;
+  }
+
+  setExpiry(id: number, expiresAt: number | null, at = Date.now()): boolean {
+    return this.setExpiryStmt.run(expiresAt, at, id).changes === 1;
+  }
+
+  /** Revokes every subscription of the subscriber; returns how many changed. */
+  revokeAll(subscriber: string, at = Date.now()): number {
+    return this.revokeAllStmt.run(at, subscriber).changes;
+  }
+
+  /**
+   * Takes nodes out of the subscriber's node-list subscriptions (a list left empty is revoked).
+   * An all-nodes subscription is left alone: revoke it with `revokeAll`. Returns how many node
+   * entries were removed.
+   */
+  removeNodes(subscriber: string, nodeIds: readonly string[], at = Date.now()): number {
+    return this.atomically(() => {
+      let removed = 0;
+      for (const node of nodeIds) removed += this.removeNodeStmt.run(node, subscriber).changes;
+      this.revokeEmptyStmt.run(at, subscriber);
+      return removed;
+    });
+  }
+
+  /** Whether an active, unexpired subscription of `subscriber` covers `nodeId` at `now`. */
+  allows(subscriber: string, nodeId: string, now = Date.now()): boolean {
+    return this.allowsStmt.get(subscriber, now, nodeId) !== undefined;
+  }
+}

@@ -1,0 +1,95 @@
+/**
+ * Local accounts: scrypt hashes with a random salt, roles, and checkPassword that answers the
+ * same way for an unknown user as for a wrong password.
+ */
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { hashPassword, verifyPassword } from '../../src/auth/passwords.js';
+import { InvalidUserError, UserExistsError, UserRepository } from '../../src/auth/users.js';
+import { closeDatabase, type Database, openDatabase } from '../../src/store/database.js';
+
+let db: Database;
+let users: UserRepository;
+beforeEach(() => {
+  db = openDatabase(':memory:');
+  users = new UserRepository(db);
+});
+afterEach(() => closeDatabase(db));
+
+describe('password hashes', () => {
+  it('are scrypt with a random salt: two hashes of one password differ, both verify', async () => {
+    const a = await hashPassword('correct horse battery');
+    const b = await hashPassword('correct horse battery');
+    expect(a).toMatch(/^scrypt\$15\$8\$1\$[A-Za-z0-9_-]{22}\$[A-Za-z0-9_-]{43}$/);
+    expect(a).not.toBe(b);
+    expect(await verifyPassword('correct horse battery', a)).toBe(true);
+    expect(await verifyPassword('correct horse battery', b)).toBe(true);
+    expect(await verifyPassword('correct horse batterY', a)).toBe(false);
+  });
+
+  it('an unreadable stored hash never verifies', async () => {
+    for (const stored of [
+      '',
+      'plain',
+      'scrypt$15$8$1$salt',
+      'bcrypt$x$y$z$a$b',
+      'scrypt$99$8$1$AAAAAAAAAAA$AAAA',
+    ]) {
+      expect(await verifyPassword('anything', stored)).toBe(false);
+    }
+  });
+});
+
+describe('UserRepository', () => {
+  it('stores users with roles, never the password', async () => {
+    const user = await users.add({
+      username: 'Alice',
+      password: 'long enough',
+      roles: ['subscriber', 'device'],
+    });
+    expect(user).toMatchObject({ username: 'alice', roles: ['subscriber', 'device'] });
+    expect(users.get('ALICE')).toMatchObject({ username: 'alice', roles: ['subscriber', 'device'] });
+    const row = db.prepare('SELECT password_hash FROM users').pluck().get() as string;
+    expect(row).not.toContain('long enough');
+    expect(users.list().map((u) => u.username)).toEqual(['alice']);
+  });
+
+  it('checkPassword: the user and roles for the right password; undefined otherwise', async () => {
+    await users.add({ username: 'ops', password: 'long enough', roles: ['admin'] });
+    expect(await users.checkPassword('ops', 'long enough')).toEqual({ username: 'ops', roles: ['admin'] });
+    expect(await users.checkPassword('OPS', 'long enough')).toEqual({ username: 'ops', roles: ['admin'] });
+    expect(await users.checkPassword('ops', 'long enougH')).toBeUndefined();
+    expect(await users.checkPassword('nobody', 'long enough')).toBeUndefined();
+    expect(await users.checkPassword('ops', 'x'.repeat(5000))).toBeUndefined();
+    expect(await users.checkPassword('o'.repeat(500), 'long enough')).toBeUndefined();
+  });
+
+  it('refuses duplicates, bad names, bad roles and short passwords, naming the field', async () => {
+    await users.add({ username: 'alice', password: 'long enough', roles: ['subscriber'] });
+    await expect(users.add({ username: 'alice', password: 'long enough', roles: [] })).rejects.toBeInstanceOf(
+      UserExistsError,
+    );
+    const field = async (input: Parameters<UserRepository['add']>[0]) =>
+      users.add(input).then(
+        () => 'accepted',
+        (e: unknown) => (e instanceof InvalidUserError ? e.field : 'other'),
+      );
+    expect(await field({ username: 'al ice', password: 'long enough', roles: [] })).toBe('username');
+    expect(await field({ username: 'idp:x', password: 'long enough', roles: [] })).toBe('username');
+    expect(await field({ username: '', password: 'long enough', roles: [] })).toBe('username');
+    expect(await field({ username: 'bob', password: 'short', roles: [] })).toBe('password');
+    expect(await field({ username: 'bob', password: 'long enough', roles: ['Admin!'] })).toBe('roles');
+    expect(users.list()).toHaveLength(1);
+  });
+
+  it('changes passwords and roles, and removes users', async () => {
+    await users.add({ username: 'bob', password: 'first password', roles: ['subscriber'] });
+    expect(await users.setPassword('bob', 'second password')).toBe(true);
+    expect(await users.checkPassword('bob', 'first password')).toBeUndefined();
+    expect(await users.checkPassword('bob', 'second password')).toBeDefined();
+    expect(users.setRoles('bob', ['integration'])).toBe(true);
+    expect(users.get('bob')?.roles).toEqual(['integration']);
+    expect(users.remove('bob')).toBe(true);
+    expect(users.remove('bob')).toBe(false);
+    expect(await users.setPassword('bob', 'third password')).toBe(false);
+  });
+});

@@ -1,0 +1,243 @@
+/**
+ * Durability of the send queue over real HTTP, with the hub on RADIO=tcp against a simulator
+ * the test controls: a radio link cut and restored, a hub restart with messages still queued,
+ * a burst over the rate limit (nothing of it reaches the radio), acknowledgement timeouts, and
+ * inbound texts filed into the right conversation.
+ */
+import { Mesh, Portnums } from '@meshtastic/protobufs';
+import { afterEach, describe, expect, it } from 'vitest';
+import { messagingRoles } from '../../src/mesh/simulator/messaging-responder.js';
+import { startTestHub, type TestHub, waitFor } from '../helpers/hub.js';
+import {
+  type ControlledSim,
+  call,
+  FAST_MESSAGING,
+  type Json,
+  knownNodes,
+  routingFrom,
+  send,
+  startControlledSim,
+  subscriber,
+  textFrom,
+  waitForStatus,
+} from './helpers.js';
+
+const cleanups: Array<() => Promise<void>> = [];
+afterEach(async () => {
+  for (const fn of cleanups.reverse()) await fn();
+  cleanups.length = 0;
+});
+
+async function hubOn(sim: ControlledSim, env: Record<string, string> = {}): Promise<TestHub> {
+  const t = await startTestHub({ ...FAST_MESSAGING, RADIO: `tcp:127.0.0.1:${sim.port}`, ...env });
+  cleanups.push(() => t.stop());
+  return t;
+}
+
+async function controlledSim(options: Parameters<typeof startControlledSim>[0] = {}): Promise<ControlledSim> {
+  const sim = await startControlledSim({ failurePercent: 0, delayScale: 0.1, ...options });
+  cleanups.push(() => sim.stop());
+  return sim;
+}
+
+const linkState = (t: TestHub) => t.hub.radio.status.state;
+
+/** Nodes the simulated mesh reaches (all but the one out of range). */
+function reachable(sim: ControlledSim): string[] {
+  const { outOfRange } = messagingRoles(sim.network);
+  return sim.network.nodes.filter((n) => n !== outOfRange).map((n) => n.id);
+}
+
+describe('radio link cut and restored', () => {
+  it('keeps messages queued while the link is down and sends them when it returns', async () => {
+    const sim = await controlledSim();
+    const t = await hubOn(sim);
+    await knownNodes(t, 6);
+    const token = await subscriber(t, 'alice');
+    const target = reachable(sim)[0]!;
+
+    await sim.cut();
+    await waitFor(() => (linkState(t) !== 'connected' ? true : undefined), 5_000, 'link down');
+    const res = await send(t, token, target, 'while the radio is away');
+    expect(res.status).toBe(202);
+    await new Promise((r) => setTimeout(r, 1_000));
+    const waiting = await call(t.baseUrl, 'GET', `/api/v1/messages/${res.body.id}`, { token });
+    expect(waiting.body).toMatchObject({ status: 'queued', attempts: 0 });
+    expect(sim.recorder.texts).toHaveLength(0);
+
+    await sim.restore();
+    const delivered = await waitForStatus(t, token, res.body.id, 'delivered', 20_000);
+    expect(delivered.attempts).toBe(1);
+    expect(sim.recorder.texts).toHaveLength(1);
+  });
+});
+
+describe('hub restart', () => {
+  it('sends messages that were queued when the hub stopped, and old tokens still work', async () => {
+    const sim = await controlledSim();
+    const first = await hubOn(sim);
+    await knownNodes(first, 6);
+    const token = await subscriber(first, 'alice');
+    const target = reachable(sim)[0]!;
+    await sim.cut();
+    await waitFor(() => (linkState(first) !== 'connected' ? true : undefined), 5_000, 'link down');
+    const ids: string[] = [];
+    for (const text of ['queued one', 'queued two']) {
+      const res = await send(first, token, target, text);
+      expect(res.status).toBe(202);
+      ids.push(res.body.id);
+    }
+    await first.hub.stop();
+
+    await sim.restore();
+    const second = await hubOn(sim, { DATA_DIR: first.dataDir });
+    for (const id of ids) {
+      const done = await waitForStatus(second, token, id, 'delivered', 20_000);
+      expect(done.history[0].status).toBe('queued');
+    }
+    const texts = sim.recorder.texts.map((p) =>
+      p.payloadVariant.case === 'decoded' ? new TextDecoder().decode(p.payloadVariant.value.payload) : '',
+    );
+    expect(texts).toEqual(['queued one', 'queued two']);
+  });
+});
+
+describe('rate limits', () => {
+  it('answers a burst over the limit with 429 + Retry-After; none of it reaches the radio', async () => {
+    const sim = await controlledSim();
+    const t = await hubOn(sim, { MESSAGE_RATE_PER_SUBSCRIBER: '3/1h', MESSAGE_RATE_PER_NODE: '4/1h' });
+    await knownNodes(t, 6);
+    const alice = await subscriber(t, 'alice');
+    const bob = await subscriber(t, 'bob');
+    const target = reachable(sim)[0]!;
+    const burst = await Promise.all(
+      Array.from({ length: 6 }, (_, i) => send(t, alice, target, `burst ${i}`)),
+    );
+    const statuses = burst.map((r) => r.status).sort();
+    expect(statuses).toEqual([202, 202, 202, 429, 429, 429]);
+    for (const refused of burst.filter((r) => r.status === 429)) {
+      expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(0);
+      expect(refused.body.detail).toMatch(/you may send at most 3 messages per 1 h/);
+    }
+    // The node's own limit: bob's first fits (4 of 4), his second does not.
+    expect((await send(t, bob, target, 'bob 1')).status).toBe(202);
+    const nodeLimited = await send(t, bob, target, 'bob 2');
+    expect(nodeLimited.status).toBe(429);
+    expect(nodeLimited.body.detail).toMatch(new RegExp(`${target} may receive at most 4 messages per 1 h`));
+    // Another node is still open to bob.
+    expect((await send(t, bob, reachable(sim)[1]!, 'elsewhere')).status).toBe(202);
+
+    const stored = t.hub.store.db.prepare('SELECT count(*) FROM messages').pluck().get();
+    expect(stored).toBe(5);
+    await waitFor(() => (sim.recorder.texts.length >= 5 ? true : undefined), 10_000, 'five sends');
+    await new Promise((r) => setTimeout(r, 500));
+    expect(sim.recorder.texts).toHaveLength(5);
+  });
+});
+
+describe('acknowledgements', () => {
+  it('retries a text nobody acknowledges, then fails it with ACK_TIMEOUT', async () => {
+    const sim = await controlledSim({ silent: true });
+    const t = await hubOn(sim, { MESSAGE_ACK_TIMEOUT: '1s', MESSAGE_MAX_RETRIES: '2' });
+    await knownNodes(t, 6);
+    const token = await subscriber(t, 'alice');
+    const target = sim.network.nodes[0]!;
+    const res = await send(t, token, target.id, 'hello?');
+    const failed = await waitForStatus(t, token, res.body.id, 'failed', 15_000);
+    expect(failed.failure_code).toBe('ACK_TIMEOUT');
+    expect(failed.failure_reason).toBe('no acknowledgement within 1 s after 3 attempts [ACK_TIMEOUT]');
+    expect(failed.attempts).toBe(3);
+    const packets = sim.recorder.texts;
+    expect(packets).toHaveLength(3);
+    expect(new Set(packets.map((p) => p.id)).size).toBe(3);
+    for (const p of packets) {
+      expect(p.to).toBe(target.num);
+      expect(p.wantAck).toBe(true);
+      expect(p.id).toBeGreaterThan(0);
+      expect(p.payloadVariant.case === 'decoded' && p.payloadVariant.value.portnum).toBe(
+        Portnums.PortNum.TEXT_MESSAGE_APP,
+      );
+    }
+  });
+
+  it('fails at once on a permanent error, and a late ACK from the node still counts as delivered', async () => {
+    const sim = await controlledSim({ silent: true });
+    const t = await hubOn(sim, { MESSAGE_ACK_TIMEOUT: '30s' });
+    await knownNodes(t, 6);
+    const token = await subscriber(t, 'alice');
+    const node = sim.network.nodes[1]!;
+    const radio = sim.network.radio.num;
+    const res = await send(t, token, node.id, 'check the key');
+    await waitFor(() => (sim.recorder.texts.length === 1 ? true : undefined), 5_000, 'the send');
+    const packetId = sim.recorder.texts[0]!.id;
+    sim.recorder.client!.deliver(routingFrom(radio, radio, packetId, Mesh.Routing_Error.PKI_UNKNOWN_PUBKEY));
+    const failed = await waitForStatus(t, token, res.body.id, 'failed');
+    expect(failed.failure_code).toBe('PKI_UNKNOWN_PUBKEY');
+    expect(failed.failure_reason).toBe('the node has no public key to decrypt it [PKI_UNKNOWN_PUBKEY]');
+    expect(failed.attempts).toBe(1);
+    // An ACK for a packet id that is not ours changes nothing; the node's own late ACK does.
+    sim.recorder.client!.deliver(routingFrom(node.num, radio, (packetId ^ 1) >>> 0, Mesh.Routing_Error.NONE));
+    sim.recorder.client!.deliver(routingFrom(node.num, radio, packetId, Mesh.Routing_Error.NONE));
+    const delivered = await waitForStatus(t, token, res.body.id, 'delivered');
+    expect(delivered.failure_code).toBeUndefined();
+    expect(delivered.history.map((h: Json) => h.status)).toEqual(['queued', 'failed', 'delivered']);
+  });
+});
+
+describe('inbound texts', () => {
+  it('go to the last writer, to an @named subscriber, or are kept for admins; duplicates once', async () => {
+    const sim = await controlledSim({ silent: true });
+    const t = await hubOn(sim);
+    await knownNodes(t, 6);
+    const alice = await subscriber(t, 'alice');
+    const bob = await subscriber(t, 'bob');
+    const admin = await subscriber(t, 'root', { roles: ['admin'], nodes: 'none' });
+    const [a, b] = sim.network.nodes;
+    const radio = sim.network.radio.num;
+    expect((await send(t, bob, a!.id, 'bob writes first')).status).toBe(202);
+    expect((await send(t, alice, a!.id, 'alice writes last')).status).toBe(202);
+    await waitFor(() => (sim.recorder.client ? true : undefined), 5_000, 'the sim session');
+    const client = sim.recorder.client!;
+
+    client.deliver(textFrom(a!.num, radio, 'reply to whoever wrote last'));
+    const toBob = textFrom(a!.num, radio, '@Bob the gate is open');
+    client.deliver(toBob);
+    client.deliver(toBob); // heard twice (a relay): stored once
+    client.deliver(textFrom(b!.num, radio, 'is anyone listening?'));
+    client.deliver(textFrom(a!.num, 0xffffffff, 'channel chatter, not for the hub'));
+
+    const inboxOf = async (token: string) => {
+      const r = await call(t.baseUrl, 'GET', `/api/v1/messages/conversations/${a!.id}`, { token });
+      return (r.body.data as Json[]).filter((m) => m.direction === 'inbound').map((m) => m.text);
+    };
+    await waitFor(async () => ((await inboxOf(bob)).length === 1 ? true : undefined), 5_000, "bob's text");
+    expect(await inboxOf(alice)).toEqual(['reply to whoever wrote last']);
+    expect(await inboxOf(bob)).toEqual(['@Bob the gate is open']);
+
+    const unmatched = await waitFor(
+      async () => {
+        const r = await call(t.baseUrl, 'GET', '/api/v1/messages/unmatched', { token: admin });
+        return r.body.data.length ? r.body.data : undefined;
+      },
+      5_000,
+      'the unmatched text',
+    );
+    expect(unmatched).toHaveLength(1);
+    expect(unmatched[0]).toMatchObject({
+      text: 'is anyone listening?',
+      sender_node_id: b!.id,
+      status: 'received',
+    });
+    expect(
+      (await call(t.baseUrl, 'GET', `/api/v1/messages/${unmatched[0].id}`, { token: admin })).status,
+    ).toBe(200);
+    expect(
+      (await call(t.baseUrl, 'GET', `/api/v1/messages/${unmatched[0].id}`, { token: alice })).status,
+    ).toBe(404);
+    const count = t.hub.store.db
+      .prepare("SELECT count(*) FROM messages WHERE direction = 'inbound'")
+      .pluck()
+      .get();
+    expect(count).toBe(3);
+  });
+});
