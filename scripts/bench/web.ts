@@ -1,0 +1,257 @@
+/**
+ * The web UI (issue 5): what a phone downloads, how fast the hub serves it, and how the live
+ * stream fans out.
+ *
+ * - Shipped bytes (gzip, as the hub sends them to a browser that asks for gzip; brotli is
+ *   smaller still): the dashboard's first visit (index.html, the app, its CSS, the map chunk
+ *   with Leaflet), and what the node page (uPlot) and the chat add when first opened. Absolute
+ *   limits, and the dashboard against Leaflet alone (leaflet.js + leaflet.css minified).
+ * - Serving the app's entry script (brotli): the hub's HTTP app against a bare Hono with
+ *   @hono/node-server's serveStatic over the same files, both in one child process, autocannon
+ *   10 connections × 4 s each. Target ≥ 80%.
+ * - Live fan-out: 100 dashboards connected, 1000 `readings` events of ~1 KiB broadcast; the time
+ *   until every client has every byte, against node:http writing the same bytes to 100 plain
+ *   responses. Target ≥ 50% of the baseline's throughput.
+ */
+import { type ChildProcess, fork } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { createServer, get, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { gzipSync } from 'node:zlib';
+import autocannon from 'autocannon';
+import { Hono } from 'hono';
+import { LiveBroadcaster, sseEvent } from '../../src/live/live-broadcaster.js';
+import { DEFAULT_WEB_ROOT } from '../../src/ui-server/mount.js';
+import { projectRoot } from '../../src/version.js';
+import { serveOnLoopback } from './lib/http.js';
+import { absolute, type BenchResult, compare } from './report.js';
+
+const CLIENTS = 100;
+const EVENTS = 1_000;
+const CONNECTIONS = 10;
+const DURATION_S = 4;
+
+function gzipSize(path: string): number {
+  return existsSync(`${path}.gz`)
+    ? statSync(`${path}.gz`).size
+    : gzipSync(readFileSync(path), { level: 9 }).length;
+}
+
+function assetsMatching(prefix: string): string[] {
+  const dir = join(DEFAULT_WEB_ROOT, 'assets');
+  return readdirSync(dir)
+    .filter((f) => f.startsWith(prefix) && /\.(js|css)$/.test(f))
+    .map((f) => join(dir, f));
+}
+
+const kib = (bytes: number) => bytes / 1024;
+
+function shippedBytes(): BenchResult[] {
+  if (!existsSync(join(DEFAULT_WEB_ROOT, 'index.html')))
+    throw new Error('dist/web is missing: run npm run build');
+  const sum = (files: string[]) => files.reduce((n, f) => n + gzipSize(f), 0);
+  const dashboard = sum([
+    join(DEFAULT_WEB_ROOT, 'index.html'),
+    ...assetsMatching('index-'),
+    ...assetsMatching('leaflet-map-'),
+  ]);
+  const nodePage = sum(assetsMatching('node-page-'));
+  const chat = sum(assetsMatching('chat-page-'));
+  const leaflet = join(projectRoot(), 'node_modules', 'leaflet', 'dist');
+  const leafletAlone = gzipSize(join(leaflet, 'leaflet.js')) + gzipSize(join(leaflet, 'leaflet.css'));
+  return [
+    compare(
+      'web: dashboard first visit, gzip (html, app, CSS, map with Leaflet)',
+      { label: 'Leaflet alone (leaflet.js + leaflet.css)', value: kib(leafletAlone), unit: 'KiB' },
+      { label: 'meshhub dashboard', value: kib(dashboard), unit: 'KiB' },
+      { atMost: 2, text: '≤ 200% of Leaflet alone' },
+    ),
+    absolute(
+      'web: dashboard first visit, gzip',
+      { label: 'meshhub dashboard', value: kib(dashboard), unit: 'KiB' },
+      {
+        atMost: 100,
+        text: '≤ 100 KiB',
+      },
+    ),
+    absolute(
+      'web: node page adds (charts, uPlot), gzip',
+      { label: 'node page chunk', value: kib(nodePage), unit: 'KiB' },
+      {
+        atMost: 40,
+        text: '≤ 40 KiB',
+      },
+    ),
+    absolute(
+      'web: chat adds, gzip',
+      { label: 'chat chunk', value: kib(chat), unit: 'KiB' },
+      { atMost: 15, text: '≤ 15 KiB' },
+    ),
+  ];
+}
+
+function startServers(): Promise<{ child: ChildProcess; ours: string; bare: string }> {
+  const child = fork(fileURLToPath(new URL('./lib/web-server.js', import.meta.url)), [], {
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
+  return new Promise((resolve, reject) => {
+    child.once('message', (message) => resolve({ child, ...(message as { ours: string; bare: string }) }));
+    child.once('error', reject);
+    child.once('exit', (code) => reject(new Error(`the web-bench server exited with ${code}`)));
+  });
+}
+
+async function load(url: string, duration = DURATION_S): Promise<number> {
+  const result = await autocannon({
+    url,
+    connections: CONNECTIONS,
+    duration,
+    headers: { 'accept-encoding': 'br, gzip' },
+  });
+  if (result.non2xx > 0 || result.errors > 0)
+    throw new Error(`${url}: ${result.non2xx} non-2xx, ${result.errors} errors`);
+  return result.requests.average;
+}
+
+async function serving(): Promise<BenchResult> {
+  const entry = assetsMatching('index-').find((f) => f.endsWith('.js'))!;
+  const path = `/assets/${entry.split('/').pop()}`;
+  const { child, ours, bare } = await startServers();
+  try {
+    const [a, b] = await Promise.all([
+      fetch(ours + path, { headers: { 'accept-encoding': 'br' } }),
+      fetch(bare + path, { headers: { 'accept-encoding': 'br' } }),
+    ]);
+    if (a.headers.get('content-encoding') !== 'br' || b.headers.get('content-encoding') !== 'br') {
+      throw new Error('both servers must send the precompressed brotli file');
+    }
+    await load(ours + path, 1);
+    await load(bare + path, 1);
+    const bareRps = await load(bare + path);
+    const oursRps = await load(ours + path);
+    return compare(
+      `web: GET ${path.replace(/-[\w-]+\.js$/, '-….js')} (brotli)`,
+      { label: 'bare Hono + serveStatic (precompressed)', value: bareRps, unit: 'req/s' },
+      { label: 'hub HTTP app + web UI routes', value: oursRps, unit: 'req/s' },
+      { atLeast: 0.8, text: '≥ 80% of baseline req/s' },
+    );
+  } finally {
+    const exited = new Promise((resolve) => child.once('exit', resolve));
+    if (child.connected) child.disconnect();
+    else child.kill();
+    await exited;
+  }
+}
+
+/** Opens `CLIENTS` streams on `url`; resolves when each has read `bytes` body bytes. */
+async function fanOut(
+  url: string,
+  bytes: number,
+  ready: () => Promise<void>,
+  send: () => void,
+): Promise<number> {
+  const responses: IncomingMessage[] = [];
+  const done: Array<Promise<void>> = [];
+  for (let i = 0; i < CLIENTS; i++) {
+    const res = await new Promise<IncomingMessage>((resolve, reject) =>
+      get(url, resolve).once('error', reject),
+    );
+    responses.push(res);
+    done.push(
+      new Promise((resolve) => {
+        let seen = 0;
+        res.on('data', (chunk: Buffer) => {
+          seen += chunk.length;
+          if (seen >= bytes) resolve();
+        });
+      }),
+    );
+  }
+  await ready();
+  const started = process.hrtime.bigint();
+  send();
+  await Promise.all(done);
+  const ms = Number(process.hrtime.bigint() - started) / 1e6;
+  for (const res of responses) res.destroy();
+  return ms;
+}
+
+async function liveFanOut(): Promise<BenchResult> {
+  const data = JSON.stringify({
+    data: Array.from({ length: 6 }, (_, i) => ({
+      node_id: `!0000000${i}`,
+      timestamp: '2026-11-21T10:00:00.000Z',
+      temperature_c: 21.5 + i,
+      humidity_percent: 60,
+      pressure_pa: 101325,
+      wind_speed_ms: 3.2,
+    })),
+  });
+  const chunk = sseEvent('readings', data);
+  const total = chunk.byteLength * EVENTS;
+
+  // Baseline: node:http, every event written to every response.
+  const plain = new Set<ServerResponse>();
+  const server = createServer((_req, res) => {
+    res.writeHead(200, { 'content-type': 'text/event-stream' });
+    res.flushHeaders();
+    plain.add(res);
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
+  const baselineMs = await fanOut(
+    baseUrl,
+    total,
+    async () => {
+      while (plain.size < CLIENTS) await new Promise((r) => setTimeout(r, 5));
+    },
+    () => {
+      for (let i = 0; i < EVENTS; i++) for (const res of plain) res.write(chunk);
+    },
+  );
+  server.closeAllConnections();
+  await new Promise((r) => server.close(r));
+
+  // Ours: the LiveBroadcaster behind Hono on @hono/node-server.
+  const live = new LiveBroadcaster({ maxClients: CLIENTS, maxBufferedBytes: total * 2 });
+  const app = new Hono();
+  app.get('/live', (c) => {
+    const outgoing = (c.env as { outgoing: ServerResponse }).outgoing;
+    return c.body(
+      live.open(
+        () => [],
+        () => outgoing.destroy(),
+      ),
+      200,
+      { 'content-type': 'text/event-stream' },
+    );
+  });
+  const served = await serveOnLoopback(app);
+  // `retry:` opens each stream: count it in.
+  const retryBytes = `retry: ${live.limits.retryMs}\n\n`.length;
+  const oursMs = await fanOut(
+    `${served.url}/live`,
+    total + retryBytes,
+    async () => {
+      while (live.clientCount < CLIENTS) await new Promise((r) => setTimeout(r, 5));
+    },
+    () => {
+      for (let i = 0; i < EVENTS; i++) live.broadcast('readings', data);
+    },
+  );
+  live.closeAll();
+  await served.close();
+  const rate = (ms: number) => (CLIENTS * EVENTS) / (ms / 1000);
+  return compare(
+    `web: live stream, ${EVENTS} events of ${chunk.byteLength} B to ${CLIENTS} dashboards`,
+    { label: 'node:http res.write to each', value: rate(baselineMs), unit: 'events/s' },
+    { label: 'LiveBroadcaster (Hono SSE)', value: rate(oursMs), unit: 'events/s' },
+    { atLeast: 0.5, text: '≥ 50% of baseline events/s' },
+  );
+}
+
+export async function run(): Promise<BenchResult[]> {
+  return [...shippedBytes(), await serving(), await liveFanOut()];
+}

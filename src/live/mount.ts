@@ -1,0 +1,67 @@
+/**
+ * `GET /api/v1/live`: the public live stream of the dashboard (no sign-in: it carries only what
+ * `/api/v1/weather/latest`, `/api/v1/nodes` and `/health` already show to anyone on the LAN).
+ *
+ * Events (each `data` is one line of JSON):
+ * - `hello`: `{ version, started_at, radio }`, first on every connection: a client fetches its
+ *   snapshot after this, and a changed `started_at` tells it the hub restarted;
+ * - `readings`: `{ data: [Reading…] }`, the readings one commit stored;
+ * - `node`: a partial `/api/v1/nodes` item: only the fields one packet told (merge them);
+ * - `radio`: the radio link status, as in `/health`;
+ * - `ping`: every 15 s.
+ */
+import type { ServerResponse } from 'node:http';
+import { Hono } from 'hono';
+import type { RadioStatus } from '../events.js';
+import type { RouteProvider } from '../http/routes.js';
+import { LiveBroadcaster, type LiveStreamLimits, sseEvent } from './live-broadcaster.js';
+import { nodeEventData, radioEventData, readingsEventData } from './live-json.js';
+
+export interface LiveStreamOptions {
+  version: string;
+  /** When the hub process started (ms). */
+  startedAt: number;
+  radioStatus: () => RadioStatus;
+  limits?: Partial<LiveStreamLimits>;
+  /** Receives the broadcaster (tests and /health read its client count). */
+  onBroadcaster?: (broadcaster: LiveBroadcaster) => void;
+}
+
+export function liveRouteProvider(options: LiveStreamOptions): RouteProvider {
+  return ({ bus, owner }) => {
+    const live = new LiveBroadcaster(options.limits);
+    options.onBroadcaster?.(live);
+    bus.on(owner, 'reading.stored', ({ readings }) => {
+      if (readings.length > 0) live.broadcast('readings', readingsEventData(readings));
+    });
+    bus.on(owner, 'node.updated', (update) => live.broadcast('node', nodeEventData(update)));
+    bus.on(owner, 'radio.status', (status) => live.broadcast('radio', radioEventData(status)));
+    bus.on(owner, 'hub.stopping', () => live.closeAll());
+
+    const app = new Hono();
+    app.get('/', (c) => {
+      // @hono/node-server hands over the ServerResponse: a stuck client's socket is destroyed outright.
+      const outgoing = (c.env as { outgoing?: ServerResponse } | undefined)?.outgoing;
+      const stream = live.open(
+        () => [
+          sseEvent(
+            'hello',
+            JSON.stringify({
+              version: options.version,
+              started_at: new Date(options.startedAt).toISOString(),
+              radio: options.radioStatus(),
+            }),
+          ),
+        ],
+        outgoing ? () => outgoing.destroy() : undefined,
+      );
+      return c.body(stream, 200, {
+        'content-type': 'text/event-stream; charset=utf-8',
+        'cache-control': 'no-cache, no-transform',
+        // nginx and similar proxies buffer responses unless told not to.
+        'x-accel-buffering': 'no',
+      });
+    });
+    return { path: '/api/v1/live', app, component: 'hub' };
+  };
+}

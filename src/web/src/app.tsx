@@ -1,0 +1,62 @@
+import type { ComponentChildren } from 'preact';
+import { useEffect, useRef } from 'preact/hooks';
+import { Banners } from './components/banners.js';
+import { ErrorBoundary } from './components/error-boundary.js';
+import { Header } from './components/header.js';
+import { LazyView } from './components/lazy-view.js';
+import { Dashboard } from './dashboard/dashboard.js';
+import { useStore, useTitle } from './hooks.js';
+import { matchRoute } from './lib/routes.js';
+import { Link, locationStore } from './router.js';
+
+const loadNodePage = () => import('./node-page/node-page.js').then((m) => m.NodePage);
+const loadChatPage = () => import('./chat/chat-page.js').then((m) => m.ChatPage);
+
+function NotFound({ path }: { path: string }) {
+  useTitle('Not found');
+  return (
+    <section class="panel notice">
+      <h1>There is no page here</h1>
+      <p>
+        Nothing lives at <code>{path}</code>. <Link href="/">Go to the map</Link>.
+      </p>
+    </section>
+  );
+}
+
+export function App() {
+  const location = useStore(locationStore);
+  const route = matchRoute(location.pathname, location.search);
+  const main = useRef<HTMLElement>(null);
+  const first = useRef(true);
+
+  useEffect(() => {
+    // After a client-side navigation, move focus to the new page, as a full page load would.
+    if (first.current) {
+      first.current = false;
+      return;
+    }
+    main.current?.focus({ preventScroll: true });
+    if (main.current) main.current.scrollTop = 0;
+  }, [location.pathname]);
+
+  let view: ComponentChildren;
+  if (route.page === 'dashboard') view = <Dashboard focus={route.focus} />;
+  else if (route.page === 'node')
+    view = <LazyView load={loadNodePage} props={{ nodeId: route.nodeId, search: location.search }} />;
+  else if (route.page === 'chat') view = <LazyView load={loadChatPage} props={{ nodeId: route.nodeId }} />;
+  else view = <NotFound path={route.path} />;
+
+  return (
+    <>
+      <a class="skip-link" href="#main">
+        Skip to content
+      </a>
+      <Header page={route.page} />
+      <Banners />
+      <main id="main" ref={main} tabIndex={-1} class={`page page-${route.page}`}>
+        <ErrorBoundary resetKey={location.pathname}>{view}</ErrorBoundary>
+      </main>
+    </>
+  );
+}

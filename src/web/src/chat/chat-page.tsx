@@ -1,0 +1,26 @@
+/** Chat: sign-in when needed, then the conversations beside the open thread (one at a time on a phone). */
+import { useStore, useTitle } from '../hooks.js';
+import { sessionStore } from '../state/session.js';
+import './chat.css';
+import { ConversationList } from './conversation-list.js';
+import { SignIn } from './sign-in.js';
+import { Thread } from './thread.js';
+
+export function ChatPage({ nodeId }: { nodeId?: string }) {
+  const { session, notice } = useStore(sessionStore);
+  useTitle(session ? 'Chat' : 'Sign in');
+  if (!session) return <SignIn notice={notice} />;
+  return (
+    <div class={`chat${nodeId ? ' chat-with-thread' : ''}`}>
+      <ConversationList activeId={nodeId} />
+      {nodeId ? (
+        <Thread nodeId={nodeId} key={nodeId} />
+      ) : (
+        <div class="thread thread-placeholder">
+          <p class="muted">Choose a conversation, or start one with “New message”.</p>
+          <p class="muted small">Signed in as {session.username}.</p>
+        </div>
+      )}
+    </div>
+  );
+}

@@ -1,0 +1,125 @@
+/**
+ * Writing a message: live counts of characters and bytes against the hub's limits, the reason
+ * when it cannot be sent, and the hub's refusals in plain words (not in your subscription;
+ * sending too fast, with a countdown). A text that could not be sent stays in the box.
+ */
+import { useEffect, useRef, useState } from 'preact/hooks';
+import { ApiError, plainWords } from '../lib/problem.js';
+import { randomId } from '../lib/random-id.js';
+import { checkMessageText, MAX_TEXT_BYTES, MAX_TEXT_CHARACTERS } from '../lib/text-limits.js';
+import { sendMessage } from '../state/chat.js';
+
+function refusal(error: unknown, name: string, nodeId: string): string {
+  if (!(error instanceof ApiError)) return plainWords(error);
+  switch (error.status) {
+    case 0:
+      return "Not sent: the hub can't be reached. Your text is still here; try again when the connection is back.";
+    case 403:
+      return `You can't message ${name}: this node is not in your subscription.`;
+    case 404:
+      return `Not sent: this hub does not know the node ${nodeId}.`;
+    case 400:
+    case 422:
+      return `Not sent: ${error.fieldErrors.map((e) => `${e.field} ${e.message}`).join('; ') || error.detail}.`;
+    default:
+      return `Not sent. ${plainWords(error)}`;
+  }
+}
+
+export function Composer({ nodeId, name }: { nodeId: string; name: string }) {
+  const [text, setText] = useState('');
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<string>();
+  const [waitUntil, setWaitUntil] = useState(0);
+  const [now, setNow] = useState(Date.now());
+  // One key per draft: a retry of the same text after a lost answer is the same message to the hub.
+  const draft = useRef<{ text: string; key: string }>({ text: '', key: randomId() });
+  const check = checkMessageText(text);
+  const wait = Math.max(0, Math.ceil((waitUntil - now) / 1000));
+
+  useEffect(() => {
+    if (waitUntil <= Date.now()) return;
+    const timer = setInterval(() => {
+      setNow(Date.now());
+      if (Date.now() >= waitUntil) clearInterval(timer);
+    }, 1000);
+    return () => clearInterval(timer);
+  }, [waitUntil]);
+
+  const submit = async (event?: Event) => {
+    event?.preventDefault();
+    if (!check.ok || busy || wait > 0) return;
+    setBusy(true);
+    setError(undefined);
+    try {
+      if (draft.current.text !== text) draft.current = { text, key: randomId() };
+      await sendMessage(nodeId, text, draft.current.key);
+      draft.current = { text: '', key: randomId() };
+      setText('');
+    } catch (caught) {
+      if (caught instanceof ApiError && caught.status === 429) {
+        const seconds = caught.extras.retryAfterSeconds ?? 60;
+        setWaitUntil(Date.now() + seconds * 1000);
+        setNow(Date.now());
+      } else {
+        setError(refusal(caught, name, nodeId));
+      }
+    } finally {
+      setBusy(false);
+    }
+  };
+
+  const over = check.characters > MAX_TEXT_CHARACTERS || check.bytes > MAX_TEXT_BYTES;
+  return (
+    <form class="composer" onSubmit={submit}>
+      <label for="composer-text" class="visually-hidden">
+        Message to {name}
+      </label>
+      <textarea
+        id="composer-text"
+        rows={2}
+        value={text}
+        placeholder={`Message ${name}`}
+        aria-describedby="composer-counter composer-problem"
+        aria-invalid={check.problems.length > 0}
+        onInput={(e) => setText((e.target as HTMLTextAreaElement).value)}
+        onKeyDown={(e) => {
+          if (e.key === 'Enter' && !e.shiftKey && !e.isComposing) {
+            e.preventDefault();
+            void submit();
+          }
+        }}
+      />
+      <div class="composer-bar">
+        <p
+          id="composer-counter"
+          class={`counter${over ? ' counter-over' : ''}`}
+          data-testid="composer-counter"
+        >
+          {check.characters}/{MAX_TEXT_CHARACTERS} characters · {check.bytes}/{MAX_TEXT_BYTES} bytes
+        </p>
+        <button type="submit" class="button" disabled={!check.ok || busy || wait > 0}>
+          {busy ? 'Sending…' : 'Send'}
+        </button>
+      </div>
+      <div id="composer-problem" role="alert" class="composer-problem">
+        {check.problems.map((p) => (
+          <p key={p} class="form-error" data-testid="composer-problem">
+            {p}
+          </p>
+        ))}
+        {wait > 0 && (
+          <p class="form-error" data-testid="composer-wait">
+            You are sending too fast for the mesh. You can send again in {wait} s.
+          </p>
+        )}
+        {error && (
+          <p class="form-error" data-testid="composer-error">
+            {error}
+          </p>
+        )}
+      </div>
+      <p class="muted small composer-hint">Enter sends · Shift+Enter for a new line</p>
+    </form>
+  );
+}

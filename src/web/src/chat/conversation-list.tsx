@@ -1,0 +1,124 @@
+/** The signed-in user's conversations, newest first, with unread counts; and starting a new one. */
+import type { ComponentChildren } from 'preact';
+import { useState } from 'preact/hooks';
+import { useNow, useStore } from '../hooks.js';
+import { formatTime } from '../lib/format.js';
+import { displayName, nodeIdFromNum, sortedNodes } from '../lib/mesh-state.js';
+import { plainWords } from '../lib/problem.js';
+import { chatPath } from '../lib/routes.js';
+import { Link, navigate } from '../router.js';
+import { chatStore, loadConversations } from '../state/chat.js';
+import { hubStore } from '../state/hub.js';
+import { meshStore } from '../state/mesh.js';
+
+function NewConversation() {
+  const mesh = useStore(meshStore);
+  const hub = useStore(hubStore);
+  const [open, setOpen] = useState(false);
+  const [choice, setChoice] = useState('');
+  const hubNodeId = hub.radio?.myNodeNum !== undefined ? nodeIdFromNum(hub.radio.myNodeNum) : undefined;
+  const nodes = sortedNodes(mesh.mesh).filter(
+    (n) => n.node_id !== hubNodeId && /^![0-9a-f]{8}$/.test(n.node_id),
+  );
+  if (!open) {
+    return (
+      <button type="button" class="button button-small" onClick={() => setOpen(true)}>
+        New message
+      </button>
+    );
+  }
+  return (
+    <form
+      class="new-conversation"
+      onSubmit={(e) => {
+        e.preventDefault();
+        if (!choice) return;
+        setOpen(false);
+        navigate(chatPath(choice));
+      }}
+    >
+      <label for="new-conversation-node">To node</label>
+      <select
+        id="new-conversation-node"
+        value={choice}
+        onChange={(e) => setChoice((e.target as HTMLSelectElement).value)}
+      >
+        <option value="">Choose a node…</option>
+        {nodes.map((n) => (
+          <option key={n.node_id} value={n.node_id}>
+            {displayName(n, n.node_id)} ({n.node_id})
+          </option>
+        ))}
+      </select>
+      <button type="submit" class="button button-small" disabled={!choice}>
+        Open
+      </button>
+      <button type="button" class="link-button small" onClick={() => setOpen(false)}>
+        Cancel
+      </button>
+    </form>
+  );
+}
+
+export function ConversationList({ activeId }: { activeId?: string }) {
+  const chat = useStore(chatStore);
+  const now = useNow(30_000);
+  let body: ComponentChildren;
+  if (chat.conversationsError && !chat.conversationsLoaded) {
+    body = (
+      <div class="notice notice-error" role="alert">
+        <p>{plainWords(chat.conversationsError)}</p>
+        <button type="button" class="button button-small" onClick={() => void loadConversations()}>
+          Try again
+        </button>
+      </div>
+    );
+  } else if (!chat.conversationsLoaded) {
+    body = (
+      <p class="loading" role="status">
+        Loading conversations…
+      </p>
+    );
+  } else if (chat.conversations.length === 0) {
+    body = <p class="muted">No conversations yet. Start one with “New message”.</p>;
+  } else {
+    body = (
+      <ul class="conversation-list">
+        {chat.conversations.map((c) => (
+          <li key={c.node_id} data-node-id={c.node_id}>
+            <Link
+              href={chatPath(c.node_id)}
+              class={`conversation${c.unread_count > 0 ? ' conversation-unread' : ''}`}
+              aria-current={c.node_id === activeId ? 'page' : undefined}
+            >
+              <span class="conversation-top">
+                <span class="conversation-name">{c.nickname || c.node_id}</span>
+                <time class="muted small" dateTime={c.latest_at}>
+                  {formatTime(Date.parse(c.latest_at), now)}
+                </time>
+              </span>
+              <span class="conversation-bottom">
+                <span class="conversation-latest">{c.latest_text}</span>
+                {c.unread_count > 0 && (
+                  <span class="badge" data-testid="unread-badge">
+                    {c.unread_count}
+                    <span class="visually-hidden"> unread</span>
+                  </span>
+                )}
+              </span>
+            </Link>
+          </li>
+        ))}
+      </ul>
+    );
+  }
+  return (
+    <aside class="conversations" aria-labelledby="conversations-heading">
+      <div class="conversations-head">
+        <h1 id="conversations-heading">Chat</h1>
+        <NewConversation />
+      </div>
+      {body}
+    </aside>
+  );
+}

@@ -1,0 +1,185 @@
+/** One conversation: its messages oldest first, their delivery state, a nickname, and the composer. */
+import type { ComponentChildren } from 'preact';
+import { useEffect, useLayoutEffect, useRef, useState } from 'preact/hooks';
+import type { MessageRecord } from '../api/types.js';
+import { useNow, useStore, useTitle } from '../hooks.js';
+import { formatTime } from '../lib/format.js';
+import { displayName } from '../lib/mesh-state.js';
+import { plainWords } from '../lib/problem.js';
+import { Link } from '../router.js';
+import {
+  chatStore,
+  loadMessageDetail,
+  loadThread,
+  renameConversation,
+  setActiveThread,
+} from '../state/chat.js';
+import { meshStore } from '../state/mesh.js';
+import { Composer } from './composer.js';
+import { MessageStatus } from './message-status.js';
+
+function Bubble({ message, now }: { message: MessageRecord; now: number }) {
+  return (
+    <li
+      class={`message message-${message.direction}`}
+      data-status={message.status}
+      data-message-id={message.id}
+    >
+      <p class="message-text">{message.text}</p>
+      <p class="message-meta">
+        <time dateTime={message.created_at}>{formatTime(Date.parse(message.created_at), now)}</time>
+        <MessageStatus message={message} />
+      </p>
+    </li>
+  );
+}
+
+function Rename({ nodeId, current, canRename }: { nodeId: string; current: string; canRename: boolean }) {
+  const [editing, setEditing] = useState(false);
+  const [value, setValue] = useState(current);
+  const [error, setError] = useState<string>();
+  if (!canRename) return null;
+  if (!editing) {
+    return (
+      <button
+        type="button"
+        class="link-button small"
+        onClick={() => {
+          setValue(current);
+          setEditing(true);
+        }}
+      >
+        Rename
+      </button>
+    );
+  }
+  const save = async (nickname: string | null) => {
+    try {
+      await renameConversation(nodeId, nickname);
+      setEditing(false);
+      setError(undefined);
+    } catch (caught) {
+      setError(plainWords(caught));
+    }
+  };
+  return (
+    <form
+      class="rename"
+      onSubmit={(e) => {
+        e.preventDefault();
+        void save(value.trim() || null);
+      }}
+    >
+      <label for="nickname">Nickname</label>
+      <input
+        id="nickname"
+        value={value}
+        maxLength={40}
+        onInput={(e) => setValue((e.target as HTMLInputElement).value)}
+      />
+      <button type="submit" class="button button-small">
+        Save
+      </button>
+      <button type="button" class="link-button small" onClick={() => void save(null)}>
+        Use the node’s name
+      </button>
+      <button type="button" class="link-button small" onClick={() => setEditing(false)}>
+        Cancel
+      </button>
+      {error && (
+        <p class="form-error" role="alert">
+          {error}
+        </p>
+      )}
+    </form>
+  );
+}
+
+export function Thread({ nodeId }: { nodeId: string }) {
+  const chat = useStore(chatStore);
+  const mesh = useStore(meshStore);
+  const now = useNow(30_000);
+  const list = useRef<HTMLOListElement>(null);
+  const asked = useRef(new Set<string>());
+  const thread = chat.threads[nodeId];
+  const summary = chat.conversations.find((c) => c.node_id === nodeId);
+  const name = summary?.nickname || displayName(mesh.mesh.nodes.get(nodeId), nodeId);
+  useTitle(`Chat with ${name}`);
+
+  useEffect(() => {
+    setActiveThread(nodeId);
+    void loadThread(nodeId);
+    return () => setActiveThread(undefined);
+  }, [nodeId]);
+
+  useEffect(() => {
+    // The conversation lists only statuses; a failure's reason comes with the message itself.
+    for (const message of thread?.messages ?? []) {
+      if (message.status === 'failed' && !message.failure_reason && !asked.current.has(message.id)) {
+        asked.current.add(message.id);
+        loadMessageDetail(message.id).catch(() => asked.current.delete(message.id));
+      }
+    }
+  }, [thread?.messages]);
+
+  const count = thread?.messages.length ?? 0;
+  useLayoutEffect(() => {
+    const el = list.current;
+    if (el) el.scrollTop = el.scrollHeight;
+  }, [count, nodeId]);
+
+  let body: ComponentChildren;
+  if (!thread || (!thread.loaded && thread.loading)) {
+    body = (
+      <p class="loading" role="status">
+        Loading the conversation…
+      </p>
+    );
+  } else if (thread.error && !thread.loaded) {
+    body = (
+      <div class="notice notice-error" role="alert">
+        <p>{plainWords(thread.error)}</p>
+        <button type="button" class="button" onClick={() => void loadThread(nodeId)}>
+          Try again
+        </button>
+      </div>
+    );
+  } else if (thread.messages.length === 0) {
+    body = <p class="muted thread-empty">No messages yet. Say hello; it goes out over the radio.</p>;
+  } else {
+    body = null;
+  }
+
+  return (
+    <section class="thread" aria-labelledby="thread-heading" data-node-id={nodeId}>
+      <header class="thread-head">
+        <Link href="/chat" class="back-link">
+          ← Conversations
+        </Link>
+        <div class="thread-title">
+          <h2 id="thread-heading">{name}</h2>
+          <span class="muted small">{nodeId}</span>
+          <Rename
+            nodeId={nodeId}
+            current={summary?.nickname ?? ''}
+            canRename={!!summary}
+            key={summary?.nickname}
+          />
+        </div>
+      </header>
+      <ol
+        class="messages"
+        ref={list}
+        aria-label={`Messages with ${name}`}
+        aria-live="polite"
+        aria-relevant="additions text"
+      >
+        {thread?.messages.map((message) => (
+          <Bubble key={message.id} message={message} now={now} />
+        ))}
+      </ol>
+      {body}
+      <Composer nodeId={nodeId} name={name} />
+    </section>
+  );
+}

@@ -1,0 +1,105 @@
+/** The header on every page: where you are, the radio link, the version, and chat with its unread count. */
+import type { RadioStatus } from '../api/types.js';
+import { useStore } from '../hooks.js';
+import { Link } from '../router.js';
+import { chatStore, totalUnread } from '../state/chat.js';
+import { hubStore } from '../state/hub.js';
+import { sessionStore, signOut } from '../state/session.js';
+
+const RADIO_WORDS: Record<RadioStatus['state'], string> = {
+  connected: 'connected',
+  connecting: 'connecting…',
+  configuring: 'starting…',
+  disconnected: 'disconnected',
+};
+
+function radioSummary(
+  radio: RadioStatus | undefined,
+  hubReachable: boolean,
+): { text: string; tone: string; title: string } {
+  if (!hubReachable)
+    return {
+      text: 'unknown',
+      tone: 'unknown',
+      title: 'The hub cannot be reached, so the radio state is unknown.',
+    };
+  if (!radio) return { text: '…', tone: 'unknown', title: 'Waiting for the hub' };
+  if (radio.transport === 'none')
+    return { text: 'none', tone: 'unknown', title: 'The hub runs without a radio (RADIO=none).' };
+  const where = radio.address ? ` (${radio.transport} ${radio.address})` : '';
+  const error = radio.state !== 'connected' && radio.lastError ? `: ${radio.lastError}` : '';
+  const tone = radio.state === 'connected' ? 'good' : radio.state === 'disconnected' ? 'bad' : 'warn';
+  return {
+    text: RADIO_WORDS[radio.state],
+    tone,
+    title: `Radio link ${RADIO_WORDS[radio.state]}${where}${error}`,
+  };
+}
+
+export function Header({ page }: { page: string }) {
+  const hub = useStore(hubStore);
+  const chat = useStore(chatStore);
+  const { session } = useStore(sessionStore);
+  const unread = session ? totalUnread(chat) : 0;
+  const radio = radioSummary(hub.radio, hub.connection === 'open');
+  return (
+    <header class="site-header">
+      <Link href="/" class="brand" aria-label="meshhub home">
+        <svg viewBox="0 0 32 32" width="26" height="26" aria-hidden="true">
+          <circle cx="16" cy="16" r="4" fill="currentColor" />
+          <circle cx="6" cy="8" r="3" fill="currentColor" opacity=".7" />
+          <circle cx="26" cy="9" r="3" fill="currentColor" opacity=".7" />
+          <circle cx="9" cy="26" r="3" fill="currentColor" opacity=".7" />
+          <path
+            d="M6 8 16 16 26 9M16 16 9 26M16 16l9 8"
+            stroke="currentColor"
+            stroke-width="1.6"
+            fill="none"
+            opacity=".7"
+          />
+        </svg>
+        <span class="brand-name">meshhub</span>
+      </Link>
+      <nav aria-label="Main">
+        <Link
+          href="/"
+          class="nav-link"
+          aria-current={page === 'dashboard' || page === 'node' ? 'page' : undefined}
+        >
+          Map
+        </Link>
+        <Link href="/chat" class="nav-link" aria-current={page === 'chat' ? 'page' : undefined}>
+          Chat
+          {unread > 0 && (
+            <span class="badge" data-testid="unread-total">
+              {unread}
+              <span class="visually-hidden"> unread</span>
+            </span>
+          )}
+        </Link>
+      </nav>
+      <div class="header-status">
+        <span class={`pill pill-${radio.tone}`} title={radio.title} data-testid="radio-state">
+          <span class="dot" aria-hidden="true" />
+          <span class="pill-label">Radio </span>
+          {radio.text}
+        </span>
+        {hub.version && (
+          <span class="version" title="meshhub version" data-testid="version">
+            v{hub.version}
+          </span>
+        )}
+        {session && (
+          <button
+            type="button"
+            class="link-button"
+            onClick={() => signOut('You signed out.')}
+            title={`Signed in as ${session.username}`}
+          >
+            Sign out
+          </button>
+        )}
+      </div>
+    </header>
+  );
+}

@@ -1,0 +1,84 @@
+/** The front page: the live map of the mesh with the list of nodes beside it. */
+import type { ComponentChildren } from 'preact';
+import { useEffect, useMemo, useRef } from 'preact/hooks';
+import { useNow, useStore, useTitle } from '../hooks.js';
+import { nodeIdFromNum, sortedNodes } from '../lib/mesh-state.js';
+import { nodeView } from '../lib/node-view.js';
+import { plainWords } from '../lib/problem.js';
+import { hubStore } from '../state/hub.js';
+import { meshStore, refreshMesh } from '../state/mesh.js';
+import './dashboard.css';
+import { type MapHandle, MapView } from './map-view.js';
+import { Legend, NodeList } from './node-list.js';
+
+export function Dashboard({ focus }: { focus?: string }) {
+  useTitle('Map');
+  const view = useStore(meshStore);
+  const hub = useStore(hubStore);
+  const now = useNow(30_000);
+  const mapHandle = useRef<MapHandle | undefined>(undefined);
+  const mapSection = useRef<HTMLElement>(null);
+  const pendingFocus = useRef(focus);
+  const hubNodeId = hub.radio?.myNodeNum !== undefined ? nodeIdFromNum(hub.radio.myNodeNum) : undefined;
+
+  const nodes = useMemo(
+    () => sortedNodes(view.mesh).map((node) => nodeView(view.mesh, node, now, hubNodeId)),
+    [view.mesh, now, hubNodeId],
+  );
+
+  const show = (id: string) => {
+    mapSection.current?.scrollIntoView({ block: 'nearest', behavior: 'smooth' });
+    mapHandle.current?.focus(id);
+  };
+
+  useEffect(() => {
+    // "Show on map" from a node page: focus it once the map and the node are there.
+    if (pendingFocus.current && mapHandle.current && nodes.some((n) => n.id === pendingFocus.current)) {
+      if (mapHandle.current.focus(pendingFocus.current)) pendingFocus.current = undefined;
+    }
+  });
+
+  let list: ComponentChildren;
+  if (view.error && !view.loaded) {
+    list = (
+      <div class="notice notice-error" role="alert">
+        <p>{plainWords(view.error)}</p>
+        <button type="button" class="button" onClick={() => void refreshMesh()}>
+          Try again
+        </button>
+      </div>
+    );
+  } else if (!view.loaded) {
+    list = (
+      <p class="loading" role="status">
+        Loading nodes…
+      </p>
+    );
+  } else if (nodes.length === 0) {
+    list = <p class="muted">No nodes heard yet. When the radio hears one, it appears here and on the map.</p>;
+  } else {
+    list = <NodeList nodes={nodes} onShow={show} />;
+  }
+
+  return (
+    <div class="dashboard">
+      <h1 class="visually-hidden">Map of the mesh</h1>
+      <section class="map-panel" ref={mapSection} aria-label="Map">
+        <MapView
+          nodes={nodes}
+          onReady={(handle) => {
+            mapHandle.current = handle;
+            if (pendingFocus.current && handle.focus(pendingFocus.current)) pendingFocus.current = undefined;
+          }}
+        />
+      </section>
+      <aside class="node-panel" aria-labelledby="nodes-heading">
+        <div class="node-panel-head">
+          <h2 id="nodes-heading">Nodes {view.loaded && <span class="count">{nodes.length}</span>}</h2>
+          <Legend />
+        </div>
+        {list}
+      </aside>
+    </div>
+  );
+}

@@ -1,0 +1,91 @@
+/** The map panel: loads Leaflet and the tile source, then keeps the markers in step with the mesh. */
+import { useEffect, useRef, useState } from 'preact/hooks';
+import { getJson } from '../api/client.js';
+import type { TileJson } from '../api/types.js';
+import type { NodeView } from '../lib/node-view.js';
+import { navigate } from '../router.js';
+import type { Background, MeshMap } from './leaflet-map.js';
+
+let tileSource: Promise<TileJson | undefined> | undefined;
+function loadTileSource(): Promise<TileJson | undefined> {
+  // Without a tile source the map still works, on its grid; ask again on the next visit.
+  tileSource ??= getJson<TileJson>('/api/v1/map/tilejson').catch(() => {
+    tileSource = undefined;
+    return undefined;
+  });
+  return tileSource;
+}
+
+export interface MapHandle {
+  focus(nodeId: string): boolean;
+}
+
+export function MapView({
+  nodes,
+  onReady,
+}: {
+  nodes: readonly NodeView[];
+  onReady: (handle: MapHandle) => void;
+}) {
+  const container = useRef<HTMLDivElement>(null);
+  const map = useRef<MeshMap | undefined>(undefined);
+  const latestNodes = useRef(nodes);
+  const [background, setBackground] = useState<Background>('loading');
+  const [failed, setFailed] = useState(false);
+  latestNodes.current = nodes;
+
+  useEffect(() => {
+    let cancelled = false;
+    Promise.all([import('./leaflet-map.js'), loadTileSource()]).then(
+      ([{ MeshMap }, tiles]) => {
+        if (cancelled || !container.current) return;
+        const created = new MeshMap(container.current, {
+          tiles,
+          onOpenNode: (id) => navigate(`/nodes/${encodeURIComponent(id)}`),
+          onBackground: setBackground,
+        });
+        map.current = created;
+        created.update(latestNodes.current);
+        onReady({ focus: (id) => created.focus(id) });
+      },
+      () => {
+        if (!cancelled) setFailed(true);
+      },
+    );
+    const observer = new ResizeObserver(() => map.current?.resize());
+    if (container.current) observer.observe(container.current);
+    return () => {
+      cancelled = true;
+      observer.disconnect();
+      map.current?.destroy();
+      map.current = undefined;
+    };
+  }, []);
+
+  useEffect(() => {
+    map.current?.update(nodes);
+  }, [nodes]);
+
+  return (
+    <div class={`map-wrap map-${background}`} data-testid="map" data-background={background}>
+      {failed && (
+        <p class="map-notice" role="alert">
+          The map could not be loaded. The list of nodes still works.{' '}
+          <button type="button" class="link-button" onClick={() => location.reload()}>
+            Reload
+          </button>
+        </p>
+      )}
+      {background === 'grid' && !failed && (
+        <p class="map-notice" role="status" data-testid="tiles-unavailable">
+          No map background (offline?): positions are shown on a coordinate grid.{' '}
+          <button type="button" class="link-button" onClick={() => map.current?.retryTiles()}>
+            Try again
+          </button>
+        </p>
+      )}
+      {/* Leaflet adds its own classes to this element: its attributes must never change after mount. */}
+      <div ref={container} class="map" />
+    </div>
+  );
+}

@@ -1,0 +1,110 @@
+/** Every node beside the map, and below it those with no position, which the map cannot show. */
+import { FRESHNESS_LABELS, type Freshness } from '../lib/freshness.js';
+import { batteryLabel, type NodeView } from '../lib/node-view.js';
+import { nodePath } from '../lib/routes.js';
+import { Link } from '../router.js';
+
+export function FreshnessDot({ freshness }: { freshness: Freshness }) {
+  return (
+    <span class={`fresh-dot fresh-${freshness}`} title={FRESHNESS_LABELS[freshness]}>
+      <span class="visually-hidden">{FRESHNESS_LABELS[freshness]}</span>
+    </span>
+  );
+}
+
+function PinIcon() {
+  return (
+    <svg viewBox="0 0 24 24" width="18" height="18" aria-hidden="true">
+      <path
+        d="M12 2a7 7 0 0 0-7 7c0 5 7 13 7 13s7-8 7-13a7 7 0 0 0-7-7Zm0 9.5A2.5 2.5 0 1 1 12 6.5a2.5 2.5 0 0 1 0 5Z"
+        fill="currentColor"
+      />
+    </svg>
+  );
+}
+
+function NodeItem({ node, onShow }: { node: NodeView; onShow?: (id: string) => void }) {
+  const summary = node.readings
+    .slice(0, 3)
+    .map((r) => r.value)
+    .join(' · ');
+  return (
+    <li
+      class="node-item"
+      data-node-id={node.id}
+      data-reading-at={node.readingAt}
+      data-freshness={node.freshness}
+    >
+      <FreshnessDot freshness={node.freshness} />
+      <div class="node-item-main">
+        <div class="node-item-title">
+          <Link href={nodePath(node.id)} class="node-name">
+            {node.name}
+          </Link>
+          <span class="chip">{node.shortName}</span>
+          {node.isHub && <span class="chip chip-hub">this hub</span>}
+        </div>
+        <div class="node-meta">
+          {node.heard}
+          {node.battery !== undefined && ` · battery ${batteryLabel(node.battery)}`}
+        </div>
+        {summary && <div class="node-summary">{summary}</div>}
+      </div>
+      {onShow && (
+        <button
+          type="button"
+          class="icon-button"
+          aria-label={`Show ${node.name} on the map`}
+          title="Show on the map"
+          onClick={() => onShow(node.id)}
+        >
+          <PinIcon />
+        </button>
+      )}
+    </li>
+  );
+}
+
+export function Legend() {
+  const steps: Freshness[] = ['live', 'recent', 'stale', 'silent'];
+  const short: Record<Freshness, string> = {
+    live: '≤ 15 min',
+    recent: '≤ 2 h',
+    stale: '≤ 24 h',
+    silent: 'older',
+  };
+  return (
+    <ul class="legend" aria-label="Marker colours: when a node was last heard">
+      {steps.map((f) => (
+        <li key={f}>
+          <span class={`fresh-dot fresh-${f}`} aria-hidden="true" /> {short[f]}
+        </li>
+      ))}
+    </ul>
+  );
+}
+
+export function NodeList({ nodes, onShow }: { nodes: readonly NodeView[]; onShow: (id: string) => void }) {
+  const placed = nodes.filter((n) => n.position);
+  const unplaced = nodes.filter((n) => !n.position);
+  return (
+    <>
+      <ul class="node-list" aria-label="Nodes on the map">
+        {placed.map((node) => (
+          <NodeItem key={node.id} node={node} onShow={onShow} />
+        ))}
+      </ul>
+      {unplaced.length > 0 && (
+        <section class="unplaced" aria-labelledby="unplaced-heading" data-testid="unplaced-nodes">
+          <h3 id="unplaced-heading">Not on the map</h3>
+          <p class="muted small">These nodes have not reported a position.</p>
+          <ul class="node-list">
+            {unplaced.map((node) => (
+              <NodeItem key={node.id} node={node} />
+            ))}
+          </ul>
+        </section>
+      )}
+    </>
+  );
+}

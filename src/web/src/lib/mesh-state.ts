@@ -1,0 +1,162 @@
+/**
+ * The dashboard's picture of the mesh: every node (from `/api/v1/nodes`) and each node's newest
+ * value of every metric (from `/api/v1/weather/latest`), kept current by the live stream.
+ * Merges never go backwards: a late or replayed reading does not hide a newer value, and a
+ * node's `last_heard` only moves forward (as the hub's own node table does).
+ */
+import { METRIC_KEYS, type MetricKey, type ReadingJson } from './metrics.js';
+
+export interface NodeJson {
+  node_id: string;
+  short_name?: string;
+  long_name?: string;
+  hw_model?: string;
+  latitude?: number;
+  longitude?: number;
+  altitude?: number;
+  last_heard?: string;
+  battery_level?: number;
+  snr?: number;
+}
+
+export interface LatestReading {
+  nodeId: string;
+  /** The newest reading's time (ms). */
+  at: number;
+  values: Partial<Record<MetricKey, { value: number; at: number }>>;
+}
+
+export interface MeshState {
+  nodes: ReadonlyMap<string, NodeJson>;
+  latest: ReadonlyMap<string, LatestReading>;
+}
+
+export const EMPTY_MESH: MeshState = { nodes: new Map(), latest: new Map() };
+
+const time = (iso: string | undefined): number => (iso === undefined ? Number.NaN : Date.parse(iso));
+
+function mergeReading(entry: LatestReading | undefined, reading: ReadingJson): LatestReading | undefined {
+  const at = time(reading.timestamp);
+  if (!Number.isFinite(at)) return entry;
+  const next: LatestReading = entry
+    ? { nodeId: entry.nodeId, at: Math.max(entry.at, at), values: { ...entry.values } }
+    : { nodeId: reading.node_id, at, values: {} };
+  for (const key of METRIC_KEYS) {
+    const value = reading[key];
+    if (typeof value !== 'number' || !Number.isFinite(value)) continue;
+    const known = next.values[key];
+    if (!known || known.at <= at) next.values[key] = { value, at };
+  }
+  return next;
+}
+
+function mergeNodeInto(nodes: Map<string, NodeJson>, update: NodeJson): void {
+  const known = nodes.get(update.node_id);
+  const merged: NodeJson = { ...known, node_id: update.node_id };
+  for (const [key, value] of Object.entries(update) as Array<[keyof NodeJson, unknown]>) {
+    if (value === undefined || value === null) continue;
+    if (
+      key === 'last_heard' &&
+      known?.last_heard !== undefined &&
+      !(time(value as string) > time(known.last_heard))
+    ) {
+      continue;
+    }
+    (merged as unknown as Record<string, unknown>)[key] = value;
+  }
+  nodes.set(update.node_id, merged);
+}
+
+function mergeReadingsInto(latest: Map<string, LatestReading>, readings: readonly ReadingJson[]): void {
+  for (const reading of readings) {
+    if (typeof reading?.node_id !== 'string') continue;
+    const merged = mergeReading(latest.get(reading.node_id), reading);
+    if (merged) latest.set(reading.node_id, merged);
+  }
+}
+
+/** Readings merged field by field: each metric keeps its newest value. */
+export function mergeReadings(state: MeshState, readings: readonly ReadingJson[]): MeshState {
+  if (readings.length === 0) return state;
+  const latest = new Map(state.latest);
+  mergeReadingsInto(latest, readings);
+  return { ...state, latest };
+}
+
+/** A node update (all of a node, or the few fields one packet told): present fields win, except an older last_heard. */
+export function mergeNode(state: MeshState, update: NodeJson): MeshState {
+  if (typeof update?.node_id !== 'string') return state;
+  const nodes = new Map(state.nodes);
+  mergeNodeInto(nodes, update);
+  return { ...state, nodes };
+}
+
+/**
+ * A fresh snapshot replaces the picture; what the stream told while it was in flight and is
+ * newer than the snapshot (a reading, a last_heard) is kept.
+ */
+export function snapshot(
+  nodes: readonly NodeJson[],
+  latest: readonly ReadingJson[],
+  previous: MeshState,
+): MeshState {
+  const nodeMap = new Map<string, NodeJson>();
+  for (const node of nodes) if (typeof node?.node_id === 'string') mergeNodeInto(nodeMap, node);
+  const latestMap = new Map<string, LatestReading>();
+  mergeReadingsInto(latestMap, latest);
+  for (const [id, before] of previous.nodes) {
+    if (nodeMap.has(id) && before.last_heard !== undefined) {
+      mergeNodeInto(nodeMap, { node_id: id, last_heard: before.last_heard });
+    }
+  }
+  for (const [id, before] of previous.latest) {
+    const now = latestMap.get(id);
+    if (!now || before.at <= now.at) continue;
+    const values = { ...now.values };
+    for (const key of METRIC_KEYS) {
+      const old = before.values[key];
+      if (old && old.at > (values[key]?.at ?? -Infinity)) values[key] = old;
+    }
+    latestMap.set(id, { nodeId: id, at: before.at, values });
+  }
+  return { nodes: nodeMap, latest: latestMap };
+}
+
+/** When the node was last heard: its node record, or its newest reading if that is newer. */
+export function lastHeard(state: MeshState, nodeId: string): number | undefined {
+  const heard = time(state.nodes.get(nodeId)?.last_heard);
+  const reading = state.latest.get(nodeId)?.at;
+  const candidates = [heard, reading ?? Number.NaN].filter(Number.isFinite);
+  return candidates.length ? Math.max(...candidates) : undefined;
+}
+
+export function hasPosition(node: NodeJson): node is NodeJson & { latitude: number; longitude: number } {
+  return (
+    typeof node.latitude === 'number' &&
+    typeof node.longitude === 'number' &&
+    Number.isFinite(node.latitude) &&
+    Number.isFinite(node.longitude) &&
+    Math.abs(node.latitude) <= 90 &&
+    Math.abs(node.longitude) <= 180 &&
+    // Firmware sends 0,0 for "no fix" on some boards; nobody runs a sensor at Null Island.
+    !(node.latitude === 0 && node.longitude === 0)
+  );
+}
+
+export function displayName(node: NodeJson | undefined, nodeId: string): string {
+  return node?.long_name || node?.short_name || nodeId;
+}
+
+/** Nodes in a stable order (by name), so the list does not jump as readings arrive. */
+export function sortedNodes(state: MeshState): NodeJson[] {
+  return [...state.nodes.values()].sort(
+    (a, b) =>
+      displayName(a, a.node_id).localeCompare(displayName(b, b.node_id), undefined, {
+        sensitivity: 'base',
+      }) || a.node_id.localeCompare(b.node_id),
+  );
+}
+
+export function nodeIdFromNum(num: number): string {
+  return `!${(num >>> 0).toString(16).padStart(8, '0')}`;
+}

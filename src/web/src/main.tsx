@@ -1,0 +1,11 @@
+import { render } from 'preact';
+import { App } from './app.js';
+import { startHubLive } from './live/hub-live.js';
+import { initChat } from './state/chat.js';
+import { initSession } from './state/session.js';
+import './styles/base.css';
+
+initSession();
+initChat();
+startHubLive();
+render(<App />, document.getElementById('app')!);

@@ -1,0 +1,163 @@
+/** The node's history: range, one chart per metric it reports, and the CSV of exactly what is drawn. */
+import type { ComponentChildren } from 'preact';
+import { useEffect, useMemo, useState } from 'preact/hooks';
+import { isAbort } from '../api/client.js';
+import { useStore } from '../hooks.js';
+import { chartSeries } from '../lib/chart-series.js';
+import { csvFileName, historyCsv } from '../lib/csv.js';
+import { formatDateTime } from '../lib/format.js';
+import { type HistoryPlan, INTERVAL_LABELS, planHistory, rangeFromQuery } from '../lib/history-plan.js';
+import { METRICS, type ReadingJson } from '../lib/metrics.js';
+import { type ApiError, plainWords } from '../lib/problem.js';
+import { navigate } from '../router.js';
+import { hubStore } from '../state/hub.js';
+import { onLiveReadings } from '../state/mesh.js';
+import { loadHistory } from './history-loader.js';
+import { MetricChart } from './metric-chart.js';
+import { RangePicker } from './range-picker.js';
+
+type Loaded =
+  | { status: 'loading' }
+  | { status: 'ready'; rows: ReadingJson[]; truncated: boolean }
+  | { status: 'error'; error: ApiError };
+
+function download(name: string, text: string): void {
+  const url = URL.createObjectURL(new Blob([text], { type: 'text/csv;charset=utf-8' }));
+  const a = document.createElement('a');
+  a.href = url;
+  a.download = name;
+  document.body.append(a);
+  a.click();
+  a.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 10_000);
+}
+
+export function HistoryCharts({ nodeId, search }: { nodeId: string; search: string }) {
+  const choice = useMemo(() => rangeFromQuery(search), [search]);
+  const [attempt, setAttempt] = useState(0);
+  const plan = useMemo(() => planHistory(choice, Date.now()), [choice, attempt]);
+  const [loaded, setLoaded] = useState<Loaded>({ status: 'loading' });
+
+  useEffect(() => {
+    if ('error' in plan) return;
+    const controller = new AbortController();
+    setLoaded({ status: 'loading' });
+    loadHistory(nodeId, plan, controller.signal).then(
+      (history) => setLoaded({ status: 'ready', ...history }),
+      (error: unknown) => {
+        if (!isAbort(error)) setLoaded({ status: 'error', error: error as ApiError });
+      },
+    );
+    return () => controller.abort();
+  }, [nodeId, plan]);
+
+  useEffect(() => {
+    // A range that ends now grows with every reading of this node (raw only: means are per bucket).
+    if ('error' in plan || !plan.live || plan.interval !== 'raw') return;
+    return onLiveReadings((readings) => {
+      const mine = readings.filter((r) => r.node_id === nodeId && Date.parse(r.timestamp) >= plan.start);
+      if (mine.length === 0) return;
+      setLoaded((current) => {
+        if (current.status !== 'ready') return current;
+        const known = new Set(current.rows.map((r) => r.timestamp));
+        const added = mine.filter((r) => !known.has(r.timestamp));
+        if (added.length === 0) return current;
+        const rows = [...current.rows, ...added].sort((a, b) => a.timestamp.localeCompare(b.timestamp));
+        return { ...current, rows };
+      });
+    });
+  }, [nodeId, plan]);
+
+  const connection = useStore(hubStore).connection;
+  const failedOffline = loaded.status === 'error' && loaded.error.status === 0;
+  useEffect(() => {
+    // The hub is back (the live stream reconnected): try again without being asked.
+    if (connection === 'open' && failedOffline) setAttempt((n) => n + 1);
+  }, [connection, failedOffline]);
+
+  const rows = loaded.status === 'ready' ? loaded.rows : [];
+  const series = useMemo(() => chartSeries(rows, METRICS), [rows]);
+
+  let body: ComponentChildren;
+  if ('error' in plan) {
+    body = <p class="form-error">{plan.error}</p>;
+  } else if (loaded.status === 'loading') {
+    body = (
+      <p class="loading" role="status">
+        Loading history…
+      </p>
+    );
+  } else if (loaded.status === 'error') {
+    body = (
+      <div class="notice notice-error" role="alert">
+        <p>
+          The history could not be loaded. {plainWords(loaded.error)}
+          {loaded.error.status === 0 && ' It loads by itself once the hub is back.'}
+        </p>
+        <button type="button" class="button" onClick={() => setAttempt((n) => n + 1)}>
+          Try again
+        </button>
+      </div>
+    );
+  } else if (series.present.length === 0) {
+    body = (
+      <p class="muted" data-testid="no-history">
+        No readings from this node in this range.
+      </p>
+    );
+  } else {
+    body = (
+      <div class="charts">
+        {series.present.map((metric) => (
+          <MetricChart
+            key={metric.key}
+            metric={metric}
+            x={series.x}
+            y={series.y[metric.key]!}
+            interval={plan.interval}
+          />
+        ))}
+      </div>
+    );
+  }
+
+  return (
+    <section class="panel history" aria-labelledby="history-heading">
+      <div class="history-head">
+        <h2 id="history-heading">History</h2>
+        <RangePicker
+          choice={choice}
+          onChoose={(query) => navigate(`${location.pathname}${query ? `?${query}` : ''}`, { replace: true })}
+        />
+      </div>
+      {!('error' in plan) && (
+        <p class="muted small history-range" data-interval={plan.interval}>
+          {formatDateTime(plan.start)} – {formatDateTime(plan.end)}, {INTERVAL_LABELS[plan.interval]}
+          {loaded.status === 'ready' &&
+            ` · ${loaded.rows.length} ${plan.interval === 'raw' ? 'readings' : 'values'}`}
+          {loaded.status === 'ready' &&
+            loaded.truncated &&
+            ' (the first 200 000 only: choose a shorter range)'}
+        </p>
+      )}
+      {body}
+      {!('error' in plan) && loaded.status === 'ready' && series.present.length > 0 && (
+        <button
+          type="button"
+          class="button button-secondary"
+          data-testid="download-csv"
+          onClick={() =>
+            download(
+              csvFileName(nodeId, plan.start, plan.end, plan.interval),
+              historyCsv(rows, series.present),
+            )
+          }
+        >
+          Download CSV
+        </button>
+      )}
+    </section>
+  );
+}
+
+export type { HistoryPlan };

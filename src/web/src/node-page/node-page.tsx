@@ -1,0 +1,143 @@
+/** One node: who it is, its latest values with units, and its history as charts. */
+
+import { FreshnessDot } from '../dashboard/node-list.js';
+import { useNow, useStore, useTitle } from '../hooks.js';
+import { cardinal, formatAge, formatCoordinates, formatMetric, formatTime } from '../lib/format.js';
+import { freshness } from '../lib/freshness.js';
+import { displayName, hasPosition, lastHeard, nodeIdFromNum } from '../lib/mesh-state.js';
+import { METRICS } from '../lib/metrics.js';
+import { batteryLabel } from '../lib/node-view.js';
+import { plainWords } from '../lib/problem.js';
+import { chatPath } from '../lib/routes.js';
+import { Link } from '../router.js';
+import { hubStore } from '../state/hub.js';
+import { meshStore, refreshMesh } from '../state/mesh.js';
+import { HistoryCharts } from './history-charts.js';
+import './node-page.css';
+
+export function NodePage({ nodeId, search }: { nodeId: string; search: string }) {
+  const view = useStore(meshStore);
+  const hub = useStore(hubStore);
+  const now = useNow(30_000);
+  const node = view.mesh.nodes.get(nodeId);
+  const latest = view.mesh.latest.get(nodeId);
+  const name = displayName(node, nodeId);
+  useTitle(name);
+
+  if (!view.loaded) {
+    if (view.error) {
+      return (
+        <section class="panel notice notice-error" role="alert">
+          <h1>{nodeId}</h1>
+          <p>{plainWords(view.error)}</p>
+          <button type="button" class="button" onClick={() => void refreshMesh()}>
+            Try again
+          </button>
+        </section>
+      );
+    }
+    return (
+      <p class="loading" role="status">
+        Loading…
+      </p>
+    );
+  }
+  if (!node && !latest) {
+    return (
+      <section class="panel notice">
+        <h1>Unknown node</h1>
+        <p>
+          No node <code>{nodeId}</code> is known to this hub. It appears once the radio hears it.{' '}
+          <Link href="/">Back to the map</Link>
+        </p>
+      </section>
+    );
+  }
+
+  const heardAt = lastHeard(view.mesh, nodeId);
+  const fresh = freshness(heardAt, now);
+  const isHub = hub.radio?.myNodeNum !== undefined && nodeIdFromNum(hub.radio.myNodeNum) === nodeId;
+  const facts: Array<[string, string]> = [];
+  if (node?.hw_model) facts.push(['Hardware', node.hw_model]);
+  if (typeof node?.battery_level === 'number')
+    facts.push(['Battery', batteryLabel(node.battery_level)]);
+  if (typeof node?.snr === 'number') facts.push(['Signal (SNR)', `${node.snr.toFixed(1)} dB`]);
+  if (typeof node?.altitude === 'number') facts.push(['Altitude', `${Math.round(node.altitude)} m`]);
+  const metrics = METRICS.filter((m) => latest?.values[m.key]);
+
+  return (
+    <div class="node-page">
+      <header class="panel node-header">
+        <Link href="/" class="back-link">
+          ← Map
+        </Link>
+        <h1>
+          {name}
+          {node?.short_name && <span class="chip">{node.short_name}</span>}
+          {isHub && <span class="chip chip-hub">this hub</span>}
+        </h1>
+        <p class="node-heard">
+          <FreshnessDot freshness={fresh} />{' '}
+          {heardAt === undefined ? 'Never heard' : `Heard ${formatAge(heardAt, now)}`}
+          <span class="muted"> · {nodeId}</span>
+        </p>
+        <dl class="facts">
+          {facts.map(([label, value]) => (
+            <div key={label}>
+              <dt>{label}</dt>
+              <dd>{value}</dd>
+            </div>
+          ))}
+          {node && hasPosition(node) && (
+            <div>
+              <dt>Position</dt>
+              <dd>
+                {formatCoordinates(node.latitude, node.longitude)} ·{' '}
+                <Link href={`/?node=${encodeURIComponent(nodeId)}`}>Show on map</Link>
+              </dd>
+            </div>
+          )}
+        </dl>
+        {!isHub && (
+          <Link href={chatPath(nodeId)} class="button button-secondary button-small">
+            Message this node
+          </Link>
+        )}
+      </header>
+
+      <section class="panel" aria-labelledby="latest-heading">
+        <h2 id="latest-heading">Latest values</h2>
+        {metrics.length === 0 ? (
+          <p class="muted">This node has sent no readings yet.</p>
+        ) : (
+          <ul class="latest-values">
+            {metrics.map((metric) => {
+              const entry = latest!.values[metric.key]!;
+              return (
+                <li key={metric.key} class="value-card" data-metric={metric.key}>
+                  <span class="value-label">{metric.label}</span>
+                  <span class="value-number">{formatMetric(metric, entry.value)}</span>
+                  {metric.key === 'wind_direction' && (
+                    <span class="value-extra">
+                      <span
+                        class="wind-arrow"
+                        style={{ transform: `rotate(${entry.value + 180}deg)` }}
+                        aria-hidden="true"
+                      >
+                        ↑
+                      </span>{' '}
+                      from {cardinal(entry.value)}
+                    </span>
+                  )}
+                  <span class="value-time muted small">{formatTime(entry.at, now)}</span>
+                </li>
+              );
+            })}
+          </ul>
+        )}
+      </section>
+
+      <HistoryCharts nodeId={nodeId} search={search} />
+    </div>
+  );
+}

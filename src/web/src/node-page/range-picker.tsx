@@ -1,0 +1,100 @@
+/** The chart range: four presets and a custom from–to, kept in the URL so a range can be shared. */
+import { useState } from 'preact/hooks';
+import {
+  fromLocalInput,
+  PRESETS,
+  planHistory,
+  type RangeChoice,
+  rangeToQuery,
+  toLocalInput,
+} from '../lib/history-plan.js';
+
+export function RangePicker({
+  choice,
+  onChoose,
+}: {
+  choice: RangeChoice;
+  onChoose: (query: string) => void;
+}) {
+  const [custom, setCustom] = useState(choice.kind === 'custom');
+  const initialEnd = choice.kind === 'custom' ? choice.end : Date.now();
+  const initialStart = choice.kind === 'custom' ? choice.start : initialEnd - 3 * 86_400_000;
+  const [from, setFrom] = useState(toLocalInput(initialStart));
+  const [to, setTo] = useState(toLocalInput(initialEnd));
+  const [error, setError] = useState<string>();
+  const selected = custom ? 'custom' : choice.kind === 'preset' ? choice.preset : 'custom';
+
+  const apply = (event: Event) => {
+    event.preventDefault();
+    const next: RangeChoice = { kind: 'custom', start: fromLocalInput(from), end: fromLocalInput(to) };
+    const plan = planHistory(next, Date.now());
+    if ('error' in plan) {
+      setError(plan.error);
+      return;
+    }
+    setError(undefined);
+    onChoose(rangeToQuery(next));
+  };
+
+  return (
+    <div class="range-picker">
+      <fieldset class="segmented">
+        <legend class="visually-hidden">Time range</legend>
+        {PRESETS.map((p) => (
+          <label key={p.preset} class={selected === p.preset ? 'selected' : ''}>
+            <input
+              type="radio"
+              name="range"
+              value={p.preset}
+              checked={selected === p.preset}
+              onChange={() => {
+                setCustom(false);
+                setError(undefined);
+                onChoose(rangeToQuery({ kind: 'preset', preset: p.preset }));
+              }}
+            />
+            {p.label}
+          </label>
+        ))}
+        <label class={selected === 'custom' ? 'selected' : ''}>
+          <input
+            type="radio"
+            name="range"
+            value="custom"
+            checked={selected === 'custom'}
+            onChange={() => setCustom(true)}
+          />
+          Custom
+        </label>
+      </fieldset>
+      {custom && (
+        <form class="custom-range" onSubmit={apply} noValidate>
+          <label>
+            From
+            <input
+              type="datetime-local"
+              value={from}
+              onInput={(e) => setFrom((e.target as HTMLInputElement).value)}
+            />
+          </label>
+          <label>
+            To
+            <input
+              type="datetime-local"
+              value={to}
+              onInput={(e) => setTo((e.target as HTMLInputElement).value)}
+            />
+          </label>
+          <button type="submit" class="button button-small">
+            Show
+          </button>
+          {error && (
+            <p class="form-error" role="alert">
+              {error}
+            </p>
+          )}
+        </form>
+      )}
+    </div>
+  );
+}

@@ -1,0 +1,81 @@
+/**
+ * The issue's "done when": `npm start` on a machine with no radio and no internet, then
+ * http://localhost:<port>/ shows the live map of the simulated mesh. Runs what `npm start`
+ * runs (scripts/start.mjs, which builds dist/ and the web app when stale) as a real process.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Browser } from 'playwright-core';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { waitFor } from '../helpers/hub.js';
+import { describeInBrowser, launchBrowser, openPage } from './helpers/browser.js';
+
+describeInBrowser('npm start, then the browser', () => {
+  let browser: Browser;
+  let child: ChildProcess;
+  let dataDir: string;
+  let port: number;
+  let output = '';
+
+  beforeAll(async () => {
+    const server = createServer();
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    port = (server.address() as { port: number }).port;
+    await new Promise((r) => server.close(r));
+    dataDir = mkdtempSync(join(tmpdir(), 'meshhub-npm-start-'));
+    // The defaults, except where a test machine differs from a Pi: loopback, a free port, a temp dir.
+    child = spawn(process.execPath, ['scripts/start.mjs', 'start'], {
+      env: {
+        ...process.env,
+        DATA_DIR: dataDir,
+        HTTP_HOST: '127.0.0.1',
+        HTTP_PORT: String(port),
+        SIM_PORT: '0',
+        MQTT_PORT: '0',
+        RADIO_PROBE_TIMEOUT_MS: '500',
+        LOG_LEVEL: 'info',
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    child.stdout?.on('data', (d) => (output += d));
+    child.stderr?.on('data', (d) => (output += d));
+    browser = await launchBrowser();
+    await waitFor(
+      () =>
+        fetch(`http://127.0.0.1:${port}/health`).then(
+          (r) => r.ok,
+          () => undefined,
+        ),
+      60_000,
+      `the hub to answer (log so far: ${output.slice(-500)})`,
+    );
+  });
+
+  afterAll(async () => {
+    await browser?.close();
+    if (child && child.exitCode === null) {
+      child.kill('SIGTERM');
+      await new Promise((r) => child.once('exit', r));
+    }
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  it('shows the live map of the simulated mesh at /', async () => {
+    const guarded = await openPage(browser);
+    const { page } = guarded;
+    // Default MAP_TILES is OpenStreetMap online; this machine has no internet.
+    guarded.expectFailedRequests(/^https:\/\/tile\.openstreetmap\.org\//);
+    await page.goto(`http://127.0.0.1:${port}/`);
+    await expect
+      .poll(() => page.locator('.node-marker').count(), { timeout: 20_000 })
+      .toBeGreaterThanOrEqual(6);
+    await page.getByTestId('simulator-banner').waitFor();
+    await expect.poll(() => page.getByTestId('radio-state').innerText()).toMatch(/connected/);
+    expect(output).toMatch(/running the built-in simulator/);
+    guarded.assertClean();
+    await guarded.close();
+  });
+});

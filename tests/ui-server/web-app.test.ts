@@ -1,0 +1,171 @@
+/**
+ * The built web app at `/`: hashed assets cached for a year, index.html revalidated, the
+ * precompressed variants sent to clients that accept them, browser routes answered with the
+ * app, and API paths (and missing files) left to the API's 404 problem.
+ */
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { brotliCompressSync, brotliDecompressSync, gunzipSync, gzipSync } from 'node:zlib';
+import type { Hono } from 'hono';
+import { pino } from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { HubEvents, HubRequests } from '../../src/events.js';
+import { createHttpApp } from '../../src/http/app.js';
+import type { RouteProvider } from '../../src/http/routes.js';
+import { Bus } from '../../src/kernel/bus.js';
+import { HubMetrics } from '../../src/metrics.js';
+import { nodesRoutes } from '../../src/nodes/routes.js';
+import { openMapTiles, webUiRouteProvider } from '../../src/ui-server/mount.js';
+import { chooseEncoding } from '../../src/ui-server/static-assets.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'meshhub-web-'));
+const INDEX =
+  '<!doctype html><html><head><title>meshhub</title></head><body><div id="app"></div></body></html>';
+const SCRIPT = `console.log(${JSON.stringify('x'.repeat(4000))});`;
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+async function appWith(
+  webRoot: string,
+  tiles = 'https://tile.openstreetmap.org/{z}/{x}/{y}.png',
+): Promise<Hono> {
+  const log = pino({ level: 'silent' });
+  const bus = new Bus<HubEvents, HubRequests>();
+  const api: RouteProvider = () => ({ path: '/api/v1/nodes', app: nodesRoutes({ list: () => [] } as never) });
+  const ui = webUiRouteProvider({ tiles: await openMapTiles(tiles), log, webRoot });
+  return createHttpApp({
+    log,
+    metrics: new HubMetrics({ defaultMetrics: false }),
+    version: '1.2.3',
+    health: () => ({
+      status: 'ok',
+      version: '1.2.3',
+      uptime_s: 1,
+      radio: { state: 'connected', transport: 'none', simulated: false },
+      actors: [],
+    }),
+    routes: [api, ui].flatMap((provide) => provide({ bus, owner: 'http' })),
+  });
+}
+
+let app: Hono;
+
+beforeAll(async () => {
+  const root = join(dir, 'web');
+  mkdirSync(join(root, 'assets'), { recursive: true });
+  writeFileSync(join(root, 'index.html'), INDEX);
+  writeFileSync(join(root, 'assets', 'index-Ab12Cd34.js'), SCRIPT);
+  writeFileSync(join(root, 'assets', 'index-Ab12Cd34.js.br'), brotliCompressSync(SCRIPT));
+  writeFileSync(join(root, 'assets', 'index-Ab12Cd34.js.gz'), gzipSync(SCRIPT));
+  writeFileSync(join(root, 'assets', 'index-Ef56Gh78.css'), `body{color:red}${' '.repeat(3000)}`);
+  writeFileSync(join(root, 'favicon.svg'), '<svg xmlns="http://www.w3.org/2000/svg"/>');
+  app = await appWith(root);
+});
+
+describe('the web app at /', () => {
+  it('serves index.html revalidated on every load, with a CSP that lets in only the tile server', async () => {
+    const res = await app.request('/');
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toBe('text/html; charset=utf-8');
+    expect(res.headers.get('cache-control')).toBe('no-cache');
+    expect(res.headers.get('etag')).toMatch(/^".+"$/);
+    const csp = res.headers.get('content-security-policy')!;
+    expect(csp).toContain("script-src 'self'");
+    expect(csp).toContain("connect-src 'self'");
+    expect(csp).toMatch(/img-src 'self' data: blob: https:\/\/tile\.openstreetmap\.org(;|$)/);
+    expect(await res.text()).toBe(INDEX);
+  });
+
+  it('caches hashed assets for a year as immutable, and sends brotli or gzip as the client accepts', async () => {
+    const plain = await app.request('/assets/index-Ab12Cd34.js');
+    expect(plain.headers.get('cache-control')).toBe('public, max-age=31536000, immutable');
+    expect(plain.headers.get('content-type')).toBe('text/javascript; charset=utf-8');
+    expect(plain.headers.get('content-encoding')).toBeNull();
+    expect(await plain.text()).toBe(SCRIPT);
+
+    const br = await app.request('/assets/index-Ab12Cd34.js', {
+      headers: { 'accept-encoding': 'gzip, deflate, br' },
+    });
+    expect(br.headers.get('content-encoding')).toBe('br');
+    expect(br.headers.get('vary')).toBe('Accept-Encoding');
+    expect(brotliDecompressSync(Buffer.from(await br.arrayBuffer())).toString()).toBe(SCRIPT);
+
+    const gz = await app.request('/assets/index-Ab12Cd34.js', {
+      headers: { 'accept-encoding': 'gzip, br;q=0' },
+    });
+    expect(gz.headers.get('content-encoding')).toBe('gzip');
+    expect(gunzipSync(Buffer.from(await gz.arrayBuffer())).toString()).toBe(SCRIPT);
+
+    // A text file the build did not compress is gzipped once by the hub.
+    const css = await app.request('/assets/index-Ef56Gh78.css', { headers: { 'accept-encoding': 'gzip' } });
+    expect(css.headers.get('content-encoding')).toBe('gzip');
+    expect(gunzipSync(Buffer.from(await css.arrayBuffer())).toString()).toMatch(/^body\{color:red\}/);
+  });
+
+  it('answers a matching If-None-Match with 304 and no body', async () => {
+    const first = await app.request('/assets/index-Ab12Cd34.js');
+    const again = await app.request('/assets/index-Ab12Cd34.js', {
+      headers: { 'if-none-match': first.headers.get('etag')! },
+    });
+    expect(again.status).toBe(304);
+    expect(await again.text()).toBe('');
+    const changed = await app.request('/assets/index-Ab12Cd34.js', {
+      headers: { 'if-none-match': '"other"' },
+    });
+    expect(changed.status).toBe(200);
+  });
+
+  it('answers the app’s browser routes with index.html, so a reload or a shared link works', async () => {
+    for (const path of [
+      '/nodes/!a1b2c3d4',
+      '/nodes/!a1b2c3d4?range=7d',
+      '/chat',
+      '/chat/!a1b2c3d4',
+      '/anything/else',
+    ]) {
+      const res = await app.request(path);
+      expect(res.status, path).toBe(200);
+      expect(await res.text()).toBe(INDEX);
+    }
+  });
+
+  it('leaves API paths and missing files to the API: 404 problem details, never the app', async () => {
+    for (const path of [
+      '/api/v1/nope',
+      '/api',
+      '/assets/index-Old00000.js',
+      '/favicon.ico',
+      '/.well-known/nothing',
+    ]) {
+      const res = await app.request(path);
+      expect(res.status, path).toBe(404);
+      expect(res.headers.get('content-type')).toBe('application/problem+json');
+    }
+    // Real routes registered before the app still answer.
+    expect((await app.request('/api/v1/nodes')).status).toBe(200);
+    expect(((await (await app.request('/health')).json()) as { version: string }).version).toBe('1.2.3');
+  });
+
+  it('picks encodings by RFC 9110 q-values', () => {
+    const both = { br: new Uint8Array(1), gzip: new Uint8Array(1) };
+    expect(chooseEncoding(undefined, both)).toBeUndefined();
+    expect(chooseEncoding('gzip', both)).toBe('gzip');
+    expect(chooseEncoding('br;q=0, gzip;q=0.5', both)).toBe('gzip');
+    expect(chooseEncoding('*', both)).toBe('br');
+    expect(chooseEncoding('*, br;q=0', both)).toBe('gzip');
+    expect(chooseEncoding('identity', both)).toBeUndefined();
+    expect(chooseEncoding('br', { gzip: new Uint8Array(1) })).toBeUndefined();
+  });
+});
+
+describe('a hub whose web app is not built', () => {
+  it('explains how to build it instead of showing a blank page, and the API still answers', async () => {
+    const bare = await appWith(join(dir, 'missing'));
+    const res = await bare.request('/');
+    expect(res.status).toBe(503);
+    expect(res.headers.get('content-type')).toMatch(/^text\/html/);
+    expect(await res.text()).toContain('npm run build');
+    expect((await bare.request('/api/v1/nodes')).status).toBe(200);
+    expect((await bare.request('/assets/index-Ab12Cd34.js')).status).toBe(404);
+  });
+});
