@@ -5,10 +5,13 @@
  */
 import { parseArgs } from 'node:util';
 import { UnknownPluginError } from '../plugins/index.js';
+import { runTokenCommand, runUserCommand, USER_HELP } from '../src/auth/cli-commands.js';
 import { ConfigError, loadConfig } from '../src/config/load.js';
 import { parseDuration } from '../src/config/schema.js';
 import { createLogger } from '../src/log.js';
+import { createMessagingResponder } from '../src/mesh/simulator/messaging-responder.js';
 import { MeshSimulator } from '../src/mesh/simulator/simulator.js';
+import { runSubscriptionCommand, SUBSCRIPTION_HELP } from '../src/messaging/subscription-commands.js';
 import { readVersion } from '../src/version.js';
 import { createHub } from './main.js';
 
@@ -27,6 +30,9 @@ Commands:
       --backfill DUR      history replayed to each new client, e.g. 30d (SIM_BACKFILL, default 24h)
       --interval SECONDS  seconds between telemetry packets per node (SIM_TELEMETRY_SECONDS, default 300)
       --seed N            seed for names, positions and values (SIM_SEED, default 1)
+  user, token           Manage users and print access tokens (see below).
+  subscription          Grant and revoke which nodes a user may message (see below).
+                        These work while the hub runs, on the database in DATA_DIR.
   --version             Print the version.
   --help                Print this help.
 `;
@@ -83,6 +89,8 @@ async function runHub(): Promise<void> {
     });
   } catch (error) {
     if (error instanceof UnknownPluginError) fail(`meshhub: invalid configuration:\n  - ${error.message}`, 1);
+    // Settings checked together when the hub is built (AUTH_JWKS_URL with AUTH_ISSUER, ...).
+    if (error instanceof ConfigError) fail(`meshhub: ${error.message}`, 1);
     throw error;
   }
   onShutdownSignals(() => hub.stop(), log);
@@ -135,6 +143,10 @@ async function runSimulator(args: string[]): Promise<void> {
     seed: config.SIM_SEED,
     telemetryIntervalMs: config.SIM_TELEMETRY_SECONDS * 1000,
     backfillMs: config.SIM_BACKFILL,
+    responder: createMessagingResponder({
+      failurePercent: config.SIM_FAILURE_PERCENT,
+      delayScale: config.SIM_ACK_DELAY_SCALE,
+    }),
     log,
   });
   const address = await sim.start();
@@ -149,6 +161,20 @@ export async function main(argv: string[]): Promise<void> {
       return runHub();
     case 'sim':
       return runSimulator(rest);
+    case 'user':
+    case 'token':
+    case 'subscription': {
+      const config = loadConfigOrExit();
+      const ctx = {
+        dataDir: config.DATA_DIR,
+        stdin: process.stdin,
+        out: (text: string) => process.stdout.write(text),
+        err: (text: string) => process.stderr.write(text),
+      };
+      const commands = { user: runUserCommand, token: runTokenCommand, subscription: runSubscriptionCommand };
+      process.exitCode = await commands[command](rest, ctx);
+      return;
+    }
     case '--version':
     case '-v':
     case 'version':
@@ -157,7 +183,7 @@ export async function main(argv: string[]): Promise<void> {
     case '--help':
     case '-h':
     case 'help':
-      process.stdout.write(HELP);
+      process.stdout.write(`${HELP}\n${USER_HELP}\n${SUBSCRIPTION_HELP}`);
       return;
     default:
       fail(`meshhub: unknown command "${command}"\n\n${HELP}`);

@@ -1,20 +1,28 @@
+import type { IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import type { Duplex } from 'node:stream';
 import { type ServerType, serve } from '@hono/node-server';
 import type { Hono } from 'hono';
 import type { HubBus } from '../src/events.js';
 import { createHttpApp } from '../src/http/app.js';
 import type { HealthReport } from '../src/http/health.js';
-import type { RouteProvider } from '../src/http/routes.js';
+import type { Component, RouteProvider } from '../src/http/routes.js';
 import { Actor } from '../src/kernel/actor.js';
 import type { Logger } from '../src/log.js';
 import type { HubMetrics } from '../src/metrics.js';
 
-/** Serves the HTTP API on HTTP_HOST:HTTP_PORT. */
+/**
+ * Serves the HTTP API on HTTP_HOST:HTTP_PORT and, with HTTP_COMPONENT_PORTS, on one extra port
+ * per component of the spec, each serving only the route groups of that component.
+ */
 export class HttpServerActor extends Actor {
   readonly name = 'http';
   override readonly dependsOn: readonly string[];
   private server: ServerType | undefined;
   private boundPort: number | undefined;
+  private readonly componentServers = new Map<Component, { server: ServerType; port?: number }>();
+  /** Sockets handed over on upgrade: the server still counts them, so stop() must end them. */
+  private readonly upgraded = new Set<Duplex>();
   app: Hono | undefined;
 
   constructor(
@@ -29,6 +37,10 @@ export class HttpServerActor extends Actor {
       port: number;
       version: string;
       health: () => HealthReport;
+      /** HTTP_COMPONENT_PORTS: component → port (0: any free port). */
+      componentPorts?: Partial<Record<Component, number>>;
+      /** Takes over protocol upgrades (MQTT over WebSocket at /mqtt); false: not handled, the socket is closed. */
+      upgrade?: (request: IncomingMessage, socket: Duplex, head: Buffer) => boolean;
     },
   ) {
     super();
@@ -50,34 +62,81 @@ export class HttpServerActor extends Actor {
       health: this.deps.health,
       routes,
     });
-    const app = this.app;
-    await new Promise<void>((resolve, reject) => {
-      const server = serve({ fetch: app.fetch, hostname: this.deps.host, port: this.deps.port }, (info) => {
-        this.boundPort = info.port;
-        resolve();
-      });
-      server.once('error', reject);
+    this.boundPort = await this.listen(this.app, this.deps.port, (server) => {
       this.server = server;
     });
-    this.server?.on('error', (err) => this.crash(err));
+    const upgrade = this.deps.upgrade;
+    if (upgrade) {
+      this.server?.on('upgrade', (request: IncomingMessage, socket: Duplex, head: Buffer) => {
+        if (!upgrade(request, socket, head)) {
+          socket.destroy();
+          return;
+        }
+        this.upgraded.add(socket);
+        socket.once('close', () => this.upgraded.delete(socket));
+      });
+    }
     log.info({ host: this.deps.host, port: this.boundPort }, 'http listening');
+    for (const [component, port] of Object.entries(this.deps.componentPorts ?? {}) as [Component, number][]) {
+      const app = createHttpApp({
+        log,
+        metrics: this.deps.metrics,
+        version: this.deps.version,
+        health: this.deps.health,
+        routes: routes.filter((r) => r.component === component),
+      });
+      const entry: { server?: ServerType; port?: number } = {};
+      entry.port = await this.listen(app, port, (server) => {
+        entry.server = server;
+        this.componentServers.set(component, entry as { server: ServerType });
+      });
+      log.info({ host: this.deps.host, port: entry.port, component }, 'http component port listening');
+    }
+  }
+
+  private listen(app: Hono, port: number, created: (server: ServerType) => void): Promise<number> {
+    return new Promise<number>((resolve, reject) => {
+      const server = serve({ fetch: app.fetch, hostname: this.deps.host, port }, (info) => {
+        server.off('error', reject);
+        server.on('error', (err) => this.crash(err));
+        resolve(info.port);
+      });
+      server.once('error', reject);
+      created(server);
+    });
+  }
+
+  /** The port a component listens on (HTTP_COMPONENT_PORTS), once started. */
+  componentPort(component: Component): number | undefined {
+    return this.componentServers.get(component)?.port;
   }
 
   override describe(): Record<string, unknown> {
-    return this.boundPort === undefined ? {} : { port: this.boundPort };
+    if (this.boundPort === undefined) return {};
+    const components = Object.fromEntries([...this.componentServers].map(([c, e]) => [c, e.port]));
+    return { port: this.boundPort, ...(this.componentServers.size ? { component_ports: components } : {}) };
   }
 
   async stop(): Promise<void> {
     this.deps.bus.removeOwner(this.name);
-    const server = this.server;
+    const servers = [this.server, ...[...this.componentServers.values()].map((e) => e.server)];
     this.server = undefined;
     this.boundPort = undefined;
-    if (!server) return;
-    await new Promise<void>((resolve) => {
-      server.close(() => resolve());
-      // Keep-alive and streaming connections would hold close() open; the hub is stopping.
-      if ('closeAllConnections' in server) (server as { closeAllConnections(): void }).closeAllConnections();
-    });
+    this.componentServers.clear();
+    for (const socket of this.upgraded) socket.destroy();
+    this.upgraded.clear();
+    await Promise.all(
+      servers.map(
+        (server) =>
+          server &&
+          new Promise<void>((resolve) => {
+            server.close(() => resolve());
+            // Keep-alive and streaming connections would hold close() open; the hub is stopping.
+            if ('closeAllConnections' in server)
+              (server as { closeAllConnections(): void }).closeAllConnections();
+          }),
+      ),
+    );
   }
 
   /** The address the server actually bound (for tests using port 0). */

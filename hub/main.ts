@@ -4,20 +4,34 @@
  */
 import { join } from 'node:path';
 import { loadPlugins } from '../plugins/index.js';
+import { type HubIdentity, openHubIdentity } from '../src/auth/hub-identity.js';
+import type { TokenVerifier } from '../src/auth/jwt-verifier.js';
+import { authRouteProvider } from '../src/auth/routes.js';
+import { UserRepository } from '../src/auth/users.js';
 import type { HubConfig } from '../src/config/schema.js';
 import type { HubBus, HubEvents, HubRequests } from '../src/events.js';
 import { buildHealthReport } from '../src/http/health.js';
 import type { RouteProvider } from '../src/http/routes.js';
+import { busReadingSink } from '../src/ingest/reading-sink.js';
+import { ingestRouteProvider } from '../src/ingest/routes.js';
 import { Bus } from '../src/kernel/bus.js';
 import { Supervisor } from '../src/kernel/supervisor.js';
+import { liveRouteProvider } from '../src/live/mount.js';
 import type { Logger } from '../src/log.js';
+import { PacketDedupe } from '../src/mesh/packet-dedupe.js';
+import { createMessagingResponder } from '../src/mesh/simulator/messaging-responder.js';
 import { probeSerialPorts, serialTransport, tcpTransport } from '../src/mesh/transport.js';
+import { messagingRouteProvider } from '../src/messaging/mount.js';
 import { HubMetrics } from '../src/metrics.js';
+import type { CheckPassword } from '../src/mqtt/authenticator.js';
 import { nodesRoutes } from '../src/nodes/routes.js';
+import { openConfiguredMapTiles, webUiRouteProvider } from '../src/ui-server/mount.js';
 import { readVersion } from '../src/version.js';
 import { weatherRouteProvider } from '../src/weather/mount.js';
 import { HttpServerActor } from './http-server.js';
 import { IngestWriterActor } from './ingest-writer.js';
+import { MessageGatewayActor } from './message-gateway.js';
+import { MqttBrokerActor } from './mqtt-broker.js';
 import { NodeDirectoryActor } from './node-directory.js';
 import { RadioActor, type RadioPlan } from './radio.js';
 import { RetentionActor } from './retention.js';
@@ -32,8 +46,12 @@ export interface Hub {
   readonly writer: IngestWriterActor;
   readonly http: HttpServerActor;
   readonly radio: RadioActor;
+  readonly mqtt: MqttBrokerActor;
   readonly retention: RetentionActor;
   readonly simulator?: SimulatorActor;
+  /** The hub's token issuer and verifier (src/auth/hub-identity.ts): every bearer-token feature uses it. */
+  readonly identity: HubIdentity;
+  readonly gateway: MessageGatewayActor;
   readonly version: string;
   start(): Promise<void>;
   stop(): Promise<void>;
@@ -45,6 +63,15 @@ export interface HubOptions {
   onFatal?: (actor: string, error: unknown) => void;
   /** Overrides for tests: skip default process metrics. */
   defaultMetrics?: boolean;
+  /** The environment plugins read their settings from (default `process.env`; tests pass their own). */
+  env?: Readonly<Record<string, string | undefined>>;
+  /**
+   * Who may send readings and read the hub's MQTT events: MQTT username/password logins
+   * (`checkPassword`), and JWTs as the MQTT password or the HTTP ingest bearer token
+   * (`tokenVerifier`; roles device/ingest, integration, admin). Default: nobody (anonymous MQTT
+   * only with MQTT_ALLOW_ANONYMOUS). Default: the hub's users and HubIdentity.verifier.
+   */
+  ingestAuth?: { checkPassword?: CheckPassword; tokenVerifier?: TokenVerifier };
 }
 
 /** Resolves RADIO to a concrete plan; `auto` probes USB serial ports, else falls back to the simulator. */
@@ -97,7 +124,36 @@ export async function createHub(config: HubConfig, options: HubOptions): Promise
 
   const store = new StoreActor(join(config.DATA_DIR, 'meshhub.sqlite'), log.child({ component: 'store' }));
   const writer = new IngestWriterActor({ bus, store, log, metrics });
+  const identity = await openHubIdentity({
+    dataDir: config.DATA_DIR,
+    external: {
+      jwksUrl: config.AUTH_JWKS_URL,
+      issuer: config.AUTH_ISSUER,
+      audience: config.AUTH_AUDIENCE,
+      rolesClaim: config.AUTH_ROLES_CLAIM,
+    },
+    warn: (message) => log.warn(message),
+  });
   const nodes = new NodeDirectoryActor({ bus, store });
+  // One (from, packet id) memory for the radio and MQTT paths: a packet heard both ways is stored once.
+  const dedupe = new PacketDedupe();
+  const readingSink = busReadingSink({
+    bus,
+    commitNow: () => writer.flush(),
+    onCommitError: (err) => log.error({ err }, 'committing readings failed'),
+  });
+  // MQTT logins and ingest tokens use the hub's own users and token verifier (issue 4).
+  // The store opens at start, so the repository is made on first use.
+  let users: UserRepository | undefined;
+  const ingestAuth = {
+    checkPassword:
+      options.ingestAuth?.checkPassword ??
+      ((username: string, password: string) => {
+        users ??= new UserRepository(store.db);
+        return users.checkPassword(username, password);
+      }),
+    tokenVerifier: options.ingestAuth?.tokenVerifier ?? identity.verifier,
+  };
   const retention = new RetentionActor({
     store,
     log: log.child({ component: 'retention' }),
@@ -118,6 +174,10 @@ export async function createHub(config: HubConfig, options: HubOptions): Promise
         seed: config.SIM_SEED,
         telemetryIntervalMs: config.SIM_TELEMETRY_SECONDS * 1000,
         backfillMs: config.SIM_BACKFILL,
+        responder: createMessagingResponder({
+          failurePercent: config.SIM_FAILURE_PERCENT,
+          delayScale: config.SIM_ACK_DELAY_SCALE,
+        }),
       },
       log,
     );
@@ -135,12 +195,59 @@ export async function createHub(config: HubConfig, options: HubOptions): Promise
     metrics,
     plan,
     heartbeatMs: config.RADIO_HEARTBEAT_SECONDS * 1000,
+    dedupe,
+  });
+  const mqtt = new MqttBrokerActor({
+    bus,
+    log: log.child({ component: 'mqtt' }),
+    metrics,
+    store,
+    nodes: () => nodes.repository,
+    dedupe,
+    sink: readingSink,
+    settings: {
+      host: config.MQTT_HOST ?? config.HTTP_HOST,
+      port: config.MQTT_PORT,
+      websocket: config.MQTT_WEBSOCKET,
+      allowAnonymous: config.MQTT_ALLOW_ANONYMOUS,
+      maxConnections: config.MQTT_MAX_CONNECTIONS,
+      maxPacketBytes: config.MQTT_MAX_PACKET_BYTES,
+      drainTimeoutMs: config.MQTT_DRAIN_TIMEOUT_SECONDS * 1000,
+      channelKeys: config.MESH_CHANNEL_KEYS,
+      haDiscovery: config.HA_DISCOVERY,
+      offlineAfterMs: config.NODE_OFFLINE_AFTER,
+    },
+    ...ingestAuth,
+    version,
   });
 
+  // MAP_TILES naming a file that cannot be used stops the start like any bad setting.
+  const mapTiles = await openConfiguredMapTiles(config.MAP_TILES);
   // Route groups: each feature contributes its own; plugins add theirs through `mount`.
   const routes: RouteProvider[] = [
     weatherRouteProvider(() => store.db),
     () => ({ path: '/api/v1/nodes', app: nodesRoutes(nodes.repository), component: 'weather' }),
+    ingestRouteProvider(() => ({
+      sink: readingSink,
+      verifier: ingestAuth.tokenVerifier,
+      log: log.child({ component: 'ingest' }),
+      onRejected: (source, reason, count) => metrics.ingestRejectedReadings.inc({ source, reason }, count),
+    })),
+    authRouteProvider({
+      identity,
+      users: () => new UserRepository(store.db),
+      tokenTtlSeconds: config.AUTH_TOKEN_TTL / 1000,
+    }),
+    messagingRouteProvider({
+      db: () => store.db,
+      identity,
+      perSubscriber: config.MESSAGE_RATE_PER_SUBSCRIBER,
+      perNode: config.MESSAGE_RATE_PER_NODE,
+      radioStatus: () => radio.status,
+    }),
+    liveRouteProvider({ version, startedAt, radioStatus: () => radio.status }),
+    // After the API groups: the web app's fallback passes /api/… (plugins' routes too) to them.
+    webUiRouteProvider({ tiles: mapTiles, log: log.child({ component: 'web-ui' }) }),
   ];
   const http = new HttpServerActor({
     bus,
@@ -152,21 +259,36 @@ export async function createHub(config: HubConfig, options: HubOptions): Promise
     port: config.HTTP_PORT,
     version,
     health: () => buildHealthReport({ version, startedAt, radio: radio.status, actors: supervisor.status() }),
+    componentPorts: config.HTTP_COMPONENT_PORTS,
+    upgrade: (request, socket, head) => mqtt.handleUpgrade(request, socket, head),
   });
 
   supervisor.add(store).add(writer).add(nodes).add(retention);
   if (simulator) supervisor.add(simulator);
-  supervisor.add(radio).add(http);
+  const gateway = new MessageGatewayActor({
+    bus,
+    store,
+    log: log.child({ component: 'message-gateway' }),
+    radioStatus: () => radio.status,
+    delivery: {
+      ackTimeoutMs: config.MESSAGE_ACK_TIMEOUT,
+      maxRetries: config.MESSAGE_MAX_RETRIES,
+      retryDelayMs: config.MESSAGE_RETRY_DELAY,
+    },
+    airtimePercent: config.MESSAGE_AIRTIME_PERCENT,
+  });
+  supervisor.add(radio).add(mqtt).add(gateway).add(http);
   for (const plugin of plugins) {
     const actors = await plugin.create({
       apiVersion: 1,
       bus,
       db: () => store.db,
-      env: process.env,
+      env: options.env ?? process.env,
       log: log.child({ plugin: plugin.name }),
       mount: (path, app) => {
         routes.push(() => ({ path, app }));
       },
+      metrics: metrics.registry,
     });
     for (const actor of actors) supervisor.add(actor);
   }
@@ -179,8 +301,11 @@ export async function createHub(config: HubConfig, options: HubOptions): Promise
     writer,
     http,
     radio,
+    mqtt,
     retention,
     ...(simulator ? { simulator } : {}),
+    identity,
+    gateway,
     version,
     async start() {
       log.info({ version, radio: config.RADIO.kind, plugins: config.PLUGINS }, 'meshhub starting');

@@ -1,9 +1,16 @@
-import { type Mesh, Portnums } from '@meshtastic/protobufs';
-import type { HubBus, RadioStatus } from '../src/events.js';
+import { create } from '@bufbuild/protobuf';
+import { Mesh, Portnums } from '@meshtastic/protobufs';
+import type { HubBus, RadioSendRequest, RadioStatus } from '../src/events.js';
 import { Actor } from '../src/kernel/actor.js';
 import type { Logger } from '../src/log.js';
-import { PayloadDecodeError } from '../src/mesh/errors.js';
-import { decodeMeshPacket, nodeUpdateFromNodeInfo } from '../src/mesh/packet-decoder.js';
+import { PayloadDecodeError, TransportClosedError } from '../src/mesh/errors.js';
+import {
+  decodeMeshPacket,
+  decodeRoutingPacket,
+  decodeTextPacket,
+  nodeUpdateFromNodeInfo,
+} from '../src/mesh/packet-decoder.js';
+import type { PacketDedupe } from '../src/mesh/packet-dedupe.js';
 import { RadioLink } from '../src/mesh/radio-link.js';
 import type { RadioTransport } from '../src/mesh/transport.js';
 import type { HubMetrics } from '../src/metrics.js';
@@ -24,6 +31,8 @@ export class RadioActor extends Actor {
   private link: RadioLink | undefined;
   private current: RadioStatus;
   private connectedOnce = false;
+  /** Config.LoRaConfig.hop_limit from the handshake: what our own packets start with. */
+  private hopLimit = 3;
 
   constructor(
     private readonly deps: {
@@ -32,6 +41,8 @@ export class RadioActor extends Actor {
       metrics: HubMetrics;
       plan: RadioPlan;
       heartbeatMs: number;
+      /** Shared with the MQTT path: a packet a gateway uplinked first is not stored twice. */
+      dedupe?: PacketDedupe;
     },
   ) {
     super();
@@ -54,6 +65,7 @@ export class RadioActor extends Actor {
 
   async start(): Promise<void> {
     const { plan, log } = this.deps;
+    this.deps.bus.handle(this.name, 'radio.send', (request) => this.send(request));
     if (plan.kind === 'none') {
       log.warn('RADIO=none: running without a radio');
       this.setStatus({ ...this.current, state: 'disconnected' });
@@ -69,7 +81,7 @@ export class RadioActor extends Actor {
       onStatus: (status) => this.setStatus(status),
       onFromRadio: (message, receivedAt) => this.onFromRadio(message, receivedAt),
       onLogLine: (line) => log.debug({ device: line }, 'device log'),
-      onFrameError: (reason) => this.frameError(reason),
+      onFrameError: (kind) => this.frameError(kind),
     });
     await this.link.start();
   }
@@ -78,6 +90,27 @@ export class RadioActor extends Actor {
     const link = this.link;
     this.link = undefined;
     await link?.stop();
+  }
+
+  /** ToRadio.packet with a decoded Data; the firmware answers with QueueStatus and, for want_ack, ROUTING_APP. */
+  private async send(request: RadioSendRequest): Promise<{ id: number }> {
+    const link = this.link;
+    if (!link || this.current.state !== 'connected') throw new TransportClosedError();
+    const packet = create(Mesh.ToRadioSchema, {
+      payloadVariant: {
+        case: 'packet',
+        value: {
+          to: request.to >>> 0,
+          id: request.id >>> 0,
+          channel: request.channel ?? 0,
+          wantAck: request.wantAck,
+          hopLimit: this.hopLimit,
+          payloadVariant: { case: 'decoded', value: { portnum: request.portnum, payload: request.payload } },
+        },
+      },
+    });
+    await link.send(packet);
+    return { id: request.id >>> 0 };
   }
 
   override describe(): Record<string, unknown> {
@@ -108,7 +141,8 @@ export class RadioActor extends Actor {
     this.deps.bus.emit('radio.status', status);
   }
 
-  private frameError(reason: string): void {
+  /** `reason` is a bounded kind (frame, protobuf, payload): it labels a metric. */
+  private frameError(reason: 'frame' | 'protobuf' | 'payload'): void {
     this.deps.metrics.meshFrameErrors.inc({ reason });
     this.deps.bus.emit('mesh.frameError', { reason });
   }
@@ -118,6 +152,11 @@ export class RadioActor extends Actor {
     const variant = message.payloadVariant;
     if (variant.case === 'nodeInfo') {
       bus.emit('node.updated', nodeUpdateFromNodeInfo(variant.value));
+      return;
+    }
+    if (variant.case === 'config' && variant.value.payloadVariant.case === 'lora') {
+      const hops = variant.value.payloadVariant.value.hopLimit;
+      if (hops >= 1 && hops <= 7) this.hopLimit = hops;
       return;
     }
     if (variant.case !== 'packet') return;
@@ -136,8 +175,16 @@ export class RadioActor extends Actor {
     }
     try {
       const { readings, nodes } = decodeMeshPacket(packet, receivedAt);
-      for (const node of nodes) bus.emit('node.updated', node);
-      if (readings.length) bus.emit('reading.received', { readings, source: 'radio' });
+      // Remember only packets that carry something: an undecoded copy must not hide a decodable one.
+      const carries = nodes.length > 0 || readings.length > 0;
+      if (carries && (this.deps.dedupe?.firstSighting(packet.from, packet.id) ?? true)) {
+        for (const node of nodes) bus.emit('node.updated', node);
+        if (readings.length) bus.emit('reading.received', { readings, source: 'radio' });
+      }
+      const text = decodeTextPacket(packet, receivedAt);
+      if (text) bus.emit('mesh.text', text);
+      const routing = decodeRoutingPacket(packet, receivedAt);
+      if (routing) bus.emit('mesh.routing', routing);
     } catch (error) {
       if (!(error instanceof PayloadDecodeError)) throw error;
       this.frameError('payload');

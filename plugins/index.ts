@@ -4,7 +4,9 @@
  */
 import type { Plugin } from '../src/kernel/plugin.js';
 
-export const KNOWN_PLUGINS: Record<string, () => Promise<Plugin>> = {};
+export const KNOWN_PLUGINS: Record<string, () => Promise<Plugin>> = {
+  audit: async () => (await import('./audit/index.js')).plugin,
+};
 
 export class UnknownPluginError extends Error {
   override readonly name = 'UnknownPluginError';

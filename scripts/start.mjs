@@ -52,6 +52,29 @@ if (stale()) {
   const now = new Date();
   utimesSync(stamp, now, now);
 }
+// The web app (src/web, built by Vite into dist/web): rebuilt when missing or older than its sources.
+const webIndex = join(root, 'dist', 'web', 'index.html');
+function webStale() {
+  if (!existsSync(webIndex)) return true;
+  const built = statSync(webIndex).mtimeMs;
+  return [join(root, 'src', 'web'), join(root, 'package.json')].some((p) => newestMtime(p) > built);
+}
+if (webStale()) {
+  const vite = join(root, 'node_modules', 'vite', 'bin', 'vite.js');
+  if (existsSync(vite)) {
+    process.stderr.write('meshhub: building the web app (vite)...\n');
+    const result = spawnSync(
+      process.execPath,
+      [vite, 'build', '--config', join(root, 'src', 'web', 'vite.config.ts')],
+      { stdio: 'inherit' },
+    );
+    if (result.status !== 0) process.exit(result.status ?? 1);
+  } else if (!existsSync(webIndex)) {
+    process.stderr.write(
+      'meshhub: the web app is not built and vite is not installed; serving the API only\n',
+    );
+  }
+}
 if (!buildOnly) {
   // Import rather than spawn: one process, so signals reach the hub directly.
   process.argv = [process.argv[0], entry, ...args];

@@ -4,6 +4,8 @@
  */
 import type { Bus } from './kernel/bus.js';
 import type { NodeUpdate } from './mesh/node.js';
+import type { MeshRoutingReport, MeshText } from './mesh/packet-decoder.js';
+import type { MessageChange } from './messaging/message.js';
 import type { Reading } from './weather/reading.js';
 
 export type RadioLinkState = 'disconnected' | 'connecting' | 'configuring' | 'connected';
@@ -50,10 +52,30 @@ export interface HubEvents {
   /** After commit: the readings that were new (duplicates left out). */
   'reading.stored': { readings: Reading[]; source: ReadingSource };
   'node.updated': NodeUpdate;
+  /** A TEXT_MESSAGE_APP packet (any destination: the gateway keeps those addressed to the hub). */
+  'mesh.text': MeshText;
+  /** A ROUTING_APP packet: an ACK or NAK for `requestId` (DESIGN.md "Meshtastic facts"). */
+  'mesh.routing': MeshRoutingReport;
+  /** A message was stored or changed status (created, sent, delivered, failed, read). */
+  'message.updated': MessageChange;
   'hub.stopping': Record<string, never>;
 }
 
-// biome-ignore lint/complexity/noBannedTypes: no requests yet; the messaging gateway adds its own.
-export type HubRequests = {};
+/** A MeshPacket for the radio to send (ToRadio.packet with Data `portnum`/`payload`). */
+export interface RadioSendRequest {
+  /** Destination node number; 0xFFFFFFFF is broadcast. */
+  to: number;
+  /** MeshPacket.id: a random non-zero uint32 chosen by the sender, echoed in ROUTING_APP request_id. */
+  id: number;
+  portnum: number;
+  payload: Uint8Array;
+  wantAck: boolean;
+  channel?: number;
+}
+
+export type HubRequests = {
+  /** Hands a packet to the radio; rejects (TransportClosedError) while the link is down. */
+  'radio.send': { request: RadioSendRequest; response: { id: number } };
+};
 
 export type HubBus = Bus<HubEvents, HubRequests>;

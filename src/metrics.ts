@@ -49,6 +49,46 @@ export class HubMetrics {
     registers: [this.registry],
   });
 
+  readonly mqttClients = new Gauge({
+    name: 'meshhub_mqtt_clients',
+    help: 'MQTT clients connected to the embedded broker (TCP and WebSocket)',
+    registers: [this.registry],
+  });
+
+  readonly mqttIngestMessages = new Counter({
+    name: 'meshhub_mqtt_ingest_messages_total',
+    help: 'Publishes on ingestion topics by format (envelope, legacy_json, readings_json) and outcome (accepted, duplicate, ignored, or why refused: undecryptable, malformed_envelope, ...)',
+    labelNames: ['format', 'outcome'] as const,
+    registers: [this.registry],
+  });
+
+  readonly mqttAuthFailures = new Counter({
+    name: 'meshhub_mqtt_auth_failures_total',
+    help: 'MQTT logins refused, by reason',
+    labelNames: ['reason'] as const,
+    registers: [this.registry],
+  });
+
+  readonly mqttDenied = new Counter({
+    name: 'meshhub_mqtt_denied_total',
+    help: 'MQTT publishes (connection closed) and subscriptions (SUBACK 0x80) refused by the ACL',
+    labelNames: ['action'] as const,
+    registers: [this.registry],
+  });
+
+  readonly mqttOversizePackets = new Counter({
+    name: 'meshhub_mqtt_oversize_packets_total',
+    help: 'MQTT connections closed for announcing a packet over MQTT_MAX_PACKET_BYTES',
+    registers: [this.registry],
+  });
+
+  readonly ingestRejectedReadings = new Counter({
+    name: 'meshhub_ingest_rejected_readings_total',
+    help: 'JSON readings refused by validation, by source (mqtt, http) and reason',
+    labelNames: ['source', 'reason'] as const,
+    registers: [this.registry],
+  });
+
   private readonly mailboxDepth = new Gauge({
     name: 'meshhub_mailbox_depth',
     help: 'Messages waiting in each actor mailbox',
@@ -64,6 +104,8 @@ export class HubMetrics {
   });
 
   private mailboxSource: () => MailboxStats[] = () => [];
+  /** Called before each scrape: hot paths tally in plain counters and move them here. */
+  private readonly beforeRender = new Set<() => void>();
 
   constructor(options: { defaultMetrics?: boolean } = {}) {
     if (options.defaultMetrics !== false)
@@ -75,7 +117,14 @@ export class HubMetrics {
     this.mailboxSource = source;
   }
 
+  /** Registers a function run before each scrape; returns its removal. */
+  onRender(fn: () => void): () => void {
+    this.beforeRender.add(fn);
+    return () => this.beforeRender.delete(fn);
+  }
+
   async render(): Promise<{ contentType: string; body: string }> {
+    for (const fn of this.beforeRender) fn();
     this.mailboxDepth.reset();
     this.mailboxDropped.reset();
     for (const m of this.mailboxSource()) {

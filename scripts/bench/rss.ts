@@ -66,6 +66,7 @@ async function hub(): Promise<number> {
       HTTP_PORT: String(port),
       RADIO: 'sim',
       SIM_PORT: '0',
+      MQTT_PORT: '0',
       LOG_LEVEL: 'warn',
     },
     stdio: 'ignore',

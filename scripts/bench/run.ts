@@ -10,6 +10,11 @@ const SUITES: Record<string, () => Promise<{ run(): Promise<BenchResult[]> }>> =
   history: () => import('./history.js'),
   latest: () => import('./latest.js'),
   rss: () => import('./rss.js'),
+  mqtt: () => import('./mqtt.js'),
+  ingest: () => import('./ingest.js'),
+  messages: () => import('./messages.js'),
+  audit: () => import('./audit.js'),
+  web: () => import('./web.js'),
 };
 
 const fmt = (n: number) => (n >= 100 ? n.toFixed(0) : n >= 10 ? n.toFixed(1) : n.toFixed(2));

@@ -4,6 +4,7 @@
  * plugin. Its actors are optional: a plugin that keeps failing is disabled, the hub runs on.
  */
 import type { Hono } from 'hono';
+import type { Registry } from 'prom-client';
 import type { Actor, KernelLogger } from './actor.js';
 
 /** Bumped on any breaking change to PluginContext. */
@@ -19,6 +20,8 @@ export interface PluginContext<Bus = unknown, Db = unknown> {
   log: KernelLogger;
   /** Mounts routes on the hub's HTTP server (at start-up, before the server listens). */
   mount: (path: string, routes: Hono) => void;
+  /** The hub's metrics registry: a plugin's metrics appear in the hub's `/metrics`. */
+  metrics: Registry;
 }
 
 export interface Plugin<Ctx extends PluginContext = PluginContext> {

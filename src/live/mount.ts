@@ -31,11 +31,17 @@ export function liveRouteProvider(options: LiveStreamOptions): RouteProvider {
   return ({ bus, owner }) => {
     const live = new LiveBroadcaster(options.limits);
     options.onBroadcaster?.(live);
+    // Serialising costs real CPU at ingest rates: only do it when someone is listening.
     bus.on(owner, 'reading.stored', ({ readings }) => {
-      if (readings.length > 0) live.broadcast('readings', readingsEventData(readings));
+      if (readings.length > 0 && live.clientCount > 0)
+        live.broadcast('readings', readingsEventData(readings));
     });
-    bus.on(owner, 'node.updated', (update) => live.broadcast('node', nodeEventData(update)));
-    bus.on(owner, 'radio.status', (status) => live.broadcast('radio', radioEventData(status)));
+    bus.on(owner, 'node.updated', (update) => {
+      if (live.clientCount > 0) live.broadcast('node', nodeEventData(update));
+    });
+    bus.on(owner, 'radio.status', (status) => {
+      if (live.clientCount > 0) live.broadcast('radio', radioEventData(status));
+    });
     bus.on(owner, 'hub.stopping', () => live.closeAll());
 
     const app = new Hono();

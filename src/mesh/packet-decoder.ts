@@ -79,6 +79,86 @@ export function decodeMeshPacket(packet: Mesh.MeshPacket, hubNowMs: number): Dec
   return { readings, nodes: [node] };
 }
 
+/** A TEXT_MESSAGE_APP packet: `text` is Data.payload as UTF-8. */
+export interface MeshText {
+  from: number;
+  to: number;
+  /** MeshPacket.id: with `from`, identifies the packet across duplicates. */
+  id: number;
+  channel: number;
+  text: string;
+  /** Data.reply_id: the packet this one answers, 0 when none. */
+  replyId: number;
+  /** The hub's clock when it arrived (ms). */
+  receivedAt: number;
+  via: 'radio' | 'mqtt';
+}
+
+/** A ROUTING_APP packet answering `requestId` (Data.request_id): an ACK when `errorReason` is 0 (NONE). */
+export interface MeshRoutingReport {
+  from: number;
+  to: number;
+  requestId: number;
+  /** Routing.error_reason (Routing_Error); 0 = NONE. */
+  errorReason: number;
+  /** The Routing_Error name: `NONE`, `MAX_RETRANSMIT`, `NO_RESPONSE`, ... */
+  errorName: string;
+  receivedAt: number;
+  via: 'radio' | 'mqtt';
+}
+
+const utf8 = new TextDecoder('utf-8');
+
+/** The text of a TEXT_MESSAGE_APP packet, or undefined for any other packet. */
+export function decodeTextPacket(
+  packet: Mesh.MeshPacket,
+  hubNowMs: number,
+  via: 'radio' | 'mqtt' = 'radio',
+): MeshText | undefined {
+  if (packet.payloadVariant.case !== 'decoded' || packet.from === 0) return undefined;
+  const data = packet.payloadVariant.value;
+  if (data.portnum !== Portnums.PortNum.TEXT_MESSAGE_APP) return undefined;
+  return {
+    from: packet.from >>> 0,
+    to: packet.to >>> 0,
+    id: packet.id >>> 0,
+    channel: packet.channel,
+    text: utf8.decode(data.payload),
+    replyId: data.replyId >>> 0,
+    // The hub's clock, not rx_time: a conversation needs millisecond order, rx_time has seconds.
+    receivedAt: hubNowMs,
+    via,
+  };
+}
+
+/**
+ * The ACK/NAK carried by a ROUTING_APP packet (firmware ReliableRouter sends `Routing.error_reason`
+ * with `Data.request_id` = the acknowledged packet's id), or undefined for any other packet and for
+ * route discovery (traceroute) payloads. A payload that does not decode throws PayloadDecodeError.
+ */
+export function decodeRoutingPacket(
+  packet: Mesh.MeshPacket,
+  hubNowMs: number,
+  via: 'radio' | 'mqtt' = 'radio',
+): MeshRoutingReport | undefined {
+  if (packet.payloadVariant.case !== 'decoded') return undefined;
+  const data = packet.payloadVariant.value;
+  if (data.portnum !== Portnums.PortNum.ROUTING_APP || data.requestId === 0) return undefined;
+  const routing = decodeOrThrow(Mesh.RoutingSchema, data.payload, 'Routing', data.portnum);
+  if (routing.variant.case === 'routeRequest' || routing.variant.case === 'routeReply') return undefined;
+  const errorReason =
+    routing.variant.case === 'errorReason' ? routing.variant.value : Mesh.Routing_Error.NONE;
+  return {
+    from: packet.from >>> 0,
+    to: packet.to >>> 0,
+    requestId: data.requestId >>> 0,
+    errorReason,
+    errorName: Mesh.Routing_Error[errorReason] ?? `ERROR_${errorReason}`,
+    receivedAt: hubNowMs,
+    via,
+  };
+}
+
 /** A NodeInfo from the device's node database (sent during the handshake). */
 export function nodeUpdateFromNodeInfo(info: Mesh.NodeInfo): NodeUpdate {
   const node: NodeUpdate = { nodeNum: info.num >>> 0, nodeId: nodeIdFromNum(info.num) };

@@ -103,7 +103,127 @@ export const MIGRATIONS: readonly Migration[] = [
       );
     `,
   },
-  // Append new migrations here: { version: 2, name: '...', up: `CREATE TABLE ...` },
+  {
+    version: 2,
+    name: 'users, subscriptions, messages, conversations, idempotency keys, hub state',
+    up: `
+      -- Local accounts: scrypt password hashes (src/auth/passwords.ts), roles as a JSON array.
+      CREATE TABLE users (
+        username TEXT NOT NULL PRIMARY KEY,
+        password_hash TEXT NOT NULL,
+        roles TEXT NOT NULL DEFAULT '[]',
+        created_at INTEGER NOT NULL,
+        updated_at INTEGER NOT NULL
+      ) WITHOUT ROWID;
+
+      -- Which nodes a subscriber (a principal: local username or idp:<sub>) may message.
+      CREATE TABLE subscriptions (
+        id INTEGER PRIMARY KEY,
+        subscriber TEXT NOT NULL,
+        all_nodes INTEGER NOT NULL DEFAULT 0 CHECK (all_nodes IN (0, 1)),
+        status TEXT NOT NULL CHECK (status IN ('pending', 'active', 'revoked')),
+        expires_at INTEGER,
+        source TEXT NOT NULL,
+        reference TEXT,
+        created_at INTEGER NOT NULL,
+        updated_at INTEGER NOT NULL
+      );
+      CREATE INDEX subscriptions_by_subscriber ON subscriptions (subscriber, status);
+      CREATE TABLE subscription_nodes (
+        subscription_id INTEGER NOT NULL REFERENCES subscriptions (id) ON DELETE CASCADE,
+        node_id TEXT NOT NULL,
+        PRIMARY KEY (subscription_id, node_id)
+      ) WITHOUT ROWID;
+
+      -- Every text to or from a node. owner NULL: an inbound text nobody could be matched with
+      -- (kept for admins). The 'queued' rows ARE the durable send queue.
+      CREATE TABLE messages (
+        id INTEGER PRIMARY KEY,
+        public_id TEXT NOT NULL UNIQUE,
+        owner TEXT,
+        owner_name TEXT,
+        node_id TEXT NOT NULL,
+        direction TEXT NOT NULL CHECK (direction IN ('outbound', 'inbound')),
+        sender_node_id TEXT,
+        target_node_id TEXT,
+        text TEXT NOT NULL,
+        status TEXT NOT NULL CHECK (status IN ('queued', 'sent', 'delivered', 'failed', 'received', 'read')),
+        failure_code TEXT,
+        failure_reason TEXT,
+        packet_id INTEGER,
+        attempts INTEGER NOT NULL DEFAULT 0,
+        ack_deadline INTEGER,
+        next_attempt_at INTEGER NOT NULL DEFAULT 0,
+        created_at INTEGER NOT NULL,
+        updated_at INTEGER NOT NULL
+      );
+      CREATE INDEX messages_conversation ON messages (owner, node_id, id);
+      CREATE INDEX messages_send_queue ON messages (next_attempt_at, id)
+        WHERE direction = 'outbound' AND status = 'queued';
+      CREATE INDEX messages_in_flight ON messages (ack_deadline) WHERE ack_deadline IS NOT NULL;
+      CREATE UNIQUE INDEX messages_inbound_packet ON messages (node_id, packet_id) WHERE direction = 'inbound';
+      CREATE INDEX messages_unmatched ON messages (id) WHERE owner IS NULL;
+
+      -- Each radio attempt of an outbound message: ROUTING_APP request_id → message.
+      CREATE TABLE message_packets (
+        packet_id INTEGER NOT NULL PRIMARY KEY,
+        message_id INTEGER NOT NULL REFERENCES messages (id) ON DELETE CASCADE,
+        attempt INTEGER NOT NULL,
+        sent_at INTEGER NOT NULL
+      );
+      CREATE INDEX message_packets_by_message ON message_packets (message_id);
+
+      -- Every status transition with its time (and why, for retries and failures); seq orders
+      -- the transitions of one message.
+      CREATE TABLE message_transitions (
+        message_id INTEGER NOT NULL REFERENCES messages (id) ON DELETE CASCADE,
+        seq INTEGER NOT NULL,
+        status TEXT NOT NULL,
+        reason TEXT,
+        at INTEGER NOT NULL,
+        PRIMARY KEY (message_id, seq)
+      ) WITHOUT ROWID;
+
+      -- One summary per (subscriber, node), kept in step with messages in the same transaction,
+      -- so listing conversations never aggregates the messages table. last_outbound_at: when the
+      -- subscriber last wrote to the node (an inbound text goes to the last writer).
+      CREATE TABLE conversations (
+        owner TEXT NOT NULL,
+        owner_name TEXT,
+        node_id TEXT NOT NULL,
+        nickname TEXT,
+        latest_message_id INTEGER NOT NULL,
+        latest_text TEXT NOT NULL,
+        latest_at INTEGER NOT NULL,
+        last_outbound_at INTEGER,
+        unread_count INTEGER NOT NULL DEFAULT 0,
+        PRIMARY KEY (owner, node_id)
+      ) WITHOUT ROWID;
+      -- Covering: the list of conversations is read from this index alone (plus the node's name).
+      CREATE INDEX conversations_by_latest
+        ON conversations (owner, latest_at DESC, node_id, unread_count, nickname, latest_text);
+      CREATE INDEX conversations_by_node ON conversations (node_id);
+
+      -- Idempotency-Key of POST /api/v1/messages: the first 202 body, replayed to a retry.
+      CREATE TABLE idempotency_keys (
+        owner TEXT NOT NULL,
+        key TEXT NOT NULL,
+        request_hash TEXT NOT NULL,
+        message_id INTEGER NOT NULL REFERENCES messages (id) ON DELETE CASCADE,
+        response TEXT NOT NULL,
+        created_at INTEGER NOT NULL,
+        PRIMARY KEY (owner, key)
+      ) WITHOUT ROWID;
+      CREATE INDEX idempotency_keys_by_age ON idempotency_keys (created_at);
+
+      -- Small facts the hub remembers across restarts (the radio's own node number).
+      CREATE TABLE hub_state (
+        key TEXT NOT NULL PRIMARY KEY,
+        value TEXT NOT NULL
+      ) WITHOUT ROWID;
+    `,
+  },
+  // Append new migrations here: { version: 3, name: '...', up: `CREATE TABLE ...` },
 ];
 
 export class SchemaTooNewError extends Error {

@@ -25,10 +25,15 @@ export async function startTestHub(env: Record<string, string> = {}): Promise<Te
     RADIO: 'sim',
     SIM_PORT: '0',
     SIM_BACKFILL: '6h',
+    MQTT_PORT: '0',
     LOG_LEVEL: 'silent',
     ...env,
   });
-  const hub = await createHub(config, { log: pino({ level: 'silent' }), defaultMetrics: false });
+  const hub = await createHub(config, {
+    log: pino({ level: 'silent' }),
+    defaultMetrics: false,
+    env: { ...process.env, ...env },
+  });
   await hub.start();
   let stopped = false;
   return {

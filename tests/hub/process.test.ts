@@ -51,6 +51,7 @@ describe('the meshhub process', () => {
         HTTP_PORT: String(port),
         RADIO: 'auto',
         SIM_PORT: '0',
+        MQTT_PORT: '0',
         SIM_TELEMETRY_SECONDS: '1',
         RADIO_PROBE_TIMEOUT_MS: '500',
         LOG_LEVEL: 'info',
@@ -96,33 +97,61 @@ describe('the meshhub process', () => {
 
   it('connects to a separately running `meshhub sim` over TCP (RADIO=tcp:…)', async () => {
     const simPort = await freePort();
-    const sim = spawn(process.execPath, [CLI, 'sim', '--port', String(simPort), '--nodes', '4', '--backfill', '2h'], {
-      env: { ...process.env, LOG_LEVEL: 'info' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const sim = spawn(
+      process.execPath,
+      [CLI, 'sim', '--port', String(simPort), '--nodes', '4', '--backfill', '2h'],
+      {
+        env: { ...process.env, LOG_LEVEL: 'info' },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
     children.push(sim);
     let simOutput = '';
     sim.stdout?.on('data', (d) => (simOutput += d));
-    await waitFor(() => (simOutput.includes('simulator listening') ? true : undefined), 10_000, 'simulator listening');
+    await waitFor(
+      () => (simOutput.includes('simulator listening') ? true : undefined),
+      10_000,
+      'simulator listening',
+    );
 
     const dataDir = mkdtempSync(join(tmpdir(), 'meshhub-proc-'));
     dirs.push(dataDir);
     const port = await freePort();
     const hub = spawn(process.execPath, [CLI, 'start'], {
-      env: { ...process.env, DATA_DIR: dataDir, HTTP_HOST: '127.0.0.1', HTTP_PORT: String(port), RADIO: `tcp:127.0.0.1:${simPort}`, LOG_LEVEL: 'warn' },
+      env: {
+        ...process.env,
+        DATA_DIR: dataDir,
+        HTTP_HOST: '127.0.0.1',
+        HTTP_PORT: String(port),
+        RADIO: `tcp:127.0.0.1:${simPort}`,
+        MQTT_PORT: '0',
+        LOG_LEVEL: 'warn',
+      },
       stdio: 'ignore',
     });
     children.push(hub);
-    const health = await waitFor(async () => {
-      const h = await getJson(`http://127.0.0.1:${port}/health`).catch(() => undefined);
-      return h?.body.radio.state === 'connected' ? h : undefined;
-    }, 15_000, 'hub connected to the standalone simulator');
+    const health = await waitFor(
+      async () => {
+        const h = await getJson(`http://127.0.0.1:${port}/health`).catch(() => undefined);
+        return h?.body.radio.state === 'connected' ? h : undefined;
+      },
+      15_000,
+      'hub connected to the standalone simulator',
+    );
     // A radio named by RADIO=tcp is not known to be a simulator: the hub must not claim it is.
-    expect(health.body.radio).toMatchObject({ transport: 'tcp', address: `127.0.0.1:${simPort}`, simulated: false });
-    const nodes = await waitFor(async () => {
-      const r = await getJson(`http://127.0.0.1:${port}/api/v1/nodes`);
-      return r.body.data.length >= 5 ? r : undefined;
-    }, 10_000, 'four simulated nodes and the simulated radio');
+    expect(health.body.radio).toMatchObject({
+      transport: 'tcp',
+      address: `127.0.0.1:${simPort}`,
+      simulated: false,
+    });
+    const nodes = await waitFor(
+      async () => {
+        const r = await getJson(`http://127.0.0.1:${port}/api/v1/nodes`);
+        return r.body.data.length >= 5 ? r : undefined;
+      },
+      10_000,
+      'four simulated nodes and the simulated radio',
+    );
     expect(nodes.body.data.length).toBe(5);
   }, 40_000);
 

@@ -183,7 +183,10 @@ describe('RadioLink against misbehaving devices', () => {
     r.link.start();
     await waitFor(() => r.link.status.state === 'connected', 'connected');
     expect(r.link.myNodeNum).toBe(0x1234);
-    expect(r.frameErrors).toEqual(['frame: frame length 32767 exceeds 512', 'protobuf: malformed FromRadio (3 bytes)']);
+    expect(r.frameErrors).toEqual([
+      'frame: frame length 32767 exceeds 512',
+      'protobuf: malformed FromRadio (3 bytes)',
+    ]);
     // The garbage has no newline of its own: it prefixes the next log line, colour codes stripped.
     expect(r.logLines).toHaveLength(1);
     expect(r.logLines[0]).toMatch(/INFO \| booting$/);

@@ -59,8 +59,7 @@ export function NodePage({ nodeId, search }: { nodeId: string; search: string })
   const isHub = hub.radio?.myNodeNum !== undefined && nodeIdFromNum(hub.radio.myNodeNum) === nodeId;
   const facts: Array<[string, string]> = [];
   if (node?.hw_model) facts.push(['Hardware', node.hw_model]);
-  if (typeof node?.battery_level === 'number')
-    facts.push(['Battery', batteryLabel(node.battery_level)]);
+  if (typeof node?.battery_level === 'number') facts.push(['Battery', batteryLabel(node.battery_level)]);
   if (typeof node?.snr === 'number') facts.push(['Signal (SNR)', `${node.snr.toFixed(1)} dB`]);
   if (typeof node?.altitude === 'number') facts.push(['Altitude', `${Math.round(node.altitude)} m`]);
   const metrics = METRICS.filter((m) => latest?.values[m.key]);

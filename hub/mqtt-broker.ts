@@ -1,0 +1,220 @@
+import type { IncomingMessage } from 'node:http';
+import type { Duplex } from 'node:stream';
+import type { TokenVerifier } from '../src/auth/jwt-verifier.js';
+import type { HubBus } from '../src/events.js';
+import type { ReadingSink } from '../src/ingest/reading-sink.js';
+import { Actor } from '../src/kernel/actor.js';
+import type { Logger } from '../src/log.js';
+import type { ChannelKey } from '../src/mesh/mqtt/channel-keys.js';
+import { ChannelKeyring } from '../src/mesh/mqtt/channel-keys.js';
+import { MeshUplinkDecoder } from '../src/mesh/mqtt/uplink.js';
+import type { PacketDedupe } from '../src/mesh/packet-dedupe.js';
+import type { HubMetrics } from '../src/metrics.js';
+import { type CheckPassword, MqttAuthenticator } from '../src/mqtt/authenticator.js';
+import { MqttBroker, WEBSOCKET_PATH } from '../src/mqtt/broker.js';
+import { HubEventPublisher, type NodeSource } from '../src/mqtt/event-publisher.js';
+import { MqttIngest } from '../src/mqtt/ingest-router.js';
+import { LatestReadings } from '../src/mqtt/latest-readings.js';
+import type { StoreActor } from './store.js';
+
+interface IngestTally {
+  labels: { format: string; outcome: string };
+  count: number;
+}
+
+export interface MqttSettings {
+  host: string;
+  /** 0: any free port. A taken port falls back to a free one, with a warning. */
+  port: number;
+  websocket: boolean;
+  allowAnonymous: boolean;
+  maxConnections: number;
+  maxPacketBytes: number;
+  drainTimeoutMs: number;
+  channelKeys: ChannelKey[];
+  haDiscovery: boolean;
+  offlineAfterMs: number;
+}
+
+/**
+ * The embedded MQTT broker (src/mqtt/broker.ts) and the hub's events out: retained readings,
+ * nodes, availability, status and Home Assistant discovery. Ingestion publishes are handed to
+ * the writer through `sink` and acknowledged once committed.
+ */
+export class MqttBrokerActor extends Actor {
+  readonly name = 'mqtt';
+  override readonly dependsOn = ['store', 'ingest-writer', 'node-directory'];
+  private broker: MqttBroker | undefined;
+  private publisher: HubEventPublisher | undefined;
+  private bound: number | undefined;
+  /** Ingestion outcomes by format, then outcome: tallied per publish, handed to prom-client when scraped. */
+  private readonly ingestTallies = new Map<string, Map<string, IngestTally>>();
+  private stopTallies: (() => void) | undefined;
+
+  constructor(
+    private readonly deps: {
+      bus: HubBus;
+      log: Logger;
+      metrics: HubMetrics;
+      store: StoreActor;
+      nodes: () => NodeSource;
+      dedupe: PacketDedupe;
+      sink: ReadingSink;
+      settings: MqttSettings;
+      /** The hub's user store; until one is wired, every password login is refused. */
+      checkPassword?: CheckPassword;
+      /** Verifies hub-issued (or IdP) JWTs sent as the MQTT password; none: token logins are refused. */
+      tokenVerifier?: TokenVerifier;
+      version: string;
+    },
+  ) {
+    super();
+  }
+
+  async start(): Promise<void> {
+    const { bus, log, metrics, settings } = this.deps;
+    const ingest = new MqttIngest({
+      bus,
+      sink: this.deps.sink,
+      decoder: new MeshUplinkDecoder({ keys: new ChannelKeyring(settings.channelKeys) }),
+      dedupe: this.deps.dedupe,
+      log,
+      onMessage: (format, outcome) => {
+        let byOutcome = this.ingestTallies.get(format);
+        if (!byOutcome) {
+          byOutcome = new Map();
+          this.ingestTallies.set(format, byOutcome);
+        }
+        const tally = byOutcome.get(outcome);
+        if (tally) tally.count++;
+        else byOutcome.set(outcome, { labels: { format, outcome }, count: 1 });
+      },
+      onRejectedReadings: (reason, count) =>
+        metrics.ingestRejectedReadings.inc({ source: 'mqtt', reason }, count),
+      onMeshPacket: (port) => metrics.meshPackets.inc({ port, via: 'mqtt' }),
+    });
+    const broker = new MqttBroker({
+      authenticator: new MqttAuthenticator({
+        ...(this.deps.checkPassword ? { checkPassword: this.deps.checkPassword } : {}),
+        ...(this.deps.tokenVerifier ? { tokenVerifier: this.deps.tokenVerifier } : {}),
+        allowAnonymous: settings.allowAnonymous,
+      }),
+      ingest,
+      log,
+      maxConnections: settings.maxConnections,
+      maxPacketBytes: settings.maxPacketBytes,
+      drainTimeoutMs: settings.drainTimeoutMs,
+      websocket: settings.websocket,
+      onHomeAssistantStatus: (payload) => {
+        if (payload === 'online') this.publisher?.homeAssistantOnline();
+      },
+      onClientsChanged: (n) => metrics.mqttClients.set(n),
+      onAuthFailure: (reason) => metrics.mqttAuthFailures.inc({ reason }),
+      onDenied: (action) => metrics.mqttDenied.inc({ action }),
+      onOversize: () => metrics.mqttOversizePackets.inc(),
+    });
+    this.broker = broker;
+    this.stopTallies = metrics.onRender(() => this.flushTallies());
+    await broker.open();
+    this.bound = await this.listen(broker);
+
+    const publisher = new HubEventPublisher({
+      publish: (topic, payload) => broker.publishRetained(topic, payload),
+      latest: new LatestReadings(this.deps.store.db),
+      nodes: this.deps.nodes(),
+      haDiscovery: settings.haDiscovery,
+      offlineAfterMs: settings.offlineAfterMs,
+      hubVersion: this.deps.version,
+      log,
+    });
+    this.publisher = publisher;
+    bus.on(this.name, 'reading.stored', ({ readings }) =>
+      publisher.readingsStored(readings.map((r) => r.nodeId)),
+    );
+    bus.on(this.name, 'node.updated', (update) => publisher.nodeUpdated(update.nodeId));
+    publisher.start();
+    log.info(
+      {
+        host: settings.host,
+        port: this.bound,
+        websocket: settings.websocket ? WEBSOCKET_PATH : false,
+        anonymous: settings.allowAnonymous,
+        haDiscovery: settings.haDiscovery,
+      },
+      'mqtt broker listening',
+    );
+  }
+
+  private async listen(broker: MqttBroker): Promise<number> {
+    const { host, port } = this.deps.settings;
+    try {
+      return (await broker.listen(host, port)).port;
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EADDRINUSE' || port === 0) throw error;
+      // As the simulator does: the hub keeps working (internal ingestion, WebSocket, events);
+      // /health shows both ports, and MQTT_PORT picks another.
+      const fallback = (await broker.listen(host, 0)).port;
+      this.deps.log.warn(
+        { requestedPort: port, port: fallback },
+        'MQTT port is taken (another broker running?); listening on a free port instead — set MQTT_PORT',
+      );
+      return fallback;
+    }
+  }
+
+  private flushTallies(): void {
+    for (const byOutcome of this.ingestTallies.values()) {
+      for (const tally of byOutcome.values()) {
+        if (tally.count === 0) continue;
+        this.deps.metrics.mqttIngestMessages.inc(tally.labels, tally.count);
+        tally.count = 0;
+      }
+    }
+  }
+
+  /** MQTT over WebSocket: the HTTP server hands over upgrades; false when not ours (or not running). */
+  handleUpgrade(request: IncomingMessage, socket: Duplex, head: Buffer): boolean {
+    return this.broker?.handleUpgrade(request, socket, head) ?? false;
+  }
+
+  /** The TCP port the broker listens on. */
+  get port(): number {
+    if (this.bound === undefined) throw new Error('the MQTT broker is not listening');
+    return this.bound;
+  }
+
+  /** Waits until hub events scheduled so far are published (tests, shutdown). */
+  async settle(): Promise<void> {
+    await this.publisher?.settle();
+  }
+
+  override describe(): Record<string, unknown> {
+    const { settings } = this.deps;
+    if (this.bound === undefined) return {};
+    return {
+      port: this.bound,
+      ...(this.bound !== settings.port && settings.port !== 0 ? { requested_port: settings.port } : {}),
+      websocket: settings.websocket ? WEBSOCKET_PATH : false,
+      clients: this.broker?.connectedClients ?? 0,
+      anonymous: settings.allowAnonymous,
+    };
+  }
+
+  async stop(): Promise<void> {
+    this.deps.bus.removeOwner(this.name);
+    this.flushTallies();
+    this.stopTallies?.();
+    this.stopTallies = undefined;
+    const broker = this.broker;
+    const publisher = this.publisher;
+    this.broker = undefined;
+    this.publisher = undefined;
+    this.bound = undefined;
+    if (!broker) return;
+    broker.stopListening();
+    // PUBACKs held for commits in flight still go out before the clients are disconnected.
+    await broker.releaseHeldAcks(1_500);
+    await publisher?.stop();
+    await broker.close();
+  }
+}

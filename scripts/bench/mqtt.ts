@@ -1,0 +1,218 @@
+/**
+ * MQTT ingestion (issue 3):
+ *
+ * 1. Throughput: one publisher (the `mqtt` package, QoS 1, a window of WINDOW messages in
+ *    flight) sends MESSAGES readings to `meshhub/ingest/readings`. Baseline: a bare Aedes
+ *    broker (`Aedes.createBroker()` on a net server, defaults). Ours: the whole hub, where each
+ *    PUBACK waits until the reading is committed to SQLite (with latest rows and rollups).
+ *    Both brokers run in a child process of their own, the publisher in this one, alternating
+ *    which goes first. Target: ours ≥ 60% of the baseline's messages/s.
+ * 2. Memory: the hub's RSS with 200 connected clients, each publishing a reading a second.
+ *    Target: under 150 MB.
+ *
+ * This file is also the child: with MQTT_BENCH_ROLE set it runs the broker and sends its port.
+ */
+import { type ChildProcess, fork } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { fileURLToPath } from 'node:url';
+import { connectAsync, type MqttClient } from 'mqtt';
+import { tempDir } from './lib/readings.js';
+import { absolute, type BenchResult, compare } from './report.js';
+
+const MESSAGES = 50_000;
+const WINDOW = 1_000;
+const ROUNDS = 5;
+const RSS_CLIENTS = 200;
+const TOPIC = 'meshhub/ingest/readings';
+
+type Role = 'bare' | 'hub';
+
+async function serveChild(role: Role): Promise<void> {
+  let port: number;
+  let close: () => Promise<void>;
+  if (role === 'bare') {
+    const { Aedes } = await import('aedes');
+    const broker = await Aedes.createBroker();
+    const server = createServer(broker.handle);
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    port = (server.address() as { port: number }).port;
+    close = () => new Promise((r) => broker.close(() => server.close(() => r())));
+  } else {
+    const { pino } = await import('pino');
+    const { loadConfig } = await import('../../src/config/load.js');
+    const { createHub } = await import('../../hub/main.js');
+    const tmp = tempDir('mqtt');
+    const config = loadConfig({
+      DATA_DIR: tmp.dir,
+      HTTP_HOST: '127.0.0.1',
+      HTTP_PORT: '0',
+      MQTT_PORT: '0',
+      MQTT_ALLOW_ANONYMOUS: 'true',
+      RADIO: 'none',
+      LOG_LEVEL: 'silent',
+    });
+    const hub = await createHub(config, { log: pino({ level: 'silent' }), defaultMetrics: false });
+    await hub.start();
+    port = hub.mqtt.port;
+    close = async () => {
+      await hub.stop();
+      tmp.cleanup();
+    };
+  }
+  process.send?.({ port });
+  process.on('disconnect', () => {
+    void close().finally(() => process.exit(0));
+  });
+}
+
+interface Child {
+  process: ChildProcess;
+  port: number;
+  stop(): Promise<void>;
+}
+
+function startChild(role: Role): Promise<Child> {
+  const child = fork(fileURLToPath(import.meta.url), [], {
+    env: { ...process.env, MQTT_BENCH_ROLE: role },
+    stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
+  });
+  return new Promise((resolve, reject) => {
+    child.once('error', reject);
+    child.once('exit', (code) => reject(new Error(`${role} broker exited with ${code}`)));
+    child.once('message', (message) => {
+      const { port } = message as { port: number };
+      resolve({
+        process: child,
+        port,
+        stop: () =>
+          new Promise((done) => {
+            child.removeAllListeners('exit');
+            child.once('exit', () => done());
+            child.disconnect();
+          }),
+      });
+    });
+  });
+}
+
+/** Sends `count` QoS 1 readings with at most WINDOW unacknowledged; returns messages per second. */
+async function publishReadings(client: MqttClient, count: number, startMs: number): Promise<number> {
+  const payloads = Array.from({ length: count }, (_, i) =>
+    JSON.stringify({
+      node_id: `bench-${i % 50}`,
+      timestamp: new Date(startMs + i * 1000).toISOString(),
+      temperature_c: 10 + (i % 200) / 10,
+      humidity_percent: 40 + (i % 50),
+      pressure_pa: 95_000 + (i % 5000),
+    }),
+  );
+  let next = 0;
+  const t0 = performance.now();
+  await new Promise<void>((resolve, reject) => {
+    let done = 0;
+    const send = () => {
+      const i = next++;
+      client.publish(TOPIC, payloads[i]!, { qos: 1 }, (error) => {
+        if (error) return reject(error);
+        if (++done === count) return resolve();
+        if (next < count) send();
+      });
+    };
+    for (let k = 0; k < Math.min(WINDOW, count); k++) send();
+  });
+  return count / ((performance.now() - t0) / 1000);
+}
+
+async function throughput(role: Role, rounds: number[]): Promise<number[]> {
+  const child = await startChild(role);
+  const rates: number[] = [];
+  try {
+    const client = await connectAsync(`mqtt://127.0.0.1:${child.port}`, { reconnectPeriod: 0 });
+    // Warm-up: JIT, SQLite page cache, broker allocations.
+    await publishReadings(client, 2_000, Date.UTC(2020, 0, 1));
+    for (const round of rounds)
+      rates.push(await publishReadings(client, MESSAGES, Date.UTC(2021 + round, 0, 1)));
+    await client.endAsync();
+  } finally {
+    await child.stop();
+  }
+  return rates;
+}
+
+function rssMb(pid: number): number {
+  const kb = Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]);
+  return kb / 1024;
+}
+
+async function rssWithClients(): Promise<number> {
+  const child = await startChild('hub');
+  const clients: MqttClient[] = [];
+  try {
+    for (let i = 0; i < RSS_CLIENTS; i++) {
+      clients.push(
+        await connectAsync(`mqtt://127.0.0.1:${child.port}`, { reconnectPeriod: 0, clientId: `rss-${i}` }),
+      );
+    }
+    const samples: number[] = [];
+    const start = Date.now();
+    for (let second = 0; second < 12; second++) {
+      await Promise.all(
+        clients.map((c, i) =>
+          c.publishAsync(
+            TOPIC,
+            JSON.stringify({
+              node_id: `rss-${i}`,
+              timestamp: new Date(start + second * 1000).toISOString(),
+              temperature_c: 20,
+            }),
+            { qos: 1 },
+          ),
+        ),
+      );
+      await new Promise((r) => setTimeout(r, 1_000));
+      if (second >= 6) samples.push(rssMb(child.process.pid!));
+    }
+    return Math.max(...samples);
+  } finally {
+    await Promise.all(clients.map((c) => c.endAsync(true)));
+    await child.stop();
+  }
+}
+
+export async function run(): Promise<BenchResult[]> {
+  const bare: number[] = [];
+  const ours: number[] = [];
+  for (let round = 0; round < ROUNDS; round++) {
+    const sides = [
+      async () => bare.push(...(await throughput('bare', [round]))),
+      async () => ours.push(...(await throughput('hub', [round]))),
+    ];
+    if (round % 2 === 1) sides.reverse();
+    for (const side of sides) await side();
+  }
+  const rss = await rssWithClients();
+  const fmt = (xs: number[]) => xs.map((x) => x.toFixed(0)).join('/');
+  return [
+    compare(
+      `mqtt: ${MESSAGES} QoS 1 readings, ${WINDOW} in flight`,
+      { label: 'bare Aedes', value: Math.max(...bare), unit: 'msg/s' },
+      { label: 'hub, PUBACK after commit', value: Math.max(...ours), unit: 'msg/s' },
+      { atLeast: 0.6, text: '≥ 60% of bare Aedes msg/s' },
+      `best of ${ROUNDS} rounds each; bare ${fmt(bare)}, ours ${fmt(ours)}`,
+    ),
+    absolute(
+      `mqtt: hub RSS with ${RSS_CLIENTS} connected clients publishing`,
+      { label: 'hub process', value: rss, unit: 'MB' },
+      { atMost: 150, text: '< 150 MB' },
+    ),
+  ];
+}
+
+const role = process.env.MQTT_BENCH_ROLE as Role | undefined;
+if (role) {
+  serveChild(role).catch((error: unknown) => {
+    process.stderr.write(`${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+    process.exit(1);
+  });
+}

@@ -1,0 +1,59 @@
+/**
+ * Who may publish and subscribe where, by role (README "MQTT access"):
+ *
+ * | role                  | publish                                   | subscribe                     |
+ * |-----------------------|-------------------------------------------|-------------------------------|
+ * | `device` (`ingest`)   | `msh/#`, `meshhub/ingest/#`               | `msh/#` (Meshtastic downlink) |
+ * | `integration`         | `homeassistant/status` (HA's birth/will)  | `meshhub/#`, `homeassistant/#` |
+ * | `admin`               | both of the above                         | everything, `$SYS/#` included |
+ *
+ * Nobody but the hub itself publishes on the hub's own event topics (HUB_OWNED_PATTERNS):
+ * the hub publishes with `broker.publish`, which no ACL sees. `$`-topics are the broker's.
+ */
+import {
+  EVENT_PATTERNS,
+  filterWithin,
+  HA_STATUS_TOPIC,
+  isHubOwnedTopic,
+  isIngestTopic,
+  MESH_ROOT,
+  type TopicPattern,
+} from './topics.js';
+
+/** The roles the broker knows; any other role a user carries is ignored here. */
+export const MQTT_ROLES = ['device', 'ingest', 'integration', 'admin'] as const;
+
+const DOWNLINK_PATTERNS: readonly TopicPattern[] = [[MESH_ROOT, '#']];
+
+function has(roles: readonly string[], ...wanted: string[]): boolean {
+  return roles.some((r) => wanted.includes(r));
+}
+
+export function hasMqttRole(roles: readonly string[]): boolean {
+  return has(roles, ...MQTT_ROLES);
+}
+
+/** What a topic name is to the broker, worked out once per publish. */
+export type TopicClass = 'reserved' | 'ha-status' | 'hub' | 'ingest' | 'other';
+
+export function topicClass(topic: string): TopicClass {
+  if (topic.startsWith('$')) return 'reserved';
+  if (topic === HA_STATUS_TOPIC) return 'ha-status';
+  if (isHubOwnedTopic(topic)) return 'hub';
+  return isIngestTopic(topic) ? 'ingest' : 'other';
+}
+
+export function mayPublishClass(roles: readonly string[], kind: TopicClass): boolean {
+  if (kind === 'ha-status') return has(roles, 'integration', 'admin');
+  return kind === 'ingest' && has(roles, 'device', 'ingest', 'admin');
+}
+
+export function mayPublish(roles: readonly string[], topic: string): boolean {
+  return mayPublishClass(roles, topicClass(topic));
+}
+
+export function maySubscribe(roles: readonly string[], filter: string): boolean {
+  if (has(roles, 'admin')) return true;
+  if (has(roles, 'integration') && EVENT_PATTERNS.some((p) => filterWithin(filter, p))) return true;
+  return has(roles, 'device', 'ingest') && DOWNLINK_PATTERNS.some((p) => filterWithin(filter, p));
+}

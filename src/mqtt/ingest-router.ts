@@ -1,0 +1,167 @@
+/**
+ * What the broker does with a publish on an ingestion topic (DESIGN.md "Data flows" 1):
+ *
+ * - `msh/…/2/e|c|json/…`: a Meshtastic packet (uplink.ts). The first sighting of (from, id) —
+ *   through any gateway, or the hub's own radio — feeds the same pipeline as the radio:
+ *   `mesh.packet`, `node.updated`, readings; later sightings are counted as duplicates and wait
+ *   for the first one's commit, so no gateway is acknowledged before the data is stored.
+ * - `meshhub/ingest/readings`: plain JSON readings (reading-input.ts), the good ones stored,
+ *   the bad ones counted by reason.
+ *
+ * `handle` resolves once everything the message carried is committed: the broker holds the
+ * QoS 1 PUBACK until then. Bad input never rejects (the message is acknowledged, counted and
+ * logged — a sensor resending garbage forever helps nobody); only a failed commit does, and the
+ * broker then drops the connection without PUBACK so the client sends again.
+ */
+import { Portnums } from '@meshtastic/protobufs';
+import type { HubBus } from '../events.js';
+import {
+  MAX_READINGS_PER_BATCH,
+  payloadItems,
+  type ReadingRejectReason,
+  validateReadings,
+} from '../ingest/reading-input.js';
+import type { ReadingSink } from '../ingest/reading-sink.js';
+import type { Logger } from '../log.js';
+import type { MeshUplinkDecoder } from '../mesh/mqtt/uplink.js';
+import type { PacketDedupe } from '../mesh/packet-dedupe.js';
+import { INGEST_READINGS_TOPIC, MESH_ROOT } from './topics.js';
+
+export type IngestFormat = 'envelope' | 'legacy_json' | 'readings_json' | 'other';
+
+/** `accepted`, `duplicate`, `ignored`, or why the message was refused. */
+export type IngestOutcome =
+  | 'accepted'
+  | 'duplicate'
+  | 'ignored'
+  | 'malformed_envelope'
+  | 'undecryptable'
+  | 'malformed_payload'
+  | 'malformed_json'
+  | 'invalid_readings'
+  | 'too_many_readings';
+
+export interface MqttIngestOptions {
+  bus: HubBus;
+  sink: ReadingSink;
+  decoder: MeshUplinkDecoder;
+  dedupe: PacketDedupe;
+  log: Logger;
+  now?: () => number;
+  onMessage?: (format: IngestFormat, outcome: IngestOutcome) => void;
+  onRejectedReadings?: (reason: ReadingRejectReason, count: number) => void;
+  onMeshPacket?: (portName: string) => void;
+}
+
+const LOG_EVERY_MS = 10_000;
+
+export class MqttIngest {
+  private readonly now: () => number;
+  /** Commits in flight per (from, id), for duplicates to wait on. */
+  private readonly inflight = new Map<string, Promise<void>>();
+  private readonly lastLogged = new Map<string, { at: number; suppressed: number }>();
+
+  constructor(private readonly options: MqttIngestOptions) {
+    this.now = options.now ?? Date.now;
+  }
+
+  handle(topic: string, payload: Buffer): Promise<void> {
+    if (topic === INGEST_READINGS_TOPIC) return this.readingsJson(payload);
+    if (topic === MESH_ROOT || topic.startsWith(`${MESH_ROOT}/`)) return this.mesh(topic, payload);
+    this.options.onMessage?.('other', 'ignored');
+    return Promise.resolve();
+  }
+
+  private mesh(topic: string, payload: Buffer): Promise<void> {
+    const now = this.now();
+    const result = this.options.decoder.decode(topic, payload, now);
+    const format: IngestFormat = topic.includes('/2/json/') ? 'legacy_json' : 'envelope';
+    if (result.kind === 'ignored') {
+      this.options.onMessage?.(format, 'ignored');
+      return Promise.resolve();
+    }
+    if (result.kind === 'rejected') {
+      this.options.onMessage?.(format, result.reason);
+      this.warn(
+        result.reason,
+        { topic, reason: result.reason, detail: result.detail },
+        'mesh uplink refused',
+      );
+      return Promise.resolve();
+    }
+    const key = `${result.from}:${result.id}`;
+    if (!this.options.dedupe.firstSighting(result.from, result.id, now)) {
+      this.options.onMessage?.(format, 'duplicate');
+      return this.inflight.get(key) ?? Promise.resolve();
+    }
+    this.options.onMessage?.(format, 'accepted');
+    const { bus } = this.options;
+    this.options.onMeshPacket?.(Portnums.PortNum[result.portnum] ?? String(result.portnum));
+    bus.emit('mesh.packet', {
+      portnum: result.portnum,
+      from: result.from,
+      to: result.to,
+      id: result.id,
+      receivedAt: result.receivedAt,
+      via: 'mqtt',
+    });
+    for (const node of result.nodes) bus.emit('node.updated', node);
+    if (result.readings.length === 0) return Promise.resolve();
+    const committed = this.options.sink.submit(result.readings, 'mqtt');
+    if (result.id !== 0) {
+      this.inflight.set(key, committed);
+      const forget = () => this.inflight.delete(key);
+      committed.then(forget, forget);
+    }
+    return committed;
+  }
+
+  private readingsJson(payload: Buffer): Promise<void> {
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(payload.toString('utf8'));
+    } catch {
+      this.options.onMessage?.('readings_json', 'malformed_json');
+      this.warn('malformed_json', { topic: INGEST_READINGS_TOPIC }, 'readings payload is not valid JSON');
+      return Promise.resolve();
+    }
+    const { items, array } = payloadItems(parsed);
+    if (items.length > MAX_READINGS_PER_BATCH) {
+      this.options.onMessage?.('readings_json', 'too_many_readings');
+      this.warn(
+        'too_many',
+        { items: items.length },
+        `at most ${MAX_READINGS_PER_BATCH} readings per message`,
+      );
+      return Promise.resolve();
+    }
+    const result = validateReadings(items, { nowMs: this.now(), array, maxProblems: 5 });
+    if (result.rejected > 0) {
+      for (const [reason, count] of Object.entries(result.rejectedByReason)) {
+        this.options.onRejectedReadings?.(reason as ReadingRejectReason, count);
+      }
+      this.warn(
+        'invalid_readings',
+        { rejected: result.rejected, accepted: result.accepted, problems: result.problems },
+        'readings refused',
+      );
+    }
+    this.options.onMessage?.('readings_json', result.accepted > 0 ? 'accepted' : 'invalid_readings');
+    return this.options.sink.submit(result.readings, 'mqtt');
+  }
+
+  /** One log line per kind of problem every 10 s at most: a misconfigured sensor must not flood the log. */
+  private warn(kind: string, details: Record<string, unknown>, message: string): void {
+    const now = this.now();
+    const last = this.lastLogged.get(kind);
+    if (last && now - last.at < LOG_EVERY_MS) {
+      last.suppressed++;
+      return;
+    }
+    this.lastLogged.set(kind, { at: now, suppressed: 0 });
+    this.options.log.warn(
+      { ...details, ...(last?.suppressed ? { suppressedSinceLast: last.suppressed } : {}) },
+      message,
+    );
+  }
+}

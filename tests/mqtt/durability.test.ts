@@ -1,0 +1,146 @@
+/**
+ * The built hub process (what `npm start` runs): every QoS 1 reading the broker acknowledged is
+ * in SQLite after the process is killed with SIGKILL right after the PUBACKs, and the API serves
+ * it after a restart; a publish with the `mqtt` package's command-line client (`mqtt pub`, as one
+ * would use `mosquitto_pub`) shows up in /api/v1/weather/latest.
+ */
+import { type ChildProcess, execFile, spawn, spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import Database from 'better-sqlite3';
+import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { getJson, waitFor } from '../helpers/hub.js';
+import { connect, endClients, latestOf } from './helpers.js';
+
+const CLI = join(process.cwd(), 'dist', 'hub', 'cli.js');
+const MQTT_CLI = join(process.cwd(), 'node_modules', 'mqtt', 'build', 'bin', 'mqtt.js');
+const children: ChildProcess[] = [];
+const dirs: string[] = [];
+
+beforeAll(() => {
+  const result = spawnSync(process.execPath, ['scripts/start.mjs', '--build-only'], { stdio: 'inherit' });
+  if (result.status !== 0) throw new Error('building dist/ failed');
+}, 180_000);
+
+afterEach(async () => {
+  await endClients();
+  for (const c of children) if (c.exitCode === null) c.kill('SIGKILL');
+  for (const d of dirs) rmSync(d, { recursive: true, force: true });
+  children.length = 0;
+  dirs.length = 0;
+});
+
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const { port } = server.address() as { port: number };
+  await new Promise((r) => server.close(r));
+  return port;
+}
+
+async function startProcess(dataDir: string, httpPort: number, mqttPort: number): Promise<ChildProcess> {
+  const child = spawn(process.execPath, [CLI, 'start'], {
+    env: {
+      ...process.env,
+      DATA_DIR: dataDir,
+      HTTP_HOST: '127.0.0.1',
+      HTTP_PORT: String(httpPort),
+      MQTT_PORT: String(mqttPort),
+      MQTT_ALLOW_ANONYMOUS: 'true',
+      RADIO: 'none',
+      LOG_LEVEL: 'warn',
+    },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  children.push(child);
+  await waitFor(
+    async () => {
+      const health = await getJson(`http://127.0.0.1:${httpPort}/health`).catch(() => undefined);
+      return health?.body?.actors?.some(
+        (a: { name: string; state: string }) => a.name === 'mqtt' && a.state === 'running',
+      );
+    },
+    20_000,
+    'the hub process to run its broker',
+  );
+  return child;
+}
+
+describe('QoS 1 durability in the hub process', () => {
+  it('has every acknowledged reading in SQLite after SIGKILL right after the PUBACKs', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'meshhub-durable-'));
+    dirs.push(dataDir);
+    const [httpPort, mqttPort] = [await freePort(), await freePort()];
+    const child = await startProcess(dataDir, httpPort, mqttPort);
+
+    const client = await connect(`mqtt://127.0.0.1:${mqttPort}`);
+    const start = Date.UTC(2026, 5, 1);
+    const acknowledged: number[] = [];
+    const publishes = Array.from({ length: 400 }, (_, i) => {
+      const timestamp = start + i * 1000;
+      const body = JSON.stringify({
+        node_id: 'durable',
+        timestamp: new Date(timestamp).toISOString(),
+        temperature_c: i / 10,
+      });
+      return client.publishAsync('meshhub/ingest/readings', body, { qos: 1 }).then(() => {
+        acknowledged.push(timestamp);
+      });
+    });
+    // Kill as soon as the first half is acknowledged: the rest may or may not have been.
+    await waitFor(() => acknowledged.length >= 200, 20_000, 'PUBACKs');
+    child.kill('SIGKILL');
+    const ackedBeforeKill = [...acknowledged];
+    await new Promise((r) => child.once('exit', r));
+    await Promise.allSettled(publishes);
+
+    const db = new Database(join(dataDir, 'meshhub.sqlite'));
+    const stored = new Set(
+      (db.prepare("SELECT ts FROM readings WHERE node_id = 'durable'").all() as Array<{ ts: number }>).map(
+        (r) => r.ts,
+      ),
+    );
+    expect(db.pragma('integrity_check', { simple: true })).toBe('ok');
+    db.close();
+    const missing = ackedBeforeKill.filter((ts) => !stored.has(ts));
+    expect(missing).toEqual([]);
+    expect(ackedBeforeKill.length).toBeGreaterThanOrEqual(200);
+
+    // Started again on the same data, the API serves what was acknowledged.
+    await startProcess(dataDir, httpPort, mqttPort);
+    const latest = await latestOf(`http://127.0.0.1:${httpPort}`, 'durable');
+    const newest = Math.max(...stored);
+    expect(latest).toMatchObject({ node_id: 'durable', timestamp: new Date(newest).toISOString() });
+  }, 90_000);
+
+  it('shows a reading published with the mqtt command-line client in /api/v1/weather/latest', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'meshhub-cli-'));
+    dirs.push(dataDir);
+    const [httpPort, mqttPort] = [await freePort(), await freePort()];
+    await startProcess(dataDir, httpPort, mqttPort);
+    // Same as: mosquitto_pub -h 127.0.0.1 -p PORT -q 1 -t meshhub/ingest/readings -m '{…}'
+    await promisify(execFile)(process.execPath, [
+      MQTT_CLI,
+      'pub',
+      '-h',
+      '127.0.0.1',
+      '-p',
+      String(mqttPort),
+      '-q',
+      '1',
+      '-t',
+      'meshhub/ingest/readings',
+      '-m',
+      '{"node_id":"cli-sensor","temperature_c":18.5,"humidity_percent":52}',
+    ]);
+    const latest = await waitFor(
+      () => latestOf(`http://127.0.0.1:${httpPort}`, 'cli-sensor'),
+      10_000,
+      'the reading',
+    );
+    expect(latest).toMatchObject({ node_id: 'cli-sensor', temperature_c: 18.5, humidity_percent: 52 });
+  }, 60_000);
+});
