@@ -9,6 +9,7 @@ import type { ChannelKey } from '../src/mesh/mqtt/channel-keys.js';
 import { ChannelKeyring } from '../src/mesh/mqtt/channel-keys.js';
 import { MeshUplinkDecoder } from '../src/mesh/mqtt/uplink.js';
 import type { PacketDedupe } from '../src/mesh/packet-dedupe.js';
+import { messageEventPayload, messageEventTopic } from '../src/messaging/mqtt-events.js';
 import type { HubMetrics } from '../src/metrics.js';
 import { type CheckPassword, MqttAuthenticator } from '../src/mqtt/authenticator.js';
 import { MqttBroker, WEBSOCKET_PATH } from '../src/mqtt/broker.js';
@@ -132,6 +133,12 @@ export class MqttBrokerActor extends Actor {
       publisher.readingsStored(readings.map((r) => r.nodeId)),
     );
     bus.on(this.name, 'node.updated', (update) => publisher.nodeUpdated(update.nodeId));
+    // Issue 4: every message transition on `meshhub/messages/<subscriber>/<node_id>` (admins only).
+    bus.on(this.name, 'message.updated', (change) => {
+      broker.publish(messageEventTopic(change), messageEventPayload(change)).catch((err: unknown) => {
+        log.warn({ err }, 'publishing a message event failed');
+      });
+    });
     publisher.start();
     log.info(
       {

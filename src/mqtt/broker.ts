@@ -25,6 +25,8 @@ import type { MqttIngest } from './ingest-router.js';
 import { guardConnection } from './packet-size-guard.js';
 import { HA_STATUS_TOPIC } from './topics.js';
 
+/** Topics of message events (src/messaging/mqtt-events.ts): forwarded to admins only. */
+const MESSAGES_TOPIC_PREFIX = 'meshhub/messages/';
 export const WEBSOCKET_PATH = '/mqtt';
 /**
  * Socket read buffer (Node's default is 16 KiB). Aedes reads the next chunk only when every
@@ -68,6 +70,12 @@ export class MqttBroker {
       maxClientsIdLength: 128,
       authenticate: (client, username, password, done) => this.authenticate(client, username, password, done),
       authorizePublish: (client, packet, done) => this.authorizePublish(client, packet.topic, packet, done),
+      // Message events carry subscribers' private texts: an integration allowed `meshhub/#`
+      // still gets them only when it is an admin (a subscribe ACL cannot split a wildcard).
+      authorizeForward: (client, packet) => {
+        if (!packet.topic.startsWith(MESSAGES_TOPIC_PREFIX)) return packet;
+        return this.identities.get(client)?.roles.includes('admin') ? packet : null;
+      },
       authorizeSubscribe: (client, subscription, done) => {
         const identity = this.identities.get(client);
         if (identity && maySubscribe(identity.roles, subscription.topic)) return done(null, subscription);
@@ -135,6 +143,16 @@ export class MqttBroker {
       this.accept(stream, request);
     });
     return true;
+  }
+
+  /** Publishes an event as the hub (no ACL applies), not retained, QoS 0: for unbounded streams such as message events. */
+  publish(topic: string, payload: string): Promise<void> {
+    return new Promise((resolve, reject) => {
+      this.aedes.publish(
+        { cmd: 'publish', topic, payload: Buffer.from(payload), qos: 0, retain: false, dup: false },
+        (error) => (error ? reject(error) : resolve()),
+      );
+    });
   }
 
   /** Publishes as the hub (no ACL applies): retained, QoS 0, so nothing queues for offline sessions. */
