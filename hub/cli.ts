@@ -9,11 +9,11 @@ import { runTokenCommand, runUserCommand, USER_HELP } from '../src/auth/cli-comm
 import { ConfigError, loadConfig } from '../src/config/load.js';
 import { parseDuration } from '../src/config/schema.js';
 import { createLogger } from '../src/log.js';
-import { createMessagingResponder } from '../src/mesh/simulator/messaging-responder.js';
 import { MeshSimulator } from '../src/mesh/simulator/simulator.js';
 import { runSubscriptionCommand, SUBSCRIPTION_HELP } from '../src/messaging/subscription-commands.js';
 import { readVersion } from '../src/version.js';
 import { createHub } from './main.js';
+import { simulatorOptionsFrom } from './simulator.js';
 
 const HELP = `meshhub — edge hub for Meshtastic LoRa mesh networks
 
@@ -135,20 +135,7 @@ async function runSimulator(args: string[]): Promise<void> {
   for (const [k, v] of Object.entries(map)) if (v !== undefined) env[k] = v;
   const config = loadConfigOrExit(env);
   const log = createLogger({ level: config.LOG_LEVEL, name: 'meshhub-sim' });
-  const sim = new MeshSimulator({
-    host: config.SIM_HOST,
-    port: config.SIM_PORT,
-    nodeCount: config.SIM_NODES,
-    center: config.SIM_CENTER,
-    seed: config.SIM_SEED,
-    telemetryIntervalMs: config.SIM_TELEMETRY_SECONDS * 1000,
-    backfillMs: config.SIM_BACKFILL,
-    responder: createMessagingResponder({
-      failurePercent: config.SIM_FAILURE_PERCENT,
-      delayScale: config.SIM_ACK_DELAY_SCALE,
-    }),
-    log,
-  });
+  const sim = new MeshSimulator({ ...simulatorOptionsFrom(config), log });
   const address = await sim.start();
   log.info({ ...address, nodes: config.SIM_NODES }, 'simulator listening; connect with RADIO=tcp:HOST:PORT');
   onShutdownSignals(() => sim.stop(), log);

@@ -19,7 +19,6 @@ import { Supervisor } from '../src/kernel/supervisor.js';
 import { liveRouteProvider } from '../src/live/mount.js';
 import type { Logger } from '../src/log.js';
 import { PacketDedupe } from '../src/mesh/packet-dedupe.js';
-import { createMessagingResponder } from '../src/mesh/simulator/messaging-responder.js';
 import { probeSerialPorts, serialTransport, tcpTransport } from '../src/mesh/transport.js';
 import { messagingRouteProvider } from '../src/messaging/mount.js';
 import { HubMetrics } from '../src/metrics.js';
@@ -35,7 +34,7 @@ import { MqttBrokerActor } from './mqtt-broker.js';
 import { NodeDirectoryActor } from './node-directory.js';
 import { RadioActor, type RadioPlan } from './radio.js';
 import { RetentionActor } from './retention.js';
-import { SimulatorActor } from './simulator.js';
+import { SimulatorActor, simulatorOptionsFrom } from './simulator.js';
 import { StoreActor } from './store.js';
 
 export interface Hub {
@@ -165,22 +164,7 @@ export async function createHub(config: HubConfig, options: HubOptions): Promise
   let simulator: SimulatorActor | undefined;
   let plan: RadioPlan;
   if (resolved === 'simulator') {
-    simulator = new SimulatorActor(
-      {
-        host: config.SIM_HOST,
-        port: config.SIM_PORT,
-        nodeCount: config.SIM_NODES,
-        center: config.SIM_CENTER,
-        seed: config.SIM_SEED,
-        telemetryIntervalMs: config.SIM_TELEMETRY_SECONDS * 1000,
-        backfillMs: config.SIM_BACKFILL,
-        responder: createMessagingResponder({
-          failurePercent: config.SIM_FAILURE_PERCENT,
-          delayScale: config.SIM_ACK_DELAY_SCALE,
-        }),
-      },
-      log,
-    );
+    simulator = new SimulatorActor(simulatorOptionsFrom(config), log);
     const sim = simulator;
     plan = {
       kind: 'simulator',

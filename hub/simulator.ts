@@ -1,6 +1,25 @@
+import type { HubConfig } from '../src/config/schema.js';
 import { Actor } from '../src/kernel/actor.js';
 import type { Logger } from '../src/log.js';
+import { createMessagingResponder } from '../src/mesh/simulator/messaging-responder.js';
 import { MeshSimulator, type MeshSimulatorOptions } from '../src/mesh/simulator/simulator.js';
+
+/** The simulator's options from the SIM_* settings: one place for the hub's built-in simulator and `meshhub sim`. */
+export function simulatorOptionsFrom(config: HubConfig): Omit<MeshSimulatorOptions, 'log'> {
+  return {
+    host: config.SIM_HOST,
+    port: config.SIM_PORT,
+    nodeCount: config.SIM_NODES,
+    center: config.SIM_CENTER,
+    seed: config.SIM_SEED,
+    telemetryIntervalMs: config.SIM_TELEMETRY_SECONDS * 1000,
+    backfillMs: config.SIM_BACKFILL,
+    responder: createMessagingResponder({
+      failurePercent: config.SIM_FAILURE_PERCENT,
+      delayScale: config.SIM_ACK_DELAY_SCALE,
+    }),
+  };
+}
 
 /**
  * Runs the built-in simulator when no radio is attached: a virtual device on loopback TCP that
