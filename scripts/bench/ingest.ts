@@ -13,7 +13,7 @@ import { type ChildProcess, fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { closeDatabase, type Database, openDatabase } from '../../src/store/database.js';
 import type { Reading } from '../../src/weather/reading.js';
-import { interleavedReadings, tempDir } from './lib/readings.js';
+import { interleavedReadings, rawBatchedInsert, tempDir } from './lib/readings.js';
 import { type BenchResult, compare } from './report.js';
 
 const NODES = 200;
@@ -80,29 +80,7 @@ function baseline(input: Reading[][]): number {
   const tmp = tempDir('ingest-baseline');
   const db: Database = openDatabase(tmp.file('baseline.db'));
   try {
-    const insert = db.prepare(
-      `INSERT INTO readings (node_id, ts, temperature_c, humidity_percent, pressure_pa, wind_speed_ms, wind_direction,
-         pm25_ugm3, pm10_ugm3, gas_resistance_kohm) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-    );
-    const insertBatch = db.transaction((rows: Reading[]) => {
-      for (const r of rows) {
-        insert.run(
-          r.nodeId,
-          r.timestamp,
-          r.temperatureC ?? null,
-          r.humidityPercent ?? null,
-          r.pressurePa ?? null,
-          r.windSpeedMs ?? null,
-          r.windDirection ?? null,
-          r.pm25Ugm3 ?? null,
-          r.pm10Ugm3 ?? null,
-          r.gasResistanceKohm ?? null,
-        );
-      }
-    });
-    const t0 = performance.now();
-    for (const rows of input) insertBatch(rows);
-    const ms = performance.now() - t0;
+    const ms = rawBatchedInsert(db, input);
     const n = db.prepare('SELECT count(*) FROM readings').pluck().get() as number;
     if (n !== ROWS) throw new Error(`baseline stored ${n} rows, expected ${ROWS}`);
     return ROWS / (ms / 1000);

@@ -11,7 +11,7 @@ import type { Database } from '../../src/store/database.js';
 import { closeDatabase, openDatabase } from '../../src/store/database.js';
 import { ReadingWriter } from '../../src/store/reading-writer.js';
 import type { Reading } from '../../src/weather/reading.js';
-import { interleavedReadings, tempDir } from './lib/readings.js';
+import { interleavedReadings, rawBatchedInsert, tempDir } from './lib/readings.js';
 import { type BenchResult, compare } from './report.js';
 
 const NODES = 1000;
@@ -23,32 +23,6 @@ function batches(readings: Reading[]): Reading[][] {
   const out: Reading[][] = [];
   for (let i = 0; i < readings.length; i += BATCH) out.push(readings.slice(i, i + BATCH));
   return out;
-}
-
-function baseline(db: Database, input: Reading[][]): number {
-  const insert = db.prepare(
-    `INSERT INTO readings (node_id, ts, temperature_c, humidity_percent, pressure_pa, wind_speed_ms, wind_direction,
-       pm25_ugm3, pm10_ugm3, gas_resistance_kohm) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-  );
-  const insertBatch = db.transaction((rows: Reading[]) => {
-    for (const r of rows) {
-      insert.run(
-        r.nodeId,
-        r.timestamp,
-        r.temperatureC ?? null,
-        r.humidityPercent ?? null,
-        r.pressurePa ?? null,
-        r.windSpeedMs ?? null,
-        r.windDirection ?? null,
-        r.pm25Ugm3 ?? null,
-        r.pm10Ugm3 ?? null,
-        r.gasResistanceKohm ?? null,
-      );
-    }
-  });
-  const t0 = performance.now();
-  for (const rows of input) insertBatch(rows);
-  return performance.now() - t0;
 }
 
 function ours(db: Database, input: Reading[][]): number {
@@ -88,7 +62,7 @@ export async function run(): Promise<BenchResult[]> {
   for (let round = 0; round < ROUNDS; round++) {
     // Alternate which side goes first, so neither always runs on a warmer (or busier) machine.
     const sides = [
-      () => baseMs.push(measure('baseline', (db) => baseline(db, input))),
+      () => baseMs.push(measure('baseline', (db) => rawBatchedInsert(db, input))),
       () => ourMs.push(measure('ours', (db) => ours(db, input))),
     ];
     if (round % 2 === 1) sides.reverse();

@@ -4,6 +4,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { Database } from '../../../src/store/database.js';
 import type { Reading } from '../../../src/weather/reading.js';
 
 /** A small deterministic PRNG (mulberry32), so every run measures the same data. */
@@ -76,4 +77,35 @@ export function tempDir(prefix: string): { dir: string; file(name: string): stri
     file: (name) => join(dir, name),
     cleanup: () => rmSync(dir, { recursive: true, force: true }),
   };
+}
+
+/**
+ * The raw library baseline of the writer and ingest benches: plain better-sqlite3 batched
+ * inserts of the same rows into the same `readings` table, one transaction per batch.
+ * Returns the milliseconds taken.
+ */
+export function rawBatchedInsert(db: Database, input: Reading[][]): number {
+  const insert = db.prepare(
+    `INSERT INTO readings (node_id, ts, temperature_c, humidity_percent, pressure_pa, wind_speed_ms, wind_direction,
+       pm25_ugm3, pm10_ugm3, gas_resistance_kohm) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+  );
+  const insertBatch = db.transaction((rows: Reading[]) => {
+    for (const r of rows) {
+      insert.run(
+        r.nodeId,
+        r.timestamp,
+        r.temperatureC ?? null,
+        r.humidityPercent ?? null,
+        r.pressurePa ?? null,
+        r.windSpeedMs ?? null,
+        r.windDirection ?? null,
+        r.pm25Ugm3 ?? null,
+        r.pm10Ugm3 ?? null,
+        r.gasResistanceKohm ?? null,
+      );
+    }
+  });
+  const t0 = performance.now();
+  for (const rows of input) insertBatch(rows);
+  return performance.now() - t0;
 }
