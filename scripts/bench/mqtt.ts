@@ -16,13 +16,14 @@ import { type ChildProcess, fork } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
-import { connectAsync, type MqttClient } from 'mqtt';
+// The `mqtt` client is imported where it is used: this file is also the broker child, whose RSS is measured.
+import type { MqttClient } from 'mqtt';
 import { tempDir } from './lib/readings.js';
-import { absolute, type BenchResult, compare } from './report.js';
+import { absolute, type BenchResult, compare, median } from './report.js';
 
 const MESSAGES = 50_000;
 const WINDOW = 1_000;
-const ROUNDS = 5;
+const ROUNDS = Number(process.env.MQTT_BENCH_ROUNDS ?? 5);
 const RSS_CLIENTS = 200;
 const TOPIC = 'meshhub/ingest/readings';
 
@@ -75,6 +76,10 @@ interface Child {
 function startChild(role: Role): Promise<Child> {
   const child = fork(fileURLToPath(import.meta.url), [], {
     env: { ...process.env, MQTT_BENCH_ROLE: role },
+    // MQTT_BENCH_CPU_PROFILE=<dir>: a V8 CPU profile of each broker child, for finding where the time goes.
+    execArgv: process.env.MQTT_BENCH_CPU_PROFILE
+      ? ['--cpu-prof', `--cpu-prof-dir=${process.env.MQTT_BENCH_CPU_PROFILE}`]
+      : [],
     stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
   });
   return new Promise((resolve, reject) => {
@@ -124,20 +129,36 @@ async function publishReadings(client: MqttClient, count: number, startMs: numbe
   return count / ((performance.now() - t0) / 1000);
 }
 
-async function throughput(role: Role, rounds: number[]): Promise<number[]> {
+/** CPU time (user + system) a process has used so far, in µs, from /proc (clock ticks of 10 ms). */
+function cpuMicros(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  return (Number(fields[11]) + Number(fields[12])) * 10_000;
+}
+
+interface Round {
+  rate: number;
+  /** The broker process's CPU time per message: steadier than msg/s on a shared machine. */
+  cpuPerMessageUs: number;
+}
+
+async function throughput(role: Role, rounds: number[]): Promise<Round[]> {
   const child = await startChild(role);
-  const rates: number[] = [];
+  const results: Round[] = [];
   try {
+    const { connectAsync } = await import('mqtt');
     const client = await connectAsync(`mqtt://127.0.0.1:${child.port}`, { reconnectPeriod: 0 });
     // Warm-up: JIT, SQLite page cache, broker allocations.
     await publishReadings(client, 2_000, Date.UTC(2020, 0, 1));
-    for (const round of rounds)
-      rates.push(await publishReadings(client, MESSAGES, Date.UTC(2021 + round, 0, 1)));
+    for (const round of rounds) {
+      const cpu0 = cpuMicros(child.process.pid!);
+      const rate = await publishReadings(client, MESSAGES, Date.UTC(2021 + round, 0, 1));
+      results.push({ rate, cpuPerMessageUs: (cpuMicros(child.process.pid!) - cpu0) / MESSAGES });
+    }
     await client.endAsync();
   } finally {
     await child.stop();
   }
-  return rates;
+  return results;
 }
 
 function rssMb(pid: number): number {
@@ -149,6 +170,7 @@ async function rssWithClients(): Promise<number> {
   const child = await startChild('hub');
   const clients: MqttClient[] = [];
   try {
+    const { connectAsync } = await import('mqtt');
     for (let i = 0; i < RSS_CLIENTS; i++) {
       clients.push(
         await connectAsync(`mqtt://127.0.0.1:${child.port}`, { reconnectPeriod: 0, clientId: `rss-${i}` }),
@@ -181,8 +203,8 @@ async function rssWithClients(): Promise<number> {
 }
 
 export async function run(): Promise<BenchResult[]> {
-  const bare: number[] = [];
-  const ours: number[] = [];
+  const bare: Round[] = [];
+  const ours: Round[] = [];
   for (let round = 0; round < ROUNDS; round++) {
     const sides = [
       async () => bare.push(...(await throughput('bare', [round]))),
@@ -192,14 +214,16 @@ export async function run(): Promise<BenchResult[]> {
     for (const side of sides) await side();
   }
   const rss = await rssWithClients();
-  const fmt = (xs: number[]) => xs.map((x) => x.toFixed(0)).join('/');
+  const rates = (xs: Round[]) => xs.map((x) => x.rate.toFixed(0)).join('/');
+  const cpu = (xs: Round[]) => median(xs.map((x) => x.cpuPerMessageUs)).toFixed(1);
   return [
     compare(
       `mqtt: ${MESSAGES} QoS 1 readings, ${WINDOW} in flight`,
-      { label: 'bare Aedes', value: Math.max(...bare), unit: 'msg/s' },
-      { label: 'hub, PUBACK after commit', value: Math.max(...ours), unit: 'msg/s' },
+      { label: 'bare Aedes', value: Math.max(...bare.map((r) => r.rate)), unit: 'msg/s' },
+      { label: 'hub, PUBACK after commit', value: Math.max(...ours.map((r) => r.rate)), unit: 'msg/s' },
       { atLeast: 0.6, text: '≥ 60% of bare Aedes msg/s' },
-      `best of ${ROUNDS} rounds each; bare ${fmt(bare)}, ours ${fmt(ours)}`,
+      `best of ${ROUNDS} rounds each; msg/s bare ${rates(bare)}, ours ${rates(ours)}; ` +
+        `broker CPU per message (median) bare ${cpu(bare)} µs, ours ${cpu(ours)} µs`,
     ),
     absolute(
       `mqtt: hub RSS with ${RSS_CLIENTS} connected clients publishing`,

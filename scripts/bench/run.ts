@@ -32,6 +32,7 @@ async function main(): Promise<void> {
     for (const r of await suite.run()) {
       results.push(r);
       process.stderr.write(`  ${r.pass ? 'ok  ' : 'MISS'} ${r.name}: ${(r.ratio * 100).toFixed(1)}%\n`);
+      if (r.notes) process.stderr.write(`       ${r.notes}\n`);
     }
   }
   const lines = [

@@ -50,15 +50,17 @@ export interface BusReadingSinkOptions {
   timeoutMs?: number;
 }
 
-interface Waiter {
+/**
+ * The readings of one source gathered in one turn, and the one promise every submission of them
+ * shares: at tens of thousands of messages a second, a promise (and a timeout) per message
+ * would cost more than the message.
+ */
+interface Gathered {
+  readings: Reading[];
+  committed: Promise<void>;
   deadline: number;
   resolve(): void;
   reject(error: Error): void;
-}
-
-interface Gathered {
-  readings: Reading[];
-  waiters: Waiter[];
 }
 
 /** The longest a deferred submission waits for the ones it defers to. */
@@ -69,22 +71,21 @@ export function busReadingSink(options: BusReadingSinkOptions): ReadingSink {
   const gathered = new Map<ReadingSource, Gathered>();
   let handOverScheduled = false;
   let fallback: NodeJS.Timeout | undefined;
-  // Submissions waiting for their commit, oldest first, swept by one timer (a timer per
-  // submission would cost more than the submission itself at tens of thousands a second).
-  const waiting = new Set<Waiter>();
+  // Groups waiting for their commit, oldest first, swept by one timer.
+  const waiting = new Set<Gathered>();
   let sweeper: NodeJS.Timeout | undefined;
 
-  const settle = (waiter: Waiter, error?: Error) => {
-    if (!waiting.delete(waiter)) return;
-    if (error) waiter.reject(error);
-    else waiter.resolve();
+  const settle = (group: Gathered, error?: Error) => {
+    if (!waiting.delete(group)) return;
+    if (error) group.reject(error);
+    else group.resolve();
   };
 
   const sweep = () => {
     const now = Date.now();
-    for (const waiter of waiting) {
-      if (waiter.deadline > now) break;
-      settle(waiter, new CommitTimeoutError(timeoutMs));
+    for (const group of waiting) {
+      if (group.deadline > now) break;
+      settle(group, new CommitTimeoutError(timeoutMs));
     }
     if (waiting.size === 0) {
       clearInterval(sweeper);
@@ -92,17 +93,32 @@ export function busReadingSink(options: BusReadingSinkOptions): ReadingSink {
     }
   };
 
+  const gather = (source: ReadingSource): Gathered => {
+    let resolve!: () => void;
+    let reject!: (error: Error) => void;
+    const committed = new Promise<void>((res, rej) => {
+      resolve = res;
+      reject = rej;
+    });
+    const group: Gathered = { readings: [], committed, deadline: Date.now() + timeoutMs, resolve, reject };
+    gathered.set(source, group);
+    waiting.add(group);
+    if (!sweeper) {
+      sweeper = setInterval(sweep, Math.min(1_000, timeoutMs));
+      sweeper.unref();
+    }
+    return group;
+  };
+
   const handOver = () => {
     handOverScheduled = false;
     clearTimeout(fallback);
     fallback = undefined;
-    for (const [source, { readings, waiters }] of gathered) {
+    for (const [source, group] of gathered) {
       options.bus.emit('reading.received', {
-        readings,
+        readings: group.readings,
         source,
-        onCommitted: (error) => {
-          for (const waiter of waiters) settle(waiter, error);
-        },
+        onCommitted: (error) => settle(group, error),
       });
     }
     gathered.clear();
@@ -125,24 +141,12 @@ export function busReadingSink(options: BusReadingSinkOptions): ReadingSink {
       if (readings.length === 0) return Promise.resolve();
       if (options.bus.listenerCount('reading.received') === 0)
         return Promise.reject(new WriterUnavailableError());
-      return new Promise<void>((resolve, reject) => {
-        const waiter: Waiter = { deadline: Date.now() + timeoutMs, resolve, reject };
-        waiting.add(waiter);
-        if (!sweeper) {
-          sweeper = setInterval(sweep, Math.min(1_000, timeoutMs));
-          sweeper.unref();
-        }
-        let group = gathered.get(source);
-        if (!group) {
-          group = { readings: [], waiters: [] };
-          gathered.set(source, group);
-        }
-        for (const reading of readings) group.readings.push(reading);
-        group.waiters.push(waiter);
-        if (!submitOptions?.defer) scheduleHandOver();
-        // A deferred batch waits for the others, but never longer than the writer's own batching delay.
-        else fallback ??= setTimeout(scheduleHandOver, DEFER_LIMIT_MS);
-      });
+      const group = gathered.get(source) ?? gather(source);
+      for (const reading of readings) group.readings.push(reading);
+      if (!submitOptions?.defer) scheduleHandOver();
+      // A deferred batch waits for the others, but never longer than the writer's own batching delay.
+      else fallback ??= setTimeout(scheduleHandOver, DEFER_LIMIT_MS);
+      return group.committed;
     },
   };
 }

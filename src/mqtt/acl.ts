@@ -14,6 +14,7 @@ import {
   EVENT_PATTERNS,
   filterWithin,
   HA_STATUS_TOPIC,
+  INGEST_READINGS_TOPIC,
   isHubOwnedTopic,
   isIngestTopic,
   MESH_ROOT,
@@ -26,7 +27,8 @@ export const MQTT_ROLES = ['device', 'ingest', 'integration', 'admin'] as const;
 const DOWNLINK_PATTERNS: readonly TopicPattern[] = [[MESH_ROOT, '#']];
 
 function has(roles: readonly string[], ...wanted: string[]): boolean {
-  return roles.some((r) => wanted.includes(r));
+  for (const role of roles) if (wanted.includes(role)) return true;
+  return false;
 }
 
 export function hasMqttRole(roles: readonly string[]): boolean {
@@ -37,6 +39,8 @@ export function hasMqttRole(roles: readonly string[]): boolean {
 export type TopicClass = 'reserved' | 'ha-status' | 'hub' | 'ingest' | 'other';
 
 export function topicClass(topic: string): TopicClass {
+  // The busiest topic first: every plain sensor publishes here.
+  if (topic === INGEST_READINGS_TOPIC) return 'ingest';
   if (topic.startsWith('$')) return 'reserved';
   if (topic === HA_STATUS_TOPIC) return 'ha-status';
   if (isHubOwnedTopic(topic)) return 'hub';

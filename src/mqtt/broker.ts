@@ -59,8 +59,11 @@ export class MqttBroker {
   private server: Server | undefined;
   private serverClosed: Promise<void> | undefined;
   private wss: WebSocketServer | undefined;
-  /** Ingestion commits whose PUBACK is being held. */
-  private readonly holding = new Set<Promise<void>>();
+  /**
+   * PUBACKs held, by the commit they wait for. Publishes received in one turn share a commit
+   * (reading-sink.ts), so one handler per commit releases them all.
+   */
+  private readonly holding = new Map<Promise<void>, HeldAck[]>();
 
   constructor(private readonly options: MqttBrokerOptions) {
     this.aedes = new Aedes({
@@ -187,7 +190,7 @@ export class MqttBroker {
     if (this.holding.size === 0) return;
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([
-      Promise.allSettled([...this.holding]),
+      Promise.allSettled([...this.holding.keys()]),
       new Promise<void>((resolve) => {
         timer = setTimeout(resolve, timeoutMs);
       }),
@@ -286,28 +289,49 @@ export class MqttBroker {
     }
     const payload = typeof packet.payload === 'string' ? Buffer.from(packet.payload) : packet.payload;
     const committed = this.options.ingest.handle(topic, payload);
+    if (!committed) {
+      // Nothing to store (bad input is counted and acknowledged: see ingest-router.ts).
+      done(null);
+      return;
+    }
     if (packet.qos === 0) {
       // No acknowledgement to hold: a failed commit is logged by the writer.
       committed.catch(() => {});
       done(null);
       return;
     }
-    this.holding.add(committed);
+    const held = this.holding.get(committed);
+    if (held) {
+      held.push({ clientId: client?.id, topic, done });
+      return;
+    }
+    this.holding.set(committed, [{ clientId: client?.id, topic, done }]);
     committed.then(
-      () => {
-        this.holding.delete(committed);
-        done(null);
-      },
-      (error: unknown) => {
-        this.holding.delete(committed);
-        this.options.log.warn(
-          { clientId: client?.id, topic, err: error },
-          'readings not committed; no PUBACK',
-        );
-        done(error instanceof Error ? error : new Error(String(error)));
-      },
+      () => this.releaseAcks(committed, null),
+      (error: unknown) =>
+        this.releaseAcks(committed, error instanceof Error ? error : new Error(String(error))),
     );
   }
+
+  /** Sends the PUBACKs waiting for `committed`; after a failed commit, none (the clients resend). */
+  private releaseAcks(committed: Promise<void>, error: Error | null): void {
+    const held = this.holding.get(committed) ?? [];
+    this.holding.delete(committed);
+    if (error) {
+      const first = held[0];
+      this.options.log.warn(
+        { clientId: first?.clientId, topic: first?.topic, publishes: held.length, err: error },
+        'readings not committed; no PUBACK',
+      );
+    }
+    for (const ack of held) ack.done(error);
+  }
+}
+
+interface HeldAck {
+  clientId: string | undefined;
+  topic: string;
+  done(error?: Error | null): void;
 }
 
 /** A username as it may go into the log: short (someone may paste a token there) and one line. */

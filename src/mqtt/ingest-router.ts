@@ -8,8 +8,8 @@
  * - `meshhub/ingest/readings`: plain JSON readings (reading-input.ts), the good ones stored,
  *   the bad ones counted by reason.
  *
- * `handle` resolves once everything the message carried is committed: the broker holds the
- * QoS 1 PUBACK until then. Bad input never rejects (the message is acknowledged, counted and
+ * `handle` returns a promise that resolves once everything the message carried is committed (the
+ * broker holds the QoS 1 PUBACK until then), or nothing when there is nothing to wait for. Bad input never rejects (the message is acknowledged, counted and
  * logged — a sensor resending garbage forever helps nobody); only a failed commit does, and the
  * broker then drops the connection without PUBACK so the client sends again.
  */
@@ -65,20 +65,20 @@ export class MqttIngest {
     this.now = options.now ?? Date.now;
   }
 
-  handle(topic: string, payload: Buffer): Promise<void> {
+  handle(topic: string, payload: Buffer): Promise<void> | undefined {
     if (topic === INGEST_READINGS_TOPIC) return this.readingsJson(payload);
     if (topic === MESH_ROOT || topic.startsWith(`${MESH_ROOT}/`)) return this.mesh(topic, payload);
     this.options.onMessage?.('other', 'ignored');
-    return Promise.resolve();
+    return undefined;
   }
 
-  private mesh(topic: string, payload: Buffer): Promise<void> {
+  private mesh(topic: string, payload: Buffer): Promise<void> | undefined {
     const now = this.now();
     const result = this.options.decoder.decode(topic, payload, now);
     const format: IngestFormat = topic.includes('/2/json/') ? 'legacy_json' : 'envelope';
     if (result.kind === 'ignored') {
       this.options.onMessage?.(format, 'ignored');
-      return Promise.resolve();
+      return undefined;
     }
     if (result.kind === 'rejected') {
       this.options.onMessage?.(format, result.reason);
@@ -87,12 +87,12 @@ export class MqttIngest {
         { topic, reason: result.reason, detail: result.detail },
         'mesh uplink refused',
       );
-      return Promise.resolve();
+      return undefined;
     }
     const key = `${result.from}:${result.id}`;
     if (!this.options.dedupe.firstSighting(result.from, result.id, now)) {
       this.options.onMessage?.(format, 'duplicate');
-      return this.inflight.get(key) ?? Promise.resolve();
+      return this.inflight.get(key);
     }
     this.options.onMessage?.(format, 'accepted');
     const { bus } = this.options;
@@ -106,7 +106,7 @@ export class MqttIngest {
       via: 'mqtt',
     });
     for (const node of result.nodes) bus.emit('node.updated', node);
-    if (result.readings.length === 0) return Promise.resolve();
+    if (result.readings.length === 0) return undefined;
     const committed = this.options.sink.submit(result.readings, 'mqtt');
     if (result.id !== 0) {
       this.inflight.set(key, committed);
@@ -116,14 +116,14 @@ export class MqttIngest {
     return committed;
   }
 
-  private readingsJson(payload: Buffer): Promise<void> {
+  private readingsJson(payload: Buffer): Promise<void> | undefined {
     let parsed: unknown;
     try {
       parsed = JSON.parse(payload.toString('utf8'));
     } catch {
       this.options.onMessage?.('readings_json', 'malformed_json');
       this.warn('malformed_json', { topic: INGEST_READINGS_TOPIC }, 'readings payload is not valid JSON');
-      return Promise.resolve();
+      return undefined;
     }
     const { items, array } = payloadItems(parsed);
     if (items.length > MAX_READINGS_PER_BATCH) {
@@ -133,7 +133,7 @@ export class MqttIngest {
         { items: items.length },
         `at most ${MAX_READINGS_PER_BATCH} readings per message`,
       );
-      return Promise.resolve();
+      return undefined;
     }
     const result = validateReadings(items, { nowMs: this.now(), array, maxProblems: 5 });
     if (result.rejected > 0) {
@@ -146,7 +146,11 @@ export class MqttIngest {
         'readings refused',
       );
     }
-    this.options.onMessage?.('readings_json', result.accepted > 0 ? 'accepted' : 'invalid_readings');
+    if (result.accepted === 0) {
+      this.options.onMessage?.('readings_json', 'invalid_readings');
+      return undefined;
+    }
+    this.options.onMessage?.('readings_json', 'accepted');
     return this.options.sink.submit(result.readings, 'mqtt');
   }
 

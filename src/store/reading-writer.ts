@@ -20,11 +20,12 @@
  */
 import { READING_METRICS, type Reading } from '../weather/reading.js';
 import type { Database, Statement } from './database.js';
+import { MAX_ROWS_PER_STATEMENT, MultiRowStatement, placeholders } from './multi-row-statement.js';
 import { ACC_SIZE, accumulate, bucketStart, METRIC_COLUMNS, ROLLUP_COLUMNS } from './rollups.js';
 
 const SLOTS = METRIC_COLUMNS.length;
 /** Rows per multi-row statement: fewer calls into SQLite for the same work. */
-const CHUNK = 64;
+const CHUNK = MAX_ROWS_PER_STATEMENT;
 const READING_WIDTH = 2 + SLOTS;
 /** The largest |ms| a JavaScript Date can hold: a reading's time must be one. */
 const MAX_DATE_MS = 8.64e15;
@@ -103,23 +104,15 @@ function readMetrics(r: Reading, values: (number | null)[]): number {
   );
 }
 
-function placeholders(columns: number, rows: number): string {
-  const row = `(${new Array(columns).fill('?').join(',')})`;
-  return new Array(rows).fill(row).join(',');
-}
-
 export class ReadingWriter {
   private readonly latest = new Map<string, LatestRow>();
+  private readonly insertReadings: MultiRowStatement;
   private readonly insertReading: Statement;
-  private readonly insertReadingChunk: Statement;
   private readonly selectReading: Statement<unknown[], (number | null)[]>;
   private readonly fillReading: Statement;
-  private readonly upsertHourly: Statement;
-  private readonly upsertHourlyChunk: Statement;
-  private readonly upsertDaily: Statement;
-  private readonly upsertDailyChunk: Statement;
-  private readonly writeLatest: Statement;
-  private readonly writeLatestChunk: Statement;
+  private readonly upsertHourly: MultiRowStatement;
+  private readonly upsertDaily: MultiRowStatement;
+  private readonly writeLatest: MultiRowStatement;
   private readonly commit: (groups: readonly (readonly Reading[])[], fast: boolean) => Applied;
   /** Rows waiting for a multi-row insert: READING_WIDTH arguments each. */
   private readonly pendingArgs: unknown[] = new Array<unknown>(READING_WIDTH * CHUNK);
@@ -128,32 +121,38 @@ export class ReadingWriter {
 
   constructor(private readonly db: Database) {
     const cols = METRIC_COLUMNS.join(', ');
-    const insert = (rows: number) =>
-      db.prepare(
+    this.insertReadings = new MultiRowStatement(
+      db,
+      READING_WIDTH,
+      (rows) =>
         `INSERT OR IGNORE INTO readings (node_id, ts, ${cols}) VALUES ${placeholders(READING_WIDTH, rows)}`,
-      );
-    this.insertReading = insert(1);
-    this.insertReadingChunk = insert(CHUNK);
+    );
+    this.insertReading = db.prepare(
+      `INSERT OR IGNORE INTO readings (node_id, ts, ${cols}) VALUES ${placeholders(READING_WIDTH, 1)}`,
+    );
     this.selectReading = db
       .prepare(`SELECT ${cols} FROM readings WHERE node_id = ? AND ts = ?`)
       .raw(true) as Statement<unknown[], (number | null)[]>;
     this.fillReading = db.prepare(
       `UPDATE readings SET ${METRIC_COLUMNS.map((c) => `${c} = coalesce(${c}, ?)`).join(', ')} WHERE node_id = ? AND ts = ?`,
     );
-    const upsert = (table: string, rows: number) =>
-      db.prepare(
-        `INSERT INTO ${table} (node_id, bucket_start, ${ROLLUP_COLUMNS.join(', ')}) VALUES ${placeholders(2 + ROLLUP_COLUMNS.length, rows)}
-         ON CONFLICT (node_id, bucket_start) DO UPDATE SET ${ROLLUP_COLUMNS.map((c) => `${c} = ${c} + excluded.${c}`).join(', ')}`,
+    const upsert = (table: string) =>
+      new MultiRowStatement(
+        db,
+        2 + ACC_SIZE,
+        (rows) =>
+          `INSERT INTO ${table} (node_id, bucket_start, ${ROLLUP_COLUMNS.join(', ')}) VALUES ${placeholders(2 + ROLLUP_COLUMNS.length, rows)}
+           ON CONFLICT (node_id, bucket_start) DO UPDATE SET ${ROLLUP_COLUMNS.map((c) => `${c} = ${c} + excluded.${c}`).join(', ')}`,
       );
-    this.upsertHourly = upsert('readings_hourly', 1);
-    this.upsertHourlyChunk = upsert('readings_hourly', CHUNK);
-    this.upsertDaily = upsert('readings_daily', 1);
-    this.upsertDailyChunk = upsert('readings_daily', CHUNK);
+    this.upsertHourly = upsert('readings_hourly');
+    this.upsertDaily = upsert('readings_daily');
     const latestColumns = ['node_id', 'ts', ...METRIC_COLUMNS.flatMap((c) => [c, `${c}_ts`])];
-    const latestSql = (rows: number) =>
-      `INSERT OR REPLACE INTO readings_latest (${latestColumns.join(', ')}) VALUES ${placeholders(latestColumns.length, rows)}`;
-    this.writeLatest = db.prepare(latestSql(1));
-    this.writeLatestChunk = db.prepare(latestSql(CHUNK));
+    this.writeLatest = new MultiRowStatement(
+      db,
+      latestColumns.length,
+      (rows) =>
+        `INSERT OR REPLACE INTO readings_latest (${latestColumns.join(', ')}) VALUES ${placeholders(latestColumns.length, rows)}`,
+    );
     this.loadLatest();
     this.commit = db.transaction((groups: readonly (readonly Reading[])[], fast: boolean) =>
       this.apply(groups, fast),
@@ -214,8 +213,8 @@ export class ReadingWriter {
     this.pendingRows = 0;
     const stored = groups.map((readings) => this.applyGroup(readings, nodes, fast));
     this.flushPending();
-    this.writeBuckets(nodes, 'hours', this.upsertHourly, this.upsertHourlyChunk);
-    this.writeBuckets(nodes, 'days', this.upsertDaily, this.upsertDailyChunk);
+    this.writeBuckets(nodes, 'hours', this.upsertHourly);
+    this.writeBuckets(nodes, 'days', this.upsertDaily);
     this.writeLatestRows(nodes);
     return { stored, nodes };
   }
@@ -286,55 +285,44 @@ export class ReadingWriter {
     args[base] = nodeId;
     args[base + 1] = ts;
     for (let slot = 0; slot < SLOTS; slot++) args[base + 2 + slot] = values[slot];
-    if (++this.pendingRows === CHUNK) {
-      this.pendingRows = 0;
-      if (this.insertReadingChunk.run(args).changes !== CHUNK) throw new FastPathConflict();
-    }
+    if (++this.pendingRows === CHUNK) this.flushPending();
   }
 
   private flushPending(): void {
     const n = this.pendingRows;
     this.pendingRows = 0;
-    for (let row = 0; row < n; row++) {
-      const args = this.pendingArgs.slice(row * READING_WIDTH, (row + 1) * READING_WIDTH);
-      if (this.insertReading.run(args).changes !== 1) throw new FastPathConflict();
-    }
+    if (n > 0 && this.insertReadings.run(this.pendingArgs, n) !== n) throw new FastPathConflict();
   }
 
   private writeBuckets(
     nodes: Map<string, NodeContribution>,
     which: 'hours' | 'days',
-    one: Statement,
-    chunk: Statement,
+    upsert: MultiRowStatement,
   ): void {
-    const width = 2 + ACC_SIZE;
-    const args: unknown[] = new Array<unknown>(width * CHUNK);
+    const width = upsert.width;
+    const args: unknown[] = [];
     let n = 0;
     for (const [nodeId, contribution] of nodes) {
       const { starts, accs } = contribution[which];
       for (let b = 0; b < starts.length; b++) {
         const acc = accs[b]!;
-        const base = n * width;
+        const base = n++ * width;
         args[base] = nodeId;
         args[base + 1] = starts[b];
         for (let i = 0; i < ACC_SIZE; i++) args[base + 2 + i] = acc[i];
-        if (++n === CHUNK) {
-          chunk.run(args);
-          n = 0;
-        }
       }
     }
-    for (let row = 0; row < n; row++) one.run(args.slice(row * width, (row + 1) * width));
+    upsert.run(args, n);
   }
 
   private writeLatestRows(nodes: Map<string, NodeContribution>): void {
-    const width = 2 + SLOTS * 2;
-    const args: unknown[] = new Array<unknown>(width * CHUNK);
+    const width = this.writeLatest.width;
+    const args: unknown[] = [];
     let n = 0;
     for (const [nodeId, contribution] of nodes) {
       if (!contribution.latestChanged) continue;
       const { ts, values, times } = contribution.latest;
-      const base = n * width;
+      const base = n++ * width;
       args[base] = nodeId;
       args[base + 1] = ts;
       for (let slot = 0; slot < SLOTS; slot++) {
@@ -342,12 +330,8 @@ export class ReadingWriter {
         args[base + 2 + slot * 2] = known ? values[slot] : null;
         args[base + 3 + slot * 2] = known ? times[slot] : null;
       }
-      if (++n === CHUNK) {
-        this.writeLatestChunk.run(args);
-        n = 0;
-      }
     }
-    for (let row = 0; row < n; row++) this.writeLatest.run(args.slice(row * width, (row + 1) * width));
+    this.writeLatest.run(args, n);
   }
 }
 

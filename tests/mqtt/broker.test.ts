@@ -37,16 +37,36 @@ function heldSink(): ReadingSink & { held: HeldCommit[] } {
   };
 }
 
+/** A sink where every submission shares one commit, as submissions of one turn do in reading-sink.ts. */
+function sharedSink(): ReadingSink & { submitted: number; commit: HeldCommit | undefined } {
+  let resolve!: () => void;
+  let reject!: (error: Error) => void;
+  const committed = new Promise<void>((res, rej) => {
+    resolve = res;
+    reject = rej;
+  });
+  const sink = {
+    submitted: 0,
+    commit: undefined as HeldCommit | undefined,
+    submit(readings: Reading[]) {
+      sink.submitted++;
+      sink.commit ??= { readings, resolve, reject };
+      return committed;
+    },
+  };
+  return sink;
+}
+
 const brokers: MqttBroker[] = [];
 afterEach(async () => {
   await endClients();
   await Promise.all(brokers.splice(0).map((b) => b.close()));
 });
 
-async function startBroker(
-  options: { maxConnections?: number; maxPacketBytes?: number; drainTimeoutMs?: number } = {},
+async function startBroker<S extends ReadingSink = ReturnType<typeof heldSink>>(
+  options: { maxConnections?: number; maxPacketBytes?: number; drainTimeoutMs?: number; sink?: S } = {},
 ) {
-  const sink = heldSink();
+  const sink = (options.sink ?? heldSink()) as S;
   const log = pino({ level: 'silent' });
   const bus = new Bus<HubEvents>();
   const ingest = new MqttIngest({
@@ -111,6 +131,32 @@ describe('PUBACK after commit', () => {
     sink.held[0]!.reject(new Error('disk full'));
     await closed;
     expect(acked).toBe(false);
+  });
+
+  it('releases every PUBACK held on a shared commit together, or none of them when it fails', async () => {
+    for (const outcome of ['committed', 'failed'] as const) {
+      const { sink, url } = await startBroker({ sink: sharedSink() });
+      const clients = [await connect(url), await connect(url)];
+      const acks = clients.map((c, i) =>
+        c.publishAsync('meshhub/ingest/readings', reading(10 + i), { qos: 1 }).then(
+          () => 'acked',
+          () => 'not acked',
+        ),
+      );
+      await waitFor(() => sink.submitted === 2, 5_000, 'both publishes to reach the sink');
+      if (outcome === 'committed') {
+        sink.commit!.resolve();
+        expect(await Promise.all(acks)).toEqual(['acked', 'acked']);
+      } else {
+        const closed = clients.map((c) => new Promise<void>((resolve) => c.once('close', () => resolve())));
+        sink.commit!.reject(new Error('disk full'));
+        await Promise.all(closed);
+        let acked = 0;
+        for (const ack of acks) void ack.then((a) => a === 'acked' && acked++);
+        await roundTrip(url);
+        expect(acked).toBe(0);
+      }
+    }
   });
 
   it('does not hold QoS 0 publishes (there is no acknowledgement to hold)', async () => {

@@ -1,11 +1,13 @@
 /**
  * The built hub process (what `npm start` runs): every QoS 1 reading the broker acknowledged is
  * in SQLite after the process is killed with SIGKILL right after the PUBACKs, and the API serves
- * it after a restart; a publish with the `mqtt` package's command-line client (`mqtt pub`, as one
- * would use `mosquitto_pub`) shows up in /api/v1/weather/latest.
+ * it after a restart; a publish with the `mqtt` package's command-line client (`mqtt pub`) and
+ * one with Debian's `mosquitto_pub` (as a device user made with `meshhub user add`) show up in
+ * /api/v1/weather/latest. `.ci/run` installs mosquitto-clients; outside CI the mosquitto test is
+ * skipped when `mosquitto_pub` is missing.
  */
 import { type ChildProcess, execFile, spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -17,6 +19,9 @@ import { connect, endClients, latestOf } from './helpers.js';
 
 const CLI = join(process.cwd(), 'dist', 'hub', 'cli.js');
 const MQTT_CLI = join(process.cwd(), 'node_modules', 'mqtt', 'build', 'bin', 'mqtt.js');
+const MOSQUITTO_PUB = ['/usr/bin/mosquitto_pub', '/usr/local/bin/mosquitto_pub'].find((p) => existsSync(p));
+if (!MOSQUITTO_PUB && process.env.CI === 'true')
+  throw new Error('mosquitto_pub is missing: apt-get install -y mosquitto-clients (.ci/run does)');
 const children: ChildProcess[] = [];
 const dirs: string[] = [];
 
@@ -41,7 +46,12 @@ async function freePort(): Promise<number> {
   return port;
 }
 
-async function startProcess(dataDir: string, httpPort: number, mqttPort: number): Promise<ChildProcess> {
+async function startProcess(
+  dataDir: string,
+  httpPort: number,
+  mqttPort: number,
+  { anonymous = true } = {},
+): Promise<ChildProcess> {
   const child = spawn(process.execPath, [CLI, 'start'], {
     env: {
       ...process.env,
@@ -49,7 +59,7 @@ async function startProcess(dataDir: string, httpPort: number, mqttPort: number)
       HTTP_HOST: '127.0.0.1',
       HTTP_PORT: String(httpPort),
       MQTT_PORT: String(mqttPort),
-      MQTT_ALLOW_ANONYMOUS: 'true',
+      MQTT_ALLOW_ANONYMOUS: String(anonymous),
       RADIO: 'none',
       LOG_LEVEL: 'warn',
     },
@@ -143,4 +153,54 @@ describe('QoS 1 durability in the hub process', () => {
     );
     expect(latest).toMatchObject({ node_id: 'cli-sensor', temperature_c: 18.5, humidity_percent: 52 });
   }, 60_000);
+
+  it.skipIf(!MOSQUITTO_PUB)(
+    'shows a reading published with mosquitto_pub by a device user in /api/v1/weather/latest',
+    async () => {
+      const dataDir = mkdtempSync(join(tmpdir(), 'meshhub-mosquitto-'));
+      dirs.push(dataDir);
+      const [httpPort, mqttPort] = [await freePort(), await freePort()];
+      const run = promisify(execFile);
+      const env = { ...process.env, DATA_DIR: dataDir, LOG_LEVEL: 'warn' };
+      // The README's way: a device account, password on stdin; anonymous access stays off.
+      const add = spawn(
+        process.execPath,
+        [CLI, 'user', 'add', 'weather-station', '--role', 'device', '--password-stdin'],
+        {
+          env,
+          stdio: ['pipe', 'ignore', 'inherit'],
+        },
+      );
+      add.stdin.end('station-password-1\n');
+      expect(await new Promise((r) => add.once('exit', r))).toBe(0);
+      await startProcess(dataDir, httpPort, mqttPort, { anonymous: false });
+      const publish = (password: string) =>
+        run(MOSQUITTO_PUB!, [
+          '-h',
+          '127.0.0.1',
+          '-p',
+          String(mqttPort),
+          '-q',
+          '1',
+          '-u',
+          'weather-station',
+          '-P',
+          password,
+          '-t',
+          'meshhub/ingest/readings',
+          '-m',
+          '{"node_id":"mosquitto-sensor","temperature_c":7.25,"pressure_pa":101325}',
+        ]);
+      // A wrong password is refused at the broker (CONNACK 5): mosquitto_pub exits non-zero.
+      await expect(publish('not-the-password')).rejects.toThrow();
+      await publish('station-password-1');
+      const latest = await waitFor(
+        () => latestOf(`http://127.0.0.1:${httpPort}`, 'mosquitto-sensor'),
+        10_000,
+        'the reading',
+      );
+      expect(latest).toMatchObject({ node_id: 'mosquitto-sensor', temperature_c: 7.25, pressure_pa: 101325 });
+    },
+    60_000,
+  );
 });
