@@ -17,7 +17,7 @@ import type { IncomingMessage } from 'node:http';
 import { type AddressInfo, createServer, type Server, type Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { Aedes, type AuthenticateError, type Client } from 'aedes';
-import { createWebSocketStream, WebSocketServer } from 'ws';
+import type { WebSocketServer } from 'ws';
 import type { Logger } from '../log.js';
 import { mayPublishClass, maySubscribe, topicClass } from './acl.js';
 import { type MqttAuthenticator, MqttAuthFailure, type MqttIdentity } from './authenticator.js';
@@ -59,6 +59,8 @@ export class MqttBroker {
   private server: Server | undefined;
   private serverClosed: Promise<void> | undefined;
   private wss: WebSocketServer | undefined;
+  /** The `ws` module, loaded only when MQTT over WebSocket is on (it costs memory on every Pi). */
+  private ws: typeof import('ws') | undefined;
   /**
    * PUBACKs held, by the commit they wait for. Publishes received in one turn share a commit
    * (reading-sink.ts), so one handler per commit releases them all.
@@ -112,6 +114,7 @@ export class MqttBroker {
 
   /** Starts the broker core (persistence, $SYS heartbeat); no listener yet. */
   async open(): Promise<void> {
+    if (this.options.websocket) this.ws = await import('ws');
     await this.aedes.listen();
   }
 
@@ -136,12 +139,13 @@ export class MqttBroker {
 
   /** Takes over an HTTP upgrade of `/mqtt`; false when the request is not ours. */
   handleUpgrade(request: IncomingMessage, socket: Duplex, head: Buffer): boolean {
-    if (!this.options.websocket || this.aedes.closed) return false;
+    const ws = this.ws;
+    if (!ws || this.aedes.closed) return false;
     const path = (request.url ?? '').split('?')[0];
     if (path !== WEBSOCKET_PATH) return false;
-    this.wss ??= new WebSocketServer({ noServer: true, maxPayload: this.options.maxPacketBytes + 16 });
-    this.wss.handleUpgrade(request, socket, head, (ws) => {
-      const stream = createWebSocketStream(ws);
+    this.wss ??= new ws.WebSocketServer({ noServer: true, maxPayload: this.options.maxPacketBytes + 16 });
+    this.wss.handleUpgrade(request, socket, head, (socketWs) => {
+      const stream = ws.createWebSocketStream(socketWs);
       stream.on('error', () => stream.destroy());
       this.accept(stream, request);
     });

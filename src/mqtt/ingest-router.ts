@@ -3,7 +3,7 @@
  *
  * - `msh/…/2/e|c|json/…`: a Meshtastic packet (uplink.ts). The first sighting of (from, id) —
  *   through any gateway, or the hub's own radio — feeds the same pipeline as the radio:
- *   `mesh.packet`, `node.updated`, readings; later sightings are counted as duplicates and wait
+ *   `mesh.packet`, `node.updated`, `mesh.text`, `mesh.routing`, readings; later sightings are counted as duplicates and wait
  *   for the first one's commit, so no gateway is acknowledged before the data is stored.
  * - `meshhub/ingest/readings`: plain JSON readings (reading-input.ts), the good ones stored,
  *   the bad ones counted by reason.
@@ -106,6 +106,10 @@ export class MqttIngest {
       via: 'mqtt',
     });
     for (const node of result.nodes) bus.emit('node.updated', node);
+    // A reply or an ACK heard only through a gateway reaches messaging as one heard by the radio
+    // would (messaging keeps one copy of a text heard both ways, and an ACK applies once).
+    if (result.text) bus.emit('mesh.text', result.text);
+    if (result.routing) bus.emit('mesh.routing', result.routing);
     if (result.readings.length === 0) return undefined;
     const committed = this.options.sink.submit(result.readings, 'mqtt');
     if (result.id !== 0) {

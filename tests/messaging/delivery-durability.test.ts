@@ -8,6 +8,7 @@ import { Mesh, Portnums } from '@meshtastic/protobufs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { messagingRoles } from '../../src/mesh/simulator/messaging-responder.js';
 import { startTestHub, type TestHub, waitFor } from '../helpers/hub.js';
+import { connect, endClients, envelopeOf, meshTopic } from '../mqtt/helpers.js';
 import {
   type ControlledSim,
   call,
@@ -239,5 +240,54 @@ describe('inbound texts', () => {
       .pluck()
       .get();
     expect(count).toBe(3);
+  });
+});
+
+describe('texts and ACKs heard only through an MQTT gateway', () => {
+  it('reach messaging as if the radio had heard them: the ACK delivers, the reply lands once', async () => {
+    const sim = await controlledSim({ silent: true });
+    const t = await hubOn(sim, { MQTT_ALLOW_ANONYMOUS: 'true' });
+    await knownNodes(t, 6);
+    const alice = await subscriber(t, 'alice');
+    const [a] = sim.network.nodes;
+    const radio = sim.network.radio.num;
+    const res = await send(t, alice, a!.id, 'is the gate open?');
+    expect(res.status).toBe(202);
+    // The simulated mesh stays silent: whatever happens next came in over MQTT.
+    const sent = await waitFor(() => sim.recorder.texts[0], 5_000, 'the text on the radio');
+
+    const gateway = await connect(`mqtt://127.0.0.1:${t.hub.mqtt.port}`);
+    const uplink = (packet: Mesh.MeshPacket, gatewayId: string) =>
+      gateway.publishAsync(meshTopic('LongFast', gatewayId), Buffer.from(envelopeOf(packet, { gatewayId })), {
+        qos: 1,
+      });
+    const ack = routingFrom(a!.num, radio, sent.id, Mesh.Routing_Error.NONE);
+    ack.id = 0x5eed0001;
+    await uplink(ack, '!0000beef');
+    const delivered = await waitForStatus(t, alice, res.body.id, 'delivered');
+    expect(delivered.history.map((h: Json) => h.status)).toEqual(['queued', 'sent', 'delivered']);
+
+    const reply = textFrom(a!.num, radio, 'yes, it is open');
+    reply.id = 0x5eed0002;
+    // Two gateways hear the same reply: one message.
+    await uplink(reply, '!0000beef');
+    await uplink(reply, '!0000cafe');
+    const inbound = await waitFor(
+      async () => {
+        const r = await call(t.baseUrl, 'GET', `/api/v1/messages/conversations/${a!.id}`, { token: alice });
+        const texts = (r.body.data as Json[]).filter((m) => m.direction === 'inbound').map((m) => m.text);
+        return texts.length ? texts : undefined;
+      },
+      5_000,
+      'the reply',
+    );
+    expect(inbound).toEqual(['yes, it is open']);
+    await t.hub.mqtt.settle();
+    const count = t.hub.store.db
+      .prepare("SELECT count(*) FROM messages WHERE direction = 'inbound'")
+      .pluck()
+      .get();
+    expect(count).toBe(1);
+    await endClients();
   });
 });

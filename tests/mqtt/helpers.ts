@@ -230,6 +230,34 @@ export function envelope(options: EnvelopeOptions): Uint8Array {
   );
 }
 
+/**
+ * A ServiceEnvelope around any decoded MeshPacket (a text, an ACK), its Data encrypted with the
+ * channel key (the default key unless `psk` says otherwise), as a gateway uplinks it.
+ */
+export function envelopeOf(
+  packet: Mesh.MeshPacket,
+  options: { channel?: string; psk?: string; gatewayId?: string } = {},
+): Uint8Array {
+  if (packet.payloadVariant.case !== 'decoded') throw new Error('envelopeOf takes a decoded packet');
+  const channel = options.channel ?? 'LongFast';
+  const key = expandChannelKey(Buffer.from(options.psk ?? 'AQ==', 'base64'));
+  if (!key) throw new Error('envelopeOf encrypts: give a channel key');
+  const data = toBinary(Mesh.DataSchema, packet.payloadVariant.value);
+  const encrypted = create(Mesh.MeshPacketSchema, {
+    ...packet,
+    channel: channelHash(channel, key),
+    payloadVariant: { case: 'encrypted', value: channelCipher(key, packet.id, packet.from, data) },
+  });
+  return toBinary(
+    Mqtt.ServiceEnvelopeSchema,
+    create(Mqtt.ServiceEnvelopeSchema, {
+      packet: encrypted,
+      channelId: channel,
+      gatewayId: options.gatewayId ?? '!0000beef',
+    }),
+  );
+}
+
 export function envTelemetryEnvelope(
   from: number,
   id: number,

@@ -1,6 +1,6 @@
 /**
- * Meshtastic MQTT uplink → the same domain objects the radio path produces (readings and node
- * updates), from the two formats gateways publish (DESIGN.md "Meshtastic facts"):
+ * Meshtastic MQTT uplink → the same domain objects the radio path produces (readings, node
+ * updates, texts and ACKs), from the two formats gateways publish (DESIGN.md "Meshtastic facts"):
  *
  * - `<root>/2/e/<channel>/<!gateway>` (and the older `/2/c/`): a protobuf `ServiceEnvelope`
  *   whose `packet` is usually encrypted with the channel key; decrypted here with the
@@ -16,7 +16,13 @@ import { Mesh, Mqtt, Portnums } from '@meshtastic/protobufs';
 import type { Reading } from '../../weather/reading.js';
 import { PayloadDecodeError } from '../errors.js';
 import type { NodeUpdate } from '../node.js';
-import { decodeMeshPacket } from '../packet-decoder.js';
+import {
+  decodeMeshPacket,
+  decodeRoutingPacket,
+  decodeTextPacket,
+  type MeshRoutingReport,
+  type MeshText,
+} from '../packet-decoder.js';
 import { channelCipher } from './channel-crypto.js';
 import type { ChannelKeyring } from './channel-keys.js';
 import { decodeLegacyJson } from './legacy-json.js';
@@ -50,6 +56,10 @@ export interface UplinkPacket {
   receivedAt: number;
   readings: Reading[];
   nodes: NodeUpdate[];
+  /** A text message (to the hub, someone else or the channel: messaging decides). */
+  text?: MeshText;
+  /** An ACK/NAK (messaging applies the ones for its packets). */
+  routing?: MeshRoutingReport;
 }
 
 export type UplinkRejectReason =
@@ -129,6 +139,8 @@ export class MeshUplinkDecoder {
     if (!this.plausible(packet.rxTime * 1000, nowMs)) packet.rxTime = 0;
     try {
       const { readings, nodes } = decodeMeshPacket(packet, nowMs);
+      const text = decodeTextPacket(packet, nowMs, 'mqtt');
+      const routing = decodeRoutingPacket(packet, nowMs, 'mqtt');
       return {
         kind: 'packet',
         from: packet.from >>> 0,
@@ -138,6 +150,8 @@ export class MeshUplinkDecoder {
         receivedAt: packet.rxTime !== 0 ? packet.rxTime * 1000 : nowMs,
         readings,
         nodes,
+        ...(text ? { text } : {}),
+        ...(routing ? { routing } : {}),
       };
     } catch (error) {
       if (!(error instanceof PayloadDecodeError)) throw error;
