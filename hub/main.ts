@@ -20,6 +20,7 @@ import { liveRouteProvider } from '../src/live/mount.js';
 import type { Logger } from '../src/log.js';
 import { PacketDedupe } from '../src/mesh/packet-dedupe.js';
 import { probeSerialPorts, serialTransport, tcpTransport } from '../src/mesh/transport.js';
+import { watchMessageMetrics } from '../src/messaging/metrics.js';
 import { messagingRouteProvider } from '../src/messaging/mount.js';
 import { HubMetrics } from '../src/metrics.js';
 import type { CheckPassword } from '../src/mqtt/authenticator.js';
@@ -261,6 +262,7 @@ export async function createHub(config: HubConfig, options: HubOptions): Promise
     },
     airtimePercent: config.MESSAGE_AIRTIME_PERCENT,
   });
+  watchMessageMetrics({ bus, metrics, db: () => store.db });
   supervisor.add(radio).add(mqtt).add(gateway).add(http);
   for (const plugin of plugins) {
     const actors = await plugin.create({

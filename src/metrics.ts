@@ -89,6 +89,39 @@ export class HubMetrics {
     registers: [this.registry],
   });
 
+  readonly messages = new Counter({
+    name: 'meshhub_messages_total',
+    help: 'Texts that reached each status, by direction (outbound: queued, sent, delivered, failed; inbound: received, read)',
+    labelNames: ['direction', 'status'] as const,
+    registers: [this.registry],
+  });
+
+  readonly messageRetries = new Counter({
+    name: 'meshhub_message_retries_total',
+    help: 'Outbound attempts scheduled again after a transient routing error or a missing acknowledgement',
+    registers: [this.registry],
+  });
+
+  readonly messageFailures = new Counter({
+    name: 'meshhub_message_failures_total',
+    help: 'Outbound texts that failed, by reason (a Routing_Error name, or ACK_TIMEOUT)',
+    labelNames: ['reason'] as const,
+    registers: [this.registry],
+  });
+
+  readonly messageDeliverySeconds = new Histogram({
+    name: 'meshhub_message_delivery_seconds',
+    help: "Seconds from a text's POST to the destination's acknowledgement",
+    buckets: [1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600],
+    registers: [this.registry],
+  });
+
+  readonly messagesQueued = new Gauge({
+    name: 'meshhub_messages_queued',
+    help: 'Outbound texts waiting in the send queue (not yet handed to the radio, or waiting for a retry)',
+    registers: [this.registry],
+  });
+
   private readonly mailboxDepth = new Gauge({
     name: 'meshhub_mailbox_depth',
     help: 'Messages waiting in each actor mailbox',

@@ -291,3 +291,47 @@ describe('texts and ACKs heard only through an MQTT gateway', () => {
     await endClients();
   });
 });
+
+describe('messaging in /metrics', () => {
+  it('counts each status reached, retries, failures by reason, time to delivery and the queue', async () => {
+    const sim = await controlledSim({ silent: true });
+    const t = await hubOn(sim);
+    await knownNodes(t, 6);
+    const alice = await subscriber(t, 'alice');
+    const [a, b] = sim.network.nodes;
+    const radio = sim.network.radio.num;
+    const metrics = async () => (await fetch(`${t.baseUrl}/metrics`)).text();
+    const value = (text: string, series: string) => {
+      const line = text.split('\n').find((l) => l.startsWith(`${series} `));
+      return line ? Number(line.split(' ').pop()) : 0;
+    };
+
+    const first = await send(t, alice, a!.id, 'delivered, after a retry');
+    const attempt1 = await waitFor(() => sim.recorder.texts[0], 5_000, 'the first attempt');
+    // A transient NAK: the hub tries again; the destination's ACK of the retry delivers it.
+    sim.recorder.client!.deliver(routingFrom(radio, radio, attempt1.id, Mesh.Routing_Error.NO_ROUTE));
+    const attempt2 = await waitFor(() => sim.recorder.texts[1], 5_000, 'the retry');
+    sim.recorder.client!.deliver(routingFrom(a!.num, radio, attempt2.id, Mesh.Routing_Error.NONE));
+    await waitForStatus(t, alice, first.body.id, 'delivered');
+
+    const second = await send(t, alice, b!.id, 'refused for good');
+    const attempt3 = await waitFor(() => sim.recorder.texts[2], 5_000, 'the third text');
+    sim.recorder.client!.deliver(routingFrom(radio, radio, attempt3.id, Mesh.Routing_Error.NO_CHANNEL));
+    await waitForStatus(t, alice, second.body.id, 'failed');
+
+    // With the radio away, a text waits in the queue.
+    await sim.cut();
+    await waitFor(() => (linkState(t) !== 'connected' ? true : undefined), 10_000, 'the link to drop');
+    expect((await send(t, alice, a!.id, 'waits for the radio')).status).toBe(202);
+
+    const text = await metrics();
+    expect(value(text, 'meshhub_messages_total{direction="outbound",status="queued"}')).toBe(3);
+    expect(value(text, 'meshhub_messages_total{direction="outbound",status="sent"}')).toBe(1);
+    expect(value(text, 'meshhub_messages_total{direction="outbound",status="delivered"}')).toBe(1);
+    expect(value(text, 'meshhub_messages_total{direction="outbound",status="failed"}')).toBe(1);
+    expect(value(text, 'meshhub_message_retries_total')).toBe(1);
+    expect(value(text, 'meshhub_message_failures_total{reason="NO_CHANNEL"}')).toBe(1);
+    expect(value(text, 'meshhub_message_delivery_seconds_count')).toBe(1);
+    expect(value(text, 'meshhub_messages_queued')).toBe(1);
+  });
+});
