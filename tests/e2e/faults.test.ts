@@ -3,22 +3,13 @@
  * page says it is reconnecting, keeps what it shows, explains failed requests in plain words,
  * and recovers by itself when the hub is back, without a reload.
  */
-import { createServer } from 'node:net';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { TestHub } from '../helpers/hub.js';
-import { waitFor } from '../helpers/hub.js';
+import { freePort, waitFor } from '../helpers/hub.js';
 import { describeInBrowser, launchBrowser, openPage, screenshot } from './helpers/browser.js';
 import type { BrowserWindow } from './helpers/dom.js';
 import { type ApiNode, apiJson, startUiHub } from './helpers/hubs.js';
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const { port } = server.address() as { port: number };
-  await new Promise((r) => server.close(r));
-  return port;
-}
 
 describeInBrowser('when the hub goes away', () => {
   let browser: Browser;

@@ -6,12 +6,11 @@
 
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { getJson, waitFor } from '../helpers/hub.js';
+import { freePort, getJson, waitFor } from '../helpers/hub.js';
 
 const CLI = join(process.cwd(), 'dist', 'hub', 'cli.js');
 const dirs: string[] = [];
@@ -29,14 +28,6 @@ afterEach(() => {
   children.length = 0;
   dirs.length = 0;
 });
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const { port } = server.address() as { port: number };
-  await new Promise((r) => server.close(r));
-  return port;
-}
 
 describe('the meshhub process', () => {
   it('serves simulated readings and stops within 5 s of SIGTERM with readings committed', async () => {

@@ -8,13 +8,12 @@
  */
 import { type ChildProcess, execFile, spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import Database from 'better-sqlite3';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { getJson, waitFor } from '../helpers/hub.js';
+import { freePort, getJson, waitFor } from '../helpers/hub.js';
 import { connect, endClients, latestOf } from './helpers.js';
 
 const CLI = join(process.cwd(), 'dist', 'hub', 'cli.js');
@@ -38,12 +37,9 @@ afterEach(async () => {
   dirs.length = 0;
 });
 
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const { port } = server.address() as { port: number };
-  await new Promise((r) => server.close(r));
-  return port;
+/** Waits (10 s at most) for the node's reading in /api/v1/weather/latest. */
+function readingShowsUp(httpPort: number, nodeId: string) {
+  return waitFor(() => latestOf(`http://127.0.0.1:${httpPort}`, nodeId), 10_000, `the reading of ${nodeId}`);
 }
 
 async function startProcess(
@@ -146,11 +142,7 @@ describe('QoS 1 durability in the hub process', () => {
       '-m',
       '{"node_id":"cli-sensor","temperature_c":18.5,"humidity_percent":52}',
     ]);
-    const latest = await waitFor(
-      () => latestOf(`http://127.0.0.1:${httpPort}`, 'cli-sensor'),
-      10_000,
-      'the reading',
-    );
+    const latest = await readingShowsUp(httpPort, 'cli-sensor');
     expect(latest).toMatchObject({ node_id: 'cli-sensor', temperature_c: 18.5, humidity_percent: 52 });
   }, 60_000);
 
@@ -194,11 +186,7 @@ describe('QoS 1 durability in the hub process', () => {
       // A wrong password is refused at the broker (CONNACK 5): mosquitto_pub exits non-zero.
       await expect(publish('not-the-password')).rejects.toThrow();
       await publish('station-password-1');
-      const latest = await waitFor(
-        () => latestOf(`http://127.0.0.1:${httpPort}`, 'mosquitto-sensor'),
-        10_000,
-        'the reading',
-      );
+      const latest = await readingShowsUp(httpPort, 'mosquitto-sensor');
       expect(latest).toMatchObject({ node_id: 'mosquitto-sensor', temperature_c: 7.25, pressure_pa: 101325 });
     },
     60_000,
