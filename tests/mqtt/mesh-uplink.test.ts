@@ -12,6 +12,7 @@ import {
   connect,
   endClients,
   envelope,
+  envelopeOf,
   envTelemetryEnvelope,
   latestOf,
   type MqttTestHub,
@@ -122,6 +123,36 @@ describe('ServiceEnvelope uplink', () => {
     const good = envTelemetryEnvelope(0x0aaaaaaa, 0x5006, { temperature: 5 });
     await client.publishAsync(meshTopic(), Buffer.from(good), { qos: 1 });
     expect(rowsOf('!0aaaaaaa')).toHaveLength(1);
+  });
+
+  it('counts an ACK whose Routing payload does not decode, tells messaging nothing, and keeps the connection', async () => {
+    const routed: unknown[] = [];
+    t.hub.bus.on('test-routing', 'mesh.routing', (r) => routed.push(r));
+    try {
+      const client = await connect(t.mqttUrl);
+      const before = await metric('meshhub_mqtt_ingest_messages_total', 'outcome="malformed_payload"');
+      const junkAck = create(Mesh.MeshPacketSchema, {
+        from: 0x0bbbbbbb,
+        to: 0x0ccccccc,
+        id: 0x5101,
+        payloadVariant: {
+          case: 'decoded',
+          value: {
+            portnum: Portnums.PortNum.ROUTING_APP,
+            payload: Uint8Array.from([0x18, 0xff]),
+            requestId: 42,
+          },
+        },
+      });
+      await client.publishAsync(meshTopic(), Buffer.from(envelopeOf(junkAck)), { qos: 1 });
+      expect(await metric('meshhub_mqtt_ingest_messages_total', 'outcome="malformed_payload"')).toBe(
+        before + 1,
+      );
+      expect(routed).toEqual([]);
+      expect(client.connected).toBe(true);
+    } finally {
+      t.hub.bus.removeOwner('test-routing');
+    }
   });
 
   it('stores a packet heard through three gateways once, even with different rx_time', async () => {
