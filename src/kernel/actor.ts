@@ -41,6 +41,11 @@ export abstract class Actor {
   readonly dependsOn: readonly string[] = [];
   /** A required actor that cannot be kept running stops the hub; an optional one is disabled. */
   readonly required: boolean = true;
+  /**
+   * False for an actor whose resources others hold for the life of the process (the store's
+   * connection): a crash gives up instead of restarting, and systemd restarts the process.
+   */
+  readonly restartable: boolean = true;
 
   private readonly boxes = new Map<string, Mailbox<never>>();
   private crashHandler: ((error: unknown) => void) | undefined;

@@ -5,10 +5,16 @@
  * - `handle`/`ask` carry requests declared in a request map, answered by exactly one owner,
  *   with a timeout on every ask.
  *
+ * - Retained events (named when the bus is made) keep their last value: `last(name)` reads it,
+ *   and `on(…, { replay: true })` hands it to a late listener at once. State such as the radio
+ *   link status has one owner that emits it; everyone else reads it from here, never from the
+ *   owner's object.
+ *
  * Every listener is registered under an owner name; `removeOwner` drops all of them, so an
  * actor that stops (or a plugin that is disabled) leaves nothing behind. A throwing listener
  * is reported with its owner's name and never prevents the other listeners from running.
  */
+import { withTimeout } from './timing.js';
 
 export type EventMap = object;
 export type RequestMap = object;
@@ -51,17 +57,38 @@ interface RequestHandler {
   fn: (request: never) => unknown;
 }
 
+export interface BusOptions<E> {
+  onListenerError?: (report: ListenerErrorReport) => void;
+  /** Events whose last value is kept for `last()` and `on(…, { replay: true })`. */
+  retained?: ReadonlyArray<keyof E>;
+}
+
 export class Bus<E extends EventMap, R extends RequestMap = Record<never, never>> {
   private readonly listeners = new Map<keyof E, Registration[]>();
   private readonly handlers = new Map<keyof R, RequestHandler>();
+  private readonly retainedValues = new Map<keyof E, unknown>();
+  private readonly retainedNames: ReadonlySet<keyof E>;
+  private readonly onListenerError: (report: ListenerErrorReport) => void;
 
-  constructor(private readonly onListenerError: (report: ListenerErrorReport) => void = () => {}) {}
+  constructor(options: BusOptions<E> | ((report: ListenerErrorReport) => void) = {}) {
+    const o = typeof options === 'function' ? { onListenerError: options } : options;
+    this.onListenerError = o.onListenerError ?? (() => {});
+    this.retainedNames = new Set(o.retained ?? []);
+  }
 
-  on<K extends keyof E>(owner: string, event: K, fn: Listener<E[K]>): () => void {
+  on<K extends keyof E>(
+    owner: string,
+    event: K,
+    fn: Listener<E[K]>,
+    options?: { replay?: boolean },
+  ): () => void {
     const registration: Registration = { owner, fn: fn as Listener<never> };
     const list = this.listeners.get(event);
     // Copy-on-write: a listener added or removed during an emit does not disturb that emit.
     this.listeners.set(event, list ? [...list, registration] : [registration]);
+    if (options?.replay && this.retainedValues.has(event)) {
+      this.call(registration, event, this.retainedValues.get(event) as E[K]);
+    }
     return () => {
       const current = this.listeners.get(event);
       if (!current) return;
@@ -72,19 +99,29 @@ export class Bus<E extends EventMap, R extends RequestMap = Record<never, never>
   }
 
   emit<K extends keyof E>(event: K, payload: E[K]): void {
+    if (this.retainedNames.has(event)) this.retainedValues.set(event, payload);
     const list = this.listeners.get(event);
     if (!list) return;
-    for (const { owner, fn } of list) {
-      try {
-        (fn as Listener<E[K]>)(payload);
-      } catch (error) {
-        this.onListenerError({ owner, event: String(event), error });
-      }
-    }
+    for (const registration of list) this.call(registration, event, payload);
   }
 
+  /** For tests of the bus itself: how many listeners an event has. */
   listenerCount<K extends keyof E>(event: K): number {
     return this.listeners.get(event)?.length ?? 0;
+  }
+
+  /** The last value of a retained event, or undefined before its first emit. */
+  last<K extends keyof E>(event: K): E[K] | undefined {
+    if (!this.retainedNames.has(event)) throw new Error(`"${String(event)}" is not a retained event`);
+    return this.retainedValues.get(event) as E[K] | undefined;
+  }
+
+  private call<K extends keyof E>({ owner, fn }: Registration, event: K, payload: E[K]): void {
+    try {
+      (fn as Listener<E[K]>)(payload);
+    } catch (error) {
+      this.onListenerError({ owner, event: String(event), error });
+    }
   }
 
   /** Answers `ask(name, …)`. One handler per request name; a second registration is a bug. */
@@ -115,21 +152,16 @@ export class Bus<E extends EventMap, R extends RequestMap = Record<never, never>
   ): Promise<Res<R[K]>> {
     const handler = this.handlers.get(name);
     if (!handler) throw new NoHandlerError(String(name));
-    let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(
-        () => reject(new AskTimeoutError(String(name), options.timeoutMs)),
-        options.timeoutMs,
-      );
-      timer.unref?.();
-    });
-    try {
-      // Promise.resolve().then: a handler that throws synchronously rejects the ask, not the caller's stack.
-      const answer = Promise.resolve().then(() => (handler.fn as (r: Req<R[K]>) => Res<R[K]>)(request));
-      return await Promise.race([answer, timeout]);
-    } finally {
-      clearTimeout(timer);
-    }
+    // Promise.resolve().then: a handler that throws synchronously rejects the ask, not the caller's stack.
+    const answer = Promise.resolve().then(() => (handler.fn as (r: Req<R[K]>) => Res<R[K]>)(request));
+    return withTimeout(
+      answer,
+      options.timeoutMs,
+      () => new AskTimeoutError(String(name), options.timeoutMs),
+      {
+        unref: true,
+      },
+    );
   }
 
   /** Removes every listener and request handler registered under `owner`. */

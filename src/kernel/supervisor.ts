@@ -7,6 +7,7 @@
  * the process. Giving up on an optional actor (a plugin) disables it; the hub runs on.
  */
 import type { Actor, ActorState, KernelLogger } from './actor.js';
+import { pause, withTimeout } from './timing.js';
 
 export interface RestartPolicy {
   /** Delay before the first restart; doubled for each further one. */
@@ -28,6 +29,8 @@ export interface SupervisorOptions {
   onGiveUp?: (actor: string, error: unknown) => void;
   /** Called when an actor's listeners must be dropped (before a restart, after a stop). */
   onActorStopped?: (actor: string) => void;
+  /** Called on every change of an actor's state (tests wait on it; health could log it). */
+  onStateChange?: (actor: string, state: ActorState) => void;
 }
 
 export interface ActorStatus {
@@ -56,6 +59,8 @@ const DEFAULT_POLICY: RestartPolicy = {
   maxRestarts: 5,
   windowMs: 60_000,
 };
+
+class StopDeadlineError extends Error {}
 
 export class DependencyError extends Error {
   override readonly name = 'DependencyError';
@@ -134,7 +139,7 @@ export class Supervisor {
           if (entry.actor.required) throw error;
           return;
         }
-        await new Promise((r) => setTimeout(r, delay));
+        await pause(delay);
       }
     }
   }
@@ -142,22 +147,15 @@ export class Supervisor {
   private async startOnce(entry: Entry): Promise<void> {
     this.setState(entry, 'starting');
     const timeoutMs = this.options.startTimeoutMs ?? 30_000;
-    let timer: NodeJS.Timeout | undefined;
     try {
-      await Promise.race([
+      await withTimeout(
         entry.actor.start(),
-        new Promise<never>((_, reject) => {
-          timer = setTimeout(
-            () => reject(new Error(`start did not finish within ${timeoutMs} ms`)),
-            timeoutMs,
-          );
-        }),
-      ]);
+        timeoutMs,
+        () => new Error(`start did not finish within ${timeoutMs} ms`),
+      );
     } catch (error) {
       await this.stopQuietly(entry);
       throw error;
-    } finally {
-      clearTimeout(timer);
     }
     this.setState(entry, 'running');
     entry.consecutive = 0;
@@ -198,42 +196,99 @@ export class Supervisor {
     return delay;
   }
 
+  /**
+   * A crashed actor is restarted together with everything that depends on it: its dependents
+   * hold what it gave them (statements on its connection, its sockets), so they are stopped
+   * first, in reverse start order, and started again after it, in start order. Only the crashed
+   * actor's restart budget is charged. An actor that cannot be restarted (`restartable: false`,
+   * e.g. the store whose connection every module holds) gives up at once.
+   */
   private onCrash(name: string, error: unknown): void {
     const entry = this.entries.get(name);
     if (!entry || this.stopping) return;
     if (entry.state !== 'running' && entry.state !== 'starting') return; // already handling a crash
-    const delay = this.recordFailure(entry, error);
-    void this.stopQuietly(entry).then(() => {
-      if (delay === undefined || this.stopping) return;
+    const delay = entry.actor.restartable ? this.recordFailure(entry, error) : this.giveUp(entry, error);
+    const dependents = this.dependentsOf(name).filter((e) => e.state === 'running' || e.state === 'starting');
+    void (async () => {
+      for (const dependent of [...dependents].reverse()) {
+        this.setState(dependent, 'restarting');
+        await this.stopQuietly(dependent);
+      }
+      await this.stopQuietly(entry);
+      if (delay === undefined || this.stopping) {
+        for (const dependent of dependents) {
+          this.setState(dependent, 'disabled');
+          dependent.lastError = `dependency "${name}" is not running`;
+        }
+        return;
+      }
       entry.timer = setTimeout(() => {
         entry.timer = undefined;
-        this.startWithRetries(entry).catch((err: unknown) => {
-          // Only a required actor past its budget lands here; onGiveUp was already called.
-          this.options.log.error({ actor: name, err }, 'restart abandoned');
-        });
+        void this.restartWithDependents(entry, dependents);
       }, delay);
-    });
+    })();
+  }
+
+  private async restartWithDependents(entry: Entry, dependents: Entry[]): Promise<void> {
+    try {
+      await this.startWithRetries(entry);
+    } catch (err) {
+      // Only a required actor past its budget lands here; onGiveUp was already called.
+      this.options.log.error({ actor: entry.actor.name, err }, 'restart abandoned');
+      return;
+    }
+    if (entry.state !== 'running') return;
+    for (const dependent of dependents) {
+      if (this.stopping) return;
+      await this.startWithRetries(dependent).catch((err: unknown) => {
+        this.options.log.error({ actor: dependent.actor.name, err }, 'restart abandoned');
+      });
+    }
+  }
+
+  /** Everything that depends on `name`, directly or not, in start order. */
+  private dependentsOf(name: string): Entry[] {
+    const order = this.order.length ? this.order : this.startOrder();
+    const affected = new Set([name]);
+    const out: Entry[] = [];
+    for (const candidate of order) {
+      const e = this.entries.get(candidate)!;
+      if (e.actor.dependsOn.some((d) => affected.has(d))) {
+        affected.add(candidate);
+        out.push(e);
+      }
+    }
+    return out;
+  }
+
+  private giveUp(entry: Entry, error: unknown): undefined {
+    entry.lastError = error instanceof Error ? error.message : String(error);
+    const name = entry.actor.name;
+    if (entry.actor.required) {
+      this.setState(entry, 'failed');
+      this.options.log.error({ actor: name, err: error }, 'actor failed and cannot be restarted; giving up');
+      this.options.onGiveUp?.(name, error);
+    } else {
+      this.setState(entry, 'disabled');
+      this.options.log.error(
+        { actor: name, err: error },
+        'optional actor failed and cannot be restarted; disabled',
+      );
+    }
+    return undefined;
   }
 
   private async stopQuietly(entry: Entry, deadlineMs = 5_000): Promise<void> {
-    let timer: NodeJS.Timeout | undefined;
     try {
-      await Promise.race([
-        entry.actor.stop(),
-        new Promise<void>((resolve) => {
-          timer = setTimeout(() => {
-            this.options.log.warn(
-              { actor: entry.actor.name, deadlineMs },
-              'stop did not finish before its deadline',
-            );
-            resolve();
-          }, deadlineMs);
-        }),
-      ]);
+      await withTimeout(entry.actor.stop(), deadlineMs, () => new StopDeadlineError());
     } catch (error) {
-      this.options.log.warn({ actor: entry.actor.name, err: error }, 'stop failed');
+      if (error instanceof StopDeadlineError)
+        this.options.log.warn(
+          { actor: entry.actor.name, deadlineMs },
+          'stop did not finish before its deadline',
+        );
+      else this.options.log.warn({ actor: entry.actor.name, err: error }, 'stop failed');
     } finally {
-      clearTimeout(timer);
       this.options.onActorStopped?.(entry.actor.name);
     }
   }
@@ -273,6 +328,8 @@ export class Supervisor {
   }
 
   private setState(entry: Entry, state: ActorState): void {
+    if (entry.state === state) return;
     entry.state = state;
+    this.options.onStateChange?.(entry.actor.name, state);
   }
 }

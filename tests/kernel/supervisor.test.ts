@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { Actor } from '../../src/kernel/actor.js';
 import { DependencyError, Supervisor } from '../../src/kernel/supervisor.js';
 
@@ -47,6 +47,10 @@ const waitFor = async (cond: () => boolean, ms = 2000) => {
   }
 };
 
+afterEach(() => {
+  vi.useRealTimers();
+});
+
 describe('Supervisor', () => {
   it('starts in dependency order and stops in reverse order', async () => {
     const journal: string[] = [];
@@ -70,23 +74,27 @@ describe('Supervisor', () => {
     expect(() => sup.startOrder()).toThrow(/cycle/);
   });
 
-  it('restarts a crashed actor with growing delays and counts restarts', async () => {
+  it('restarts a crashed actor after its delay, doubles the delay for each failed try, counts restarts', async () => {
+    vi.useFakeTimers();
     const journal: string[] = [];
     const sup = new Supervisor({ log: silent, restart: { ...fast, maxRestarts: 10 } });
     const radio = new Probe('radio', journal);
     sup.add(radio);
     await sup.startAll();
-    const t0 = Date.now();
+    radio.failStarts = 1;
     radio.fail(new Error('link lost'));
-    await waitFor(() => radio.starts === 2 && sup.status()[0]!.state === 'running');
-    radio.fail(new Error('link lost again'));
-    await waitFor(() => radio.starts === 3 && sup.status()[0]!.state === 'running');
-    // Second restart waits twice the first delay: 5 ms, then 10 ms.
-    expect(Date.now() - t0).toBeGreaterThanOrEqual(15);
-    const status = sup.status()[0]!;
-    expect(status.restarts).toBe(2);
-    expect(status.lastError).toBe('link lost again');
-    expect(radio.stops).toBe(2);
+    await vi.advanceTimersByTimeAsync(fast.initialDelayMs - 1);
+    expect(radio.starts).toBe(1);
+    expect(sup.status()[0]!.state).toBe('restarting');
+    await vi.advanceTimersByTimeAsync(1);
+    expect(radio.starts).toBe(2); // the first try fails
+    await vi.advanceTimersByTimeAsync(2 * fast.initialDelayMs - 1);
+    expect(radio.starts).toBe(2);
+    expect(sup.status()[0]!.state).toBe('restarting');
+    await vi.advanceTimersByTimeAsync(1);
+    expect(radio.starts).toBe(3);
+    expect(sup.status()[0]).toMatchObject({ state: 'running', restarts: 2, lastError: 'radio cannot start' });
+    expect(journal).toEqual(['start:radio', 'stop:radio', 'start:radio', 'stop:radio', 'start:radio']);
     await sup.stopAll();
   });
 
@@ -139,6 +147,7 @@ describe('Supervisor', () => {
   });
 
   it('bounds the whole shutdown by its deadline even when an actor hangs', async () => {
+    vi.useFakeTimers();
     const journal: string[] = [];
     const sup = new Supervisor({ log: silent, stopDeadlineMs: 100 });
     const a = new Probe('a', journal);
@@ -146,21 +155,33 @@ describe('Supervisor', () => {
     b.stopDelayMs = 10_000;
     sup.add(a).add(b);
     await sup.startAll();
-    const t0 = Date.now();
-    await sup.stopAll();
-    expect(Date.now() - t0).toBeLessThan(1000);
-    expect(journal).toContain('stop:a');
+    let stopped = false;
+    void sup.stopAll().then(() => {
+      stopped = true;
+    });
+    // b is stopped first and given the whole deadline; a only after it.
+    await vi.advanceTimersByTimeAsync(99);
+    expect(journal.slice(2)).toEqual(['stop:b']);
+    expect(stopped).toBe(false);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(journal.slice(2)).toEqual(['stop:b', 'stop:a']);
+    expect(stopped).toBe(true);
+    expect(sup.status().map((s) => s.state)).toEqual(['stopped', 'stopped']);
   });
 
   it('does not restart actors while stopping', async () => {
+    vi.useFakeTimers();
     const sup = new Supervisor({ log: silent, restart: fast });
     const radio = new Probe('radio', []);
     sup.add(radio);
     await sup.startAll();
     await sup.stopAll();
     radio.fail(new Error('late error'));
-    await new Promise((r) => setTimeout(r, 30));
+    // Past the longest restart delay: no restart was even scheduled.
+    await vi.advanceTimersByTimeAsync(fast.maxDelayMs * 10);
+    expect(vi.getTimerCount()).toBe(0);
     expect(radio.starts).toBe(1);
+    expect(sup.status()[0]!.state).toBe('stopped');
   });
 
   it('a mailbox handler that throws crashes the actor and it is restarted', async () => {
