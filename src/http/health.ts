@@ -1,23 +1,13 @@
+import type { z } from 'zod';
 import type { RadioStatus } from '../events.js';
 import type { ActorStatus } from '../kernel/supervisor.js';
+import type { healthReportSchema } from './schemas.js';
 
-export interface HealthReport {
-  /** ok: everything runs; degraded: runs, but something cannot do its job (radio down, plugin disabled); down: a required actor is not running. */
-  status: 'ok' | 'degraded' | 'down';
-  version: string;
-  uptime_s: number;
-  radio: RadioStatus;
-  actors: Array<
-    {
-      name: string;
-      state: string;
-      required: boolean;
-      ready: boolean;
-      restarts: number;
-      last_error?: string;
-    } & Record<string, unknown>
-  >;
-}
+/**
+ * ok: everything runs; degraded: runs, but something cannot do its job (radio down, plugin
+ * disabled); down: a required actor is not running.
+ */
+export type HealthReport = z.output<typeof healthReportSchema>;
 
 export function buildHealthReport(input: {
   version: string;

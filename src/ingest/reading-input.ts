@@ -17,18 +17,21 @@
  */
 import { METRIC_API_NAMES, READING_METRICS, type Reading, type ReadingMetric } from '../weather/reading.js';
 
-export type ReadingRejectReason =
-  | 'not_an_object'
-  | 'unknown_field'
-  | 'missing_node_id'
-  | 'invalid_node_id'
-  | 'invalid_timestamp'
-  | 'timestamp_in_future'
-  | 'timestamp_too_old'
-  | 'not_a_number'
-  | 'not_an_integer'
-  | 'out_of_range'
-  | 'no_metrics';
+export const READING_REJECT_REASONS = [
+  'not_an_object',
+  'unknown_field',
+  'missing_node_id',
+  'invalid_node_id',
+  'invalid_timestamp',
+  'timestamp_in_future',
+  'timestamp_too_old',
+  'not_a_number',
+  'not_an_integer',
+  'out_of_range',
+  'no_metrics',
+] as const;
+
+export type ReadingRejectReason = (typeof READING_REJECT_REASONS)[number];
 
 export interface ReadingProblem {
   /** Position of the item in the payload (0 for a single object). */
@@ -74,7 +77,7 @@ export const LIMITS: Record<ReadingMetric, MetricLimit> = {
 const METRIC_BY_API_NAME = new Map<string, ReadingMetric>(
   READING_METRICS.map((m) => [METRIC_API_NAMES[m], m]),
 );
-const NODE_ID = /^[A-Za-z0-9!._:-]{1,64}$/;
+export const READING_NODE_ID = /^[A-Za-z0-9!._:-]{1,64}$/;
 /** 2000-01-01T00:00:00Z: anything earlier is a sensor whose clock was never set. */
 export const OLDEST_TIMESTAMP_MS = 946_684_800_000;
 /** Clock skew allowed between a sensor and the hub. */
@@ -227,7 +230,7 @@ function validateOne(
   for (const key of Object.keys(input)) {
     const value = input[key];
     if (key === 'node_id') {
-      if (typeof value === 'string' && NODE_ID.test(value)) nodeId = value;
+      if (typeof value === 'string' && READING_NODE_ID.test(value)) nodeId = value;
       else
         fail(key, 'invalid_node_id', 'node_id must be 1 to 64 characters of letters, digits and ! . _ : -');
       continue;

@@ -5,11 +5,17 @@
  * repeating it) → `delivered` (the destination's own ACK) | `failed` (a routing error or no
  * acknowledgement after the retries); inbound `received` → `read`.
  */
+import type {
+  ConversationSummaryJson,
+  MessageDetailJson,
+  MessageRecordJson,
+  MessageStatus,
+} from './schemas.js';
 
+export type { ConversationSummaryJson, MessageDetailJson, MessageRecordJson, MessageStatus };
 export type MessageDirection = 'outbound' | 'inbound';
 export type OutboundStatus = 'queued' | 'sent' | 'delivered' | 'failed';
 export type InboundStatus = 'received' | 'read';
-export type MessageStatus = OutboundStatus | InboundStatus;
 
 export interface Message {
   /** Internal row id: orders messages as they were stored. */
@@ -54,41 +60,12 @@ export interface MessageChange {
   previousStatus?: MessageStatus;
 }
 
-/** The spec's Message record, exactly its seven fields. */
-export interface MessageRecordJson {
-  id: string;
-  direction: MessageDirection;
-  sender_node_id: string | null;
-  target_node_id: string | null;
-  text: string;
-  status: MessageStatus;
-  created_at: string;
-}
-
-/** GET /api/v1/messages/{id} and the live stream: the record plus delivery details. */
-export interface MessageDetailJson extends MessageRecordJson {
-  node_id: string;
-  updated_at: string;
-  attempts?: number;
-  failure_code?: string;
-  failure_reason?: string;
-  history?: Array<{ status: MessageStatus; at: string; reason?: string }>;
-}
-
 export interface ConversationSummary {
   nodeId: string;
   nickname: string;
   latestText: string;
   latestAt: number;
   unreadCount: number;
-}
-
-export interface ConversationSummaryJson {
-  node_id: string;
-  nickname: string;
-  latest_text: string;
-  latest_at: string;
-  unread_count: number;
 }
 
 export const iso = (ms: number): string => new Date(ms).toISOString();

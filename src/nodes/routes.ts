@@ -1,24 +1,14 @@
 /**
  * `/api/v1/nodes`: the mesh nodes the hub has heard of, for the map dashboard. The spec leaves the
  * node record "not shown"; ours carries what NodeInfo, Position and DeviceMetrics tell, in the
- * API's snake_case, with unknown fields omitted and `last_heard` as ISO 8601 UTC.
+ * API's snake_case, with unknown fields omitted and `last_heard` as ISO 8601 UTC (schemas.ts).
  */
 import { Hono } from 'hono';
 import type { MeshNode } from '../mesh/node.js';
 import type { NodeRepository } from '../store/nodes-repository.js';
+import type { NodeJson } from './schemas.js';
 
-export interface NodeJson {
-  node_id: string;
-  short_name?: string;
-  long_name?: string;
-  hw_model?: string;
-  latitude?: number;
-  longitude?: number;
-  altitude?: number;
-  last_heard?: string;
-  battery_level?: number;
-  snr?: number;
-}
+export type { NodeJson };
 
 export function nodeJson(node: MeshNode): NodeJson {
   const out: NodeJson = { node_id: node.nodeId };

@@ -10,6 +10,7 @@
 import { Hono } from 'hono';
 import { ProblemError } from '../http/problem.js';
 import { DEFAULT_MAP_TILES, type MapTilesSetting } from './map-tiles-setting.js';
+import type { TileJson } from './schemas.js';
 import {
   RASTER_CONTENT_TYPES,
   sniffRasterFormat,
@@ -25,17 +26,7 @@ const EMPTY_TILE = Buffer.from(
 );
 const TILE_CACHE = 'public, max-age=86400';
 
-export interface TileJson {
-  tilejson: '3.0.0';
-  tiles: string[];
-  scheme: 'xyz';
-  minzoom: number;
-  maxzoom: number;
-  attribution: string;
-  bounds?: [number, number, number, number];
-  center?: [number, number, number];
-  name?: string;
-}
+export type { TileJson };
 
 export function tileJson(setting: MapTilesSetting, archive: TileArchive | undefined): TileJson {
   if (setting.kind === 'online' || !archive) {

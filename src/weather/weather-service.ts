@@ -26,12 +26,14 @@ import {
 } from '../store/rollups.js';
 import { BucketCache, CachedRange, lowerBound } from './bucket-cache.js';
 import { METRIC_API_NAMES, READING_METRICS, type Reading } from './reading.js';
+import type { HistoryInterval } from './schemas.js';
 
-export type HistoryInterval = 'raw' | RollupInterval;
-
-export const HISTORY_INTERVALS: readonly HistoryInterval[] = ['raw', '1h', '1d'];
-export const MAX_HISTORY_LIMIT = 10_000;
-export const DEFAULT_HISTORY_LIMIT = 1_000;
+export {
+  DEFAULT_HISTORY_LIMIT,
+  HISTORY_INTERVALS,
+  type HistoryInterval,
+  MAX_HISTORY_LIMIT,
+} from './schemas.js';
 /** Bound on the latest query: far beyond any one site's mesh. */
 export const MAX_LATEST_NODES = 10_000;
 

@@ -5,15 +5,15 @@
  * the hub's own.)
  */
 import type { Hono } from 'hono';
-import { z } from 'zod';
 import { ProblemError, validationProblem } from '../../../src/http/problem.js';
 import type { AuditCollectorActor } from '../collector-actor.js';
 import type { AuditConfig } from '../config.js';
-import { SOURCE_NAMES, type SourceName } from '../sources.js';
+import type { SourceName } from '../sources.js';
 import type { AuditStore } from '../store/audit-store.js';
 import { filterOptions } from '../store/filter-options.js';
 import { type AuditEnv, callerOf, jsonBody } from './context.js';
 import type { PrivacyPolicy } from './privacy.js';
+import { fetchBodySchema } from './schemas.js';
 
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 
@@ -57,19 +57,6 @@ export function sourceHealthRoutes(
   });
 }
 
-const fetchBody = z
-  .object({
-    sources: z
-      .array(
-        z.enum(SOURCE_NAMES as [SourceName, ...SourceName[]], {
-          error: `must be one of ${SOURCE_NAMES.join(', ')}`,
-        }),
-      )
-      .min(1, 'name at least one source')
-      .optional(),
-  })
-  .strict();
-
 export function fetchRoutes(
   deps: { collector: AuditCollectorActor; config: AuditConfig },
   app: Hono<AuditEnv>,
@@ -77,7 +64,7 @@ export function fetchRoutes(
   app.post('/', async (c) => {
     let sources = deps.config.sources;
     if (c.req.header('content-length') !== '0' && c.req.header('content-type')) {
-      const parsed = fetchBody.safeParse(await jsonBody(c));
+      const parsed = fetchBodySchema.safeParse(await jsonBody(c));
       if (!parsed.success) throw validationProblem(parsed.error);
       if (parsed.data.sources) {
         const off = parsed.data.sources.filter((s) => !deps.config.sources.includes(s));

@@ -1,27 +1,23 @@
 /**
  * The events cursor (spec "Events query parameters": "opaque cursor built from a timestamp and an
- * id joined by a separator"): the direction, then `{timestamp}_{id}`, base64url-encoded. It names
- * a position, not a page of a particular query: it stays valid when the filters change.
+ * id"): the direction, the timestamp and the event's sequence number, through the hub's cursor
+ * codec (src/http/paging.ts). It names a position, not a page of a particular query: it stays
+ * valid when the filters change.
  */
+import { z } from 'zod';
+import { cursorCodec, readCursor } from '../../../src/http/paging.js';
 import type { Direction, Position } from '../store/event-query.js';
 
-const TOKEN = /^[A-Za-z0-9_-]{4,120}$/;
-const PAYLOAD = /^(n|p)\.(\d{1,15})_(\d{1,15})$/;
+const eventsCursor = cursorCodec(
+  z.strictObject({ d: z.enum(['next', 'prev']), ts: z.int().nonnegative(), seq: z.int().positive() }),
+);
 
 export function encodeCursor(direction: Direction, position: Position): string {
-  return Buffer.from(`${direction === 'next' ? 'n' : 'p'}.${position.ts}_${position.seq}`).toString(
-    'base64url',
-  );
+  return eventsCursor.encode({ d: direction, ts: position.ts, seq: position.seq });
 }
 
-export function decodeCursor(token: string): { direction: Direction; position: Position } | undefined {
-  if (!TOKEN.test(token)) return undefined;
-  const m = PAYLOAD.exec(Buffer.from(token, 'base64url').toString('latin1'));
-  if (!m) return undefined;
-  const ts = Number(m[2]);
-  const seq = Number(m[3]);
-  if (!Number.isSafeInteger(ts) || !Number.isSafeInteger(seq)) return undefined;
-  const decoded = { direction: (m[1] === 'n' ? 'next' : 'prev') as Direction, position: { ts, seq } };
-  // Only the exact token this API issued: base64url decoding alone would accept look-alikes.
-  return encodeCursor(decoded.direction, decoded.position) === token ? decoded : undefined;
+/** The cursor's direction and position; a 400 naming `cursor` when this API did not issue it. */
+export function readEventsCursor(token: string): { direction: Direction; position: Position } {
+  const { d, ts, seq } = readCursor(eventsCursor, token, 'is not a cursor this API issued');
+  return { direction: d, position: { ts, seq } };
 }

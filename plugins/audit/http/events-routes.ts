@@ -8,60 +8,20 @@
  */
 import type { Hono } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
-import { z } from 'zod';
 import { ProblemError, validationProblem } from '../../../src/http/problem.js';
 import { MAX_TAGS_PER_EVENT, TooManyTagsError } from '../store/annotations.js';
 import type { AuditStore } from '../store/audit-store.js';
 import type { EventRow } from '../store/event-query.js';
 import { type AuditContext, type AuditEnv, callerOf, fieldProblem, jsonBody } from './context.js';
-import { decodeCursor, encodeCursor } from './cursor.js';
+import { encodeCursor, readEventsCursor } from './cursor.js';
 import { parseEventId, toApiComment, toApiEvent } from './event-json.js';
-import {
-  DEFAULT_PAGE_SIZE,
-  filterShape,
-  parseSearchQuery,
-  refineWindow,
-  tagSchema,
-  toEventFilters,
-} from './filters.js';
+import { AUDIT_PAGE, parseSearchQuery, toEventFilters } from './filters.js';
 import type { PrivacyPolicy } from './privacy.js';
+import { BULK_TAG_CAP, bulkTagsBodySchema, commentBodySchema, tagsBodySchema } from './schemas.js';
 
-export const BULK_TAG_CAP = 10_000;
-export const MAX_COMMENT_LENGTH = 2_000;
+export { BULK_TAG_CAP, MAX_COMMENT_LENGTH } from './schemas.js';
+
 const MAX_BODY_BYTES = 64 * 1024;
-
-const tagsBody = z
-  .object({
-    tags: z.array(tagSchema).max(MAX_TAGS_PER_EVENT, `at most ${MAX_TAGS_PER_EVENT} tags`),
-  })
-  .strict();
-
-const commentBody = z
-  .object({
-    text: z
-      .string({ error: 'is required' })
-      .trim()
-      .min(1, 'must not be empty')
-      .max(MAX_COMMENT_LENGTH, `must be at most ${MAX_COMMENT_LENGTH} characters`),
-  })
-  .strict();
-
-const bulkBody = z
-  .object({
-    filters: z
-      .object(filterShape)
-      .strict()
-      .superRefine((v, ctx) => refineWindow(v, ctx))
-      .default({}),
-    tags: z.array(tagSchema).max(MAX_TAGS_PER_EVENT, `at most ${MAX_TAGS_PER_EVENT} tags`),
-    mode: z.enum(['append', 'replace'], { error: 'must be append or replace' }).default('append'),
-  })
-  .strict()
-  .superRefine((v, ctx) => {
-    if (v.mode === 'append' && v.tags.length === 0) {
-      ctx.addIssue({ code: 'custom', path: ['tags'], message: 'append needs at least one tag' });
-    }
-  });
 
 /** 413 for a body over `maxBytes`, before it is read. */
 export function bodyTooLarge(maxBytes = MAX_BODY_BYTES) {
@@ -92,9 +52,8 @@ export function eventsRoutes(deps: { store: AuditStore; privacy: PrivacyPolicy }
 
   app.get('/', (c) => {
     const q = parseSearchQuery(c.req.queries());
-    const cursor = q.cursor === undefined ? undefined : decodeCursor(q.cursor);
-    if (q.cursor !== undefined && !cursor) throw fieldProblem('cursor', 'is not a cursor this API issued');
-    const limit = q.limit ?? DEFAULT_PAGE_SIZE;
+    const cursor = q.cursor === undefined ? undefined : readEventsCursor(q.cursor);
+    const limit = q.limit ?? AUDIT_PAGE.default;
     const repos = store.repos();
     const page = repos.query.page({
       filters: toEventFilters(q),
@@ -114,7 +73,7 @@ export function eventsRoutes(deps: { store: AuditStore; privacy: PrivacyPolicy }
   });
 
   app.post('/bulk-tags', bodyTooLarge(), async (c) => {
-    const parsed = bulkBody.safeParse(await jsonBody(c));
+    const parsed = bulkTagsBodySchema.safeParse(await jsonBody(c));
     if (!parsed.success) throw validationProblem(parsed.error);
     const { tags, mode } = parsed.data;
     const filters = toEventFilters(parsed.data.filters);
@@ -166,7 +125,7 @@ export function eventsRoutes(deps: { store: AuditStore; privacy: PrivacyPolicy }
 
   app.patch('/:id/tags', bodyTooLarge(), async (c) => {
     const row = visibleEvent(c, c.req.param('id'));
-    const parsed = tagsBody.safeParse(await jsonBody(c));
+    const parsed = tagsBodySchema.safeParse(await jsonBody(c));
     if (!parsed.success) throw validationProblem(parsed.error);
     const repos = store.repos();
     const updated = repos.annotations.setTags(row.seq, parsed.data.tags);
@@ -183,7 +142,7 @@ export function eventsRoutes(deps: { store: AuditStore; privacy: PrivacyPolicy }
 
   app.post('/:id/comments', bodyTooLarge(), async (c) => {
     const row = visibleEvent(c, c.req.param('id'));
-    const parsed = commentBody.safeParse(await jsonBody(c));
+    const parsed = commentBodySchema.safeParse(await jsonBody(c));
     if (!parsed.success) throw validationProblem(parsed.error);
     const caller = callerOf(c);
     const comment = store.repos().annotations.addComment(row.seq, {

@@ -14,7 +14,6 @@
  * decides the export's events/s.
  */
 import type { Hono } from 'hono';
-import { z } from 'zod';
 import { ProblemError, validationProblem } from '../../../src/http/problem.js';
 import type { KernelLogger } from '../../../src/kernel/actor.js';
 import { parseTags } from '../store/annotations.js';
@@ -22,7 +21,7 @@ import type { AuditStore } from '../store/audit-store.js';
 import type { EventRow } from '../store/event-query.js';
 import { type AuditEnv, callerOf } from './context.js';
 import { toApiEvent } from './event-json.js';
-import { exportFormat, filterQueryShape, queryObject, refineWindow, toEventFilters } from './filters.js';
+import { exportQuerySchema, queryObject, toEventFilters } from './filters.js';
 import type { PrivacyPolicy } from './privacy.js';
 
 const CHUNK_ROWS = 2_000;
@@ -42,10 +41,6 @@ export const CSV_COLUMNS = [
   'source_id',
 ] as const;
 
-const exportQuery = z
-  .object({ ...filterQueryShape, format: exportFormat.default('csv') })
-  .superRefine((v, ctx) => refineWindow(v, ctx));
-
 const FORMULA = /^[=+\-@\t\r]/;
 const NEEDS_QUOTES = /[",\r\n]/;
 
@@ -64,7 +59,7 @@ export function exportRoutes(
   let active = 0;
 
   app.get('/export', (c) => {
-    const parsed = exportQuery.safeParse(queryObject(c.req.queries()));
+    const parsed = exportQuerySchema.safeParse(queryObject(c.req.queries()));
     if (!parsed.success) throw validationProblem(parsed.error);
     const { format } = parsed.data;
     const filters = toEventFilters(parsed.data);

@@ -10,6 +10,7 @@
  */
 import { z } from 'zod';
 import { validationProblem } from '../../../src/http/problem.js';
+import { CURSOR_DESCRIPTION, limitParam, type PageLimits } from '../../../src/http/schemas.js';
 import type { EventFilters } from '../store/event-query.js';
 
 export const MAX_FILTER_VALUES = 20;
@@ -56,15 +57,21 @@ const listOf = <T extends z.ZodType<string, string>>(item: T) =>
     )
     .pipe(z.array(item).max(MAX_FILTER_VALUES, `at most ${MAX_FILTER_VALUES} values`));
 
+const LIST = 'Repeat the parameter, or separate the values with commas.';
+
 export const filterShape = {
-  services: listOf(serviceSchema).optional(),
+  services: listOf(serviceSchema).optional().meta({ description: LIST }),
   actor: textFilter.optional(),
   operation: textFilter.optional(),
   result: textFilter.optional(),
   start: dateTime.optional(),
   end: dateTime.optional(),
-  include_tags: listOf(tagSchema).optional(),
-  exclude_tags: listOf(tagSchema).optional(),
+  include_tags: listOf(tagSchema)
+    .optional()
+    .meta({ description: `Events carrying every one of these. ${LIST}` }),
+  exclude_tags: listOf(tagSchema)
+    .optional()
+    .meta({ description: `Events carrying none of these. ${LIST}` }),
 };
 
 type FilterInput = {
@@ -109,28 +116,18 @@ export function queryObject(queries: Record<string, string[]>): Record<string, s
   return out;
 }
 
-/** Single-valued parameters given twice are a mistake worth naming. */
+/**
+ * Single-valued parameters given twice are a mistake worth naming. (A preprocess, not a union:
+ * the API document then shows the parameter as the value it is.)
+ */
 const single = <T extends z.ZodType>(schema: T) =>
-  z
-    .union([z.string(), z.array(z.string())])
-    .pipe(
-      z.string({ error: 'must be given once' }).pipe(schema as unknown as z.ZodType<z.output<T>, string>),
-    );
+  z.preprocess((value, ctx) => {
+    if (!Array.isArray(value)) return value;
+    ctx.addIssue({ code: 'custom', message: 'must be given once', input: value });
+    return z.NEVER;
+  }, schema);
 
-export const DEFAULT_PAGE_SIZE = 50;
-export const MAX_PAGE_SIZE = 500;
-
-const pageSize = z
-  .string()
-  .regex(/^[0-9]{1,4}$/, `must be an integer from 1 to ${MAX_PAGE_SIZE}`)
-  .transform(Number)
-  .pipe(
-    z
-      .number()
-      .int()
-      .min(1, `must be an integer from 1 to ${MAX_PAGE_SIZE}`)
-      .max(MAX_PAGE_SIZE, `must be an integer from 1 to ${MAX_PAGE_SIZE}`),
-  );
+export const AUDIT_PAGE: PageLimits = { default: 50, max: 500 };
 
 /** The filters as query parameters: the text filters and the window may be given once only. */
 export const filterQueryShape = {
@@ -144,11 +141,17 @@ export const filterQueryShape = {
 
 export const exportFormat = single(z.enum(['csv', 'json'], { error: 'must be csv or json' }));
 
+export const exportQuerySchema = z
+  .object({ ...filterQueryShape, format: exportFormat.default('csv') })
+  .superRefine((v, ctx) => refineWindow(v, ctx));
+
 export const searchQuerySchema = z
   .object({
     ...filterQueryShape,
-    limit: single(pageSize).optional(),
-    cursor: single(z.string().max(200, 'is not a cursor this API issued')).optional(),
+    limit: single(limitParam(AUDIT_PAGE)).optional(),
+    cursor: single(z.string().max(200, 'is not a cursor this API issued'))
+      .optional()
+      .meta({ description: CURSOR_DESCRIPTION }),
   })
   .superRefine((v, ctx) => refineWindow(v, ctx));
 

@@ -11,29 +11,14 @@
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { Hono } from 'hono';
-import { z } from 'zod';
 import { ProblemError, validationProblem } from '../../../src/http/problem.js';
 import type { AuditCollectorActor } from '../collector-actor.js';
 import type { Secret } from '../config.js';
 import { type AuditEnv, fieldProblem, jsonBody } from './context.js';
 import { bodyTooLarge } from './events-routes.js';
+import { notificationsBodySchema } from './schemas.js';
 
 const MAX_VALIDATION_TOKEN = 4_096;
-
-const notifications = z.object({
-  value: z
-    .array(
-      z
-        .object({
-          clientState: z.string().optional(),
-          changeType: z.string().optional(),
-          lifecycleEvent: z.string().optional(),
-        })
-        .passthrough(),
-    )
-    .min(1, 'must hold at least one notification')
-    .max(10_000, 'too many notifications'),
-});
 
 /** Equal-length digests, so the comparison time says nothing about the secret. */
 function sameSecret(given: string, secret: Secret): boolean {
@@ -61,7 +46,7 @@ export function webhookRoutes(
       return c.text(token, 200);
     }
 
-    const parsed = notifications.safeParse(await jsonBody(c));
+    const parsed = notificationsBodySchema.safeParse(await jsonBody(c));
     if (!parsed.success) throw validationProblem(parsed.error);
     const list = parsed.data.value;
     const trusted = list.every((n) => n.clientState !== undefined && sameSecret(n.clientState, secret));

@@ -1,65 +1,29 @@
-/** The hub's JSON, as the routes write it (src/events.ts RadioStatus, src/messaging/message.ts). */
+/**
+ * The hub's JSON, typed from the zod schemas the server answers with (one place per fact: a
+ * changed field breaks `npm run typecheck` here instead of drifting). Type-only imports: no zod
+ * reaches the browser bundle.
+ */
+import type { z } from 'zod';
+import type { tokenResponseSchema } from '../../../auth/schemas.js';
+import type { healthReportSchema, problemSchema, radioStatusSchema } from '../../../http/schemas.js';
+import type { HelloEvent } from '../../../live/schemas.js';
+import type {
+  ConversationSummaryJson,
+  MessageDetailJson,
+  MessageRecordJson,
+  MessageStatus,
+} from '../../../messaging/schemas.js';
+import type { NodeJson } from '../../../nodes/schemas.js';
+import type { TileJson } from '../../../ui-server/schemas.js';
+import type { HistoryInterval, ReadingJson } from '../../../weather/schemas.js';
 
-export interface RadioStatus {
-  state: 'disconnected' | 'connecting' | 'configuring' | 'connected';
-  transport: 'serial' | 'tcp' | 'none';
-  address?: string;
-  simulated: boolean;
-  myNodeNum?: number;
-  lastError?: string;
-}
+export type { HelloEvent, HistoryInterval, MessageStatus, NodeJson, ReadingJson, TileJson };
 
-export interface HealthReport {
-  status: 'ok' | 'degraded' | 'down';
-  version: string;
-  radio: RadioStatus;
-}
+export type RadioStatus = z.output<typeof radioStatusSchema>;
+export type HealthReport = z.output<typeof healthReportSchema>;
+export type TokenResponse = z.output<typeof tokenResponseSchema>;
+export type ProblemJson = z.output<typeof problemSchema>;
+export type ConversationSummary = ConversationSummaryJson;
 
-export interface HelloEvent {
-  version: string;
-  started_at: string;
-  radio: RadioStatus;
-}
-
-export interface TileJson {
-  tilejson: string;
-  tiles: string[];
-  minzoom: number;
-  maxzoom: number;
-  attribution: string;
-  bounds?: [number, number, number, number];
-  center?: [number, number, number];
-  name?: string;
-}
-
-export type MessageStatus = 'queued' | 'sent' | 'delivered' | 'failed' | 'received' | 'read';
-
-export interface MessageRecord {
-  id: string;
-  direction: 'outbound' | 'inbound';
-  sender_node_id: string | null;
-  target_node_id: string | null;
-  text: string;
-  status: MessageStatus;
-  created_at: string;
-  /** Only in the detail (GET /messages/{id}) and the live stream. */
-  node_id?: string;
-  updated_at?: string;
-  attempts?: number;
-  failure_code?: string;
-  failure_reason?: string;
-}
-
-export interface ConversationSummary {
-  node_id: string;
-  nickname: string;
-  latest_text: string;
-  latest_at: string;
-  unread_count: number;
-}
-
-export interface TokenResponse {
-  access_token: string;
-  token_type: string;
-  expires_in: number;
-}
+/** A message as the lists send it; the detail (GET /messages/{id}) and the live stream add the rest. */
+export type MessageRecord = MessageRecordJson & Partial<MessageDetailJson>;

@@ -4,7 +4,9 @@
  * so a chart never asks for more points than it can draw.
  */
 
-export type HistoryInterval = 'raw' | '1h' | '1d';
+import type { HistoryInterval } from '../api/types.js';
+
+export type { HistoryInterval };
 export type PresetRange = '24h' | '7d' | '30d' | '1y';
 export type RangeChoice =
   | { kind: 'preset'; preset: PresetRange }

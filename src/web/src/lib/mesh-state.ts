@@ -4,20 +4,10 @@
  * Merges never go backwards: a late or replayed reading does not hide a newer value, and a
  * node's `last_heard` only moves forward (as the hub's own node table does).
  */
+import type { NodeJson } from '../api/types.js';
 import { METRIC_KEYS, type MetricKey, type ReadingJson } from './metrics.js';
 
-export interface NodeJson {
-  node_id: string;
-  short_name?: string;
-  long_name?: string;
-  hw_model?: string;
-  latitude?: number;
-  longitude?: number;
-  altitude?: number;
-  last_heard?: string;
-  battery_level?: number;
-  snr?: number;
-}
+export type { NodeJson };
 
 export interface LatestReading {
   nodeId: string;

@@ -2,6 +2,7 @@
  * The metrics a Reading can carry (spec "Reading"), with how people read them: pressure in hPa
  * (the API says Pa, weather reports say hPa), each with its unit and a sensible precision.
  */
+import type { ReadingJson } from '../api/types.js';
 
 export type MetricKey =
   | 'temperature_c'
@@ -111,4 +112,4 @@ export function metricInfo(key: MetricKey): MetricInfo {
 }
 
 /** A reading as the API sends it: metrics it did not carry are absent. */
-export type ReadingJson = { node_id: string; timestamp: string } & Partial<Record<MetricKey, number>>;
+export type { ReadingJson };

@@ -1,0 +1,22 @@
+/**
+ * `/api/v1/nodes` in zod. The spec leaves the node record "not shown"; ours carries what
+ * NodeInfo, Position and DeviceMetrics tell, in the API's snake_case, unknown fields omitted.
+ */
+import { z } from 'zod';
+
+export const nodeSchema = z.object({
+  node_id: z.string().meta({ description: '"!" and 8 lower-case hex digits of the node number.' }),
+  short_name: z.string().optional(),
+  long_name: z.string().optional(),
+  hw_model: z.string().optional(),
+  latitude: z.number().optional(),
+  longitude: z.number().optional(),
+  altitude: z.number().optional().meta({ description: 'Metres.' }),
+  last_heard: z.iso.datetime().optional(),
+  battery_level: z.number().optional().meta({ description: 'Percent; 101 means powered (Meshtastic).' }),
+  snr: z.number().optional().meta({ description: 'dB, of the last packet heard.' }),
+});
+
+export const nodeListSchema = z.object({ data: z.array(nodeSchema) });
+
+export type NodeJson = z.output<typeof nodeSchema>;
