@@ -4,9 +4,9 @@
  * `meshhub start`.
  */
 import { parseArgs } from 'node:util';
-import { UnknownPluginError } from '../plugins/index.js';
+import { loadPlugins, UnknownPluginError } from '../plugins/index.js';
 import { runTokenCommand, runUserCommand, USER_HELP } from '../src/auth/cli-commands.js';
-import { ConfigError, loadConfig } from '../src/config/load.js';
+import { ConfigError, loadConfig, loadSettings } from '../src/config/load.js';
 import { parseDuration } from '../src/config/schema.js';
 import { createLogger } from '../src/log.js';
 import { MeshSimulator } from '../src/mesh/simulator/simulator.js';
@@ -72,13 +72,30 @@ function onShutdownSignals(
   process.on('SIGINT', handler);
 }
 
+/** The hub's settings and every enabled plugin's, all problems reported at once. */
+async function loadHubSettingsOrExit() {
+  const names = (process.env.PLUGINS ?? '')
+    .split(',')
+    .map((n) => n.trim())
+    .filter(Boolean);
+  try {
+    const plugins = await loadPlugins(names);
+    return loadSettings(process.env, plugins);
+  } catch (error) {
+    if (error instanceof UnknownPluginError) fail(`meshhub: invalid configuration:\n  - ${error.message}`, 1);
+    if (error instanceof ConfigError) fail(`meshhub: ${error.message}`, 1);
+    throw error;
+  }
+}
+
 async function runHub(): Promise<void> {
-  const config = loadConfigOrExit();
+  const { config, slices } = await loadHubSettingsOrExit();
   const log = createLogger({ level: config.LOG_LEVEL });
   let hub: Awaited<ReturnType<typeof createHub>>;
   try {
     hub = await createHub(config, {
       log,
+      pluginSettings: slices,
       onFatal: (actor) => {
         log.fatal(
           { actor },

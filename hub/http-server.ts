@@ -3,13 +3,14 @@ import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { type ServerType, serve } from '@hono/node-server';
 import type { Hono } from 'hono';
-import type { HubBus } from '../src/events.js';
 import { createHttpApp } from '../src/http/app.js';
 import type { HealthReport } from '../src/http/health.js';
-import type { Component, RouteProvider } from '../src/http/routes.js';
+import type { HttpMounts } from '../src/http/mounts.js';
+import type { Component } from '../src/http/routes.js';
 import { Actor } from '../src/kernel/actor.js';
 import type { Logger } from '../src/log.js';
 import type { HubMetrics } from '../src/metrics.js';
+import type { UpgradeHandler } from '../src/module.js';
 
 /**
  * Serves the HTTP API on HTTP_HOST:HTTP_PORT and, with HTTP_COMPONENT_PORTS, on one extra port
@@ -27,11 +28,10 @@ export class HttpServerActor extends Actor {
 
   constructor(
     private readonly deps: {
-      bus: HubBus;
       log: Logger;
       metrics: HubMetrics;
-      /** Route groups, built when the server starts; features add theirs in hub/main.ts. */
-      routes: RouteProvider[];
+      /** What the modules mount (ctx.mount, ctx.upgrade); this actor owns the order. */
+      mounts: HttpMounts<UpgradeHandler>;
       dependsOn: string[];
       host: string;
       port: number;
@@ -39,8 +39,6 @@ export class HttpServerActor extends Actor {
       health: () => HealthReport;
       /** HTTP_COMPONENT_PORTS: component → port (0: any free port). */
       componentPorts?: Partial<Record<Component, number>>;
-      /** Takes over protocol upgrades (MQTT over WebSocket at /mqtt); false: not handled, the socket is closed. */
-      upgrade?: (request: IncomingMessage, socket: Duplex, head: Buffer) => boolean;
     },
   ) {
     super();
@@ -53,8 +51,8 @@ export class HttpServerActor extends Actor {
   }
 
   async start(): Promise<void> {
-    const { bus, log } = this.deps;
-    const routes = this.deps.routes.flatMap((provide) => provide({ bus, owner: this.name }));
+    const { log, mounts } = this.deps;
+    const routes = mounts.ordered();
     this.app = createHttpApp({
       log,
       metrics: this.deps.metrics,
@@ -65,15 +63,17 @@ export class HttpServerActor extends Actor {
     this.boundPort = await this.listen(this.app, this.deps.port, (server) => {
       this.server = server;
     });
-    const upgrade = this.deps.upgrade;
-    if (upgrade) {
+    if (mounts.hasUpgrades) {
       this.server?.on('upgrade', (request: IncomingMessage, socket: Duplex, head: Buffer) => {
-        if (!upgrade(request, socket, head)) {
-          socket.destroy();
+        const pathname = new URL(request.url ?? '/', 'http://hub').pathname;
+        const handler = mounts.upgradeFor(pathname);
+        if (!handler) {
+          refuseUpgrade(socket, pathname);
           return;
         }
         this.upgraded.add(socket);
         socket.once('close', () => this.upgraded.delete(socket));
+        handler(request, socket, head);
       });
     }
     log.info({ host: this.deps.host, port: this.boundPort }, 'http listening');
@@ -118,7 +118,6 @@ export class HttpServerActor extends Actor {
   }
 
   async stop(): Promise<void> {
-    this.deps.bus.removeOwner(this.name);
     const servers = [this.server, ...[...this.componentServers.values()].map((e) => e.server)];
     this.server = undefined;
     this.boundPort = undefined;
@@ -144,4 +143,21 @@ export class HttpServerActor extends Actor {
     const a = this.server?.address();
     return a && typeof a === 'object' ? a : undefined;
   }
+}
+
+/**
+ * An upgrade to a path no module serves gets an answer, not a reset: 404 with a problem body,
+ * and the connection closed. (With no upgrade handler at all, Node serves such a request as
+ * any other.)
+ */
+function refuseUpgrade(socket: Duplex, pathname: string): void {
+  const body = JSON.stringify({
+    type: 'about:blank',
+    title: 'Not Found',
+    status: 404,
+    detail: `nothing here upgrades a connection at ${pathname}`,
+  });
+  socket.end(
+    `HTTP/1.1 404 Not Found\r\ncontent-type: application/problem+json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
+  );
 }

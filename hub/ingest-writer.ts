@@ -1,27 +1,37 @@
-import type { HubBus, ReadingBatch } from '../src/events.js';
+import type { HubBus, HubRequests } from '../src/events.js';
 import { Actor } from '../src/kernel/actor.js';
 import type { Mailbox } from '../src/kernel/mailbox.js';
 import type { Logger } from '../src/log.js';
 import type { HubMetrics } from '../src/metrics.js';
-import { BatchingWriter } from '../src/store/batching-writer.js';
+import { BatchingWriter, type ReadingBatch } from '../src/store/batching-writer.js';
+import type { Database } from '../src/store/database.js';
 import { ReadingWriter } from '../src/store/reading-writer.js';
-import type { StoreActor } from './store.js';
+
+export class WriterBusyError extends Error {
+  override readonly name = 'WriterBusyError';
+  constructor() {
+    super('the ingest writer is not accepting readings');
+  }
+}
 
 /**
- * The one writer of readings (DESIGN.md "Actors" 6): `reading.received` batches wait in a
- * drop-oldest mailbox (telemetry: the newest matters most), are batched into transactions, and
- * `reading.stored` announces what was new once it is committed.
+ * The one writer of readings (DESIGN.md "Actors" 6): it answers `readings.commit` asks once the
+ * readings are durable. Batches wait in a drop-oldest mailbox (telemetry: the newest matters
+ * most; a dropped batch's ask times out), are batched into transactions, and `reading.stored`
+ * announces what was new once it is committed. An urgent ask (someone waits for a PUBACK or an
+ * HTTP answer) commits at the next turn; the radio's readings wait for the batching delay.
  */
 export class IngestWriterActor extends Actor {
   readonly name = 'ingest-writer';
   override readonly dependsOn = ['store'];
   private writer: BatchingWriter | undefined;
   private readonly inbox: Mailbox<ReadingBatch>;
+  private commitScheduled = false;
 
   constructor(
     private readonly deps: {
       bus: HubBus;
-      store: StoreActor;
+      db: Database;
       log: Logger;
       metrics: HubMetrics;
       capacity?: number;
@@ -36,9 +46,9 @@ export class IngestWriterActor extends Actor {
   }
 
   async start(): Promise<void> {
-    const { bus, store, metrics, log } = this.deps;
+    const { bus, db, metrics, log } = this.deps;
     this.writer = new BatchingWriter({
-      writer: new ReadingWriter(store.db),
+      writer: new ReadingWriter(db),
       onStored: (_all, bySource) => {
         for (const { readings, source } of bySource) {
           metrics.readingsIngested.inc({ source }, readings.length);
@@ -48,9 +58,28 @@ export class IngestWriterActor extends Actor {
       onError: (error) => log.error({ err: error }, 'writing readings failed'),
     });
     this.inbox.reopen();
-    bus.on(this.name, 'reading.received', (batch) => {
-      if (!this.inbox.post(batch))
-        batch.onCommitted?.(new Error('the ingest writer is not accepting readings'));
+    bus.handle(this.name, 'readings.commit', (request) => this.commit(request));
+  }
+
+  private commit({ readings, source, urgent }: HubRequests['readings.commit']['request']): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      const accepted = this.inbox.post({
+        readings,
+        source,
+        onCommitted: (error) => (error ? reject(error) : resolve()),
+      });
+      if (!accepted) reject(new WriterBusyError());
+      else if (urgent) this.commitSoon();
+    });
+  }
+
+  /** Commits at the next turn what every urgent ask of this turn brought. */
+  private commitSoon(): void {
+    if (this.commitScheduled) return;
+    this.commitScheduled = true;
+    setImmediate(() => {
+      this.commitScheduled = false;
+      void this.flush();
     });
   }
 

@@ -1,58 +1,74 @@
 /**
- * The composition root: builds every actor from the config, wires them to the bus and hands
- * them to the supervisor. Nothing else constructs actors.
+ * The composition root: config → kernel → the list of modules. The kernel is the store, the
+ * bus, the scheduler, the radio (and the simulator when there is no radio), the ingest writer
+ * and the HTTP server; every feature is a module (src/module.ts) created here with its own
+ * context, and a new feature is one folder and one line in `CORE_MODULES` (or `PLUGINS`).
  */
 import { join } from 'node:path';
+import { z } from 'zod';
 import { loadPlugins } from '../plugins/index.js';
 import { type HubIdentity, openHubIdentity } from '../src/auth/hub-identity.js';
 import type { TokenVerifier } from '../src/auth/jwt-verifier.js';
-import { authRouteProvider } from '../src/auth/routes.js';
-import { UserRepository } from '../src/auth/users.js';
+import { loadSlices } from '../src/config/load.js';
 import type { HubConfig } from '../src/config/schema.js';
-import type { HubBus, HubEvents, HubRequests } from '../src/events.js';
+import { type HubBus, type HubEvents, type HubRequests, RETAINED_EVENTS } from '../src/events.js';
+import { apiDocsModule } from '../src/http/api-docs-module.js';
 import { buildHealthReport } from '../src/http/health.js';
-import type { RouteProvider } from '../src/http/routes.js';
-import { busReadingSink } from '../src/ingest/reading-sink.js';
-import { ingestRouteProvider } from '../src/ingest/routes.js';
+import { HttpMounts } from '../src/http/mounts.js';
+import { ingestModule } from '../src/ingest/module.js';
 import { Bus } from '../src/kernel/bus.js';
+import { checkModules } from '../src/kernel/module.js';
+import { SchedulerActor } from '../src/kernel/scheduler.js';
 import { Supervisor } from '../src/kernel/supervisor.js';
-import { liveRouteProvider } from '../src/live/mount.js';
+import { liveModule } from '../src/live/module.js';
 import type { Logger } from '../src/log.js';
 import { PacketDedupe } from '../src/mesh/packet-dedupe.js';
+import { MeshFanOut } from '../src/mesh/packet-fanout.js';
 import { probeSerialPorts, serialTransport, tcpTransport } from '../src/mesh/transport.js';
-import { watchMessageMetrics } from '../src/messaging/metrics.js';
-import { messagingRouteProvider } from '../src/messaging/mount.js';
+import { messagingModule } from '../src/messaging/module.js';
 import { HubMetrics } from '../src/metrics.js';
-import type { CheckPassword } from '../src/mqtt/authenticator.js';
-import { nodesRoutes } from '../src/nodes/routes.js';
-import { openConfiguredMapTiles, webUiRouteProvider } from '../src/ui-server/mount.js';
+import type { HubModule, UpgradeHandler } from '../src/module.js';
+import { mqttModule } from '../src/mqtt/module.js';
+import { nodesModule } from '../src/nodes/module.js';
+import { retentionModule } from '../src/retention/module.js';
+import { webUiModule } from '../src/ui-server/module.js';
 import { readVersion } from '../src/version.js';
-import { weatherRouteProvider } from '../src/weather/mount.js';
+import { weatherModule } from '../src/weather/module.js';
 import { HttpServerActor } from './http-server.js';
+import { identityModule } from './identity-module.js';
 import { IngestWriterActor } from './ingest-writer.js';
-import { MessageGatewayActor } from './message-gateway.js';
-import { MqttBrokerActor } from './mqtt-broker.js';
-import { NodeDirectoryActor } from './node-directory.js';
+import { ModuleHost, moduleOwner } from './module-host.js';
 import { RadioActor, type RadioPlan } from './radio.js';
-import { RetentionActor } from './retention.js';
 import { SimulatorActor, simulatorOptionsFrom } from './simulator.js';
 import { StoreActor } from './store.js';
+
+/** The hub's own features, in no particular order: the HTTP actor orders the routes. */
+export const CORE_MODULES: readonly HubModule[] = [
+  weatherModule,
+  nodesModule,
+  ingestModule,
+  messagingModule,
+  mqttModule,
+  liveModule,
+  retentionModule,
+  webUiModule,
+  apiDocsModule,
+];
 
 export interface Hub {
   readonly bus: HubBus;
   readonly supervisor: Supervisor;
   readonly metrics: HubMetrics;
   readonly store: StoreActor;
-  readonly writer: IngestWriterActor;
   readonly http: HttpServerActor;
-  readonly radio: RadioActor;
-  readonly mqtt: MqttBrokerActor;
-  readonly retention: RetentionActor;
-  readonly simulator?: SimulatorActor;
+  readonly scheduler: SchedulerActor;
+  /** Where heard mesh packets are announced once, for the radio and MQTT gateways alike. */
+  readonly mesh: MeshFanOut;
   /** The hub's token issuer and verifier (src/auth/hub-identity.ts): every bearer-token feature uses it. */
   readonly identity: HubIdentity;
-  readonly gateway: MessageGatewayActor;
   readonly version: string;
+  /** An actor by name (tests, the CLI). */
+  actor<A>(name: string): A | undefined;
   start(): Promise<void>;
   stop(): Promise<void>;
 }
@@ -63,25 +79,24 @@ export interface HubOptions {
   onFatal?: (actor: string, error: unknown) => void;
   /** Overrides for tests: skip default process metrics. */
   defaultMetrics?: boolean;
-  /** The environment plugins read their settings from (default `process.env`; tests pass their own). */
-  env?: Readonly<Record<string, string | undefined>>;
   /**
-   * Who may send readings and read the hub's MQTT events: MQTT username/password logins
-   * (`checkPassword`), and JWTs as the MQTT password or the HTTP ingest bearer token
-   * (`tokenVerifier`; roles device/ingest, integration, admin). Default: nobody (anonymous MQTT
-   * only with MQTT_ALLOW_ANONYMOUS). Default: the hub's users and HubIdentity.verifier.
+   * The enabled plugins' settings, when already parsed with the rest (hub/cli.ts); otherwise
+   * they are read from `env` (default `process.env`; tests pass their own).
    */
-  ingestAuth?: { checkPassword?: CheckPassword; tokenVerifier?: TokenVerifier };
+  pluginSettings?: Map<string, unknown>;
+  env?: Readonly<Record<string, string | undefined>>;
+  /** Replaces the hub identity's verifier (benches with a token signer of their own). */
+  tokenVerifier?: TokenVerifier;
 }
 
 /** Resolves RADIO to a concrete plan; `auto` probes USB serial ports, else falls back to the simulator. */
-export async function resolveRadioPlan(config: HubConfig, log: Logger): Promise<RadioPlan | 'simulator'> {
+export async function resolveRadioPlan(config: HubConfig, log: Logger): Promise<RadioPlan> {
   const radio = config.RADIO;
   switch (radio.kind) {
     case 'none':
       return { kind: 'none' };
     case 'sim':
-      return 'simulator';
+      return { kind: 'simulator' };
     case 'serial':
       return { kind: 'transport', transport: serialTransport(radio.path, radio.baudRate), simulated: false };
     case 'tcp':
@@ -99,21 +114,32 @@ export async function resolveRadioPlan(config: HubConfig, log: Logger): Promise<
       log.warn(
         'no Meshtastic radio found on USB serial; running the built-in simulator (set RADIO to choose)',
       );
-      return 'simulator';
+      return { kind: 'simulator' };
     }
   }
+}
+
+/** A core module's slice of the already-validated config. */
+function coreSettings(config: HubConfig, module: HubModule): unknown {
+  const values = config as unknown as Record<string, unknown>;
+  return Object.fromEntries(Object.keys(module.settings.shape).map((key) => [key, values[key]]));
 }
 
 export async function createHub(config: HubConfig, options: HubOptions): Promise<Hub> {
   const { log } = options;
   const version = readVersion();
   const startedAt = Date.now();
-  const bus: HubBus = new Bus<HubEvents, HubRequests>(({ owner, event, error }) =>
-    log.error({ owner, event, err: error }, 'event listener failed'),
-  );
-  const metrics = new HubMetrics({ defaultMetrics: options.defaultMetrics });
   const plugins = await loadPlugins(config.PLUGINS);
+  const modules = [...CORE_MODULES, ...plugins];
+  checkModules([{ name: 'hub', apiVersion: 2, settings: z.object({}), create: () => undefined }, ...modules]);
+  const settingsOfPlugins = options.pluginSettings ?? loadSlices(options.env ?? process.env, plugins);
 
+  const bus: HubBus = new Bus<HubEvents, HubRequests>({
+    onListenerError: ({ owner, event, error }) =>
+      log.error({ owner, event, err: error }, 'event listener failed'),
+    retained: RETAINED_EVENTS,
+  });
+  const metrics = new HubMetrics({ defaultMetrics: options.defaultMetrics });
   const supervisor = new Supervisor({
     log,
     stopDeadlineMs: 4_000,
@@ -122,8 +148,6 @@ export async function createHub(config: HubConfig, options: HubOptions): Promise
   });
   metrics.watchMailboxes(() => supervisor.actors.flatMap((a) => a.mailboxStats()));
 
-  const store = new StoreActor(join(config.DATA_DIR, 'meshhub.sqlite'), log.child({ component: 'store' }));
-  const writer = new IngestWriterActor({ bus, store, log, metrics });
   const identity = await openHubIdentity({
     dataDir: config.DATA_DIR,
     external: {
@@ -134,173 +158,117 @@ export async function createHub(config: HubConfig, options: HubOptions): Promise
     },
     warn: (message) => log.warn(message),
   });
-  const nodes = new NodeDirectoryActor({ bus, store });
-  // One (from, packet id) memory for the radio and MQTT paths: a packet heard both ways is stored once.
-  const dedupe = new PacketDedupe();
-  const readingSink = busReadingSink({
-    bus,
-    commitNow: () => writer.flush(),
-    onCommitError: (err) => log.error({ err }, 'committing readings failed'),
+  const verifier = options.tokenVerifier ?? identity.verifier;
+  const store = StoreActor.open(join(config.DATA_DIR, 'meshhub.sqlite'), log.child({ component: 'store' }));
+  const scheduler = new SchedulerActor({
+    log: log.child({ component: 'scheduler' }),
+    ...(config.SCHEDULE_TIMEZONE ? { timezone: config.SCHEDULE_TIMEZONE } : {}),
   });
-  // MQTT logins and ingest tokens use the hub's own users and token verifier (issue 4).
-  // The store opens at start, so the repository is made on first use.
-  let users: UserRepository | undefined;
-  const ingestAuth = {
-    checkPassword:
-      options.ingestAuth?.checkPassword ??
-      ((username: string, password: string) => {
-        users ??= new UserRepository(store.db);
-        return users.checkPassword(username, password);
-      }),
-    tokenVerifier: options.ingestAuth?.tokenVerifier ?? identity.verifier,
-  };
-  const retention = new RetentionActor({
-    store,
-    log: log.child({ component: 'retention' }),
-    retentionDays: config.READINGS_RETENTION_DAYS,
-    schedule: config.RETENTION_CRON,
+  const mounts = new HttpMounts<UpgradeHandler>();
+  const fanOut = new MeshFanOut({
+    bus,
+    dedupe: new PacketDedupe(),
+    onPacket: (port, via) => metrics.meshPackets.inc({ port, via }),
   });
 
-  const resolved = await resolveRadioPlan(config, log);
-  let simulator: SimulatorActor | undefined;
-  let plan: RadioPlan;
-  if (resolved === 'simulator') {
-    simulator = new SimulatorActor(simulatorOptionsFrom(config), log);
-    const sim = simulator;
-    plan = {
-      kind: 'simulator',
-      transport: () => tcpTransport(sim.address.host, sim.address.port, { connectTimeoutMs: 2_000 }),
-    };
-  } else {
-    plan = resolved;
-  }
-  const radio = new RadioActor({
+  const plan = await resolveRadioPlan(config, log);
+  const simulator =
+    plan.kind === 'simulator' ? new SimulatorActor(simulatorOptionsFrom(config), bus, log) : undefined;
+  const kernelActors = [
+    store,
+    new IngestWriterActor({ bus, db: store.db, log, metrics }),
+    ...(simulator ? [simulator] : []),
+    new RadioActor({
+      bus,
+      log,
+      metrics,
+      db: store.db,
+      plan,
+      heartbeatMs: config.RADIO_HEARTBEAT_SECONDS * 1000,
+      fanOut,
+    }),
+  ];
+  for (const actor of kernelActors) supervisor.add(actor);
+
+  const host = new ModuleHost({
     bus,
+    db: store.db,
     log,
     metrics,
-    plan,
-    heartbeatMs: config.RADIO_HEARTBEAT_SECONDS * 1000,
-    dedupe,
-  });
-  const mqtt = new MqttBrokerActor({
-    bus,
-    log: log.child({ component: 'mqtt' }),
-    metrics,
-    store,
-    nodes: () => nodes.repository,
-    dedupe,
-    sink: readingSink,
-    settings: {
-      host: config.MQTT_HOST ?? config.HTTP_HOST,
-      port: config.MQTT_PORT,
-      websocket: config.MQTT_WEBSOCKET,
-      allowAnonymous: config.MQTT_ALLOW_ANONYMOUS,
-      maxConnections: config.MQTT_MAX_CONNECTIONS,
-      maxPacketBytes: config.MQTT_MAX_PACKET_BYTES,
-      drainTimeoutMs: config.MQTT_DRAIN_TIMEOUT_SECONDS * 1000,
-      channelKeys: config.MESH_CHANNEL_KEYS,
-      haDiscovery: config.HA_DISCOVERY,
-      offlineAfterMs: config.NODE_OFFLINE_AFTER,
+    mounts,
+    scheduler,
+    identity: { ...identity, verifier },
+    ...(config.AUTH_JWKS_URL && config.AUTH_ISSUER && config.AUTH_AUDIENCE
+      ? {
+          provider: {
+            jwksUrl: config.AUTH_JWKS_URL,
+            issuer: config.AUTH_ISSUER,
+            audience: config.AUTH_AUDIENCE,
+            rolesClaim: config.AUTH_ROLES_CLAIM,
+          },
+        }
+      : {}),
+    fanOut,
+    hub: {
+      version,
+      startedAt,
+      dataDir: config.DATA_DIR,
+      listenHost: config.HTTP_HOST,
+      apiDocs: config.API_DOCS,
     },
-    ...ingestAuth,
-    version,
   });
+  await host.create(identityModule(identity), { AUTH_TOKEN_TTL: config.AUTH_TOKEN_TTL });
+  for (const module of CORE_MODULES) {
+    for (const actor of await host.create(module, coreSettings(config, module))) supervisor.add(actor);
+  }
+  for (const plugin of plugins) {
+    const actors = await host.create(plugin, settingsOfPlugins.get(plugin.name), { plugin: true });
+    for (const actor of actors) supervisor.add(actor);
+  }
 
-  // MAP_TILES naming a file that cannot be used stops the start like any bad setting.
-  const mapTiles = await openConfiguredMapTiles(config.MAP_TILES);
-  // Route groups: each feature contributes its own; plugins add theirs through `mount`.
-  const routes: RouteProvider[] = [
-    weatherRouteProvider(() => store.db),
-    () => ({ path: '/api/v1/nodes', app: nodesRoutes(nodes.repository), component: 'weather' }),
-    ingestRouteProvider(() => ({
-      sink: readingSink,
-      verifier: ingestAuth.tokenVerifier,
-      log: log.child({ component: 'ingest' }),
-      onRejected: (source, reason, count) => metrics.ingestRejectedReadings.inc({ source, reason }, count),
-    })),
-    authRouteProvider({
-      identity,
-      users: () => new UserRepository(store.db),
-      tokenTtlSeconds: config.AUTH_TOKEN_TTL / 1000,
-    }),
-    messagingRouteProvider({
-      db: () => store.db,
-      identity,
-      perSubscriber: config.MESSAGE_RATE_PER_SUBSCRIBER,
-      perNode: config.MESSAGE_RATE_PER_NODE,
-      radioStatus: () => radio.status,
-    }),
-    liveRouteProvider({ version, startedAt, radioStatus: () => radio.status }),
-    // After the API groups: the web app's fallback passes /api/… (plugins' routes too) to them.
-    webUiRouteProvider({ tiles: mapTiles, log: log.child({ component: 'web-ui' }) }),
-  ];
   const http = new HttpServerActor({
-    bus,
     log: log.child({ component: 'http' }),
     metrics,
-    routes,
-    dependsOn: ['store', 'node-directory'],
+    mounts,
+    dependsOn: ['store'],
     host: config.HTTP_HOST,
     port: config.HTTP_PORT,
     version,
-    health: () => buildHealthReport({ version, startedAt, radio: radio.status, actors: supervisor.status() }),
+    health: () =>
+      buildHealthReport({
+        version,
+        startedAt,
+        radio: bus.last('radio.status') ?? { state: 'disconnected', transport: 'none', simulated: false },
+        actors: supervisor.status(),
+      }),
     componentPorts: config.HTTP_COMPONENT_PORTS,
-    upgrade: (request, socket, head) => mqtt.handleUpgrade(request, socket, head),
   });
-
-  supervisor.add(store).add(writer).add(nodes).add(retention);
-  if (simulator) supervisor.add(simulator);
-  const gateway = new MessageGatewayActor({
-    bus,
-    store,
-    log: log.child({ component: 'message-gateway' }),
-    radioStatus: () => radio.status,
-    delivery: {
-      ackTimeoutMs: config.MESSAGE_ACK_TIMEOUT,
-      maxRetries: config.MESSAGE_MAX_RETRIES,
-      retryDelayMs: config.MESSAGE_RETRY_DELAY,
-    },
-    airtimePercent: config.MESSAGE_AIRTIME_PERCENT,
-  });
-  watchMessageMetrics({ bus, metrics, db: () => store.db });
-  supervisor.add(radio).add(mqtt).add(gateway).add(http);
-  for (const plugin of plugins) {
-    const actors = await plugin.create({
-      apiVersion: 1,
-      bus,
-      db: () => store.db,
-      env: options.env ?? process.env,
-      log: log.child({ plugin: plugin.name }),
-      mount: (path, app) => {
-        routes.push(() => ({ path, app }));
-      },
-      metrics: metrics.registry,
-    });
-    for (const actor of actors) supervisor.add(actor);
-  }
+  // Last in: jobs start once everything they drive is running.
+  supervisor.add(http).add(scheduler);
 
   return {
     bus,
     supervisor,
     metrics,
     store,
-    writer,
     http,
-    radio,
-    mqtt,
-    retention,
-    ...(simulator ? { simulator } : {}),
+    scheduler,
+    mesh: fanOut,
     identity,
-    gateway,
     version,
+    actor: <A>(name: string) => supervisor.actors.find((a) => a.name === name) as A | undefined,
     async start() {
       log.info({ version, radio: config.RADIO.kind, plugins: config.PLUGINS }, 'meshhub starting');
       await supervisor.startAll();
-      log.info({ port: http.port, simulated: radio.status.simulated }, 'meshhub running');
+      log.info(
+        { port: http.port, simulated: bus.last('radio.status')?.simulated ?? false },
+        'meshhub running',
+      );
     },
     async stop() {
       bus.emit('hub.stopping', {});
       await supervisor.stopAll();
+      for (const module of [...modules, identityModule(identity)]) bus.removeOwner(moduleOwner(module.name));
       log.info('meshhub stopped');
     },
   };

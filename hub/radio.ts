@@ -1,29 +1,29 @@
 import { create } from '@bufbuild/protobuf';
-import { Mesh, Portnums } from '@meshtastic/protobufs';
+import { Mesh } from '@meshtastic/protobufs';
 import type { HubBus, RadioSendRequest, RadioStatus } from '../src/events.js';
 import { Actor } from '../src/kernel/actor.js';
 import type { Logger } from '../src/log.js';
 import { PayloadDecodeError, TransportClosedError } from '../src/mesh/errors.js';
-import {
-  decodeMeshPacket,
-  decodeRoutingPacket,
-  decodeTextPacket,
-  nodeUpdateFromNodeInfo,
-} from '../src/mesh/packet-decoder.js';
-import type { PacketDedupe } from '../src/mesh/packet-dedupe.js';
+import { decodeHeardPacket, nodeUpdateFromNodeInfo } from '../src/mesh/packet-decoder.js';
+import type { MeshFanOut } from '../src/mesh/packet-fanout.js';
 import { RadioLink } from '../src/mesh/radio-link.js';
-import type { RadioTransport } from '../src/mesh/transport.js';
+import { type RadioTransport, tcpTransport } from '../src/mesh/transport.js';
 import type { HubMetrics } from '../src/metrics.js';
+import type { Database } from '../src/store/database.js';
+import { HubState } from '../src/store/hub-state.js';
 
 /** Where the radio is, once `RADIO` has been resolved (auto → a probed serial port or the simulator). */
 export type RadioPlan =
   | { kind: 'none' }
   | { kind: 'transport'; transport: RadioTransport; simulated: boolean }
-  | { kind: 'simulator'; transport: () => RadioTransport };
+  /** The built-in simulator: its address comes from the retained `simulator.listening`. */
+  | { kind: 'simulator' };
 
 /**
  * Owns the link to the radio: turns every FromRadio into hub events (packets, readings, node
- * updates) and reports the link state. Decode failures are counted, never fatal.
+ * updates) and reports the link state on the retained `radio.status`. It is the one owner of
+ * the hub's own node number: from the device's MyNodeInfo, remembered in `hub_state` so it is
+ * known while the link is down. Decode failures are counted, never fatal.
  */
 export class RadioActor extends Actor {
   readonly name = 'radio';
@@ -31,6 +31,7 @@ export class RadioActor extends Actor {
   private link: RadioLink | undefined;
   private current: RadioStatus;
   private connectedOnce = false;
+  private hubState: HubState | undefined;
   /** Config.LoRaConfig.hop_limit from the handshake: what our own packets start with. */
   private hopLimit = 3;
 
@@ -39,10 +40,11 @@ export class RadioActor extends Actor {
       bus: HubBus;
       log: Logger;
       metrics: HubMetrics;
+      db: Database;
       plan: RadioPlan;
       heartbeatMs: number;
-      /** Shared with the MQTT path: a packet a gateway uplinked first is not stored twice. */
-      dedupe?: PacketDedupe;
+      /** Shared with the MQTT path: a packet a gateway uplinked first is announced once. */
+      fanOut: MeshFanOut;
     },
   ) {
     super();
@@ -59,19 +61,26 @@ export class RadioActor extends Actor {
     };
   }
 
-  get status(): RadioStatus {
-    return this.current;
-  }
-
   async start(): Promise<void> {
-    const { plan, log } = this.deps;
-    this.deps.bus.handle(this.name, 'radio.send', (request) => this.send(request));
+    const { plan, log, bus } = this.deps;
+    this.hubState ??= new HubState(this.deps.db);
+    const remembered = this.hubState.myNodeNum();
+    if (remembered !== undefined && this.current.myNodeNum === undefined)
+      this.current = { ...this.current, myNodeNum: remembered };
+    bus.handle(this.name, 'radio.send', (request) => this.send(request));
     if (plan.kind === 'none') {
       log.warn('RADIO=none: running without a radio');
       this.setStatus({ ...this.current, state: 'disconnected' });
       return;
     }
-    const transport = plan.kind === 'simulator' ? plan.transport() : plan.transport;
+    let transport: RadioTransport;
+    if (plan.kind === 'simulator') {
+      const sim = bus.last('simulator.listening');
+      if (!sim) throw new Error('the simulator is not listening');
+      transport = tcpTransport(sim.host, sim.port, { connectTimeoutMs: 2_000 });
+    } else {
+      transport = plan.transport;
+    }
     const simulated = this.current.simulated;
     this.link = new RadioLink({
       transport,
@@ -125,8 +134,13 @@ export class RadioActor extends Actor {
     return this.deps.plan.kind === 'none' || this.current.state === 'connected';
   }
 
-  private setStatus(status: RadioStatus): void {
+  private setStatus(reported: RadioStatus): void {
     const wasConnected = this.current.state === 'connected';
+    const status =
+      reported.myNodeNum === undefined && this.current.myNodeNum !== undefined
+        ? { ...reported, myNodeNum: this.current.myNodeNum }
+        : reported;
+    if (reported.myNodeNum !== undefined) this.hubState?.rememberMyNodeNum(reported.myNodeNum);
     this.current = status;
     const connected = status.state === 'connected';
     this.deps.metrics.radioConnected.set(connected ? 1 : 0);
@@ -161,30 +175,15 @@ export class RadioActor extends Actor {
     }
     if (variant.case !== 'packet') return;
     const packet = variant.value;
-    if (packet.payloadVariant.case === 'decoded') {
-      const portnum = packet.payloadVariant.value.portnum;
-      this.deps.metrics.meshPackets.inc({ port: Portnums.PortNum[portnum] ?? String(portnum), via: 'radio' });
-      bus.emit('mesh.packet', {
-        portnum,
-        from: packet.from,
-        to: packet.to,
-        id: packet.id,
-        receivedAt,
-        via: 'radio',
-      });
-    }
     try {
-      const { readings, nodes } = decodeMeshPacket(packet, receivedAt);
-      // Remember only packets that carry something: an undecoded copy must not hide a decodable one.
-      const carries = nodes.length > 0 || readings.length > 0;
-      if (carries && (this.deps.dedupe?.firstSighting(packet.from, packet.id) ?? true)) {
-        for (const node of nodes) bus.emit('node.updated', node);
-        if (readings.length) bus.emit('reading.received', { readings, source: 'radio' });
+      const heard = decodeHeardPacket(packet, receivedAt, 'radio');
+      if (!heard || !this.deps.fanOut.deliver(heard, 'radio', receivedAt)) return;
+      if (heard.readings.length) {
+        // Nobody waits for the radio's readings: they ride the writer's batching delay.
+        bus
+          .ask('readings.commit', { readings: heard.readings, source: 'radio' }, { timeoutMs: 30_000 })
+          .catch((err: unknown) => this.deps.log.warn({ err }, 'readings from the radio were not stored'));
       }
-      const text = decodeTextPacket(packet, receivedAt);
-      if (text) bus.emit('mesh.text', text);
-      const routing = decodeRoutingPacket(packet, receivedAt);
-      if (routing) bus.emit('mesh.routing', routing);
     } catch (error) {
       if (!(error instanceof PayloadDecodeError)) throw error;
       this.frameError('payload');

@@ -1,4 +1,5 @@
 import type { HubConfig } from '../src/config/schema.js';
+import type { HubBus } from '../src/events.js';
 import { Actor } from '../src/kernel/actor.js';
 import type { Logger } from '../src/log.js';
 import { createMessagingResponder } from '../src/mesh/simulator/messaging-responder.js';
@@ -25,7 +26,8 @@ export function simulatorOptionsFrom(config: HubConfig): Omit<MeshSimulatorOptio
  * Runs the built-in simulator when no radio is attached: a virtual device on loopback TCP that
  * the radio link reaches like any real radio, so the hub always runs its real radio path.
  * Listens on SIM_HOST:SIM_PORT so official apps can connect to it too; when that port is taken
- * (say, by a separate `meshhub sim`) it falls back to a free port.
+ * (say, by a separate `meshhub sim`) it falls back to a free port. Where it listens is announced
+ * on the retained `simulator.listening`, which the radio actor reads.
  */
 export class SimulatorActor extends Actor {
   readonly name = 'simulator';
@@ -34,6 +36,7 @@ export class SimulatorActor extends Actor {
 
   constructor(
     private readonly options: Omit<MeshSimulatorOptions, 'log'>,
+    private readonly bus: HubBus,
     private readonly log: Logger,
   ) {
     super();
@@ -56,6 +59,7 @@ export class SimulatorActor extends Actor {
       this.bound = await this.sim.start();
     }
     log.info({ ...this.bound, nodes: this.options.nodeCount }, 'simulator listening');
+    this.bus.emit('simulator.listening', this.bound);
   }
 
   override describe(): Record<string, unknown> {

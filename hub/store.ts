@@ -1,33 +1,36 @@
-import type Database from 'better-sqlite3';
 import { Actor } from '../src/kernel/actor.js';
 import type { Logger } from '../src/log.js';
-import { closeDatabase, openDatabase } from '../src/store/database.js';
+import { closeDatabase, type Database, openDatabase } from '../src/store/database.js';
 
-/** Owns the one SQLite connection: opens it (running migrations) first, closes it last. */
+/**
+ * Owns the one SQLite connection. It is opened (and migrated) when the hub is composed, before
+ * any module is created, so every module's context holds the typed connection; it is closed
+ * last. It is not restartable: every module holds statements on it, so a store that cannot go
+ * on stops the hub, and systemd starts a fresh process.
+ */
 export class StoreActor extends Actor {
   readonly name = 'store';
-  private connection: Database.Database | undefined;
+  override readonly restartable = false;
 
-  constructor(
+  /** Opens the database file (running migrations); the modules' contexts need it before start. */
+  static open(file: string, log: Logger): StoreActor {
+    return new StoreActor(file, openDatabase(file), log);
+  }
+
+  private constructor(
     private readonly file: string,
+    readonly db: Database,
     private readonly log: Logger,
   ) {
     super();
   }
 
-  get db(): Database.Database {
-    if (!this.connection) throw new Error('the store is not open');
-    return this.connection;
-  }
-
   async start(): Promise<void> {
-    this.connection = openDatabase(this.file);
+    if (!this.db.open) throw new Error('the store was closed; it cannot be reopened in this process');
     this.log.info({ file: this.file }, 'store open');
   }
 
   async stop(): Promise<void> {
-    const db = this.connection;
-    this.connection = undefined;
-    if (db) closeDatabase(db);
+    closeDatabase(this.db);
   }
 }

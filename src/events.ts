@@ -26,18 +26,14 @@ export interface RadioStatus {
 /** Where readings came from; counted in metrics. */
 export type ReadingSource = 'radio' | 'mqtt' | 'http' | 'sim';
 
-export interface ReadingBatch {
-  readings: Reading[];
-  source: ReadingSource;
-  /**
-   * Called once the batch is committed (or failed to commit). Lets MQTT send PUBACK and
-   * HTTP answer only after the data is durable.
-   */
-  onCommitted?: (error?: Error) => void;
-}
-
 export interface HubEvents {
+  /**
+   * Retained. The radio link's state, owned by the radio actor; `myNodeNum` is the hub's own
+   * node (from the device, or remembered from the last connection while the link is down).
+   */
   'radio.status': RadioStatus;
+  /** Retained. Where the built-in simulator listens, once it does. */
+  'simulator.listening': { host: string; port: number };
   /** A decoded MeshPacket, for whoever cares about port numbers (metrics, messaging). */
   'mesh.packet': {
     portnum: number;
@@ -48,7 +44,6 @@ export interface HubEvents {
     via: 'radio' | 'mqtt';
   };
   'mesh.frameError': { reason: string };
-  'reading.received': ReadingBatch;
   /** After commit: the readings that were new (duplicates left out). */
   'reading.stored': { readings: Reading[]; source: ReadingSource };
   'node.updated': NodeUpdate;
@@ -73,7 +68,21 @@ export interface RadioSendRequest {
   channel?: number;
 }
 
+/** Events whose last value the bus keeps (`bus.last`, `on(…, { replay: true })`). */
+export const RETAINED_EVENTS = ['radio.status', 'simulator.listening'] as const satisfies ReadonlyArray<
+  keyof HubEvents
+>;
+
 export type HubRequests = {
+  /**
+   * Commits readings; answers once they are durable. `urgent`: a sender waits for the answer
+   * (a PUBACK, an HTTP response), so commit at the next turn instead of the writer's batching delay.
+   */
+  'readings.commit': {
+    request: { readings: Reading[]; source: ReadingSource; urgent?: boolean };
+    // biome-ignore lint/suspicious/noConfusingVoidType: the answer is "committed", nothing more
+    response: void;
+  };
   /** Hands a packet to the radio; rejects (TransportClosedError) while the link is down. */
   'radio.send': { request: RadioSendRequest; response: { id: number } };
 };

@@ -8,7 +8,6 @@
  * fetch. A run never throws: every failure ends in source health, the next run resumes, and
  * the actor only crashes on a bug.
  */
-import cron, { type ScheduledTask } from 'node-cron';
 import { Actor, type KernelLogger } from '../../src/kernel/actor.js';
 import type { Mailbox } from '../../src/kernel/mailbox.js';
 import { fetchGraphSource } from './collect/graph-fetcher.js';
@@ -38,7 +37,6 @@ export class AuditCollectorActor extends Actor {
   private readonly inbox: Mailbox<FetchRequest>;
   private readonly waiting = new Set<SourceName>();
   private readonly running = new Set<SourceName>();
-  private task: ScheduledTask | undefined;
   private abort = new AbortController();
   private graph: UpstreamClient | undefined;
   private management: UpstreamClient | undefined;
@@ -97,9 +95,6 @@ export class AuditCollectorActor extends Actor {
         'audit collection is off: set AUDIT_TENANT_ID, AUDIT_CLIENT_ID and AUDIT_CLIENT_SECRET to fetch events',
       );
     }
-    this.task = cron.schedule(config.fetchCron, () => {
-      this.requestFetch('schedule');
-    });
     if (config.fetchOnStart) this.requestFetch('start');
   }
 
@@ -204,8 +199,6 @@ export class AuditCollectorActor extends Actor {
   }
 
   async stop(): Promise<void> {
-    await this.task?.destroy();
-    this.task = undefined;
     this.abort.abort();
     this.inbox.close();
     this.inbox.clear();

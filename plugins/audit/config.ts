@@ -4,11 +4,11 @@
  * start (CONVENTIONS.md, from zigbee2mqtt). Missing auth settings with AUTH_ENABLED are not an
  * error but the "misconfigured" state the spec asks for (spec "Authentication" 6).
  */
-import cron from 'node-cron';
 import { z } from 'zod';
-import { ConfigError } from '../../src/config/load.js';
+import { ConfigError, settingsProblems } from '../../src/config/load.js';
 import { parseDuration } from '../../src/config/schema.js';
 import { checkOutboundUrl, OutboundUrlError } from '../../src/http/outbound-url.js';
+import { cronSetting } from '../../src/kernel/scheduler.js';
 import { isSourceName, SOURCE_NAMES, type SourceName } from './sources.js';
 
 /** A secret that never prints: logs, JSON and string interpolation all show `[redacted]`. */
@@ -58,7 +58,6 @@ const duration = text.transform((v, ctx) => {
   }
   return ms;
 });
-const cronExpression = text.refine((v) => cron.validate(v), 'expected a cron expression like */10 * * * *');
 const int = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
 const rateLimit = text.transform((v, ctx): RateLimitRule => {
   const m = /^(\d{1,7})\/(\d+[smhd])$/.exec(v);
@@ -69,31 +68,24 @@ const rateLimit = text.transform((v, ctx): RateLimitRule => {
   }
   return { limit: Number(m[1]), windowMs };
 });
-const outboundUrl = (allowedHosts: string[]) =>
-  text.transform((v, ctx) => {
-    try {
-      const url = checkOutboundUrl(v, { allowedHosts });
-      url.pathname = url.pathname.replace(/\/+$/, '');
-      return url;
-    } catch (error) {
-      ctx.addIssue({
-        code: 'custom',
-        message: error instanceof OutboundUrlError ? error.message : 'invalid URL',
-      });
-      return z.NEVER;
-    }
-  });
+const BASE_URLS = ['AUDIT_LOGIN_BASE_URL', 'AUDIT_GRAPH_BASE_URL', 'AUDIT_MANAGEMENT_BASE_URL'] as const;
+const CREDENTIALS = ['AUDIT_TENANT_ID', 'AUDIT_CLIENT_ID', 'AUDIT_CLIENT_SECRET'] as const;
 
-/** The base URLs are checked against the allowlist, so the schema is built once it is known. */
-const envSchema = (allowlist: string[]) =>
-  z.object({
+/**
+ * The audit plugin's settings slice (the hub's identity settings, AUTH_JWKS_URL, AUTH_ISSUER,
+ * AUTH_AUDIENCE and AUTH_ROLES_CLAIM, are the hub's, not the plugin's). Checks that span
+ * settings (base URLs against the allowlist, credentials together) run in the same pass, so
+ * every problem is reported at once.
+ */
+export const auditSettings = z
+  .object({
     AUDIT_TENANT_ID: text.min(1).optional(),
     AUDIT_CLIENT_ID: text.min(1).optional(),
     AUDIT_CLIENT_SECRET: z.string().min(1).optional(),
     AUDIT_ALLOWED_HOSTS: list.default([]),
-    AUDIT_LOGIN_BASE_URL: outboundUrl(allowlist).default(() => new URL('https://login.microsoftonline.com')),
-    AUDIT_GRAPH_BASE_URL: outboundUrl(allowlist).default(() => new URL('https://graph.microsoft.com')),
-    AUDIT_MANAGEMENT_BASE_URL: outboundUrl(allowlist).default(() => new URL('https://manage.office.com')),
+    AUDIT_LOGIN_BASE_URL: text.default('https://login.microsoftonline.com'),
+    AUDIT_GRAPH_BASE_URL: text.default('https://graph.microsoft.com'),
+    AUDIT_MANAGEMENT_BASE_URL: text.default('https://manage.office.com'),
     /** Office 365 Management API `PublisherIdentifier`: our tenant GUID unless we publish for others. */
     AUDIT_PUBLISHER_ID: text.min(1).optional(),
     AUDIT_SOURCES: list
@@ -103,7 +95,7 @@ const envSchema = (allowlist: string[]) =>
       )
       .transform((names) => [...new Set(names)] as SourceName[])
       .default([...SOURCE_NAMES]),
-    AUDIT_FETCH_CRON: cronExpression.default('*/10 * * * *'),
+    AUDIT_FETCH_CRON: cronSetting.default('*/10 * * * *'),
     AUDIT_FETCH_ON_START: bool.default(true),
     AUDIT_OVERLAP: duration.prefault('1h'),
     AUDIT_INITIAL_LOOKBACK: duration.prefault('7d'),
@@ -113,15 +105,11 @@ const envSchema = (allowlist: string[]) =>
     AUDIT_MAX_RETRY_AFTER: duration.prefault('5m'),
     AUDIT_REQUEST_TIMEOUT_MS: int(100, 300_000).default(30_000),
     RETENTION_DAYS: int(1, 36_500).default(90),
-    AUDIT_MAINTENANCE_CRON: cronExpression.default('37 3 * * *'),
+    AUDIT_MAINTENANCE_CRON: cronSetting.default('37 3 * * *'),
     AUDIT_TRAIL_RETENTION_DAYS: int(1, 36_500).default(365),
     AUTH_ENABLED: bool.default(false),
-    AUTH_JWKS_URL: text.optional(),
-    AUTH_ISSUER: text.min(1).optional(),
-    AUTH_AUDIENCE: text.min(1).optional(),
     AUTH_CLIENT_ID: text.min(1).optional(),
     AUDIT_ROLES_CLAIM: text.min(1).optional(),
-    AUTH_ROLES_CLAIM: text.min(1).optional(),
     AUDIT_ADMIN_ROLES: list.default([]),
     CORS_ORIGINS: list.default([]),
     WEBHOOK_CLIENT_SECRET: z.string().min(16, 'must be at least 16 characters').max(128).optional(),
@@ -138,9 +126,50 @@ const envSchema = (allowlist: string[]) =>
     ALERTS_ENABLED: bool.default(false),
     SIEM_ENABLED: bool.default(false),
     CACHE_URL: text.optional(),
-  });
+  })
+  .superRefine(
+    (parsed, ctx) => {
+      // Runs even when other settings are invalid (`when`), so every problem is reported at once:
+      // any field here may be missing or of the wrong shape.
+      const c = parsed as Partial<Record<string, unknown>>;
+      const allowedHosts = Array.isArray(c.AUDIT_ALLOWED_HOSTS) ? (c.AUDIT_ALLOWED_HOSTS as string[]) : [];
+      for (const name of BASE_URLS) {
+        const value = c[name];
+        if (typeof value !== 'string') continue;
+        try {
+          checkOutboundUrl(value, { allowedHosts });
+        } catch (error) {
+          ctx.addIssue({
+            code: 'custom',
+            path: [name],
+            message: error instanceof OutboundUrlError ? error.message : 'invalid URL',
+          });
+        }
+      }
+      const given = CREDENTIALS.filter((k) => c[k] !== undefined);
+      if (given.length && given.length < CREDENTIALS.length) {
+        const missing = CREDENTIALS.filter((k) => c[k] === undefined);
+        ctx.addIssue({
+          code: 'custom',
+          path: [missing.join(', ')],
+          message: 'required together with the other AUDIT_* credentials',
+        });
+      }
+      const [base, max] = [c.AUDIT_BACKOFF_BASE_MS, c.AUDIT_BACKOFF_MAX_MS];
+      if (typeof base === 'number' && typeof max === 'number' && max < base) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['AUDIT_BACKOFF_MAX_MS'],
+          message: 'must not be below AUDIT_BACKOFF_BASE_MS',
+        });
+      }
+    },
+    { when: () => true },
+  );
 
-export const AUDIT_ENV_KEYS = Object.keys(envSchema([]).shape);
+export type AuditSettings = z.output<typeof auditSettings>;
+
+export const AUDIT_ENV_KEYS = Object.keys(auditSettings.shape);
 
 export interface AuthSettings {
   enabled: boolean;
@@ -198,49 +227,37 @@ function blank(env: Readonly<Record<string, string | undefined>>): Record<string
   return out;
 }
 
-export function loadAuditConfig(env: Readonly<Record<string, string | undefined>>): AuditConfig {
-  const input = blank(env);
-  const allowlist = (input.AUDIT_ALLOWED_HOSTS ?? '')
-    .split(',')
-    .map((s) => s.trim())
-    .filter(Boolean);
-  const result = envSchema(allowlist).safeParse(input);
-  const problems: string[] = [];
-  if (!result.success) {
-    for (const issue of result.error.issues) {
-      const name = issue.path.join('.') || '(audit config)';
-      // Secrets are never echoed back, not even in an error.
-      const shown =
-        /SECRET/.test(name) || input[name] === undefined ? '' : ` (got ${JSON.stringify(input[name])})`;
-      problems.push(`${name}: ${issue.message}${shown}`);
-    }
-  }
-  const c = result.data;
-  // Checked on the raw input, so it is reported together with every other problem.
-  const credentialNames = ['AUDIT_TENANT_ID', 'AUDIT_CLIENT_ID', 'AUDIT_CLIENT_SECRET'] as const;
-  const given = credentialNames.filter((k) => input[k] !== undefined);
-  if (given.length && given.length < credentialNames.length) {
-    const missing = credentialNames.filter((k) => input[k] === undefined);
-    problems.push(`${missing.join(', ')}: required together with the other AUDIT_* credentials`);
-  }
-  if (c) {
-    if (c.AUDIT_BACKOFF_MAX_MS < c.AUDIT_BACKOFF_BASE_MS) {
-      problems.push('AUDIT_BACKOFF_MAX_MS: must not be below AUDIT_BACKOFF_BASE_MS');
-    }
-  }
-  let jwksUrl: URL | undefined;
-  if (c?.AUTH_JWKS_URL) {
-    try {
-      jwksUrl = checkOutboundUrl(c.AUTH_JWKS_URL);
-    } catch (error) {
-      problems.push(`AUTH_JWKS_URL: ${(error as Error).message}`);
-    }
-  }
-  if (problems.length || !c) throw new AuditConfigError(problems);
+/** The hub's external identity provider, when configured (the audit routes' sign-in). */
+export interface IdentityProvider {
+  jwksUrl: string;
+  issuer: string;
+  audience: string;
+  /** AUTH_ROLES_CLAIM: where the provider's tokens carry roles. */
+  rolesClaim: string;
+}
 
-  const missing = c.AUTH_ENABLED
-    ? (['AUTH_JWKS_URL', 'AUTH_ISSUER', 'AUTH_AUDIENCE'] as const).filter((k) => !c[k])
-    : [];
+/** Parses the audit slice from an environment (tests, and the CLI's checks); throws AuditConfigError. */
+export function loadAuditConfig(
+  env: Readonly<Record<string, string | undefined>>,
+  provider?: IdentityProvider,
+): AuditConfig {
+  const input = blank(env);
+  const result = auditSettings.safeParse(input);
+  if (!result.success) throw new AuditConfigError(settingsProblems(result.error, input));
+  return auditConfigFrom(result.data, provider);
+}
+
+/**
+ * The plugin's working config from its parsed settings. AUTH_ENABLED with no identity provider
+ * on the hub is the spec's "misconfigured" state (a warning, 503 for token routes), not an error.
+ */
+export function auditConfigFrom(c: AuditSettings, provider?: IdentityProvider): AuditConfig {
+  const missing = c.AUTH_ENABLED && !provider ? ['AUTH_JWKS_URL', 'AUTH_ISSUER', 'AUTH_AUDIENCE'] : [];
+  const url = (value: string) => {
+    const u = new URL(value);
+    u.pathname = u.pathname.replace(/\/+$/, '');
+    return u;
+  };
   return {
     ...(c.AUDIT_TENANT_ID && c.AUDIT_CLIENT_ID && c.AUDIT_CLIENT_SECRET
       ? {
@@ -254,9 +271,9 @@ export function loadAuditConfig(env: Readonly<Record<string, string | undefined>
     ...(c.AUDIT_PUBLISHER_ID || c.AUDIT_TENANT_ID
       ? { publisherId: c.AUDIT_PUBLISHER_ID ?? c.AUDIT_TENANT_ID }
       : {}),
-    loginBaseUrl: c.AUDIT_LOGIN_BASE_URL,
-    graphBaseUrl: c.AUDIT_GRAPH_BASE_URL,
-    managementBaseUrl: c.AUDIT_MANAGEMENT_BASE_URL,
+    loginBaseUrl: url(c.AUDIT_LOGIN_BASE_URL),
+    graphBaseUrl: url(c.AUDIT_GRAPH_BASE_URL),
+    managementBaseUrl: url(c.AUDIT_MANAGEMENT_BASE_URL),
     allowedHosts: c.AUDIT_ALLOWED_HOSTS,
     sources: c.AUDIT_SOURCES,
     fetchCron: c.AUDIT_FETCH_CRON,
@@ -275,11 +292,11 @@ export function loadAuditConfig(env: Readonly<Record<string, string | undefined>
       enabled: c.AUTH_ENABLED,
       state: !c.AUTH_ENABLED ? 'off' : missing.length ? 'misconfigured' : 'on',
       missing: [...missing],
-      ...(jwksUrl ? { jwksUrl } : {}),
-      ...(c.AUTH_ISSUER ? { issuer: c.AUTH_ISSUER } : {}),
-      ...(c.AUTH_AUDIENCE ? { audience: c.AUTH_AUDIENCE } : {}),
+      ...(provider
+        ? { jwksUrl: new URL(provider.jwksUrl), issuer: provider.issuer, audience: provider.audience }
+        : {}),
       ...(c.AUTH_CLIENT_ID ? { clientId: c.AUTH_CLIENT_ID } : {}),
-      rolesClaim: c.AUDIT_ROLES_CLAIM ?? c.AUTH_ROLES_CLAIM ?? 'roles',
+      rolesClaim: c.AUDIT_ROLES_CLAIM ?? provider?.rolesClaim ?? 'roles',
       adminRoles: c.AUDIT_ADMIN_ROLES,
     },
     corsOrigins: c.CORS_ORIGINS,

@@ -5,20 +5,20 @@
  * alerts, SIEM forwarding and MCP come later: they plug into `AuditStore.onStored`, the
  * `PrivacyPolicy` and the `ask` rate-limit tier that are already here.
  */
-import type { Plugin, PluginContext } from '../../src/kernel/plugin.js';
-import type { Database } from '../../src/store/database.js';
-import { readVersion } from '../../src/version.js';
+
+import { openApiRoutes } from '../../src/http/api-docs.js';
+import type { Logger } from '../../src/log.js';
+import { defineModule } from '../../src/module.js';
 import { AuditCollectorActor } from './collector-actor.js';
-import { loadAuditConfig } from './config.js';
-import { createAuditVerifier } from './http/auth.js';
+import { type AuditConfig, auditConfigFrom, auditSettings } from './config.js';
+import { auditOpenApiDocument } from './http/openapi.js';
 import { PrivacyPolicy } from './http/privacy.js';
 import { auditRouteGroups } from './http/routes.js';
 import { AuditMaintenanceActor } from './maintenance-actor.js';
 import { AuditMetrics } from './metrics.js';
 import { AuditStore } from './store/audit-store.js';
 
-function warnAboutSettings(ctx: PluginContext, config: ReturnType<typeof loadAuditConfig>): void {
-  const { log } = ctx;
+function warnAboutSettings(log: Logger, config: AuditConfig): void {
   if (config.auth.state === 'misconfigured') {
     log.warn(
       { missing: config.auth.missing },
@@ -49,32 +49,41 @@ function warnAboutSettings(ctx: PluginContext, config: ReturnType<typeof loadAud
   }
 }
 
-export const plugin: Plugin = {
+export const auditModule = defineModule({
   name: 'audit',
+  settings: auditSettings,
   create(ctx) {
-    const config = loadAuditConfig(ctx.env);
-    const version = readVersion();
+    const provider = ctx.auth.provider;
+    const config = auditConfigFrom(
+      ctx.settings,
+      provider ? { ...provider, rolesClaim: provider.rolesClaim } : undefined,
+    );
+    const { version } = ctx.hub;
     ctx.log.info(
       { auth_enabled: config.auth.enabled, version, sources: config.sources },
       'audit plugin starting',
     );
-    warnAboutSettings(ctx, config);
+    warnAboutSettings(ctx.log, config);
 
-    const store = new AuditStore(() => ctx.db() as Database);
+    const store = new AuditStore(() => ctx.db);
     const metrics = new AuditMetrics(ctx.metrics, () => store.repos().sources.all());
     const collector = new AuditCollectorActor({ config, store, metrics, log: ctx.log });
     const maintenance = new AuditMaintenanceActor({ config, store, log: ctx.log });
+    ctx.schedule('fetch', config.fetchCron, () => collector.requestFetch('schedule'));
+    ctx.schedule('maintenance', config.maintenanceCron, () => maintenance.runOnce());
     const groups = auditRouteGroups({
       config,
       store,
       collector,
       privacy: new PrivacyPolicy(config.privacy),
       metrics,
-      verifier: createAuditVerifier(config.auth),
+      verifier: config.auth.state === 'on' ? ctx.auth.verifier : undefined,
       log: ctx.log,
       version,
     });
     for (const { path, app } of groups) ctx.mount(path, app);
-    return [collector, maintenance];
+    // The audit API's description, built from the schemas its routes validate with.
+    ctx.mount('/api', openApiRoutes(auditOpenApiDocument(version), { docs: ctx.hub.apiDocs }));
+    return { actors: [collector, maintenance] };
   },
-};
+});

@@ -3,7 +3,6 @@
  * removal, the audit trail's retention, forgotten content blobs and unused dictionary names —
  * each in bounded chunks (store/maintenance.ts).
  */
-import cron, { type ScheduledTask } from 'node-cron';
 import { Actor, type KernelLogger } from '../../src/kernel/actor.js';
 import type { AuditConfig } from './config.js';
 import type { AuditStore } from './store/audit-store.js';
@@ -13,7 +12,6 @@ export class AuditMaintenanceActor extends Actor {
   readonly name = 'audit-maintenance';
   override readonly dependsOn = ['store'];
   override readonly required = false;
-  private task: ScheduledTask | undefined;
   private running: Promise<MaintenanceReport> | undefined;
   private lastRun: ({ at: string } & MaintenanceReport) | undefined;
 
@@ -23,9 +21,6 @@ export class AuditMaintenanceActor extends Actor {
 
   async start(): Promise<void> {
     this.deps.store.repos();
-    this.task = cron.schedule(this.deps.config.maintenanceCron, () => {
-      this.runOnce().catch((err: unknown) => this.deps.log.error({ err }, 'audit maintenance failed'));
-    });
   }
 
   /** One pass; concurrent calls share the pass in flight. */
@@ -53,8 +48,6 @@ export class AuditMaintenanceActor extends Actor {
   }
 
   async stop(): Promise<void> {
-    await this.task?.destroy();
-    this.task = undefined;
     await this.running?.catch(() => undefined);
   }
 }

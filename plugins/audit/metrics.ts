@@ -4,7 +4,8 @@
  * latency is the hub's `meshhub_http_request_duration_seconds`). Source health gauges are read
  * from the store at scrape time, so they always agree with `GET /api/source-health`.
  */
-import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+import type { Counter, Histogram } from 'prom-client';
+import type { ModuleMetrics } from '../../src/module.js';
 import type { SourceName } from './sources.js';
 import type { SourceStateRow } from './store/source-state.js';
 
@@ -15,45 +16,39 @@ export class AuditMetrics {
   private readonly runs: Histogram<'source' | 'status'>;
   private readonly rateLimited: Counter<'tier'>;
 
-  constructor(registry: Registry, health: () => SourceStateRow[]) {
-    const registers = [registry];
-    this.records = new Counter({
-      name: 'meshhub_audit_records_total',
+  /** Names are prefixed `meshhub_audit_` by the module's metrics factory. */
+  constructor(metrics: ModuleMetrics, health: () => SourceStateRow[]) {
+    this.records = metrics.counter({
+      name: 'records_total',
       help: 'Upstream audit records by source and outcome (fetched, stored, duplicate, malformed)',
       labelNames: ['source', 'outcome'],
-      registers,
     });
-    this.fetchErrors = new Counter({
-      name: 'meshhub_audit_fetch_errors_total',
+    this.fetchErrors = metrics.counter({
+      name: 'fetch_errors_total',
       help: 'Fetch runs that ended early, by source and kind of failure',
       labelNames: ['source', 'kind'],
-      registers,
     });
-    this.retries = new Counter({
-      name: 'meshhub_audit_fetch_retries_total',
+    this.retries = metrics.counter({
+      name: 'fetch_retries_total',
       help: 'Requests retried after throttling (429, 403 AF429) or unavailability (5xx, network)',
       labelNames: ['source', 'kind'],
-      registers,
     });
-    this.runs = new Histogram({
-      name: 'meshhub_audit_fetch_duration_seconds',
+    this.runs = metrics.histogram({
+      name: 'fetch_duration_seconds',
       help: 'Duration of fetch runs by source and final status',
       labelNames: ['source', 'status'],
       buckets: [0.1, 0.5, 1, 5, 15, 60, 300, 900],
-      registers,
     });
-    this.rateLimited = new Counter({
-      name: 'meshhub_audit_rate_limited_total',
+    this.rateLimited = metrics.counter({
+      name: 'rate_limited_total',
       help: 'Requests refused by a rate-limit tier',
       labelNames: ['tier'],
-      registers,
     });
     const gauge = (name: string, help: string, value: (row: SourceStateRow) => number | null) =>
-      new Gauge({
+      metrics.gauge({
         name,
         help,
         labelNames: ['source'],
-        registers,
         collect() {
           this.reset();
           let rows: SourceStateRow[] = [];
@@ -68,19 +63,17 @@ export class AuditMetrics {
           }
         },
       });
-    gauge('meshhub_audit_source_up', '1 when the last fetch run of the source completed, else 0', (r) =>
+    gauge('source_up', '1 when the last fetch run of the source completed, else 0', (r) =>
       r.status === 'ok' ? 1 : 0,
     );
-    gauge('meshhub_audit_source_last_attempt_timestamp_seconds', 'Start of the last fetch run', (r) =>
+    gauge('source_last_attempt_timestamp_seconds', 'Start of the last fetch run', (r) =>
       r.last_attempt_time === null ? null : r.last_attempt_time / 1000,
     );
-    gauge(
-      'meshhub_audit_source_last_success_timestamp_seconds',
-      'Start of the last complete fetch run',
-      (r) => (r.last_success_time === null ? null : r.last_success_time / 1000),
+    gauge('source_last_success_timestamp_seconds', 'Start of the last complete fetch run', (r) =>
+      r.last_success_time === null ? null : r.last_success_time / 1000,
     );
     gauge(
-      'meshhub_audit_source_consecutive_failures',
+      'source_consecutive_failures',
       'Fetch runs in a row that ended early',
       (r) => r.consecutive_failures,
     );

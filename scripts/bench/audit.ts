@@ -17,12 +17,12 @@ import type { AddressInfo } from 'node:net';
 import { serve } from '@hono/node-server';
 import type { Hono } from 'hono';
 import { pino } from 'pino';
-import { plugin } from '../../plugins/audit/index.js';
+import { standaloneApp, standaloneModuleHost } from '../../hub/module-host.js';
+import { auditSettings } from '../../plugins/audit/config.js';
+import { auditModule } from '../../plugins/audit/index.js';
 import { type NormalizedEvent, normalizeRecord } from '../../plugins/audit/normalize.js';
 import { openAuditRepositories } from '../../plugins/audit/store/audit-store.js';
-import { createHttpApp } from '../../src/http/app.js';
 import type { Actor } from '../../src/kernel/actor.js';
-import { HubMetrics } from '../../src/metrics.js';
 import { closeDatabase, type Database, openDatabase } from '../../src/store/database.js';
 import { buildFixture, EVENTS, INGEST_ROWS, normalizeAll, T0, upstreamRecords } from './audit-fixture.js';
 import { tempDir } from './lib/readings.js';
@@ -34,36 +34,19 @@ interface App {
 }
 
 async function pluginApp(db: Database): Promise<App> {
-  const metrics = new HubMetrics({ defaultMetrics: false });
-  const groups: Array<{ path: string; app: Hono }> = [];
-  const actors = await plugin.create({
-    apiVersion: 1,
-    bus: undefined,
-    db: () => db,
-    env: {
-      AUDIT_FETCH_ON_START: 'false',
-      RATE_LIMIT_DEFAULT: '1000000/1m',
-      RATE_LIMIT_WRITE: '1000000/1m',
-      AUDIT_EXPORT_MAX_CONCURRENT: '4',
-    },
+  const { host, mounts, metrics } = await standaloneModuleHost({
+    db,
+    dataDir: tempDir('audit-identity').dir,
     log: pino({ level: 'silent' }),
-    mount: (path, app) => groups.push({ path, app }),
-    metrics: metrics.registry,
   });
-  const app = createHttpApp({
-    log: pino({ level: 'silent' }),
-    metrics,
-    version: 'bench',
-    health: () => ({
-      status: 'ok',
-      version: 'bench',
-      uptime_s: 0,
-      radio: { state: 'disconnected', transport: 'none', simulated: false },
-      actors: [],
-    }),
-    routes: groups,
+  const settings = auditSettings.parse({
+    AUDIT_FETCH_ON_START: 'false',
+    RATE_LIMIT_DEFAULT: '1000000/1m',
+    RATE_LIMIT_WRITE: '1000000/1m',
+    AUDIT_EXPORT_MAX_CONCURRENT: '4',
   });
-  return { app, actors };
+  const actors = await host.create(auditModule, settings, { plugin: true });
+  return { app: standaloneApp(mounts, metrics, 'bench'), actors };
 }
 
 interface SearchBody {

@@ -49,7 +49,7 @@ async function serveChild(): Promise<void> {
   const hub = await createHub(config, {
     log: pino({ level: 'silent' }),
     defaultMetrics: false,
-    ingestAuth: { tokenVerifier: createTokenVerifier([{ issuer, keys: { keys: [jwk] } }]) },
+    tokenVerifier: createTokenVerifier([{ issuer, keys: { keys: [jwk] } }]),
   });
   await hub.start();
   process.send?.({ url: `http://127.0.0.1:${hub.http.port}`, token });

@@ -18,6 +18,7 @@ import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
 // The `mqtt` client is imported where it is used: this file is also the broker child, whose RSS is measured.
 import type { MqttClient } from 'mqtt';
+import type { MqttBrokerActor } from '../../src/mqtt/broker-actor.js';
 import { tempDir } from './lib/readings.js';
 import { absolute, type BenchResult, compare, median } from './report.js';
 
@@ -55,7 +56,7 @@ async function serveChild(role: Role): Promise<void> {
     });
     const hub = await createHub(config, { log: pino({ level: 'silent' }), defaultMetrics: false });
     await hub.start();
-    port = hub.mqtt.port;
+    port = hub.actor<MqttBrokerActor>('mqtt')!.port;
     close = async () => {
       await hub.stop();
       tmp.cleanup();

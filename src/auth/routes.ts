@@ -9,28 +9,13 @@
  */
 import { getConnInfo } from '@hono/node-server/conninfo';
 import { type Context, Hono } from 'hono';
-import { z } from 'zod';
 import { ProblemError } from '../http/problem.js';
-import type { RouteMount, RouteProvider } from '../http/routes.js';
 import type { HubIdentity } from './hub-identity.js';
 import { LoginThrottle } from './login-throttle.js';
 import { bodyProblem, limitBody, readJsonOrFormBody } from './request-body.js';
 import { bearerChallenge } from './require-auth.js';
+import { type TokenResponseJson, tokenRequestSchema } from './schemas.js';
 import type { UserRepository } from './users.js';
-
-const tokenRequest = z
-  .object({
-    username: z
-      .string({ error: (i) => (i.input === undefined ? 'is required' : 'must be a string') })
-      .min(1, 'must not be empty')
-      .max(64, 'must be at most 64 characters'),
-    password: z
-      .string({ error: (i) => (i.input === undefined ? 'is required' : 'must be a string') })
-      .min(1, 'must not be empty')
-      .max(1024, 'must be at most 1024 characters'),
-    grant_type: z.literal('password', { error: 'must be "password"' }).optional(),
-  })
-  .strict();
 
 function clientAddress(c: Context): string {
   try {
@@ -51,7 +36,7 @@ export function tokenRoutes(options: AuthRoutesOptions): Hono {
   const throttle = options.throttle ?? new LoginThrottle();
   const app = new Hono();
   app.post('/token', limitBody(4096), async (c) => {
-    const parsed = tokenRequest.safeParse(await readJsonOrFormBody(c));
+    const parsed = tokenRequestSchema.safeParse(await readJsonOrFormBody(c));
     if (!parsed.success) throw bodyProblem(parsed.error);
     const username = parsed.data.username.trim().toLowerCase();
     const address = clientAddress(c);
@@ -69,14 +54,15 @@ export function tokenRoutes(options: AuthRoutesOptions): Hono {
     }
     throttle.succeeded(username, address);
     const issued = await options.identity.localIssuer.issue(user, options.tokenTtlSeconds);
-    return c.json(
-      { access_token: issued.accessToken, token_type: 'Bearer', expires_in: issued.expiresIn },
-      200,
-      {
-        'cache-control': 'no-store',
-        pragma: 'no-cache',
-      },
-    );
+    const body: TokenResponseJson = {
+      access_token: issued.accessToken,
+      token_type: 'Bearer',
+      expires_in: issued.expiresIn,
+    };
+    return c.json(body, 200, {
+      'cache-control': 'no-store',
+      pragma: 'no-cache',
+    });
   });
   return app;
 }
@@ -90,11 +76,3 @@ export function jwksRoutes(identity: HubIdentity): Hono {
 }
 
 /** `/.well-known/jwks.json` and `/api/v1/auth/token`. */
-export function authRouteProvider(options: AuthRoutesOptions): RouteProvider {
-  // One throttle for the hub's lifetime: an HTTP server restart must not forget failed logins.
-  const throttle = options.throttle ?? new LoginThrottle();
-  return (): RouteMount[] => [
-    { path: '/.well-known', app: jwksRoutes(options.identity), component: 'hub' },
-    { path: '/api/v1/auth', app: tokenRoutes({ ...options, throttle }), component: 'hub' },
-  ];
-}

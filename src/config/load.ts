@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import type { z } from 'zod';
 import { CONFIG_KEYS, configSchema, type HubConfig } from './schema.js';
 
 export class ConfigError extends Error {
@@ -8,12 +9,26 @@ export class ConfigError extends Error {
   }
 }
 
+/** A module whose settings slice is read beside the hub's (a plugin). */
+export interface SettingsSlice {
+  name: string;
+  settings: z.ZodObject<z.ZodRawShape>;
+}
+
+export interface LoadedSettings {
+  config: HubConfig;
+  /** Each slice's parsed settings, by module name. */
+  slices: Map<string, unknown>;
+}
+
 /**
  * Builds the config from the environment and, when `CONFIG_FILE` is set, a JSON file of the
- * same keys. Unknown keys in the file are errors (a typo should not be silently ignored);
- * unknown environment variables are not (the environment holds much else).
+ * same keys: the hub's settings, its core modules' and each given slice's (the enabled
+ * plugins'), every invalid one reported at once. Unknown keys in the file are errors (a typo
+ * should not be silently ignored); unknown environment variables are not (the environment holds
+ * much else). Empty values count as unset.
  */
-export function loadConfig(env: NodeJS.ProcessEnv = process.env): HubConfig {
+export function loadSettings(env: NodeJS.ProcessEnv, slices: readonly SettingsSlice[]): LoadedSettings {
   const problems: string[] = [];
   let fromFile: Record<string, unknown> = {};
   const file = env.CONFIG_FILE;
@@ -29,27 +44,84 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): HubConfig {
       problems.push(`CONFIG_FILE: cannot read ${file}: ${(error as Error).message}`);
     }
   }
-
-  const input: Record<string, unknown> = { ...fromFile };
-  for (const key of CONFIG_KEYS) {
-    const value = env[key];
-    if (value !== undefined && value !== '') input[key] = value;
-  }
-
-  const result = configSchema.safeParse(input);
-  if (!result.success) {
-    for (const issue of result.error.issues) {
-      if (issue.code === 'unrecognized_keys') {
-        for (const key of issue.keys) problems.push(`${key}: unknown setting in CONFIG_FILE`);
-      } else {
-        const name = issue.path.join('.') || '(config)';
-        const value = input[name];
-        problems.push(
-          `${name}: ${issue.message}${value === undefined ? '' : ` (got ${JSON.stringify(value)})`}`,
-        );
-      }
+  const inputFor = (keys: readonly string[]) => {
+    const input: Record<string, unknown> = {};
+    for (const key of keys) {
+      const value = env[key] ?? fromFile[key];
+      if (value !== undefined && value !== '' && !(typeof value === 'string' && value.trim() === ''))
+        input[key] = value;
     }
+    return input;
+  };
+
+  const sliceKeys = new Set(slices.flatMap((slice) => Object.keys(slice.settings.shape)));
+  const coreInput = inputFor(CONFIG_KEYS);
+  // Keys of the file that no slice reads go to the hub's strict schema, which names them.
+  for (const key of Object.keys(fromFile)) {
+    if (!sliceKeys.has(key) && !(key in coreInput)) coreInput[key] = fromFile[key];
   }
+  const result = configSchema.safeParse(coreInput);
+  if (!result.success) problems.push(...settingsProblems(result.error, coreInput));
+
+  const parsedSlices = parseSlices(slices, inputFor, problems);
   if (problems.length) throw new ConfigError(problems);
-  return result.data!;
+  return { config: result.data!, slices: parsedSlices };
+}
+
+/** Only the given slices, from the environment alone (a hub built in a test or a bench). */
+export function loadSlices(
+  env: Readonly<Record<string, string | undefined>>,
+  slices: readonly SettingsSlice[],
+): Map<string, unknown> {
+  const problems: string[] = [];
+  const inputFor = (keys: readonly string[]) => {
+    const input: Record<string, unknown> = {};
+    for (const key of keys) {
+      const value = env[key];
+      if (value !== undefined && value.trim() !== '') input[key] = value;
+    }
+    return input;
+  };
+  const parsed = parseSlices(slices, inputFor, problems);
+  if (problems.length) throw new ConfigError(problems);
+  return parsed;
+}
+
+function parseSlices(
+  slices: readonly SettingsSlice[],
+  inputFor: (keys: readonly string[]) => Record<string, unknown>,
+  problems: string[],
+): Map<string, unknown> {
+  const parsed = new Map<string, unknown>();
+  for (const slice of slices) {
+    const input = inputFor(Object.keys(slice.settings.shape));
+    const result = slice.settings.safeParse(input);
+    if (result.success) parsed.set(slice.name, result.data);
+    else problems.push(...settingsProblems(result.error, input));
+  }
+  return parsed;
+}
+
+/** The hub's and its core modules' settings (see loadSettings). */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): HubConfig {
+  return loadSettings(env, []).config;
+}
+
+/** A secret's value is never echoed back, not even in an error. */
+const SECRET_NAME = /SECRET|PASSWORD|API_KEY|TOKEN(?!_TTL)/;
+
+/** One line per invalid setting, `NAME: why (got "value")`, as every module's settings report them. */
+export function settingsProblems(error: z.ZodError, input: Record<string, unknown>): string[] {
+  const problems: string[] = [];
+  for (const issue of error.issues) {
+    if (issue.code === 'unrecognized_keys') {
+      for (const key of issue.keys) problems.push(`${key}: unknown setting in CONFIG_FILE`);
+      continue;
+    }
+    const name = issue.path.join('.') || '(config)';
+    const value = input[name];
+    const shown = value === undefined || SECRET_NAME.test(name) ? '' : ` (got ${JSON.stringify(value)})`;
+    problems.push(`${name}: ${issue.message}${shown}`);
+  }
+  return problems;
 }

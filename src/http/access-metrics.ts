@@ -19,7 +19,7 @@ export function accessMetrics(options: { metrics: HubMetrics; log?: Logger }): M
     if (options.log?.isLevelEnabled('debug')) {
       options.log.debug(
         {
-          requestId: c.get('requestId' as never),
+          requestId: c.get('requestId'),
           method: c.req.method,
           path: c.req.path,
           status: c.res.status,

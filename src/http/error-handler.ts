@@ -9,7 +9,7 @@ import type { Logger } from '../log.js';
 import { ProblemError, problemTitle } from './problem.js';
 
 export function problemResponse(c: Context, problem: ProblemError): Response {
-  const requestId = c.get('requestId' as never) as string | undefined;
+  const requestId = c.get('requestId') as string | undefined;
   const headers: Record<string, string> = {
     'content-type': 'application/problem+json',
     ...problem.extras.headers,
@@ -30,7 +30,7 @@ export function createErrorHandler(log?: Logger): ErrorHandler {
     // c.req.json() on a malformed body throws a SyntaxError: the client's fault, not ours.
     if (err instanceof SyntaxError)
       return problemResponse(c, new ProblemError(400, 'the request body is not valid JSON'));
-    log?.error({ err, path: c.req.path, requestId: c.get('requestId' as never) }, 'unhandled error');
+    log?.error({ err, path: c.req.path, requestId: c.get('requestId') }, 'unhandled error');
     return problemResponse(c, new ProblemError(500, 'the server could not complete the request'));
   };
 }

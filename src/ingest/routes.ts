@@ -18,7 +18,6 @@ import { bodyLimit } from 'hono/body-limit';
 import { AuthError, bearerToken, type TokenVerifier, type VerifiedIdentity } from '../auth/jwt-verifier.js';
 import type { ReadingSource } from '../events.js';
 import { ProblemError } from '../http/problem.js';
-import type { RouteMount, RouteProvider } from '../http/routes.js';
 import type { Logger } from '../log.js';
 import {
   MAX_READINGS_PER_BATCH,
@@ -70,16 +69,21 @@ export function rememberVerifiedTokens(verifier: TokenVerifier, max = 256, now =
   };
 }
 
-const tooLarge = () => new ProblemError(413, `the body is larger than ${MAX_INGEST_BODY_BYTES} bytes`);
+const tooLarge = (headers?: Record<string, string>) =>
+  new ProblemError(413, `the body is larger than ${MAX_INGEST_BODY_BYTES} bytes`, headers ? { headers } : {});
 const chunkedLimit = bodyLimit({
   maxSize: MAX_INGEST_BODY_BYTES,
+  // The rest of a chunked body is never read: the connection cannot carry another request.
   onError: () => {
-    throw tooLarge();
+    throw tooLarge({ connection: 'close' });
   },
 });
 
-export function ingestRoutes(options: IngestRoutesOptions): Hono {
-  const app = new Hono();
+/** `releaseIngest`: the request has handed its readings over (others may stop deferring to it). */
+type IngestEnv = { Variables: { releaseIngest: () => void } };
+
+export function ingestRoutes(options: IngestRoutesOptions): Hono<IngestEnv> {
+  const app = new Hono<IngestEnv>();
   const now = options.now ?? Date.now;
   const verifier = rememberVerifiedTokens(options.verifier, 256, now);
   // Requests whose bodies are still being received: while there are some, a request's readings
@@ -115,14 +119,11 @@ export function ingestRoutes(options: IngestRoutesOptions): Hono {
     async function receiveReadings(c, next) {
       receiving++;
       let released = false;
-      c.set(
-        'releaseIngest' as never,
-        (() => {
-          if (released) return;
-          released = true;
-          receiving--;
-        }) as never,
-      );
+      c.set('releaseIngest', () => {
+        if (released) return;
+        released = true;
+        receiving--;
+      });
       try {
         await next();
       } finally {
@@ -178,7 +179,7 @@ export function ingestRoutes(options: IngestRoutesOptions): Hono {
         throw new ProblemError(422, `all ${result.rejected} readings were rejected`, { errors, ...counts });
       }
       try {
-        (c.get('releaseIngest' as never) as () => void)();
+        c.get('releaseIngest')();
         await options.sink.submit(result.readings, 'http', { defer: receiving > 0 });
       } catch (error) {
         options.log?.error(
@@ -193,9 +194,4 @@ export function ingestRoutes(options: IngestRoutesOptions): Hono {
     },
   );
   return app;
-}
-
-/** `/api/v1/ingest`, on the main port and the ingestion component port (8001). */
-export function ingestRouteProvider(options: () => IngestRoutesOptions): RouteProvider {
-  return (): RouteMount => ({ path: '/api/v1/ingest', app: ingestRoutes(options()), component: 'ingestion' });
 }

@@ -12,62 +12,60 @@
  */
 import type { ServerResponse } from 'node:http';
 import { Hono } from 'hono';
-import type { RadioStatus } from '../events.js';
-import type { RouteProvider } from '../http/routes.js';
+import type { HubBus } from '../events.js';
+import type { HubFacts } from '../module.js';
 import { LiveBroadcaster, type LiveStreamLimits, sseEvent } from './live-broadcaster.js';
 import { nodeEventData, radioEventData, readingsEventData } from './live-json.js';
 
 export interface LiveStreamOptions {
-  version: string;
-  /** When the hub process started (ms). */
-  startedAt: number;
-  radioStatus: () => RadioStatus;
+  bus: HubBus;
+  /** Owner of the stream's bus listeners. */
+  owner: string;
+  hub: Pick<HubFacts, 'version' | 'startedAt'>;
   limits?: Partial<LiveStreamLimits>;
   /** Receives the broadcaster (tests and /health read its client count). */
   onBroadcaster?: (broadcaster: LiveBroadcaster) => void;
 }
 
-export function liveRouteProvider(options: LiveStreamOptions): RouteProvider {
-  return ({ bus, owner }) => {
-    const live = new LiveBroadcaster(options.limits);
-    options.onBroadcaster?.(live);
-    // Serialising costs real CPU at ingest rates: only do it when someone is listening.
-    bus.on(owner, 'reading.stored', ({ readings }) => {
-      if (readings.length > 0 && live.clientCount > 0)
-        live.broadcast('readings', readingsEventData(readings));
-    });
-    bus.on(owner, 'node.updated', (update) => {
-      if (live.clientCount > 0) live.broadcast('node', nodeEventData(update));
-    });
-    bus.on(owner, 'radio.status', (status) => {
-      if (live.clientCount > 0) live.broadcast('radio', radioEventData(status));
-    });
-    bus.on(owner, 'hub.stopping', () => live.closeAll());
+export function liveRoutes(options: LiveStreamOptions): Hono {
+  const { bus, owner } = options;
+  const live = new LiveBroadcaster(options.limits);
+  options.onBroadcaster?.(live);
+  // Serialising costs real CPU at ingest rates: only do it when someone is listening.
+  bus.on(owner, 'reading.stored', ({ readings }) => {
+    if (readings.length > 0 && live.clientCount > 0) live.broadcast('readings', readingsEventData(readings));
+  });
+  bus.on(owner, 'node.updated', (update) => {
+    if (live.clientCount > 0) live.broadcast('node', nodeEventData(update));
+  });
+  bus.on(owner, 'radio.status', (status) => {
+    if (live.clientCount > 0) live.broadcast('radio', radioEventData(status));
+  });
+  bus.on(owner, 'hub.stopping', () => live.closeAll());
 
-    const app = new Hono();
-    app.get('/', (c) => {
-      // @hono/node-server hands over the ServerResponse: a stuck client's socket is destroyed outright.
-      const outgoing = (c.env as { outgoing?: ServerResponse } | undefined)?.outgoing;
-      const stream = live.open(
-        () => [
-          sseEvent(
-            'hello',
-            JSON.stringify({
-              version: options.version,
-              started_at: new Date(options.startedAt).toISOString(),
-              radio: options.radioStatus(),
-            }),
-          ),
-        ],
-        outgoing ? () => outgoing.destroy() : undefined,
-      );
-      return c.body(stream, 200, {
-        'content-type': 'text/event-stream; charset=utf-8',
-        'cache-control': 'no-cache, no-transform',
-        // nginx and similar proxies buffer responses unless told not to.
-        'x-accel-buffering': 'no',
-      });
+  const app = new Hono();
+  app.get('/', (c) => {
+    // @hono/node-server hands over the ServerResponse: a stuck client's socket is destroyed outright.
+    const outgoing = (c.env as { outgoing?: ServerResponse } | undefined)?.outgoing;
+    const stream = live.open(
+      () => [
+        sseEvent(
+          'hello',
+          JSON.stringify({
+            version: options.hub.version,
+            started_at: new Date(options.hub.startedAt).toISOString(),
+            radio: bus.last('radio.status'),
+          }),
+        ),
+      ],
+      outgoing ? () => outgoing.destroy() : undefined,
+    );
+    return c.body(stream, 200, {
+      'content-type': 'text/event-stream; charset=utf-8',
+      'cache-control': 'no-cache, no-transform',
+      // nginx and similar proxies buffer responses unless told not to.
+      'x-accel-buffering': 'no',
     });
-    return { path: '/api/v1/live', app, component: 'hub' };
-  };
+  });
+  return app;
 }

@@ -264,3 +264,47 @@ function decodeOrThrow<Desc extends DescMessage>(
     throw new PayloadDecodeError(messageType, portnum, { cause });
   }
 }
+
+/** Everything the hub takes from one decoded MeshPacket, whichever way it was heard. */
+export interface HeardPacket {
+  from: number;
+  to: number;
+  /** MeshPacket.id: with `from`, the dedupe key. */
+  id: number;
+  portnum: number;
+  receivedAt: number;
+  readings: Reading[];
+  nodes: NodeUpdate[];
+  /** A text message (to the hub, someone else or the channel: messaging decides). */
+  text?: MeshText;
+  /** An ACK/NAK (messaging applies the ones for its packets). */
+  routing?: MeshRoutingReport;
+}
+
+/**
+ * Decodes a MeshPacket whose payload is `decoded` into what the hub uses; throws
+ * PayloadDecodeError for a payload that does not decode. `receivedAt`: when the packet was heard
+ * (the gateway's plausible rx_time on the MQTT path, the hub's clock on the radio).
+ */
+export function decodeHeardPacket(
+  packet: Mesh.MeshPacket,
+  hubNowMs: number,
+  via: 'radio' | 'mqtt',
+  receivedAt = hubNowMs,
+): HeardPacket | undefined {
+  if (packet.payloadVariant.case !== 'decoded') return undefined;
+  const { readings, nodes } = decodeMeshPacket(packet, hubNowMs);
+  const text = decodeTextPacket(packet, hubNowMs, via);
+  const routing = decodeRoutingPacket(packet, hubNowMs, via);
+  return {
+    from: packet.from >>> 0,
+    to: packet.to >>> 0,
+    id: packet.id >>> 0,
+    portnum: packet.payloadVariant.value.portnum,
+    receivedAt,
+    readings,
+    nodes,
+    ...(text ? { text } : {}),
+    ...(routing ? { routing } : {}),
+  };
+}

@@ -13,6 +13,7 @@ import type { Duplex } from 'node:stream';
 import { create } from '@bufbuild/protobuf';
 import { Mesh } from '@meshtastic/protobufs';
 import type { RadioLinkState, RadioStatus } from '../events.js';
+import { pause, waitForDrain, withTimeout } from '../kernel/timing.js';
 import type { Logger } from '../log.js';
 import { HandshakeTimeoutError, TransportClosedError } from './errors.js';
 import { encodeFrame, FRAME_START2, StreamFramer } from './framing.js';
@@ -80,8 +81,8 @@ export class RadioLink {
   private session: Session | undefined;
   private running: Promise<void> | undefined;
   private stopping = false;
-  private connectAbort: AbortController | undefined;
-  private cancelPause: (() => void) | undefined;
+  /** Aborted by `stop()`: ends a pending connect or reconnect pause at once. */
+  private halt = new AbortController();
   private consecutiveFailures = 0;
 
   constructor(private readonly options: RadioLinkOptions) {}
@@ -107,21 +108,20 @@ export class RadioLink {
   start(): void {
     if (this.running) return;
     this.stopping = false;
+    this.halt = new AbortController();
     this.running = this.run();
   }
 
   /** Closes the stream, cancels timers and any pending reconnect. */
   async stop(): Promise<void> {
     this.stopping = true;
-    this.connectAbort?.abort();
-    this.cancelPause?.();
+    this.halt.abort();
     const session = this.session;
     const closed = session ? this.closeSession(session) : Promise.resolve();
     await this.running;
     this.running = undefined;
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([closed, new Promise<void>((r) => (timer = setTimeout(r, STOP_CLOSE_BOUND_MS)))]);
-    clearTimeout(timer);
+    // A transport that never reports 'close' must not hold up the hub's shutdown.
+    await withTimeout(closed, STOP_CLOSE_BOUND_MS, () => new Error('radio stream did not close')).catch(noop);
   }
 
   /** Sends one ToRadio; waits for the stream to drain when it asks to. */
@@ -144,7 +144,7 @@ export class RadioLink {
         { address: this.options.transport.address, delayMs },
         'radio reconnect scheduled',
       );
-      await this.pause(delayMs);
+      await pause(delayMs, this.halt.signal);
       delayMs = Math.min(delayMs * 2, maxMs);
     }
     this.setState('disconnected');
@@ -153,16 +153,12 @@ export class RadioLink {
   /** One connection, from connect to close. Resolves true when it reached 'connected'. */
   private async attempt(): Promise<boolean> {
     this.setState('connecting');
-    const abort = new AbortController();
-    this.connectAbort = abort;
     let stream: Duplex;
     try {
-      stream = await this.options.transport.connect(abort.signal);
+      stream = await this.options.transport.connect(this.halt.signal);
     } catch (error) {
       if (!this.stopping) this.failed(error);
       return false;
-    } finally {
-      this.connectAbort = undefined;
     }
     if (this.stopping) {
       stream.on('error', noop);
@@ -213,7 +209,7 @@ export class RadioLink {
       } catch {
         return;
       }
-      await new Promise((r) => setTimeout(r, SERIAL_WAKE_PAUSE_MS));
+      await pause(SERIAL_WAKE_PAUSE_MS);
       if (session.closed) return;
     }
     this.requestConfig(session);
@@ -342,37 +338,14 @@ export class RadioLink {
     const stream = session.stream;
     if (session.closed || stream.destroyed || !stream.writable) throw new TransportClosedError();
     if (stream.write(bytes)) return;
-    // One waiter per stream, however many writers wait for the same drain.
-    session.drained ??= new Promise<void>((resolve, reject) => {
-      const settle = () => {
-        stream.off('drain', onDrain);
-        stream.off('close', onClose);
-        session.drained = undefined;
-      };
-      const onDrain = () => {
-        settle();
-        resolve();
-      };
-      const onClose = () => {
-        settle();
-        reject(new TransportClosedError('the radio transport closed before the write drained'));
-      };
-      stream.on('drain', onDrain);
-      stream.on('close', onClose);
+    // One waiter per stream, however many writers wait for the same drain. No deadline: a dead
+    // session ends when its stream closes (TCP keep-alive, the serial port going away).
+    session.drained ??= waitForDrain(stream, Number.POSITIVE_INFINITY, {
+      closed: () => new TransportClosedError('the radio transport closed before the write drained'),
+    }).finally(() => {
+      session.drained = undefined;
     });
     return session.drained;
-  }
-
-  private pause(ms: number): Promise<void> {
-    return new Promise<void>((resolve) => {
-      const done = () => {
-        clearTimeout(timer);
-        this.cancelPause = undefined;
-        resolve();
-      };
-      const timer = setTimeout(done, ms);
-      this.cancelPause = done;
-    });
   }
 
   private frameError(kind: FrameErrorKind, detail: string, error?: unknown): void {

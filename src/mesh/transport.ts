@@ -9,6 +9,7 @@ import { connect as netConnect } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { create, fromBinary, toBinary } from '@bufbuild/protobuf';
 import { Mesh } from '@meshtastic/protobufs';
+import { withTimeout } from '../kernel/timing.js';
 import type { Logger } from '../log.js';
 import { encodeFrame, FRAME_START2, StreamFramer } from './framing.js';
 
@@ -134,10 +135,8 @@ export async function probeSerialPorts(options: SerialProbeOptions): Promise<str
   const open = options.openPort ?? openSerialPort;
   const streams: Duplex[] = [];
   const controller = new AbortController();
-  let timer: NodeJS.Timeout | undefined;
   try {
-    const found = await new Promise<string | undefined>((resolve) => {
-      timer = setTimeout(() => resolve(undefined), timeoutMs);
+    const firstAnswer = new Promise<string | undefined>((resolve) => {
       let pending = candidates.length;
       for (const path of candidates) {
         void probeOne(path, () => open(path, baudRate), streams, controller.signal, log).then((answered) => {
@@ -146,11 +145,13 @@ export async function probeSerialPorts(options: SerialProbeOptions): Promise<str
         });
       }
     });
+    const found = await withTimeout(firstAnswer, timeoutMs, () => new Error('no answer in time')).catch(
+      () => undefined,
+    );
     if (found) log.info({ path: found }, 'Meshtastic radio found');
     else log.info({ ports: candidates }, 'no serial port answered as a Meshtastic radio');
     return found;
   } finally {
-    clearTimeout(timer);
     controller.abort();
     await Promise.all(streams.map((s) => closeStream(s, 1_000)));
   }
@@ -223,12 +224,8 @@ async function listSerialPorts(): Promise<SerialPortInfo[]> {
 
 function closeStream(stream: Duplex, timeoutMs: number): Promise<void> {
   if (stream.destroyed && stream.closed) return Promise.resolve();
-  return new Promise<void>((resolve) => {
-    const timer = setTimeout(resolve, timeoutMs);
-    stream.once('close', () => {
-      clearTimeout(timer);
-      resolve();
-    });
-    stream.destroy();
-  });
+  const closed = new Promise<void>((resolve) => stream.once('close', () => resolve()));
+  stream.destroy();
+  // A port that never reports 'close' must not hold up the probe.
+  return withTimeout(closed, timeoutMs, () => new Error('the port did not close')).catch(() => {});
 }

@@ -1,20 +1,21 @@
 import { randomInt } from 'node:crypto';
 import { Portnums } from '@meshtastic/protobufs';
 import PQueue from 'p-queue';
-import type { HubBus, RadioStatus } from '../src/events.js';
-import { Actor } from '../src/kernel/actor.js';
-import type { Mailbox } from '../src/kernel/mailbox.js';
-import type { Logger } from '../src/log.js';
-import { nodeIdFromNum, nodeNumFromId } from '../src/mesh/node.js';
-import type { MeshRoutingReport, MeshText } from '../src/mesh/packet-decoder.js';
-import { pauseAfterSendMs, textAirtimeMs } from '../src/messaging/airtime.js';
-import { ConversationRepository } from '../src/messaging/conversation-repository.js';
-import { type DeliverySettings, DeliveryTracker } from '../src/messaging/delivery.js';
-import { resolveRecipient } from '../src/messaging/inbound.js';
-import type { Message, MessageChange } from '../src/messaging/message.js';
-import { MessageRepository } from '../src/messaging/message-repository.js';
-import { SubscriptionRepository } from '../src/messaging/subscription-repository.js';
-import type { StoreActor } from './store.js';
+import type { HubBus, RadioStatus } from '../events.js';
+import { Actor } from '../kernel/actor.js';
+import type { Mailbox } from '../kernel/mailbox.js';
+import { pause } from '../kernel/timing.js';
+import type { Logger } from '../log.js';
+import { nodeIdFromNum, nodeNumFromId } from '../mesh/node.js';
+import type { MeshRoutingReport, MeshText } from '../mesh/packet-decoder.js';
+import type { Database } from '../store/database.js';
+import { pauseAfterSendMs, textAirtimeMs } from './airtime.js';
+import { ConversationRepository } from './conversation-repository.js';
+import { type DeliverySettings, DeliveryTracker } from './delivery.js';
+import { resolveRecipient } from './inbound.js';
+import type { Message, MessageChange } from './message.js';
+import { MessageRepository } from './message-repository.js';
+import { SubscriptionRepository } from './subscription-repository.js';
 
 type GatewayEvent =
   | { kind: 'status'; status: RadioStatus }
@@ -58,14 +59,13 @@ export class MessageGatewayActor extends Actor {
   private pruneTimer: NodeJS.Timeout | undefined;
   private blockedUntil = 0;
   /** Ends the airtime pause early (on stop: the next send waits in SQLite, not in a timer). */
-  private endPause: (() => void) | undefined;
+  private stopping = new AbortController();
 
   constructor(
     private readonly deps: {
       bus: HubBus;
-      store: StoreActor;
+      db: Database;
       log: Logger;
-      radioStatus: () => RadioStatus;
       delivery: DeliverySettings;
       airtimePercent: number;
     },
@@ -79,26 +79,26 @@ export class MessageGatewayActor extends Actor {
   }
 
   async start(): Promise<void> {
-    const { bus, store } = this.deps;
-    this.repo = new MessageRepository(store.db);
-    this.subscriptions = new SubscriptionRepository(store.db);
-    this.conversations = new ConversationRepository(store.db);
+    const { bus, db } = this.deps;
+    this.repo = new MessageRepository(db);
+    this.subscriptions = new SubscriptionRepository(db);
+    this.conversations = new ConversationRepository(db);
     this.tracker = new DeliveryTracker(this.repo, this.deps.delivery);
     this.sendQueue = new PQueue({ concurrency: 1 });
     this.running = true;
+    this.stopping = new AbortController();
     this.inbox.reopen();
     const post = (event: GatewayEvent) => {
       if (!this.inbox.post(event))
         this.deps.log.warn({ kind: event.kind }, 'message gateway inbox full; event dropped');
     };
-    bus.on(this.name, 'radio.status', (status) => post({ kind: 'status', status }));
+    // Replayed: the link's current state (and the hub's node number) arrives at once.
+    bus.on(this.name, 'radio.status', (status) => post({ kind: 'status', status }), { replay: true });
     bus.on(this.name, 'mesh.routing', (report) => post({ kind: 'routing', report }));
     bus.on(this.name, 'mesh.text', (text) => post({ kind: 'text', text }));
     bus.on(this.name, 'message.updated', (change) => {
       if (change.kind === 'created' && change.message.direction === 'outbound') post({ kind: 'pump' });
     });
-    this.myNodeNum = this.repo.hubNodeNum();
-    post({ kind: 'status', status: this.deps.radioStatus() });
     post({ kind: 'expire' });
     this.pruneTimer = setInterval(() => this.repo?.pruneIdempotencyKeys(), PRUNE_INTERVAL_MS);
   }
@@ -111,7 +111,7 @@ export class MessageGatewayActor extends Actor {
     clearTimeout(this.deadlineTimer);
     clearInterval(this.pruneTimer);
     this.sendQueue?.clear();
-    this.endPause?.();
+    this.stopping.abort();
     await this.inbox.idle();
     // A send in progress finishes (bounded by the ask timeout); its airtime pause was cut short.
     await this.sendQueue?.onIdle();
@@ -147,10 +147,7 @@ export class MessageGatewayActor extends Actor {
   }
 
   private onRadioStatus(status: RadioStatus): void {
-    if (status.myNodeNum !== undefined) {
-      this.myNodeNum = status.myNodeNum >>> 0;
-      this.repo!.rememberHubNodeNum(this.myNodeNum);
-    }
+    if (status.myNodeNum !== undefined) this.myNodeNum = status.myNodeNum >>> 0;
     const connected = status.state === 'connected';
     if (connected && !this.connected) this.blockedUntil = 0;
     this.connected = connected;
@@ -242,19 +239,7 @@ export class MessageGatewayActor extends Actor {
       'text handed to the radio',
     );
     const pauseMs = pauseAfterSendMs(textAirtimeMs(payload.length), this.deps.airtimePercent);
-    if (pauseMs > 0 && this.running) await this.pause(pauseMs);
-  }
-
-  private pause(ms: number): Promise<void> {
-    return new Promise((resolve) => {
-      const finish = () => {
-        clearTimeout(timer);
-        this.endPause = undefined;
-        resolve();
-      };
-      const timer = setTimeout(finish, ms);
-      this.endPause = finish;
-    });
+    if (pauseMs > 0 && this.running) await pause(pauseMs, this.stopping.signal);
   }
 
   private wakeAt(at: number): void {

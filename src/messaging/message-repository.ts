@@ -105,8 +105,6 @@ export class MessageRepository {
       expired: p(`SELECT ${COLUMNS} FROM messages WHERE ack_deadline IS NOT NULL AND ack_deadline <= ?
         ORDER BY ack_deadline LIMIT 100`),
       earliestDeadline: p('SELECT min(ack_deadline) AS at FROM messages WHERE ack_deadline IS NOT NULL'),
-      stateGet: p('SELECT value FROM hub_state WHERE key = ?'),
-      statePut: p('INSERT OR REPLACE INTO hub_state (key, value) VALUES (?, ?)'),
     };
   }
 
@@ -304,18 +302,5 @@ export class MessageRepository {
 
   earliestDeadline(): number | undefined {
     return this.stmt<{ at: number | null }>('earliestDeadline').get()?.at ?? undefined;
-  }
-
-  // --- hub state ---
-
-  /** The hub radio's node number, as last reported (survives restarts). */
-  hubNodeNum(): number | undefined {
-    const row = this.stmt<{ value: string }>('stateGet').get('radio.my_node_num');
-    const n = row ? Number(row.value) : Number.NaN;
-    return Number.isInteger(n) ? n : undefined;
-  }
-
-  rememberHubNodeNum(num: number): void {
-    if (this.hubNodeNum() !== num) this.stmt('statePut').run('radio.my_node_num', String(num >>> 0));
   }
 }

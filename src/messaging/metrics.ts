@@ -10,11 +10,11 @@ import type { Database } from '../store/database.js';
 export function watchMessageMetrics(options: {
   bus: HubBus;
   metrics: HubMetrics;
-  db: () => Database;
-  owner?: string;
+  db: Database;
+  /** Owner of the listener: removed with its owner. */
+  owner: string;
 }): () => void {
-  const { bus, metrics } = options;
-  const owner = options.owner ?? 'message-metrics';
+  const { bus, metrics, owner } = options;
   bus.on(owner, 'message.updated', ({ message, kind }) => {
     // Back to `queued` (after a NAK or a timeout, from `queued` or `sent`): another attempt.
     if (kind === 'retry' || (kind === 'status' && message.status === 'queued')) {
@@ -30,8 +30,7 @@ export function watchMessageMetrics(options: {
   });
   const stopRender = metrics.onRender(() => {
     try {
-      const queued = options
-        .db()
+      const queued = options.db
         .prepare("SELECT count(*) FROM messages WHERE direction = 'outbound' AND status = 'queued'")
         .pluck()
         .get() as number;

@@ -1,13 +1,8 @@
-/**
- * /api/v1/messages as a route group of the HTTP server (component `gateway`). The rate limiters
- * and stream tickets live as long as the hub, not the HTTP server, so a server restart does not
- * refill the buckets. Every `message.updated` on the bus reaches the live streams.
- */
 import type { Hono } from 'hono';
-import type { HubIdentity } from '../auth/hub-identity.js';
-import type { RadioStatus } from '../events.js';
-import type { RouteProvider } from '../http/routes.js';
+import type { AuthEnv } from '../auth/require-auth.js';
+import type { HubBus } from '../events.js';
 import { nodeIdFromNum } from '../mesh/node.js';
+import type { ModuleAuth } from '../module.js';
 import type { Database } from '../store/database.js';
 import { NodeRepository } from '../store/nodes-repository.js';
 import { ConversationRepository } from './conversation-repository.js';
@@ -19,45 +14,46 @@ import { messagingRoutes } from './routes.js';
 import { StreamTickets } from './stream-tickets.js';
 import { SubscriptionRepository } from './subscription-repository.js';
 
-export interface MessagingMountOptions {
-  db: () => Database;
-  identity: HubIdentity;
+export interface MessagingRoutesOptions {
+  db: Database;
+  bus: HubBus;
+  /** Owner of the streams' bus listeners. */
+  owner: string;
+  auth: ModuleAuth;
   perSubscriber: RateLimit;
   perNode: RateLimit;
-  /** The radio's current status (its node number once connected). */
-  radioStatus: () => RadioStatus;
 }
 
-export function messagingRouteProvider(options: MessagingMountOptions): RouteProvider {
-  const perSubscriber = new RateLimiter(options.perSubscriber);
-  const perNode = new RateLimiter(options.perNode);
-  const tickets = new StreamTickets();
-  return ({ bus, owner }) => {
-    const db = options.db();
-    const messages = new MessageRepository(db);
-    const nodes = new NodeRepository(db);
-    const conversations = new ConversationRepository(db);
-    const streams = new MessageStreams(() => conversations);
-    bus.on(owner, 'message.updated', (change) => streams.publish(change));
-    bus.on(owner, 'hub.stopping', () => streams.closeAll());
-    const app = messagingRoutes({
-      identity: options.identity,
-      messages,
-      conversations,
-      outbound: new OutboundBatcher(db, messages),
-      subscriptions: new SubscriptionRepository(db),
-      nodeKnown: (nodeId) => nodes.get(nodeId) !== undefined,
-      hubNodeId: () => {
-        const num = options.radioStatus().myNodeNum ?? messages.hubNodeNum();
-        return num === undefined ? null : nodeIdFromNum(num);
-      },
-      perSubscriber,
-      perNode,
-      streams,
-      tickets,
-      publish: (change) => bus.emit('message.updated', change),
-    });
-    // Hono<AuthEnv> only adds the typed `identity` variable that requireAuth sets itself.
-    return { path: '/api/v1/messages', app: app as unknown as Hono, component: 'gateway' };
-  };
+/**
+ * /api/v1/messages (component `gateway`). The rate limiters and stream tickets live as long as
+ * the hub. Every `message.updated` on the bus reaches the live streams. The hub's own node id
+ * comes from the retained `radio.status` (its owner, the radio actor, remembers it across
+ * restarts).
+ */
+export function messagingRoutesFor(options: MessagingRoutesOptions): Hono<AuthEnv> {
+  const { db, bus, owner } = options;
+  const messages = new MessageRepository(db);
+  const nodes = new NodeRepository(db);
+  const conversations = new ConversationRepository(db);
+  const streams = new MessageStreams(() => conversations);
+  bus.on(owner, 'message.updated', (change) => streams.publish(change));
+  bus.on(owner, 'hub.stopping', () => streams.closeAll());
+  const app = messagingRoutes({
+    identity: options.auth,
+    messages,
+    conversations,
+    outbound: new OutboundBatcher(db, messages),
+    subscriptions: new SubscriptionRepository(db),
+    nodeKnown: (nodeId) => nodes.get(nodeId) !== undefined,
+    hubNodeId: () => {
+      const num = bus.last('radio.status')?.myNodeNum;
+      return num === undefined ? null : nodeIdFromNum(num);
+    },
+    perSubscriber: new RateLimiter(options.perSubscriber),
+    perNode: new RateLimiter(options.perNode),
+    streams,
+    tickets: new StreamTickets(),
+    publish: (change) => bus.emit('message.updated', change),
+  });
+  return app;
 }

@@ -8,6 +8,7 @@
  * A retry with the same Idempotency-Key can arrive while the first is still waiting for the
  * commit: `pending` hands it the first request's outcome instead of storing twice.
  */
+import { GroupCommit } from '../kernel/group-commit.js';
 import type { Database } from '../store/database.js';
 import { type Atomically, transactionOn } from './atomically.js';
 import type { Message } from './message.js';
@@ -25,8 +26,7 @@ export interface PendingIdempotent {
 }
 
 export class OutboundBatcher {
-  private waiting: Waiting[] = [];
-  private scheduled = false;
+  private readonly group = new GroupCommit<Waiting>({ commit: (batch) => this.store(batch) });
   private readonly pendingKeys = new Map<string, PendingIdempotent>();
 
   private readonly atomically: Atomically;
@@ -39,17 +39,17 @@ export class OutboundBatcher {
   }
 
   submit(input: NewOutbound): Promise<Message> {
-    const stored = new Promise<Message>((resolve, reject) => this.waiting.push({ input, resolve, reject }));
+    // Each message has its own outcome (its own savepoint); the group's shared promise only says
+    // the transaction ended, so it is not awaited here.
+    const stored = new Promise<Message>((resolve, reject) => {
+      void this.group.submitAll([{ input, resolve, reject }]);
+    });
     const idem = input.idempotency;
     if (idem) {
       const key = `${input.owner}\u0000${idem.key}`;
       this.pendingKeys.set(key, { requestHash: idem.requestHash, stored });
       const forget = () => this.pendingKeys.delete(key);
       stored.then(forget, forget);
-    }
-    if (!this.scheduled) {
-      this.scheduled = true;
-      setImmediate(() => this.flush());
     }
     return stored;
   }
@@ -59,11 +59,7 @@ export class OutboundBatcher {
     return this.pendingKeys.get(`${owner}\u0000${key}`);
   }
 
-  private flush(): void {
-    this.scheduled = false;
-    const batch = this.waiting;
-    this.waiting = [];
-    if (batch.length === 0) return;
+  private store(batch: Waiting[]): void {
     let outcomes: Array<{ message: Message } | { error: unknown }>;
     try {
       outcomes = this.atomically(() =>

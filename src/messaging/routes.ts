@@ -21,6 +21,7 @@ import { AuthError, bearerToken } from '../auth/jwt-verifier.js';
 import { limitBody, readJsonBody } from '../auth/request-body.js';
 import { type AuthEnv, authProblem, requireAuth, verifiedIdentity } from '../auth/require-auth.js';
 import { ADMIN_ROLE, SUBSCRIBER_ROLE } from '../auth/users.js';
+import { nextPageHeaders } from '../http/paging.js';
 import { ProblemError } from '../http/problem.js';
 import type { ConversationRepository } from './conversation-repository.js';
 import type { MessageStreams } from './live-stream.js';
@@ -41,6 +42,7 @@ import {
   pageLimit,
 } from './paging.js';
 import type { RateLimiter } from './rate-limiter.js';
+import { MESSAGE_ID_PATTERN } from './schemas.js';
 import type { StreamTickets } from './stream-tickets.js';
 import type { SubscriptionRepository } from './subscription-repository.js';
 import {
@@ -53,7 +55,7 @@ import {
 } from './validation.js';
 
 export interface MessagingRoutesDeps {
-  identity: HubIdentity;
+  identity: Pick<HubIdentity, 'verifier' | 'principalOf'>;
   messages: MessageRepository;
   conversations: ConversationRepository;
   /** Stores new outbound messages, several per commit. */
@@ -71,17 +73,14 @@ export interface MessagingRoutesDeps {
   now?: () => number;
 }
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const MESSAGING_ROLES = [SUBSCRIBER_ROLE, ADMIN_ROLE];
 
 function isAdmin(principal: Principal): boolean {
   return principal.roles.includes(ADMIN_ROLE);
 }
 
-function withNext(c: Context, params: URLSearchParams, cursor: string | undefined): Record<string, string> {
-  if (cursor === undefined) return {};
-  params.set('cursor', cursor);
-  return { link: `<${c.req.path}?${params}>; rel="next"` };
+function withNext(c: Context, limit: number, cursor: string | undefined): Record<string, string> {
+  return nextPageHeaders(c.req.path, { limit: String(limit) }, cursor);
 }
 
 export function messagingRoutes(deps: MessagingRoutesDeps): Hono<AuthEnv> {
@@ -168,7 +167,7 @@ export function messagingRoutes(deps: MessagingRoutesDeps): Hono<AuthEnv> {
     const last = rows[rows.length - 1];
     const next =
       more && last ? encodeConversationCursor({ latestAt: last.latestAt, nodeId: last.nodeId }) : undefined;
-    const headers = withNext(c, new URLSearchParams({ limit: String(limit) }), next);
+    const headers = withNext(c, limit, next);
     return c.json({ data: rows.map(conversationSummaryJson) }, 200, headers);
   });
 
@@ -185,7 +184,7 @@ export function messagingRoutes(deps: MessagingRoutesDeps): Hono<AuthEnv> {
     const more = page.length > limit;
     const rows = more ? page.slice(0, limit) : page;
     const next = more ? encodeRowCursor(rows[rows.length - 1]!.rowId) : undefined;
-    const headers = withNext(c, new URLSearchParams({ limit: String(limit) }), next);
+    const headers = withNext(c, limit, next);
     return c.json({ data: rows.map(messageRecordJson) }, 200, headers);
   });
 
@@ -242,14 +241,14 @@ export function messagingRoutes(deps: MessagingRoutesDeps): Hono<AuthEnv> {
     const more = page.length > limit;
     const rows = more ? page.slice(0, limit) : page;
     const next = more ? encodeRowCursor(rows[rows.length - 1]!.rowId) : undefined;
-    const headers = withNext(c, new URLSearchParams({ limit: String(limit) }), next);
+    const headers = withNext(c, limit, next);
     return c.json({ data: rows.map((m) => messageDetailJson(m)) }, 200, headers);
   });
 
   app.get('/:id', auth, (c) => {
     const principal = principalOf(c);
     const id = c.req.param('id');
-    if (!UUID.test(id)) {
+    if (!MESSAGE_ID_PATTERN.test(id)) {
       throw new ProblemError(400, 'invalid id', {
         errors: [{ field: 'id', message: 'must be a message id (a UUID)' }],
       });

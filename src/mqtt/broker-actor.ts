@@ -1,22 +1,23 @@
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
-import type { TokenVerifier } from '../src/auth/jwt-verifier.js';
-import type { HubBus } from '../src/events.js';
-import type { ReadingSink } from '../src/ingest/reading-sink.js';
-import { Actor } from '../src/kernel/actor.js';
-import type { Logger } from '../src/log.js';
-import type { ChannelKey } from '../src/mesh/mqtt/channel-keys.js';
-import { ChannelKeyring } from '../src/mesh/mqtt/channel-keys.js';
-import { MeshUplinkDecoder } from '../src/mesh/mqtt/uplink.js';
-import type { PacketDedupe } from '../src/mesh/packet-dedupe.js';
-import { messageEventPayload, messageEventTopic } from '../src/messaging/mqtt-events.js';
-import type { HubMetrics } from '../src/metrics.js';
-import { type CheckPassword, MqttAuthenticator } from '../src/mqtt/authenticator.js';
-import { MqttBroker, WEBSOCKET_PATH } from '../src/mqtt/broker.js';
-import { HubEventPublisher, type NodeSource } from '../src/mqtt/event-publisher.js';
-import { MqttIngest } from '../src/mqtt/ingest-router.js';
-import { LatestReadings } from '../src/mqtt/latest-readings.js';
-import type { StoreActor } from './store.js';
+import type { TokenVerifier } from '../auth/jwt-verifier.js';
+import type { HubBus } from '../events.js';
+import type { ReadingSink } from '../ingest/reading-sink.js';
+import { Actor } from '../kernel/actor.js';
+import type { Logger } from '../log.js';
+import type { ChannelKey } from '../mesh/mqtt/channel-keys.js';
+import { ChannelKeyring } from '../mesh/mqtt/channel-keys.js';
+import { MeshUplinkDecoder } from '../mesh/mqtt/uplink.js';
+import type { MeshFanOut } from '../mesh/packet-fanout.js';
+import { messageEventPayload, messageEventTopic } from '../messaging/mqtt-events.js';
+import type { HubMetrics } from '../metrics.js';
+import type { Database } from '../store/database.js';
+import { NodeRepository } from '../store/nodes-repository.js';
+import { type CheckPassword, MqttAuthenticator } from './authenticator.js';
+import { MqttBroker, WEBSOCKET_PATH } from './broker.js';
+import { HubEventPublisher } from './event-publisher.js';
+import { MqttIngest } from './ingest-router.js';
+import { LatestReadings } from './latest-readings.js';
 
 interface IngestTally {
   labels: { format: string; outcome: string };
@@ -44,7 +45,7 @@ export interface MqttSettings {
  */
 export class MqttBrokerActor extends Actor {
   readonly name = 'mqtt';
-  override readonly dependsOn = ['store', 'ingest-writer', 'node-directory'];
+  override readonly dependsOn = ['store', 'ingest-writer'];
   private broker: MqttBroker | undefined;
   private publisher: HubEventPublisher | undefined;
   private bound: number | undefined;
@@ -57,9 +58,8 @@ export class MqttBrokerActor extends Actor {
       bus: HubBus;
       log: Logger;
       metrics: HubMetrics;
-      store: StoreActor;
-      nodes: () => NodeSource;
-      dedupe: PacketDedupe;
+      db: Database;
+      fanOut: MeshFanOut;
       sink: ReadingSink;
       settings: MqttSettings;
       /** The hub's user store; until one is wired, every password login is refused. */
@@ -75,10 +75,9 @@ export class MqttBrokerActor extends Actor {
   async start(): Promise<void> {
     const { bus, log, metrics, settings } = this.deps;
     const ingest = new MqttIngest({
-      bus,
       sink: this.deps.sink,
       decoder: new MeshUplinkDecoder({ keys: new ChannelKeyring(settings.channelKeys) }),
-      dedupe: this.deps.dedupe,
+      fanOut: this.deps.fanOut,
       log,
       onMessage: (format, outcome) => {
         let byOutcome = this.ingestTallies.get(format);
@@ -92,7 +91,6 @@ export class MqttBrokerActor extends Actor {
       },
       onRejectedReadings: (reason, count) =>
         metrics.ingestRejectedReadings.inc({ source: 'mqtt', reason }, count),
-      onMeshPacket: (port) => metrics.meshPackets.inc({ port, via: 'mqtt' }),
     });
     const broker = new MqttBroker({
       authenticator: new MqttAuthenticator({
@@ -121,8 +119,8 @@ export class MqttBrokerActor extends Actor {
 
     const publisher = new HubEventPublisher({
       publish: (topic, payload) => broker.publishRetained(topic, payload),
-      latest: new LatestReadings(this.deps.store.db),
-      nodes: this.deps.nodes(),
+      latest: new LatestReadings(this.deps.db),
+      nodes: new NodeRepository(this.deps.db),
       haDiscovery: settings.haDiscovery,
       offlineAfterMs: settings.offlineAfterMs,
       hubVersion: this.deps.version,
@@ -179,9 +177,9 @@ export class MqttBrokerActor extends Actor {
     }
   }
 
-  /** MQTT over WebSocket: the HTTP server hands over upgrades; false when not ours (or not running). */
-  handleUpgrade(request: IncomingMessage, socket: Duplex, head: Buffer): boolean {
-    return this.broker?.handleUpgrade(request, socket, head) ?? false;
+  /** MQTT over WebSocket: the HTTP server hands over upgrades of /mqtt; refused while the broker is down. */
+  handleUpgrade(request: IncomingMessage, socket: Duplex, head: Buffer): void {
+    if (!this.broker?.handleUpgrade(request, socket, head)) socket.destroy();
   }
 
   /** The TCP port the broker listens on. */

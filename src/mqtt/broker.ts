@@ -18,6 +18,7 @@ import { type AddressInfo, createServer, type Server, type Socket } from 'node:n
 import type { Duplex } from 'node:stream';
 import { Aedes, type AuthenticateError, type Client } from 'aedes';
 import type { WebSocketServer } from 'ws';
+import { withTimeout } from '../kernel/timing.js';
 import type { Logger } from '../log.js';
 import { mayPublishClass, maySubscribe, topicClass } from './acl.js';
 import { type MqttAuthenticator, MqttAuthFailure, type MqttIdentity } from './authenticator.js';
@@ -192,14 +193,8 @@ export class MqttBroker {
   /** Waits (at most `timeoutMs`) for the commits whose PUBACKs are held, so they still go out. */
   async releaseHeldAcks(timeoutMs: number): Promise<void> {
     if (this.holding.size === 0) return;
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([
-      Promise.allSettled([...this.holding.keys()]),
-      new Promise<void>((resolve) => {
-        timer = setTimeout(resolve, timeoutMs);
-      }),
-    ]);
-    clearTimeout(timer);
+    const settled = Promise.allSettled([...this.holding.keys()]);
+    await withTimeout(settled, timeoutMs, () => new Error('held PUBACKs not released')).catch(() => {});
   }
 
   /** Stops listening, then disconnects every client and closes the broker. */

@@ -13,8 +13,6 @@
  * logged — a sensor resending garbage forever helps nobody); only a failed commit does, and the
  * broker then drops the connection without PUBACK so the client sends again.
  */
-import { Portnums } from '@meshtastic/protobufs';
-import type { HubBus } from '../events.js';
 import {
   MAX_READINGS_PER_BATCH,
   payloadItems,
@@ -24,7 +22,7 @@ import {
 import type { ReadingSink } from '../ingest/reading-sink.js';
 import type { Logger } from '../log.js';
 import type { MeshUplinkDecoder } from '../mesh/mqtt/uplink.js';
-import type { PacketDedupe } from '../mesh/packet-dedupe.js';
+import type { MeshFanOut } from '../mesh/packet-fanout.js';
 import { INGEST_READINGS_TOPIC, MESH_ROOT } from './topics.js';
 
 export type IngestFormat = 'envelope' | 'legacy_json' | 'readings_json' | 'other';
@@ -42,15 +40,14 @@ export type IngestOutcome =
   | 'too_many_readings';
 
 export interface MqttIngestOptions {
-  bus: HubBus;
   sink: ReadingSink;
   decoder: MeshUplinkDecoder;
-  dedupe: PacketDedupe;
+  /** Announces first sightings on the bus, shared with the radio path. */
+  fanOut: MeshFanOut;
   log: Logger;
   now?: () => number;
   onMessage?: (format: IngestFormat, outcome: IngestOutcome) => void;
   onRejectedReadings?: (reason: ReadingRejectReason, count: number) => void;
-  onMeshPacket?: (portName: string) => void;
 }
 
 const LOG_EVERY_MS = 10_000;
@@ -90,26 +87,11 @@ export class MqttIngest {
       return undefined;
     }
     const key = `${result.from}:${result.id}`;
-    if (!this.options.dedupe.firstSighting(result.from, result.id, now)) {
+    if (!this.options.fanOut.deliver(result, 'mqtt', now)) {
       this.options.onMessage?.(format, 'duplicate');
       return this.inflight.get(key);
     }
     this.options.onMessage?.(format, 'accepted');
-    const { bus } = this.options;
-    this.options.onMeshPacket?.(Portnums.PortNum[result.portnum] ?? String(result.portnum));
-    bus.emit('mesh.packet', {
-      portnum: result.portnum,
-      from: result.from,
-      to: result.to,
-      id: result.id,
-      receivedAt: result.receivedAt,
-      via: 'mqtt',
-    });
-    for (const node of result.nodes) bus.emit('node.updated', node);
-    // A reply or an ACK heard only through a gateway reaches messaging as one heard by the radio
-    // would (messaging keeps one copy of a text heard both ways, and an ACK applies once).
-    if (result.text) bus.emit('mesh.text', result.text);
-    if (result.routing) bus.emit('mesh.routing', result.routing);
     if (result.readings.length === 0) return undefined;
     const committed = this.options.sink.submit(result.readings, 'mqtt');
     if (result.id !== 0) {

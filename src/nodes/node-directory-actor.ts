@@ -1,9 +1,9 @@
-import type { HubBus } from '../src/events.js';
-import { Actor } from '../src/kernel/actor.js';
-import type { Mailbox } from '../src/kernel/mailbox.js';
-import type { NodeUpdate } from '../src/mesh/node.js';
-import { NodeRepository } from '../src/store/nodes-repository.js';
-import type { StoreActor } from './store.js';
+import type { HubBus } from '../events.js';
+import { Actor } from '../kernel/actor.js';
+import type { Mailbox } from '../kernel/mailbox.js';
+import type { NodeUpdate } from '../mesh/node.js';
+import type { Database } from '../store/database.js';
+import { NodeRepository } from '../store/nodes-repository.js';
 
 /** Keeps the node table: every `node.updated` is merged into the node's row. */
 export class NodeDirectoryActor extends Actor {
@@ -12,7 +12,7 @@ export class NodeDirectoryActor extends Actor {
   private repo: NodeRepository | undefined;
   private readonly inbox: Mailbox<NodeUpdate>;
 
-  constructor(private readonly deps: { bus: HubBus; store: StoreActor }) {
+  constructor(private readonly deps: { bus: HubBus; db: Database }) {
     super();
     this.inbox = this.createMailbox<NodeUpdate>('updates', {
       capacity: 5_000,
@@ -23,13 +23,8 @@ export class NodeDirectoryActor extends Actor {
     });
   }
 
-  get repository(): NodeRepository {
-    if (!this.repo) throw new Error('the node directory is not started');
-    return this.repo;
-  }
-
   async start(): Promise<void> {
-    this.repo = new NodeRepository(this.deps.store.db);
+    this.repo = new NodeRepository(this.deps.db);
     this.inbox.reopen();
     this.deps.bus.on(this.name, 'node.updated', (u) => this.inbox.post(u));
   }

@@ -1,5 +1,5 @@
 /**
- * Collects `reading.received` batches and commits them through one ReadingWriter in bounded
+ * Collects reading batches (the `readings.commit` asks) and commits them through one ReadingWriter in bounded
  * transactions (DESIGN.md "Actors" 6, "Data flows" 1).
  *
  * - A commit happens once `maxBatchRows` rows wait, or `maxDelayMs` after the first row began
@@ -16,9 +16,16 @@
  *   transactions is still written: readings are idempotent, and a sender told of the failure
  *   may resend them all.)
  */
-import type { ReadingBatch, ReadingSource } from '../events.js';
+import type { ReadingSource } from '../events.js';
 import type { Reading } from '../weather/reading.js';
 import type { ReadingWriter } from './reading-writer.js';
+
+/** Readings of one source and who to tell once they are committed (or failed to be). */
+export interface ReadingBatch {
+  readings: Reading[];
+  source: ReadingSource;
+  onCommitted?: (error?: Error) => void;
+}
 
 export interface StoredReadings {
   readings: Reading[];

@@ -1,37 +1,20 @@
 /**
  * Bearer checks for the audit routes (spec "Authentication"): off unless AUTH_ENABLED; then every
- * request needs a JWT that the identity provider's JWKS verifies (the shared verifier, asymmetric
- * algorithms only), with issuer AUTH_ISSUER and audience AUTH_AUDIENCE. Roles come from the
- * configured claim (AUDIT_ROLES_CLAIM / AUTH_ROLES_CLAIM, default `roles`).
+ * request needs a JWT that the hub's one identity verifies (the identity provider's JWKS, with
+ * issuer AUTH_ISSUER and audience AUTH_AUDIENCE, or the hub's own issuer). Roles of the
+ * provider's tokens come from AUDIT_ROLES_CLAIM, else AUTH_ROLES_CLAIM (default `roles`).
  *
  * Enabled but incomplete ("misconfigured") fails closed: 503 for every route that needs a token,
  * rather than letting requests through. Client errors are generic; the reason goes to the log.
  */
 import type { MiddlewareHandler } from 'hono';
-import {
-  AuthError,
-  bearerToken,
-  createTokenVerifier,
-  type TokenVerifier,
-} from '../../../src/auth/jwt-verifier.js';
+import { AuthError, bearerToken, rolesFrom, type TokenVerifier } from '../../../src/auth/jwt-verifier.js';
 import { ProblemError } from '../../../src/http/problem.js';
 import type { KernelLogger } from '../../../src/kernel/actor.js';
 import type { AuthSettings } from '../config.js';
 import { ANONYMOUS, type AuditEnv, callerOf } from './context.js';
 
 const CHALLENGE = 'Bearer realm="meshhub-audit"';
-
-export function createAuditVerifier(auth: AuthSettings): TokenVerifier | undefined {
-  if (auth.state !== 'on' || !auth.jwksUrl || !auth.issuer) return undefined;
-  return createTokenVerifier([
-    {
-      issuer: auth.issuer,
-      ...(auth.audience ? { audience: auth.audience } : {}),
-      keys: auth.jwksUrl,
-      rolesClaim: auth.rolesClaim,
-    },
-  ]);
-}
 
 export function authenticate(options: {
   auth: AuthSettings;
@@ -64,7 +47,8 @@ export function authenticate(options: {
         subject: identity.subject,
         username: identity.username,
         issuer: identity.issuer,
-        roles: identity.roles,
+        // The provider's tokens carry roles where AUDIT_ROLES_CLAIM says; the hub's own, in `roles`.
+        roles: identity.issuer === auth.issuer ? rolesFrom(identity.claims, auth.rolesClaim) : identity.roles,
       });
     } catch (error) {
       if (!(error instanceof AuthError)) throw error;

@@ -38,7 +38,7 @@ export function clientAddress(c: Context): string {
 }
 
 export function requestIdOf(c: Context): string | undefined {
-  return c.get('requestId' as never) as string | undefined;
+  return c.get('requestId') as string | undefined;
 }
 
 export function fieldProblem(field: string, message: string, status = 400): ProblemError {

@@ -10,6 +10,7 @@
  * Only URLs of the configured origin are ever requested: `@odata.nextLink`, `NextPageUri` and
  * content URIs come from the upstream, and the bearer token must never follow them elsewhere.
  */
+import { pause } from '../../../src/kernel/timing.js';
 import type { TokenSource } from './token-provider.js';
 
 export type UpstreamFailureKind =
@@ -80,21 +81,6 @@ export function apiUrl(base: URL, path: string, query: Record<string, string> = 
     .join('&');
   if (search) url.search = `?${search}`;
   return url;
-}
-
-export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal?.aborted) return reject(new UpstreamError('aborted', 'stopped'));
-    const timer = setTimeout(() => {
-      signal?.removeEventListener('abort', onAbort);
-      resolve();
-    }, ms);
-    const onAbort = () => {
-      clearTimeout(timer);
-      reject(new UpstreamError('aborted', 'stopped'));
-    };
-    signal?.addEventListener('abort', onAbort, { once: true });
-  });
 }
 
 const MAX_BODY_BYTES = 64 * 1024 * 1024;
@@ -188,7 +174,8 @@ export class UpstreamClient {
         ...(failure.extras.status ? { status: failure.extras.status } : {}),
         waitMs,
       });
-      await sleep(waitMs, signal);
+      await pause(waitMs, signal);
+      if (signal?.aborted) throw new UpstreamError('aborted', 'stopped');
     }
   }
 

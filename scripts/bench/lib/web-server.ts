@@ -4,37 +4,28 @@
  * precompressed assets), and a bare Hono app with @hono/node-server's serveStatic over the same
  * folder with `precompressed: true`. Sends `{ ours, bare }` over IPC; exits on disconnect.
  */
+
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { serveStatic } from '@hono/node-server/serve-static';
 import { Hono } from 'hono';
 import { pino } from 'pino';
-import type { HubBus } from '../../../src/events.js';
-import { createHttpApp } from '../../../src/http/app.js';
-import { Bus } from '../../../src/kernel/bus.js';
-import { HubMetrics } from '../../../src/metrics.js';
-import { DEFAULT_WEB_ROOT, openMapTiles, webUiRouteProvider } from '../../../src/ui-server/mount.js';
+import { standaloneApp, standaloneModuleHost } from '../../../hub/module-host.js';
+import { openDatabase } from '../../../src/store/database.js';
+import { webUiModule } from '../../../src/ui-server/module.js';
+import { DEFAULT_WEB_ROOT } from '../../../src/ui-server/mount.js';
+import { webUiSettings } from '../../../src/ui-server/settings.js';
 import { serveOnLoopback } from './http.js';
 
 async function main(): Promise<void> {
   if (!process.send) throw new Error('run forked by scripts/bench/web.ts');
   const log = pino({ level: 'silent' });
-  const bus: HubBus = new Bus();
-  const ui = webUiRouteProvider({
-    tiles: await openMapTiles('https://tile.openstreetmap.org/{z}/{x}/{y}.png'),
-    log,
-  });
-  const ours = createHttpApp({
-    log,
-    metrics: new HubMetrics({ defaultMetrics: false }),
-    version: 'bench',
-    health: () => ({
-      status: 'ok',
-      version: 'bench',
-      uptime_s: 0,
-      radio: { state: 'connected', transport: 'none', simulated: false },
-      actors: [],
-    }),
-    routes: [ui({ bus, owner: 'http' })].flat(),
-  });
+  const dataDir = mkdtempSync(join(tmpdir(), 'meshhub-bench-web-'));
+  const db = openDatabase(':memory:');
+  const { host, mounts, metrics } = await standaloneModuleHost({ db, dataDir, log });
+  await host.create(webUiModule, webUiSettings.parse({}));
+  const ours = standaloneApp(mounts, metrics, 'bench');
 
   const bare = new Hono();
   bare.use('/*', serveStatic({ root: DEFAULT_WEB_ROOT, precompressed: true }));

@@ -13,16 +13,8 @@
  */
 import { fromBinary } from '@bufbuild/protobuf';
 import { Mesh, Mqtt, Portnums } from '@meshtastic/protobufs';
-import type { Reading } from '../../weather/reading.js';
 import { PayloadDecodeError } from '../errors.js';
-import type { NodeUpdate } from '../node.js';
-import {
-  decodeMeshPacket,
-  decodeRoutingPacket,
-  decodeTextPacket,
-  type MeshRoutingReport,
-  type MeshText,
-} from '../packet-decoder.js';
+import { decodeHeardPacket, type HeardPacket } from '../packet-decoder.js';
 import { channelCipher } from './channel-crypto.js';
 import type { ChannelKeyring } from './channel-keys.js';
 import { decodeLegacyJson } from './legacy-json.js';
@@ -46,20 +38,8 @@ export function parseMeshTopic(topic: string): MeshTopic {
   return { kind: 'other' };
 }
 
-export interface UplinkPacket {
+export interface UplinkPacket extends HeardPacket {
   kind: 'packet';
-  from: number;
-  to: number;
-  /** MeshPacket.id: with `from`, the dedupe key. */
-  id: number;
-  portnum: number;
-  receivedAt: number;
-  readings: Reading[];
-  nodes: NodeUpdate[];
-  /** A text message (to the hub, someone else or the channel: messaging decides). */
-  text?: MeshText;
-  /** An ACK/NAK (messaging applies the ones for its packets). */
-  routing?: MeshRoutingReport;
 }
 
 export type UplinkRejectReason =
@@ -138,21 +118,9 @@ export class MeshUplinkDecoder {
     // rx_time is the receiving gateway's clock: kept when plausible, else the hub's receive time.
     if (!this.plausible(packet.rxTime * 1000, nowMs)) packet.rxTime = 0;
     try {
-      const { readings, nodes } = decodeMeshPacket(packet, nowMs);
-      const text = decodeTextPacket(packet, nowMs, 'mqtt');
-      const routing = decodeRoutingPacket(packet, nowMs, 'mqtt');
-      return {
-        kind: 'packet',
-        from: packet.from >>> 0,
-        to: packet.to >>> 0,
-        id: packet.id >>> 0,
-        portnum: data.portnum,
-        receivedAt: packet.rxTime !== 0 ? packet.rxTime * 1000 : nowMs,
-        readings,
-        nodes,
-        ...(text ? { text } : {}),
-        ...(routing ? { routing } : {}),
-      };
+      const receivedAt = packet.rxTime !== 0 ? packet.rxTime * 1000 : nowMs;
+      const heard = decodeHeardPacket(packet, nowMs, 'mqtt', receivedAt)!;
+      return { kind: 'packet', ...heard };
     } catch (error) {
       if (!(error instanceof PayloadDecodeError)) throw error;
       return { kind: 'rejected', reason: 'malformed_payload', detail: error.message };

@@ -7,6 +7,7 @@
 import type { Socket } from 'node:net';
 import { create, fromBinary, toBinary } from '@bufbuild/protobuf';
 import { Mesh } from '@meshtastic/protobufs';
+import { StreamClosedError, waitForDrain } from '../../kernel/timing.js';
 import type { Logger } from '../../log.js';
 import { encodeFrame, StreamFramer } from '../framing.js';
 import type { SimNetwork, SimNode } from './nodes.js';
@@ -297,25 +298,16 @@ export class SimClientSession implements SimClient {
   }
 
   private drain(): Promise<void> {
-    this.drained ??= new Promise<void>((resolve, reject) => {
-      const socket = this.socket;
-      const settle = () => {
-        clearTimeout(timer);
-        socket.off('drain', onDrain);
-        socket.off('close', onDrain);
+    this.drained ??= waitForDrain(this.socket, DRAIN_TIMEOUT_MS, {
+      timeout: (ms) => new Error(`sim client did not read for ${ms} ms`),
+    })
+      .catch((error: unknown) => {
+        // A client that hung up wants no more history: its close ends the wait like a drain.
+        if (!(error instanceof StreamClosedError)) throw error;
+      })
+      .finally(() => {
         this.drained = undefined;
-      };
-      const onDrain = () => {
-        settle();
-        resolve();
-      };
-      const timer = setTimeout(() => {
-        settle();
-        reject(new Error(`sim client did not read for ${DRAIN_TIMEOUT_MS} ms`));
-      }, DRAIN_TIMEOUT_MS);
-      socket.on('drain', onDrain);
-      socket.on('close', onDrain);
-    });
+      });
     return this.drained;
   }
 

@@ -1,0 +1,29 @@
+/**
+ * The hub identity's HTTP face: `POST /api/v1/auth/token` (local users sign in) and
+ * `/.well-known/jwks.json` (the hub's public keys). A module like any other, made for the one
+ * identity the hub opened (it needs the local issuer, which no other module sees).
+ */
+import type { HubIdentity } from '../src/auth/hub-identity.js';
+import { jwksRoutes, tokenRoutes } from '../src/auth/routes.js';
+import { authSettings } from '../src/auth/settings.js';
+import { UserRepository } from '../src/auth/users.js';
+import { defineModule } from '../src/module.js';
+
+export const identityModule = (identity: HubIdentity) =>
+  defineModule({
+    name: 'identity',
+    settings: authSettings,
+    create(ctx) {
+      ctx.mount('/.well-known', jwksRoutes(identity), { component: 'hub' });
+      ctx.mount(
+        '/api/v1/auth',
+        tokenRoutes({
+          identity,
+          users: () => new UserRepository(ctx.db),
+          tokenTtlSeconds: ctx.settings.AUTH_TOKEN_TTL / 1000,
+        }),
+        { component: 'hub' },
+      );
+      return {};
+    },
+  });

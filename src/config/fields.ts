@@ -1,0 +1,50 @@
+/**
+ * Field types shared by the settings schemas of the hub and its modules: ports, durations
+ * (`90s`, `15m`, `24h`, `30d`), rates (`10/5m`) and flags (`true`/`false`, `yes`/`no`, …).
+ */
+import { z } from 'zod';
+
+/** `90s`, `15m`, `24h`, `30d` → milliseconds. */
+export function parseDuration(value: string): number | undefined {
+  const m = /^(\d+)(s|m|h|d)$/.exec(value.trim());
+  if (!m) return undefined;
+  const unit = { s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 }[m[2] as 's' | 'm' | 'h' | 'd'];
+  return Number(m[1]) * unit;
+}
+
+export const port = z.coerce.number().int().min(0).max(65535);
+export const duration = z.string().transform((v, ctx) => {
+  const ms = parseDuration(v);
+  if (ms === undefined) {
+    ctx.addIssue({ code: 'custom', message: 'expected a duration like 90s, 15m, 24h or 30d' });
+    return z.NEVER;
+  }
+  return ms;
+});
+
+/** `10/5m` → at most 10 per 5 minutes. */
+export function parseRate(value: string): { count: number; windowMs: number } | undefined {
+  const m = /^(\d{1,9})\/(\d+[smhd])$/.exec(value.trim());
+  const windowMs = m ? parseDuration(m[2]!) : undefined;
+  if (!m || windowMs === undefined || windowMs === 0 || Number(m[1]) < 1) return undefined;
+  return { count: Number(m[1]), windowMs };
+}
+
+export const rate = z.string().transform((v, ctx) => {
+  const parsed = parseRate(v);
+  if (!parsed) {
+    ctx.addIssue({ code: 'custom', message: 'expected a count per window like 10/5m or 100/1h' });
+    return z.NEVER;
+  }
+  return parsed;
+});
+
+/** `true`/`false` (also `1`/`0`, `yes`/`no`, `on`/`off`), or a JSON boolean from CONFIG_FILE. */
+export const flag = z.union([z.boolean(), z.string()]).transform((v, ctx) => {
+  if (typeof v === 'boolean') return v;
+  const s = v.trim().toLowerCase();
+  if (['true', '1', 'yes', 'on'].includes(s)) return true;
+  if (['false', '0', 'no', 'off', ''].includes(s)) return false;
+  ctx.addIssue({ code: 'custom', message: 'expected true or false' });
+  return z.NEVER;
+});

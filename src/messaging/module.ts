@@ -1,0 +1,42 @@
+/**
+ * Messaging (spec "gateway", port 8003): subscribers text people in the field; the gateway
+ * actor sends the queued texts through the radio and files the replies.
+ */
+import { defineModule } from '../module.js';
+import { MessageGatewayActor } from './gateway-actor.js';
+import { watchMessageMetrics } from './metrics.js';
+import { messagingRoutesFor } from './mount.js';
+import { messagingSettings } from './settings.js';
+
+export const messagingModule = defineModule({
+  name: 'messaging',
+  settings: messagingSettings,
+  create(ctx) {
+    const s = ctx.settings;
+    ctx.mount(
+      '/api/v1/messages',
+      messagingRoutesFor({
+        db: ctx.db,
+        bus: ctx.bus,
+        owner: ctx.owner,
+        auth: ctx.auth,
+        perSubscriber: s.MESSAGE_RATE_PER_SUBSCRIBER,
+        perNode: s.MESSAGE_RATE_PER_NODE,
+      }),
+      { component: 'gateway' },
+    );
+    watchMessageMetrics({ bus: ctx.bus, metrics: ctx.metrics.core, db: ctx.db, owner: ctx.owner });
+    const gateway = new MessageGatewayActor({
+      bus: ctx.bus,
+      db: ctx.db,
+      log: ctx.log,
+      delivery: {
+        ackTimeoutMs: s.MESSAGE_ACK_TIMEOUT,
+        maxRetries: s.MESSAGE_MAX_RETRIES,
+        retryDelayMs: s.MESSAGE_RETRY_DELAY,
+      },
+      airtimePercent: s.MESSAGE_AIRTIME_PERCENT,
+    });
+    return { actors: [gateway] };
+  },
+});

@@ -1,0 +1,18 @@
+/** Settings of the messaging module: rate limits, airtime share, acknowledgements and retries. */
+import { z } from 'zod';
+import { duration, rate } from '../config/fields.js';
+
+export const messagingSettings = z.object({
+  /** Messages one subscriber may post per window, e.g. `10/5m` (429 past it). */
+  MESSAGE_RATE_PER_SUBSCRIBER: rate.prefault('10/5m'),
+  /** Messages all subscribers together may post to one node per window. */
+  MESSAGE_RATE_PER_NODE: rate.prefault('6/5m'),
+  /** Share of airtime our texts may take: after each send the queue waits airtime × (100 / % − 1). */
+  MESSAGE_AIRTIME_PERCENT: z.coerce.number().min(1).max(100).default(10),
+  /** How long a sent packet waits for any acknowledgement before it is retried. */
+  MESSAGE_ACK_TIMEOUT: duration.prefault('60s'),
+  /** Retries after a timeout or a transient routing error (MAX_RETRANSMIT, NO_ROUTE, ...). */
+  MESSAGE_MAX_RETRIES: z.coerce.number().int().min(0).max(3).default(3),
+  /** Wait before each retry. */
+  MESSAGE_RETRY_DELAY: duration.prefault('30s'),
+});

@@ -1,0 +1,126 @@
+/**
+ * What a module of this hub sees (the module seam, src/kernel/module.ts, with the hub's types):
+ * its typed settings, the typed bus, the database, a logger, the scheduler, the HTTP mounts,
+ * the hub's one identity and a metrics factory. Core features and plugins alike are written
+ * against this and nothing else of the hub:
+ *
+ * ```ts
+ * export const weatherModule = defineModule({
+ *   name: 'weather',
+ *   settings: z.object({}),
+ *   create(ctx) {
+ *     ctx.mount('/api/v1/weather', weatherRoutes(new WeatherService({ db: ctx.db })), { component: 'weather' });
+ *   },
+ * });
+ * ```
+ */
+import type { IncomingMessage } from 'node:http';
+import type { Duplex } from 'node:stream';
+import type { Hono, MiddlewareHandler } from 'hono';
+import type {
+  Counter,
+  CounterConfiguration,
+  Gauge,
+  GaugeConfiguration,
+  Histogram,
+  HistogramConfiguration,
+} from 'prom-client';
+import type { z } from 'zod';
+import type { Principal } from './auth/hub-identity.js';
+import type { TokenVerifier, VerifiedIdentity } from './auth/jwt-verifier.js';
+import type { AuthEnv } from './auth/require-auth.js';
+import type { HubBus } from './events.js';
+import type { Component } from './http/routes.js';
+import {
+  MODULE_API_VERSION,
+  type ModuleDefinition,
+  type ModuleParts,
+  type SettingsSchema,
+} from './kernel/module.js';
+import type { ScheduledJob } from './kernel/scheduler.js';
+import type { Logger } from './log.js';
+import type { MeshFanOut } from './mesh/packet-fanout.js';
+import type { HubMetrics } from './metrics.js';
+import type { Database } from './store/database.js';
+
+export { MODULE_API_VERSION, type ModuleParts };
+
+/** Takes over an HTTP upgrade of its path; the socket is the handler's from then on. */
+export type UpgradeHandler = (request: IncomingMessage, socket: Duplex, head: Buffer) => void;
+
+export interface MountOptions {
+  /** The spec's component the routes belong to (HTTP_COMPONENT_PORTS serves them on its port). */
+  component?: Component;
+}
+
+/** The hub's one identity, for bearer-protected routes. */
+export interface ModuleAuth {
+  /** Verifies the bearer token and requires one of `roles` (any verified caller when empty). */
+  require(roles?: readonly string[]): MiddlewareHandler<AuthEnv>;
+  /** The same verifier, for protocols other than HTTP (MQTT passwords) or optional sign-in. */
+  readonly verifier: TokenVerifier;
+  /** Who a verified caller is to the hub: a local user, or `idp:<sub>` from the identity provider. */
+  principalOf(identity: VerifiedIdentity): Principal;
+  /** The external identity provider, when AUTH_JWKS_URL, AUTH_ISSUER and AUTH_AUDIENCE are set. */
+  readonly provider?: { jwksUrl: string; issuer: string; audience: string; rolesClaim: string };
+}
+
+/** prom-client metrics registered in the hub's registry, names prefixed for the module. */
+export interface ModuleMetrics {
+  /** `meshhub_` for core modules, `meshhub_<plugin>_` for plugins. */
+  readonly prefix: string;
+  counter<L extends string>(config: CounterConfiguration<L>): Counter<L>;
+  gauge<L extends string>(config: GaugeConfiguration<L>): Gauge<L>;
+  histogram<L extends string>(config: HistogramConfiguration<L>): Histogram<L>;
+  /** Runs `fn` before each scrape (hot paths tally in plain numbers and move them here). */
+  onRender(fn: () => void): () => void;
+  /** The hub's own metrics, shared by the core modules that feed them. */
+  readonly core: HubMetrics;
+}
+
+export interface HubFacts {
+  readonly version: string;
+  /** When the process started (ms since the epoch). */
+  readonly startedAt: number;
+  readonly dataDir: string;
+  /** HTTP_HOST: where the hub listens (other listeners default to it: one knob for "LAN" or "this machine only"). */
+  readonly listenHost: string;
+  /** API_DOCS: modules that publish an OpenAPI document also serve its HTML page. */
+  readonly apiDocs: boolean;
+}
+
+export interface ModuleContext {
+  readonly name: string;
+  readonly bus: HubBus;
+  /** Owner name for bus listeners the module registers itself (actors use their own name). */
+  readonly owner: string;
+  /** The hub's SQLite connection, open (and migrated) before any module is created. */
+  readonly db: Database;
+  readonly log: Logger;
+  readonly hub: HubFacts;
+  /** Announces a heard mesh packet on the bus once, whichever way (radio, MQTT gateway) it came. */
+  readonly mesh: MeshFanOut;
+  /** Runs `job` on a cron schedule while the hub runs; the expression is checked now. */
+  schedule(name: string, cron: string, job: ScheduledJob): void;
+  /**
+   * Serves `app` under `path`. The HTTP actor owns the order (longest path first, the web app's
+   * fallback last) and refuses a path another module already serves.
+   */
+  // biome-ignore lint/suspicious/noExplicitAny: any Hono app, whatever its declared variables
+  mount(path: string, app: Hono<any>, options?: MountOptions): void;
+  /** Takes over HTTP upgrade requests for exactly `path` (MQTT over WebSocket at /mqtt). */
+  upgrade(path: string, handler: UpgradeHandler): void;
+  readonly auth: ModuleAuth;
+  readonly metrics: ModuleMetrics;
+}
+
+export type HubModule<S extends SettingsSchema = SettingsSchema> = ModuleDefinition<ModuleContext, S>;
+
+/** Declares a module; the settings' parsed type flows into `create`'s context. */
+export function defineModule<S extends SettingsSchema>(
+  module: Omit<HubModule<S>, 'apiVersion'> & { apiVersion?: typeof MODULE_API_VERSION },
+): HubModule<S> {
+  return { ...module, apiVersion: MODULE_API_VERSION };
+}
+
+export type SettingsOf<M> = M extends ModuleDefinition<ModuleContext, infer S> ? z.output<S> : never;

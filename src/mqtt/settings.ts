@@ -1,0 +1,35 @@
+/** Settings of the embedded MQTT broker and what it publishes. */
+import { z } from 'zod';
+import { duration, flag, port } from '../config/fields.js';
+import { parseChannelKeys } from '../mesh/mqtt/channel-keys.js';
+
+export const mqttSettings = z.object({
+  /** MQTT listen address; defaults to HTTP_HOST (one knob for "LAN" or "this machine only"). */
+  MQTT_HOST: z.string().min(1).optional(),
+  MQTT_PORT: port.default(1883),
+  /** Also serve MQTT over WebSocket on the HTTP port at /mqtt. */
+  MQTT_WEBSOCKET: flag.prefault('false'),
+  /** Anonymous clients may connect (as devices: publish readings only). */
+  MQTT_ALLOW_ANONYMOUS: flag.prefault('false'),
+  MQTT_MAX_CONNECTIONS: z.coerce.number().int().min(1).max(100_000).default(1_000),
+  /** Largest MQTT packet accepted; a client announcing a bigger one is disconnected. */
+  MQTT_MAX_PACKET_BYTES: z.coerce.number().int().min(1_024).max(16_777_216).default(262_144),
+  /** A subscriber that does not read for this long is disconnected (Aedes drainTimeout; never 0). */
+  MQTT_DRAIN_TIMEOUT_SECONDS: z.coerce.number().int().min(1).max(600).default(30),
+  /** Meshtastic channel keys for MQTT uplink, `Name=base64,…`; LongFast=AQ== is built in. */
+  MESH_CHANNEL_KEYS: z
+    .string()
+    .default('')
+    .transform((v, ctx) => {
+      const keys = parseChannelKeys(v);
+      if (typeof keys === 'string') {
+        ctx.addIssue({ code: 'custom', message: keys });
+        return z.NEVER;
+      }
+      return keys;
+    }),
+  /** Publish Home Assistant MQTT discovery configs for every node's metrics. */
+  HA_DISCOVERY: flag.prefault('true'),
+  /** A node not heard for this long is `offline` on its availability topic (and in Home Assistant). */
+  NODE_OFFLINE_AFTER: duration.prefault('2h'),
+});
