@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { decodeJwt, decodeProtectedHeader } from 'jose';
 import { pino } from 'pino';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createHub, type Hub } from '../../hub/main.js';
 import { SIGNING_KEY_FILE } from '../../src/auth/local-issuer.js';
 import { UserRepository } from '../../src/auth/users.js';
@@ -16,13 +16,10 @@ import { loadConfig } from '../../src/config/load.js';
 import { call, type Json } from '../messaging/helpers.js';
 
 const PASSWORD = 'lantern-on-the-ridge';
-let hub: Hub;
-let baseUrl: string;
-let dataDir: string;
-let logText = '';
 
-beforeAll(async () => {
-  dataDir = mkdtempSync(join(tmpdir(), 'meshhub-auth-'));
+/** A hub with no radio, three users, and its log kept as text. */
+async function startAuthHub() {
+  const dataDir = mkdtempSync(join(tmpdir(), 'meshhub-auth-'));
   const config = loadConfig({
     DATA_DIR: dataDir,
     HTTP_HOST: '127.0.0.1',
@@ -31,27 +28,43 @@ beforeAll(async () => {
     RADIO: 'none',
     AUTH_TOKEN_TTL: '10m',
   });
+  const log = { text: '' };
   const sink = new Writable({
     write(chunk, _enc, done) {
-      logText += chunk.toString();
+      log.text += chunk.toString();
       done();
     },
   });
-  hub = await createHub(config, { log: pino({ level: 'trace' }, sink), defaultMetrics: false });
+  const hub = await createHub(config, { log: pino({ level: 'trace' }, sink), defaultMetrics: false });
   await hub.start();
-  baseUrl = `http://127.0.0.1:${hub.http.port}`;
   const users = new UserRepository(hub.store.db);
   await users.add({ username: 'alice', password: PASSWORD, roles: ['subscriber'] });
   await users.add({ username: 'ops', password: PASSWORD, roles: ['admin', 'integration'] });
   await users.add({ username: 'locked', password: PASSWORD, roles: ['subscriber'] });
-});
-afterAll(async () => {
-  await hub?.stop();
-  rmSync(dataDir, { recursive: true, force: true });
-});
+  return {
+    hub,
+    dataDir,
+    log,
+    baseUrl: `http://127.0.0.1:${hub.http.port}`,
+    async stop() {
+      await hub.stop();
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
 
-const login = (body: unknown, headers: Record<string, string> = {}) =>
-  call(baseUrl, 'POST', '/api/v1/auth/token', { body, headers });
+let auth: Awaited<ReturnType<typeof startAuthHub>>;
+let hub: Hub;
+let baseUrl: string;
+
+beforeAll(async () => {
+  auth = await startAuthHub();
+  ({ hub, baseUrl } = auth);
+});
+afterAll(() => auth?.stop());
+
+const login = (body: unknown, headers: Record<string, string> = {}, url = baseUrl) =>
+  call(url, 'POST', '/api/v1/auth/token', { body, headers });
 
 describe('POST /api/v1/auth/token', () => {
   it('issues a bearer token with sub, iss, aud, iat, exp and roles', async () => {
@@ -142,7 +155,7 @@ describe('signing key', () => {
   });
 
   it('keeps the private key in DATA_DIR with mode 0600 and never logs it or a token', async () => {
-    const file = join(dataDir, SIGNING_KEY_FILE);
+    const file = join(auth.dataDir, SIGNING_KEY_FILE);
     expect(statSync(file).mode & 0o777).toBe(0o600);
     const d = (JSON.parse(readFileSync(file, 'utf8')) as { privateJwk: { d: string } }).privateJwk.d;
     const token = (await login({ username: 'ops', password: PASSWORD })).body.access_token as string;
@@ -150,34 +163,41 @@ describe('signing key', () => {
     await call(baseUrl, 'GET', '/api/v1/messages/conversations', {
       headers: { authorization: `Bearer ${token}` },
     });
-    expect(logText.length).toBeGreaterThan(0);
-    expect(logText).not.toContain(d);
-    expect(logText).not.toContain(PASSWORD);
-    expect(logText).not.toContain(token);
+    expect(auth.log.text.length).toBeGreaterThan(0);
+    expect(auth.log.text).not.toContain(d);
+    expect(auth.log.text).not.toContain(PASSWORD);
+    expect(auth.log.text).not.toContain(token);
   });
 });
 
-describe('login throttling (last: it uses up this address)', () => {
+// Each throttling test uses up its client address (loopback), so each gets a hub of its own.
+describe('login throttling', () => {
+  let own: Awaited<ReturnType<typeof startAuthHub>>;
+  beforeEach(async () => {
+    own = await startAuthHub();
+  });
+  afterEach(() => own?.stop());
+
   it('throttles a username after 5 failures: 429 with Retry-After, even for the right password', async () => {
-    for (let i = 0; i < 5; i++)
-      expect((await login({ username: 'locked', password: `guess-${i}` })).status).toBe(401);
-    const blocked = await login({ username: 'locked', password: PASSWORD });
+    const attempt = (username: string, password: string) => login({ username, password }, {}, own.baseUrl);
+    for (let i = 0; i < 5; i++) expect((await attempt('locked', `guess-${i}`)).status).toBe(401);
+    const blocked = await attempt('locked', PASSWORD);
     expect(blocked.status).toBe(429);
     const retryAfter = Number(blocked.headers.get('retry-after'));
     expect(retryAfter).toBeGreaterThan(800);
     expect(retryAfter).toBeLessThanOrEqual(900);
     // Another account from the same address is not locked by it.
-    expect((await login({ username: 'alice', password: PASSWORD })).status).toBe(200);
+    expect((await attempt('alice', PASSWORD)).status).toBe(200);
   });
 
   it('throttles an address that guesses across many accounts', async () => {
-    // 20 failures per address per 15 minutes; 'wrong' and the locked user above count too.
-    let status = 0;
-    for (let i = 0; i < 25 && status !== 429; i++) {
-      status = (await login({ username: `user-${i}`, password: 'guess' })).status;
-    }
-    expect(status).toBe(429);
-    const any = await login({ username: 'alice', password: PASSWORD });
+    const attempt = (username: string, password: string) => login({ username, password }, {}, own.baseUrl);
+    // 20 failures per address per 15 minutes: the 21st attempt is refused.
+    const statuses: number[] = [];
+    for (let i = 0; i < 21; i++) statuses.push((await attempt(`user-${i}`, 'guess')).status);
+    expect(statuses.slice(0, 20).every((s) => s === 401)).toBe(true);
+    expect(statuses[20]).toBe(429);
+    const any = await attempt('alice', PASSWORD);
     expect(any.status).toBe(429);
     expect(Number(any.headers.get('retry-after'))).toBeGreaterThan(0);
   });

@@ -154,12 +154,13 @@ describeInBrowser('the dashboard', () => {
     // Wait for the live stream before telling the hub anything.
     await expect.poll(() => page.getByTestId('radio-state').innerText()).toMatch(/connected/);
 
-    // A reading as the radio path stores it: through the bus, the writer and `reading.stored`.
+    // A reading as the radio path stores it: through the bus (`readings.commit`), the writer and `reading.stored`.
     const at = Date.now();
-    hub.hub.bus.emit('reading.received', {
-      source: 'http',
-      readings: [{ nodeId: node.node_id, timestamp: at, temperatureC: 33.3 }],
-    });
+    await hub.hub.bus.ask(
+      'readings.commit',
+      { source: 'http', readings: [{ nodeId: node.node_id, timestamp: at, temperatureC: 33.3 }] },
+      { timeoutMs: 10_000 },
+    );
     await expect.poll(() => item.innerText(), { timeout: 10_000 }).toContain('33.3 °C');
     await expect.poll(() => item.getAttribute('data-reading-at')).toBe(String(at));
 

@@ -73,10 +73,11 @@ describeInBrowser('when the hub goes away', () => {
     expect(await page.locator('.history-range').innerText()).toContain('hourly means');
 
     // Live again: a new reading shows on the same page, never reloaded.
-    hub.hub.bus.emit('reading.received', {
-      source: 'http',
-      readings: [{ nodeId: station.node_id, timestamp: Date.now(), temperatureC: -7.7 }],
-    });
+    await hub.hub.bus.ask(
+      'readings.commit',
+      { source: 'http', readings: [{ nodeId: station.node_id, timestamp: Date.now(), temperatureC: -7.7 }] },
+      { timeoutMs: 10_000 },
+    );
     await expect
       .poll(() => page.locator('.value-card[data-metric="temperature_c"] .value-number').innerText(), {
         timeout: 10_000,

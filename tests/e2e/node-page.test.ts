@@ -219,7 +219,7 @@ describeInBrowser('a node’s page', () => {
       timestamp: now - 23 * 3_600_000 + i * 6_000 + 1_234,
       temperatureC: 10 + Math.sin(i / 500) * 5,
     }));
-    hub.hub.bus.emit('reading.received', { source: 'http', readings: extra });
+    await hub.hub.bus.ask('readings.commit', { source: 'http', readings: extra }, { timeoutMs: 20_000 });
     const since = new Date(now - 24 * 3_600_000).toISOString();
     const until = new Date(now + 60_000).toISOString();
     await waitFor(

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { pino } from 'pino';
 import { createHub, type Hub } from '../../hub/main.js';
 import { loadConfig } from '../../src/config/load.js';
+import type { MqttBrokerActor } from '../../src/mqtt/broker-actor.js';
 
 export interface TestHub {
   hub: Hub;
@@ -78,4 +79,11 @@ export async function freePort(): Promise<number> {
   const { port } = server.address() as { port: number };
   await new Promise((r) => server.close(r));
   return port;
+}
+
+/** The hub's MQTT broker actor (port, settle). */
+export function mqttOf(hub: Hub): MqttBrokerActor {
+  const actor = hub.actor<MqttBrokerActor>('mqtt');
+  if (!actor) throw new Error('this hub runs no MQTT broker');
+  return actor;
 }

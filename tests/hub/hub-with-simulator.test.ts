@@ -9,16 +9,42 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Reading } from '../../src/weather/reading.js';
 import { getJson, startTestHub, type TestHub, waitFor } from '../helpers/hub.js';
 
+const SIM_ENV = { SIM_TELEMETRY_SECONDS: '2', SIM_BACKFILL: '6h' };
 let t: TestHub;
-const received: Reading[] = [];
 
 beforeAll(async () => {
-  t = await startTestHub({ SIM_TELEMETRY_SECONDS: '2', SIM_BACKFILL: '6h' });
-  t.hub.bus.on('test', 'reading.received', (b) => received.push(...b.readings));
+  t = await startTestHub(SIM_ENV);
 });
 afterAll(async () => {
   await t?.stop();
 });
+
+/** Every reading handed to the writer, before it is committed. */
+function recordCommits(hub: TestHub['hub']): Reading[] {
+  const received: Reading[] = [];
+  const bus = hub.bus;
+  const ask = bus.ask.bind(bus);
+  bus.ask = ((name, request, options) => {
+    if (name === 'readings.commit') received.push(...(request as { readings: Reading[] }).readings);
+    return ask(name, request, options);
+  }) as typeof bus.ask;
+  return received;
+}
+
+/** /weather/latest once at least three nodes have a temperature. */
+function latestWithTemperature() {
+  return waitFor(
+    async () => {
+      const r = await getJson(`${t.baseUrl}/api/v1/weather/latest`);
+      const withTemp = r.body.data.filter(
+        (x: { temperature_c?: unknown }) => typeof x.temperature_c === 'number',
+      );
+      return withTemp.length >= 3 ? r : undefined;
+    },
+    15_000,
+    'three nodes with temperature',
+  );
+}
 
 describe('hub with the simulator over TCP', () => {
   it('connects to the simulated radio and says so in /health', async () => {
@@ -40,17 +66,7 @@ describe('hub with the simulator over TCP', () => {
   });
 
   it('serves the latest readings of at least 3 nodes with numeric temperature', async () => {
-    const latest = await waitFor(
-      async () => {
-        const r = await getJson(`${t.baseUrl}/api/v1/weather/latest`);
-        const withTemp = r.body.data.filter(
-          (x: { temperature_c?: unknown }) => typeof x.temperature_c === 'number',
-        );
-        return withTemp.length >= 3 ? r : undefined;
-      },
-      15_000,
-      'three nodes with temperature',
-    );
+    const latest = await latestWithTemperature();
     expect(latest.headers.get('content-type')).toMatch(/^application\/json/);
     const ids = latest.body.data.map((r: { node_id: string }) => r.node_id);
     expect(ids).toEqual([...ids].sort());
@@ -61,7 +77,7 @@ describe('hub with the simulator over TCP', () => {
   });
 
   it('returns hourly buckets from the replayed history', async () => {
-    const latest = await getJson(`${t.baseUrl}/api/v1/weather/latest`);
+    const latest = await latestWithTemperature();
     const node = latest.body.data.find(
       (x: { temperature_c?: unknown }) => typeof x.temperature_c === 'number',
     );
@@ -93,6 +109,7 @@ describe('hub with the simulator over TCP', () => {
   });
 
   it('counts readings and packets in /metrics', async () => {
+    await latestWithTemperature();
     const res = await fetch(`${t.baseUrl}/metrics`);
     const text = await res.text();
     expect(res.headers.get('content-type')).toMatch(/^text\/plain/);
@@ -118,14 +135,20 @@ describe('hub with the simulator over TCP', () => {
   });
 
   it('commits every received reading by the time it has stopped', async () => {
-    await waitFor(() => (received.length > 10 ? true : undefined), 10_000, 'live readings');
-    const dbFile = join(t.dataDir, 'meshhub.sqlite');
-    await t.hub.stop();
-    const db = new Database(dbFile, { readonly: true });
-    const has = db.prepare('SELECT 1 FROM readings WHERE node_id = ? AND ts = ?');
-    const missing = received.filter((r) => !has.get(r.nodeId, r.timestamp));
-    db.close();
-    expect(received.length).toBeGreaterThan(10);
-    expect(missing).toEqual([]);
+    // A hub of its own: stopping the shared one would take it from the other tests.
+    const own = await startTestHub(SIM_ENV);
+    try {
+      const received = recordCommits(own.hub);
+      await waitFor(() => (received.length > 10 ? true : undefined), 10_000, 'live readings');
+      await own.hub.stop();
+      const db = new Database(join(own.dataDir, 'meshhub.sqlite'), { readonly: true });
+      const has = db.prepare('SELECT 1 FROM readings WHERE node_id = ? AND ts = ?');
+      const missing = received.filter((r) => !has.get(r.nodeId, r.timestamp));
+      db.close();
+      expect(received.length).toBeGreaterThan(10);
+      expect(missing).toEqual([]);
+    } finally {
+      await own.stop();
+    }
   });
 });

@@ -72,10 +72,10 @@ describe('the meshhub process', () => {
     const health = await getJson(`http://127.0.0.1:${port}/health`);
     expect(health.body.radio.simulated).toBe(true);
 
-    const t0 = Date.now();
     child.kill('SIGTERM');
     const code = await new Promise<number | null>((resolve) => child.once('exit', (c) => resolve(c)));
-    expect(Date.now() - t0).toBeLessThan(5_000);
+    // Past its 5 s shutdown deadline the hub exits 1 without "meshhub stopped": 0 and the line
+    // say the stop finished in time.
     expect(code).toBe(0);
     expect(output).toMatch(/meshhub stopped/);
 

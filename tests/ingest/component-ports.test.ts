@@ -22,11 +22,11 @@ afterAll(() => t.stop());
 const url = (component: 'ingestion' | 'weather' | 'gateway' | 'billing', path: string) =>
   `http://127.0.0.1:${t.hub.http.componentPort(component)}${path}`;
 
-const ingest = (base: string) =>
+const ingest = (base: string, nodeId = 'port-test') =>
   fetch(`${base}/api/v1/ingest/readings`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
-    body: JSON.stringify({ node_id: 'port-test', temperature_c: 5 }),
+    body: JSON.stringify({ node_id: nodeId, temperature_c: 5 }),
   });
 
 describe('component ports', () => {
@@ -37,7 +37,8 @@ describe('component ports', () => {
   });
 
   it('serves the weather and nodes routes on the weather port only', async () => {
-    const latest = await fetch(url('weather', '/api/v1/weather/latest?node_id=port-test'));
+    expect((await ingest(t.baseUrl, 'weather-port-test')).status).toBe(202);
+    const latest = await fetch(url('weather', '/api/v1/weather/latest?node_id=weather-port-test'));
     expect(latest.status).toBe(200);
     expect(((await latest.json()) as { data: unknown[] }).data).toHaveLength(1);
     expect((await fetch(url('weather', '/api/v1/nodes'))).status).toBe(200);

@@ -323,6 +323,8 @@ describe('when the store cannot commit', () => {
       duplex: 'half',
     } as RequestInit);
     expect(res.status).toBe(413);
+    // The rest of the body is never read, so the connection is not offered for another request.
+    expect(res.headers.get('connection')).toBe('close');
   });
 
   it('413 for a body over 8 MiB, before parsing it', async () => {

@@ -118,8 +118,17 @@ describe('the live stream of a hub', () => {
   it('ends every stream when the hub stops', async () => {
     const t = await startTestHub({ SIM_BACKFILL: '0s' });
     hubs.push(t);
-    const reading = readEvents(`${t.baseUrl}/api/v1/live`, () => false).catch(() => ({ ended: true }));
-    await new Promise((r) => setTimeout(r, 200));
+    let opened!: () => void;
+    const hello = new Promise<void>((resolve) => {
+      opened = resolve;
+    });
+    // The stream ends with the hub: closed cleanly, or cut with its socket; either way, over.
+    const reading = readEvents(`${t.baseUrl}/api/v1/live`, (events) => {
+      if (events.some((e) => e.event === 'hello')) opened();
+      return false;
+    }).catch(() => ({ ended: true }));
+    // Stop only once the stream is open: a stop before it would end nothing and prove nothing.
+    await hello;
     await t.stop();
     expect((await reading).ended).toBe(true);
   });

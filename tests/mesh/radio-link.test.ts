@@ -1,3 +1,4 @@
+import type { Duplex } from 'node:stream';
 import { create, fromBinary } from '@bufbuild/protobuf';
 import { Mesh, Portnums } from '@meshtastic/protobufs';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -106,7 +107,11 @@ describe('RadioLink against the simulator', () => {
     await waitFor(() => r.link.status.state !== 'connected', 'disconnected');
     expect(r.link.status.lastError).toBeDefined();
     // A few refused attempts while nothing listens.
-    await new Promise((res) => setTimeout(res, 150));
+    const down = r.statuses.length;
+    await waitFor(
+      () => r.statuses.slice(down).filter((s) => s.state === 'connecting').length >= 2,
+      'two refused attempts',
+    );
     const second = simulator(port);
     await second.start();
     await waitFor(() => r.link.status.state === 'connected', 'connected again');
@@ -206,24 +211,7 @@ describe('RadioLink against misbehaving devices', () => {
   });
 
   it('sends heartbeats while connected and answers a device reboot with a new handshake', async () => {
-    const toRadios: Mesh.ToRadio[] = [];
-    const server = await startServer((socket) => {
-      const framer = new StreamFramer();
-      socket.on('data', (chunk: Buffer) => {
-        for (const event of framer.push(chunk)) {
-          if (event.kind !== 'frame') continue;
-          const toRadio = fromBinary(Mesh.ToRadioSchema, event.payload);
-          toRadios.push(toRadio);
-          if (toRadio.payloadVariant.case === 'wantConfigId') {
-            socket.write(
-              frameFromRadio({
-                payloadVariant: { case: 'configCompleteId', value: toRadio.payloadVariant.value },
-              }),
-            );
-          }
-        }
-      });
-    });
+    const { server, toRadios } = await deviceServer();
     cleanups.push(() => server.close());
     const r = link(server.port, { heartbeatMs: 20 });
     r.link.start();
@@ -241,43 +229,80 @@ describe('RadioLink against misbehaving devices', () => {
   });
 });
 
-describe('RadioLink.stop', () => {
-  const sockets = () =>
-    process.getActiveResourcesInfo().filter((h) => h === 'TCPSocketWrap' || h === 'TCPServerWrap').length;
+/** A device that completes every handshake and records each ToRadio it is sent. */
+async function deviceServer() {
+  const toRadios: Mesh.ToRadio[] = [];
+  const server = await startServer((socket) => {
+    const framer = new StreamFramer();
+    socket.on('data', (chunk: Buffer) => {
+      for (const event of framer.push(chunk)) {
+        if (event.kind !== 'frame') continue;
+        const toRadio = fromBinary(Mesh.ToRadioSchema, event.payload);
+        toRadios.push(toRadio);
+        if (toRadio.payloadVariant.case === 'wantConfigId') {
+          socket.write(
+            frameFromRadio({
+              payloadVariant: { case: 'configCompleteId', value: toRadio.payloadVariant.value },
+            }),
+          );
+        }
+      }
+    });
+  });
+  const heartbeats = () => toRadios.filter((t) => t.payloadVariant.case === 'heartbeat').length;
+  return { server, toRadios, heartbeats };
+}
 
+describe('RadioLink.stop', () => {
   it('leaves no sockets or timers behind', async () => {
-    const socketsBefore = sockets();
     const timers = trackTimers();
     try {
-      const sim = simulator();
-      const { port } = await sim.start();
-      const r = link(port, { heartbeatMs: 30 });
+      const device = await deviceServer();
+      // Its own sockets, not the process's: other tests' sockets may still be closing.
+      const tcp = tcpTransport('127.0.0.1', device.server.port, { connectTimeoutMs: 1_000 });
+      const opened: Duplex[] = [];
+      const transport: RadioTransport = {
+        kind: tcp.kind,
+        address: tcp.address,
+        connect: async (signal) => {
+          const stream = await tcp.connect(signal);
+          opened.push(stream);
+          return stream;
+        },
+      };
+      const r = link(device.server.port, { heartbeatMs: 30, transport });
       r.link.start();
-      await waitFor(() => r.link.status.state === 'connected', 'connected');
-      await new Promise((res) => setTimeout(res, 70)); // a heartbeat or two
+      await waitFor(() => device.heartbeats() >= 2, 'two heartbeats');
       await r.link.stop();
-      await sim.stop();
       expect(r.link.status.state).toBe('disconnected');
       expect(timers.pending()).toBe(0);
+      expect(opened).toHaveLength(1);
+      expect(opened.every((s) => s.destroyed && s.closed)).toBe(true);
+      await device.server.close();
     } finally {
       timers.restore();
     }
-    await waitFor(() => sockets() === socketsBefore, 'sockets closed', 2_000);
   });
 
   it('returns at once while waiting to reconnect, and stops reconnecting', { timeout: 3_000 }, async () => {
     const server = await startServer((socket) => socket.destroy());
     cleanups.push(() => server.close());
-    const r = link(server.port, { reconnect: { initialMs: 60_000 } });
-    r.link.start();
-    await waitFor(
-      () => server.sockets.length === 1 && r.link.status.state === 'disconnected',
-      'a failed attempt',
-    );
-    await r.link.stop();
-    await new Promise((res) => setTimeout(res, 50));
-    expect(server.sockets).toHaveLength(1);
-    expect(r.link.status.lastError).toBe('the device closed the connection');
+    const timers = trackTimers();
+    try {
+      const r = link(server.port, { reconnect: { initialMs: 60_000 } });
+      r.link.start();
+      await waitFor(
+        () => server.sockets.length === 1 && r.link.status.state === 'disconnected',
+        'a failed attempt',
+      );
+      await r.link.stop();
+      // No timer left means no reconnect is scheduled: none can come later.
+      expect(timers.pending()).toBe(0);
+      expect(server.sockets).toHaveLength(1);
+      expect(r.link.status.lastError).toBe('the device closed the connection');
+    } finally {
+      timers.restore();
+    }
   });
 
   it('abandons a pending connect through its abort signal', { timeout: 3_000 }, async () => {

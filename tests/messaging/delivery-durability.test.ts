@@ -7,7 +7,7 @@
 import { Mesh, Portnums } from '@meshtastic/protobufs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { messagingRoles } from '../../src/mesh/simulator/messaging-responder.js';
-import { startTestHub, type TestHub, waitFor } from '../helpers/hub.js';
+import { mqttOf, startTestHub, type TestHub, waitFor } from '../helpers/hub.js';
 import { connect, endClients, envelopeOf, meshTopic } from '../mqtt/helpers.js';
 import {
   type ControlledSim,
@@ -41,7 +41,9 @@ async function controlledSim(options: Parameters<typeof startControlledSim>[0] =
   return sim;
 }
 
-const linkState = (t: TestHub) => t.hub.radio.status.state;
+const linkState = (t: TestHub) => t.hub.bus.last('radio.status')!.state;
+const textOf = (p: Mesh.MeshPacket) =>
+  p.payloadVariant.case === 'decoded' ? new TextDecoder().decode(p.payloadVariant.value.payload) : '';
 
 /** Nodes the simulated mesh reaches (all but the one out of range). */
 function reachable(sim: ControlledSim): string[] {
@@ -56,12 +58,27 @@ describe('radio link cut and restored', () => {
     await knownNodes(t, 6);
     const token = await subscriber(t, 'alice');
     const target = reachable(sim)[0]!;
+    // What the gateway hears and says, in order: its link states and this message's changes.
+    const heard: string[] = [];
+    let messageId = '';
+    t.hub.bus.on('test', 'radio.status', (s) => heard.push(`radio ${s.state}`));
+    t.hub.bus.on('test', 'message.updated', (c) => {
+      if (c.message.id === messageId) heard.push(`message ${c.kind} ${c.message.status}`);
+    });
 
     await sim.cut();
     await waitFor(() => (linkState(t) !== 'connected' ? true : undefined), 5_000, 'link down');
     const res = await send(t, token, target, 'while the radio is away');
     expect(res.status).toBe(202);
-    await new Promise((r) => setTimeout(r, 1_000));
+    messageId = res.body.id;
+    // The radio tries again and finds nothing: the gateway has handled that status with the
+    // message due, so it had its chance to send and did not.
+    const since = heard.length;
+    await waitFor(
+      () => (heard.slice(since).includes('radio disconnected') ? true : undefined),
+      10_000,
+      'a failed reconnect',
+    );
     const waiting = await call(t.baseUrl, 'GET', `/api/v1/messages/${res.body.id}`, { token });
     expect(waiting.body).toMatchObject({ status: 'queued', attempts: 0 });
     expect(sim.recorder.texts).toHaveLength(0);
@@ -69,7 +86,12 @@ describe('radio link cut and restored', () => {
     await sim.restore();
     const delivered = await waitForStatus(t, token, res.body.id, 'delivered', 20_000);
     expect(delivered.attempts).toBe(1);
+    expect(delivered.history.map((h: Json) => h.status)).toEqual(['queued', 'sent', 'delivered']);
     expect(sim.recorder.texts).toHaveLength(1);
+    // Nothing happened to the message until the link was back.
+    const changes = heard.filter((h) => h.startsWith('message'));
+    expect(changes).toEqual(['message status sent', 'message status delivered']);
+    expect(heard.indexOf('message status sent')).toBeGreaterThan(heard.lastIndexOf('radio configuring'));
   });
 });
 
@@ -96,10 +118,7 @@ describe('hub restart', () => {
       const done = await waitForStatus(second, token, id, 'delivered', 20_000);
       expect(done.history[0].status).toBe('queued');
     }
-    const texts = sim.recorder.texts.map((p) =>
-      p.payloadVariant.case === 'decoded' ? new TextDecoder().decode(p.payloadVariant.value.payload) : '',
-    );
-    expect(texts).toEqual(['queued one', 'queued two']);
+    expect(sim.recorder.texts.map(textOf)).toEqual(['queued one', 'queued two']);
   });
 });
 
@@ -130,9 +149,14 @@ describe('rate limits', () => {
 
     const stored = t.hub.store.db.prepare('SELECT count(*) FROM messages').pluck().get();
     expect(stored).toBe(5);
-    await waitFor(() => (sim.recorder.texts.length >= 5 ? true : undefined), 10_000, 'five sends');
-    await new Promise((r) => setTimeout(r, 500));
-    expect(sim.recorder.texts).toHaveLength(5);
+    // Once all five are delivered nothing is left to send: what reached the radio by then is
+    // all that ever will.
+    const delivered = t.hub.store.db
+      .prepare("SELECT count(*) FROM messages WHERE status = 'delivered'")
+      .pluck();
+    await waitFor(() => (delivered.get() === 5 ? true : undefined), 15_000, 'five deliveries');
+    const accepted = burst.filter((r) => r.status === 202).map((r) => r.body.text as string);
+    expect(sim.recorder.texts.map(textOf).sort()).toEqual([...accepted, 'bob 1', 'elsewhere'].sort());
   });
 });
 
@@ -256,7 +280,7 @@ describe('texts and ACKs heard only through an MQTT gateway', () => {
     // The simulated mesh stays silent: whatever happens next came in over MQTT.
     const sent = await waitFor(() => sim.recorder.texts[0], 5_000, 'the text on the radio');
 
-    const gateway = await connect(`mqtt://127.0.0.1:${t.hub.mqtt.port}`);
+    const gateway = await connect(`mqtt://127.0.0.1:${mqttOf(t.hub).port}`);
     const uplink = (packet: Mesh.MeshPacket, gatewayId: string) =>
       gateway.publishAsync(meshTopic('LongFast', gatewayId), Buffer.from(envelopeOf(packet, { gatewayId })), {
         qos: 1,
@@ -282,7 +306,7 @@ describe('texts and ACKs heard only through an MQTT gateway', () => {
       'the reply',
     );
     expect(inbound).toEqual(['yes, it is open']);
-    await t.hub.mqtt.settle();
+    await mqttOf(t.hub).settle();
     const count = t.hub.store.db
       .prepare("SELECT count(*) FROM messages WHERE direction = 'inbound'")
       .pluck()

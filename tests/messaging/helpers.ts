@@ -93,7 +93,7 @@ export async function knownNodes(t: TestHub, count: number): Promise<string[]> {
   return waitFor(
     async () => {
       const r = await call(t.baseUrl, 'GET', '/api/v1/nodes');
-      const myNum = t.hub.radio.status.myNodeNum;
+      const myNum = t.hub.bus.last('radio.status')!.myNodeNum;
       const ids = (r.body.data as Array<{ node_id: string }>)
         .map((n) => n.node_id)
         .filter((id) => myNum === undefined || id !== `!${myNum.toString(16).padStart(8, '0')}`);

@@ -3,6 +3,7 @@
  * trip to `delivered`, a failure with its named reason, replies and unread counts, two
  * subscribers kept apart, nicknames, and every kind of bad input (nothing stored, nothing sent).
  */
+import { randomUUID } from 'node:crypto';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { messagingRoles, SIM_REPLIES } from '../../src/mesh/simulator/messaging-responder.js';
@@ -11,29 +12,46 @@ import { startTestHub, type TestHub, waitFor } from '../helpers/hub.js';
 import { call, FAST_MESSAGING, type Json, knownNodes, send, subscriber, waitForStatus } from './helpers.js';
 
 let t: TestHub;
-let alice: string;
-let bob: string;
-let nodes: string[];
 let hubNodeId: string;
 const network = createSimNetwork({ seed: 1, nodeCount: 6, center: { latitude: 47.3769, longitude: 8.5417 } });
 const roles = messagingRoles(network);
 const outOfRange = roles.outOfRange!.id;
 const replier = roles.repliers[0]!.id;
-const quiet = network.nodes.find((n) => n !== roles.outOfRange && !roles.repliers.includes(n))!.id;
-
-const messageCount = () => t.hub.store.db.prepare('SELECT count(*) FROM messages').pluck().get() as number;
+/** Nodes that acknowledge and never reply: nothing arrives in their conversations by itself. */
+const quietNodes = network.nodes
+  .filter((n) => n !== roles.outOfRange && !roles.repliers.includes(n))
+  .map((n) => n.id);
+const quiet = quietNodes[0]!;
 
 beforeAll(async () => {
   t = await startTestHub(FAST_MESSAGING);
-  nodes = await knownNodes(t, 6);
-  hubNodeId = `!${t.hub.radio.status.myNodeNum!.toString(16).padStart(8, '0')}`;
-  alice = await subscriber(t, 'alice');
-  bob = await subscriber(t, 'bob');
+  await knownNodes(t, 6);
+  hubNodeId = `!${t.hub.bus.last('radio.status')!.myNodeNum!.toString(16).padStart(8, '0')}`;
 });
 afterAll(() => t?.stop());
 
+/**
+ * One hub for the file, but every test makes its own users: no test sees messages,
+ * conversations or idempotency keys another one left behind, in whatever order they run.
+ */
+async function user(
+  role = 'user',
+  options: Parameters<typeof subscriber>[2] = {},
+): Promise<{ name: string; token: string }> {
+  const name = `${role}-${randomUUID().slice(0, 8)}`;
+  return { name, token: await subscriber(t, name, options) };
+}
+
+/** Messages `name` has sent (replies from the mesh to them arrive on their own time). */
+const sentBy = (name: string) =>
+  t.hub.store.db
+    .prepare("SELECT count(*) FROM messages WHERE owner_name = ? AND direction = 'outbound'")
+    .pluck()
+    .get(name) as number;
+
 describe('POST /api/v1/messages → delivery', () => {
   it('answers 202 with the queued record and Location, then goes queued → sent → delivered', async () => {
+    const { token: alice } = await user('alice');
     const res = await send(t, alice, quiet, 'Are you at the hut?');
     expect(res.status).toBe(202);
     expect(Object.keys(res.body).sort()).toEqual(
@@ -58,6 +76,7 @@ describe('POST /api/v1/messages → delivery', () => {
   });
 
   it('fails a message to a node out of range with the named reason after 3 retries', async () => {
+    const { token: alice } = await user('alice');
     const res = await send(t, alice, outOfRange, 'Anyone there?');
     expect(res.status).toBe(202);
     const failed = await waitForStatus(t, alice, res.body.id, 'failed', 20_000);
@@ -70,6 +89,7 @@ describe('POST /api/v1/messages → delivery', () => {
   });
 
   it('counts replies as unread until the conversation is read', async () => {
+    const { token: alice } = await user('alice');
     for (const text of ['Water level?', 'And the gate?'])
       expect((await send(t, alice, replier, text)).status).toBe(202);
     const summary = await waitFor(
@@ -103,9 +123,17 @@ describe('POST /api/v1/messages → delivery', () => {
   });
 
   it('lists conversations newest first', async () => {
+    const { token: alice } = await user('alice');
+    const [first, second, third] = quietNodes;
+    for (const node of [first!, second!, third!]) {
+      const res = await send(t, alice, node, 'hello');
+      expect(res.status).toBe(202);
+      // Distinct times, so the order says something.
+      await waitFor(() => Date.now() > Date.parse(res.body.created_at) || undefined, 1_000, 'the clock');
+    }
     const r = await call(t.baseUrl, 'GET', '/api/v1/messages/conversations', { token: alice });
+    expect(r.body.data.map((c: Json) => c.node_id)).toEqual([third, second, first]);
     const times = r.body.data.map((c: Json) => Date.parse(c.latest_at));
-    expect(times.length).toBeGreaterThanOrEqual(3);
     expect(times).toEqual([...times].sort((a, b) => b - a));
     for (const c of r.body.data)
       expect(Object.keys(c).sort()).toEqual([
@@ -120,11 +148,13 @@ describe('POST /api/v1/messages → delivery', () => {
 
 describe('two subscribers', () => {
   it('never see each other’s messages or conversations', async () => {
-    const mine = await send(t, alice, nodes[0]!, 'for alice only');
+    const { token: alice } = await user('alice');
+    const { token: bob } = await user('bob');
+    const mine = await send(t, alice, quietNodes[0]!, 'for alice only');
     expect(mine.status).toBe(202);
     const bobsList = await call(t.baseUrl, 'GET', '/api/v1/messages/conversations', { token: bob });
     expect(bobsList.body.data).toEqual([]);
-    const bobsView = await call(t.baseUrl, 'GET', `/api/v1/messages/conversations/${nodes[0]}`, {
+    const bobsView = await call(t.baseUrl, 'GET', `/api/v1/messages/conversations/${quietNodes[0]}`, {
       token: bob,
     });
     expect(bobsView.body.data).toEqual([]);
@@ -132,8 +162,8 @@ describe('two subscribers', () => {
     expect(peek.status).toBe(404);
     expect(peek.headers.get('content-type')).toMatch(/^application\/problem\+json/);
 
-    expect((await send(t, bob, nodes[0]!, 'for bob only')).status).toBe(202);
-    const alicesView = await call(t.baseUrl, 'GET', `/api/v1/messages/conversations/${nodes[0]}`, {
+    expect((await send(t, bob, quietNodes[0]!, 'for bob only')).status).toBe(202);
+    const alicesView = await call(t.baseUrl, 'GET', `/api/v1/messages/conversations/${quietNodes[0]}`, {
       token: alice,
     });
     expect(alicesView.body.data.map((m: Json) => m.text)).not.toContain('for bob only');
@@ -142,36 +172,38 @@ describe('two subscribers', () => {
 
 describe('subscriptions and roles', () => {
   it('403 without a subscription covering the node; 202 for a covered one', async () => {
-    const carol = await subscriber(t, 'carol', { nodes: 'none' });
-    const before = messageCount();
-    const res = await send(t, carol, nodes[1]!, 'hello');
+    const { name: carolName, token: carol } = await user('carol', { nodes: 'none' });
+    const res = await send(t, carol, quietNodes[1]!, 'hello');
     expect(res.status).toBe(403);
     expect(res.body).toMatchObject({
       status: 403,
-      detail: `your subscription does not allow messaging ${nodes[1]}`,
+      detail: `your subscription does not allow messaging ${quietNodes[1]}`,
     });
-    const dave = await subscriber(t, 'dave', { nodes: [nodes[1]!] });
-    expect((await send(t, dave, nodes[1]!, 'hello')).status).toBe(202);
-    expect((await send(t, dave, nodes[2]!, 'hello')).status).toBe(403);
-    expect(messageCount()).toBe(before + 1);
+    const { name: daveName, token: dave } = await user('dave', { nodes: [quietNodes[1]!] });
+    expect((await send(t, dave, quietNodes[1]!, 'hello')).status).toBe(202);
+    expect((await send(t, dave, quietNodes[2]!, 'hello')).status).toBe(403);
+    expect(sentBy(carolName)).toBe(0);
+    expect(sentBy(daveName)).toBe(1);
   });
 
   it('403 once a subscription has expired', async () => {
-    const erin = await subscriber(t, 'erin', { expiresAt: Date.now() + 1_000 });
-    expect((await send(t, erin, nodes[1]!, 'quick')).status).toBe(202);
-    await new Promise((r) => setTimeout(r, 1_100));
-    expect((await send(t, erin, nodes[1]!, 'too late')).status).toBe(403);
+    const expiresAt = Date.now() + 1_000;
+    const { token: erin } = await user('erin', { expiresAt });
+    expect((await send(t, erin, quietNodes[1]!, 'quick')).status).toBe(202);
+    await waitFor(() => Date.now() > expiresAt || undefined, 2_000, 'the expiry');
+    expect((await send(t, erin, quietNodes[1]!, 'too late')).status).toBe(403);
   });
 
   it('403 for a token without the subscriber or admin role', async () => {
-    const device = await subscriber(t, 'sensor-7', { roles: ['device'] });
+    const { token: device } = await user('sensor', { roles: ['device'] });
     const res = await call(t.baseUrl, 'GET', '/api/v1/messages/conversations', { token: device });
     expect(res.status).toBe(403);
     expect(res.headers.get('www-authenticate')).toMatch(/error="insufficient_scope"/);
   });
 
   it('admins see inbound texts nobody could be matched with; subscribers may not', async () => {
-    const admin = await subscriber(t, 'root', { roles: ['admin'], nodes: 'none' });
+    const { token: admin } = await user('root', { roles: ['admin'], nodes: 'none' });
+    const { token: alice } = await user('alice');
     expect((await call(t.baseUrl, 'GET', '/api/v1/messages/unmatched', { token: admin })).status).toBe(200);
     expect((await call(t.baseUrl, 'GET', '/api/v1/messages/unmatched', { token: alice })).status).toBe(403);
   });
@@ -179,14 +211,15 @@ describe('subscriptions and roles', () => {
 
 describe('unknown things', () => {
   it('404 for a node the hub has never heard of, storing nothing', async () => {
-    const before = messageCount();
+    const { name, token: alice } = await user('alice');
     const res = await send(t, alice, '!00000001', 'hello');
     expect(res.status).toBe(404);
     expect(res.body.detail).toBe('no node !00000001 is known to this hub');
-    expect(messageCount()).toBe(before);
+    expect(sentBy(name)).toBe(0);
   });
 
   it('404 for an unknown message id, 400 for a malformed one', async () => {
+    const { token: alice } = await user('alice');
     const unknown = await call(t.baseUrl, 'GET', '/api/v1/messages/3f1c6a2e-0000-4000-8000-000000000000', {
       token: alice,
     });
@@ -197,6 +230,7 @@ describe('unknown things', () => {
   });
 
   it('400 for a malformed node id in a conversation path', async () => {
+    const { token: alice } = await user('alice');
     const res = await call(t.baseUrl, 'GET', '/api/v1/messages/conversations/a1b2c3d4', { token: alice });
     expect(res.status).toBe(400);
     expect(res.body.errors[0].field).toBe('node_id');
@@ -242,17 +276,18 @@ describe('bad bodies: a 400 naming the field, nothing stored, nothing sent', () 
   ];
 
   it.each(cases)('%s', async (_name, body, field, message) => {
-    const before = messageCount();
+    const { name, token: alice } = await user('alice');
     const res = await call(t.baseUrl, 'POST', '/api/v1/messages', { token: alice, body });
     expect(res.status).toBe(400);
     expect(res.headers.get('content-type')).toMatch(/^application\/problem\+json/);
     const error = res.body.errors.find((e: Json) => e.field === field);
     expect(error?.message).toMatch(message);
-    expect(messageCount()).toBe(before);
+    expect(sentBy(name)).toBe(0);
   });
 
   it('names both limits when text is too long in characters and in bytes', async () => {
-    const res = await send(t, alice, nodes[0]!, 'é'.repeat(201));
+    const { token: alice } = await user('alice');
+    const res = await send(t, alice, quietNodes[0]!, 'é'.repeat(201));
     expect(res.status).toBe(400);
     expect(res.body.errors.map((e: Json) => e.message)).toEqual([
       'must be at most 200 characters (got 201)',
@@ -261,11 +296,13 @@ describe('bad bodies: a 400 naming the field, nothing stored, nothing sent', () 
   });
 
   it('accepts exactly 200 characters and exactly 233 bytes', async () => {
-    expect((await send(t, alice, nodes[0]!, 'y'.repeat(200))).status).toBe(202);
-    expect((await send(t, alice, nodes[0]!, `${'é'.repeat(116)}z`)).status).toBe(202);
+    const { token: alice } = await user('alice');
+    expect((await send(t, alice, quietNodes[0]!, 'y'.repeat(200))).status).toBe(202);
+    expect((await send(t, alice, quietNodes[0]!, `${'é'.repeat(116)}z`)).status).toBe(202);
   });
 
   it("400 for the hub's own node, 415 for a non-JSON body, 400 for malformed JSON, 413 for a huge body", async () => {
+    const { token: alice } = await user('alice');
     const own = await send(t, alice, hubNodeId, 'talking to myself');
     expect(own.status).toBe(400);
     expect(own.body.errors).toEqual([{ field: 'target_node_id', message: "is the hub's own radio" }]);
@@ -280,14 +317,15 @@ describe('bad bodies: a 400 naming the field, nothing stored, nothing sent', () 
     expect(broken.body.detail).toBe('the request body is not valid JSON');
     const huge = await call(t.baseUrl, 'POST', '/api/v1/messages', {
       token: alice,
-      raw: JSON.stringify({ target_node_id: nodes[0], text: 'x'.repeat(10_000) }),
+      raw: JSON.stringify({ target_node_id: quietNodes[0], text: 'x'.repeat(10_000) }),
     });
     expect(huge.status).toBe(413);
   });
 
   it('property: any body is a 202 within the limits or a 4xx that stores nothing, never a 5xx', async () => {
+    const { name, token: alice } = await user('alice');
     const nodeId = fc.oneof(
-      fc.constantFrom(...nodes),
+      fc.constantFrom(...quietNodes),
       fc.string({ maxLength: 12 }),
       fc.integer(),
       fc.constant(null),
@@ -304,7 +342,7 @@ describe('bad bodies: a 400 naming the field, nothing stored, nothing sent', () 
     );
     await fc.assert(
       fc.asyncProperty(body, async (input) => {
-        const before = messageCount();
+        const before = sentBy(name);
         const res = await call(t.baseUrl, 'POST', '/api/v1/messages', {
           token: alice,
           raw: JSON.stringify(input) ?? '',
@@ -314,10 +352,10 @@ describe('bad bodies: a 400 naming the field, nothing stored, nothing sent', () 
           const sent = input as { text: string };
           expect([...sent.text].length).toBeLessThanOrEqual(200);
           expect(Buffer.byteLength(sent.text)).toBeLessThanOrEqual(233);
-          expect(messageCount()).toBe(before + 1);
+          expect(sentBy(name)).toBe(before + 1);
         } else {
           expect([400, 403, 404, 413, 415]).toContain(res.status);
-          expect(messageCount()).toBe(before);
+          expect(sentBy(name)).toBe(before);
         }
       }),
       { numRuns: 80 },
@@ -327,26 +365,28 @@ describe('bad bodies: a 400 naming the field, nothing stored, nothing sent', () 
 
 describe('Idempotency-Key', () => {
   it('replays the first 202 for a retried POST instead of sending twice', async () => {
+    const { name, token: alice } = await user('alice');
     const headers = { 'idempotency-key': 'retry-me-1' };
-    const before = messageCount();
-    const first = await send(t, alice, nodes[3]!, 'only once', headers);
-    const second = await send(t, alice, nodes[3]!, 'only once', headers);
+    const first = await send(t, alice, quietNodes[3]!, 'only once', headers);
+    const second = await send(t, alice, quietNodes[3]!, 'only once', headers);
     expect(first.status).toBe(202);
     expect(second.status).toBe(202);
     expect(second.body).toEqual(first.body);
     expect(second.headers.get('location')).toBe(first.headers.get('location'));
     expect(second.headers.get('idempotent-replayed')).toBe('true');
-    expect(messageCount()).toBe(before + 1);
+    expect(sentBy(name)).toBe(1);
   });
 
   it('422 for the same key with another body; keys are per subscriber; 400 for a malformed key', async () => {
+    const { token: alice } = await user('alice');
+    const { token: bob } = await user('bob');
     const headers = { 'idempotency-key': 'retry-me-2' };
-    expect((await send(t, alice, nodes[3]!, 'first', headers)).status).toBe(202);
-    const clash = await send(t, alice, nodes[3]!, 'second', headers);
+    expect((await send(t, alice, quietNodes[3]!, 'first', headers)).status).toBe(202);
+    const clash = await send(t, alice, quietNodes[3]!, 'second', headers);
     expect(clash.status).toBe(422);
     expect(clash.body.errors[0].field).toBe('Idempotency-Key');
-    expect((await send(t, bob, nodes[3]!, 'second', headers)).status).toBe(202);
-    const bad = await send(t, alice, nodes[3]!, 'x', { 'idempotency-key': 'has space' });
+    expect((await send(t, bob, quietNodes[3]!, 'second', headers)).status).toBe(202);
+    const bad = await send(t, alice, quietNodes[3]!, 'x', { 'idempotency-key': 'has space' });
     expect(bad.status).toBe(400);
     expect(bad.body.errors[0].field).toBe('Idempotency-Key');
   });
@@ -354,7 +394,10 @@ describe('Idempotency-Key', () => {
 
 describe('nicknames', () => {
   it('the subscriber’s nickname replaces the node name in their list only; null clears it', async () => {
-    const node = nodes[0]!;
+    const { token: alice } = await user('alice');
+    const { token: bob } = await user('bob');
+    const node = quiet;
+    for (const token of [alice, bob]) expect((await send(t, token, node, 'hello')).status).toBe(202);
     const set = await call(t.baseUrl, 'PATCH', `/api/v1/messages/conversations/${node}`, {
       token: alice,
       body: { nickname: 'Ana at the mill' },
@@ -383,7 +426,7 @@ describe('nicknames', () => {
 
 describe('paging', () => {
   it('pages a conversation oldest first with a Link to the next page', async () => {
-    const frank = await subscriber(t, 'frank');
+    const { token: frank } = await user('frank');
     const node = quiet;
     for (const text of ['one', 'two', 'three']) expect((await send(t, frank, node, text)).status).toBe(202);
     const first = await call(t.baseUrl, 'GET', `/api/v1/messages/conversations/${node}?limit=2`, {
@@ -400,7 +443,7 @@ describe('paging', () => {
     });
     expect(badCursor.status).toBe(400);
     expect(badCursor.body.errors[0].field).toBe('cursor');
-    const badLimit = await call(t.baseUrl, 'GET', '/api/v1/messages/conversations?limit=0', { token: alice });
+    const badLimit = await call(t.baseUrl, 'GET', '/api/v1/messages/conversations?limit=0', { token: frank });
     expect(badLimit.status).toBe(400);
   });
 });

@@ -13,7 +13,6 @@ import {
   type LocalIssuer,
   localIssuer,
   type MqttTestHub,
-  passwordStore,
   refusedCode,
   startMqttHub,
 } from './helpers.js';
@@ -30,13 +29,13 @@ const logs: string[] = [];
 
 beforeAll(async () => {
   issuer = await localIssuer();
-  const checkPassword = await passwordStore([
+  const users = [
     { username: 'sensor', password: PASSWORDS.sensor, roles: ['device'] },
     { username: 'ha', password: PASSWORDS.ha, roles: ['integration'] },
     { username: 'root', password: PASSWORDS.root, roles: ['admin'] },
     { username: 'viewer', password: PASSWORDS.viewer, roles: ['subscriber'] },
-  ]);
-  t = await startMqttHub({}, { checkPassword, tokenVerifier: issuer.verifier }, logs);
+  ];
+  t = await startMqttHub({}, { users, tokenVerifier: issuer.verifier }, logs);
 });
 afterEach(endClients);
 afterAll(() => t.stop());

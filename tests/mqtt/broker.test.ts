@@ -6,12 +6,13 @@
 import { connect as netConnect, type Socket } from 'node:net';
 import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { HubEvents } from '../../src/events.js';
+import type { HubBus } from '../../src/events.js';
 import type { ReadingSink } from '../../src/ingest/reading-sink.js';
 import { Bus } from '../../src/kernel/bus.js';
 import { ChannelKeyring } from '../../src/mesh/mqtt/channel-keys.js';
 import { MeshUplinkDecoder } from '../../src/mesh/mqtt/uplink.js';
 import { PacketDedupe } from '../../src/mesh/packet-dedupe.js';
+import { MeshFanOut } from '../../src/mesh/packet-fanout.js';
 import { MqttAuthenticator } from '../../src/mqtt/authenticator.js';
 import { MqttBroker } from '../../src/mqtt/broker.js';
 import { MqttIngest } from '../../src/mqtt/ingest-router.js';
@@ -68,12 +69,11 @@ async function startBroker<S extends ReadingSink = ReturnType<typeof heldSink>>(
 ) {
   const sink = (options.sink ?? heldSink()) as S;
   const log = pino({ level: 'silent' });
-  const bus = new Bus<HubEvents>();
+  const bus: HubBus = new Bus();
   const ingest = new MqttIngest({
-    bus: bus as never,
     sink,
     decoder: new MeshUplinkDecoder({ keys: ChannelKeyring.fromConfig() }),
-    dedupe: new PacketDedupe(),
+    fanOut: new MeshFanOut({ bus, dedupe: new PacketDedupe() }),
     log,
   });
   const broker = new MqttBroker({

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { create, toBinary } from '@bufbuild/protobuf';
 import { Mesh, Portnums } from '@meshtastic/protobufs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { waitFor } from '../helpers/hub.js';
+import { mqttOf, waitFor } from '../helpers/hub.js';
 import {
   connect,
   endClients,
@@ -210,7 +210,7 @@ describe('switches and restarts', () => {
       const w = await watchAll(quiet.mqttUrl);
       await ingest(quiet.mqttUrl, { node_id: 'quiet', temperature_c: 1 });
       await waitFor(() => w.latest.has('meshhub/nodes/quiet/availability'));
-      await quiet.hub.mqtt.settle();
+      await mqttOf(quiet.hub).settle();
       expect(w.latest.has('meshhub/readings/quiet')).toBe(true);
       expect([...w.latest.keys()].filter((topic) => topic.startsWith('homeassistant/'))).toEqual([]);
     } finally {

@@ -4,7 +4,7 @@
  * store, MQTT clients from the `mqtt` package, and Meshtastic ServiceEnvelopes built with
  * `@meshtastic/protobufs` and encrypted with the documented AES-CTR nonce.
  */
-import { randomBytes, scrypt, timingSafeEqual } from 'node:crypto';
+import { scrypt } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -16,30 +16,14 @@ import { connectAsync, type IClientOptions, type MqttClient } from 'mqtt';
 import { pino } from 'pino';
 import { createHub, type Hub } from '../../hub/main.js';
 import { createTokenVerifier, type TokenVerifier } from '../../src/auth/jwt-verifier.js';
+import { UserRepository } from '../../src/auth/users.js';
 import { loadConfig } from '../../src/config/load.js';
 import { channelCipher, channelHash, expandChannelKey } from '../../src/mesh/mqtt/channel-crypto.js';
-import type { CheckPassword } from '../../src/mqtt/authenticator.js';
+import { mqttOf } from '../helpers/hub.js';
 
-const scryptAsync = promisify(scrypt) as (password: string, salt: Buffer, keylen: number) => Promise<Buffer>;
+const _scryptAsync = promisify(scrypt) as (password: string, salt: Buffer, keylen: number) => Promise<Buffer>;
 
 /** An scrypt-hashed in-memory user store, compared in constant time. */
-export async function passwordStore(
-  users: Array<{ username: string; password: string; roles: string[] }>,
-): Promise<CheckPassword> {
-  const stored = new Map<string, { salt: Buffer; hash: Buffer; roles: string[] }>();
-  for (const u of users) {
-    const salt = randomBytes(16);
-    stored.set(u.username, { salt, hash: await scryptAsync(u.password, salt, 32), roles: u.roles });
-  }
-  const dummySalt = randomBytes(16);
-  return async (username, password) => {
-    const user = stored.get(username);
-    const hash = await scryptAsync(password, user?.salt ?? dummySalt, 32);
-    if (!user || !timingSafeEqual(hash, user.hash)) return undefined;
-    return { username, roles: user.roles };
-  };
-}
-
 export interface LocalIssuer {
   verifier: TokenVerifier;
   token(
@@ -80,7 +64,12 @@ export interface MqttTestHub {
 /** A whole hub (RADIO=none unless env says otherwise) with its broker and HTTP on free loopback ports. */
 export async function startMqttHub(
   env: Record<string, string> = {},
-  ingestAuth: { checkPassword?: CheckPassword; tokenVerifier?: TokenVerifier } = {},
+  auth: {
+    /** Users created in the hub's own user store before it starts (MQTT logins check them). */
+    users?: Array<{ username: string; password: string; roles: string[] }>;
+    /** Replaces the hub identity's token verifier. */
+    tokenVerifier?: TokenVerifier;
+  } = {},
   /** Collects every log line (JSON, debug level and up) when given. */
   logLines?: string[],
 ): Promise<MqttTestHub> {
@@ -98,14 +87,20 @@ export async function startMqttHub(
   const log = logLines
     ? pino({ level: 'debug' }, { write: (line: string) => void logLines.push(line) })
     : pino({ level: 'silent' });
-  const hub = await createHub(config, { log, defaultMetrics: false, ingestAuth });
+  const hub = await createHub(config, {
+    log,
+    defaultMetrics: false,
+    ...(auth.tokenVerifier ? { tokenVerifier: auth.tokenVerifier } : {}),
+  });
+  const users = new UserRepository(hub.store.db);
+  for (const user of auth.users ?? []) await users.add(user);
   await hub.start();
   let stopped = false;
   return {
     hub,
     dataDir,
     baseUrl: `http://127.0.0.1:${hub.http.port}`,
-    mqttUrl: `mqtt://127.0.0.1:${hub.mqtt.port}`,
+    mqttUrl: `mqtt://127.0.0.1:${mqttOf(hub).port}`,
     async stop() {
       if (stopped) return;
       stopped = true;

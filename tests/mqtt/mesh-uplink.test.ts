@@ -287,11 +287,17 @@ describe('legacy JSON uplink (/2/json/)', () => {
 
 describe('the hub radio and MQTT share one dedupe', () => {
   it('does not store a packet again that the radio path already took', async () => {
-    // The radio path records (from, id) in the same PacketDedupe the broker consults.
-    const dedupe = (
-      t.hub.radio as unknown as { deps: { dedupe: { firstSighting(f: number, i: number): boolean } } }
-    ).deps.dedupe;
-    expect(dedupe.firstSighting(0x9999aaaa, 0xa00a)).toBe(true);
+    // The radio actor hands what it hears to the same fan-out the broker uses (the module context's `mesh`).
+    const heard = {
+      from: 0x9999aaaa,
+      to: 0xffffffff,
+      id: 0xa00a,
+      portnum: 67,
+      receivedAt: Date.now(),
+      readings: [],
+      nodes: [],
+    };
+    expect(t.hub.mesh.deliver(heard, 'radio')).toBe(true);
     const client = await connect(t.mqttUrl);
     await client.publishAsync(
       meshTopic(),

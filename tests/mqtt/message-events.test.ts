@@ -6,7 +6,7 @@
  */
 import type { MqttClient } from 'mqtt';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestHub, type TestHub, waitFor } from '../helpers/hub.js';
+import { mqttOf, startTestHub, type TestHub, waitFor } from '../helpers/hub.js';
 import { FAST_MESSAGING, knownNodes, PASSWORD, send, subscriber } from '../messaging/helpers.js';
 import { connect, endClients } from './helpers.js';
 
@@ -15,7 +15,10 @@ const seen = { admin: [] as string[], integration: [] as string[] };
 
 async function watcher(name: 'admin' | 'integration'): Promise<MqttClient> {
   await subscriber(t, name, { roles: [name], nodes: 'none' });
-  const client = await connect(`mqtt://127.0.0.1:${t.hub.mqtt.port}`, { username: name, password: PASSWORD });
+  const client = await connect(`mqtt://127.0.0.1:${mqttOf(t.hub).port}`, {
+    username: name,
+    password: PASSWORD,
+  });
   client.on('message', (topic) => seen[name].push(topic));
   await client.subscribeAsync('meshhub/#');
   return client;

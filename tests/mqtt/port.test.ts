@@ -1,7 +1,7 @@
 /** A taken MQTT_PORT: the hub still runs, on a free port, and says so in /health. */
 import { createServer, type Server } from 'node:net';
 import { afterAll, expect, it } from 'vitest';
-import { getJson } from '../helpers/hub.js';
+import { getJson, mqttOf } from '../helpers/hub.js';
 import { connect, endClients, type MqttTestHub, startMqttHub } from './helpers.js';
 
 let blocker: Server;
@@ -17,11 +17,11 @@ it('falls back to a free port when MQTT_PORT is taken, and reports both ports', 
   await new Promise<void>((r) => blocker.listen(0, '127.0.0.1', r));
   const taken = (blocker.address() as { port: number }).port;
   t = await startMqttHub({ MQTT_PORT: String(taken), MQTT_ALLOW_ANONYMOUS: 'true' });
-  expect(t.hub.mqtt.port).not.toBe(taken);
+  expect(mqttOf(t.hub).port).not.toBe(taken);
   const health = await getJson(`${t.baseUrl}/health`);
   expect(health.body.actors.find((a: { name: string }) => a.name === 'mqtt')).toMatchObject({
     state: 'running',
-    port: t.hub.mqtt.port,
+    port: mqttOf(t.hub).port,
     requested_port: taken,
     websocket: false,
     anonymous: true,

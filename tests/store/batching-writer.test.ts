@@ -1,5 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import type { ReadingBatch, ReadingSource } from '../../src/events.js';
+import type { ReadingSource } from '../../src/events.js';
+import type { ReadingBatch } from '../../src/store/batching-writer.js';
 import { BatchingWriter, type StoredReadings, WriterClosedError } from '../../src/store/batching-writer.js';
 import { closeDatabase, type Database } from '../../src/store/database.js';
 import { ReadingWriter } from '../../src/store/reading-writer.js';

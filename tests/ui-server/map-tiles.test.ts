@@ -11,17 +11,11 @@ import type { Hono } from 'hono';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../../src/config/load.js';
-import type { HubEvents, HubRequests } from '../../src/events.js';
 import { createHttpApp } from '../../src/http/app.js';
-import { Bus } from '../../src/kernel/bus.js';
 import { HubMetrics } from '../../src/metrics.js';
+import { mapRoutes } from '../../src/ui-server/map-routes.js';
 import { DEFAULT_MAP_TILES, parseMapTiles, tileOrigins } from '../../src/ui-server/map-tiles-setting.js';
-import {
-  type MapTiles,
-  openConfiguredMapTiles,
-  openMapTiles,
-  webUiRouteProvider,
-} from '../../src/ui-server/mount.js';
+import { type MapTiles, openConfiguredMapTiles, openMapTiles } from '../../src/ui-server/mount.js';
 import { type FixtureTile, tilePng, writeMbtiles, writePmtiles } from './fixtures.js';
 
 type Problem = { errors: Array<{ field: string }> };
@@ -38,8 +32,8 @@ const TILES: FixtureTile[] = [
 
 function appFor(tiles: MapTiles): Hono {
   const log = pino({ level: 'silent' });
-  const provide = webUiRouteProvider({ tiles, log, webRoot: join(dir, 'no-web-build') });
-  const routes = [provide({ bus: new Bus<HubEvents, HubRequests>(), owner: 'http' })].flat();
+  // What the web UI module mounts for MAP_TILES (src/ui-server/module.ts).
+  const routes = [{ path: '/api/v1/map', app: mapRoutes(tiles.setting, tiles.archive) }];
   return createHttpApp({
     log,
     metrics: new HubMetrics({ defaultMetrics: false }),

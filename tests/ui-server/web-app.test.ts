@@ -10,13 +10,11 @@ import { brotliCompressSync, brotliDecompressSync, gunzipSync, gzipSync } from '
 import type { Hono } from 'hono';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { HubEvents, HubRequests } from '../../src/events.js';
-import { createHttpApp } from '../../src/http/app.js';
-import type { RouteProvider } from '../../src/http/routes.js';
-import { Bus } from '../../src/kernel/bus.js';
-import { HubMetrics } from '../../src/metrics.js';
+import { standaloneApp, standaloneModuleHost } from '../../hub/module-host.js';
 import { nodesRoutes } from '../../src/nodes/routes.js';
-import { openMapTiles, webUiRouteProvider } from '../../src/ui-server/mount.js';
+import { openDatabase } from '../../src/store/database.js';
+import { webUiModule } from '../../src/ui-server/module.js';
+import { webUiSettings } from '../../src/ui-server/settings.js';
 import { chooseEncoding } from '../../src/ui-server/static-assets.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'meshhub-web-'));
@@ -29,23 +27,14 @@ async function appWith(
   webRoot: string,
   tiles = 'https://tile.openstreetmap.org/{z}/{x}/{y}.png',
 ): Promise<Hono> {
-  const log = pino({ level: 'silent' });
-  const bus = new Bus<HubEvents, HubRequests>();
-  const api: RouteProvider = () => ({ path: '/api/v1/nodes', app: nodesRoutes({ list: () => [] } as never) });
-  const ui = webUiRouteProvider({ tiles: await openMapTiles(tiles), log, webRoot });
-  return createHttpApp({
-    log,
-    metrics: new HubMetrics({ defaultMetrics: false }),
-    version: '1.2.3',
-    health: () => ({
-      status: 'ok',
-      version: '1.2.3',
-      uptime_s: 1,
-      radio: { state: 'connected', transport: 'none', simulated: false },
-      actors: [],
-    }),
-    routes: [api, ui].flatMap((provide) => provide({ bus, owner: 'http' })),
+  const { host, mounts, metrics } = await standaloneModuleHost({
+    db: openDatabase(':memory:'),
+    dataDir: mkdtempSync(join(dir, 'identity-')),
+    log: pino({ level: 'silent' }),
   });
+  mounts.mount('test', '/api/v1/nodes', nodesRoutes({ list: () => [] } as never));
+  await host.create(webUiModule, webUiSettings.parse({ MAP_TILES: tiles, WEB_ROOT: webRoot }));
+  return standaloneApp(mounts, metrics, '1.2.3');
 }
 
 let app: Hono;

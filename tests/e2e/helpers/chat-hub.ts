@@ -95,7 +95,11 @@ export async function startChatHub(env: Record<string, string> = {}): Promise<Ch
   await waitFor(async () => {
     const res = await fetch(`${hub.baseUrl}/api/v1/nodes`);
     const { data } = (await res.json()) as { data: Array<{ node_id: string; long_name?: string }> };
-    return data.length >= 7 && data.every((n) => n.long_name) && hub.hub.radio.status.myNodeNum !== undefined;
+    return (
+      data.length >= 7 &&
+      data.every((n) => n.long_name) &&
+      hub.hub.bus.last('radio.status')!.myNodeNum !== undefined
+    );
   });
   const replier = roles.repliers[0]!;
   const outOfRange = roles.outOfRange!;

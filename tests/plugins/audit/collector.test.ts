@@ -284,7 +284,7 @@ describe('collector against the Microsoft fake', () => {
 
   it('fetches on start and on AUDIT_FETCH_CRON by itself', async () => {
     fake.directoryAudits.push(directoryAudit(1, Date.now() - HOUR));
-    // Every second (node-cron's six-field form), and once at start.
+    // Every second (the six-field form, seconds first), and once at start.
     hub = await auditApp({
       ...fake.env(),
       AUDIT_SOURCES: 'directory',

@@ -102,14 +102,24 @@ describe('loadAuditConfig', () => {
     expect(c.credentials?.clientSecret.reveal()).toBe('sup3r-s3cret');
   });
 
-  it('is "misconfigured", not an error, when AUTH_ENABLED lacks settings; roles claim from AUDIT_ROLES_CLAIM or AUTH_ROLES_CLAIM', () => {
-    expect(loadAuditConfig({ AUTH_ENABLED: 'true', AUTH_ROLES_CLAIM: 'groups' }).auth).toMatchObject({
+  it('is "misconfigured", not an error, when AUTH_ENABLED and the hub has no identity provider; roles claim from AUDIT_ROLES_CLAIM or the hub\'s AUTH_ROLES_CLAIM', () => {
+    expect(loadAuditConfig({ AUTH_ENABLED: 'true' }).auth).toMatchObject({
       state: 'misconfigured',
       missing: ['AUTH_JWKS_URL', 'AUTH_ISSUER', 'AUTH_AUDIENCE'],
+      rolesClaim: 'roles',
+    });
+    // The provider is the hub's (AUTH_JWKS_URL, AUTH_ISSUER, AUTH_AUDIENCE, AUTH_ROLES_CLAIM).
+    const provider = {
+      jwksUrl: 'https://idp.example.com/jwks',
+      issuer: 'https://idp',
+      audience: 'api',
+      rolesClaim: 'groups',
+    };
+    expect(loadAuditConfig({ AUTH_ENABLED: 'true' }, provider).auth).toMatchObject({
+      state: 'on',
+      missing: [],
       rolesClaim: 'groups',
     });
-    expect(loadAuditConfig({ AUDIT_ROLES_CLAIM: 'roles2', AUTH_ROLES_CLAIM: 'groups' }).auth.rolesClaim).toBe(
-      'roles2',
-    );
+    expect(loadAuditConfig({ AUDIT_ROLES_CLAIM: 'roles2' }, provider).auth.rolesClaim).toBe('roles2');
   });
 });

@@ -11,15 +11,15 @@ import type { Hono } from 'hono';
 import { exportJWK, generateKeyPair, type JWK, SignJWT } from 'jose';
 import { pino } from 'pino';
 import type { Registry } from 'prom-client';
+import { standaloneApp, standaloneModuleHost } from '../../../hub/module-host.js';
 import type { AuditCollectorActor } from '../../../plugins/audit/collector-actor.js';
-import { plugin } from '../../../plugins/audit/index.js';
+import { auditSettings } from '../../../plugins/audit/config.js';
+import { auditModule } from '../../../plugins/audit/index.js';
 import type { AuditMaintenanceActor } from '../../../plugins/audit/maintenance-actor.js';
 import { normalizeRecord } from '../../../plugins/audit/normalize.js';
 import type { SourceName } from '../../../plugins/audit/sources.js';
 import { type AuditRepositories, openAuditRepositories } from '../../../plugins/audit/store/audit-store.js';
-import { createHttpApp } from '../../../src/http/app.js';
 import { createLogger } from '../../../src/log.js';
-import { HubMetrics } from '../../../src/metrics.js';
 import { closeDatabase, type Database, openDatabase } from '../../../src/store/database.js';
 
 export const silent = pino({ level: 'silent' });
@@ -53,31 +53,32 @@ export async function auditApp(
 ): Promise<AuditTestApp> {
   const dir = mkdtempSync(join(tmpdir(), 'meshhub-audit-'));
   const db = openDatabase(join(dir, 'hub.sqlite'));
-  const metrics = new HubMetrics({ defaultMetrics: false });
-  const groups: Array<{ path: string; app: Hono }> = [];
-  const actors = await plugin.create({
-    apiVersion: 1,
-    bus: undefined,
-    db: () => db,
-    env: { ...QUIET_ENV, ...env },
+  const all = { ...QUIET_ENV, ...env };
+  // The identity provider is the hub's (AUTH_JWKS_URL, AUTH_ISSUER, AUTH_AUDIENCE, AUTH_ROLES_CLAIM).
+  const provider =
+    all.AUTH_JWKS_URL && all.AUTH_ISSUER && all.AUTH_AUDIENCE
+      ? {
+          jwksUrl: all.AUTH_JWKS_URL,
+          issuer: all.AUTH_ISSUER,
+          audience: all.AUTH_AUDIENCE,
+          ...(all.AUTH_ROLES_CLAIM ? { rolesClaim: all.AUTH_ROLES_CLAIM } : {}),
+        }
+      : undefined;
+  const { host, mounts, metrics, scheduler } = await standaloneModuleHost({
+    db,
+    dataDir: dir,
     log: options.log ?? silent,
-    mount: (path, app) => groups.push({ path, app }),
-    metrics: metrics.registry,
-  });
-  for (const actor of actors) await actor.start();
-  const app = createHttpApp({
-    log: silent,
-    metrics,
     version: '9.9.9',
-    health: () => ({
-      status: 'ok',
-      version: '9.9.9',
-      uptime_s: 0,
-      radio: { state: 'disconnected', transport: 'none', simulated: false },
-      actors: [],
-    }),
-    routes: groups,
+    ...(provider ? { provider } : {}),
   });
+  const input = Object.fromEntries(
+    Object.entries(all).filter(([key, value]) => key in auditSettings.shape && value.trim() !== ''),
+  );
+  const actors = await host.create(auditModule, auditSettings.parse(input), { plugin: true });
+  for (const actor of actors) await actor.start();
+  // As in the hub: the scheduler starts after the actors its jobs drive.
+  await scheduler.start();
+  const app = standaloneApp(mounts, metrics, '9.9.9');
   const repos = openAuditRepositories(db);
   const request = (path: string, init?: RequestInit) => Promise.resolve(app.request(path, init));
   return {
@@ -94,6 +95,7 @@ export async function auditApp(
       return { status: res.status, headers: res.headers, body: text ? JSON.parse(text) : undefined };
     },
     async close() {
+      await scheduler.stop();
       for (const actor of actors.slice().reverse()) await actor.stop();
       closeDatabase(db);
       rmSync(dir, { recursive: true, force: true });

@@ -75,14 +75,16 @@ describe('bearer authentication (AUTH_ENABLED)', () => {
     );
   });
 
-  it('fails closed when enabled but incomplete: 503 on token routes, "misconfigured" for the frontend', async () => {
-    t = await auditApp({ AUTH_ENABLED: 'true', AUTH_ISSUER: idp.issuer });
+  it('fails closed when enabled with no identity provider: 503 on token routes, "misconfigured" for the frontend', async () => {
+    // A half-configured provider (AUTH_ISSUER alone) stops the hub at start-up like any invalid
+    // setting (tests/auth/local-issuer.test.ts); none at all is the spec's "misconfigured".
+    t = await auditApp({ AUTH_ENABLED: 'true' });
     const res = await t.json('/api/events', bearer(await idp.token()));
     expect(res.status).toBe(503);
     expect((await t.json('/api/config/auth')).body).toMatchObject({
       enabled: true,
       status: 'misconfigured',
-      missing: ['AUTH_JWKS_URL', 'AUTH_AUDIENCE'],
+      missing: ['AUTH_JWKS_URL', 'AUTH_ISSUER', 'AUTH_AUDIENCE'],
     });
   });
 
