@@ -48,3 +48,18 @@ export const flag = z.union([z.boolean(), z.string()]).transform((v, ctx) => {
   ctx.addIssue({ code: 'custom', message: 'expected true or false' });
   return z.NEVER;
 });
+
+/**
+ * A setting read by a parse function that returns the value, or a string saying what is wrong
+ * (RADIO, MESH_CHANNEL_KEYS, MAP_TILES, HTTP_COMPONENT_PORTS): the string becomes the problem.
+ */
+export function parsedBy<I, T>(parse: (value: I) => T | string) {
+  return (value: I, ctx: z.RefinementCtx): T => {
+    const parsed = parse(value);
+    if (typeof parsed === 'string') {
+      ctx.addIssue({ code: 'custom', message: parsed });
+      return z.NEVER;
+    }
+    return parsed;
+  };
+}

@@ -9,7 +9,7 @@ import { messagingSettings } from '../messaging/settings.js';
 import { mqttSettings } from '../mqtt/settings.js';
 import { retentionSettings } from '../retention/settings.js';
 import { webUiSettings } from '../ui-server/settings.js';
-import { duration, flag, port } from './fields.js';
+import { duration, flag, parsedBy, port } from './fields.js';
 
 export { parseDuration, parseRate } from './fields.js';
 
@@ -65,17 +65,7 @@ export const hubSettings = z.object({
   DATA_DIR: z.string().min(1).default('./data'),
   HTTP_HOST: z.string().min(1).default('0.0.0.0'),
   HTTP_PORT: port.default(8080),
-  RADIO: z
-    .string()
-    .default('auto')
-    .transform((v, ctx) => {
-      const spec = parseRadioSpec(v);
-      if (typeof spec === 'string') {
-        ctx.addIssue({ code: 'custom', message: spec });
-        return z.NEVER;
-      }
-      return spec;
-    }),
+  RADIO: z.string().default('auto').transform(parsedBy(parseRadioSpec)),
   /** Serial heartbeat interval; the firmware drops an API session that stays silent too long. */
   RADIO_HEARTBEAT_SECONDS: z.coerce.number().int().min(5).max(900).default(60),
   /** How long `RADIO=auto` waits for each serial port to answer the handshake. */
@@ -100,14 +90,7 @@ export const hubSettings = z.object({
   HTTP_COMPONENT_PORTS: z
     .union([z.boolean(), z.string()])
     .default(false)
-    .transform((v, ctx) => {
-      const ports = parseComponentPorts(v);
-      if (typeof ports === 'string') {
-        ctx.addIssue({ code: 'custom', message: ports });
-        return z.NEVER;
-      }
-      return ports;
-    }),
+    .transform(parsedBy(parseComponentPorts)),
   SIM_HOST: z.string().default('127.0.0.1'),
   SIM_PORT: port.default(4403),
   SIM_NODES: z.coerce.number().int().min(1).max(5000).default(6),

@@ -166,24 +166,8 @@ export class Supervisor {
     const now = Date.now();
     entry.lastError = error instanceof Error ? error.message : String(error);
     entry.restartTimes = entry.restartTimes.filter((t) => now - t < this.policy.windowMs);
-    if (entry.restartTimes.length >= this.policy.maxRestarts) {
-      const name = entry.actor.name;
-      if (entry.actor.required) {
-        this.setState(entry, 'failed');
-        this.options.log.error(
-          { actor: name, err: error },
-          'actor failed past its restart budget; giving up',
-        );
-        this.options.onGiveUp?.(name, error);
-      } else {
-        this.setState(entry, 'disabled');
-        this.options.log.error(
-          { actor: name, err: error },
-          'optional actor failed past its restart budget; disabled',
-        );
-      }
-      return undefined;
-    }
+    if (entry.restartTimes.length >= this.policy.maxRestarts)
+      return this.giveUp(entry, error, 'past its restart budget');
     entry.restartTimes.push(now);
     entry.restarts++;
     const delay = Math.min(this.policy.initialDelayMs * 2 ** entry.consecutive, this.policy.maxDelayMs);
@@ -207,7 +191,9 @@ export class Supervisor {
     const entry = this.entries.get(name);
     if (!entry || this.stopping) return;
     if (entry.state !== 'running' && entry.state !== 'starting') return; // already handling a crash
-    const delay = entry.actor.restartable ? this.recordFailure(entry, error) : this.giveUp(entry, error);
+    const delay = entry.actor.restartable
+      ? this.recordFailure(entry, error)
+      : this.giveUp(entry, error, 'and cannot be restarted');
     const dependents = this.dependentsOf(name).filter((e) => e.state === 'running' || e.state === 'starting');
     void (async () => {
       for (const dependent of [...dependents].reverse()) {
@@ -261,19 +247,17 @@ export class Supervisor {
     return out;
   }
 
-  private giveUp(entry: Entry, error: unknown): undefined {
+  /** A required actor fails the hub (`onGiveUp`); an optional one is disabled and the hub runs on. */
+  private giveUp(entry: Entry, error: unknown, why: string): undefined {
     entry.lastError = error instanceof Error ? error.message : String(error);
     const name = entry.actor.name;
     if (entry.actor.required) {
       this.setState(entry, 'failed');
-      this.options.log.error({ actor: name, err: error }, 'actor failed and cannot be restarted; giving up');
+      this.options.log.error({ actor: name, err: error }, `actor failed ${why}; giving up`);
       this.options.onGiveUp?.(name, error);
     } else {
       this.setState(entry, 'disabled');
-      this.options.log.error(
-        { actor: name, err: error },
-        'optional actor failed and cannot be restarted; disabled',
-      );
+      this.options.log.error({ actor: name, err: error }, `optional actor failed ${why}; disabled`);
     }
     return undefined;
   }

@@ -1,6 +1,6 @@
 /** Settings of the embedded MQTT broker and what it publishes. */
 import { z } from 'zod';
-import { duration, flag, port } from '../config/fields.js';
+import { duration, flag, parsedBy, port } from '../config/fields.js';
 import { parseChannelKeys } from '../mesh/mqtt/channel-keys.js';
 
 export const mqttSettings = z.object({
@@ -17,17 +17,7 @@ export const mqttSettings = z.object({
   /** A subscriber that does not read for this long is disconnected (Aedes drainTimeout; never 0). */
   MQTT_DRAIN_TIMEOUT_SECONDS: z.coerce.number().int().min(1).max(600).default(30),
   /** Meshtastic channel keys for MQTT uplink, `Name=base64,…`; LongFast=AQ== is built in. */
-  MESH_CHANNEL_KEYS: z
-    .string()
-    .default('')
-    .transform((v, ctx) => {
-      const keys = parseChannelKeys(v);
-      if (typeof keys === 'string') {
-        ctx.addIssue({ code: 'custom', message: keys });
-        return z.NEVER;
-      }
-      return keys;
-    }),
+  MESH_CHANNEL_KEYS: z.string().default('').transform(parsedBy(parseChannelKeys)),
   /** Publish Home Assistant MQTT discovery configs for every node's metrics. */
   HA_DISCOVERY: flag.prefault('true'),
   /** A node not heard for this long is `offline` on its availability topic (and in Home Assistant). */
