@@ -5,19 +5,18 @@
  * context, and a new feature is one folder and one line in `CORE_MODULES` (or `PLUGINS`).
  */
 import { join } from 'node:path';
-import { z } from 'zod';
 import { loadPlugins } from '../plugins/index.js';
 import { type HubIdentity, openHubIdentity } from '../src/auth/hub-identity.js';
 import type { TokenVerifier } from '../src/auth/jwt-verifier.js';
 import { loadSlices } from '../src/config/load.js';
-import type { HubConfig } from '../src/config/schema.js';
+import { type HubConfig, hubSettings } from '../src/config/schema.js';
 import { type HubBus, type HubEvents, type HubRequests, RETAINED_EVENTS } from '../src/events.js';
 import { apiDocsModule } from '../src/http/api-docs-module.js';
 import { buildHealthReport } from '../src/http/health.js';
 import { HttpMounts } from '../src/http/mounts.js';
 import { ingestModule } from '../src/ingest/module.js';
 import { Bus } from '../src/kernel/bus.js';
-import { checkModules } from '../src/kernel/module.js';
+import { checkModules, MODULE_API_VERSION } from '../src/kernel/module.js';
 import { SchedulerActor } from '../src/kernel/scheduler.js';
 import { Supervisor } from '../src/kernel/supervisor.js';
 import { liveModule } from '../src/live/module.js';
@@ -130,8 +129,6 @@ export async function createHub(config: HubConfig, options: HubOptions): Promise
   const version = readVersion();
   const startedAt = Date.now();
   const plugins = await loadPlugins(config.PLUGINS);
-  const modules = [...CORE_MODULES, ...plugins];
-  checkModules([{ name: 'hub', apiVersion: 2, settings: z.object({}), create: () => undefined }, ...modules]);
   const settingsOfPlugins = options.pluginSettings ?? loadSlices(options.env ?? process.env, plugins);
 
   const bus: HubBus = new Bus<HubEvents, HubRequests>({
@@ -148,7 +145,7 @@ export async function createHub(config: HubConfig, options: HubOptions): Promise
   });
   metrics.watchMailboxes(() => supervisor.actors.flatMap((a) => a.mailboxStats()));
 
-  const identity = await openHubIdentity({
+  const hubIdentity = await openHubIdentity({
     dataDir: config.DATA_DIR,
     external: {
       jwksUrl: config.AUTH_JWKS_URL,
@@ -158,7 +155,14 @@ export async function createHub(config: HubConfig, options: HubOptions): Promise
     },
     warn: (message) => log.warn(message),
   });
-  const verifier = options.tokenVerifier ?? identity.verifier;
+  const verifier = options.tokenVerifier ?? hubIdentity.verifier;
+  const identity = identityModule(hubIdentity);
+  const modules: HubModule[] = [identity, ...CORE_MODULES, ...plugins];
+  // The hub's own settings count as a module's here: no module may claim one of them.
+  checkModules([
+    { name: 'hub', apiVersion: MODULE_API_VERSION, settings: hubSettings, create: () => undefined },
+    ...modules,
+  ]);
   const store = StoreActor.open(join(config.DATA_DIR, 'meshhub.sqlite'), log.child({ component: 'store' }));
   const scheduler = new SchedulerActor({
     log: log.child({ component: 'scheduler' }),
@@ -197,7 +201,7 @@ export async function createHub(config: HubConfig, options: HubOptions): Promise
     metrics,
     mounts,
     scheduler,
-    identity: { ...identity, verifier },
+    identity: { ...hubIdentity, verifier },
     ...(config.AUTH_JWKS_URL && config.AUTH_ISSUER && config.AUTH_AUDIENCE
       ? {
           provider: {
@@ -217,13 +221,19 @@ export async function createHub(config: HubConfig, options: HubOptions): Promise
       apiDocs: config.API_DOCS,
     },
   });
-  await host.create(identityModule(identity), { AUTH_TOKEN_TTL: config.AUTH_TOKEN_TTL });
-  for (const module of CORE_MODULES) {
-    for (const actor of await host.create(module, coreSettings(config, module))) supervisor.add(actor);
-  }
-  for (const plugin of plugins) {
-    const actors = await host.create(plugin, settingsOfPlugins.get(plugin.name), { plugin: true });
-    for (const actor of actors) supervisor.add(actor);
+  try {
+    for (const module of [identity, ...CORE_MODULES]) {
+      for (const actor of await host.create(module, coreSettings(config, module))) supervisor.add(actor);
+    }
+    for (const plugin of plugins) {
+      const actors = await host.create(plugin, settingsOfPlugins.get(plugin.name), { plugin: true });
+      for (const actor of actors) supervisor.add(actor);
+    }
+  } catch (error) {
+    // A module that refuses to be built (a bad setting, a path taken twice) stops the start; the
+    // connection opened for the contexts is closed, not left to the process's end.
+    await store.stop();
+    throw error;
   }
 
   const http = new HttpServerActor({
@@ -254,7 +264,7 @@ export async function createHub(config: HubConfig, options: HubOptions): Promise
     http,
     scheduler,
     mesh: fanOut,
-    identity,
+    identity: hubIdentity,
     version,
     actor: <A>(name: string) => supervisor.actors.find((a) => a.name === name) as A | undefined,
     async start() {
@@ -268,7 +278,7 @@ export async function createHub(config: HubConfig, options: HubOptions): Promise
     async stop() {
       bus.emit('hub.stopping', {});
       await supervisor.stopAll();
-      for (const module of [...modules, identityModule(identity)]) bus.removeOwner(moduleOwner(module.name));
+      for (const module of modules) bus.removeOwner(moduleOwner(module.name));
       log.info('meshhub stopped');
     },
   };
