@@ -7,29 +7,10 @@
 import { z } from 'zod';
 import { ConfigError, settingsProblems } from '../../src/config/load.js';
 import { parseDuration } from '../../src/config/schema.js';
+import { Secret } from '../../src/config/secret.js';
 import { checkOutboundUrl, OutboundUrlError } from '../../src/http/outbound-url.js';
 import { cronSetting } from '../../src/kernel/scheduler.js';
 import { isSourceName, SOURCE_NAMES, type SourceName } from './sources.js';
-
-/** A secret that never prints: logs, JSON and string interpolation all show `[redacted]`. */
-export class Secret {
-  readonly #value: string;
-  constructor(value: string) {
-    this.#value = value;
-  }
-  reveal(): string {
-    return this.#value;
-  }
-  toString(): string {
-    return '[redacted]';
-  }
-  toJSON(): string {
-    return '[redacted]';
-  }
-  [Symbol.for('nodejs.util.inspect.custom')](): string {
-    return '[redacted]';
-  }
-}
 
 export type RateLimitTier = 'fetch' | 'ask' | 'write' | 'default';
 export const RATE_LIMIT_TIERS: readonly RateLimitTier[] = ['fetch', 'ask', 'write', 'default'];

@@ -11,9 +11,9 @@
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { Hono } from 'hono';
+import type { Secret } from '../../../src/config/secret.js';
 import { ProblemError, validationProblem } from '../../../src/http/problem.js';
 import type { AuditCollectorActor } from '../collector-actor.js';
-import type { Secret } from '../config.js';
 import { type AuditEnv, fieldProblem, jsonBody } from './context.js';
 import { bodyTooLarge } from './events-routes.js';
 import { notificationsBodySchema } from './schemas.js';

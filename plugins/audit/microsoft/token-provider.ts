@@ -5,7 +5,7 @@
  * cached until a minute before `expires_in` runs out; concurrent callers share one request.
  * The secret and the token are never logged or put in an error message.
  */
-import type { Secret } from '../config.js';
+import type { Secret } from '../../../src/config/secret.js';
 import { apiUrl, UpstreamError } from './upstream.js';
 
 export interface TokenSource {
