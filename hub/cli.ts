@@ -32,6 +32,7 @@ Commands:
       --seed N            seed for names, positions and values (SIM_SEED, default 1)
   user, token           Manage users and print access tokens (see below).
   subscription          Grant and revoke which nodes a user may message (see below).
+  plan                  Add, list and retire billing plans (PLUGINS=billing; see below).
                         These work while the hub runs, on the database in DATA_DIR.
   --version             Print the version.
   --help                Print this help.
@@ -167,7 +168,8 @@ export async function main(argv: string[]): Promise<void> {
       return runSimulator(rest);
     case 'user':
     case 'token':
-    case 'subscription': {
+    case 'subscription':
+    case 'plan': {
       const config = loadConfigOrExit();
       const ctx = {
         dataDir: config.DATA_DIR,
@@ -175,7 +177,14 @@ export async function main(argv: string[]): Promise<void> {
         out: (text: string) => process.stdout.write(text),
         err: (text: string) => process.stderr.write(text),
       };
-      const commands = { user: runUserCommand, token: runTokenCommand, subscription: runSubscriptionCommand };
+      const commands = {
+        user: runUserCommand,
+        token: runTokenCommand,
+        subscription: runSubscriptionCommand,
+        // The billing plugin's code is loaded only when asked for (plugins/index.ts).
+        plan: async (args: string[], c: typeof ctx) =>
+          (await import('../plugins/billing/plan-commands.js')).runPlanCommand(args, c),
+      };
       process.exitCode = await commands[command](rest, ctx);
       return;
     }
@@ -187,7 +196,9 @@ export async function main(argv: string[]): Promise<void> {
     case '--help':
     case '-h':
     case 'help':
-      process.stdout.write(`${HELP}\n${USER_HELP}\n${SUBSCRIPTION_HELP}`);
+      process.stdout.write(
+        `${HELP}\n${USER_HELP}\n${SUBSCRIPTION_HELP}\n${(await import('../plugins/billing/plan-commands.js')).PLAN_HELP}`,
+      );
       return;
     default:
       fail(`meshhub: unknown command "${command}"\n\n${HELP}`);

@@ -7,6 +7,7 @@ import type { HubModule } from '../src/module.js';
 
 export const KNOWN_PLUGINS: Record<string, () => Promise<HubModule>> = {
   audit: async () => (await import('./audit/index.js')).auditModule,
+  billing: async () => (await import('./billing/index.js')).billingModule,
 };
 
 export class UnknownPluginError extends Error {

@@ -53,7 +53,24 @@ export interface HubEvents {
   'mesh.routing': MeshRoutingReport;
   /** A message was stored or changed status (created, sent, delivered, failed, read). */
   'message.updated': MessageChange;
+  /** A billing subscription changed state (the billing plugin, issue 11), after commit. */
+  'billing.changed': BillingChange;
   'hub.stopping': Record<string, never>;
+}
+
+/** One stored state change of a paid subscription (`from === to` for invoice-only news: payment seen). */
+export interface BillingChange {
+  subscriptionId: string;
+  subscriber: string;
+  planId: string;
+  from: string | null;
+  to: string;
+  /** Why, in words: `invoice settled`, `period ended`, `payment seen, waiting for confirmation`. */
+  cause: string;
+  invoiceId: string | null;
+  /** ms since the epoch. */
+  at: number;
+  currentPeriodEnd: number | null;
 }
 
 /** A MeshPacket for the radio to send (ToRadio.packet with Data `portnum`/`payload`). */

@@ -14,6 +14,7 @@ const SUITES: Record<string, () => Promise<{ run(): Promise<BenchResult[]> }>> =
   ingest: () => import('./ingest.js'),
   messages: () => import('./messages.js'),
   audit: () => import('./audit.js'),
+  billing: () => import('./billing.js'),
   web: () => import('./web.js'),
 };
 

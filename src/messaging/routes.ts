@@ -125,7 +125,7 @@ export function messagingRoutes(deps: MessagingRoutesDeps): Hono<AuthEnv> {
     }
     if (!deps.nodeKnown(target)) throw new ProblemError(404, `no node ${target} is known to this hub`);
     if (!isAdmin(principal) && !subscriptions.allows(principal.id, target, now())) {
-      throw new ProblemError(403, `your subscription does not allow messaging ${target}`);
+      throw refusal(subscriptions, principal.id, target, now());
     }
     // Both limits are checked before either is consumed: a refused request costs nothing.
     const bySubscriber = deps.perSubscriber.check(principal.id);
@@ -277,4 +277,30 @@ function window(ms: number): string {
   if (ms % 3_600_000 === 0) return `${ms / 3_600_000} h`;
   if (ms % 60_000 === 0) return `${ms / 60_000} min`;
   return `${Math.round(ms / 1000)} s`;
+}
+
+/** The 403 for a send no subscription allows; a lapsed one says when it ended and how to renew. */
+function refusal(
+  subscriptions: SubscriptionRepository,
+  subscriber: string,
+  target: string,
+  at: number,
+): ProblemError {
+  const lapsed = subscriptions.lapsed(subscriber, target, at);
+  if (!lapsed) return new ProblemError(403, `your subscription does not allow messaging ${target}`);
+  const ended = new Date(lapsed.expiresAt!).toISOString();
+  const paid = lapsed.source === 'billing' && lapsed.reference !== null;
+  const how = paid
+    ? `renew it with POST /api/v1/billing/subscriptions/${lapsed.reference}/renew and pay the invoice`
+    : 'ask the hub operator to renew it';
+  return new ProblemError(403, `your subscription lapsed at ${ended}; ${how}`, {
+    type: 'urn:meshhub:problem:subscription-lapsed',
+    lapsed_at: ended,
+    ...(paid
+      ? {
+          billing_subscription_id: lapsed.reference,
+          renew: `/api/v1/billing/subscriptions/${lapsed.reference}/renew`,
+        }
+      : {}),
+  });
 }

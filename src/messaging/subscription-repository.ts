@@ -68,6 +68,7 @@ export class SubscriptionRepository {
   private readonly all: Statement<unknown[], Row>;
   private readonly nodesOf: Statement<unknown[], { node_id: string }>;
   private readonly allowsStmt: Statement<unknown[], { ok: number }>;
+  private readonly lapsedStmt: Statement<unknown[], Row>;
   private readonly setStatusStmt: Statement;
   private readonly setExpiryStmt: Statement;
   private readonly revokeAllStmt: Statement;
@@ -101,6 +102,12 @@ export class SubscriptionRepository {
          AND (s.all_nodes = 1 OR EXISTS (SELECT 1 FROM subscription_nodes n WHERE n.subscription_id = s.id AND n.node_id = ?))
        LIMIT 1`,
     ) as Statement<unknown[], { ok: number }>;
+    this.lapsedStmt = db.prepare(
+      `SELECT ${COLUMNS} FROM subscriptions s WHERE s.subscriber = ? AND s.status = 'active'
+         AND s.expires_at IS NOT NULL AND s.expires_at <= ?
+         AND (s.all_nodes = 1 OR EXISTS (SELECT 1 FROM subscription_nodes n WHERE n.subscription_id = s.id AND n.node_id = ?))
+       ORDER BY s.expires_at DESC LIMIT 1`,
+    ) as Statement<unknown[], Row>;
     this.setStatusStmt = db.prepare('UPDATE subscriptions SET status = ?, updated_at = ? WHERE id = ?');
     this.setExpiryStmt = db.prepare('UPDATE subscriptions SET expires_at = ?, updated_at = ? WHERE id = ?');
     this.revokeAllStmt = db.prepare(
@@ -201,6 +208,15 @@ export class SubscriptionRepository {
       this.revokeEmptyStmt.run(at, subscriber);
       return removed;
     });
+  }
+
+  /**
+   * Why `allows` says no, when the reason is a lapse: the most recently ended subscription that
+   * would cover `nodeId` had it not expired (a paid one names its billing subscription in `reference`).
+   */
+  lapsed(subscriber: string, nodeId: string, now = Date.now()): Subscription | undefined {
+    const row = this.lapsedStmt.get(subscriber, now, nodeId);
+    return row ? this.fromRow(row) : undefined;
   }
 
   /** Whether an active, unexpired subscription of `subscriber` covers `nodeId` at `now`. */

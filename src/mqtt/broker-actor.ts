@@ -9,7 +9,12 @@ import type { ChannelKey } from '../mesh/mqtt/channel-keys.js';
 import { ChannelKeyring } from '../mesh/mqtt/channel-keys.js';
 import { MeshUplinkDecoder } from '../mesh/mqtt/uplink.js';
 import type { MeshFanOut } from '../mesh/packet-fanout.js';
-import { messageEventPayload, messageEventTopic } from '../messaging/mqtt-events.js';
+import {
+  billingEventPayload,
+  billingEventTopic,
+  messageEventPayload,
+  messageEventTopic,
+} from '../messaging/mqtt-events.js';
 import type { HubMetrics } from '../metrics.js';
 import type { Database } from '../store/database.js';
 import { NodeRepository } from '../store/nodes-repository.js';
@@ -135,6 +140,12 @@ export class MqttBrokerActor extends Actor {
     bus.on(this.name, 'message.updated', (change) => {
       broker.publish(messageEventTopic(change), messageEventPayload(change)).catch((err: unknown) => {
         log.warn({ err }, 'publishing a message event failed');
+      });
+    });
+    // Issue 11: every paid subscription's state change on `meshhub/billing/<subscriber>` (admins only).
+    bus.on(this.name, 'billing.changed', (change) => {
+      broker.publish(billingEventTopic(change), billingEventPayload(change)).catch((err: unknown) => {
+        log.warn({ err }, 'publishing a billing event failed');
       });
     });
     publisher.start();

@@ -26,8 +26,8 @@ import type { MqttIngest } from './ingest-router.js';
 import { guardConnection } from './packet-size-guard.js';
 import { HA_STATUS_TOPIC } from './topics.js';
 
-/** Topics of message events (src/messaging/mqtt-events.ts): forwarded to admins only. */
-const MESSAGES_TOPIC_PREFIX = 'meshhub/messages/';
+/** Topics of message and billing events (src/messaging/mqtt-events.ts): forwarded to admins only. */
+const ADMIN_ONLY_PREFIXES = ['meshhub/messages/', 'meshhub/billing/'];
 export const WEBSOCKET_PATH = '/mqtt';
 /**
  * Socket read buffer (Node's default is 16 KiB). Aedes reads the next chunk only when every
@@ -76,10 +76,10 @@ export class MqttBroker {
       maxClientsIdLength: 128,
       authenticate: (client, username, password, done) => this.authenticate(client, username, password, done),
       authorizePublish: (client, packet, done) => this.authorizePublish(client, packet.topic, packet, done),
-      // Message events carry subscribers' private texts: an integration allowed `meshhub/#`
+      // Message and billing events carry subscribers' private texts and payments: an integration allowed `meshhub/#`
       // still gets them only when it is an admin (a subscribe ACL cannot split a wildcard).
       authorizeForward: (client, packet) => {
-        if (!packet.topic.startsWith(MESSAGES_TOPIC_PREFIX)) return packet;
+        if (!ADMIN_ONLY_PREFIXES.some((p) => packet.topic.startsWith(p))) return packet;
         return this.identities.get(client)?.roles.includes('admin') ? packet : null;
       },
       authorizeSubscribe: (client, subscription, done) => {

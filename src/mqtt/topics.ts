@@ -31,6 +31,7 @@ export const HUB_OWNED_PATTERNS: readonly TopicPattern[] = [
   pattern('meshhub/nodes/#'),
   pattern(HUB_STATUS_TOPIC),
   pattern('meshhub/messages/#'),
+  pattern('meshhub/billing/#'),
   pattern(`${HA_PREFIX}/#`),
 ];
 

@@ -191,7 +191,11 @@ describe('subscriptions and roles', () => {
     const { token: erin } = await user('erin', { expiresAt });
     expect((await send(t, erin, quietNodes[1]!, 'quick')).status).toBe(202);
     await waitFor(() => Date.now() > expiresAt || undefined, 2_000, 'the expiry');
-    expect((await send(t, erin, quietNodes[1]!, 'too late')).status).toBe(403);
+    const late = await send(t, erin, quietNodes[1]!, 'too late');
+    expect(late.status).toBe(403);
+    expect(late.body.detail).toBe(
+      `your subscription lapsed at ${new Date(expiresAt).toISOString()}; ask the hub operator to renew it`,
+    );
   });
 
   it('403 for a token without the subscriber or admin role', async () => {

@@ -1,0 +1,218 @@
+/**
+ * `/api/v1/billing` (issue 11), served on the main port and on component port 8004:
+ *
+ * - GET `/plans`: active plans, no sign-in. `?all=true` (admins): retired ones too.
+ * - POST `/plans` (admins): a new plan → 201. POST `/plans/{id}/retire` (admins) → the plan.
+ * - POST `/subscriptions` (subscriber token): `{ plan_id }` → 201 with a new `pending_payment`
+ *   subscription and its invoice; 200 with the pending one when the caller already has one on
+ *   that plan. 503 + Retry-After when BTCPay cannot be reached.
+ * - GET `/subscriptions`: the caller's; `?all=true` (admins): everyone's.
+ * - POST `/subscriptions/{id}/renew`: a renewal invoice → 201 (200: the open one again).
+ * - POST `/webhooks/btcpay`: BTCPay's deliveries; signature first (401), then JSON (400), then
+ *   the invoice is fetched from BTCPay (503 when it cannot be) and applied.
+ */
+import { type Context, Hono, type MiddlewareHandler } from 'hono';
+import type { z } from 'zod';
+import { limitBody, readJsonBody } from '../../../src/auth/request-body.js';
+import { type AuthEnv, verifiedIdentity } from '../../../src/auth/require-auth.js';
+import { ADMIN_ROLE, SUBSCRIBER_ROLE } from '../../../src/auth/users.js';
+import { ProblemError, validationProblem } from '../../../src/http/problem.js';
+import type { ModuleAuth } from '../../../src/module.js';
+import { type BillingService, unavailable } from '../billing-service.js';
+import type { BillingStore } from '../billing-store.js';
+import type { BillingConfig } from '../config.js';
+import { BtcpayUnavailableError } from '../greenfield-client.js';
+import type { BillingMetrics } from '../metrics.js';
+import { PlanError, type PlanRepository } from '../plans.js';
+import { checkSignature } from '../webhook-signature.js';
+import { adminPlanJson, planJson, subscriptionJson } from './json.js';
+import {
+  newPlanBodySchema,
+  planIdPathSchema,
+  planListQuerySchema,
+  purchaseBodySchema,
+  subscriptionIdPathSchema,
+  subscriptionListQuerySchema,
+  webhookDeliverySchema,
+} from './schemas.js';
+
+/** BTCPay's deliveries are small JSON objects; anything bigger is not one. */
+export const WEBHOOK_MAX_BYTES = 64 * 1024;
+
+export interface BillingRouteDeps {
+  auth: ModuleAuth;
+  service: BillingService;
+  store: BillingStore;
+  plans: PlanRepository;
+  config: BillingConfig;
+  metrics: BillingMetrics;
+}
+
+function parse<S extends z.ZodType>(schema: S, value: unknown, prefix = ''): z.output<S> {
+  const result = schema.safeParse(value);
+  if (!result.success) throw validationProblem(result.error, prefix);
+  return result.data;
+}
+
+async function body<S extends z.ZodType>(c: Context, schema: S): Promise<z.output<S>> {
+  return parse(schema, await readJsonBody(c));
+}
+
+export function billingRoutes(deps: BillingRouteDeps): Hono<AuthEnv> {
+  const { auth, service, store, plans } = deps;
+  const app = new Hono<AuthEnv>();
+  const signedIn = auth.require([SUBSCRIBER_ROLE, ADMIN_ROLE]);
+  const admin = auth.require([ADMIN_ROLE]);
+  const principal = (c: Context<AuthEnv>) => auth.principalOf(verifiedIdentity(c));
+  const isAdmin = (c: Context<AuthEnv>) => principal(c).roles.includes(ADMIN_ROLE);
+  const view = (id: string) => subscriptionJson(store.subscription(id)!, store.latestInvoice(id));
+
+  // Anyone sees the plans on offer; `?all=true` (retired plans too) needs an admin.
+  const adminForAll: MiddlewareHandler<AuthEnv> = async function adminForAll(c, next) {
+    if (c.req.query('all') === 'true') return admin(c, next);
+    await next();
+  };
+  app.get('/plans', adminForAll, (c) => {
+    const query = parse(planListQuerySchema, c.req.query());
+    if (query.all !== 'true') return c.json({ data: plans.list({ activeOnly: true }).map(planJson) });
+    return c.json({ data: plans.list().map(adminPlanJson) });
+  });
+
+  app.post('/plans', limitBody(16 * 1024), admin, async (c) => {
+    const input = await body(c, newPlanBodySchema);
+    try {
+      const plan = plans.add({
+        id: input.id,
+        name: input.name,
+        price: input.price,
+        currency: input.currency,
+        periodDays: input.period_days,
+        nodes: input.nodes,
+      });
+      return c.json(adminPlanJson(plan), 201, { location: `/api/v1/billing/plans/${plan.id}` });
+    } catch (error) {
+      if (error instanceof PlanError) {
+        const status = error.message.includes('exists already') ? 409 : 400;
+        throw new ProblemError(status, `invalid ${error.field}: ${error.message}`, {
+          errors: [{ field: error.field, message: error.message }],
+        });
+      }
+      throw error;
+    }
+  });
+
+  app.post('/plans/:id/retire', admin, (c) => {
+    const { id } = parse(planIdPathSchema, c.req.param(), 'path.');
+    const plan = plans.get(id);
+    if (!plan) throw new ProblemError(404, `no plan "${id}"`);
+    plans.retire(id);
+    return c.json(adminPlanJson(plans.get(id)!));
+  });
+
+  app.post('/subscriptions', limitBody(4096), signedIn, async (c) => {
+    const input = await body(c, purchaseBodySchema);
+    const { subscription, created } = await service.buy(principal(c).id, input.plan_id);
+    return c.json(view(subscription.id), created ? 201 : 200, {
+      location: `/api/v1/billing/subscriptions/${subscription.id}`,
+    });
+  });
+
+  app.get('/subscriptions', signedIn, (c) => {
+    const query = parse(subscriptionListQuerySchema, c.req.query());
+    if (query.all === 'true' && !isAdmin(c))
+      throw new ProblemError(403, 'only admins may list every subscription');
+    const rows = store.subscriptions(query.all === 'true' ? undefined : principal(c).id);
+    return c.json({ data: rows.map((s) => subscriptionJson(s, store.latestInvoice(s.id))) });
+  });
+
+  app.post('/subscriptions/:id/renew', signedIn, async (c) => {
+    const { id } = parse(subscriptionIdPathSchema, c.req.param(), 'path.');
+    const subscription = store.subscription(id);
+    // Someone else's subscription is as unknown as a missing one.
+    if (!subscription || (subscription.subscriber !== principal(c).id && !isAdmin(c))) {
+      throw new ProblemError(404, `no subscription ${id}`);
+    }
+    const before = store.latestInvoice(id)?.id;
+    await service.renew(subscription);
+    const after = store.latestInvoice(id)?.id;
+    return c.json(view(id), before === after ? 200 : 201);
+  });
+
+  const webhookLimit = limitBody(WEBHOOK_MAX_BYTES);
+  const counted = (error: unknown) => {
+    if (error instanceof ProblemError && error.status === 413) deps.metrics.reject('too_large');
+    return error;
+  };
+  const limitWebhookBody: MiddlewareHandler = async function limitWebhookBody(c, next) {
+    try {
+      await webhookLimit(c, next);
+    } catch (error) {
+      throw counted(error);
+    }
+  };
+  app.post('/webhooks/btcpay', limitWebhookBody, async (c) => {
+    let raw: Uint8Array;
+    try {
+      raw = new Uint8Array(await c.req.arrayBuffer());
+    } catch (error) {
+      throw counted(error);
+    }
+    const failure = checkSignature(deps.config.webhookSecret.reveal(), raw, c.req.header('btcpay-sig'));
+    if (failure) {
+      deps.metrics.reject(failure);
+      throw new ProblemError(
+        401,
+        failure === 'missing_signature'
+          ? 'the BTCPay-Sig header is missing'
+          : 'the BTCPay-Sig signature does not match this body',
+      );
+    }
+    let json: unknown;
+    try {
+      json = JSON.parse(Buffer.from(raw).toString('utf8'));
+    } catch {
+      deps.metrics.reject('not_json');
+      throw new ProblemError(400, 'the webhook body is not valid JSON');
+    }
+    const parsed = webhookDeliverySchema.safeParse(json);
+    if (!parsed.success) {
+      deps.metrics.reject('bad_payload');
+      throw validationProblem(parsed.error);
+    }
+    const delivery = parsed.data;
+    const ids = [delivery.deliveryId, delivery.originalDeliveryId].filter((v): v is string => !!v);
+    if (ids.some((id) => store.wasDelivered(id))) return c.json({ result: 'duplicate' });
+    if (delivery.storeId !== deps.config.storeId) {
+      deps.metrics.reject('other_store');
+      throw new ProblemError(422, 'this webhook is for another BTCPay store');
+    }
+    let outcome: Awaited<ReturnType<BillingService['refresh']>>;
+    try {
+      outcome = await service.refresh(delivery.invoiceId, `webhook ${delivery.type}`, {
+        id: delivery.deliveryId,
+        type: delivery.type,
+      });
+    } catch (error) {
+      if (error instanceof BtcpayUnavailableError) {
+        deps.metrics.reject('unavailable');
+        throw unavailable(error);
+      }
+      throw error;
+    }
+    if (outcome === 'unknown_invoice') return c.json({ result: 'ignored' });
+    if (outcome === 'other_store') {
+      deps.metrics.reject('other_store');
+      throw new ProblemError(422, 'the invoice belongs to another BTCPay store');
+    }
+    if (outcome === 'mismatch') {
+      deps.metrics.reject('mismatch');
+      throw new ProblemError(
+        422,
+        "the invoice's amount or currency does not match the plan; nothing was activated",
+      );
+    }
+    return c.json({ result: outcome });
+  });
+
+  return app;
+}
