@@ -219,6 +219,7 @@ export async function createHub(config: HubConfig, options: HubOptions): Promise
       dataDir: config.DATA_DIR,
       listenHost: config.HTTP_HOST,
       apiDocs: config.API_DOCS,
+      plugins: config.PLUGINS,
     },
   });
   try {

@@ -162,6 +162,7 @@ export async function standaloneModuleHost(options: {
       dataDir: options.dataDir,
       listenHost: '127.0.0.1',
       apiDocs: options.apiDocs ?? false,
+      plugins: [],
     },
   });
   return { host, bus, mounts, scheduler, metrics, identity };

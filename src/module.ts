@@ -87,6 +87,8 @@ export interface HubFacts {
   readonly listenHost: string;
   /** API_DOCS: modules that publish an OpenAPI document also serve its HTML page. */
   readonly apiDocs: boolean;
+  /** PLUGINS: the plugins this hub runs (the web UI shows their pages only then). */
+  readonly plugins: readonly string[];
 }
 
 export interface ModuleContext {

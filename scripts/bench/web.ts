@@ -48,17 +48,55 @@ function assetsMatching(prefix: string): string[] {
 
 const kib = (bytes: number) => bytes / 1024;
 
+/**
+ * The files a browser fetches to run `chunks`: each chunk, every chunk it imports statically (the
+ * bundler moves code shared by several pages into chunks of their own), and each one's CSS
+ * (`name-<hash>.css` beside `name-<hash>.js`). Dynamic `import("./…")` is not followed.
+ */
+function withImports(chunks: string[]): Set<string> {
+  const dir = join(DEFAULT_WEB_ROOT, 'assets');
+  const names = readdirSync(dir);
+  const files = new Set<string>();
+  const visit = (file: string) => {
+    if (files.has(file)) return;
+    files.add(file);
+    const base = file.split('/').pop()!;
+    const name = /^(.*)-[\w-]{8}\.js$/.exec(base)?.[1];
+    if (name) {
+      for (const css of names.filter((n) => new RegExp(`^${name}-[\\w-]{8}\\.css$`).test(n)))
+        files.add(join(dir, css));
+    }
+    for (const [, imported] of readFileSync(file, 'utf8').matchAll(/(?:from|import)\s*"\.\/([^"]+\.js)"/g))
+      visit(join(dir, imported!));
+  };
+  for (const chunk of chunks) visit(chunk);
+  return files;
+}
+
+/** What index.html itself loads: its script, its modulepreloads and its stylesheets. */
+function entryFiles(): string[] {
+  const html = readFileSync(join(DEFAULT_WEB_ROOT, 'index.html'), 'utf8');
+  return [...html.matchAll(/(?:src|href)="\/(assets\/[^"]+\.(?:js|css))"/g)].map((m) =>
+    join(DEFAULT_WEB_ROOT, m[1]!),
+  );
+}
+
+/** A lazily loaded page's chunks, without what the dashboard already brought. */
+function pageAdds(prefix: string, dashboard: Set<string>): string[] {
+  const js = assetsMatching(prefix).filter((f) => f.endsWith('.js'));
+  return [...withImports(js)].filter((f) => !dashboard.has(f));
+}
+
 function shippedBytes(): BenchResult[] {
   if (!existsSync(join(DEFAULT_WEB_ROOT, 'index.html')))
     throw new Error('dist/web is missing: run npm run build');
   const sum = (files: string[]) => files.reduce((n, f) => n + gzipSize(f), 0);
-  const dashboard = sum([
-    join(DEFAULT_WEB_ROOT, 'index.html'),
-    ...assetsMatching('index-'),
-    ...assetsMatching('leaflet-map-'),
-  ]);
-  const nodePage = sum(assetsMatching('node-page-'));
-  const chat = sum(assetsMatching('chat-page-'));
+  const dashboardFiles = withImports([...entryFiles(), ...assetsMatching('leaflet-map-')]);
+  const dashboard = sum([join(DEFAULT_WEB_ROOT, 'index.html'), ...dashboardFiles]);
+  const nodePage = sum(pageAdds('node-page-', dashboardFiles));
+  const chat = sum(pageAdds('chat-page-', dashboardFiles));
+  const plans = sum(pageAdds('plans-page-', dashboardFiles));
+  const adminBilling = sum(pageAdds('admin-billing-page-', dashboardFiles));
   const leaflet = join(projectRoot(), 'node_modules', 'leaflet', 'dist');
   const leafletAlone = gzipSize(join(leaflet, 'leaflet.js')) + gzipSize(join(leaflet, 'leaflet.css'));
   return [
@@ -88,6 +126,16 @@ function shippedBytes(): BenchResult[] {
       'web: chat adds, gzip',
       { label: 'chat chunk', value: kib(chat), unit: 'KiB' },
       { atMost: 15, text: '≤ 15 KiB' },
+    ),
+    absolute(
+      'web: plans page adds (billing), gzip',
+      { label: 'plans chunks', value: kib(plans), unit: 'KiB' },
+      { atMost: 10, text: '≤ 10 KiB' },
+    ),
+    absolute(
+      'web: admin billing page adds, gzip',
+      { label: 'admin billing chunks', value: kib(adminBilling), unit: 'KiB' },
+      { atMost: 10, text: '≤ 10 KiB' },
     ),
   ];
 }

@@ -3,8 +3,10 @@
  * `/api/v1/weather/latest`, `/api/v1/nodes` and `/health` already show to anyone on the LAN).
  *
  * Events (each `data` is one line of JSON):
- * - `hello`: `{ version, started_at, radio }`, first on every connection: a client fetches its
- *   snapshot after this, and a changed `started_at` tells it the hub restarted;
+ * - `hello`: `{ version, started_at, radio, plugins }`, first on every connection: a client
+ *   fetches its snapshot after this, and a changed `started_at` tells it the hub restarted;
+ *   `plugins` lets the web UI show a plugin's pages without probing its routes (a 404 probe
+ *   would be a console error on every hub without it);
  * - `readings`: `{ data: [Reading…] }`, the readings one commit stored;
  * - `node`: a partial `/api/v1/nodes` item: only the fields one packet told (merge them);
  * - `radio`: the radio link status, as in `/health`;
@@ -21,7 +23,7 @@ export interface LiveStreamOptions {
   bus: HubBus;
   /** Owner of the stream's bus listeners. */
   owner: string;
-  hub: Pick<HubFacts, 'version' | 'startedAt'>;
+  hub: Pick<HubFacts, 'version' | 'startedAt' | 'plugins'>;
   limits?: Partial<LiveStreamLimits>;
   /** Receives the broadcaster (tests and /health read its client count). */
   onBroadcaster?: (broadcaster: LiveBroadcaster) => void;
@@ -55,6 +57,7 @@ export function liveRoutes(options: LiveStreamOptions): Hono {
             version: options.hub.version,
             started_at: new Date(options.hub.startedAt).toISOString(),
             radio: bus.last('radio.status'),
+            plugins: options.hub.plugins,
           }),
         ),
       ],

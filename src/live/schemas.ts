@@ -11,13 +11,16 @@ export const helloEventSchema = z.object({
   version: z.string(),
   started_at: z.iso.datetime().meta({ description: 'When the hub started: a new value means it restarted.' }),
   radio: radioStatusSchema,
+  plugins: z.array(z.string()).meta({
+    description: 'The plugins this hub runs (PLUGINS), e.g. `billing`: the web UI shows their pages.',
+  }),
 });
 
 export type HelloEvent = z.output<typeof helloEventSchema>;
 
 export const LIVE_EVENTS_DESCRIPTION = [
   'Server-Sent Events, each `data` one line of JSON:',
-  '- `hello`: `{ version, started_at, radio }`, first on every connection (fetch your snapshot after it);',
+  '- `hello`: `{ version, started_at, radio, plugins }`, first on every connection (fetch your snapshot after it);',
   '- `readings`: `{ data: [Reading] }`, the readings one commit stored;',
   '- `node`: a partial node record, only the fields one packet told (merge them);',
   '- `radio`: the radio link status, as in /health;',

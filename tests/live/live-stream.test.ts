@@ -65,7 +65,7 @@ describe('the live stream of a hub', () => {
     expect(events[0]!.event).toBe('hello');
     const hello = JSON.parse(events[0]!.data);
     const version = (await getJson(`${t.baseUrl}/api/version`)).body.version;
-    expect(hello).toMatchObject({ version, radio: { simulated: true } });
+    expect(hello).toMatchObject({ version, radio: { simulated: true }, plugins: [] });
     expect(Date.parse(hello.started_at)).toBeLessThanOrEqual(Date.now());
 
     const readings = JSON.parse(events.find((e) => e.event === 'readings')!.data).data as Array<

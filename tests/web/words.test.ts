@@ -91,6 +91,9 @@ describe('routes', () => {
     expect(matchRoute('/chat/nonsense')).toEqual({ page: 'not-found', path: '/chat/nonsense' });
     expect(matchRoute('/nodes/%E0%A4%A')).toEqual({ page: 'not-found', path: '/nodes/%E0%A4%A' });
     expect(matchRoute('/elsewhere')).toEqual({ page: 'not-found', path: '/elsewhere' });
+    expect(matchRoute('/plans/')).toEqual({ page: 'plans' });
+    expect(matchRoute('/admin/billing')).toEqual({ page: 'admin-billing' });
+    expect(matchRoute('/admin')).toEqual({ page: 'not-found', path: '/admin' });
   });
 });
 

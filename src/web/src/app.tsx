@@ -8,9 +8,12 @@ import { Dashboard } from './dashboard/dashboard.js';
 import { useStore, useTitle } from './hooks.js';
 import { matchRoute } from './lib/routes.js';
 import { Link, locationStore } from './router.js';
+import { hubStore } from './state/hub.js';
 
 const loadNodePage = () => import('./node-page/node-page.js').then((m) => m.NodePage);
 const loadChatPage = () => import('./chat/chat-page.js').then((m) => m.ChatPage);
+const loadPlansPage = () => import('./billing/plans-page.js').then((m) => m.PlansPage);
+const loadAdminBillingPage = () => import('./billing/admin-billing-page.js').then((m) => m.AdminBillingPage);
 
 function NotFound({ path }: { path: string }) {
   useTitle('Not found');
@@ -27,6 +30,9 @@ function NotFound({ path }: { path: string }) {
 export function App() {
   const location = useStore(locationStore);
   const route = matchRoute(location.pathname, location.search);
+  const { plugins } = useStore(hubStore);
+  // Unknown until the live stream's hello; the billing pages wait for it rather than guess.
+  const billingOn = plugins?.includes('billing');
   const main = useRef<HTMLElement>(null);
   const first = useRef(true);
 
@@ -45,7 +51,18 @@ export function App() {
   else if (route.page === 'node')
     view = <LazyView load={loadNodePage} props={{ nodeId: route.nodeId, search: location.search }} />;
   else if (route.page === 'chat') view = <LazyView load={loadChatPage} props={{ nodeId: route.nodeId }} />;
-  else view = <NotFound path={route.path} />;
+  else if (route.page === 'plans' || route.page === 'admin-billing') {
+    view =
+      billingOn === undefined ? (
+        <p class="loading" role="status">
+          Loading…
+        </p>
+      ) : route.page === 'plans' ? (
+        <LazyView load={loadPlansPage} props={{ billingOn }} />
+      ) : (
+        <LazyView load={loadAdminBillingPage} props={{ billingOn }} />
+      );
+  } else view = <NotFound path={route.path} />;
 
   return (
     <>

@@ -4,6 +4,11 @@
  * reaches the browser bundle.
  */
 import type { z } from 'zod';
+import type {
+  adminPlanSchema,
+  planSchema,
+  subscriptionSchema,
+} from '../../../../plugins/billing/http/schemas.js';
 import type { tokenResponseSchema } from '../../../auth/schemas.js';
 import type { healthReportSchema, problemSchema, radioStatusSchema } from '../../../http/schemas.js';
 import type { HelloEvent } from '../../../live/schemas.js';
@@ -27,3 +32,10 @@ export type ConversationSummary = ConversationSummaryJson;
 
 /** A message as the lists send it; the detail (GET /messages/{id}) and the live stream add the rest. */
 export type MessageRecord = MessageRecordJson & Partial<MessageDetailJson>;
+
+// Billing (plugins/billing, issue 11): the plugin's own schemas, type-only like the rest.
+export type BillingPlan = z.output<typeof planSchema> &
+  Partial<Pick<z.output<typeof adminPlanSchema>, 'active'>>;
+export type BillingSubscription = z.output<typeof subscriptionSchema>;
+export type BillingSubscriptionStatus = BillingSubscription['status'];
+export type BillingInvoiceStatus = NonNullable<BillingSubscription['invoice_status']>;

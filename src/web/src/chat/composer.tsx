@@ -4,6 +4,8 @@
  * sending too fast, with a countdown). A text that could not be sent stays in the box.
  */
 import { useEffect, useRef, useState } from 'preact/hooks';
+import { LapsedNotice } from '../billing/lapsed-notice.js';
+import { isLapsedRefusal } from '../billing/subscription-words.js';
 import { ApiError, plainWords } from '../lib/problem.js';
 import { randomId } from '../lib/random-id.js';
 import { checkMessageText, MAX_TEXT_BYTES, MAX_TEXT_CHARACTERS } from '../lib/text-limits.js';
@@ -30,6 +32,8 @@ export function Composer({ nodeId, name }: { nodeId: string; name: string }) {
   const [text, setText] = useState('');
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<string>();
+  /** The refusal because the subscription lapsed (shown with a way to renew). */
+  const [lapsed, setLapsed] = useState<ApiError>();
   const [waitUntil, setWaitUntil] = useState(0);
   const [now, setNow] = useState(Date.now());
   // One key per draft: a retry of the same text after a lost answer is the same message to the hub.
@@ -51,6 +55,7 @@ export function Composer({ nodeId, name }: { nodeId: string; name: string }) {
     if (!check.ok || busy || wait > 0) return;
     setBusy(true);
     setError(undefined);
+    setLapsed(undefined);
     try {
       if (draft.current.text !== text) draft.current = { text, key: randomId() };
       await sendMessage(nodeId, text, draft.current.key);
@@ -61,6 +66,8 @@ export function Composer({ nodeId, name }: { nodeId: string; name: string }) {
         const seconds = caught.extras.retryAfterSeconds ?? 60;
         setWaitUntil(Date.now() + seconds * 1000);
         setNow(Date.now());
+      } else if (caught instanceof ApiError && isLapsedRefusal(caught)) {
+        setLapsed(caught);
       } else {
         setError(refusal(caught, name, nodeId));
       }
@@ -118,6 +125,7 @@ export function Composer({ nodeId, name }: { nodeId: string; name: string }) {
             {error}
           </p>
         )}
+        {lapsed && <LapsedNotice error={lapsed} />}
       </div>
       <p class="muted small composer-hint">Enter sends · Shift+Enter for a new line</p>
     </form>

@@ -2,6 +2,7 @@
 import { useState } from 'preact/hooks';
 import { ApiError, plainWords } from '../lib/problem.js';
 import { signIn } from '../state/session.js';
+import './sign-in.css';
 
 function signInProblem(error: unknown): string {
   if (error instanceof ApiError) {
@@ -14,7 +15,7 @@ function signInProblem(error: unknown): string {
   return plainWords(error);
 }
 
-export function SignIn({ notice }: { notice?: string }) {
+export function SignIn({ notice, heading = 'Sign in to chat' }: { notice?: string; heading?: string }) {
   const [username, setUsername] = useState('');
   const [password, setPassword] = useState('');
   const [busy, setBusy] = useState(false);
@@ -38,7 +39,7 @@ export function SignIn({ notice }: { notice?: string }) {
 
   return (
     <form class="panel sign-in" onSubmit={submit} aria-labelledby="sign-in-heading" noValidate>
-      <h1 id="sign-in-heading">Sign in to chat</h1>
+      <h1 id="sign-in-heading">{heading}</h1>
       <p class="muted">
         Messages travel over the mesh radio to people carrying nodes in the field. You need an account on this
         hub.

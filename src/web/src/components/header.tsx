@@ -1,6 +1,10 @@
-/** The header on every page: where you are, the radio link, the version, and chat with its unread count. */
+/**
+ * The header on every page: where you are, the radio link, the version, chat with its unread
+ * count, and the plans (and billing, for admins) when the hub runs the billing plugin.
+ */
 import type { RadioStatus } from '../api/types.js';
 import { useStore } from '../hooks.js';
+import { tokenRoles } from '../lib/jwt.js';
 import { Link } from '../router.js';
 import { chatStore, totalUnread } from '../state/chat.js';
 import { hubStore } from '../state/hub.js';
@@ -42,6 +46,8 @@ export function Header({ page }: { page: string }) {
   const { session } = useStore(sessionStore);
   const unread = session ? totalUnread(chat) : 0;
   const radio = radioSummary(hub.radio, hub.connection === 'open');
+  const billing = !!hub.plugins?.includes('billing');
+  const admin = !!session && tokenRoles(session.token).includes('admin');
   return (
     <header class="site-header">
       <Link href="/" class="brand" aria-label="meshhub home">
@@ -77,6 +83,20 @@ export function Header({ page }: { page: string }) {
             </span>
           )}
         </Link>
+        {billing && (
+          <Link href="/plans" class="nav-link" aria-current={page === 'plans' ? 'page' : undefined}>
+            Plans
+          </Link>
+        )}
+        {billing && admin && (
+          <Link
+            href="/admin/billing"
+            class="nav-link"
+            aria-current={page === 'admin-billing' ? 'page' : undefined}
+          >
+            Billing
+          </Link>
+        )}
       </nav>
       <div class="header-status">
         <span class={`pill pill-${radio.tone}`} title={radio.title} data-testid="radio-state">

@@ -17,20 +17,27 @@ export function LazyView<P extends object>({
   load: () => Promise<ComponentType<P>>;
   props: P;
 }) {
-  const [view, setView] = useState<ComponentType<P> | undefined>(
-    () => loaded.get(load) as ComponentType<P> | undefined,
+  // One LazyView stays mounted when the app goes from one lazy page to another (the plans, then
+  // the chat): what it shows belongs to the `load` it was made for, never to the previous one.
+  const [state, setState] = useState<{ load: typeof load; view?: ComponentType<P>; failed?: boolean }>(
+    () => ({
+      load,
+      view: loaded.get(load) as ComponentType<P> | undefined,
+    }),
   );
-  const [failed, setFailed] = useState(false);
+  const current =
+    state.load === load ? state : { load, view: loaded.get(load) as ComponentType<P> | undefined };
+  const { view, failed } = current;
   useEffect(() => {
     if (view) return;
     let cancelled = false;
     load().then(
       (component) => {
         loaded.set(load, component);
-        if (!cancelled) setView(() => component);
+        if (!cancelled) setState({ load, view: component as ComponentType<P> });
       },
       () => {
-        if (!cancelled) setFailed(true);
+        if (!cancelled) setState({ load, failed: true });
       },
     );
     return () => {

@@ -22,6 +22,12 @@ export function tokenExpiry(token: string): number | undefined {
   return typeof exp === 'number' && Number.isFinite(exp) ? exp * 1000 : undefined;
 }
 
+/** The `roles` claim of a hub token (`subscriber`, `admin`, …): what the UI offers, not what the hub allows. */
+export function tokenRoles(token: string): string[] {
+  const roles = payload(token)?.roles;
+  return Array.isArray(roles) ? roles.filter((r): r is string => typeof r === 'string') : [];
+}
+
 export function tokenUsername(token: string): string | undefined {
   const claims = payload(token);
   const name = claims?.preferred_username ?? claims?.sub;

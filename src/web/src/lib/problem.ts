@@ -16,12 +16,16 @@ export class ApiError extends Error {
     readonly status: number,
     readonly detail: string,
     readonly extras: {
+      /** The problem's `type` URI, when not `about:blank`. */
+      type?: string;
       title?: string;
       errors?: FieldError[];
       retryAfterSeconds?: number;
       /** The token check's reason on a 401 (`expired`, …). */
       reason?: string;
       requestId?: string;
+      /** Every member beyond type, title, status, detail and errors (RFC 9457 §3.2), e.g. `lapsed_at`. */
+      members?: Record<string, unknown>;
     } = {},
   ) {
     super(detail);
@@ -50,12 +54,15 @@ export function apiErrorFrom(status: number, body: unknown, retryAfter: number |
         .slice(0, 20)
     : undefined;
   const detail = typeof problem.detail === 'string' && problem.detail ? problem.detail : statusText(status);
+  const { type: _t, title: _ti, status: _s, detail: _d, errors: _e, ...members } = problem;
   return new ApiError(status, detail, {
+    ...(typeof problem.type === 'string' && problem.type !== 'about:blank' ? { type: problem.type } : {}),
     ...(typeof problem.title === 'string' ? { title: problem.title } : {}),
     ...(errors?.length ? { errors } : {}),
     ...(retryAfter !== undefined ? { retryAfterSeconds: retryAfter } : {}),
     ...(typeof problem.reason === 'string' ? { reason: problem.reason } : {}),
     ...(typeof problem.request_id === 'string' ? { requestId: problem.request_id } : {}),
+    ...(Object.keys(members).length ? { members } : {}),
   });
 }
 

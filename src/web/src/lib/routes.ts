@@ -4,6 +4,8 @@ export type Route =
   | { page: 'dashboard'; focus?: string }
   | { page: 'node'; nodeId: string }
   | { page: 'chat'; nodeId?: string }
+  | { page: 'plans' }
+  | { page: 'admin-billing' }
   | { page: 'not-found'; path: string };
 
 export const NODE_ID = /^![0-9a-f]{8}$/;
@@ -28,6 +30,8 @@ export function matchRoute(pathname: string, search = ''): Route {
     return nodeId ? { page: 'node', nodeId } : { page: 'not-found', path };
   }
   if (path === '/chat') return { page: 'chat' };
+  if (path === '/plans') return { page: 'plans' };
+  if (path === '/admin/billing') return { page: 'admin-billing' };
   const chat = /^\/chat\/([^/]+)$/.exec(path);
   if (chat) {
     const nodeId = decode(chat[1]!);

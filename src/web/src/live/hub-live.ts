@@ -21,6 +21,7 @@ export function startHubLive(): ReconnectingStream {
           version: hello.version,
           startedAt: hello.started_at,
           radio: hello.radio,
+          plugins: hello.plugins,
           everConnected: true,
           ...(hello.version !== loadedVersion ? { updatedTo: hello.version } : {}),
         }));

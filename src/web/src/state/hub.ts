@@ -12,6 +12,8 @@ export interface HubState {
   updatedTo?: string;
   /** The live stream has connected at least once. */
   everConnected: boolean;
+  /** The plugins the hub runs (from `hello`): their pages show only then. */
+  plugins?: readonly string[];
 }
 
 export const hubStore = createStore<HubState>({ connection: 'connecting', everConnected: false });

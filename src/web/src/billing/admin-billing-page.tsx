@@ -1,0 +1,231 @@
+/**
+ * `/admin/billing` (admins): every subscriber's subscriptions, the plans with a way to retire
+ * one, and the recent payments: the latest invoice of each subscription (the API lists no
+ * invoice history yet). The hub decides who may see this; the page only asks.
+ */
+import type { ComponentChildren } from 'preact';
+import { useEffect, useState } from 'preact/hooks';
+import { getJson, request } from '../api/client.js';
+import type { BillingPlan, BillingSubscription } from '../api/types.js';
+import { SignIn } from '../chat/sign-in.js';
+import { useStore, useTitle } from '../hooks.js';
+import { formatDateTime } from '../lib/format.js';
+import { type ApiError, plainWords } from '../lib/problem.js';
+import { sessionStore } from '../state/session.js';
+import './billing.css';
+import { planPeriod, planPrice, subscriptionWords } from './subscription-words.js';
+
+interface AdminData {
+  subscriptions: BillingSubscription[];
+  plans: BillingPlan[];
+}
+
+const when = (iso: string | null | undefined) => (iso ? formatDateTime(Date.parse(iso)) : '—');
+
+async function loadAdminData(token: string): Promise<AdminData> {
+  const [subscriptions, plans] = await Promise.all([
+    getJson<{ data: BillingSubscription[] }>('/api/v1/billing/subscriptions?all=true', { token }),
+    getJson<{ data: BillingPlan[] }>('/api/v1/billing/plans?all=true', { token }),
+  ]);
+  return { subscriptions: subscriptions.data, plans: plans.data };
+}
+
+function Table({
+  caption,
+  head,
+  children,
+}: {
+  caption: string;
+  head: string[];
+  children: ComponentChildren;
+}) {
+  return (
+    <div class="table-scroll">
+      <table class="billing-table">
+        <caption>{caption}</caption>
+        <thead>
+          <tr>
+            {head.map((h) => (
+              <th key={h} scope="col">
+                {h}
+              </th>
+            ))}
+          </tr>
+        </thead>
+        <tbody>{children}</tbody>
+      </table>
+    </div>
+  );
+}
+
+export function AdminBillingPage({ billingOn }: { billingOn: boolean }) {
+  const { session, notice } = useStore(sessionStore);
+  const [data, setData] = useState<AdminData>();
+  const [error, setError] = useState<ApiError | Error>();
+  const [retireError, setRetireError] = useState<string>();
+  const token = session?.token;
+  useTitle('Billing');
+
+  const reload = async () => {
+    if (!token) return;
+    try {
+      setData(await loadAdminData(token));
+      setError(undefined);
+    } catch (caught) {
+      setError(caught as ApiError);
+    }
+  };
+  useEffect(() => {
+    if (billingOn && token) void reload();
+  }, [billingOn, token]);
+
+  if (!billingOn) {
+    return (
+      <section class="panel notice">
+        <h1>Billing is off on this hub</h1>
+        <p>The billing plugin does not run here (PLUGINS does not name it).</p>
+      </section>
+    );
+  }
+  if (!session) return <SignIn notice={notice} heading="Sign in as an admin" />;
+
+  const retire = async (plan: BillingPlan) => {
+    if (!confirm(`Retire “${plan.name}”? It is no longer offered; subscriptions bought on it keep running.`))
+      return;
+    setRetireError(undefined);
+    try {
+      await request(`/api/v1/billing/plans/${encodeURIComponent(plan.id)}/retire`, { method: 'POST', token });
+      await reload();
+    } catch (caught) {
+      setRetireError(plainWords(caught));
+    }
+  };
+
+  let body: ComponentChildren;
+  if (error && !data) {
+    body = (
+      <div class="notice notice-error" role="alert">
+        <p>{plainWords(error)}</p>
+        <button type="button" class="button button-small" onClick={() => void reload()}>
+          Try again
+        </button>
+      </div>
+    );
+  } else if (!data) {
+    body = (
+      <p class="loading" role="status">
+        Loading…
+      </p>
+    );
+  } else {
+    const plan = (id: string) => data.plans.find((p) => p.id === id);
+    const planName = (id: string) => plan(id)?.name ?? id;
+    const invoices = data.subscriptions
+      .filter((s) => s.invoice_id)
+      .sort((a, b) => b.created_at.localeCompare(a.created_at))
+      .slice(0, 50);
+    body = (
+      <>
+        <section aria-labelledby="admin-subscriptions" class="panel">
+          <h2 id="admin-subscriptions">Subscribers</h2>
+          {data.subscriptions.length === 0 ? (
+            <p class="muted">Nobody has bought a plan yet.</p>
+          ) : (
+            <Table
+              caption="Every subscription, newest first"
+              head={['Subscriber', 'Plan', 'State', 'Paid until']}
+            >
+              {data.subscriptions.map((s) => (
+                <tr key={s.id} data-subscription-id={s.id} data-status={s.status}>
+                  <td data-testid="subscriber">{s.subscriber}</td>
+                  <td>{planName(s.plan_id)}</td>
+                  <td>{subscriptionWords(s).text}</td>
+                  <td>{when(s.current_period_end)}</td>
+                </tr>
+              ))}
+            </Table>
+          )}
+        </section>
+        <section aria-labelledby="admin-plans" class="panel">
+          <h2 id="admin-plans">Plans</h2>
+          {retireError && (
+            <p class="form-error" role="alert">
+              {retireError}
+            </p>
+          )}
+          {data.plans.length === 0 ? (
+            <p class="muted">
+              No plans yet. Add one with <code>meshhub plan add</code>.
+            </p>
+          ) : (
+            <Table
+              caption="Plans, retired ones included"
+              head={['Plan', 'Price', 'Period', 'Nodes', 'State']}
+            >
+              {data.plans.map((p) => (
+                <tr key={p.id} data-plan-id={p.id}>
+                  <td>
+                    {p.name} <span class="muted small">({p.id})</span>
+                  </td>
+                  <td>{planPrice(p)}</td>
+                  <td>{planPeriod(p)}</td>
+                  <td>{p.nodes === 'all' ? 'all' : p.nodes.join(', ')}</td>
+                  <td>
+                    {p.active === false ? (
+                      <span class="muted">retired</span>
+                    ) : (
+                      <>
+                        on offer{' '}
+                        <button
+                          type="button"
+                          class="link-button small"
+                          onClick={() => void retire(p)}
+                          aria-label={`Retire ${p.name}`}
+                        >
+                          Retire
+                        </button>
+                      </>
+                    )}
+                  </td>
+                </tr>
+              ))}
+            </Table>
+          )}
+        </section>
+        <section aria-labelledby="admin-payments" class="panel">
+          <h2 id="admin-payments">Recent payments</h2>
+          {invoices.length === 0 ? (
+            <p class="muted">No invoices yet.</p>
+          ) : (
+            <Table
+              caption="The latest invoice of each subscription, newest subscription first"
+              head={['Subscriber', 'Plan', 'Amount', 'Invoice', 'State']}
+            >
+              {invoices.map((s) => {
+                const p = plan(s.plan_id);
+                return (
+                  <tr key={s.invoice_id} data-invoice-id={s.invoice_id}>
+                    <td>{s.subscriber}</td>
+                    <td>{planName(s.plan_id)}</td>
+                    <td>{p ? planPrice(p) : '—'}</td>
+                    <td>
+                      <code>{s.invoice_id}</code>
+                    </td>
+                    <td>{s.invoice_status === 'settled' ? 'paid' : (s.payment_note ?? s.invoice_status)}</td>
+                  </tr>
+                );
+              })}
+            </Table>
+          )}
+        </section>
+      </>
+    );
+  }
+
+  return (
+    <div class="billing-page">
+      <h1>Billing</h1>
+      {body}
+    </div>
+  );
+}

@@ -1,0 +1,179 @@
+/**
+ * `/plans`: the plans on offer (name, price, period, nodes), "Pay" that makes a subscription and
+ * goes to BTCPay's checkout, and the signed-in subscriber's subscriptions with their state.
+ */
+import type { ComponentChildren } from 'preact';
+import { useEffect, useState } from 'preact/hooks';
+import type { BillingPlan } from '../api/types.js';
+import { SignIn } from '../chat/sign-in.js';
+import { useNow, useStore, useTitle } from '../hooks.js';
+import { displayName } from '../lib/mesh-state.js';
+import { plainWords } from '../lib/problem.js';
+import { meshStore } from '../state/mesh.js';
+import { sessionStore } from '../state/session.js';
+import { billingStore, buyPlan, followSubscriptions, loadPlans, openCheckout } from './billing-state.js';
+import './billing.css';
+import { RenewButton } from './renew-button.js';
+import { canRenew, openInvoiceLink, planPeriod, planPrice, subscriptionWords } from './subscription-words.js';
+
+function PlanNodes({ nodes }: { nodes: BillingPlan['nodes'] }) {
+  const mesh = useStore(meshStore);
+  if (nodes === 'all') return <>All nodes of the site</>;
+  return <>{nodes.map((id) => displayName(mesh.mesh.nodes.get(id), id)).join(', ')}</>;
+}
+
+function PayButton({ plan, signedIn }: { plan: BillingPlan; signedIn: boolean }) {
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<string>();
+  if (!signedIn) return null;
+  const pay = async () => {
+    setBusy(true);
+    setError(undefined);
+    try {
+      const subscription = await buyPlan(plan.id);
+      if (!openCheckout(subscription.checkout_link)) {
+        setError('The hub made the subscription but sent no address to pay it at.');
+        setBusy(false);
+      }
+    } catch (caught) {
+      setError(plainWords(caught));
+      setBusy(false);
+    }
+  };
+  return (
+    <div class="plan-pay">
+      <button
+        type="button"
+        class="button"
+        disabled={busy}
+        onClick={() => void pay()}
+        aria-label={`Pay for ${plan.name}, ${planPrice(plan)} for ${planPeriod(plan)}`}
+      >
+        {busy ? 'Opening the invoice…' : 'Pay'}
+      </button>
+      {error && (
+        <p class="form-error" role="alert">
+          {error}
+        </p>
+      )}
+    </div>
+  );
+}
+
+function MySubscriptions() {
+  const billing = useStore(billingStore);
+  const now = useNow(60_000);
+  useEffect(() => followSubscriptions(), []);
+  if (billing.subscriptionsError && !billing.subscriptionsLoaded) {
+    return (
+      <p class="form-error" role="alert">
+        {plainWords(billing.subscriptionsError)}
+      </p>
+    );
+  }
+  if (!billing.subscriptionsLoaded) {
+    return (
+      <p class="loading" role="status">
+        Loading your subscriptions…
+      </p>
+    );
+  }
+  if (billing.subscriptions.length === 0) return <p class="muted">You have no subscription yet.</p>;
+  const planName = (id: string) => billing.plans.find((p) => p.id === id)?.name ?? id;
+  return (
+    <ul class="subscriptions" aria-live="polite">
+      {billing.subscriptions.map((s) => {
+        const words = subscriptionWords(s, now);
+        const pay = openInvoiceLink(s);
+        return (
+          <li key={s.id} class="subscription" data-subscription-id={s.id} data-status={s.status}>
+            <span class="subscription-plan">{planName(s.plan_id)}</span>
+            <span class={`pill pill-${words.tone}`} data-testid="subscription-state">
+              <span class="dot" aria-hidden="true" />
+              {words.text}
+            </span>
+            {pay && (
+              <a class="button button-small" href={pay}>
+                Pay the invoice
+              </a>
+            )}
+            {canRenew(s, now) && <RenewButton subscriptionId={s.id} />}
+          </li>
+        );
+      })}
+    </ul>
+  );
+}
+
+export function PlansPage({ billingOn }: { billingOn: boolean }) {
+  const billing = useStore(billingStore);
+  const { session, notice } = useStore(sessionStore);
+  useTitle('Plans');
+  useEffect(() => {
+    if (billingOn) void loadPlans();
+  }, [billingOn]);
+  if (!billingOn) {
+    return (
+      <section class="panel notice">
+        <h1>No plans on this hub</h1>
+        <p>This hub does not sell messaging: ask whoever runs it for an account.</p>
+      </section>
+    );
+  }
+
+  let plans: ComponentChildren;
+  if (billing.plansError && !billing.plansLoaded) {
+    plans = (
+      <div class="notice notice-error" role="alert">
+        <p>{plainWords(billing.plansError)}</p>
+        <button type="button" class="button button-small" onClick={() => void loadPlans()}>
+          Try again
+        </button>
+      </div>
+    );
+  } else if (!billing.plansLoaded) {
+    plans = (
+      <p class="loading" role="status">
+        Loading the plans…
+      </p>
+    );
+  } else if (billing.plans.length === 0) {
+    plans = <p class="muted">No plans are on offer right now.</p>;
+  } else {
+    plans = (
+      <ul class="plan-list">
+        {billing.plans.map((plan) => (
+          <li key={plan.id} class="plan panel" data-plan-id={plan.id}>
+            <h2 class="plan-name">{plan.name}</h2>
+            <p class="plan-price">
+              <strong>{planPrice(plan)}</strong> for {planPeriod(plan)}
+            </p>
+            <p class="plan-nodes muted">
+              <PlanNodes nodes={plan.nodes} />
+            </p>
+            <PayButton plan={plan} signedIn={!!session} />
+          </li>
+        ))}
+      </ul>
+    );
+  }
+
+  return (
+    <div class="billing-page">
+      <h1>Plans</h1>
+      <p class="muted">
+        A plan lets you message the people carrying its nodes for its period. You pay in bitcoin (on-chain or
+        Lightning) on this site's own payment server; messaging starts once the payment is confirmed.
+      </p>
+      {plans}
+      {session ? (
+        <section aria-labelledby="my-subscriptions-heading" class="panel my-subscriptions">
+          <h2 id="my-subscriptions-heading">Your subscriptions</h2>
+          <MySubscriptions />
+        </section>
+      ) : (
+        <SignIn notice={notice} heading="Sign in to buy a plan" />
+      )}
+    </div>
+  );
+}

@@ -1,0 +1,39 @@
+/** "Renew": an invoice for the next period, then BTCPay's checkout in this tab. */
+import { useState } from 'preact/hooks';
+import { plainWords } from '../lib/problem.js';
+import { openCheckout, renewSubscription } from './billing-state.js';
+
+export function RenewButton({ subscriptionId, label = 'Renew' }: { subscriptionId: string; label?: string }) {
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<string>();
+  const renew = async () => {
+    setBusy(true);
+    setError(undefined);
+    try {
+      const link = await renewSubscription(subscriptionId);
+      if (!openCheckout(link)) setError('The hub made the invoice but sent no address to pay it at.');
+    } catch (caught) {
+      setError(plainWords(caught));
+    } finally {
+      setBusy(false);
+    }
+  };
+  return (
+    <>
+      <button
+        type="button"
+        class="button button-small"
+        disabled={busy}
+        onClick={() => void renew()}
+        data-testid="renew"
+      >
+        {busy ? 'Opening the invoice…' : label}
+      </button>
+      {error && (
+        <span class="form-error" role="alert">
+          {error}
+        </span>
+      )}
+    </>
+  );
+}

@@ -1,0 +1,66 @@
+/**
+ * The chat's subscription bar (when the hub runs the billing plugin): the state of the
+ * subscription that matters now and its end date, "Renew" in the last week and after it ended,
+ * and the way to the plans when there is none.
+ */
+import { useEffect } from 'preact/hooks';
+import { useNow, useStore } from '../hooks.js';
+import { plainWords } from '../lib/problem.js';
+import { Link } from '../router.js';
+import { billingStore, followSubscriptions } from './billing-state.js';
+import './billing.css';
+import { RenewButton } from './renew-button.js';
+import { canRenew, currentSubscription, openInvoiceLink, subscriptionWords } from './subscription-words.js';
+
+export function SubscriptionBar() {
+  const billing = useStore(billingStore);
+  const now = useNow(60_000);
+  useEffect(() => followSubscriptions(), []);
+  if (!billing.subscriptionsLoaded) {
+    // Always there, so the chat below does not jump when the answer comes.
+    return (
+      <section class="subscription-bar" aria-label="Your subscription" aria-busy="true">
+        <span class="muted small">
+          {billing.subscriptionsError
+            ? plainWords(billing.subscriptionsError)
+            : 'Checking your subscription…'}
+        </span>
+      </section>
+    );
+  }
+  const current = currentSubscription(billing.subscriptions);
+  if (!current) {
+    return (
+      <section class="subscription-bar" aria-label="Your subscription" data-testid="subscription-bar">
+        <span>No paid subscription.</span>
+        <Link href="/plans" class="button button-small">
+          See the plans
+        </Link>
+      </section>
+    );
+  }
+  const words = subscriptionWords(current, now);
+  const pay = openInvoiceLink(current);
+  return (
+    <section
+      class="subscription-bar"
+      aria-label="Your subscription"
+      data-testid="subscription-bar"
+      data-status={current.status}
+    >
+      <span class={`pill pill-${words.tone}`} role="status" data-testid="subscription-state">
+        <span class="dot" aria-hidden="true" />
+        {words.text}
+      </span>
+      {pay && (
+        <a class="button button-small" href={pay}>
+          Pay the invoice
+        </a>
+      )}
+      {canRenew(current, now) && <RenewButton subscriptionId={current.id} />}
+      <Link href="/plans" class="link-button small">
+        Plans
+      </Link>
+    </section>
+  );
+}

@@ -1,0 +1,93 @@
+/** A subscription's state in plain words, and which one the chat's bar speaks of. */
+import type { BillingPlan, BillingSubscription } from '../api/types.js';
+import { formatDateTime } from '../lib/format.js';
+import type { ApiError } from '../lib/problem.js';
+
+/** Offer "Renew" this long before the paid period ends. */
+export const RENEW_BEFORE_MS = 7 * 24 * 3600_000;
+
+export interface SubscriptionWords {
+  text: string;
+  tone: 'good' | 'warn' | 'bad' | 'unknown';
+}
+
+const endOf = (s: BillingSubscription) => (s.current_period_end ? Date.parse(s.current_period_end) : 0);
+
+export function subscriptionWords(s: BillingSubscription, nowMs = Date.now()): SubscriptionWords {
+  const end = s.current_period_end ? formatDateTime(Date.parse(s.current_period_end)) : undefined;
+  // The hub marks an ended period on its next expiry run; until then it has ended all the same.
+  if (s.status === 'active' && s.current_period_end && endOf(s) <= nowMs)
+    return { text: `Ended ${end}: renew to keep messaging`, tone: 'warn' };
+  switch (s.status) {
+    case 'pending_payment':
+      if (s.invoice_status === 'processing')
+        return { text: 'Payment seen, waiting for confirmation', tone: 'warn' };
+      if (s.invoice_status === 'expired' || s.invoice_status === 'invalid')
+        return { text: 'Not paid: the invoice expired', tone: 'bad' };
+      return { text: 'Waiting for payment', tone: 'warn' };
+    case 'active':
+      if (s.invoice_status === 'processing')
+        return { text: `Active until ${end} · renewal seen, waiting for confirmation`, tone: 'good' };
+      if (s.invoice_status === 'new')
+        return { text: `Active until ${end} · renewal waiting for payment`, tone: 'good' };
+      return { text: `Active until ${end}`, tone: 'good' };
+    case 'past_due':
+      return { text: `Ended ${end}: renew now, messaging stops after the grace period`, tone: 'warn' };
+    case 'expired':
+      return { text: `Expired ${end ?? ''}`.trim(), tone: 'bad' };
+    case 'canceled':
+      return { text: 'Canceled', tone: 'unknown' };
+  }
+}
+
+/** Only an absolute http(s) address is followed: the link comes from the payment server, through the hub. */
+export function checkoutUrl(link: string | null | undefined): string | undefined {
+  if (!link) return undefined;
+  try {
+    const url = new URL(link);
+    return url.protocol === 'https:' || url.protocol === 'http:' ? url.href : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The checkout of the subscription's invoice while it still takes a payment. */
+export function openInvoiceLink(s: BillingSubscription): string | undefined {
+  const open = s.invoice_status === 'new' || (s.status === 'pending_payment' && !s.invoice_status);
+  return open ? checkoutUrl(s.checkout_link) : undefined;
+}
+
+/** Renewing is offered in the last week of a period, and after it ended (unless a renewal is being paid). */
+export function canRenew(s: BillingSubscription, nowMs: number): boolean {
+  if (s.invoice_status === 'new' || s.invoice_status === 'processing') return false;
+  if (s.status === 'past_due' || s.status === 'expired') return true;
+  return s.status === 'active' && endOf(s) - nowMs <= RENEW_BEFORE_MS;
+}
+
+const RANK: Record<BillingSubscription['status'], number> = {
+  active: 4,
+  past_due: 3,
+  pending_payment: 2,
+  expired: 1,
+  canceled: 0,
+};
+
+/** The subscription that matters most now: one that messages (the longest), else one being paid, else the last to end. */
+export function currentSubscription(subscriptions: BillingSubscription[]): BillingSubscription | undefined {
+  return [...subscriptions].sort((a, b) => RANK[b.status] - RANK[a.status] || endOf(b) - endOf(a))[0];
+}
+
+export function planPrice(plan: BillingPlan): string {
+  return `${plan.price} ${plan.currency}`;
+}
+
+export function planPeriod(plan: BillingPlan): string {
+  return plan.period_days === 1 ? '1 day' : `${plan.period_days} days`;
+}
+
+/** A send refused because the paid subscription lapsed (not because the node is outside it). */
+export function isLapsedRefusal(error: ApiError): boolean {
+  if (error.status === 403 && typeof error.extras.members?.lapsed_at === 'string') return true;
+  if (error.status !== 403) return false;
+  return /laps|expired/i.test(error.extras.type ?? '') || /laps|expired|renew/i.test(error.detail);
+}
