@@ -6,6 +6,8 @@
 import { readFileSync } from 'node:fs';
 import type { Browser, Page, Request } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
+import { formatMetric } from '../../src/web/src/lib/format.js';
+import { metricInfo } from '../../src/web/src/lib/metrics.js';
 import type { TestHub } from '../helpers/hub.js';
 import { waitFor } from '../helpers/hub.js';
 import {
@@ -104,15 +106,26 @@ describeInBrowser('a node’s page', () => {
         `/api/v1/weather/latest?node_id=${encodeURIComponent(station.node_id)}`,
       );
       const latest = data[0]!;
-      return [
-        `${(latest.temperature_c as number).toFixed(1)} °C`,
-        `${Math.round(latest.humidity_percent as number)} %`,
-        `${((latest.pressure_pa as number) / 100).toFixed(1)} hPa`,
-      ];
+      // The UI's own formatter (decimal rounding, half away from zero: -2.05 → -2.1, which
+      // `toFixed` gets wrong for binary reasons); tests/web checks the formatter itself.
+      return (['temperature_c', 'humidity_percent', 'pressure_pa'] as const).map((key) =>
+        formatMetric(metricInfo(key), latest[key] as number),
+      );
     };
+    let last = '';
     await expect
-      .poll(async () => JSON.stringify(await shown()) === JSON.stringify(await expected()))
-      .toBe(true);
+      .poll(
+        async () => {
+          const [onPage, fromApi] = [JSON.stringify(await shown()), JSON.stringify(await expected())];
+          last = `page ${onPage}, API ${fromApi}`;
+          return onPage === fromApi;
+        },
+        { timeout: 10_000, interval: 200 },
+      )
+      .toBe(true)
+      .catch((error: unknown) => {
+        throw new Error(`${(error as Error).message}: ${last}`);
+      });
     expect(await page.locator('.value-card').count()).toBe(3);
   });
 
