@@ -30,10 +30,11 @@ import {
   readingListSchema,
   readingSchema,
 } from '../weather/schemas.js';
-import { HEADERS, type OpenApiDocument, openApiDocument, problem } from './openapi.js';
+import { COMMON_PROBLEMS, HEADERS, type OpenApiDocument, openApiDocument, problem } from './openapi.js';
 import { healthReportSchema, radioStatusSchema, versionSchema } from './schemas.js';
 
-const badInput = problem('A bad parameter or body; `errors` names each field.');
+const { badInput, tooLarge, notJson } = COMMON_PROBLEMS;
+
 const unauthorized = problem('No bearer token, or a refused one.', {
   'WWW-Authenticate': HEADERS.wwwAuthenticate,
 });
@@ -41,8 +42,6 @@ const noRole = problem('The token does not carry a role this needs.');
 const idpDown = problem('The identity provider’s keys cannot be fetched to check the token.', {
   'Retry-After': HEADERS.retryAfter,
 });
-const tooLarge = problem('The body is too large.');
-const notJson = problem('The body is not application/json.');
 const messagingAuth = { 401: unauthorized, 403: noRole, 503: idpDown };
 
 export function meshOpenApiDocument(version: string): OpenApiDocument {

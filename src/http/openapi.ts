@@ -101,6 +101,13 @@ export function problem(description: string, headers?: Record<string, HeaderSpec
   return { description, body: problemSchema, contentType: PROBLEM_TYPE, ...(headers ? { headers } : {}) };
 }
 
+/** The problems every API of the hub answers alike, described once. */
+export const COMMON_PROBLEMS = {
+  badInput: problem('A bad parameter or body; `errors` names each field.'),
+  tooLarge: problem('The body is too large.'),
+  notJson: problem('The body is not application/json.'),
+} as const;
+
 export const HEADERS = {
   link: {
     description: 'RFC 8288 `<…>; rel="next"` while more pages remain: the same query with the next cursor.',

@@ -4,7 +4,13 @@
  * schemas the routes validate with (schemas.ts, filters.ts).
  */
 import { z } from 'zod';
-import { HEADERS, type OpenApiDocument, openApiDocument, problem } from '../../../src/http/openapi.js';
+import {
+  COMMON_PROBLEMS,
+  HEADERS,
+  type OpenApiDocument,
+  openApiDocument,
+  problem,
+} from '../../../src/http/openapi.js';
 import { versionSchema } from '../../../src/http/schemas.js';
 import { exportQuerySchema, searchQuerySchema } from './filters.js';
 import {
@@ -27,12 +33,11 @@ import {
   webhookQuerySchema,
 } from './schemas.js';
 
-const badInput = problem('A bad parameter or body; `errors` names each field.');
+const { badInput, tooLarge, notJson } = COMMON_PROBLEMS;
+
 const limited = problem('A rate-limit tier (fetch, write, default) is exceeded; `tier` names it.', {
   'Retry-After': HEADERS.retryAfter,
 });
-const tooLarge = problem('The body is too large.');
-const notJson = problem('The body is not application/json.');
 /** The answers of every route behind the bearer check (AUTH_ENABLED). */
 const signedIn = {
   401: problem('AUTH_ENABLED and no valid bearer token.', { 'WWW-Authenticate': HEADERS.wwwAuthenticate }),

@@ -3,7 +3,13 @@
  * (schemas.ts). Served at /api/v1/billing/openapi.json.
  */
 import { z } from 'zod';
-import { HEADERS, type OpenApiDocument, openApiDocument, problem } from '../../../src/http/openapi.js';
+import {
+  COMMON_PROBLEMS,
+  HEADERS,
+  type OpenApiDocument,
+  openApiDocument,
+  problem,
+} from '../../../src/http/openapi.js';
 import {
   adminPlanListSchema,
   adminPlanSchema,
@@ -21,7 +27,8 @@ import {
   webhookDeliverySchema,
 } from './schemas.js';
 
-const badInput = problem('A bad parameter or body; `errors` names each field.');
+const { badInput, tooLarge, notJson } = COMMON_PROBLEMS;
+
 const noToken = problem('No valid bearer token.', { 'WWW-Authenticate': HEADERS.wwwAuthenticate });
 const forbidden = problem('The token lacks the role this needs.', {
   'WWW-Authenticate': HEADERS.wwwAuthenticate,
@@ -78,8 +85,8 @@ export function billingOpenApiDocument(version: string): OpenApiDocument {
           401: noToken,
           403: forbidden,
           409: problem('A plan with this id exists already.'),
-          413: problem('The body is too large.'),
-          415: problem('The body is not application/json.'),
+          413: tooLarge,
+          415: notJson,
         },
       },
       {
@@ -123,8 +130,8 @@ export function billingOpenApiDocument(version: string): OpenApiDocument {
           403: forbidden,
           404: problem('No plan with this id.'),
           409: problem('The plan is retired.'),
-          413: problem('The body is too large.'),
-          415: problem('The body is not application/json.'),
+          413: tooLarge,
+          415: notJson,
           503: paymentsDown,
         },
       },
@@ -186,7 +193,7 @@ export function billingOpenApiDocument(version: string): OpenApiDocument {
           },
           400: problem('The body is not JSON, or not a webhook delivery.'),
           401: problem('The signature is missing or wrong; nothing changed.'),
-          413: problem('The body is too large.'),
+          413: tooLarge,
           422: problem(
             'Another store’s invoice, or an invoice whose amount or currency does not match the plan; nothing changed.',
           ),
