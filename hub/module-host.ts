@@ -88,6 +88,7 @@ export class ModuleHost {
       require: (roles = []) => requireAuth(identity.verifier, { roles }),
       verifier: identity.verifier,
       principalOf: (verified) => identity.principalOf(verified),
+      signer: identity.localIssuer,
       ...(provider ? { provider } : {}),
     };
   }

@@ -17,6 +17,7 @@
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { Hono, MiddlewareHandler } from 'hono';
+import type { JWTPayload } from 'jose';
 import type {
   Counter,
   CounterConfiguration,
@@ -63,6 +64,8 @@ export interface ModuleAuth {
   principalOf(identity: VerifiedIdentity): Principal;
   /** The external identity provider, when AUTH_JWKS_URL, AUTH_ISSUER and AUTH_AUDIENCE are set. */
   readonly provider?: { jwksUrl: string; issuer: string; audience: string; rolesClaim: string };
+  /** Signs claims with the hub's own key (the local issuer's, in DATA_DIR): the sync client's request tokens. */
+  readonly signer: { signClaims(claims: JWTPayload): Promise<string> };
 }
 
 /** prom-client metrics registered in the hub's registry, names prefixed for the module. */

@@ -18,6 +18,7 @@ import {
   importJWK,
   type JSONWebKeySet,
   type JWK,
+  type JWTPayload,
   SignJWT,
 } from 'jose';
 import type { TrustedIssuer } from './jwt-verifier.js';
@@ -133,6 +134,16 @@ export class LocalIssuer {
   /** How a TokenVerifier trusts this issuer. */
   trustedIssuer(): TrustedIssuer {
     return { issuer: this.issuer, audience: LOCAL_AUDIENCE, keys: this.jwks(), rolesClaim: 'roles' };
+  }
+
+  /**
+   * Signs any claims with the hub's key (header `kid`, EdDSA): the sync client's request tokens
+   * (sync/signing.ts). The caller sets iss/sub/aud/iat/exp/jti in `claims`.
+   */
+  async signClaims(claims: JWTPayload): Promise<string> {
+    return new SignJWT(claims)
+      .setProtectedHeader({ alg: ALGORITHM, kid: this.keyId, typ: 'JWT' })
+      .sign(this.signingKey);
   }
 
   async issue(subject: TokenSubject, ttlSeconds: number, nowMs = Date.now()): Promise<IssuedToken> {

@@ -1,0 +1,397 @@
+/**
+ * The sync wire protocol between a site (a hub) and the upstream (`meshhub upstream`), in one
+ * place so both ends read the same definition (DESIGN.md "Data flows" 4–5).
+ *
+ * **Up: batches.** The site's outbox gives every stored record a gap-free sequence number. A
+ * batch is a run of that sequence, `first_seq..last_seq`, POSTed gzip'd to
+ * `POST {SYNC_API}/batches`. Every number in the run is either a record or named in `dropped`
+ * (raw readings the site dropped for its outbox disk budget; their rollups travel as `rollup`
+ * records instead), so the upstream can tell a gap (refused) from a drop. The upstream applies
+ * a batch in one transaction, keyed by `(site_id, first_seq, last_seq)`: a retry of a batch
+ * already applied is acknowledged again without applying twice.
+ *
+ * **Down: commands.** The site opens one WebSocket to `GET {SYNC_API}/downlink` (it sits
+ * behind NAT) and receives commands (texts from internet subscribers, subscription and user
+ * changes), each with an id. It applies each once, records the id in the same transaction,
+ * and answers `{ type: "ack", id }`; unacknowledged commands are sent again on the next
+ * connection. What the command caused (message statuses, replies) flows up as records.
+ *
+ * **Identity.** Every request carries `Authorization: Bearer <JWT>` signed with the site's own
+ * Ed25519 key (the local issuer's key in DATA_DIR): see signing.ts.
+ *
+ * Field names are snake_case (they mirror the SQLite columns); times are ms since the epoch.
+ */
+import { z } from 'zod';
+
+export const SYNC_PROTOCOL_VERSION = 1;
+/** Path prefix of the sync endpoints on the upstream. */
+export const SYNC_API = '/api/sync/v1';
+/** The audience of site request tokens. */
+export const SYNC_AUDIENCE = 'meshhub-upstream';
+/** Largest gzip'd batch body the upstream accepts. */
+export const MAX_BATCH_BYTES = 4 * 1024 * 1024;
+/** Largest batch body once gunzip'd (a zip bomb stops here). */
+export const MAX_BATCH_INFLATED_BYTES = 32 * 1024 * 1024;
+/** Most records in one batch. */
+export const MAX_BATCH_RECORDS = 5_000;
+
+/** `site_id`: what an operator types; also the distribution key of every upstream table. */
+export const SITE_ID_PATTERN = /^[a-z0-9][a-z0-9-]{0,62}$/;
+export const siteIdSchema = z
+  .string()
+  .regex(SITE_ID_PATTERN, 'lower-case letters, digits and "-", at most 63, starting with a letter or digit');
+
+const ms = z.number().int().min(-8.64e15).max(8.64e15);
+const nodeId = z.string().regex(/^![0-9a-f]{8}$/, 'a node id: "!" and 8 lower-case hex digits');
+const nullableNumber = z.number().finite().nullable();
+const text = (max: number) => z.string().max(max);
+
+/** A raw reading: the `readings` row (units as the column names say). */
+export const readingBody = z.strictObject({
+  node_id: nodeId,
+  ts: ms,
+  temperature_c: nullableNumber,
+  humidity_percent: nullableNumber,
+  pressure_pa: nullableNumber,
+  wind_speed_ms: nullableNumber,
+  wind_direction: nullableNumber,
+  pm25_ugm3: nullableNumber,
+  pm10_ugm3: nullableNumber,
+  gas_resistance_kohm: nullableNumber,
+});
+
+const sumCount = {
+  temperature_c_sum: z.number().finite(),
+  temperature_c_count: z.number().int().nonnegative(),
+  humidity_percent_sum: z.number().finite(),
+  humidity_percent_count: z.number().int().nonnegative(),
+  pressure_pa_sum: z.number().finite(),
+  pressure_pa_count: z.number().int().nonnegative(),
+  wind_speed_ms_sum: z.number().finite(),
+  wind_speed_ms_count: z.number().int().nonnegative(),
+  pm25_ugm3_sum: z.number().finite(),
+  pm25_ugm3_count: z.number().int().nonnegative(),
+  pm10_ugm3_sum: z.number().finite(),
+  pm10_ugm3_count: z.number().int().nonnegative(),
+  gas_resistance_kohm_sum: z.number().finite(),
+  gas_resistance_kohm_count: z.number().int().nonnegative(),
+  wind_direction_sin_sum: z.number().finite(),
+  wind_direction_cos_sum: z.number().finite(),
+  wind_direction_count: z.number().int().nonnegative(),
+};
+
+/**
+ * The site's whole rollup row for one bucket, sent when raw readings of that bucket were dropped
+ * from the outbox: the upstream keeps the site's figures for the bucket (they cover readings it
+ * never received raw).
+ */
+export const rollupBody = z.strictObject({
+  interval: z.enum(['1h', '1d']),
+  node_id: nodeId,
+  bucket_start: ms,
+  ...sumCount,
+});
+
+/** A `nodes` row: NodeInfo, position, device metrics. */
+export const nodeBody = z.strictObject({
+  node_num: z.number().int().min(0).max(0xffffffff),
+  node_id: nodeId,
+  short_name: text(64).nullable(),
+  long_name: text(128).nullable(),
+  hw_model: text(64).nullable(),
+  latitude: nullableNumber,
+  longitude: nullableNumber,
+  altitude: nullableNumber,
+  last_heard: ms.nullable(),
+  battery_level: nullableNumber,
+  snr: nullableNumber,
+  updated_at: ms,
+});
+
+export const MESSAGE_STATUSES = ['queued', 'sent', 'delivered', 'failed', 'received', 'read'] as const;
+
+/** A `messages` row in its current state (sent on insert and on every status change). */
+export const messageBody = z.strictObject({
+  /** The message's public id (UUIDv7), unique across sites. */
+  id: z.string().uuid(),
+  /** The principal at the site; `upstream:<principal>` for texts that came down from the upstream. */
+  owner: text(256).nullable(),
+  owner_name: text(256).nullable(),
+  node_id: nodeId,
+  direction: z.enum(['outbound', 'inbound']),
+  sender_node_id: nodeId.nullable(),
+  target_node_id: nodeId.nullable(),
+  text: text(1000),
+  status: z.enum(MESSAGE_STATUSES),
+  failure_code: text(64).nullable(),
+  failure_reason: text(1000).nullable(),
+  created_at: ms,
+  updated_at: ms,
+});
+
+/** One `message_transitions` row: a status a message went through, with its time and reason. */
+export const messageTransitionBody = z.strictObject({
+  message_id: z.string().uuid(),
+  seq: z.number().int().nonnegative(),
+  status: z.enum(MESSAGE_STATUSES),
+  reason: text(1000).nullable(),
+  at: ms,
+});
+
+/** A messaging subscription (`subscriptions` + its `subscription_nodes`) in its current state. */
+export const subscriptionBody = z.strictObject({
+  id: z.number().int().positive(),
+  subscriber: text(256),
+  all_nodes: z.boolean(),
+  node_ids: z.array(nodeId).max(10_000),
+  status: z.enum(['pending', 'active', 'revoked']),
+  expires_at: ms.nullable(),
+  source: text(64),
+  reference: text(256).nullable(),
+  created_at: ms,
+  updated_at: ms,
+});
+
+/** An audit event (the audit plugin), normalised fields with names resolved, and its raw record. */
+export const auditEventBody = z.strictObject({
+  source: text(128),
+  source_key: text(512),
+  ts: ms,
+  service: text(128),
+  operation: text(512),
+  result: text(128),
+  actor: text(512),
+  target: text(2048),
+  tags: z.array(text(128)).max(1000),
+  raw: text(1_000_000).nullable(),
+  ingested_at: ms,
+});
+
+/** An audit event's tags changed: the whole new list. */
+export const auditTagsBody = z.strictObject({
+  source: text(128),
+  source_key: text(512),
+  tags: z.array(text(128)).max(1000),
+});
+
+/** A comment added to an audit event. */
+export const auditCommentBody = z.strictObject({
+  source: text(128),
+  source_key: text(512),
+  comment_id: z.number().int().positive(),
+  author: text(512),
+  text: text(10_000),
+  created_at: ms,
+});
+
+export const RECORD_BODIES = {
+  reading: readingBody,
+  rollup: rollupBody,
+  node: nodeBody,
+  message: messageBody,
+  message_transition: messageTransitionBody,
+  subscription: subscriptionBody,
+  audit_event: auditEventBody,
+  audit_tags: auditTagsBody,
+  audit_comment: auditCommentBody,
+} as const;
+
+export type RecordKind = keyof typeof RECORD_BODIES;
+export const RECORD_KINDS = Object.keys(RECORD_BODIES) as RecordKind[];
+export type RecordBody<K extends RecordKind> = z.infer<(typeof RECORD_BODIES)[K]>;
+
+/** One outbox entry on the wire. `at`: when the site stored it (the site's clock). */
+export type SyncRecord = {
+  [K in RecordKind]: { seq: number; kind: K; at: number; body: RecordBody<K> };
+}[RecordKind];
+
+const seqNumber = z.number().int().positive().max(Number.MAX_SAFE_INTEGER);
+
+export const syncRecordSchema = z
+  .strictObject({
+    seq: seqNumber,
+    kind: z.enum(RECORD_KINDS as [RecordKind, ...RecordKind[]]),
+    at: ms,
+    body: z.unknown(),
+  })
+  .transform((record, ctx) => {
+    const parsed = RECORD_BODIES[record.kind].safeParse(record.body);
+    if (!parsed.success) {
+      for (const issue of parsed.error.issues) {
+        ctx.addIssue({ ...issue, path: ['body', ...issue.path] } as never);
+      }
+      return z.NEVER;
+    }
+    return { ...record, body: parsed.data } as SyncRecord;
+  });
+
+/** An inclusive run `[first, last]` of sequence numbers dropped for the disk budget. */
+export const seqRange = z.tuple([seqNumber, seqNumber]);
+
+export const batchSchema = z
+  .strictObject({
+    protocol: z.literal(SYNC_PROTOCOL_VERSION),
+    site_id: siteIdSchema,
+    first_seq: seqNumber,
+    last_seq: seqNumber,
+    records: z.array(syncRecordSchema).max(MAX_BATCH_RECORDS),
+    dropped: z.array(seqRange).max(MAX_BATCH_RECORDS),
+    /** The site's clock when the batch was built (the upstream records its own receive time too). */
+    sent_at: ms,
+  })
+  .superRefine((batch, ctx) => {
+    const problem = batchCoverageProblem(batch);
+    if (problem) ctx.addIssue({ code: 'custom', message: problem, path: ['records'] });
+  });
+
+export type Batch = z.infer<typeof batchSchema>;
+
+/**
+ * Why a batch's records and dropped runs do not cover `first_seq..last_seq` exactly once, in
+ * increasing order; undefined when they do. Both ends run it: the site before sending, the
+ * upstream before applying (a gap inside a batch is refused like a gap between batches).
+ */
+export function batchCoverageProblem(batch: {
+  first_seq: number;
+  last_seq: number;
+  records: readonly { seq: number }[];
+  dropped: readonly (readonly [number, number])[];
+}): string | undefined {
+  if (batch.last_seq < batch.first_seq) return 'last_seq is before first_seq';
+  const runs: [number, number][] = [
+    ...batch.records.map((r) => [r.seq, r.seq] as [number, number]),
+    ...batch.dropped.map(([a, b]) => [a, b] as [number, number]),
+  ].sort((a, b) => a[0] - b[0]);
+  let next = batch.first_seq;
+  for (const [a, b] of runs) {
+    if (b < a) return `dropped run [${a}, ${b}] is backwards`;
+    if (a < next) return `sequence ${a} appears twice`;
+    if (a > next) return `sequence ${next} is missing`;
+    next = b + 1;
+  }
+  if (next !== batch.last_seq + 1) return `sequence ${next} is missing`;
+  return undefined;
+}
+
+/** 200 answer to a batch: everything up to `acked_seq` is stored upstream. */
+export const batchAckSchema = z.strictObject({
+  site_id: siteIdSchema,
+  acked_seq: z.number().int().nonnegative(),
+  /** True when this batch had been applied before (a retry): acknowledged, not applied again. */
+  duplicate: z.boolean(),
+  /** The upstream's clock (ms), so a site can sign with a corrected time. */
+  server_time: ms,
+});
+export type BatchAck = z.infer<typeof batchAckSchema>;
+
+/** `GET {SYNC_API}/ping`: the online probe; also tells the site where the upstream's cursor is. */
+export const pingAnswerSchema = z.strictObject({
+  site_id: siteIdSchema,
+  acked_seq: z.number().int().nonnegative(),
+  server_time: ms,
+});
+export type PingAnswer = z.infer<typeof pingAnswerSchema>;
+
+/**
+ * Problem `type`s of refused batches (RFC 9457 `type` is `urn:meshhub:sync:<reason>`); 409s
+ * carry `expected_seq`, the first sequence number the upstream wants next.
+ */
+export const SYNC_REFUSALS = [
+  'gap', // first_seq is past acked_seq + 1 (409)
+  'sequence_backwards', // overlaps what was applied, and is not a retry of an applied batch (409)
+  'replayed_request', // the same signed request (jti) seen before (409)
+  'bad_batch', // not gzip, not JSON, or not the schema (400)
+  'too_large', // over MAX_BATCH_BYTES or MAX_BATCH_INFLATED_BYTES (413)
+  'unknown_site', // no such registered site, or its key does not verify (401)
+  'revoked_site', // the site was revoked (403)
+  'site_mismatch', // body site_id is not the token's site (403)
+] as const;
+export type SyncRefusal = (typeof SYNC_REFUSALS)[number];
+
+// ---- Down: commands from the upstream to a site ----
+
+/** A text an internet subscriber sent to a node this site's radio reaches. */
+export const textCommandBody = z.strictObject({
+  /** The message's public id (UUIDv7) chosen upstream; the site stores the message under it. */
+  message_id: z.string().uuid(),
+  /** The subscriber's principal on the upstream; the site stores `upstream:<principal>`. */
+  owner: text(256),
+  owner_name: text(256),
+  node_id: nodeId,
+  text: text(1000),
+  created_at: ms,
+});
+
+/** An upstream subscription (from billing or an operator) for the site to honour locally. */
+export const subscriptionCommandBody = z.strictObject({
+  /** The upstream's id of the subscription; stored as the site subscription's `reference`. */
+  upstream_id: text(128),
+  /** The principal on the upstream; the site stores `upstream:<principal>`. */
+  subscriber: text(256),
+  all_nodes: z.boolean(),
+  node_ids: z.array(nodeId).max(10_000),
+  status: z.enum(['pending', 'active', 'revoked']),
+  expires_at: ms.nullable(),
+});
+
+/** An upstream user changed: disabled users lose every subscription at the site. */
+export const userCommandBody = z.strictObject({
+  principal: text(256),
+  display_name: text(256).nullable(),
+  disabled: z.boolean(),
+});
+
+export const COMMAND_BODIES = {
+  text: textCommandBody,
+  subscription: subscriptionCommandBody,
+  user: userCommandBody,
+} as const;
+export type CommandKind = keyof typeof COMMAND_BODIES;
+export const COMMAND_KINDS = Object.keys(COMMAND_BODIES) as CommandKind[];
+export type CommandBody<K extends CommandKind> = z.infer<(typeof COMMAND_BODIES)[K]>;
+
+export type DownlinkCommand = {
+  [K in CommandKind]: { type: 'command'; id: number; kind: K; body: CommandBody<K> };
+}[CommandKind];
+
+export const downlinkCommandSchema = z
+  .strictObject({
+    type: z.literal('command'),
+    id: z.number().int().positive().max(Number.MAX_SAFE_INTEGER),
+    kind: z.enum(COMMAND_KINDS as [CommandKind, ...CommandKind[]]),
+    body: z.unknown(),
+  })
+  .transform((command, ctx) => {
+    const parsed = COMMAND_BODIES[command.kind].safeParse(command.body);
+    if (!parsed.success) {
+      for (const issue of parsed.error.issues) {
+        ctx.addIssue({ ...issue, path: ['body', ...issue.path] } as never);
+      }
+      return z.NEVER;
+    }
+    return { ...command, body: parsed.data } as DownlinkCommand;
+  });
+
+/**
+ * The site's answer to a command. `applied`: done now; `duplicate`: done before (the id was
+ * recorded), nothing repeated; `rejected`: the site cannot apply it (reason says why) and never
+ * will, so the upstream stops resending it (a text's message is then `failed` upstream).
+ */
+export const commandAckSchema = z.strictObject({
+  type: z.literal('ack'),
+  id: z.number().int().positive().max(Number.MAX_SAFE_INTEGER),
+  result: z.enum(['applied', 'duplicate', 'rejected']),
+  reason: text(1000).optional(),
+});
+export type CommandAck = z.infer<typeof commandAckSchema>;
+
+/** The upstream's first frame on the downlink: who it thinks the site is, and its clock. */
+export const downlinkHelloSchema = z.strictObject({
+  type: z.literal('hello'),
+  site_id: siteIdSchema,
+  server_time: ms,
+});
+export type DownlinkHello = z.infer<typeof downlinkHelloSchema>;
+
+/** Principal prefix at a site for subscribers who live on the upstream. */
+export const UPSTREAM_PRINCIPAL_PREFIX = 'upstream:';

@@ -1,0 +1,79 @@
+/**
+ * A real PostgreSQL for the sync tests (issue 12): Debian's `postgresql`, which `.ci/run`
+ * installs, starts and gives a `meshhub_test` database. Each caller gets a schema of its own
+ * (dropped at cleanup), so test files run in parallel against one database without seeing each
+ * other's tables.
+ *
+ * `TEST_DATABASE_URL` names the server (default: the one `.ci/run` creates). When none answers:
+ * under CI (`CI=true`) the tests FAIL; elsewhere they skip, saying why.
+ */
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+
+export const TEST_DATABASE_URL =
+  process.env.TEST_DATABASE_URL ?? 'postgres://meshhub:meshhub@127.0.0.1:5432/meshhub_test';
+
+let reachable: Promise<string | undefined> | undefined;
+
+/** Why PostgreSQL cannot be used here, or undefined when it can. */
+export function postgresUnavailable(): Promise<string | undefined> {
+  reachable ??= (async () => {
+    const client = new pg.Client({ connectionString: TEST_DATABASE_URL, connectionTimeoutMillis: 3_000 });
+    try {
+      await client.connect();
+      await client.query('SELECT 1');
+      return undefined;
+    } catch (error) {
+      return `PostgreSQL at ${TEST_DATABASE_URL.replace(/:[^:@/]*@/, ':***@')} is not reachable: ${(error as Error).message}`;
+    } finally {
+      await client.end().catch(() => {});
+    }
+  })();
+  return reachable;
+}
+
+/**
+ * For `describe.skipIf(...)`: true when the tests must skip (no server, not under CI). Under CI
+ * a missing server throws, so the run fails instead of passing with nothing tested.
+ */
+export async function skipWithoutPostgres(): Promise<boolean> {
+  const why = await postgresUnavailable();
+  if (!why) return false;
+  if (process.env.CI === 'true') throw new Error(`CI=true and ${why}`);
+  console.warn(`skipping PostgreSQL tests: ${why}`);
+  return true;
+}
+
+export interface TestSchema {
+  /** A connection string whose connections use the fresh schema (search_path). */
+  url: string;
+  schema: string;
+  drop(): Promise<void>;
+}
+
+/** Creates an empty schema and returns a URL whose connections use it. */
+export async function createTestSchema(prefix = 't'): Promise<TestSchema> {
+  const schema = `${prefix}_${randomBytes(6).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: TEST_DATABASE_URL });
+  await admin.connect();
+  try {
+    await admin.query(`CREATE SCHEMA ${schema}`);
+  } finally {
+    await admin.end();
+  }
+  const url = new URL(TEST_DATABASE_URL);
+  url.searchParams.set('options', `-c search_path=${schema}`);
+  return {
+    url: url.toString(),
+    schema,
+    async drop() {
+      const c = new pg.Client({ connectionString: TEST_DATABASE_URL });
+      await c.connect();
+      try {
+        await c.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+      } finally {
+        await c.end();
+      }
+    },
+  };
+}
