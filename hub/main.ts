@@ -33,6 +33,7 @@ import { retentionModule } from '../src/retention/module.js';
 import { webUiModule } from '../src/ui-server/module.js';
 import { readVersion } from '../src/version.js';
 import { weatherModule } from '../src/weather/module.js';
+import { syncModule } from '../sync/site/module.js';
 import { HttpServerActor } from './http-server.js';
 import { identityModule } from './identity-module.js';
 import { IngestWriterActor } from './ingest-writer.js';
@@ -53,6 +54,13 @@ export const CORE_MODULES: readonly HubModule[] = [
   webUiModule,
   apiDocsModule,
 ];
+
+/**
+ * Core modules that live outside src/ (src may not import them), so their settings are not in
+ * src/config's schema: their slices are parsed like plugins' (with them, all errors at once),
+ * but they always run.
+ */
+export const SLICED_CORE_MODULES: readonly HubModule[] = [syncModule];
 
 export interface Hub {
   readonly bus: HubBus;
@@ -79,8 +87,9 @@ export interface HubOptions {
   /** Overrides for tests: skip default process metrics. */
   defaultMetrics?: boolean;
   /**
-   * The enabled plugins' settings, when already parsed with the rest (hub/cli.ts); otherwise
-   * they are read from `env` (default `process.env`; tests pass their own).
+   * The settings of SLICED_CORE_MODULES and the enabled plugins, by module name, when already
+   * parsed with the rest (hub/cli.ts); otherwise they are read from `env` (default
+   * `process.env`; tests pass their own).
    */
   pluginSettings?: Map<string, unknown>;
   env?: Readonly<Record<string, string | undefined>>;
@@ -129,7 +138,8 @@ export async function createHub(config: HubConfig, options: HubOptions): Promise
   const version = readVersion();
   const startedAt = Date.now();
   const plugins = await loadPlugins(config.PLUGINS);
-  const settingsOfPlugins = options.pluginSettings ?? loadSlices(options.env ?? process.env, plugins);
+  const settingsOfSlices =
+    options.pluginSettings ?? loadSlices(options.env ?? process.env, [...SLICED_CORE_MODULES, ...plugins]);
 
   const bus: HubBus = new Bus<HubEvents, HubRequests>({
     onListenerError: ({ owner, event, error }) =>
@@ -157,7 +167,7 @@ export async function createHub(config: HubConfig, options: HubOptions): Promise
   });
   const verifier = options.tokenVerifier ?? hubIdentity.verifier;
   const identity = identityModule(hubIdentity);
-  const modules: HubModule[] = [identity, ...CORE_MODULES, ...plugins];
+  const modules: HubModule[] = [identity, ...CORE_MODULES, ...SLICED_CORE_MODULES, ...plugins];
   // The hub's own settings count as a module's here: no module may claim one of them.
   checkModules([
     { name: 'hub', apiVersion: MODULE_API_VERSION, settings: hubSettings, create: () => undefined },
@@ -226,8 +236,11 @@ export async function createHub(config: HubConfig, options: HubOptions): Promise
     for (const module of [identity, ...CORE_MODULES]) {
       for (const actor of await host.create(module, coreSettings(config, module))) supervisor.add(actor);
     }
+    for (const module of SLICED_CORE_MODULES) {
+      for (const actor of await host.create(module, settingsOfSlices.get(module.name))) supervisor.add(actor);
+    }
     for (const plugin of plugins) {
-      const actors = await host.create(plugin, settingsOfPlugins.get(plugin.name), { plugin: true });
+      const actors = await host.create(plugin, settingsOfSlices.get(plugin.name), { plugin: true });
       for (const actor of actors) supervisor.add(actor);
     }
   } catch (error) {

@@ -17,6 +17,11 @@ export interface NewOutbound {
   senderNodeId: string | null;
   text: string;
   at: number;
+  /**
+   * The public id to store the message under, when another party chose it (a text that came
+   * down from the upstream keeps the upstream's id); a fresh UUIDv7 otherwise.
+   */
+  publicId?: string;
   /** Stored with the message: a retry with this key gets `response` back. */
   idempotency?: { key: string; requestHash: string; response: (message: Message) => string };
 }
@@ -120,7 +125,7 @@ export class MessageRepository {
   createOutbound(input: NewOutbound): Message {
     return this.atomically(() => {
       const row = this.stmt<MessageRow>('insert').get(
-        messageId(input.at),
+        input.publicId ?? messageId(input.at),
         input.owner,
         input.ownerName,
         input.nodeId,

@@ -42,6 +42,15 @@ export interface NewSubscription {
   at?: number;
 }
 
+/** What another system (the upstream) says one of its subscriptions is now; see `upsertByReference`. */
+export interface SubscriptionState {
+  subscriber: string;
+  nodes: 'all' | readonly string[];
+  status: SubscriptionStatus;
+  expiresAt: number | null;
+  at?: number;
+}
+
 export class InvalidSubscriptionError extends Error {
   override readonly name = 'InvalidSubscriptionError';
 }
@@ -74,6 +83,9 @@ export class SubscriptionRepository {
   private readonly revokeAllStmt: Statement;
   private readonly removeNodeStmt: Statement;
   private readonly revokeEmptyStmt: Statement;
+  private readonly byReferenceStmt: Statement<unknown[], Row>;
+  private readonly replaceStmt: Statement;
+  private readonly deleteNodeStmt: Statement;
 
   private readonly atomically: Atomically;
 
@@ -121,6 +133,16 @@ export class SubscriptionRepository {
       `UPDATE subscriptions SET status = 'revoked', updated_at = ? WHERE subscriber = ? AND all_nodes = 0
          AND status != 'revoked' AND NOT EXISTS (SELECT 1 FROM subscription_nodes n WHERE n.subscription_id = subscriptions.id)`,
     );
+    this.byReferenceStmt = db.prepare(
+      `SELECT ${COLUMNS} FROM subscriptions WHERE source = ? AND reference = ? ORDER BY id LIMIT 1`,
+    ) as Statement<unknown[], Row>;
+    this.replaceStmt = db.prepare(
+      `UPDATE subscriptions SET subscriber = ?, all_nodes = ?, status = ?, expires_at = ?, updated_at = ?
+       WHERE id = ?`,
+    );
+    this.deleteNodeStmt = db.prepare(
+      'DELETE FROM subscription_nodes WHERE subscription_id = ? AND node_id = ?',
+    );
   }
 
   private fromRow(row: Row): Subscription {
@@ -138,20 +160,31 @@ export class SubscriptionRepository {
     };
   }
 
-  create(input: NewSubscription): Subscription {
-    const at = input.at ?? Date.now();
-    if (!input.subscriber || input.subscriber.length > 200) {
+  /** Checks a subscriber, status and node list; returns the node list without repeats. */
+  private checked(
+    subscriber: string,
+    status: SubscriptionStatus,
+    nodesIn: 'all' | readonly string[],
+    allowNoNodes: boolean,
+  ): string[] {
+    if (!subscriber || subscriber.length > 200) {
       throw new InvalidSubscriptionError('a subscription needs a subscriber (1–200 characters)');
     }
-    const status = input.status ?? 'active';
     if (!SUBSCRIPTION_STATUSES.includes(status))
       throw new InvalidSubscriptionError(`unknown status "${status}"`);
-    const nodes = input.nodes === 'all' ? [] : [...new Set(input.nodes)];
-    if (input.nodes !== 'all' && nodes.length === 0) {
+    const nodes = nodesIn === 'all' ? [] : [...new Set(nodesIn)];
+    if (nodesIn !== 'all' && nodes.length === 0 && !allowNoNodes) {
       throw new InvalidSubscriptionError('name at least one node id, or all nodes');
     }
     const bad = nodes.find((n) => !NODE_ID_PATTERN.test(n));
     if (bad !== undefined) throw new InvalidSubscriptionError(`"${bad}" is not a node id like !a1b2c3d4`);
+    return nodes;
+  }
+
+  create(input: NewSubscription): Subscription {
+    const at = input.at ?? Date.now();
+    const status = input.status ?? 'active';
+    const nodes = this.checked(input.subscriber, status, input.nodes, false);
     const id = this.atomically(() => {
       const result = this.insert.run(
         input.subscriber,
@@ -168,6 +201,50 @@ export class SubscriptionRepository {
       return rowId;
     });
     return this.get(id)!;
+  }
+
+  /**
+   * Makes the subscription another system knows as `reference` (its own id) under `source`
+   * look as `state` says: created the first time, its subscriber, nodes, status and expiry
+   * replaced afterwards, in one transaction. A revoked one may name no nodes (the upstream's
+   * way of saying "gone"). `created` tells which happened.
+   */
+  upsertByReference(
+    source: string,
+    reference: string,
+    state: SubscriptionState,
+  ): { subscription: Subscription; created: boolean } {
+    const at = state.at ?? Date.now();
+    const nodes = this.checked(state.subscriber, state.status, state.nodes, state.status === 'revoked');
+    const allNodes = state.nodes === 'all' ? 1 : 0;
+    const { id, created } = this.atomically(() => {
+      const existing = this.byReferenceStmt.get(source, reference);
+      let rowId: number;
+      let current = new Set<string>();
+      if (existing) {
+        rowId = existing.id;
+        this.replaceStmt.run(state.subscriber, allNodes, state.status, state.expiresAt, at, rowId);
+        // Only what changed is written: every row written here is a record the outbox sends on.
+        current = new Set(this.nodesOf.all(rowId).map((n) => n.node_id));
+        const wanted = new Set(nodes);
+        for (const node of current) if (!wanted.has(node)) this.deleteNodeStmt.run(rowId, node);
+      } else {
+        const result = this.insert.run(
+          state.subscriber,
+          allNodes,
+          state.status,
+          state.expiresAt,
+          source,
+          reference,
+          at,
+          at,
+        );
+        rowId = Number(result.lastInsertRowid);
+      }
+      for (const node of nodes) if (!current.has(node)) this.insertNode.run(rowId, node);
+      return { id: rowId, created: !existing };
+    });
+    return { subscription: this.get(id)!, created };
   }
 
   get(id: number): Subscription | undefined {

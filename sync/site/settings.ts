@@ -1,0 +1,113 @@
+/**
+ * The sync module's settings (issue 12, docs/sync.md "Site side"), checked with the rest of the
+ * hub's at start-up. Sync is off unless SYNC_UPSTREAM_URL is set; then SYNC_SITE_ID is required.
+ *
+ * The upstream URL passes the hub's outbound URL check: https, or plain http only to a loopback
+ * host (a local upstream, tests); no credentials in it. A literal private address (10.x,
+ * 192.168.x, …) is refused unless SYNC_ALLOW_PRIVATE_NETWORK=true (an upstream on the LAN).
+ * Host names are not resolved here: a site must start without the internet.
+ */
+import { isIP } from 'node:net';
+import { z } from 'zod';
+import { duration, flag } from '../../src/config/fields.js';
+import {
+  checkOutboundUrl,
+  isLoopbackHost,
+  isNonPublicAddress,
+  OutboundUrlError,
+} from '../../src/http/outbound-url.js';
+import { MAX_BATCH_INFLATED_BYTES, MAX_BATCH_RECORDS, siteIdSchema } from '../protocol.js';
+
+const MIB = 1024 * 1024;
+
+export const syncSettings = z
+  .object({
+    /** The upstream's base URL, e.g. `https://upstream.example.org`; unset: this hub does not sync. */
+    SYNC_UPSTREAM_URL: z.string().trim().optional(),
+    /** This site's id as registered upstream (`meshhub upstream site add <site_id>`). */
+    SYNC_SITE_ID: z.string().trim().pipe(siteIdSchema).optional(),
+    /** Disk budget of the outbox; past it the oldest raw readings are dropped (their rollups still go). */
+    SYNC_OUTBOX_MAX_MB: z.coerce.number().min(1).max(1_000_000).default(256),
+    /** Most records in one batch. */
+    SYNC_BATCH_MAX_RECORDS: z.coerce.number().int().min(1).max(MAX_BATCH_RECORDS).default(2000),
+    /** Most JSON bytes (before gzip) in one batch. */
+    SYNC_BATCH_MAX_BYTES: z.coerce.number().int().min(4096).max(MAX_BATCH_INFLATED_BYTES).default(MIB),
+    /** Longest wait between two tries when the upstream does not answer (backoff cap). */
+    SYNC_RETRY_MAX: duration.prefault('5m'),
+    /** Accept an upstream at a private (LAN) address. */
+    SYNC_ALLOW_PRIVATE_NETWORK: flag.prefault('false'),
+  })
+  .superRefine(
+    (parsed, ctx) => {
+      // Runs even when other fields failed (`when`), so every problem is reported at once.
+      const c = parsed as Partial<Record<string, unknown>>;
+      const url = c.SYNC_UPSTREAM_URL;
+      if (typeof url !== 'string' || url === '') return;
+      const problem = upstreamUrlProblem(url, c.SYNC_ALLOW_PRIVATE_NETWORK === true);
+      if (problem) ctx.addIssue({ code: 'custom', path: ['SYNC_UPSTREAM_URL'], message: problem });
+      if (c.SYNC_SITE_ID === undefined) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['SYNC_SITE_ID'],
+          message:
+            'required when SYNC_UPSTREAM_URL is set: the id this site is registered under upstream (meshhub upstream site add <site_id>)',
+        });
+      }
+      const retryMax = c.SYNC_RETRY_MAX;
+      if (typeof retryMax === 'number' && retryMax < 1000) {
+        ctx.addIssue({ code: 'custom', path: ['SYNC_RETRY_MAX'], message: 'must be at least 1s' });
+      }
+    },
+    { when: () => true },
+  );
+
+export type SyncSettings = z.output<typeof syncSettings>;
+
+/** Why `value` cannot be the upstream URL; undefined when it can. */
+export function upstreamUrlProblem(value: string, allowPrivateNetwork: boolean): string | undefined {
+  let url: URL;
+  try {
+    url = checkOutboundUrl(value, { allowLoopback: true });
+  } catch (error) {
+    return error instanceof OutboundUrlError ? error.message : 'is not a valid URL';
+  }
+  if (url.search || url.hash) return 'must not carry a query or a fragment';
+  const host = url.hostname.replace(/^\[|\]$/g, '');
+  if (!allowPrivateNetwork && !isLoopbackHost(host) && isIP(host) && isNonPublicAddress(host)) {
+    return 'points at a private address (set SYNC_ALLOW_PRIVATE_NETWORK=true for an upstream on the LAN)';
+  }
+  return undefined;
+}
+
+/** The settings in the shape the sync actor uses. */
+export interface SyncConfig {
+  /** The upstream's base URL, without a trailing slash in its path. */
+  upstream: URL;
+  siteId: string;
+  outboxMaxBytes: number;
+  batchMaxRecords: number;
+  batchMaxBytes: number;
+  retryMaxMs: number;
+}
+
+/** The sync configuration, or undefined when sync is off (SYNC_UPSTREAM_URL unset). */
+export function syncConfigFrom(s: Partial<SyncSettings>): SyncConfig | undefined {
+  if (!s.SYNC_UPSTREAM_URL || !s.SYNC_SITE_ID) return undefined;
+  const upstream = new URL(s.SYNC_UPSTREAM_URL);
+  upstream.pathname = upstream.pathname.replace(/\/+$/, '');
+  return {
+    upstream,
+    siteId: s.SYNC_SITE_ID,
+    outboxMaxBytes: Math.round((s.SYNC_OUTBOX_MAX_MB ?? 256) * MIB),
+    batchMaxRecords: s.SYNC_BATCH_MAX_RECORDS ?? 2000,
+    batchMaxBytes: s.SYNC_BATCH_MAX_BYTES ?? MIB,
+    retryMaxMs: s.SYNC_RETRY_MAX ?? 300_000,
+  };
+}
+
+/** The URL of an upstream endpoint: the base URL's path, then `path` (which starts with `/`). */
+export function upstreamEndpoint(base: URL, path: string): URL {
+  const url = new URL(base.href);
+  url.pathname = `${base.pathname.replace(/\/+$/, '')}${path}`;
+  return url;
+}
