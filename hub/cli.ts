@@ -12,7 +12,7 @@ import { createLogger } from '../src/log.js';
 import { MeshSimulator } from '../src/mesh/simulator/simulator.js';
 import { runSubscriptionCommand, SUBSCRIPTION_HELP } from '../src/messaging/subscription-commands.js';
 import { readVersion } from '../src/version.js';
-import { createHub } from './main.js';
+import { createHub, SLICED_CORE_MODULES } from './main.js';
 import { simulatorOptionsFrom } from './simulator.js';
 
 const HELP = `meshhub — edge hub for Meshtastic LoRa mesh networks
@@ -34,6 +34,9 @@ Commands:
   subscription          Grant and revoke which nodes a user may message (see below).
   plan                  Add, list and retire billing plans (PLUGINS=billing; see below).
                         These work while the hub runs, on the database in DATA_DIR.
+  sync                  This hub's upstream sync: \`meshhub sync status\`, \`meshhub sync key\`.
+  upstream              Run the upstream for many sites on PostgreSQL, and manage its sites,
+                        users and subscriptions (\`meshhub upstream help\`).
   --version             Print the version.
   --help                Print this help.
 `;
@@ -81,7 +84,7 @@ async function loadHubSettingsOrExit() {
     .filter(Boolean);
   try {
     const plugins = await loadPlugins(names);
-    return loadSettings(process.env, plugins);
+    return loadSettings(process.env, [...SLICED_CORE_MODULES, ...plugins]);
   } catch (error) {
     if (error instanceof UnknownPluginError) fail(`meshhub: invalid configuration:\n  - ${error.message}`, 1);
     if (error instanceof ConfigError) fail(`meshhub: ${error.message}`, 1);
@@ -188,6 +191,26 @@ export async function main(argv: string[]): Promise<void> {
       process.exitCode = await commands[command](rest, ctx);
       return;
     }
+    case 'upstream': {
+      // Loaded only when asked for: the hub itself never needs PostgreSQL.
+      const { runUpstreamCommand } = await import('../sync/upstream/commands.js');
+      process.exitCode = await runUpstreamCommand(rest, {
+        env: process.env,
+        stdin: process.stdin,
+        out: (text: string) => process.stdout.write(text),
+        err: (text: string) => process.stderr.write(text),
+      });
+      return;
+    }
+    case 'sync': {
+      const { syncCommand } = await import('../sync/site/commands.js');
+      const code: unknown = await syncCommand(rest, {
+        env: process.env,
+        out: (text: string) => process.stdout.write(text),
+      });
+      if (typeof code === 'number') process.exitCode = code;
+      return;
+    }
     case '--version':
     case '-v':
     case 'version':
@@ -197,7 +220,7 @@ export async function main(argv: string[]): Promise<void> {
     case '-h':
     case 'help':
       process.stdout.write(
-        `${HELP}\n${USER_HELP}\n${SUBSCRIPTION_HELP}\n${(await import('../plugins/billing/plan-commands.js')).PLAN_HELP}`,
+        `${HELP}\n${USER_HELP}\n${SUBSCRIPTION_HELP}\n${(await import('../plugins/billing/plan-commands.js')).PLAN_HELP}\n${(await import('../sync/upstream/commands.js')).UPSTREAM_HELP}`,
       );
       return;
     default:

@@ -1,0 +1,529 @@
+/**
+ * `meshhub upstream …`: run the upstream, migrate its database, register and revoke sites,
+ * manage its users and grant subscriptions. The database commands need only
+ * UPSTREAM_DATABASE_URL and work while upstream processes run (they share PostgreSQL).
+ * Passwords come from MESHHUB_PASSWORD or stdin, never from arguments (they would show in `ps`
+ * and the shell history). Exit codes as the hub's CLI: 0 done, 1 refused (no such site or user,
+ * exists already, database unreachable, invalid settings), 2 usage errors.
+ */
+import { readFileSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+import type { JSONWebKeySet } from 'jose';
+import type pg from 'pg';
+import { EXTERNAL_PRINCIPAL_PREFIX } from '../../src/auth/hub-identity.js';
+import { ADMIN_ROLE, SUBSCRIBER_ROLE } from '../../src/auth/users.js';
+import { ConfigError } from '../../src/config/load.js';
+import { NODE_ID_PATTERN } from '../../src/messaging/schemas.js';
+import { parseUntil } from '../../src/messaging/subscription-commands.js';
+import { type CommandBody, siteIdSchema, subscriptionCommandBody } from '../protocol.js';
+import { migrateUpstream } from './db/migrate.js';
+import { ensurePartitions } from './db/partitions.js';
+import { isTransientDatabaseError, openPool, withTransaction } from './db/pool.js';
+import { enqueueCommand } from './downlink-queue.js';
+import { runUpstreamServer } from './main.js';
+import { loadUpstreamDatabaseSettings } from './settings.js';
+import { SiteRegistry, SiteRegistryError, type SiteRow } from './sites.js';
+import { InvalidUserError, UpstreamUsers, UserExistsError } from './users.js';
+
+export interface UpstreamCommandContext {
+  env: Readonly<Record<string, string | undefined>>;
+  /** Where `user add` / `user passwd` read the password when MESHHUB_PASSWORD is not set. */
+  stdin: NodeJS.ReadableStream & { isTTY?: boolean };
+  out: (text: string) => void;
+  err: (text: string) => void;
+}
+
+export const UPSTREAM_HELP = `Usage (the upstream role; configured by UPSTREAM_DATABASE_URL and the settings in the README):
+  meshhub upstream      Run the upstream: migrate, then serve the sync, read, messaging and auth
+                        APIs and the web UI on HTTP_HOST:HTTP_PORT.
+  meshhub upstream migrate
+                        Apply the PostgreSQL schema migrations and exit.
+  meshhub upstream site add <site_id> (--public-key <jwks-file> | --jwks-url <url>) [--name <name>] [--replace]
+                        Register a site and the public key its requests are signed with (the
+                        site's \`meshhub sync key\`, or its /.well-known/jwks.json). --replace
+                        replaces a registered site's keys (and lifts its revocation).
+  meshhub upstream site list
+  meshhub upstream site revoke <site_id>
+                        Refuse the site's requests from now on (its data stays).
+  meshhub upstream user add <name> [--roles subscriber[,admin]]
+                        Create a user; the password comes from MESHHUB_PASSWORD or stdin.
+  meshhub upstream user list
+  meshhub upstream user passwd <name>
+  meshhub upstream user disable <name>
+                        Refuse the user's logins and revoke their subscriptions at every site.
+  meshhub upstream user enable <name>
+  meshhub upstream subscription grant <principal> --nodes all|!id,!id [--expires DATE]
+                        Let a user (or idp:<sub>) text every node (all) or the nodes named, until
+                        DATE (2026-12-31, or an ISO date-time); the sites that heard those nodes
+                        (every site for all) are told.
+`;
+
+/** A usage or refusal the user should read; `exitCode` 2 for usage, 1 for refusals. */
+export class UpstreamCommandError extends Error {
+  override readonly name = 'UpstreamCommandError';
+  constructor(
+    message: string,
+    readonly exitCode = 2,
+  ) {
+    super(message);
+  }
+}
+
+export async function runUpstreamCommand(args: string[], ctx: UpstreamCommandContext): Promise<number> {
+  const [command, ...rest] = args;
+  try {
+    switch (command) {
+      case undefined:
+      case 'serve':
+      case 'start':
+        if (rest.length) throw new UpstreamCommandError(`meshhub upstream: unexpected "${rest[0]}"`);
+        return await runUpstreamServer(ctx.env, ctx.err);
+      case 'migrate':
+        if (rest.length) throw new UpstreamCommandError(`meshhub upstream migrate: unexpected "${rest[0]}"`);
+        return await withPool(ctx, async (pool) => {
+          await migrateUpstream(pool);
+          const now = Date.now();
+          await ensurePartitions(pool, [now, now + 32 * 86_400_000]);
+          ctx.out('the upstream database is migrated\n');
+          return 0;
+        });
+      case 'site':
+        return await siteCommand(rest, ctx);
+      case 'user':
+        return await userCommand(rest, ctx);
+      case 'subscription':
+        return await subscriptionCommand(rest, ctx);
+      case 'help':
+      case '--help':
+      case '-h':
+        ctx.out(UPSTREAM_HELP);
+        return 0;
+      default:
+        throw new UpstreamCommandError(`meshhub upstream: unknown command "${command}"\n\n${UPSTREAM_HELP}`);
+    }
+  } catch (error) {
+    return report(error, ctx);
+  }
+}
+
+function report(error: unknown, ctx: UpstreamCommandContext): number {
+  if (error instanceof UpstreamCommandError) {
+    ctx.err(`${error.message}\n`);
+    return error.exitCode;
+  }
+  if (error instanceof InvalidUserError || error instanceof UserExistsError) {
+    ctx.err(`meshhub upstream: ${error.message}\n`);
+    return 1;
+  }
+  if (error instanceof ConfigError) {
+    ctx.err(`meshhub upstream: ${error.message}\n`);
+    return 1;
+  }
+  if ((error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
+    ctx.err(`meshhub upstream: ${(error as Error).message}\n`);
+    return 2;
+  }
+  if (isTransientDatabaseError(error)) {
+    ctx.err(
+      `meshhub upstream: PostgreSQL (UPSTREAM_DATABASE_URL) does not answer: ${(error as Error).message}\n`,
+    );
+    return 1;
+  }
+  throw error;
+}
+
+/** Opens a small pool on UPSTREAM_DATABASE_URL for one command, migrated, and ends it after. */
+async function withPool<T>(ctx: UpstreamCommandContext, fn: (pool: pg.Pool) => Promise<T>): Promise<T> {
+  const settings = loadUpstreamDatabaseSettings(ctx.env);
+  const pool = openPool(settings.UPSTREAM_DATABASE_URL.reveal(), { max: 2 });
+  try {
+    // Commands may run before the first `meshhub upstream`: the tables they write must exist.
+    await migrateUpstream(pool);
+    return await fn(pool);
+  } finally {
+    await pool.end();
+  }
+}
+
+function one(positionals: string[], what: string, usage: string): string {
+  if (positionals.length !== 1) throw new UpstreamCommandError(`${usage}: expected one ${what}`);
+  return positionals[0]!;
+}
+
+function when(value: unknown): string {
+  if (value === null || value === undefined) return 'never';
+  const at = value instanceof Date ? value.getTime() : Number(value);
+  return Number.isFinite(at) ? new Date(at).toISOString() : 'never';
+}
+
+// ---- sites ----
+
+/**
+ * The key set of a `--public-key` file: a JWK set (`{ "keys": [...] }`, as `meshhub sync key`
+ * prints it and /.well-known/jwks.json serves it) or one JWK. The registry checks the keys
+ * (Ed25519, public only); a site's private key file is refused here by name.
+ */
+export function readSitePublicKeys(file: string): unknown {
+  const usage = 'meshhub upstream site add';
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (error) {
+    throw new UpstreamCommandError(`${usage}: cannot read ${file}: ${(error as Error).message}`, 1);
+  }
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    throw new UpstreamCommandError(`${usage}: ${file} is not JSON (expected a JWK set)`, 1);
+  }
+  if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) {
+    throw new UpstreamCommandError(`${usage}: ${file} must hold a JWK set: {"keys": [...]}`, 1);
+  }
+  if ('privateJwk' in parsed) {
+    throw new UpstreamCommandError(
+      `${usage}: ${file} is a site's private signing key; register its public key (meshhub sync key at the site)`,
+      1,
+    );
+  }
+  return 'keys' in parsed ? parsed : { keys: [parsed] };
+}
+
+function siteId(value: string, usage: string): string {
+  const parsed = siteIdSchema.safeParse(value);
+  if (!parsed.success)
+    throw new UpstreamCommandError(
+      `${usage}: "${value}" is not a site id (${parsed.error.issues[0]!.message})`,
+    );
+  return parsed.data;
+}
+
+async function siteCommand(args: string[], ctx: UpstreamCommandContext): Promise<number> {
+  const [sub, ...rest] = args;
+  const { values, positionals } = parseArgs({
+    args: rest,
+    options: {
+      'public-key': { type: 'string' },
+      'jwks-url': { type: 'string' },
+      name: { type: 'string' },
+      replace: { type: 'boolean', default: false },
+    },
+    allowPositionals: true,
+    strict: true,
+  });
+  const usage = `meshhub upstream site ${sub ?? ''}`.trim();
+  const noOptions = () => {
+    if (
+      values['public-key'] !== undefined ||
+      values['jwks-url'] !== undefined ||
+      values.name !== undefined ||
+      values.replace
+    )
+      throw new UpstreamCommandError(
+        `${usage}: --public-key, --jwks-url, --name and --replace are only for site add`,
+      );
+  };
+  switch (sub) {
+    case 'add': {
+      const id = siteId(one(positionals, 'site id', usage), usage);
+      const file = values['public-key'];
+      const url = values['jwks-url'];
+      if ((file === undefined) === (url === undefined)) {
+        throw new UpstreamCommandError(`${usage}: give either --public-key <jwks-file> or --jwks-url <url>`);
+      }
+      const keys =
+        file !== undefined ? { publicJwks: readSitePublicKeys(file) as JSONWebKeySet } : { jwksUrl: url! };
+      const name = values.name?.trim();
+      if (name !== undefined && (name.length === 0 || name.length > 128)) {
+        throw new UpstreamCommandError(`${usage}: --name must be 1 to 128 characters`);
+      }
+      return withPool(ctx, async (pool) => {
+        const sites = new SiteRegistry(pool);
+        const existing = await sites.get(id);
+        if (existing && !values.replace) {
+          throw new UpstreamCommandError(
+            `${usage}: site ${id} is registered already; give --replace to replace its keys (this also lifts a revocation)`,
+            1,
+          );
+        }
+        let site: SiteRow;
+        try {
+          site = await sites.add({ siteId: id, ...(name ? { name } : {}), ...keys });
+        } catch (error) {
+          if (error instanceof SiteRegistryError)
+            throw new UpstreamCommandError(`${usage}: ${error.message}`, 1);
+          throw error;
+        }
+        const what = 'jwksUrl' in keys ? `the keys at ${keys.jwksUrl}` : `the public key(s) in ${file}`;
+        ctx.out(
+          `${existing ? 'replaced the keys of' : 'registered'} site ${site.siteId}${site.name ? ` (${site.name})` : ''}: requests signed with ${what} are accepted\n`,
+        );
+        return 0;
+      });
+    }
+    case 'list': {
+      noOptions();
+      if (positionals.length) throw new UpstreamCommandError(`${usage}: takes no arguments`);
+      return withPool(ctx, async (pool) => {
+        const sites = await new SiteRegistry(pool).list();
+        if (sites.length === 0)
+          ctx.out(
+            'no sites yet; register one with: meshhub upstream site add <site_id> --public-key <file>\n',
+          );
+        for (const s of sites) {
+          const state = s.revokedAt !== null ? 'revoked' : 'active';
+          ctx.out(
+            `${s.siteId.padEnd(24)} ${state.padEnd(8)} acked ${String(s.ackedSeq).padEnd(10)} nodes ${String(s.nodeCount).padEnd(6)} last contact ${when(s.lastContactAt)}${s.name ? `  ${s.name}` : ''}\n`,
+          );
+        }
+        return 0;
+      });
+    }
+    case 'revoke': {
+      noOptions();
+      const id = siteId(one(positionals, 'site id', usage), usage);
+      return withPool(ctx, async (pool) => {
+        const sites = new SiteRegistry(pool);
+        const site = await sites.get(id);
+        if (!site) throw new UpstreamCommandError(`${usage}: no site ${id}`, 1);
+        if (site.revokedAt !== null) {
+          ctx.out(`site ${id} was revoked already (${when(site.revokedAt)})\n`);
+          return 0;
+        }
+        await sites.revoke(id);
+        ctx.out(`revoked site ${id}: its requests are refused from now on; its data stays\n`);
+        return 0;
+      });
+    }
+    default:
+      throw new UpstreamCommandError(
+        `meshhub upstream site: unknown subcommand "${sub ?? ''}"\n\n${UPSTREAM_HELP}`,
+      );
+  }
+}
+
+// ---- users ----
+
+async function readPassword(ctx: UpstreamCommandContext): Promise<string> {
+  const fromEnv = ctx.env.MESHHUB_PASSWORD;
+  if (fromEnv !== undefined && fromEnv !== '') return fromEnv;
+  if (ctx.stdin.isTTY) ctx.err('password (then Enter and Ctrl-D): ');
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of ctx.stdin) {
+    const buffer = typeof chunk === 'string' ? Buffer.from(chunk) : (chunk as Buffer);
+    size += buffer.length;
+    if (size > 4096) throw new InvalidUserError('password', 'on stdin is longer than 4096 bytes');
+    chunks.push(buffer);
+  }
+  // One trailing newline is what `echo` and a terminal add; it is not part of the password.
+  const password = Buffer.concat(chunks)
+    .toString('utf8')
+    .replace(/\r?\n$/, '');
+  if (password === '') {
+    throw new UpstreamCommandError(
+      'meshhub upstream user: give the password in MESHHUB_PASSWORD or on stdin',
+    );
+  }
+  return password;
+}
+
+async function userCommand(args: string[], ctx: UpstreamCommandContext): Promise<number> {
+  const [sub, ...rest] = args;
+  const { values, positionals } = parseArgs({
+    args: rest,
+    options: { roles: { type: 'string' } },
+    allowPositionals: true,
+    strict: true,
+  });
+  const usage = `meshhub upstream user ${sub ?? ''}`.trim();
+  if (values.roles !== undefined && sub !== 'add')
+    throw new UpstreamCommandError(`${usage}: --roles is only for user add`);
+  switch (sub) {
+    case 'add': {
+      const username = one(positionals, 'user name', usage);
+      const roles = (values.roles ?? SUBSCRIBER_ROLE)
+        .split(',')
+        .map((r) => r.trim())
+        .filter(Boolean);
+      if (roles.length === 0)
+        throw new UpstreamCommandError(
+          `${usage}: --roles expects e.g. subscriber or subscriber,${ADMIN_ROLE}`,
+        );
+      const password = await readPassword(ctx);
+      return withPool(ctx, async (pool) => {
+        const user = await new UpstreamUsers(pool).add({ username, password, roles });
+        ctx.out(`created user ${user.username} (${user.roles.join(', ')})\n`);
+        return 0;
+      });
+    }
+    case 'list':
+      if (positionals.length) throw new UpstreamCommandError(`${usage}: takes no arguments`);
+      return withPool(ctx, async (pool) => {
+        const users = await new UpstreamUsers(pool).list();
+        if (users.length === 0) ctx.out('no users yet; add one with: meshhub upstream user add <name>\n');
+        for (const u of users) {
+          ctx.out(
+            `${u.username.padEnd(32)} ${u.roles.join(',').padEnd(24)} ${(u.disabled ? 'disabled' : 'active').padEnd(8)} created ${when(u.createdAt)}\n`,
+          );
+        }
+        return 0;
+      });
+    case 'passwd': {
+      const username = one(positionals, 'user name', usage);
+      const password = await readPassword(ctx);
+      return withPool(ctx, async (pool) => {
+        if (!(await new UpstreamUsers(pool).setPassword(username, password)))
+          throw new UpstreamCommandError(`${usage}: no user "${username}"`, 1);
+        ctx.out(`password of ${username.toLowerCase()} changed\n`);
+        return 0;
+      });
+    }
+    case 'disable': {
+      const username = one(positionals, 'user name', usage);
+      return withPool(ctx, async (pool) => {
+        const told = await new UpstreamUsers(pool).disable(username);
+        if (told === undefined) throw new UpstreamCommandError(`${usage}: no user "${username}"`, 1);
+        ctx.out(
+          `disabled ${username.toLowerCase()}: no new tokens; ${told} site(s) will revoke their subscriptions (tokens already issued stay valid until they expire)\n`,
+        );
+        return 0;
+      });
+    }
+    case 'enable': {
+      const username = one(positionals, 'user name', usage);
+      return withPool(ctx, async (pool) => {
+        if (!(await new UpstreamUsers(pool).enable(username)))
+          throw new UpstreamCommandError(`${usage}: no user "${username}"`, 1);
+        ctx.out(
+          `enabled ${username.toLowerCase()} (grant subscriptions again: disabling revoked them at the sites)\n`,
+        );
+        return 0;
+      });
+    }
+    default:
+      throw new UpstreamCommandError(
+        `meshhub upstream user: unknown subcommand "${sub ?? ''}"\n\n${UPSTREAM_HELP}`,
+      );
+  }
+}
+
+// ---- subscriptions ----
+
+export interface SubscriptionGrant {
+  /** A local username, or `idp:<sub>`. */
+  subscriber: string;
+  nodes: 'all' | readonly string[];
+  /** ms since the epoch, or null for no expiry. */
+  expiresAt: number | null;
+  source: string;
+  reference?: string | null;
+}
+
+/**
+ * Stores an active upstream subscription and, in the same transaction, queues a `subscription`
+ * command for every site (not revoked) that has heard any of its nodes, or every such site for
+ * `all`. Returns its id and the sites told.
+ */
+export async function grantUpstreamSubscription(
+  pool: pg.Pool,
+  grant: SubscriptionGrant,
+  now = Date.now(),
+): Promise<{ id: number; sites: string[] }> {
+  const allNodes = grant.nodes === 'all';
+  const nodeIds = allNodes ? [] : [...new Set(grant.nodes)].sort();
+  return withTransaction(pool, async (client) => {
+    const inserted = await client.query<{ id: string | number }>(
+      `INSERT INTO subscriptions (subscriber, all_nodes, node_ids, status, expires_at, source, reference, created_at, updated_at)
+       VALUES ($1, $2, $3, 'active', $4, $5, $6, $7, $7) RETURNING id`,
+      [grant.subscriber, allNodes, nodeIds, grant.expiresAt, grant.source, grant.reference ?? null, now],
+    );
+    const id = Number(inserted.rows[0]!.id);
+    const sites = allNodes
+      ? await client.query<{ site_id: string }>(
+          'SELECT site_id FROM sites WHERE revoked_at IS NULL ORDER BY site_id',
+        )
+      : await client.query<{ site_id: string }>(
+          `SELECT DISTINCT n.site_id FROM nodes n JOIN sites s ON s.site_id = n.site_id
+           WHERE n.node_id = ANY($1) AND s.revoked_at IS NULL ORDER BY n.site_id`,
+          [nodeIds],
+        );
+    const body: CommandBody<'subscription'> = subscriptionCommandBody.parse({
+      upstream_id: String(id),
+      subscriber: grant.subscriber,
+      all_nodes: allNodes,
+      node_ids: nodeIds,
+      status: 'active',
+      expires_at: grant.expiresAt,
+    });
+    for (const { site_id } of sites.rows) await enqueueCommand(client, site_id, 'subscription', body);
+    return { id, sites: sites.rows.map((r) => r.site_id) };
+  });
+}
+
+async function subscriptionCommand(args: string[], ctx: UpstreamCommandContext): Promise<number> {
+  const [sub, ...rest] = args;
+  const { values, positionals } = parseArgs({
+    args: rest,
+    options: { nodes: { type: 'string' }, expires: { type: 'string' } },
+    allowPositionals: true,
+    strict: true,
+  });
+  const usage = `meshhub upstream subscription ${sub ?? ''}`.trim();
+  if (sub !== 'grant') {
+    throw new UpstreamCommandError(
+      `meshhub upstream subscription: unknown subcommand "${sub ?? ''}"\n\n${UPSTREAM_HELP}`,
+    );
+  }
+  const who = one(positionals, 'principal (a user name, or idp:<sub>)', usage);
+  const subscriber = who.startsWith(EXTERNAL_PRINCIPAL_PREFIX) ? who : who.toLowerCase();
+  if (values.nodes === undefined)
+    throw new UpstreamCommandError(`${usage}: give --nodes all or --nodes !a1b2c3d4,!e5f6a7b8`);
+  let nodes: 'all' | string[];
+  if (values.nodes.trim() === 'all') nodes = 'all';
+  else {
+    nodes = values.nodes
+      .split(',')
+      .map((n) => n.trim())
+      .filter(Boolean);
+    const bad = nodes.find((n) => !NODE_ID_PATTERN.test(n));
+    if (nodes.length === 0 || bad !== undefined) {
+      throw new UpstreamCommandError(
+        `${usage}: --nodes expects all or node ids like !a1b2c3d4,!e5f6a7b8${bad === undefined ? '' : ` ("${bad}" is not one)`}`,
+      );
+    }
+  }
+  const now = Date.now();
+  let expiresAt: number | null = null;
+  if (values.expires !== undefined) {
+    const until = parseUntil(values.expires);
+    if (until === undefined)
+      throw new UpstreamCommandError(
+        `${usage}: --expires expects a date like 2026-12-31 or an ISO date-time with an offset`,
+      );
+    if (until <= now) throw new UpstreamCommandError(`${usage}: --expires is in the past`);
+    expiresAt = until;
+  }
+  return withPool(ctx, async (pool) => {
+    if (!subscriber.startsWith(EXTERNAL_PRINCIPAL_PREFIX)) {
+      const user = await new UpstreamUsers(pool).get(subscriber);
+      if (!user)
+        throw new UpstreamCommandError(
+          `${usage}: no user "${subscriber}" (add it with meshhub upstream user add)`,
+          1,
+        );
+      if (user.disabled) throw new UpstreamCommandError(`${usage}: user "${subscriber}" is disabled`, 1);
+    }
+    const granted = await grantUpstreamSubscription(
+      pool,
+      { subscriber, nodes, expiresAt, source: 'cli' },
+      now,
+    );
+    const scope = nodes === 'all' ? 'all nodes' : nodes.join(' ');
+    const until = expiresAt === null ? 'no expiry' : `until ${new Date(expiresAt).toISOString()}`;
+    ctx.out(
+      `granted #${granted.id} ${subscriber} ${until}: ${scope}; told ${granted.sites.length} site(s)${granted.sites.length ? ` (${granted.sites.join(', ')})` : ''}\n`,
+    );
+    return 0;
+  });
+}

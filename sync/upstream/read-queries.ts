@@ -1,0 +1,301 @@
+/**
+ * The upstream's read API over PostgreSQL: sites, latest readings, history and nodes, written
+ * exactly as the hub writes them (src/weather/weather-service.ts, src/nodes/routes.ts) plus a
+ * `site_id` on every item, so a client reads the upstream like a hub with one more dimension.
+ *
+ * - Readings: `timestamp` ISO 8601 UTC with Z, absent metrics left out, `wind_direction` in
+ *   whole degrees [0, 360); bucket means are sum / count to 6 decimals, wind direction the
+ *   circular mean from the sin/cos sums (src/store/rollups.ts), left out when they cancel out.
+ * - A node heard by two sites has a row at each: latest answers one Reading per (site, node),
+ *   ordered by node_id then site_id; nodes likewise.
+ * - History reads one site's series. Without `site`, the site that heard the node most recently
+ *   (the newest of its `nodes.last_heard` and its newest reading) is used, and the paging
+ *   cursor remembers that site, so every page of one walk comes from the same site.
+ *
+ * Every query is bounded (LIMIT); times in the database are BIGINT ms (node-postgres gives them
+ * as strings, read with Number: ms since the epoch stay far below 2^53).
+ */
+import type pg from 'pg';
+import { circularMeanDegrees } from '../../src/store/rollups.js';
+import type { HistoryInterval } from '../../src/weather/schemas.js';
+import { LINEAR_METRIC_COLUMNS, METRIC_COLUMNS } from './db/schema.js';
+
+/** Bound on latest and nodes answers (one row per site and node). */
+export const MAX_LISTED_ROWS = 10_000;
+export const MAX_LISTED_SITES = 10_000;
+
+const WIND = METRIC_COLUMNS.indexOf('wind_direction');
+const ROLLUP_TABLE = { '1h': 'readings_hourly', '1d': 'readings_daily' } as const;
+const BUCKET_MS = { '1h': 3_600_000, '1d': 86_400_000 } as const;
+
+export interface SiteJson {
+  site_id: string;
+  name: string | null;
+  /** Last signed request of any kind from the site (ISO), null when never. */
+  last_contact_at: string | null;
+  /** Last batch applied (upstream clock, ISO), null when never. */
+  last_batch_at: string | null;
+  /** Seconds from the newest record's own time to now; null before the first record. */
+  lag_s: number | null;
+  acked_seq: number;
+  node_count: number;
+  revoked: boolean;
+}
+
+/** A Reading as the hub writes it, plus the site that stored it. */
+export type UpstreamReadingJson = {
+  node_id: string;
+  site_id: string;
+  timestamp: string;
+} & Partial<Record<(typeof METRIC_COLUMNS)[number], number>>;
+
+export interface UpstreamNodeJson {
+  node_id: string;
+  site_id: string;
+  short_name?: string;
+  long_name?: string;
+  hw_model?: string;
+  latitude?: number;
+  longitude?: number;
+  altitude?: number;
+  last_heard?: string;
+  battery_level?: number;
+  snr?: number;
+}
+
+export interface UpstreamHistoryQuery {
+  siteId: string;
+  nodeId: string;
+  /** ms, inclusive. */
+  start: number;
+  /** ms, exclusive. */
+  end: number;
+  interval: HistoryInterval;
+  limit: number;
+  /** The previous page's last timestamp (raw) or bucket start (1h/1d). */
+  after?: number;
+}
+
+export interface UpstreamHistoryPage {
+  data: UpstreamReadingJson[];
+  /** Set when more rows remain: the `after` of the next page. */
+  nextAfter?: number;
+}
+
+type Numeric = string | number | null;
+
+function ms(value: Numeric): number | null {
+  return value === null ? null : Number(value);
+}
+
+function iso(value: Numeric): string | null {
+  const at = ms(value);
+  return at === null ? null : new Date(at).toISOString();
+}
+
+function wholeDegrees(value: number): number {
+  return ((Math.round(value) % 360) + 360) % 360;
+}
+
+/** Means to 6 decimals, as the hub rounds them. */
+function roundMean(value: number): number {
+  return Math.round(value * 1e6) / 1e6;
+}
+
+function readingStart(siteId: string, nodeId: string, ts: number): UpstreamReadingJson {
+  return { node_id: nodeId, site_id: siteId, timestamp: new Date(ts).toISOString() };
+}
+
+/** A raw reading or a latest row: the metric values in METRIC_COLUMNS order (null: absent). */
+function valuesJson(out: UpstreamReadingJson, row: Record<string, unknown>): UpstreamReadingJson {
+  for (let slot = 0; slot < METRIC_COLUMNS.length; slot++) {
+    const column = METRIC_COLUMNS[slot]!;
+    const v = row[column] as number | null | undefined;
+    if (v === null || v === undefined) continue;
+    out[column] = slot === WIND ? wholeDegrees(v) : v;
+  }
+  return out;
+}
+
+/** A rollup row: each linear metric's mean, wind direction's circular mean. */
+function bucketJson(out: UpstreamReadingJson, row: Record<string, unknown>): UpstreamReadingJson {
+  for (const column of METRIC_COLUMNS) {
+    if (column === 'wind_direction') {
+      const mean = circularMeanDegrees(
+        row.wind_direction_sin_sum as number,
+        row.wind_direction_cos_sum as number,
+        Number(row.wind_direction_count),
+      );
+      if (mean !== undefined) out[column] = mean;
+      continue;
+    }
+    const count = Number(row[`${column}_count`]);
+    if (count > 0) out[column] = roundMean((row[`${column}_sum`] as number) / count);
+  }
+  return out;
+}
+
+const LATEST_COLUMNS = ['site_id', 'node_id', 'ts', ...METRIC_COLUMNS].join(', ');
+const RAW_COLUMNS = ['ts', ...METRIC_COLUMNS].join(', ');
+const BUCKET_COLUMNS = [
+  'bucket_start',
+  ...LINEAR_METRIC_COLUMNS.flatMap((c) => [`${c}_sum`, `${c}_count`]),
+  'wind_direction_sin_sum',
+  'wind_direction_cos_sum',
+  'wind_direction_count',
+].join(', ');
+const NODE_COLUMNS =
+  'site_id, node_id, short_name, long_name, hw_model, latitude, longitude, altitude, last_heard, battery_level, snr';
+
+export class UpstreamReadQueries {
+  constructor(
+    private readonly pool: pg.Pool,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  /** Every registered site (revoked ones too, marked), ordered by site_id. */
+  async sites(): Promise<SiteJson[]> {
+    const result = await this.pool.query<{
+      site_id: string;
+      name: string | null;
+      revoked_at: Numeric;
+      acked_seq: Numeric;
+      last_contact_at: Numeric;
+      last_batch_at: Numeric;
+      last_record_at: Numeric;
+      node_count: Numeric;
+    }>(
+      `SELECT s.site_id, s.name, s.revoked_at, s.acked_seq, s.last_contact_at, s.last_batch_at,
+              s.last_record_at,
+              (SELECT count(*) FROM nodes n WHERE n.site_id = s.site_id) AS node_count
+       FROM sites s ORDER BY s.site_id LIMIT ${MAX_LISTED_SITES}`,
+    );
+    const now = this.now();
+    return result.rows.map((row) => {
+      const lastRecord = ms(row.last_record_at);
+      return {
+        site_id: row.site_id,
+        name: row.name,
+        last_contact_at: iso(row.last_contact_at),
+        last_batch_at: iso(row.last_batch_at),
+        // A site clock ahead of ours would give a negative lag: the upstream is not behind then.
+        lag_s: lastRecord === null ? null : Math.max(0, Math.round((now - lastRecord) / 1000)),
+        acked_seq: Number(row.acked_seq),
+        node_count: Number(row.node_count),
+        revoked: row.revoked_at !== null,
+      };
+    });
+  }
+
+  /** One Reading per (site, node), each field its newest value; ordered by node_id, site_id. */
+  async latest(filter: { siteId?: string; nodeId?: string } = {}): Promise<UpstreamReadingJson[]> {
+    const where: string[] = [];
+    const args: unknown[] = [];
+    if (filter.siteId !== undefined) where.push(`site_id = $${args.push(filter.siteId)}`);
+    if (filter.nodeId !== undefined) where.push(`node_id = $${args.push(filter.nodeId)}`);
+    const result = await this.pool.query<Record<string, unknown>>(
+      `SELECT ${LATEST_COLUMNS} FROM readings_latest
+       ${where.length ? `WHERE ${where.join(' AND ')}` : ''}
+       ORDER BY node_id, site_id LIMIT ${MAX_LISTED_ROWS}`,
+      args,
+    );
+    return result.rows.map((row) =>
+      valuesJson(readingStart(row.site_id as string, row.node_id as string, Number(row.ts)), row),
+    );
+  }
+
+  /**
+   * The site whose series `/history` reads when no `site` is given: the one that heard the node
+   * most recently (its `nodes.last_heard` or its newest reading, whichever is newer; ties go to
+   * the first site id). Undefined when no site knows the node.
+   */
+  async mostRecentSiteOf(nodeId: string): Promise<string | undefined> {
+    const result = await this.pool.query<{ site_id: string }>(
+      `SELECT site_id FROM (
+         SELECT site_id, last_heard AS at FROM nodes WHERE node_id = $1 AND last_heard IS NOT NULL
+         UNION ALL
+         SELECT site_id, ts AS at FROM readings_latest WHERE node_id = $1
+       ) heard
+       ORDER BY at DESC, site_id LIMIT 1`,
+      [nodeId],
+    );
+    return result.rows[0]?.site_id;
+  }
+
+  /** One page of a site's series for a node, as the hub's WeatherService.history pages it. */
+  async history(query: UpstreamHistoryQuery): Promise<UpstreamHistoryPage> {
+    const { siteId, nodeId, end, limit, interval } = query;
+    if (interval === 'raw') {
+      const lower = query.after === undefined ? query.start : Math.max(query.start, query.after + 1);
+      const result = await this.pool.query<Record<string, unknown>>(
+        `SELECT ${RAW_COLUMNS} FROM readings
+         WHERE site_id = $1 AND node_id = $2 AND ts >= $3 AND ts < $4
+         ORDER BY ts LIMIT $5`,
+        [siteId, nodeId, lower, end, limit + 1],
+      );
+      return this.page(result.rows, limit, 'ts', (row, ts) =>
+        valuesJson(readingStart(siteId, nodeId, ts), row),
+      );
+    }
+    const size = BUCKET_MS[interval];
+    const from = Math.floor(query.start / size) * size;
+    const lower = query.after === undefined ? from : Math.max(from, query.after + 1);
+    if (lower >= end) return { data: [] };
+    const result = await this.pool.query<Record<string, unknown>>(
+      `SELECT ${BUCKET_COLUMNS} FROM ${ROLLUP_TABLE[interval]}
+       WHERE site_id = $1 AND node_id = $2 AND bucket_start >= $3 AND bucket_start < $4
+       ORDER BY bucket_start LIMIT $5`,
+      [siteId, nodeId, lower, end, limit + 1],
+    );
+    return this.page(result.rows, limit, 'bucket_start', (row, start) =>
+      bucketJson(readingStart(siteId, nodeId, start), row),
+    );
+  }
+
+  private page(
+    rows: Record<string, unknown>[],
+    limit: number,
+    timeColumn: 'ts' | 'bucket_start',
+    toJson: (row: Record<string, unknown>, at: number) => UpstreamReadingJson,
+  ): UpstreamHistoryPage {
+    const more = rows.length > limit;
+    if (more) rows.length = limit;
+    const data = rows.map((row) => toJson(row, Number(row[timeColumn])));
+    if (!more) return { data };
+    return { data, nextAfter: Number(rows[rows.length - 1]![timeColumn]) };
+  }
+
+  /** Nodes as each site knows them (a node heard by two sites twice), ordered by node_id, site_id. */
+  async nodes(filter: { siteId?: string } = {}): Promise<UpstreamNodeJson[]> {
+    const args: unknown[] = [];
+    const where = filter.siteId !== undefined ? `WHERE site_id = $${args.push(filter.siteId)}` : '';
+    const result = await this.pool.query<{
+      site_id: string;
+      node_id: string;
+      short_name: string | null;
+      long_name: string | null;
+      hw_model: string | null;
+      latitude: number | null;
+      longitude: number | null;
+      altitude: number | null;
+      last_heard: Numeric;
+      battery_level: number | null;
+      snr: number | null;
+    }>(`SELECT ${NODE_COLUMNS} FROM nodes ${where} ORDER BY node_id, site_id LIMIT ${MAX_LISTED_ROWS}`, args);
+    return result.rows.map((row) => {
+      const out: UpstreamNodeJson = { node_id: row.node_id, site_id: row.site_id };
+      // Empty names are unknown names, as on the hub (nodes-repository.ts).
+      if (row.short_name) out.short_name = row.short_name;
+      if (row.long_name) out.long_name = row.long_name;
+      if (row.hw_model) out.hw_model = row.hw_model;
+      if (row.latitude !== null) out.latitude = row.latitude;
+      if (row.longitude !== null) out.longitude = row.longitude;
+      if (row.altitude !== null) out.altitude = row.altitude;
+      const heard = iso(row.last_heard);
+      if (heard !== null) out.last_heard = heard;
+      if (row.battery_level !== null) out.battery_level = row.battery_level;
+      if (row.snr !== null) out.snr = row.snr;
+      return out;
+    });
+  }
+}

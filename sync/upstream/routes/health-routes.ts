@@ -1,0 +1,163 @@
+/**
+ * The upstream's operational routes and its few metrics:
+ * - `GET /health`: `{ status, version, role: "upstream", uptime_s, database, sites,
+ *   downlink_connections }`. `degraded` (still 200) when PostgreSQL does not answer within
+ *   HEALTH_DB_TIMEOUT_MS: every process shares the database, so taking one out of a load
+ *   balancer would not help; the status says what is wrong.
+ * - `GET /metrics`: Prometheus text from this process's registry (prefix `meshhub_upstream_`).
+ * - `GET /api/version`: `{ version }`, as on a hub.
+ */
+import type { MiddlewareHandler } from 'hono';
+import { Hono } from 'hono';
+import type pg from 'pg';
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+import { SYNC_API } from '../../protocol.js';
+
+export const HEALTH_DB_TIMEOUT_MS = 2_000;
+
+export class UpstreamMetrics {
+  readonly registry = new Registry();
+  private sitesSource: (() => Promise<{ active: number; revoked: number }>) | undefined;
+  private downlinkSource: () => number = () => 0;
+
+  readonly httpDuration = new Histogram({
+    name: 'meshhub_upstream_http_request_duration_seconds',
+    help: 'HTTP request latency by route pattern, method and status',
+    labelNames: ['method', 'route', 'status'] as const,
+    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+    registers: [this.registry],
+  });
+
+  readonly syncBatches = new Counter({
+    name: 'meshhub_upstream_sync_batches_total',
+    help: 'Batches POSTed by sites to this process, by answer status (200: applied or acknowledged again)',
+    labelNames: ['status'] as const,
+    registers: [this.registry],
+  });
+
+  constructor(options: { defaultMetrics?: boolean } = {}) {
+    const self = this;
+    new Gauge({
+      name: 'meshhub_upstream_sites',
+      help: 'Registered sites, by state (active, revoked)',
+      labelNames: ['state'] as const,
+      registers: [this.registry],
+      async collect() {
+        if (!self.sitesSource) return;
+        this.reset();
+        try {
+          const counts = await within(self.sitesSource(), HEALTH_DB_TIMEOUT_MS);
+          this.set({ state: 'active' }, counts.active);
+          this.set({ state: 'revoked' }, counts.revoked);
+        } catch {
+          // PostgreSQL down: leave the gauge empty rather than fail the whole scrape.
+        }
+      },
+    });
+    new Gauge({
+      name: 'meshhub_upstream_downlink_connections',
+      help: 'Site downlink WebSockets open on this process',
+      registers: [this.registry],
+      collect() {
+        this.set(self.downlinkSource());
+      },
+    });
+    if (options.defaultMetrics !== false)
+      collectDefaultMetrics({ register: this.registry, prefix: 'meshhub_upstream_' });
+  }
+
+  /** Where scrape-time gauges read from. */
+  watch(sources: {
+    sites: () => Promise<{ active: number; revoked: number }>;
+    downlinks: () => number;
+  }): void {
+    this.sitesSource = sources.sites;
+    this.downlinkSource = sources.downlinks;
+  }
+
+  async render(): Promise<{ contentType: string; body: string }> {
+    return { contentType: this.registry.contentType, body: await this.registry.metrics() };
+  }
+}
+
+/** Times every request by route pattern (never the raw path); counts the sites' batch posts. */
+export function upstreamAccessMetrics(metrics: UpstreamMetrics): MiddlewareHandler {
+  const batches = `${SYNC_API}/batches`;
+  return async function upstreamAccessMetricsMiddleware(c, next) {
+    const start = process.hrtime.bigint();
+    await next();
+    const seconds = Number(process.hrtime.bigint() - start) / 1e9;
+    const route = c.req.routePath && c.req.routePath !== '/*' ? c.req.routePath : 'unmatched';
+    const status = String(c.res.status);
+    metrics.httpDuration.observe({ method: c.req.method, route, status }, seconds);
+    if (c.req.method === 'POST' && c.req.path === batches) metrics.syncBatches.inc({ status });
+  };
+}
+
+/** Resolves with the value, or rejects after `ms` (a PostgreSQL that does not answer). */
+function within<T>(promise: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error('timed out')), ms);
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}
+
+export interface UpstreamHealth {
+  status: 'ok' | 'degraded';
+  version: string;
+  role: 'upstream';
+  uptime_s: number;
+  database: 'ok' | 'unreachable';
+  /** Registered sites that are not revoked; null when the database does not answer. */
+  sites: number | null;
+  downlink_connections: number;
+}
+
+export interface HealthRoutesOptions {
+  pool: pg.Pool;
+  metrics: UpstreamMetrics;
+  version: string;
+  startedAt: number;
+  downlinkConnections: () => number;
+  dbTimeoutMs?: number;
+}
+
+export async function siteCounts(pool: pg.Pool): Promise<{ active: number; revoked: number }> {
+  const result = await pool.query<{ active: string | number; revoked: string | number }>(
+    `SELECT count(*) FILTER (WHERE revoked_at IS NULL) AS active,
+            count(*) FILTER (WHERE revoked_at IS NOT NULL) AS revoked
+     FROM sites`,
+  );
+  const row = result.rows[0];
+  return { active: Number(row?.active ?? 0), revoked: Number(row?.revoked ?? 0) };
+}
+
+/** `/health`, `/metrics` and `/api/version`, to mount at `/`. */
+export function healthRoutes(options: HealthRoutesOptions): Hono {
+  const app = new Hono();
+  app.get('/health', async (c) => {
+    let sites: number | null = null;
+    try {
+      sites = (await within(siteCounts(options.pool), options.dbTimeoutMs ?? HEALTH_DB_TIMEOUT_MS)).active;
+    } catch {
+      sites = null;
+    }
+    const body: UpstreamHealth = {
+      status: sites === null ? 'degraded' : 'ok',
+      version: options.version,
+      role: 'upstream',
+      uptime_s: Math.round((Date.now() - options.startedAt) / 1000),
+      database: sites === null ? 'unreachable' : 'ok',
+      sites,
+      downlink_connections: options.downlinkConnections(),
+    };
+    return c.json(body, 200, { 'cache-control': 'no-store' });
+  });
+  app.get('/api/version', (c) => c.json({ version: options.version }));
+  app.get('/metrics', async (c) => {
+    const { contentType, body } = await options.metrics.render();
+    return c.body(body, 200, { 'content-type': contentType });
+  });
+  return app;
+}

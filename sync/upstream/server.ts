@@ -1,0 +1,256 @@
+/**
+ * The upstream process (`meshhub upstream`): one PostgreSQL pool, the sites' sync endpoints and
+ * downlink, the read API with a `site` dimension, the messaging API for internet subscribers,
+ * the token endpoint, /health and /metrics, and the web UI. Stateless apart from PostgreSQL and
+ * the token signing key in DATA_DIR, so several processes can run behind one load balancer.
+ *
+ * `createUpstream` only builds (the pool connects lazily, the identity key is read or created);
+ * `start()` migrates, creates the time partitions ahead, starts the downlink queue and listens;
+ * `stop()` ends every socket (HTTP keep-alive and downlink WebSockets), stops the queue and ends
+ * the pool. Errors become problem details in the hub's one onError, with request ids; a
+ * PostgreSQL that does not answer is a 503 with Retry-After, not a 500.
+ */
+import type { IncomingMessage } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Duplex } from 'node:stream';
+import { createAdaptorServer, type ServerType } from '@hono/node-server';
+import { type ErrorHandler, Hono } from 'hono';
+import type pg from 'pg';
+import { createErrorHandler, notFound, problemResponse } from '../../src/http/error-handler.js';
+import { ProblemError } from '../../src/http/problem.js';
+import { requestId } from '../../src/http/request-id.js';
+import type { Logger } from '../../src/log.js';
+import { mapRoutes } from '../../src/ui-server/map-routes.js';
+import { tileOrigins } from '../../src/ui-server/map-tiles-setting.js';
+import { DEFAULT_WEB_ROOT, openConfiguredMapTiles } from '../../src/ui-server/mount.js';
+import { StaticAssets } from '../../src/ui-server/static-assets.js';
+import { uiRoutes } from '../../src/ui-server/ui-routes.js';
+import { readVersion } from '../../src/version.js';
+import { SYNC_API } from '../protocol.js';
+import { BatchApplier } from './batch-apply.js';
+import { migrateUpstream } from './db/migrate.js';
+import { ensurePartitions } from './db/partitions.js';
+import { isTransientDatabaseError, openPool } from './db/pool.js';
+import { DownlinkQueue } from './downlink-queue.js';
+import { openUpstreamIdentity, type UpstreamIdentity } from './identity.js';
+import { messagingOnAck, upstreamMessagingRoutes } from './messaging/routes.js';
+import { UpstreamReadQueries } from './read-queries.js';
+import { upstreamJwksRoutes, upstreamTokenRoutes } from './routes/auth-routes.js';
+import { DOWNLINK_PATH, downlinkUpgradeHandler } from './routes/downlink-socket.js';
+import { healthRoutes, siteCounts, UpstreamMetrics, upstreamAccessMetrics } from './routes/health-routes.js';
+import { upstreamLiveRoutes } from './routes/live-routes.js';
+import { upstreamNodesRoutes } from './routes/nodes-routes.js';
+import { sitesRoutes } from './routes/sites-routes.js';
+import { syncRoutes } from './routes/sync-routes.js';
+import { upstreamWeatherRoutes } from './routes/weather-routes.js';
+import type { UpstreamSettings } from './settings.js';
+import { SiteRegistry } from './sites.js';
+import { UpstreamUsers } from './users.js';
+
+/** How far ahead of now the monthly partitions are made, and how often that is checked. */
+const PARTITIONS_AHEAD_MS = 32 * 86_400_000;
+const PARTITIONS_EVERY_MS = 6 * 3_600_000;
+/** How long stop() lets downlink sockets close by themselves before it cuts them. */
+const STOP_GRACE_MS = 1_000;
+
+export interface UpstreamServer {
+  start(): Promise<void>;
+  stop(): Promise<void>;
+  /** The port listened on (HTTP_PORT, or the one chosen for 0); throws before start(). */
+  readonly port: number;
+  readonly pool: pg.Pool;
+  readonly app: Hono;
+  readonly identity: UpstreamIdentity;
+  readonly metrics: UpstreamMetrics;
+}
+
+export interface UpstreamOptions {
+  log: Logger;
+  /** Process metrics (CPU, memory, event loop) in /metrics; tests leave them out. */
+  defaultMetrics?: boolean;
+}
+
+function upstreamErrorHandler(log: Logger): ErrorHandler {
+  const generic = createErrorHandler(log);
+  return function upstreamOnError(err, c) {
+    if (isTransientDatabaseError(err)) {
+      log.warn({ err, path: c.req.path, requestId: c.get('requestId') }, 'PostgreSQL did not answer');
+      return problemResponse(
+        c,
+        new ProblemError(503, 'the database is not answering; try again shortly', {
+          headers: { 'retry-after': '5' },
+        }),
+      );
+    }
+    return generic(err, c);
+  };
+}
+
+/**
+ * An upgrade to any other path gets an HTTP answer (404 problem details) and the connection is
+ * closed; never a silent reset.
+ */
+function refuseUpgrade(socket: Duplex, pathname: string): void {
+  const body = JSON.stringify({
+    type: 'about:blank',
+    title: 'Not Found',
+    status: 404,
+    detail: `nothing here upgrades a connection at ${pathname}`,
+  });
+  socket.end(
+    `HTTP/1.1 404 Not Found\r\ncontent-type: application/problem+json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
+  );
+}
+
+export async function createUpstream(
+  settings: UpstreamSettings,
+  options: UpstreamOptions,
+): Promise<UpstreamServer> {
+  const { log } = options;
+  const version = readVersion();
+  const startedAt = Date.now();
+  const databaseUrl = settings.UPSTREAM_DATABASE_URL.reveal();
+  const identity = await openUpstreamIdentity(settings, { warn: (message) => log.warn(message) });
+  // MAP_TILES naming a file that cannot be used stops the start like any bad setting.
+  const tiles = await openConfiguredMapTiles(settings.MAP_TILES);
+  const pool = openPool(databaseUrl, { max: settings.UPSTREAM_DB_POOL_MAX });
+
+  const sites = new SiteRegistry(pool);
+  const applier = new BatchApplier(pool, {});
+  const queue = new DownlinkQueue(pool, databaseUrl, {
+    onAck: messagingOnAck(pool),
+    log: log.child({ component: 'downlink-queue' }),
+  });
+  const queries = new UpstreamReadQueries(pool);
+  const users = new UpstreamUsers(pool);
+  const metrics = new UpstreamMetrics({ defaultMetrics: options.defaultMetrics });
+  // The dashboard's stream (the web UI in upstream mode); batches applied by other processes
+  // do not reach it, the page refetches its snapshot instead.
+  const live = upstreamLiveRoutes({ version, startedAt, listSites: () => queries.sites() });
+
+  const onDownlink = downlinkUpgradeHandler({ sites, queue, log: log.child({ component: 'downlink' }) });
+  const downlinkConnections = () => onDownlink.stats().connectedSites.length;
+  /** Sockets handed to the downlink handler: the HTTP server no longer tracks them. */
+  const downlinks = new Set<Duplex>();
+  metrics.watch({ sites: () => siteCounts(pool), downlinks: downlinkConnections });
+
+  const webRoot = settings.WEB_ROOT ?? DEFAULT_WEB_ROOT;
+  const assets = StaticAssets.load(webRoot);
+  if (!assets) log.warn({ webRoot }, 'the web app is not built (run npm run build); serving the API only');
+
+  const app = new Hono();
+  app.use(requestId());
+  app.use(upstreamAccessMetrics(metrics));
+  app.route('/', healthRoutes({ pool, metrics, version, startedAt, downlinkConnections }));
+  app.route(SYNC_API, syncRoutes({ sites, applier, log: log.child({ component: 'sync' }) }));
+  app.route(
+    '/api/v1/auth',
+    upstreamTokenRoutes({
+      identity,
+      users,
+      tokenTtlSeconds: settings.AUTH_TOKEN_TTL / 1000,
+      trustProxy: settings.HTTP_TRUST_PROXY,
+    }),
+  );
+  app.route('/.well-known', upstreamJwksRoutes(identity));
+  app.route('/api/v1/sites', sitesRoutes(queries));
+  app.route('/api/v1/weather', upstreamWeatherRoutes(queries));
+  app.route('/api/v1/nodes', upstreamNodesRoutes(queries));
+  app.route(
+    '/api/v1/messages',
+    upstreamMessagingRoutes({
+      pool,
+      identity,
+      rates: { perSubscriber: settings.MESSAGE_RATE_PER_SUBSCRIBER, perNode: settings.MESSAGE_RATE_PER_NODE },
+    }),
+  );
+  app.route('/api/v1/live', live.app);
+  app.route('/api/v1/map', mapRoutes(tiles.setting, tiles.archive));
+  // Last: the web app's files, and index.html for browser routes (SPA fallback).
+  app.route('/', uiRoutes({ assets, tileOrigins: tileOrigins(tiles.setting) }));
+  app.onError(upstreamErrorHandler(log));
+  app.notFound(notFound);
+
+  let server: ServerType | undefined;
+  let boundPort: number | undefined;
+  let partitionsTimer: NodeJS.Timeout | undefined;
+  let stopped = false;
+
+  const makePartitions = async () => {
+    const now = Date.now();
+    await ensurePartitions(pool, [now, now + PARTITIONS_AHEAD_MS]);
+  };
+
+  const listen = () =>
+    new Promise<number>((resolve, reject) => {
+      const created = createAdaptorServer({ fetch: app.fetch });
+      server = created;
+      created.on('upgrade', (request: IncomingMessage, socket: Duplex, head: Buffer) => {
+        const pathname = new URL(request.url ?? '/', 'http://upstream').pathname;
+        if (pathname !== DOWNLINK_PATH) {
+          refuseUpgrade(socket, pathname);
+          return;
+        }
+        downlinks.add(socket);
+        socket.once('close', () => downlinks.delete(socket));
+        onDownlink(request, socket, head);
+      });
+      created.once('error', reject);
+      created.listen(settings.HTTP_PORT, settings.HTTP_HOST, () => {
+        created.off('error', reject);
+        created.on('error', (err) => log.error({ err }, 'http server error'));
+        resolve((created.address() as AddressInfo).port);
+      });
+    });
+
+  return {
+    pool,
+    app,
+    identity,
+    metrics,
+    get port(): number {
+      if (boundPort === undefined) throw new Error('the upstream is not listening');
+      return boundPort;
+    },
+    async start() {
+      await migrateUpstream(pool);
+      await makePartitions();
+      partitionsTimer = setInterval(() => {
+        makePartitions().catch((err: unknown) => log.warn({ err }, 'creating partitions ahead failed'));
+      }, PARTITIONS_EVERY_MS);
+      partitionsTimer.unref();
+      await queue.start();
+      boundPort = await listen();
+      log.info({ host: settings.HTTP_HOST, port: boundPort, version }, 'upstream listening');
+    },
+    async stop() {
+      if (stopped) return;
+      stopped = true;
+      if (partitionsTimer) clearInterval(partitionsTimer);
+      const closing = server;
+      server = undefined;
+      boundPort = undefined;
+      // Sites get a close frame (going away) and reconnect, to another process if there is one;
+      // their sockets are ended, and destroyed if they are still open after a grace period.
+      onDownlink.closeAll();
+      live.closeAll();
+      for (const socket of downlinks) socket.end();
+      if (closing) {
+        const closed = new Promise<void>((resolve) => closing.close(() => resolve()));
+        // Keep-alive connections would hold close() open; the process is stopping.
+        if ('closeAllConnections' in closing)
+          (closing as { closeAllConnections(): void }).closeAllConnections();
+        let grace: NodeJS.Timeout | undefined;
+        await Promise.race([closed, new Promise((resolve) => (grace = setTimeout(resolve, STOP_GRACE_MS)))]);
+        clearTimeout(grace);
+        for (const socket of downlinks) socket.destroy();
+        await closed;
+      }
+      for (const socket of downlinks) socket.destroy();
+      downlinks.clear();
+      await queue.stop();
+      await tiles.archive?.close().catch((err: unknown) => log.warn({ err }, 'closing the map tiles failed'));
+      await pool.end();
+    },
+  };
+}

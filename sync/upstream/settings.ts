@@ -1,0 +1,129 @@
+/**
+ * Settings of the upstream role (`meshhub upstream`), read from the environment and reported all
+ * at once like the hub's (src/config/load.ts): every invalid value by name, then exit non-zero.
+ *
+ * Names the hub also has mean the same here (HTTP_HOST, HTTP_PORT, DATA_DIR, AUTH_*, WEB_ROOT,
+ * MAP_TILES, LOG_LEVEL, MESSAGE_RATE_*); the field types are the hub's own (src/config/fields.ts).
+ * UPSTREAM_DATABASE_URL carries a password: it is held as a Secret and never echoed, not even in
+ * an error.
+ */
+import { z } from 'zod';
+import { externalTrustedIssuer } from '../../src/auth/hub-identity.js';
+import { authSettings } from '../../src/auth/settings.js';
+import { flag, port } from '../../src/config/fields.js';
+import { ConfigError, settingsProblems } from '../../src/config/load.js';
+import { Secret } from '../../src/config/secret.js';
+import { messagingSettings } from '../../src/messaging/settings.js';
+import { webUiSettings } from '../../src/ui-server/settings.js';
+
+const DATABASE_URL_HINT = 'expected a PostgreSQL URL like postgres://user:password@host:5432/database';
+
+/** A `postgres://` / `postgresql://` URL, kept as a Secret (it usually holds the password). */
+const databaseUrl = z
+  .string({ error: (issue) => (issue.input === undefined ? 'is required' : DATABASE_URL_HINT) })
+  .transform((value, ctx) => {
+    let url: URL | undefined;
+    try {
+      url = new URL(value);
+    } catch {
+      url = undefined;
+    }
+    if (!url || (url.protocol !== 'postgres:' && url.protocol !== 'postgresql:')) {
+      ctx.addIssue({ code: 'custom', message: DATABASE_URL_HINT });
+      return z.NEVER;
+    }
+    return new Secret(value);
+  });
+
+/** Only what the CLI's database commands need (`migrate`, `site …`, `user …`, `subscription …`). */
+export const upstreamDatabaseSettings = z.object({
+  /** The PostgreSQL every upstream process shares (required). */
+  UPSTREAM_DATABASE_URL: databaseUrl,
+  /** Connections this process keeps open to PostgreSQL at most. */
+  UPSTREAM_DB_POOL_MAX: z.coerce.number().int().min(1).max(1000).default(10),
+});
+
+export const upstreamSettings = z.object({
+  ...upstreamDatabaseSettings.shape,
+  /**
+   * Where this upstream keeps its token signing key (jwt-signing-key.json), which signs the
+   * tokens of its local users (POST /api/v1/auth/token). Several upstream processes behind a
+   * load balancer MUST share this key file (a shared volume, or the same file deployed to each),
+   * or a token issued by one process is refused by the others. Never point it at a hub's
+   * DATA_DIR: the hub's key is that site's identity towards the upstream.
+   */
+  DATA_DIR: z.string().min(1).default('./upstream-data'),
+  HTTP_HOST: z.string().min(1).default('127.0.0.1'),
+  HTTP_PORT: port.default(8080),
+  /**
+   * Behind a load balancer or reverse proxy: take the client address for login throttling from
+   * the last X-Forwarded-For entry (what the proxy saw) instead of the TCP peer (the proxy).
+   * Only set it when a proxy you run always sets that header.
+   */
+  HTTP_TRUST_PROXY: flag.prefault('false'),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  /** An external identity provider, as on the hub (all three together). */
+  AUTH_JWKS_URL: z.string().optional(),
+  AUTH_ISSUER: z.string().optional(),
+  AUTH_AUDIENCE: z.string().optional(),
+  AUTH_ROLES_CLAIM: z.string().min(1).default('roles'),
+  ...authSettings.shape,
+  ...webUiSettings.shape,
+  MESSAGE_RATE_PER_SUBSCRIBER: messagingSettings.shape.MESSAGE_RATE_PER_SUBSCRIBER,
+  MESSAGE_RATE_PER_NODE: messagingSettings.shape.MESSAGE_RATE_PER_NODE,
+});
+
+export type UpstreamSettings = z.output<typeof upstreamSettings>;
+export type UpstreamDatabaseSettings = z.output<typeof upstreamDatabaseSettings>;
+
+/** Settings whose value is never shown in a problem (it may hold a password). */
+const NEVER_ECHOED = new Set(['UPSTREAM_DATABASE_URL']);
+
+function parseSlice<S extends z.ZodObject<z.ZodRawShape>>(
+  schema: S,
+  env: Readonly<Record<string, string | undefined>>,
+  problems: string[],
+): z.output<S> | undefined {
+  const input: Record<string, unknown> = {};
+  for (const key of Object.keys(schema.shape)) {
+    const value = env[key];
+    // Empty values count as unset, as on the hub.
+    if (value !== undefined && value.trim() !== '') input[key] = value;
+  }
+  const result = schema.safeParse(input);
+  if (result.success) return result.data;
+  const shown = Object.fromEntries(Object.entries(input).filter(([key]) => !NEVER_ECHOED.has(key)));
+  problems.push(...settingsProblems(result.error, shown));
+  return undefined;
+}
+
+/**
+ * The upstream's settings from the environment; throws ConfigError listing every problem,
+ * including an incomplete identity provider (AUTH_JWKS_URL without AUTH_ISSUER, …).
+ */
+export function loadUpstreamSettings(env: Readonly<Record<string, string | undefined>>): UpstreamSettings {
+  const problems: string[] = [];
+  const settings = parseSlice(upstreamSettings, env, problems);
+  try {
+    externalTrustedIssuer({
+      jwksUrl: env.AUTH_JWKS_URL?.trim() || undefined,
+      issuer: env.AUTH_ISSUER?.trim() || undefined,
+      audience: env.AUTH_AUDIENCE?.trim() || undefined,
+    });
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error;
+    problems.push(...error.problems);
+  }
+  if (problems.length || !settings) throw new ConfigError(problems);
+  return settings;
+}
+
+/** UPSTREAM_DATABASE_URL and the pool size only (the CLI's database commands). */
+export function loadUpstreamDatabaseSettings(
+  env: Readonly<Record<string, string | undefined>>,
+): UpstreamDatabaseSettings {
+  const problems: string[] = [];
+  const settings = parseSlice(upstreamDatabaseSettings, env, problems);
+  if (problems.length || !settings) throw new ConfigError(problems);
+  return settings;
+}

@@ -1,0 +1,166 @@
+/**
+ * The upstream's own issuer over real HTTP, as on a hub: POST /api/v1/auth/token (JSON or an
+ * OAuth form) for users in PostgreSQL, the same 400/401/429 problems, tokens the upstream's
+ * verifier (and so its messaging API) accepts, /.well-known/jwks.json; disabled users get no
+ * token, and disabling one tells every active site in the same transaction.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { decodeJwt } from 'jose';
+import { pino } from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createUpstream, type UpstreamServer } from '../../../sync/upstream/server.js';
+import { loadUpstreamSettings } from '../../../sync/upstream/settings.js';
+import { InvalidUserError, UpstreamUsers, UserExistsError } from '../../../sync/upstream/users.js';
+import { createTestSchema, skipWithoutPostgres, type TestSchema } from '../../helpers/postgres.js';
+
+// biome-ignore lint/suspicious/noExplicitAny: tests read bodies of many shapes and assert on them
+type Json = any;
+
+const skip = await skipWithoutPostgres();
+const PASSWORD = 'lantern-on-the-ridge';
+
+describe.skipIf(skip)('upstream auth', () => {
+  let schema: TestSchema;
+  let dataDir: string;
+  let upstream: UpstreamServer;
+  let users: UpstreamUsers;
+  let base: string;
+
+  async function token(
+    body: string,
+    contentType = 'application/json',
+  ): Promise<{ status: number; headers: Headers; body: Json }> {
+    const res = await fetch(`${base}/api/v1/auth/token`, {
+      method: 'POST',
+      headers: { 'content-type': contentType },
+      body,
+    });
+    return { status: res.status, headers: res.headers, body: await res.json() };
+  }
+
+  beforeAll(async () => {
+    schema = await createTestSchema('auth');
+    dataDir = mkdtempSync(join(tmpdir(), 'meshhub-upstream-auth-'));
+    const settings = loadUpstreamSettings({
+      UPSTREAM_DATABASE_URL: schema.url,
+      HTTP_PORT: '0',
+      DATA_DIR: dataDir,
+      AUTH_TOKEN_TTL: '10m',
+      WEB_ROOT: join(dataDir, 'no-web'),
+    });
+    upstream = await createUpstream(settings, { log: pino({ level: 'silent' }), defaultMetrics: false });
+    await upstream.start();
+    base = `http://127.0.0.1:${upstream.port}`;
+    users = new UpstreamUsers(upstream.pool);
+    await users.add({ username: 'Alice', password: PASSWORD, roles: ['subscriber'] });
+    await users.add({ username: 'ops', password: PASSWORD, roles: ['admin', 'subscriber'] });
+  });
+
+  afterAll(async () => {
+    await upstream?.stop();
+    await schema?.drop();
+    if (dataDir) rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  it('issues a token for the right password that the upstream’s verifier accepts', async () => {
+    const res = await token(JSON.stringify({ username: 'alice', password: PASSWORD }));
+    expect(res.status).toBe(200);
+    expect(res.headers.get('cache-control')).toBe('no-store');
+    expect(res.body).toEqual({ access_token: expect.any(String), token_type: 'Bearer', expires_in: 600 });
+    const verified = await upstream.identity.verifier.verify(res.body.access_token);
+    expect(upstream.identity.principalOf(verified)).toEqual({
+      id: 'alice',
+      name: 'alice',
+      roles: ['subscriber'],
+      local: true,
+    });
+    expect(decodeJwt(res.body.access_token).iss).toBe(upstream.identity.localIssuer.issuer);
+
+    const jwks = await (await fetch(`${base}/.well-known/jwks.json`)).json();
+    expect(jwks).toEqual(upstream.identity.localIssuer.jwks());
+  });
+
+  it('takes an OAuth password-grant form too', async () => {
+    const res = await token(
+      new URLSearchParams({ grant_type: 'password', username: 'ops', password: PASSWORD }).toString(),
+      'application/x-www-form-urlencoded',
+    );
+    expect(res.status).toBe(200);
+    expect(decodeJwt(res.body.access_token).roles).toEqual(['admin', 'subscriber']);
+  });
+
+  it('refuses a bad body with a 400 naming the fields, a wrong password with a 401', async () => {
+    const bad = await token(JSON.stringify({ username: 'alice', extra: 1 }));
+    expect(bad.status).toBe(400);
+    expect(bad.body.errors.map((e: Json) => e.field).sort()).toEqual(['extra', 'password']);
+    const wrong = await token(JSON.stringify({ username: 'ops', password: 'not-the-password' }));
+    expect(wrong.status).toBe(401);
+    expect(wrong.body.detail).toBe('wrong username or password');
+    expect(wrong.headers.get('www-authenticate')).toBe('Bearer realm="meshhub"');
+    const nobody = await token(JSON.stringify({ username: 'nobody', password: PASSWORD }));
+    expect(nobody.status).toBe(401);
+    expect(nobody.body.detail).toBe('wrong username or password');
+    const text = await token('username=alice', 'text/plain');
+    expect(text.status).toBe(415);
+  });
+
+  it('throttles repeated failures of one username with 429 and Retry-After', async () => {
+    await users.add({ username: 'target', password: PASSWORD, roles: ['subscriber'] });
+    for (let i = 0; i < 5; i++) {
+      expect((await token(JSON.stringify({ username: 'target', password: `guess-${i}-guess` }))).status).toBe(
+        401,
+      );
+    }
+    const throttled = await token(JSON.stringify({ username: 'target', password: PASSWORD }));
+    expect(throttled.status).toBe(429);
+    expect(Number(throttled.headers.get('retry-after'))).toBeGreaterThan(0);
+  });
+
+  it('gives a disabled user no token, and tells every active site in the same transaction', async () => {
+    await users.add({ username: 'leaver', password: PASSWORD, roles: ['subscriber'] });
+    await upstream.pool.query(
+      `INSERT INTO sites (site_id, public_jwks, created_at, revoked_at)
+       VALUES ('s1', '{"keys":[]}', 1, NULL), ('s2', '{"keys":[]}', 1, NULL), ('s3', '{"keys":[]}', 1, 5)`,
+    );
+    expect(await users.disable('Leaver')).toBe(2);
+    const queued = await upstream.pool.query(
+      `SELECT site_id, kind, body FROM downlink WHERE kind = 'user' ORDER BY site_id`,
+    );
+    expect(queued.rows).toEqual([
+      { site_id: 's1', kind: 'user', body: { principal: 'leaver', display_name: 'leaver', disabled: true } },
+      { site_id: 's2', kind: 'user', body: { principal: 'leaver', display_name: 'leaver', disabled: true } },
+    ]);
+    const res = await token(JSON.stringify({ username: 'leaver', password: PASSWORD }));
+    expect(res.status).toBe(401);
+    expect((await users.get('leaver'))?.disabled).toBe(true);
+    expect(await users.disable('nobody')).toBeUndefined();
+
+    expect(await users.enable('leaver')).toBe(true);
+    expect((await token(JSON.stringify({ username: 'leaver', password: PASSWORD }))).status).toBe(200);
+  });
+
+  it('checks usernames, roles and passwords as the hub does', async () => {
+    await expect(users.add({ username: 'alice', password: PASSWORD, roles: [] })).rejects.toBeInstanceOf(
+      UserExistsError,
+    );
+    await expect(users.add({ username: 'a:b', password: PASSWORD, roles: [] })).rejects.toBeInstanceOf(
+      InvalidUserError,
+    );
+    await expect(users.add({ username: 'shorty', password: 'short', roles: [] })).rejects.toThrow(
+      'password must be at least 8 characters',
+    );
+    await expect(users.add({ username: 'roley', password: PASSWORD, roles: ['Bad Role'] })).rejects.toThrow(
+      'roles "Bad Role" is not a valid role name',
+    );
+    expect(await users.setRoles('ops', ['admin'])).toBe(true);
+    expect((await users.get('ops'))?.roles).toEqual(['admin']);
+    expect(await users.setPassword('ops', 'a-new-long-password')).toBe(true);
+    expect((await token(JSON.stringify({ username: 'ops', password: 'a-new-long-password' }))).status).toBe(
+      200,
+    );
+    expect(await users.setPassword('nobody', 'a-new-long-password')).toBe(false);
+    expect((await users.list()).map((u) => u.username)).toContain('alice');
+  });
+});
