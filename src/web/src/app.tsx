@@ -14,6 +14,7 @@ const loadNodePage = () => import('./node-page/node-page.js').then((m) => m.Node
 const loadChatPage = () => import('./chat/chat-page.js').then((m) => m.ChatPage);
 const loadPlansPage = () => import('./billing/plans-page.js').then((m) => m.PlansPage);
 const loadAdminBillingPage = () => import('./billing/admin-billing-page.js').then((m) => m.AdminBillingPage);
+const loadSitesPage = () => import('./sites/sites-page.js').then((m) => m.SitesPage);
 
 function NotFound({ path }: { path: string }) {
   useTitle('Not found');
@@ -30,7 +31,7 @@ function NotFound({ path }: { path: string }) {
 export function App() {
   const location = useStore(locationStore);
   const route = matchRoute(location.pathname, location.search);
-  const { plugins } = useStore(hubStore);
+  const { plugins, mode } = useStore(hubStore);
   // Unknown until the live stream's hello; the billing pages wait for it rather than guess.
   const billingOn = plugins?.includes('billing');
   const main = useRef<HTMLElement>(null);
@@ -47,7 +48,7 @@ export function App() {
   }, [location.pathname]);
 
   let view: ComponentChildren;
-  if (route.page === 'dashboard') view = <Dashboard focus={route.focus} />;
+  if (route.page === 'dashboard') view = <Dashboard focus={route.focus} site={route.site} />;
   else if (route.page === 'node')
     view = <LazyView load={loadNodePage} props={{ nodeId: route.nodeId, search: location.search }} />;
   else if (route.page === 'chat') view = <LazyView load={loadChatPage} props={{ nodeId: route.nodeId }} />;
@@ -61,6 +62,16 @@ export function App() {
         <LazyView load={loadPlansPage} props={{ billingOn }} />
       ) : (
         <LazyView load={loadAdminBillingPage} props={{ billingOn }} />
+      );
+  } else if (route.page === 'sites') {
+    // Unknown until the live stream's hello says which role serves the page.
+    view =
+      mode === undefined ? (
+        <p class="loading" role="status">
+          Loading…
+        </p>
+      ) : (
+        <LazyView load={loadSitesPage} props={{ upstream: mode === 'upstream' }} />
       );
   } else view = <NotFound path={route.path} />;
 

@@ -4,6 +4,7 @@ import { hubStore } from '../state/hub.js';
 
 export function Banners() {
   const hub = useStore(hubStore);
+  const server = hub.mode === 'upstream' ? 'upstream' : 'hub';
   const reconnecting =
     hub.connection === 'reconnecting' || (hub.connection === 'connecting' && hub.everConnected);
   return (
@@ -12,7 +13,7 @@ export function Banners() {
         {reconnecting && (
           <p class="banner banner-warn" data-testid="reconnecting">
             <span class="spinner" aria-hidden="true" />
-            Connection to the hub lost. Reconnecting… The page updates again by itself once it is back.
+            Connection to the {server} lost. Reconnecting… The page updates again by itself once it is back.
           </p>
         )}
         {hub.connection === 'connecting' && !hub.everConnected && (

@@ -1,14 +1,18 @@
 /**
  * The header on every page: where you are, the radio link, the version, chat with its unread
- * count, and the plans (and billing, for admins) when the hub runs the billing plugin.
+ * count, and the plans (and billing, for admins) when the hub runs the billing plugin. On the
+ * upstream, which has no radio, it says "Upstream" and how many sites it serves, with a link to
+ * them.
  */
 import type { RadioStatus } from '../api/types.js';
-import { useStore } from '../hooks.js';
+import { useNow, useStore } from '../hooks.js';
 import { tokenRoles } from '../lib/jwt.js';
+import { upstreamSummary } from '../lib/site-health.js';
 import { Link } from '../router.js';
 import { chatStore, totalUnread } from '../state/chat.js';
 import { hubStore } from '../state/hub.js';
 import { sessionStore, signOut } from '../state/session.js';
+import { sitesStore } from '../state/sites.js';
 
 const RADIO_WORDS: Record<RadioStatus['state'], string> = {
   connected: 'connected',
@@ -45,7 +49,12 @@ export function Header({ page }: { page: string }) {
   const chat = useStore(chatStore);
   const { session } = useStore(sessionStore);
   const unread = session ? totalUnread(chat) : 0;
-  const radio = radioSummary(hub.radio, hub.connection === 'open');
+  const upstream = hub.mode === 'upstream';
+  const sitesView = useStore(sitesStore);
+  const now = useNow(30_000) + sitesView.clockOffsetMs;
+  const status = upstream
+    ? upstreamSummary(sitesView.loaded ? sitesView.sites : undefined, hub.connection === 'open', now)
+    : radioSummary(hub.radio, hub.connection === 'open');
   const billing = !!hub.plugins?.includes('billing');
   const admin = !!session && tokenRoles(session.token).includes('admin');
   return (
@@ -83,6 +92,11 @@ export function Header({ page }: { page: string }) {
             </span>
           )}
         </Link>
+        {upstream && (
+          <Link href="/sites" class="nav-link" aria-current={page === 'sites' ? 'page' : undefined}>
+            Sites
+          </Link>
+        )}
         {billing && (
           <Link href="/plans" class="nav-link" aria-current={page === 'plans' ? 'page' : undefined}>
             Plans
@@ -99,11 +113,19 @@ export function Header({ page }: { page: string }) {
         )}
       </nav>
       <div class="header-status">
-        <span class={`pill pill-${radio.tone}`} title={radio.title} data-testid="radio-state">
-          <span class="dot" aria-hidden="true" />
-          <span class="pill-label">Radio </span>
-          {radio.text}
-        </span>
+        {upstream ? (
+          <span class={`pill pill-${status.tone}`} title={status.title} data-testid="upstream-state">
+            <span class="dot" aria-hidden="true" />
+            <span class="pill-label">Upstream · </span>
+            {status.text}
+          </span>
+        ) : (
+          <span class={`pill pill-${status.tone}`} title={status.title} data-testid="radio-state">
+            <span class="dot" aria-hidden="true" />
+            <span class="pill-label">Radio </span>
+            {status.text}
+          </span>
+        )}
         {hub.version && (
           <span class="version" title="meshhub version" data-testid="version">
             v{hub.version}

@@ -1,20 +1,31 @@
-/** The front page: the live map of the mesh with the list of nodes beside it. */
+/**
+ * The front page: the live map of the mesh with the list of nodes beside it. On the upstream it
+ * shows every site's nodes (each named with the sites that heard it), or one site's (`?site=`).
+ */
 import type { ComponentChildren } from 'preact';
 import { useEffect, useMemo, useRef } from 'preact/hooks';
 import { useNow, useStore, useTitle } from '../hooks.js';
 import { nodeIdFromNum, sortedNodes } from '../lib/mesh-state.js';
 import { nodeView } from '../lib/node-view.js';
 import { plainWords } from '../lib/problem.js';
+import { Link } from '../router.js';
 import { hubStore } from '../state/hub.js';
 import { meshStore, refreshMesh } from '../state/mesh.js';
+import { siteNames, sitesStore } from '../state/sites.js';
 import './dashboard.css';
 import { type MapHandle, MapView } from './map-view.js';
 import { Legend, NodeList } from './node-list.js';
 
-export function Dashboard({ focus }: { focus?: string }) {
-  useTitle('Map');
+export function Dashboard({ focus, site }: { focus?: string; site?: string }) {
   const view = useStore(meshStore);
   const hub = useStore(hubStore);
+  const { sites } = useStore(sitesStore);
+  const upstream = hub.mode === 'upstream';
+  const names = useMemo(() => siteNames(sites), [sites]);
+  // A site filter only means something on the upstream.
+  const only = upstream ? site : undefined;
+  const onlyName = only ? (names.get(only) ?? only) : undefined;
+  useTitle(onlyName ? `Map of ${onlyName}` : 'Map');
   const now = useNow(30_000);
   const mapHandle = useRef<MapHandle | undefined>(undefined);
   const mapSection = useRef<HTMLElement>(null);
@@ -22,8 +33,11 @@ export function Dashboard({ focus }: { focus?: string }) {
   const hubNodeId = hub.radio?.myNodeNum !== undefined ? nodeIdFromNum(hub.radio.myNodeNum) : undefined;
 
   const nodes = useMemo(
-    () => sortedNodes(view.mesh).map((node) => nodeView(view.mesh, node, now, hubNodeId)),
-    [view.mesh, now, hubNodeId],
+    () =>
+      sortedNodes(view.mesh)
+        .filter((node) => !only || view.mesh.sites.get(node.node_id)?.has(only))
+        .map((node) => nodeView(view.mesh, node, now, hubNodeId, upstream ? names : undefined)),
+    [view.mesh, now, hubNodeId, upstream, names, only],
   );
 
   const show = (id: string) => {
@@ -55,9 +69,17 @@ export function Dashboard({ focus }: { focus?: string }) {
       </p>
     );
   } else if (nodes.length === 0) {
-    list = <p class="muted">No nodes heard yet. When the radio hears one, it appears here and on the map.</p>;
+    list = (
+      <p class="muted">
+        {onlyName
+          ? `${onlyName} has reported no node yet.`
+          : upstream
+            ? 'No site has reported a node yet. When one does, it appears here and on the map.'
+            : 'No nodes heard yet. When the radio hears one, it appears here and on the map.'}
+      </p>
+    );
   } else {
-    list = <NodeList nodes={nodes} onShow={show} />;
+    list = <NodeList nodes={nodes} onShow={show} site={only} />;
   }
 
   return (
@@ -66,6 +88,7 @@ export function Dashboard({ focus }: { focus?: string }) {
       <section class="map-panel" ref={mapSection} aria-label="Map">
         <MapView
           nodes={nodes}
+          site={only}
           onReady={(handle) => {
             mapHandle.current = handle;
             if (pendingFocus.current && handle.focus(pendingFocus.current)) pendingFocus.current = undefined;
@@ -77,6 +100,12 @@ export function Dashboard({ focus }: { focus?: string }) {
           <h2 id="nodes-heading">Nodes {view.loaded && <span class="count">{nodes.length}</span>}</h2>
           <Legend />
         </div>
+        {onlyName && (
+          <p class="notice-info site-filter" data-testid="site-filter">
+            Only the nodes {onlyName} heard. <Link href="/">Show every site</Link> ·{' '}
+            <Link href="/sites">Sites</Link>
+          </p>
+        )}
         {list}
       </aside>
     </div>

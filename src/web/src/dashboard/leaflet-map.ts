@@ -8,14 +8,16 @@ import L from 'leaflet';
 import 'leaflet/dist/leaflet.css';
 import './map.css';
 import type { TileJson } from '../api/types.js';
-import type { NodeView } from '../lib/node-view.js';
+import { heardByWords, type NodeView } from '../lib/node-view.js';
 import { Graticule } from './graticule.js';
 
 export type Background = 'loading' | 'tiles' | 'grid';
 
 export interface MeshMapOptions {
   tiles: TileJson | undefined;
-  onOpenNode: (nodeId: string) => void;
+  /** The node page's address (on the upstream it may name a site). */
+  nodeHref: (nodeId: string) => string;
+  onOpenNode: (href: string) => void;
   onBackground: (background: Background) => void;
 }
 
@@ -57,11 +59,9 @@ function readingsList(node: NodeView, limit?: number): HTMLElement {
 
 function tooltipContent(node: NodeView): HTMLElement {
   const box = element('div', 'map-tooltip');
-  box.append(
-    element('strong', undefined, node.name),
-    element('div', 'muted', node.heard),
-    readingsList(node, 4),
-  );
+  box.append(element('strong', undefined, node.name), element('div', 'muted', node.heard));
+  if (node.sites) box.append(element('div', 'muted', heardByWords(node.sites)));
+  box.append(readingsList(node, 4));
   return box;
 }
 
@@ -192,14 +192,16 @@ export class MeshMap {
       element('span', `fresh-dot fresh-${node.freshness}`),
       document.createTextNode(` ${node.heard}`),
     );
-    box.append(heard, readingsList(node));
+    box.append(heard);
+    if (node.sites) box.append(element('p', 'popup-sites', heardByWords(node.sites)));
+    box.append(readingsList(node));
     if (node.position) box.append(element('p', 'popup-coords', node.position.text));
     const link = element('a', 'button button-small', 'Open node page');
-    link.href = `/nodes/${encodeURIComponent(node.id)}`;
+    link.href = this.options.nodeHref(node.id);
     link.addEventListener('click', (event) => {
       if (event.button !== 0 || event.metaKey || event.ctrlKey || event.shiftKey) return;
       event.preventDefault();
-      this.options.onOpenNode(node.id);
+      this.options.onOpenNode(link.href);
     });
     box.append(link);
     return box;

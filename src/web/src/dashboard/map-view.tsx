@@ -3,6 +3,7 @@ import { useEffect, useRef, useState } from 'preact/hooks';
 import { getJson } from '../api/client.js';
 import type { TileJson } from '../api/types.js';
 import type { NodeView } from '../lib/node-view.js';
+import { nodePath } from '../lib/routes.js';
 import { navigate } from '../router.js';
 import type { Background, MeshMap } from './leaflet-map.js';
 
@@ -22,17 +23,23 @@ export interface MapHandle {
 
 export function MapView({
   nodes,
+  site,
   onReady,
 }: {
   nodes: readonly NodeView[];
+  /** The upstream's site filter: node pages open on that site, and the view fits its nodes. */
+  site?: string | undefined;
   onReady: (handle: MapHandle) => void;
 }) {
   const container = useRef<HTMLDivElement>(null);
   const map = useRef<MeshMap | undefined>(undefined);
   const latestNodes = useRef(nodes);
+  const latestSite = useRef(site);
+  const shownSite = useRef(site);
   const [background, setBackground] = useState<Background>('loading');
   const [failed, setFailed] = useState(false);
   latestNodes.current = nodes;
+  latestSite.current = site;
 
   useEffect(() => {
     let cancelled = false;
@@ -41,7 +48,8 @@ export function MapView({
         if (cancelled || !container.current) return;
         const created = new MeshMap(container.current, {
           tiles,
-          onOpenNode: (id) => navigate(`/nodes/${encodeURIComponent(id)}`),
+          nodeHref: (id) => nodePath(id, latestSite.current),
+          onOpenNode: (href) => navigate(href),
           onBackground: setBackground,
         });
         map.current = created;
@@ -64,7 +72,12 @@ export function MapView({
 
   useEffect(() => {
     map.current?.update(nodes);
-  }, [nodes]);
+    if (shownSite.current !== site && map.current) {
+      // Another site's nodes (or every site's): show them all.
+      shownSite.current = site;
+      map.current.fitToNodes();
+    }
+  }, [nodes, site]);
 
   return (
     <div class={`map-wrap map-${background}`} data-testid="map" data-background={background}>

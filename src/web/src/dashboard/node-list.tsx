@@ -1,6 +1,6 @@
 /** Every node beside the map, and below it those with no position, which the map cannot show. */
 import { FRESHNESS_LABELS, type Freshness } from '../lib/freshness.js';
-import { batteryLabel, type NodeView } from '../lib/node-view.js';
+import { batteryLabel, heardByWords, type NodeView } from '../lib/node-view.js';
 import { nodePath } from '../lib/routes.js';
 import { Link } from '../router.js';
 
@@ -23,7 +23,7 @@ function PinIcon() {
   );
 }
 
-function NodeItem({ node, onShow }: { node: NodeView; onShow?: (id: string) => void }) {
+function NodeItem({ node, onShow, site }: { node: NodeView; onShow?: (id: string) => void; site?: string }) {
   const summary = node.readings
     .slice(0, 3)
     .map((r) => r.value)
@@ -38,7 +38,7 @@ function NodeItem({ node, onShow }: { node: NodeView; onShow?: (id: string) => v
       <FreshnessDot freshness={node.freshness} />
       <div class="node-item-main">
         <div class="node-item-title">
-          <Link href={nodePath(node.id)} class="node-name">
+          <Link href={nodePath(node.id, site)} class="node-name">
             {node.name}
           </Link>
           <span class="chip">{node.shortName}</span>
@@ -48,6 +48,11 @@ function NodeItem({ node, onShow }: { node: NodeView; onShow?: (id: string) => v
           {node.heard}
           {node.battery !== undefined && ` · battery ${batteryLabel(node.battery)}`}
         </div>
+        {node.sites && (
+          <div class="node-sites" data-testid="node-sites">
+            {heardByWords(node.sites)}
+          </div>
+        )}
         {summary && <div class="node-summary">{summary}</div>}
       </div>
       {onShow && (
@@ -84,14 +89,23 @@ export function Legend() {
   );
 }
 
-export function NodeList({ nodes, onShow }: { nodes: readonly NodeView[]; onShow: (id: string) => void }) {
+export function NodeList({
+  nodes,
+  onShow,
+  site,
+}: {
+  nodes: readonly NodeView[];
+  onShow: (id: string) => void;
+  /** The upstream's site filter: the node pages open on that site's history. */
+  site?: string | undefined;
+}) {
   const placed = nodes.filter((n) => n.position);
   const unplaced = nodes.filter((n) => !n.position);
   return (
     <>
       <ul class="node-list" aria-label="Nodes on the map">
         {placed.map((node) => (
-          <NodeItem key={node.id} node={node} onShow={onShow} />
+          <NodeItem key={node.id} node={node} onShow={onShow} site={site} />
         ))}
       </ul>
       {unplaced.length > 0 && (
@@ -100,7 +114,7 @@ export function NodeList({ nodes, onShow }: { nodes: readonly NodeView[]; onShow
           <p class="muted small">These nodes have not reported a position.</p>
           <ul class="node-list">
             {unplaced.map((node) => (
-              <NodeItem key={node.id} node={node} />
+              <NodeItem key={node.id} node={node} site={site} />
             ))}
           </ul>
         </section>

@@ -3,6 +3,10 @@
  * value of every metric (from `/api/v1/weather/latest`), kept current by the live stream.
  * Merges never go backwards: a late or replayed reading does not hide a newer value, and a
  * node's `last_heard` only moves forward (as the hub's own node table does).
+ *
+ * On the upstream (issue 12) `/api/v1/nodes` has one item per site that heard a node: the
+ * picture keeps one node per id (the most recently heard item) and, beside it, which sites
+ * heard it and when.
  */
 import type { NodeJson } from '../api/types.js';
 import { METRIC_KEYS, type MetricKey, type ReadingJson } from './metrics.js';
@@ -19,9 +23,11 @@ export interface LatestReading {
 export interface MeshState {
   nodes: ReadonlyMap<string, NodeJson>;
   latest: ReadonlyMap<string, LatestReading>;
+  /** Upstream only: node id → the sites that heard it → when each last did (ms; NaN unknown). */
+  sites: ReadonlyMap<string, ReadonlyMap<string, number>>;
 }
 
-export const EMPTY_MESH: MeshState = { nodes: new Map(), latest: new Map() };
+export const EMPTY_MESH: MeshState = { nodes: new Map(), latest: new Map(), sites: new Map() };
 
 const time = (iso: string | undefined): number => (iso === undefined ? Number.NaN : Date.parse(iso));
 
@@ -73,13 +79,29 @@ export function mergeReadings(state: MeshState, readings: readonly ReadingJson[]
   return { ...state, latest };
 }
 
+/** Notes that `node.site_id` heard the node (upstream items only); false when nothing changed. */
+function noteSite(sites: Map<string, ReadonlyMap<string, number>>, node: NodeJson): boolean {
+  if (typeof node.site_id !== 'string') return false;
+  const heard = time(node.last_heard);
+  const known = sites.get(node.node_id);
+  const before = known?.get(node.site_id);
+  if (before !== undefined && !(heard > before)) return false;
+  sites.set(node.node_id, new Map(known).set(node.site_id, heard));
+  return true;
+}
+
 /** A node update (all of a node, or the few fields one packet told): present fields win, except an older last_heard. */
 export function mergeNode(state: MeshState, update: NodeJson): MeshState {
   if (typeof update?.node_id !== 'string') return state;
   const nodes = new Map(state.nodes);
   mergeNodeInto(nodes, update);
-  return { ...state, nodes };
+  const sites = new Map(state.sites);
+  return { ...state, nodes, ...(noteSite(sites, update) ? { sites } : {}) };
 }
+
+/** Items with no last_heard first, then oldest first: merged in this order, the most recently heard wins. */
+const byHeard = (a: NodeJson, b: NodeJson): number =>
+  (time(a.last_heard) || -Infinity) - (time(b.last_heard) || -Infinity) || 0;
 
 /**
  * A fresh snapshot replaces the picture; what the stream told while it was in flight and is
@@ -91,7 +113,15 @@ export function snapshot(
   previous: MeshState,
 ): MeshState {
   const nodeMap = new Map<string, NodeJson>();
-  for (const node of nodes) if (typeof node?.node_id === 'string') mergeNodeInto(nodeMap, node);
+  const sites = new Map<string, ReadonlyMap<string, number>>();
+  const items = nodes.filter((node) => typeof node?.node_id === 'string');
+  // One item per site that heard the node (upstream): the most recently heard one's fields win,
+  // the others fill in only what it lacks (a position its site has not heard yet).
+  if (items.some((node) => node.site_id !== undefined)) items.sort(byHeard);
+  for (const node of items) {
+    mergeNodeInto(nodeMap, node);
+    noteSite(sites, node);
+  }
   const latestMap = new Map<string, LatestReading>();
   mergeReadingsInto(latestMap, latest);
   for (const [id, before] of previous.nodes) {
@@ -109,7 +139,16 @@ export function snapshot(
     }
     latestMap.set(id, { nodeId: id, at: before.at, values });
   }
-  return { nodes: nodeMap, latest: latestMap };
+  return { nodes: nodeMap, latest: latestMap, sites };
+}
+
+/** The sites that heard the node, most recently first (none on a hub). */
+export function heardBy(state: MeshState, nodeId: string): string[] {
+  const sites = state.sites.get(nodeId);
+  if (!sites) return [];
+  return [...sites]
+    .sort(([a, at], [b, bt]) => (bt || -Infinity) - (at || -Infinity) || a.localeCompare(b))
+    .map(([site]) => site);
 }
 
 /** When the node was last heard: its node record, or its newest reading if that is newer. */

@@ -1,7 +1,7 @@
 /** A node as the map and the list show it: name, freshness, and its latest readings in words. */
 import { cardinal, formatAge, formatCoordinates, formatMetric } from './format.js';
 import { type Freshness, freshness } from './freshness.js';
-import { displayName, hasPosition, lastHeard, type MeshState, type NodeJson } from './mesh-state.js';
+import { displayName, hasPosition, heardBy, lastHeard, type MeshState, type NodeJson } from './mesh-state.js';
 import { METRICS } from './metrics.js';
 
 export interface ReadingLine {
@@ -22,6 +22,8 @@ export interface NodeView {
   position?: { latitude: number; longitude: number; text: string };
   isHub: boolean;
   battery?: number;
+  /** Upstream: the names of the sites that heard it, most recently first. */
+  sites?: string[];
 }
 
 export function readingLines(state: MeshState, nodeId: string): ReadingLine[] {
@@ -45,9 +47,11 @@ export function nodeView(
   node: NodeJson,
   nowMs: number,
   hubNodeId: string | undefined,
+  siteNames?: ReadonlyMap<string, string>,
 ): NodeView {
   const heardAt = lastHeard(state, node.node_id);
   const latest = state.latest.get(node.node_id);
+  const sites = heardBy(state, node.node_id).map((id) => siteNames?.get(id) ?? id);
   return {
     id: node.node_id,
     name: displayName(node, node.node_id),
@@ -67,7 +71,15 @@ export function nodeView(
       : {}),
     isHub: node.node_id === hubNodeId,
     ...(typeof node.battery_level === 'number' ? { battery: node.battery_level } : {}),
+    ...(sites.length > 0 ? { sites } : {}),
   };
+}
+
+/** `Heard by North Farm and Ridge`: the sites as a sentence. */
+export function heardByWords(sites: readonly string[]): string {
+  const list =
+    sites.length <= 1 ? (sites[0] ?? '') : `${sites.slice(0, -1).join(', ')} and ${sites[sites.length - 1]}`;
+  return `Heard by ${list}`;
 }
 
 /**

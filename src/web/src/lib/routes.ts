@@ -1,11 +1,12 @@
 /** The app's pages by path (the hub answers every one of them with index.html). */
 
 export type Route =
-  | { page: 'dashboard'; focus?: string }
+  | { page: 'dashboard'; focus?: string; site?: string }
   | { page: 'node'; nodeId: string }
   | { page: 'chat'; nodeId?: string }
   | { page: 'plans' }
   | { page: 'admin-billing' }
+  | { page: 'sites' }
   | { page: 'not-found'; path: string };
 
 export const NODE_ID = /^![0-9a-f]{8}$/;
@@ -21,8 +22,10 @@ function decode(segment: string): string | undefined {
 export function matchRoute(pathname: string, search = ''): Route {
   const path = pathname.replace(/\/+$/, '') || '/';
   if (path === '/') {
-    const focus = new URLSearchParams(search).get('node');
-    return focus ? { page: 'dashboard', focus } : { page: 'dashboard' };
+    const params = new URLSearchParams(search);
+    const focus = params.get('node');
+    const site = params.get('site');
+    return { page: 'dashboard', ...(focus ? { focus } : {}), ...(site ? { site } : {}) };
   }
   const node = /^\/nodes\/([^/]+)$/.exec(path);
   if (node) {
@@ -32,6 +35,7 @@ export function matchRoute(pathname: string, search = ''): Route {
   if (path === '/chat') return { page: 'chat' };
   if (path === '/plans') return { page: 'plans' };
   if (path === '/admin/billing') return { page: 'admin-billing' };
+  if (path === '/sites') return { page: 'sites' };
   const chat = /^\/chat\/([^/]+)$/.exec(path);
   if (chat) {
     const nodeId = decode(chat[1]!);
@@ -40,5 +44,12 @@ export function matchRoute(pathname: string, search = ''): Route {
   return { page: 'not-found', path };
 }
 
-export const nodePath = (nodeId: string) => `/nodes/${encodeURIComponent(nodeId)}`;
+/** A node's page; on the upstream, `site` narrows its history to what that site heard. */
+export const nodePath = (nodeId: string, site?: string) =>
+  `/nodes/${encodeURIComponent(nodeId)}${site ? `?site=${encodeURIComponent(site)}` : ''}`;
+/** The map; on the upstream, `site` shows only the nodes that site heard. */
+export const mapPath = (site?: string) => (site ? `/?site=${encodeURIComponent(site)}` : '/');
+/** The `site` of a page's query string, if any. */
+export const siteParam = (search: string): string | undefined =>
+  new URLSearchParams(search).get('site') || undefined;
 export const chatPath = (nodeId?: string) => (nodeId ? `/chat/${encodeURIComponent(nodeId)}` : '/chat');

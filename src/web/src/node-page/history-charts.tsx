@@ -12,6 +12,7 @@ import { type ApiError, plainWords } from '../lib/problem.js';
 import { navigate } from '../router.js';
 import { hubStore } from '../state/hub.js';
 import { onLiveReadings } from '../state/mesh.js';
+import { siteNames, sitesStore } from '../state/sites.js';
 import { loadHistory } from './history-loader.js';
 import { MetricChart } from './metric-chart.js';
 import { RangePicker } from './range-picker.js';
@@ -32,7 +33,16 @@ function download(name: string, text: string): void {
   setTimeout(() => URL.revokeObjectURL(url), 10_000);
 }
 
-export function HistoryCharts({ nodeId, search }: { nodeId: string; search: string }) {
+export function HistoryCharts({
+  nodeId,
+  search,
+  site,
+}: {
+  nodeId: string;
+  search: string;
+  /** The upstream: only what this site heard (kept in the URL when the range changes). */
+  site?: string | undefined;
+}) {
   const choice = useMemo(() => rangeFromQuery(search), [search]);
   const [attempt, setAttempt] = useState(0);
   const plan = useMemo(() => planHistory(choice, Date.now()), [choice, attempt]);
@@ -42,20 +52,22 @@ export function HistoryCharts({ nodeId, search }: { nodeId: string; search: stri
     if ('error' in plan) return;
     const controller = new AbortController();
     setLoaded({ status: 'loading' });
-    loadHistory(nodeId, plan, controller.signal).then(
+    loadHistory(nodeId, plan, controller.signal, site).then(
       (history) => setLoaded({ status: 'ready', ...history }),
       (error: unknown) => {
         if (!isAbort(error)) setLoaded({ status: 'error', error: error as ApiError });
       },
     );
     return () => controller.abort();
-  }, [nodeId, plan]);
+  }, [nodeId, plan, site]);
 
   useEffect(() => {
     // A range that ends now grows with every reading of this node (raw only: means are per bucket).
     if ('error' in plan || !plan.live || plan.interval !== 'raw') return;
     return onLiveReadings((readings) => {
-      const mine = readings.filter((r) => r.node_id === nodeId && Date.parse(r.timestamp) >= plan.start);
+      const mine = readings.filter(
+        (r) => r.node_id === nodeId && (!site || r.site_id === site) && Date.parse(r.timestamp) >= plan.start,
+      );
       if (mine.length === 0) return;
       setLoaded((current) => {
         if (current.status !== 'ready') return current;
@@ -66,7 +78,7 @@ export function HistoryCharts({ nodeId, search }: { nodeId: string; search: stri
         return { ...current, rows };
       });
     });
-  }, [nodeId, plan]);
+  }, [nodeId, plan, site]);
 
   const connection = useStore(hubStore).connection;
   const failedOffline = loaded.status === 'error' && loaded.error.status === 0;
@@ -76,6 +88,10 @@ export function HistoryCharts({ nodeId, search }: { nodeId: string; search: stri
   }, [connection, failedOffline]);
 
   const rows = loaded.status === 'ready' ? loaded.rows : [];
+  // The upstream charts one site's series: the one asked for, else the one that heard the node last.
+  const { sites } = useStore(sitesStore);
+  const seriesSite = rows[0]?.site_id;
+  const seriesSiteName = seriesSite ? (siteNames(sites).get(seriesSite) ?? seriesSite) : undefined;
   const series = useMemo(() => chartSeries(rows, METRICS), [rows]);
 
   let body: ComponentChildren;
@@ -127,7 +143,10 @@ export function HistoryCharts({ nodeId, search }: { nodeId: string; search: stri
         <h2 id="history-heading">History</h2>
         <RangePicker
           choice={choice}
-          onChoose={(query) => navigate(`${location.pathname}${query ? `?${query}` : ''}`, { replace: true })}
+          onChoose={(range) => {
+            const query = [site ? `site=${encodeURIComponent(site)}` : '', range].filter(Boolean).join('&');
+            navigate(`${location.pathname}${query ? `?${query}` : ''}`, { replace: true });
+          }}
         />
       </div>
       {!('error' in plan) && (
@@ -138,6 +157,7 @@ export function HistoryCharts({ nodeId, search }: { nodeId: string; search: stri
           {loaded.status === 'ready' &&
             loaded.truncated &&
             ' (the first 200 000 only: choose a shorter range)'}
+          {seriesSiteName && <span data-testid="history-site">{` · as ${seriesSiteName} heard it`}</span>}
         </p>
       )}
       {body}

@@ -21,6 +21,8 @@ export async function loadHistory(
   nodeId: string,
   plan: HistoryPlan,
   signal: AbortSignal,
+  /** The upstream: only what this site heard. */
+  site?: string,
 ): Promise<LoadedHistory> {
   const params = new URLSearchParams({
     node_id: nodeId,
@@ -28,6 +30,7 @@ export async function loadHistory(
     end: new Date(plan.end).toISOString(),
     interval: plan.interval,
     limit: String(PAGE_LIMIT),
+    ...(site ? { site } : {}),
   });
   let path: string | undefined = `/api/v1/weather/history?${params}`;
   const rows: ReadingJson[] = [];

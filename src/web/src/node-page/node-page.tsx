@@ -1,17 +1,21 @@
-/** One node: who it is, its latest values with units, and its history as charts. */
+/**
+ * One node: who it is, its latest values with units, and its history as charts. On the upstream
+ * it names the sites that heard it; `?site=` narrows the history to what one of them heard.
+ */
 
 import { FreshnessDot } from '../dashboard/node-list.js';
 import { useNow, useStore, useTitle } from '../hooks.js';
 import { cardinal, formatAge, formatCoordinates, formatMetric, formatTime } from '../lib/format.js';
 import { freshness } from '../lib/freshness.js';
-import { displayName, hasPosition, lastHeard, nodeIdFromNum } from '../lib/mesh-state.js';
+import { displayName, hasPosition, heardBy, lastHeard, nodeIdFromNum } from '../lib/mesh-state.js';
 import { METRICS } from '../lib/metrics.js';
 import { batteryLabel } from '../lib/node-view.js';
 import { plainWords } from '../lib/problem.js';
-import { chatPath } from '../lib/routes.js';
+import { chatPath, nodePath, siteParam } from '../lib/routes.js';
 import { Link } from '../router.js';
 import { hubStore } from '../state/hub.js';
 import { meshStore, refreshMesh } from '../state/mesh.js';
+import { siteNames, sitesStore } from '../state/sites.js';
 import { HistoryCharts } from './history-charts.js';
 import './node-page.css';
 
@@ -19,6 +23,9 @@ export function NodePage({ nodeId, search }: { nodeId: string; search: string })
   const view = useStore(meshStore);
   const hub = useStore(hubStore);
   const now = useNow(30_000);
+  const { sites } = useStore(sitesStore);
+  const upstream = hub.mode === 'upstream';
+  const site = upstream ? siteParam(search) : undefined;
   const node = view.mesh.nodes.get(nodeId);
   const latest = view.mesh.latest.get(nodeId);
   const name = displayName(node, nodeId);
@@ -47,8 +54,8 @@ export function NodePage({ nodeId, search }: { nodeId: string; search: string })
       <section class="panel notice">
         <h1>Unknown node</h1>
         <p>
-          No node <code>{nodeId}</code> is known to this hub. It appears once the radio hears it.{' '}
-          <Link href="/">Back to the map</Link>
+          No node <code>{nodeId}</code> is known to this {upstream ? 'upstream' : 'hub'}. It appears once{' '}
+          {upstream ? 'a site hears it' : 'the radio hears it'}. <Link href="/">Back to the map</Link>
         </p>
       </section>
     );
@@ -63,6 +70,8 @@ export function NodePage({ nodeId, search }: { nodeId: string; search: string })
   if (typeof node?.snr === 'number') facts.push(['Signal (SNR)', `${node.snr.toFixed(1)} dB`]);
   if (typeof node?.altitude === 'number') facts.push(['Altitude', `${Math.round(node.altitude)} m`]);
   const metrics = METRICS.filter((m) => latest?.values[m.key]);
+  const names = siteNames(sites);
+  const heard = heardBy(view.mesh, nodeId);
 
   return (
     <div class="node-page">
@@ -87,6 +96,29 @@ export function NodePage({ nodeId, search }: { nodeId: string; search: string })
               <dd>{value}</dd>
             </div>
           ))}
+          {heard.length > 0 && (
+            <div data-testid="node-page-sites">
+              <dt>{heard.length === 1 ? 'Site' : 'Sites'}</dt>
+              <dd>
+                {heard.map((id, index) => (
+                  <span key={id}>
+                    {index > 0 && ', '}
+                    {id === site ? (
+                      <strong aria-current="true">{names.get(id) ?? id}</strong>
+                    ) : (
+                      <Link href={nodePath(nodeId, id)}>{names.get(id) ?? id}</Link>
+                    )}
+                  </span>
+                ))}
+                {site && (
+                  <>
+                    {' · '}
+                    <Link href={nodePath(nodeId)}>every site</Link>
+                  </>
+                )}
+              </dd>
+            </div>
+          )}
           {node && hasPosition(node) && (
             <div>
               <dt>Position</dt>
@@ -136,7 +168,7 @@ export function NodePage({ nodeId, search }: { nodeId: string; search: string })
         )}
       </section>
 
-      <HistoryCharts nodeId={nodeId} search={search} />
+      <HistoryCharts nodeId={nodeId} search={search} site={site} />
     </div>
   );
 }

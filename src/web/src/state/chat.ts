@@ -2,13 +2,16 @@
  * The signed-in user's conversations, kept live by the messaging stream
  * (`GET /api/v1/messages/stream` with a single-use ticket, since EventSource cannot send a
  * bearer header). Runs while signed in, on every page, so the header's unread badge is right.
+ * Where there is no stream (the upstream answers 404: its processes share no event bus), the
+ * conversations and the open thread are polled every few seconds instead.
  */
 import { getJson, request } from '../api/client.js';
 import type { ConversationSummary, MessageRecord } from '../api/types.js';
 import { nextLink } from '../lib/link-header.js';
-import type { ApiError } from '../lib/problem.js';
+import { ApiError } from '../lib/problem.js';
 import { createStore } from '../lib/store.js';
 import { ReconnectingStream, type StreamState } from '../live/event-stream.js';
+import { hubStore } from './hub.js';
 import { currentToken, sessionStore } from './session.js';
 
 export interface ThreadState {
@@ -23,13 +26,16 @@ export interface ChatState {
   conversationsLoaded: boolean;
   conversationsError?: ApiError;
   threads: Record<string, ThreadState>;
-  stream: StreamState;
+  /** 'polling': no messaging stream here, the lists are fetched again every few seconds. */
+  stream: StreamState | 'polling';
 }
 
 const EMPTY: ChatState = { conversations: [], conversationsLoaded: false, threads: {}, stream: 'closed' };
 export const chatStore = createStore<ChatState>(EMPTY);
 
 let stream: ReconnectingStream | undefined;
+let poller: ReturnType<typeof setInterval> | undefined;
+export const CHAT_POLL_MS = 4_000;
 /** The thread on screen: new replies to it are read at once (while the page is visible). */
 let activeThread: string | undefined;
 
@@ -102,6 +108,20 @@ export async function loadConversations(): Promise<void> {
   }
 }
 
+/**
+ * The list's records with what the thread already knew beyond them (a failure's reason, fetched
+ * from the message itself) while the status is the same: reloading the thread (the stream
+ * reconnecting, the upstream's polling) must not take a shown reason away again.
+ */
+function keepDetails(before: readonly MessageRecord[] | undefined, listed: MessageRecord[]): MessageRecord[] {
+  if (!before?.length) return listed;
+  const known = new Map(before.map((m) => [m.id, m]));
+  return listed.map((m) => {
+    const old = known.get(m.id);
+    return old && old.status === m.status ? { ...old, ...m } : m;
+  });
+}
+
 /** Loads the whole conversation (following the Link pages); the hub marks it read. */
 export async function loadThread(nodeId: string): Promise<void> {
   chatStore.set((s) => ({
@@ -125,7 +145,14 @@ export async function loadThread(nodeId: string): Promise<void> {
     }
     chatStore.set((s) => ({
       ...s,
-      threads: { ...s.threads, [nodeId]: { messages, loaded: true, loading: false } },
+      threads: {
+        ...s.threads,
+        [nodeId]: {
+          messages: keepDetails(s.threads[nodeId]?.messages, messages),
+          loaded: true,
+          loading: false,
+        },
+      },
     }));
     const summary = chatStore.get().conversations.find((c) => c.node_id === nodeId);
     if (summary && summary.unread_count > 0) upsertConversation({ ...summary, unread_count: 0 });
@@ -208,6 +235,10 @@ function startStream(): void {
       return `/api/v1/messages/stream?ticket=${encodeURIComponent(body.ticket)}`;
     },
     onState: (state) => chatStore.set((s) => ({ ...s, stream: state })),
+    onUrlError: (error) => {
+      // No messaging stream at all (the upstream): poll instead of retrying forever.
+      if (error instanceof ApiError && error.status === 404) startPolling();
+    },
     onOpen: () => {
       // The stream holds only what happens while connected: catch up on the rest.
       void loadConversations();
@@ -221,23 +252,67 @@ function startStream(): void {
   stream.start();
 }
 
+/** Fetches the conversations, and the open thread while it is on screen (that marks it read, as the stream does). */
+function startPolling(): void {
+  stream?.stop();
+  stream = undefined;
+  clearInterval(poller);
+  chatStore.set((s) => ({ ...s, stream: 'polling' }));
+  let busy = false;
+  let lastAt = 0;
+  const poll = async () => {
+    const visible = document.visibilityState === 'visible';
+    // A hidden tab keeps its unread badge roughly right without asking every few seconds.
+    if (busy || (!visible && Date.now() - lastAt < 30_000)) return;
+    busy = true;
+    lastAt = Date.now();
+    try {
+      const thread = activeThread;
+      await Promise.all([loadConversations(), visible && thread ? loadThread(thread) : undefined]);
+    } finally {
+      busy = false;
+    }
+  };
+  poller = setInterval(() => void poll(), CHAT_POLL_MS);
+  void poll();
+}
+
 function stopStream(): void {
   stream?.stop();
   stream = undefined;
+  clearInterval(poller);
+  poller = undefined;
   chatStore.set(EMPTY);
 }
 
-/** Chat follows the session: a stream while signed in, nothing (and no leftovers) after. */
+type Following = 'nothing' | 'waiting' | 'stream' | 'polling';
+
+/**
+ * Chat follows the session: a stream while signed in, nothing (and no leftovers) after. Which
+ * server this is comes with the live stream's hello: a hub streams, the upstream is polled (it
+ * has no messaging stream; asking for one anyway would log a 404 on every page).
+ */
 export function initChat(): void {
   let signedInAs: string | undefined;
+  let following: Following = 'nothing';
   const follow = () => {
-    const session = sessionStore.get().session;
-    const token = session?.token;
-    if (token === signedInAs) return;
+    const token = sessionStore.get().session?.token;
+    const mode = hubStore.get().mode;
+    const way: Following = !token
+      ? 'nothing'
+      : mode === undefined
+        ? 'waiting'
+        : mode === 'upstream'
+          ? 'polling'
+          : 'stream';
+    if (token === signedInAs && way === following) return;
     signedInAs = token;
-    if (token) startStream();
-    else stopStream();
+    following = way;
+    if (way === 'nothing') stopStream();
+    else if (way === 'stream') startStream();
+    else if (way === 'polling') startPolling();
   };
   sessionStore.subscribe(follow);
+  hubStore.subscribe(follow);
   follow();
 }

@@ -1,5 +1,5 @@
 /** The hub itself as the header shows it: version, radio link, and whether the live stream is up. */
-import type { RadioStatus } from '../api/types.js';
+import type { RadioStatus, ServerMode } from '../api/types.js';
 import { createStore } from '../lib/store.js';
 import type { StreamState } from '../live/event-stream.js';
 
@@ -14,6 +14,8 @@ export interface HubState {
   everConnected: boolean;
   /** The plugins the hub runs (from `hello`): their pages show only then. */
   plugins?: readonly string[];
+  /** Hub or upstream (from `hello`); unknown until the first one. */
+  mode?: ServerMode;
 }
 
 export const hubStore = createStore<HubState>({ connection: 'connecting', everConnected: false });

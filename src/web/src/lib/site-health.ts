@@ -1,0 +1,92 @@
+/**
+ * A site's health in plain words, from what the upstream's `GET /api/v1/sites` says (issue 12):
+ * online while it made contact in the last two minutes (its push probes and its downlink
+ * socket talk far more often), lagging when its newest data (`lag_s`) is more than ten minutes
+ * old, offline since its last contact otherwise.
+ */
+import type { SiteJson } from '../api/types.js';
+import { formatAge, formatTime } from './format.js';
+
+export type SiteHealthState = 'online' | 'lagging' | 'offline' | 'never' | 'revoked';
+
+export interface SiteHealth {
+  state: SiteHealthState;
+  /** `Online`, `Lagging: its newest data is 25 min old`, `Offline since 10:05 (3 h ago)`, … */
+  words: string;
+  tone: 'good' | 'warn' | 'bad' | 'unknown';
+}
+
+export const ONLINE_WITHIN_MS = 2 * 60_000;
+export const LAGGING_AFTER_S = 10 * 60;
+
+/** `45 s`, `25 min`, `3 h`, `2 days`. */
+export function durationWords(seconds: number): string {
+  const s = Math.max(0, Math.round(seconds));
+  if (s < 90) return `${s} s`;
+  const minutes = Math.round(s / 60);
+  if (minutes < 90) return `${minutes} min`;
+  const hours = Math.round(minutes / 60);
+  if (hours < 36) return `${hours} h`;
+  const days = Math.round(hours / 24);
+  return `${days} day${days === 1 ? '' : 's'}`;
+}
+
+/** `nowMs` on the upstream's clock (the page corrects its own with the answer's Date header). */
+export function siteHealth(site: SiteJson, nowMs: number): SiteHealth {
+  if (site.revoked) {
+    return { state: 'revoked', words: 'Revoked: the upstream no longer accepts its key', tone: 'bad' };
+  }
+  const contact = site.last_contact_at ? Date.parse(site.last_contact_at) : Number.NaN;
+  if (!Number.isFinite(contact)) return { state: 'never', words: 'Never connected', tone: 'unknown' };
+  if (nowMs - contact >= ONLINE_WITHIN_MS) {
+    return {
+      state: 'offline',
+      words: `Offline since ${formatTime(contact, nowMs)} (${formatAge(contact, nowMs)})`,
+      tone: 'bad',
+    };
+  }
+  if (typeof site.lag_s === 'number' && site.lag_s > LAGGING_AFTER_S) {
+    return {
+      state: 'lagging',
+      words: `Lagging: its newest data is ${durationWords(site.lag_s)} old`,
+      tone: 'warn',
+    };
+  }
+  return { state: 'online', words: 'Online', tone: 'good' };
+}
+
+/** What a person calls the site: its name, else its id. */
+export function siteLabel(site: Pick<SiteJson, 'site_id' | 'name'>): string {
+  return site.name?.trim() || site.site_id;
+}
+
+export const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;
+
+/** The header's words for the upstream: `3 sites`, or `3 sites, 1 offline` (revoked sites are not counted). */
+export function upstreamSummary(
+  sites: readonly SiteJson[] | undefined,
+  upstreamReachable: boolean,
+  nowMs: number,
+): { text: string; tone: string; title: string } {
+  if (!upstreamReachable)
+    return {
+      text: 'unknown',
+      tone: 'unknown',
+      title: 'The upstream cannot be reached, so the state of its sites is unknown.',
+    };
+  if (!sites) return { text: '…', tone: 'unknown', title: 'Waiting for the list of sites' };
+  const active = sites.filter((site) => !site.revoked);
+  const health = active.map((site) => siteHealth(site, nowMs).state);
+  const offline = health.filter((state) => state === 'offline' || state === 'never').length;
+  const lagging = health.filter((state) => state === 'lagging').length;
+  const problems = [
+    ...(offline > 0 ? [`${offline} offline`] : []),
+    ...(lagging > 0 ? [`${lagging} lagging`] : []),
+  ];
+  const revoked = sites.length - active.length;
+  return {
+    text: `${plural(active.length, 'site')}${problems.length ? `, ${problems.join(', ')}` : ''}`,
+    tone: offline > 0 ? 'bad' : lagging > 0 ? 'warn' : 'good',
+    title: `This upstream serves ${plural(active.length, 'site')}${revoked ? ` (and ${revoked} revoked)` : ''}. See them under Sites.`,
+  };
+}

@@ -1,0 +1,137 @@
+/**
+ * `/sites` (upstream only, loaded on first use): every site that sends its data to this
+ * upstream, its health in plain words, how many nodes it hears, and a link to those nodes on
+ * the map.
+ */
+import type { ComponentChildren } from 'preact';
+import { useEffect, useMemo } from 'preact/hooks';
+import type { SiteJson } from '../api/types.js';
+import { useNow, useStore, useTitle } from '../hooks.js';
+import { formatAge, formatDateTime } from '../lib/format.js';
+import { plainWords } from '../lib/problem.js';
+import { mapPath } from '../lib/routes.js';
+import { durationWords, plural, siteHealth, siteLabel } from '../lib/site-health.js';
+import { Link } from '../router.js';
+import { refreshSites, sitesStore } from '../state/sites.js';
+import './sites.css';
+
+function when(iso: string | null, nowMs: number): string {
+  const at = iso ? Date.parse(iso) : Number.NaN;
+  return Number.isFinite(at) ? `${formatAge(at, nowMs)} (${formatDateTime(at)})` : 'never';
+}
+
+function SiteCard({ site, now }: { site: SiteJson; now: number }) {
+  const health = siteHealth(site, now);
+  const label = siteLabel(site);
+  return (
+    <li class="panel site-card" data-site-id={site.site_id} data-health={health.state}>
+      <div class="site-card-head">
+        <h2 class="site-name">{label}</h2>
+        {label !== site.site_id && <code class="muted small">{site.site_id}</code>}
+      </div>
+      <p class={`pill pill-${health.tone} site-health`} data-testid="site-health">
+        <span class="dot" aria-hidden="true" />
+        {health.words}
+      </p>
+      <dl class="site-facts">
+        <div>
+          <dt>Nodes</dt>
+          <dd data-testid="site-node-count">{site.node_count}</dd>
+        </div>
+        <div>
+          <dt>Last contact</dt>
+          <dd>{when(site.last_contact_at, now)}</dd>
+        </div>
+        <div>
+          <dt>Last data</dt>
+          <dd>{when(site.last_batch_at, now)}</dd>
+        </div>
+        {typeof site.lag_s === 'number' && (
+          <div>
+            <dt title="How old the newest record it sent is">Newest data</dt>
+            <dd>{durationWords(site.lag_s)} old</dd>
+          </div>
+        )}
+      </dl>
+      {site.node_count > 0 ? (
+        <Link href={mapPath(site.site_id)} class="button button-secondary button-small">
+          Show its {plural(site.node_count, 'node')} on the map
+        </Link>
+      ) : (
+        <p class="muted small">It has reported no node yet.</p>
+      )}
+    </li>
+  );
+}
+
+export function SitesPage({ upstream }: { upstream: boolean }) {
+  useTitle('Sites');
+  const view = useStore(sitesStore);
+  const now = useNow(15_000) + view.clockOffsetMs;
+  useEffect(() => {
+    if (upstream) void refreshSites();
+  }, [upstream]);
+  const sites = useMemo(
+    () =>
+      [...view.sites].sort((a, b) =>
+        siteLabel(a).localeCompare(siteLabel(b), undefined, { sensitivity: 'base' }),
+      ),
+    [view.sites],
+  );
+
+  if (!upstream) {
+    return (
+      <section class="panel notice">
+        <h1>This hub has no sites</h1>
+        <p>
+          Sites are the hubs an upstream serves; this page is the upstream’s.{' '}
+          <Link href="/">Go to the map</Link>.
+        </p>
+      </section>
+    );
+  }
+
+  let body: ComponentChildren;
+  if (view.error && !view.loaded) {
+    body = (
+      <div class="notice notice-error" role="alert">
+        <p>{plainWords(view.error)}</p>
+        <button type="button" class="button" onClick={() => void refreshSites()}>
+          Try again
+        </button>
+      </div>
+    );
+  } else if (!view.loaded) {
+    body = (
+      <p class="loading" role="status">
+        Loading sites…
+      </p>
+    );
+  } else if (sites.length === 0) {
+    body = (
+      <p class="muted">
+        No site is registered yet. Register one with{' '}
+        <code>meshhub upstream site add &lt;site_id&gt; --public-key &lt;file&gt;</code>.
+      </p>
+    );
+  } else {
+    body = (
+      <ul class="site-list" aria-label="Sites">
+        {sites.map((site) => (
+          <SiteCard key={site.site_id} site={site} now={now} />
+        ))}
+      </ul>
+    );
+  }
+
+  return (
+    <div class="sites-page">
+      <h1>Sites</h1>
+      <p class="muted">
+        Each site is a hub with its own radio that sends what it hears to this upstream when it is online.
+        {view.loaded && ` ${plural(sites.length, 'site')}.`}
+      </p>
+      {body}
+    </div>
+  );
+}

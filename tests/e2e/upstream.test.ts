@@ -1,0 +1,531 @@
+/**
+ * The web UI in upstream mode (issue 12), in real Chromium against a real upstream
+ * (`createUpstream`, the built web app) on a real PostgreSQL, fed through the real sync path:
+ * two registered sites whose batches the BatchApplier applies. North is online, South went
+ * offline three hours ago; node A is heard by both. The map shows every site's nodes (A once,
+ * naming both sites), the Sites page says how each site is doing and filters the map to one, the
+ * node page charts one site's series, and the chat, which has no messaging stream here, sends a
+ * text that is queued for North and follows its status by polling.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pino } from 'pino';
+import type { Browser, Page } from 'playwright-core';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { LocalIssuer } from '../../src/auth/local-issuer.js';
+import { DEFAULT_WEB_ROOT } from '../../src/ui-server/mount.js';
+import { type Batch, batchSchema, type SyncRecord } from '../../sync/protocol.js';
+import { BatchApplier } from '../../sync/upstream/batch-apply.js';
+import { grantUpstreamSubscription } from '../../sync/upstream/commands.js';
+import { upstreamLiveRoutes } from '../../sync/upstream/routes/live-routes.js';
+import { createUpstream, type UpstreamServer } from '../../sync/upstream/server.js';
+import { loadUpstreamSettings } from '../../sync/upstream/settings.js';
+import { SiteRegistry } from '../../sync/upstream/sites.js';
+import { UpstreamUsers } from '../../sync/upstream/users.js';
+import { createTestSchema, skipWithoutPostgres, type TestSchema } from '../helpers/postgres.js';
+import { describeInBrowser, type GuardedPage, launchBrowser, openPage } from './helpers/browser.js';
+import type { BrowserWindow, DomCanvas, DomElement } from './helpers/dom.js';
+import { localTiles, SIM_CENTER } from './helpers/hubs.js';
+
+const skip = await skipWithoutPostgres();
+
+const MINUTE = 60_000;
+const HOUR = 60 * MINUTE;
+const A = '!0000a0a0'; // heard by both sites, by North most recently
+const B = '!0000b0b0'; // South only
+const C = '!0000c0c0'; // North only
+const PASSWORD = 'field-radio-42';
+
+interface NodeSpec {
+  id: string;
+  short: string;
+  long: string;
+  lat: number;
+  lon: number;
+  lastHeard: number;
+}
+
+function nodeRecord(seq: number, node: NodeSpec): SyncRecord {
+  return {
+    seq,
+    kind: 'node',
+    at: node.lastHeard,
+    body: {
+      node_num: Number.parseInt(node.id.slice(1), 16),
+      node_id: node.id,
+      short_name: node.short,
+      long_name: node.long,
+      hw_model: 'HELTEC_V3',
+      latitude: node.lat,
+      longitude: node.lon,
+      altitude: null,
+      last_heard: node.lastHeard,
+      battery_level: 87,
+      snr: 6.25,
+      updated_at: node.lastHeard,
+    },
+  };
+}
+
+/** `count` readings of `nodeId`, one every `stepMs`, the newest at `newest`. */
+function readingRecords(seq: () => number, nodeId: string, newest: number, count: number, stepMs: number) {
+  return Array.from({ length: count }, (_, i): SyncRecord => {
+    const ts = newest - (count - 1 - i) * stepMs;
+    return {
+      seq: seq(),
+      kind: 'reading',
+      at: ts,
+      body: {
+        node_id: nodeId,
+        ts,
+        temperature_c: 12 + (i % 7) * 0.4,
+        humidity_percent: 60 + (i % 5),
+        pressure_pa: 101_300 + i * 2,
+        wind_speed_ms: null,
+        wind_direction: null,
+        pm25_ugm3: null,
+        pm10_ugm3: null,
+        gas_resistance_kohm: null,
+      },
+    };
+  });
+}
+
+const pixelsOf = (page: Page, metric: string) =>
+  page.locator(`figure[data-metric="${metric}"] canvas`).evaluate((element) => {
+    const canvas = element as unknown as DomCanvas;
+    const { data } = canvas.getContext('2d')!.getImageData(0, 0, canvas.width, canvas.height);
+    let n = 0;
+    for (let i = 3; i < data.length; i += 4) if (data[i]! > 0) n++;
+    return n;
+  });
+
+/** The SSE events a stream sends until `until` says enough (then the stream is cancelled). */
+async function readEvents(
+  body: ReadableStream<Uint8Array>,
+  until: (events: Array<{ event: string; data: unknown }>) => boolean,
+): Promise<Array<{ event: string; data: unknown }>> {
+  const reader = body.getReader();
+  const decoder = new TextDecoder();
+  const events: Array<{ event: string; data: unknown }> = [];
+  let text = '';
+  try {
+    while (!until(events)) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      text += decoder.decode(value, { stream: true });
+      let end = text.indexOf('\n\n');
+      while (end >= 0) {
+        const block = text.slice(0, end);
+        text = text.slice(end + 2);
+        const event = /^event: (.*)$/m.exec(block)?.[1];
+        const data = /^data: (.*)$/m.exec(block)?.[1];
+        if (event && data !== undefined) events.push({ event, data: JSON.parse(data) });
+        end = text.indexOf('\n\n');
+      }
+    }
+  } finally {
+    await reader.cancel();
+  }
+  return events;
+}
+
+(skip ? describe.skip : describeInBrowser)('the web UI on the upstream', () => {
+  let browser: Browser;
+  let schema: TestSchema;
+  let dataDir: string;
+  let upstream: UpstreamServer;
+  let base: string;
+  let applier: BatchApplier;
+  let guarded: GuardedPage | undefined;
+  const nextSeq = new Map<string, number>();
+  const now = Date.now();
+  const offlineSince = now - 3 * HOUR;
+  const at = (dLat: number, dLon: number) => ({
+    lat: SIM_CENTER.latitude + dLat,
+    lon: SIM_CENTER.longitude + dLon,
+  });
+  const north = {
+    A: { id: A, short: 'RDG', long: 'Ridge Station', ...at(0.01, 0.01), lastHeard: now - MINUTE },
+    C: { id: C, short: 'CRK', long: 'Creek Gauge', ...at(-0.015, 0.02), lastHeard: now - 5 * MINUTE },
+  };
+  const south = {
+    A: { ...north.A, lastHeard: offlineSince - 10 * MINUTE },
+    B: {
+      id: B,
+      short: 'DAM',
+      long: 'Dam Outflow',
+      ...at(0.02, -0.02),
+      lastHeard: offlineSince - 30 * MINUTE,
+    },
+  };
+  /** Readings in the last 24 h per site of node A (what its node page charts). */
+  const counts = { northA: 36, southA: 20 };
+
+  function batchOf(siteId: string, make: (seq: () => number) => SyncRecord[]): Batch {
+    const first = nextSeq.get(siteId) ?? 1;
+    let seq = first;
+    const records = make(() => seq++);
+    nextSeq.set(siteId, seq);
+    return batchSchema.parse({
+      protocol: 1,
+      site_id: siteId,
+      first_seq: first,
+      last_seq: seq - 1,
+      records,
+      dropped: [],
+      sent_at: Date.now(),
+    });
+  }
+
+  async function apply(
+    siteId: string,
+    make: (seq: () => number) => SyncRecord[],
+    by: BatchApplier = applier,
+  ): Promise<void> {
+    const outcome = await by.apply(siteId, batchOf(siteId, make));
+    expect(outcome.kind).toBe('applied');
+  }
+
+  beforeAll(async () => {
+    browser = await launchBrowser();
+    schema = await createTestSchema('e2e_up');
+    dataDir = mkdtempSync(join(tmpdir(), 'meshhub-e2e-upstream-'));
+    const settings = loadUpstreamSettings({
+      UPSTREAM_DATABASE_URL: schema.url,
+      HTTP_PORT: '0',
+      DATA_DIR: join(dataDir, 'upstream'),
+      WEB_ROOT: DEFAULT_WEB_ROOT,
+      MAP_TILES: localTiles(),
+      LOG_LEVEL: 'silent',
+    });
+    upstream = await createUpstream(settings, { log: pino({ level: 'silent' }), defaultMetrics: false });
+    await upstream.start();
+    base = `http://127.0.0.1:${upstream.port}`;
+
+    // Two sites, registered as an operator would, each with its own key.
+    const registry = new SiteRegistry(upstream.pool);
+    for (const [siteId, name] of [
+      ['north', 'North Farm'],
+      ['south', 'South Ridge'],
+    ] as const) {
+      const issuer = await LocalIssuer.open(join(dataDir, siteId));
+      await registry.add({ siteId, name, publicJwks: issuer.jwks() });
+    }
+    applier = new BatchApplier(upstream.pool);
+    await apply('north', (seq) => [
+      nodeRecord(seq(), north.A),
+      nodeRecord(seq(), north.C),
+      ...readingRecords(seq, A, north.A.lastHeard, counts.northA, 10 * MINUTE),
+      ...readingRecords(seq, C, north.C.lastHeard, 12, HOUR),
+    ]);
+    // South's last batch arrived just before it went quiet.
+    await apply(
+      'south',
+      (seq) => [
+        nodeRecord(seq(), south.A),
+        nodeRecord(seq(), south.B),
+        ...readingRecords(seq, A, south.A.lastHeard, counts.southA, 15 * MINUTE),
+        ...readingRecords(seq, B, south.B.lastHeard, 8, HOUR),
+      ],
+      new BatchApplier(upstream.pool, { now: () => offlineSince }),
+    );
+    // North's link is up (it probed just now); South last called three hours ago.
+    await registry.touch('north');
+    await new SiteRegistry(upstream.pool, { now: () => offlineSince }).touch('south');
+
+    await new UpstreamUsers(upstream.pool).add({
+      username: 'ana',
+      password: PASSWORD,
+      roles: ['subscriber'],
+    });
+    await grantUpstreamSubscription(upstream.pool, {
+      subscriber: 'ana',
+      nodes: 'all',
+      expiresAt: null,
+      source: 'test',
+    });
+  });
+
+  afterAll(async () => {
+    await browser?.close();
+    await upstream?.stop();
+    await schema?.drop();
+    if (dataDir) rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  afterEach(async () => {
+    guarded?.assertClean();
+    await guarded?.close();
+    guarded = undefined;
+  });
+
+  it('greets the page as the upstream, with its sites, on the live stream', async () => {
+    const controller = new AbortController();
+    const res = await fetch(`${base}/api/v1/live`, { signal: controller.signal });
+    expect(res.headers.get('content-type')).toBe('text/event-stream; charset=utf-8');
+    const events = await readEvents(res.body!, (seen) => seen.length >= 2);
+    controller.abort();
+    const { version } = (await (await fetch(`${base}/api/version`)).json()) as { version: string };
+    expect(events[0]).toEqual({
+      event: 'hello',
+      data: {
+        version,
+        started_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/),
+        radio: { state: 'connected', transport: 'none', simulated: false },
+        plugins: [],
+        mode: 'upstream',
+      },
+    });
+    expect(events[1]?.event).toBe('sites');
+    const sites = events[1]!.data as { data: Array<{ site_id: string }> };
+    expect(sites.data.map((s) => s.site_id)).toEqual(['north', 'south']);
+  });
+
+  it('sends what the process publishes as readings and node events', async () => {
+    const live = upstreamLiveRoutes({ version: '9.9.9', startedAt: 0, listSites: async () => [] });
+    const res = await live.app.request('/');
+    const reading = {
+      site_id: 'north',
+      node_id: A,
+      timestamp: new Date(now).toISOString(),
+      temperature_c: 9,
+    };
+    const node = { site_id: 'south', node_id: B, last_heard: new Date(now).toISOString() };
+    let published = false;
+    const events = await readEvents(res.body!, (seen) => {
+      if (seen.length === 2 && !published) {
+        published = true;
+        live.publishReadings([]);
+        live.publishReadings([reading]);
+        live.publishNode(node);
+      }
+      return seen.length >= 4;
+    });
+    live.closeAll();
+    expect(events.map((e) => e.event)).toEqual(['hello', 'sites', 'readings', 'node']);
+    expect(events[2]?.data).toEqual({ data: [reading] });
+    expect(events[3]?.data).toEqual(node);
+  });
+
+  it('maps every site’s nodes, one marker per node, naming the sites that heard each', async () => {
+    guarded = await openPage(browser);
+    const { page } = guarded;
+    await page.goto(`${base}/`);
+    const markers = page.locator('.node-marker');
+    await expect.poll(() => markers.count(), { timeout: 15_000 }).toBe(3);
+    const onMap = await markers.evaluateAll((els) =>
+      els.map((el) => (el as unknown as DomElement).dataset.nodeId).sort(),
+    );
+    expect(onMap).toEqual([A, B, C]);
+
+    // The header: the upstream and its sites instead of a radio.
+    await expect
+      .poll(() => page.getByTestId('upstream-state').innerText())
+      .toMatch(/Upstream\s*·\s*2 sites, 1 offline/);
+    expect(await page.getByTestId('radio-state').count()).toBe(0);
+    expect(await page.getByTestId('simulator-banner').count()).toBe(0);
+
+    // Node A, heard by both: North heard it last, so it is named first.
+    const sitesOf = (id: string) =>
+      page.locator(`.node-item[data-node-id="${id}"] [data-testid="node-sites"]`);
+    await expect.poll(() => sitesOf(A).innerText()).toBe('Heard by North Farm and South Ridge');
+    expect(await sitesOf(B).innerText()).toBe('Heard by South Ridge');
+    expect(await sitesOf(C).innerText()).toBe('Heard by North Farm');
+
+    await page.locator(`.node-marker[data-node-id="${A}"]`).click();
+    const popup = page.locator('.map-popup');
+    await popup.waitFor();
+    expect(await popup.locator('h2').innerText()).toBe('Ridge Station');
+    expect(await popup.locator('.popup-sites').innerText()).toBe('Heard by North Farm and South Ridge');
+    await expect.poll(() => page.getByTestId('map').getAttribute('data-background')).toBe('tiles');
+    await page.screenshot({ path: '/tmp/upstream-dashboard.png' });
+    expect(guarded.external).toEqual([]);
+  });
+
+  it('lists the sites with their health, and shows one site’s nodes on the map', async () => {
+    guarded = await openPage(browser);
+    const { page } = guarded;
+    await page.goto(`${base}/`);
+    await page.getByRole('link', { name: 'Sites', exact: true }).click();
+    await page.waitForURL(`${base}/sites`);
+    const card = (id: string) => page.locator(`.site-card[data-site-id="${id}"]`);
+    await expect.poll(() => card('north').getByTestId('site-health').innerText()).toBe('Online');
+    expect(await card('north').locator('h2').innerText()).toBe('North Farm');
+    expect(await card('north').getByTestId('site-node-count').innerText()).toBe('2');
+    expect(await card('south').getByTestId('site-health').innerText()).toMatch(
+      /^Offline since .+ \(3 h ago\)$/,
+    );
+    expect(await card('south').getAttribute('data-health')).toBe('offline');
+    expect(await card('south').getByTestId('site-node-count').innerText()).toBe('2');
+    await page.screenshot({ path: '/tmp/upstream-sites.png' });
+
+    await card('south').getByRole('link', { name: 'Show its 2 nodes on the map' }).click();
+    await page.waitForURL(`${base}/?site=south`);
+    await expect
+      .poll(() =>
+        page
+          .locator('.node-marker')
+          .evaluateAll((els) => els.map((el) => (el as unknown as DomElement).dataset.nodeId).sort()),
+      )
+      .toEqual([A, B]);
+    expect(await page.getByTestId('site-filter').innerText()).toContain('Only the nodes South Ridge heard.');
+    // A node page opened from the filtered map shows that site's series.
+    await page.locator(`.node-item[data-node-id="${A}"] a.node-name`).click();
+    await page.waitForURL(`${base}/nodes/${A}?site=south`);
+    await expect.poll(() => page.getByTestId('history-site').innerText()).toBe(' · as South Ridge heard it');
+
+    await page.goto(`${base}/`);
+    await page.getByRole('link', { name: 'Sites', exact: true }).click();
+    await card('north').getByRole('link', { name: 'Show its 2 nodes on the map' }).click();
+    await expect
+      .poll(() =>
+        page
+          .locator('.node-marker')
+          .evaluateAll((els) => els.map((el) => (el as unknown as DomElement).dataset.nodeId).sort()),
+      )
+      .toEqual([A, C]);
+  });
+
+  it('fits a 360-px-wide phone: the header with its Sites link, the map and the Sites page', async () => {
+    guarded = await openPage(browser, { width: 360, height: 740 });
+    const { page } = guarded;
+    const widths = () =>
+      page.evaluate(() => {
+        const { document } = globalThis as unknown as BrowserWindow;
+        return [document.documentElement.scrollWidth, document.querySelector('main')!.scrollWidth];
+      });
+    await page.goto(`${base}/`);
+    await expect.poll(() => page.locator('.node-marker').count(), { timeout: 15_000 }).toBe(3);
+    await expect.poll(() => page.getByTestId('upstream-state').innerText()).toMatch(/2 sites, 1 offline/);
+    for (const name of ['Map', 'Chat', 'Sites'])
+      expect(await page.getByRole('link', { name, exact: true }).isVisible()).toBe(true);
+    expect(Math.max(...(await widths()))).toBeLessThanOrEqual(360);
+    await page.getByRole('link', { name: 'Sites', exact: true }).click();
+    await page.locator('.site-card').first().waitFor();
+    await page.screenshot({ path: '/tmp/upstream-sites-360.png' });
+    expect(Math.max(...(await widths()))).toBeLessThanOrEqual(360);
+  });
+
+  it('charts a node’s history, from the site that heard it last or from the one chosen', async () => {
+    guarded = await openPage(browser);
+    const { page } = guarded;
+    await page.goto(`${base}/nodes/${A}`);
+    await expect.poll(() => page.locator('h1').first().innerText()).toContain('Ridge Station');
+    const sites = page.getByTestId('node-page-sites');
+    await expect.poll(() => sites.innerText()).toMatch(/Sites\s*North Farm, South Ridge/);
+
+    const range = page.locator('.history-range');
+    await expect.poll(() => range.innerText()).toContain(`${counts.northA} readings`);
+    expect(await page.getByTestId('history-site').innerText()).toBe(' · as North Farm heard it');
+    await expect.poll(() => pixelsOf(page, 'temperature_c')).toBeGreaterThan(100);
+
+    await sites.getByRole('link', { name: 'South Ridge' }).click();
+    await page.waitForURL(`${base}/nodes/${A}?site=south`);
+    await expect.poll(() => range.innerText()).toContain(`${counts.southA} readings`);
+    expect(await page.getByTestId('history-site').innerText()).toBe(' · as South Ridge heard it');
+    await expect.poll(() => pixelsOf(page, 'temperature_c')).toBeGreaterThan(100);
+
+    // Another range keeps the site.
+    await page.getByText('7 d', { exact: true }).click();
+    await page.waitForURL(`${base}/nodes/${A}?site=south&range=7d`);
+    await expect.poll(() => page.getByTestId('history-site').innerText()).toBe(' · as South Ridge heard it');
+  });
+
+  it('sends a text that is queued for the site that heard the node last, and follows its status by polling', async () => {
+    guarded = await openPage(browser);
+    const { page } = guarded;
+    const asked: string[] = [];
+    page.on('request', (r) => {
+      if (r.url().includes('/api/v1/messages')) asked.push(new URL(r.url()).pathname);
+    });
+    await page.goto(`${base}/chat`);
+    await page.getByLabel('Username').fill('ana');
+    await page.getByLabel('Password').fill(PASSWORD);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.locator('.conversations').waitFor();
+    await page.getByRole('button', { name: 'New message' }).click();
+    await page.getByLabel('To node').selectOption(A);
+    await page.getByRole('button', { name: 'Open' }).click();
+    await page.waitForURL(`${base}/chat/${A}`);
+    await page.getByLabel(/^Message to /).fill('Is the ridge road open?');
+    await page.getByRole('button', { name: 'Send' }).click();
+
+    const bubble = page.locator('.message', { hasText: 'Is the ridge road open?' });
+    await bubble.waitFor();
+    expect(await bubble.getAttribute('data-status')).toBe('queued');
+    const id = (await bubble.getAttribute('data-message-id'))!;
+    const { rows } = await upstream.pool.query<{ site_id: string; status: string; subscriber: string }>(
+      'SELECT site_id, status, subscriber FROM messages WHERE id = $1',
+      [id],
+    );
+    expect(rows).toEqual([{ site_id: 'north', status: 'queued', subscriber: 'ana' }]);
+
+    // North's radio delivered it; its next batch says so, and the open thread follows.
+    const sentAt = Date.now();
+    await apply('north', (seq) => [
+      {
+        seq: seq(),
+        kind: 'message',
+        at: sentAt,
+        body: {
+          id,
+          owner: 'upstream:ana',
+          owner_name: 'ana',
+          node_id: A,
+          direction: 'outbound',
+          sender_node_id: null,
+          target_node_id: A,
+          text: 'Is the ridge road open?',
+          status: 'delivered',
+          failure_code: null,
+          failure_reason: null,
+          created_at: sentAt - 5_000,
+          updated_at: sentAt,
+        },
+      },
+    ]);
+    await expect.poll(() => bubble.getAttribute('data-status'), { timeout: 20_000 }).toBe('delivered');
+    // Polled, never streamed: the upstream has no messaging stream to ask for.
+    expect(asked.some((path) => path.includes('/stream'))).toBe(false);
+    expect(asked.filter((path) => path === `/api/v1/messages/conversations/${A}`).length).toBeGreaterThan(1);
+
+    // A text that fails at the site shows why, and keeps showing it while the thread is polled.
+    await page.getByLabel(/^Message to /).fill('Then call the hut.');
+    await page.getByRole('button', { name: 'Send' }).click();
+    const second = page.locator('.message', { hasText: 'Then call the hut.' });
+    await second.waitFor();
+    const secondId = (await second.getAttribute('data-message-id'))!;
+    const failedAt = Date.now();
+    await apply('north', (seq) => [
+      {
+        seq: seq(),
+        kind: 'message',
+        at: failedAt,
+        body: {
+          id: secondId,
+          owner: 'upstream:ana',
+          owner_name: 'ana',
+          node_id: A,
+          direction: 'outbound',
+          sender_node_id: null,
+          target_node_id: A,
+          text: 'Then call the hut.',
+          status: 'failed',
+          failure_code: 'MAX_RETRANSMIT',
+          failure_reason: 'the radio repeated it but no node acknowledged it [MAX_RETRANSMIT]',
+          created_at: failedAt - 5_000,
+          updated_at: failedAt,
+        },
+      },
+    ]);
+    const reason = second.getByTestId('failure-reason');
+    const said = 'The radio repeated it but no node acknowledged it';
+    await expect.poll(() => reason.innerText(), { timeout: 20_000 }).toBe(said);
+    const polls = () => asked.filter((path) => path === `/api/v1/messages/conversations/${A}`).length;
+    const shownAt = polls();
+    await expect.poll(polls, { timeout: 20_000 }).toBeGreaterThanOrEqual(shownAt + 2);
+    expect(await reason.innerText()).toBe(said);
+  });
+});
