@@ -6,6 +6,7 @@ import type { Hono } from 'hono';
 import { createHttpApp } from '../src/http/app.js';
 import type { HealthReport } from '../src/http/health.js';
 import type { HttpMounts } from '../src/http/mounts.js';
+import { refuseUpgrade } from '../src/http/refuse-upgrade.js';
 import type { Component } from '../src/http/routes.js';
 import { Actor } from '../src/kernel/actor.js';
 import type { Logger } from '../src/log.js';
@@ -143,21 +144,4 @@ export class HttpServerActor extends Actor {
     const a = this.server?.address();
     return a && typeof a === 'object' ? a : undefined;
   }
-}
-
-/**
- * An upgrade to a path no module serves gets an answer, not a reset: 404 with a problem body,
- * and the connection closed. (With no upgrade handler at all, Node serves such a request as
- * any other.)
- */
-function refuseUpgrade(socket: Duplex, pathname: string): void {
-  const body = JSON.stringify({
-    type: 'about:blank',
-    title: 'Not Found',
-    status: 404,
-    detail: `nothing here upgrades a connection at ${pathname}`,
-  });
-  socket.end(
-    `HTTP/1.1 404 Not Found\r\ncontent-type: application/problem+json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
-  );
 }

@@ -5,16 +5,27 @@
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 import type { MailboxStats } from './kernel/actor.js';
 
-export class HubMetrics {
-  readonly registry = new Registry();
+/** The request latency histogram the access middleware fills (http/access-metrics.ts). */
+export type HttpDurationHistogram = Histogram<'method' | 'route' | 'status'>;
 
-  readonly httpDuration = new Histogram({
-    name: 'meshhub_http_request_duration_seconds',
+/**
+ * `<prefix>http_request_duration_seconds` in `registry`: the hub's (`meshhub_`) and the
+ * upstream's (`meshhub_upstream_`) request latency, with the same labels and buckets.
+ */
+export function httpDurationHistogram(registry: Registry, prefix: string): HttpDurationHistogram {
+  return new Histogram({
+    name: `${prefix}http_request_duration_seconds`,
     help: 'HTTP request latency by route pattern, method and status',
     labelNames: ['method', 'route', 'status'] as const,
     buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
-    registers: [this.registry],
+    registers: [registry],
   });
+}
+
+export class HubMetrics {
+  readonly registry = new Registry();
+
+  readonly httpDuration = httpDurationHistogram(this.registry, 'meshhub_');
 
   readonly readingsIngested = new Counter({
     name: 'meshhub_readings_ingested_total',

@@ -5,10 +5,14 @@
  * **Up: batches.** The site's outbox gives every stored record a gap-free sequence number. A
  * batch is a run of that sequence, `first_seq..last_seq`, POSTed gzip'd to
  * `POST {SYNC_API}/batches`. Every number in the run is either a record or named in `dropped`
- * (raw readings the site dropped for its outbox disk budget; their rollups travel as `rollup`
- * records instead), so the upstream can tell a gap (refused) from a drop. The upstream applies
- * a batch in one transaction, keyed by `(site_id, first_seq, last_seq)`: a retry of a batch
- * already applied is acknowledged again without applying twice.
+ * (`readings` records the site dropped for its outbox disk budget; their rollups travel as
+ * `rollup` records instead), so the upstream can tell a gap (refused) from a drop. The upstream
+ * applies a batch in one transaction, keyed by `(site_id, first_seq, last_seq)`: a retry of a
+ * batch already applied is acknowledged again without applying twice.
+ *
+ * Readings travel in bulk: one `readings` record holds up to MAX_READINGS_ROWS rows of what one
+ * write transaction at the site added (`{ rows: [[node_id, ts, …8 metrics], …] }`), not one
+ * record per reading; its rows are checked by a hand-written loop (readingRowsProblem).
  *
  * **Down: commands.** The site opens one WebSocket to `GET {SYNC_API}/downlink` (it sits
  * behind NAT) and receives commands (texts from internet subscribers, subscription and user
@@ -22,6 +26,7 @@
  * Field names are snake_case (they mirror the SQLite columns); times are ms since the epoch.
  */
 import { z } from 'zod';
+import { READING_NODE_ID } from '../src/ingest/reading-input.js';
 
 export const SYNC_PROTOCOL_VERSION = 1;
 /** Path prefix of the sync endpoints on the upstream. */
@@ -34,6 +39,10 @@ export const MAX_BATCH_BYTES = 4 * 1024 * 1024;
 export const MAX_BATCH_INFLATED_BYTES = 32 * 1024 * 1024;
 /** Most records in one batch. */
 export const MAX_BATCH_RECORDS = 5_000;
+/** Most rows in one `readings` record. */
+export const MAX_READINGS_ROWS = 1_000;
+/** The largest value of a PostgreSQL INTEGER column: counts and sequence numbers stored in one. */
+export const MAX_INT4 = 2_147_483_647;
 
 /** `site_id`: what an operator types; also the distribution key of every upstream table. */
 export const SITE_ID_PATTERN = /^[a-z0-9][a-z0-9-]{0,62}$/;
@@ -41,14 +50,29 @@ export const siteIdSchema = z
   .string()
   .regex(SITE_ID_PATTERN, 'lower-case letters, digits and "-", at most 63, starting with a letter or digit');
 
-const ms = z.number().int().min(-8.64e15).max(8.64e15);
+/** The largest |ms| a JavaScript Date can hold: every time on the wire is one. */
+const MAX_MS = 8.64e15;
+const ms = z.number().int().min(-MAX_MS).max(MAX_MS);
 const nodeId = z.string().regex(/^![0-9a-f]{8}$/, 'a node id: "!" and 8 lower-case hex digits');
+/**
+ * The node id of a reading or a rollup: what the hub's ingest accepts (READING_NODE_ID: 1–64
+ * letters, digits and `! . _ : -`), so a station such as `roof-1` syncs like a mesh node.
+ */
+const readingNodeId = z
+  .string()
+  .regex(READING_NODE_ID, 'a reading node id: 1–64 letters, digits and "! . _ : -"');
 const nullableNumber = z.number().finite().nullable();
 const text = (max: number) => z.string().max(max);
+/** A count stored in an INTEGER column upstream. */
+const int4Count = z.number().int().nonnegative().max(MAX_INT4);
 
-/** A raw reading: the `readings` row (units as the column names say). */
+/**
+ * A raw reading: the `readings` row (units as the column names say). The record kind sites wrote
+ * before `readings` (one record per reading, the whole row after every change); the upstream
+ * still applies it, a site no longer writes it.
+ */
 export const readingBody = z.strictObject({
-  node_id: nodeId,
+  node_id: readingNodeId,
   ts: ms,
   temperature_c: nullableNumber,
   humidity_percent: nullableNumber,
@@ -60,24 +84,97 @@ export const readingBody = z.strictObject({
   gas_resistance_kohm: nullableNumber,
 });
 
+/**
+ * One stored reading as a `readings` row: node id, ts, then the 8 metrics in this order (the
+ * METRIC_COLUMNS order of src/store/rollups.ts). A metric is null unless that write ADDED it: a
+ * new row carries all its values, a row the site had already carries only the fields it filled.
+ */
+export type ReadingRow = [
+  node_id: string,
+  ts: number,
+  temperature_c: number | null,
+  humidity_percent: number | null,
+  pressure_pa: number | null,
+  wind_speed_ms: number | null,
+  wind_direction: number | null,
+  pm25_ugm3: number | null,
+  pm10_ugm3: number | null,
+  gas_resistance_kohm: number | null,
+];
+/** Elements of a ReadingRow. */
+export const READING_ROW_WIDTH = 10;
+
+/**
+ * Why `rows` is not an array of 1..MAX_READINGS_ROWS ReadingRows, with the path of the first
+ * problem; undefined when it is. A hand-written loop, not a zod schema per row: a catch-up
+ * carries 100,000 rows and more, and zod costs microseconds each. Exactly as strict: a tuple of
+ * READING_ROW_WIDTH, a node id by READING_NODE_ID, ts an integer ms a Date can hold, each metric
+ * a finite number or null.
+ */
+export function readingRowsProblem(
+  rows: unknown,
+): { path: (string | number)[]; message: string } | undefined {
+  if (!Array.isArray(rows)) return { path: [], message: 'expected an array of reading rows' };
+  if (rows.length === 0 || rows.length > MAX_READINGS_ROWS) {
+    return { path: [], message: `expected 1 to ${MAX_READINGS_ROWS} rows, got ${rows.length}` };
+  }
+  // The same few node ids repeat row after row: a regex test only when the id changes.
+  let lastId: unknown;
+  for (let i = 0; i < rows.length; i++) {
+    const row: unknown = rows[i];
+    if (!Array.isArray(row) || row.length !== READING_ROW_WIDTH) {
+      return { path: [i], message: `expected a row of ${READING_ROW_WIDTH} values` };
+    }
+    const id: unknown = row[0];
+    if (id !== lastId) {
+      if (typeof id !== 'string' || !READING_NODE_ID.test(id)) {
+        return { path: [i, 0], message: 'a reading node id: 1–64 letters, digits and "! . _ : -"' };
+      }
+      lastId = id;
+    }
+    const ts: unknown = row[1];
+    if (typeof ts !== 'number' || !Number.isInteger(ts) || ts > MAX_MS || ts < -MAX_MS) {
+      return { path: [i, 1], message: 'expected an integer time in ms a Date can hold' };
+    }
+    for (let k = 2; k < READING_ROW_WIDTH; k++) {
+      const v: unknown = row[k];
+      if (v !== null && (typeof v !== 'number' || !Number.isFinite(v))) {
+        return { path: [i, k], message: 'expected a finite number or null' };
+      }
+    }
+  }
+  return undefined;
+}
+
+const readingRows = z.custom<ReadingRow[]>().superRefine((rows, ctx) => {
+  const problem = readingRowsProblem(rows);
+  if (problem) ctx.addIssue({ code: 'custom', path: problem.path, message: problem.message });
+});
+
+/**
+ * The readings one write transaction at the site added (at most MAX_READINGS_ROWS per record;
+ * a transaction that added more writes several records).
+ */
+export const readingsBody = z.strictObject({ rows: readingRows });
+
 const sumCount = {
   temperature_c_sum: z.number().finite(),
-  temperature_c_count: z.number().int().nonnegative(),
+  temperature_c_count: int4Count,
   humidity_percent_sum: z.number().finite(),
-  humidity_percent_count: z.number().int().nonnegative(),
+  humidity_percent_count: int4Count,
   pressure_pa_sum: z.number().finite(),
-  pressure_pa_count: z.number().int().nonnegative(),
+  pressure_pa_count: int4Count,
   wind_speed_ms_sum: z.number().finite(),
-  wind_speed_ms_count: z.number().int().nonnegative(),
+  wind_speed_ms_count: int4Count,
   pm25_ugm3_sum: z.number().finite(),
-  pm25_ugm3_count: z.number().int().nonnegative(),
+  pm25_ugm3_count: int4Count,
   pm10_ugm3_sum: z.number().finite(),
-  pm10_ugm3_count: z.number().int().nonnegative(),
+  pm10_ugm3_count: int4Count,
   gas_resistance_kohm_sum: z.number().finite(),
-  gas_resistance_kohm_count: z.number().int().nonnegative(),
+  gas_resistance_kohm_count: int4Count,
   wind_direction_sin_sum: z.number().finite(),
   wind_direction_cos_sum: z.number().finite(),
-  wind_direction_count: z.number().int().nonnegative(),
+  wind_direction_count: int4Count,
 };
 
 /**
@@ -87,7 +184,7 @@ const sumCount = {
  */
 export const rollupBody = z.strictObject({
   interval: z.enum(['1h', '1d']),
-  node_id: nodeId,
+  node_id: readingNodeId,
   bucket_start: ms,
   ...sumCount,
 });
@@ -132,7 +229,7 @@ export const messageBody = z.strictObject({
 /** One `message_transitions` row: a status a message went through, with its time and reason. */
 export const messageTransitionBody = z.strictObject({
   message_id: z.string().uuid(),
-  seq: z.number().int().nonnegative(),
+  seq: int4Count,
   status: z.enum(MESSAGE_STATUSES),
   reason: text(1000).nullable(),
   at: ms,
@@ -185,6 +282,7 @@ export const auditCommentBody = z.strictObject({
 });
 
 export const RECORD_BODIES = {
+  readings: readingsBody,
   reading: readingBody,
   rollup: rollupBody,
   node: nodeBody,
@@ -200,10 +298,22 @@ export type RecordKind = keyof typeof RECORD_BODIES;
 export const RECORD_KINDS = Object.keys(RECORD_BODIES) as RecordKind[];
 export type RecordBody<K extends RecordKind> = z.infer<(typeof RECORD_BODIES)[K]>;
 
-/** One outbox entry on the wire. `at`: when the site stored it (the site's clock). */
+/**
+ * One outbox entry on the wire. `at`: when the site stored it (the site's clock). A `readings`
+ * record may stand for a run of entries, `seq..through`, all `readings` entries, their rows in
+ * order (a site whose readings trickle in writes one small entry per write transaction, and
+ * sends them merged up to MAX_READINGS_ROWS rows a record); `at` is then the run's last entry's.
+ */
 export type SyncRecord = {
-  [K in RecordKind]: { seq: number; kind: K; at: number; body: RecordBody<K> };
+  [K in RecordKind]: { seq: number; kind: K; at: number; body: RecordBody<K> } & (K extends 'readings'
+    ? { through?: number }
+    : { through?: never });
 }[RecordKind];
+
+/** Outbox entries a record stands for (1, or the run of a merged `readings` record). */
+export function recordEntries(record: { seq: number; through?: number | undefined }): number {
+  return (record.through ?? record.seq) - record.seq + 1;
+}
 
 const seqNumber = z.number().int().positive().max(Number.MAX_SAFE_INTEGER);
 
@@ -212,6 +322,7 @@ export const syncRecordSchema = z
     seq: seqNumber,
     kind: z.enum(RECORD_KINDS as [RecordKind, ...RecordKind[]]),
     at: ms,
+    through: seqNumber.optional(),
     body: z.unknown(),
   })
   .transform((record, ctx) => {
@@ -221,6 +332,18 @@ export const syncRecordSchema = z
         ctx.addIssue({ ...issue, path: ['body', ...issue.path] } as never);
       }
       return z.NEVER;
+    }
+    if (record.through !== undefined) {
+      // Each entry of the run holds at least one row.
+      const rows = record.kind === 'readings' ? (parsed.data as { rows: unknown[] }).rows.length : 0;
+      if (record.through < record.seq || record.through - record.seq + 1 > rows) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['through'],
+          message: 'only a readings record stands for a run of entries, at least one row each',
+        });
+        return z.NEVER;
+      }
     }
     return { ...record, body: parsed.data } as SyncRecord;
   });
@@ -254,12 +377,12 @@ export type Batch = z.infer<typeof batchSchema>;
 export function batchCoverageProblem(batch: {
   first_seq: number;
   last_seq: number;
-  records: readonly { seq: number }[];
+  records: readonly { seq: number; through?: number | undefined }[];
   dropped: readonly (readonly [number, number])[];
 }): string | undefined {
   if (batch.last_seq < batch.first_seq) return 'last_seq is before first_seq';
   const runs: [number, number][] = [
-    ...batch.records.map((r) => [r.seq, r.seq] as [number, number]),
+    ...batch.records.map((r) => [r.seq, r.through ?? r.seq] as [number, number]),
     ...batch.dropped.map(([a, b]) => [a, b] as [number, number]),
   ].sort((a, b) => a[0] - b[0]);
   let next = batch.first_seq;
@@ -303,6 +426,7 @@ export const SYNC_REFUSALS = [
   'bad_batch', // not gzip, not JSON, or not the schema (400)
   'too_large', // over MAX_BATCH_BYTES or MAX_BATCH_INFLATED_BYTES (413)
   'unknown_site', // no such registered site, or its key does not verify (401)
+  'bad_token', // the token is expired, for another request, or does not sign the body (401)
   'revoked_site', // the site was revoked (403)
   'site_mismatch', // body site_id is not the token's site (403)
 ] as const;

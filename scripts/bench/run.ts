@@ -16,6 +16,7 @@ const SUITES: Record<string, () => Promise<{ run(): Promise<BenchResult[]> }>> =
   audit: () => import('./audit.js'),
   billing: () => import('./billing.js'),
   web: () => import('./web.js'),
+  sync: () => import('./sync.js'),
 };
 
 const fmt = (n: number) => (n >= 100 ? n.toFixed(0) : n >= 10 ? n.toFixed(1) : n.toFixed(2));

@@ -5,7 +5,8 @@
  *   send it, `grant_type=password` allowed) → `{ access_token, token_type: "Bearer", expires_in }`.
  *   Wrong credentials are a 401 that does not say whether the user exists; throttled attempts a 429
  *   with Retry-After (login-throttle.ts). The client address is the TCP peer: the hub serves the
- *   LAN directly, so X-Forwarded-For is not trusted.
+ *   LAN directly, so X-Forwarded-For is not trusted (`trustProxy`, off on the hub; the upstream
+ *   turns it on with HTTP_TRUST_PROXY).
  */
 import { getConnInfo } from '@hono/node-server/conninfo';
 import { type Context, Hono } from 'hono';
@@ -15,9 +16,15 @@ import { LoginThrottle } from './login-throttle.js';
 import { bodyProblem, limitBody, readJsonOrFormBody } from './request-body.js';
 import { bearerChallenge } from './require-auth.js';
 import { type TokenResponseJson, tokenRequestSchema } from './schemas.js';
-import type { UserRepository } from './users.js';
+import type { AuthenticatedUser } from './users.js';
 
-function clientAddress(c: Context): string {
+/** The TCP peer, or with `trustProxy` the last X-Forwarded-For entry (the address the proxy saw). */
+function clientAddress(c: Context, trustProxy = false): string {
+  if (trustProxy) {
+    const forwarded = c.req.header('x-forwarded-for');
+    const last = forwarded?.split(',').at(-1)?.trim();
+    if (last) return last.slice(0, 64);
+  }
   try {
     return getConnInfo(c).remote.address ?? 'unknown';
   } catch {
@@ -25,10 +32,17 @@ function clientAddress(c: Context): string {
   }
 }
 
+/** What the token endpoint needs of a user store: the hub's UserRepository, the upstream's users. */
+export interface PasswordChecker {
+  checkPassword(username: string, password: string): Promise<AuthenticatedUser | undefined>;
+}
+
 export interface AuthRoutesOptions {
-  identity: HubIdentity;
-  users: () => UserRepository;
+  identity: Pick<HubIdentity, 'localIssuer'>;
+  users: () => PasswordChecker;
   tokenTtlSeconds: number;
+  /** Take the client address from X-Forwarded-For (behind a trusted proxy); default false. */
+  trustProxy?: boolean;
   throttle?: LoginThrottle;
 }
 
@@ -39,7 +53,7 @@ export function tokenRoutes(options: AuthRoutesOptions): Hono {
     const parsed = tokenRequestSchema.safeParse(await readJsonOrFormBody(c));
     if (!parsed.success) throw bodyProblem(parsed.error);
     const username = parsed.data.username.trim().toLowerCase();
-    const address = clientAddress(c);
+    const address = clientAddress(c, options.trustProxy);
     const verdict = throttle.attempt(username, address);
     if (!verdict.allowed) {
       throw new ProblemError(429, `too many failed logins; try again in ${verdict.retryAfterSeconds} s`, {

@@ -1,12 +1,16 @@
 import type { MiddlewareHandler } from 'hono';
 import type { Logger } from '../log.js';
-import type { HubMetrics } from '../metrics.js';
+import type { HttpDurationHistogram } from '../metrics.js';
 
 /**
  * Times every request into the latency histogram, labelled by the matched route pattern
- * (never the raw path, which would explode the label set), and logs it at debug level.
+ * (never the raw path, which would explode the label set), and logs it at debug level. The
+ * hub's HubMetrics and the upstream's UpstreamMetrics both have the histogram.
  */
-export function accessMetrics(options: { metrics: HubMetrics; log?: Logger }): MiddlewareHandler {
+export function accessMetrics(options: {
+  metrics: { httpDuration: HttpDurationHistogram };
+  log?: Logger;
+}): MiddlewareHandler {
   return async function accessMetricsMiddleware(c, next) {
     const start = process.hrtime.bigint();
     await next();

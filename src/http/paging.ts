@@ -8,14 +8,10 @@
  * decides what a position is (a timestamp, a row id, a timestamp and an id…).
  */
 import type { z } from 'zod';
-import { ProblemError } from './problem.js';
+import { fieldProblem } from './problem.js';
 import { limitParam, type PageLimits } from './schemas.js';
 
 export type { PageLimits };
-
-function fieldProblem(field: string, message: string): ProblemError {
-  return new ProblemError(400, `invalid ${field}`, { errors: [{ field, message }] });
-}
 
 /** Reads `limit` outside a zod query schema: the default when absent, else a 400 naming `limit`. */
 export function limitReader(limits: PageLimits): (value: string | undefined) => number {

@@ -65,6 +65,11 @@ export class ProblemError extends Error {
   }
 }
 
+/** A 400 naming one invalid field and what is wrong with it. */
+export function fieldProblem(field: string, message: string): ProblemError {
+  return new ProblemError(400, `invalid ${field}`, { errors: [{ field, message }] });
+}
+
 /** A 400 listing every field a zod schema rejected. */
 export function validationProblem(error: z.ZodError, prefix = ''): ProblemError {
   const errors = error.issues.map((issue) => ({

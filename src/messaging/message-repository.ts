@@ -10,6 +10,14 @@ import type { Message, MessageStatus, MessageTransition } from './message.js';
 import { messageId } from './message-id.js';
 import { COLUMNS, fromRow, type MessageRow, type Stmt, TRANSITION_SQL } from './message-rows.js';
 
+/** What a send under an Idempotency-Key stores with its message (validation.ts `idempotencyFor`). */
+export interface IdempotencyInput {
+  key: string;
+  requestHash: string;
+  /** The first answer's body, which a retry with the key gets back. */
+  response: (message: Message) => string;
+}
+
 export interface NewOutbound {
   owner: string;
   ownerName: string;
@@ -23,7 +31,7 @@ export interface NewOutbound {
    */
   publicId?: string;
   /** Stored with the message: a retry with this key gets `response` back. */
-  idempotency?: { key: string; requestHash: string; response: (message: Message) => string };
+  idempotency?: IdempotencyInput;
 }
 
 export interface NewInbound {

@@ -1,5 +1,6 @@
 /**
- * The `messages` row and its mapping, shared by the message and conversation repositories.
+ * The `messages` row and its mapping, shared by the message and conversation repositories (and,
+ * for the columns every `messages` table has, by the upstream's store).
  */
 import type { Statement } from '../store/database.js';
 import type { Message, MessageStatus } from './message.js';
@@ -9,9 +10,11 @@ export type Stmt<R = unknown> = Statement<unknown[], R>;
 export const COLUMNS = `id, public_id, owner, owner_name, node_id, direction, sender_node_id, target_node_id, text,
   status, failure_code, failure_reason, packet_id, attempts, ack_deadline, next_attempt_at, created_at, updated_at`;
 
-export interface MessageRow {
-  id: number;
-  public_id: string;
+/**
+ * The columns a `messages` row has wherever it is kept (the hub's SQLite, the upstream's
+ * PostgreSQL), named and typed alike.
+ */
+export interface MessageTextRow {
   owner: string | null;
   owner_name: string | null;
   node_id: string;
@@ -22,6 +25,11 @@ export interface MessageRow {
   status: MessageStatus;
   failure_code: string | null;
   failure_reason: string | null;
+}
+
+export interface MessageRow extends MessageTextRow {
+  id: number;
+  public_id: string;
   packet_id: number | null;
   attempts: number;
   ack_deadline: number | null;
@@ -30,10 +38,23 @@ export interface MessageRow {
   updated_at: number;
 }
 
-export function fromRow(r: MessageRow): Message {
+export type MessageTextFields = Pick<
+  Message,
+  | 'owner'
+  | 'ownerName'
+  | 'nodeId'
+  | 'direction'
+  | 'senderNodeId'
+  | 'targetNodeId'
+  | 'text'
+  | 'status'
+  | 'failureCode'
+  | 'failureReason'
+>;
+
+/** The `Message` fields of the columns every `messages` table has. */
+export function messageTextFields(r: MessageTextRow): MessageTextFields {
   return {
-    rowId: r.id,
-    id: r.public_id,
     owner: r.owner,
     ownerName: r.owner_name,
     nodeId: r.node_id,
@@ -44,6 +65,14 @@ export function fromRow(r: MessageRow): Message {
     status: r.status,
     failureCode: r.failure_code,
     failureReason: r.failure_reason,
+  };
+}
+
+export function fromRow(r: MessageRow): Message {
+  return {
+    rowId: r.id,
+    id: r.public_id,
+    ...messageTextFields(r),
     packetId: r.packet_id,
     attempts: r.attempts,
     ackDeadline: r.ack_deadline,

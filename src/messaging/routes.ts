@@ -18,16 +18,14 @@
 import { type Context, Hono } from 'hono';
 import type { HubIdentity, Principal } from '../auth/hub-identity.js';
 import { AuthError, bearerToken } from '../auth/jwt-verifier.js';
-import { limitBody, readJsonBody } from '../auth/request-body.js';
+import { limitBody } from '../auth/request-body.js';
 import { type AuthEnv, authProblem, requireAuth, verifiedIdentity } from '../auth/require-auth.js';
 import { ADMIN_ROLE, SUBSCRIBER_ROLE } from '../auth/users.js';
-import { nextPageHeaders } from '../http/paging.js';
 import { ProblemError } from '../http/problem.js';
 import type { ConversationRepository } from './conversation-repository.js';
 import type { MessageStreams } from './live-stream.js';
 import {
   conversationSummaryJson,
-  type Message,
   type MessageChange,
   messageDetailJson,
   messageRecordJson,
@@ -39,19 +37,19 @@ import {
   decodeRowCursor,
   encodeConversationCursor,
   encodeRowCursor,
+  listPage,
   pageLimit,
 } from './paging.js';
 import type { RateLimiter } from './rate-limiter.js';
-import { MESSAGE_ID_PATTERN } from './schemas.js';
+import { idempotencyKeyReused, rateProblem, subscriptionRefusal } from './refusals.js';
 import type { StreamTickets } from './stream-tickets.js';
 import type { SubscriptionRepository } from './subscription-repository.js';
 import {
-  bodyProblem,
-  nicknameBodySchema,
-  outboundMessageSchema,
-  parseIdempotencyKey,
+  idempotencyFor,
+  parseMessageIdParam,
   parseNodeIdParam,
-  requestHash,
+  readNickname,
+  readSendRequest,
 } from './validation.js';
 
 export interface MessagingRoutesDeps {
@@ -79,10 +77,6 @@ function isAdmin(principal: Principal): boolean {
   return principal.roles.includes(ADMIN_ROLE);
 }
 
-function withNext(c: Context, limit: number, cursor: string | undefined): Record<string, string> {
-  return nextPageHeaders(c.req.path, { limit: String(limit) }, cursor);
-}
-
 export function messagingRoutes(deps: MessagingRoutesDeps): Hono<AuthEnv> {
   const { identity, messages, conversations, subscriptions } = deps;
   const now = deps.now ?? Date.now;
@@ -92,20 +86,14 @@ export function messagingRoutes(deps: MessagingRoutesDeps): Hono<AuthEnv> {
 
   app.post('/', limitBody(4096), auth, async (c) => {
     const principal = principalOf(c);
-    const key = parseIdempotencyKey(c.req.header('idempotency-key'));
-    const parsed = outboundMessageSchema.safeParse(await readJsonBody(c));
-    if (!parsed.success) throw bodyProblem(parsed.error);
-    const body = parsed.data;
-    const hash = key === undefined ? '' : requestHash(body);
+    const { key, body, hash } = await readSendRequest(c);
     if (key !== undefined) {
       // A retry: the first request's 202 again, whether it is committed or still waiting to be.
       const waiting = deps.outbound.pending(principal.id, key);
       const prior = waiting ? undefined : messages.findIdempotent(principal.id, key, now());
       const priorHash = waiting?.requestHash ?? prior?.requestHash;
       if (priorHash !== undefined && priorHash !== hash) {
-        throw new ProblemError(422, 'this Idempotency-Key was used with a different request body', {
-          errors: [{ field: 'Idempotency-Key', message: 'already used for another message' }],
-        });
+        throw idempotencyKeyReused();
       }
       if (waiting || prior) {
         const first = waiting ? await waiting.stored : undefined;
@@ -125,14 +113,14 @@ export function messagingRoutes(deps: MessagingRoutesDeps): Hono<AuthEnv> {
     }
     if (!deps.nodeKnown(target)) throw new ProblemError(404, `no node ${target} is known to this hub`);
     if (!isAdmin(principal) && !subscriptions.allows(principal.id, target, now())) {
-      throw refusal(subscriptions, principal.id, target, now());
+      throw subscriptionRefusal(target, subscriptions.lapsed(principal.id, target, now()));
     }
     // Both limits are checked before either is consumed: a refused request costs nothing.
     const bySubscriber = deps.perSubscriber.check(principal.id);
     if (!bySubscriber.ok)
-      throw rateProblem(deps.perSubscriber, 'you may send', bySubscriber.retryAfterSeconds);
+      throw rateProblem(deps.perSubscriber.limit, 'you may send', bySubscriber.retryAfterSeconds);
     const byNode = deps.perNode.check(target);
-    if (!byNode.ok) throw rateProblem(deps.perNode, `${target} may receive`, byNode.retryAfterSeconds);
+    if (!byNode.ok) throw rateProblem(deps.perNode.limit, `${target} may receive`, byNode.retryAfterSeconds);
     deps.perSubscriber.consume(principal.id);
     deps.perNode.consume(target);
     const message = await deps.outbound.submit({
@@ -142,15 +130,7 @@ export function messagingRoutes(deps: MessagingRoutesDeps): Hono<AuthEnv> {
       senderNodeId: deps.hubNodeId(),
       text: body.text,
       at: now(),
-      ...(key === undefined
-        ? {}
-        : {
-            idempotency: {
-              key,
-              requestHash: hash,
-              response: (m: Message) => JSON.stringify(messageRecordJson(m)),
-            },
-          }),
+      ...idempotencyFor(key, hash),
     });
     deps.publish({ message, kind: 'created' });
     return c.json(messageRecordJson(message), 202, { location: `/api/v1/messages/${message.id}` });
@@ -162,12 +142,7 @@ export function messagingRoutes(deps: MessagingRoutesDeps): Hono<AuthEnv> {
     const cursorParam = c.req.query('cursor');
     const after = cursorParam === undefined ? undefined : decodeConversationCursor(cursorParam);
     const page = conversations.conversations(principal.id, limit + 1, after);
-    const more = page.length > limit;
-    const rows = more ? page.slice(0, limit) : page;
-    const last = rows[rows.length - 1];
-    const next =
-      more && last ? encodeConversationCursor({ latestAt: last.latestAt, nodeId: last.nodeId }) : undefined;
-    const headers = withNext(c, limit, next);
+    const { rows, headers } = listPage(c.req.path, page, limit, encodeConversationCursor);
     return c.json({ data: rows.map(conversationSummaryJson) }, 200, headers);
   });
 
@@ -181,19 +156,14 @@ export function messagingRoutes(deps: MessagingRoutesDeps): Hono<AuthEnv> {
       deps.publish({ message, kind: 'status', previousStatus: 'received' });
     }
     const page = conversations.conversationMessages(principal.id, nodeId, limit + 1, afterRowId);
-    const more = page.length > limit;
-    const rows = more ? page.slice(0, limit) : page;
-    const next = more ? encodeRowCursor(rows[rows.length - 1]!.rowId) : undefined;
-    const headers = withNext(c, limit, next);
+    const { rows, headers } = listPage(c.req.path, page, limit, (last) => encodeRowCursor(last.rowId));
     return c.json({ data: rows.map(messageRecordJson) }, 200, headers);
   });
 
   app.patch('/conversations/:node_id', limitBody(1024), auth, async (c) => {
     const principal = principalOf(c);
     const nodeId = parseNodeIdParam(c.req.param('node_id'));
-    const parsed = nicknameBodySchema.safeParse(await readJsonBody(c));
-    if (!parsed.success) throw bodyProblem(parsed.error);
-    const nickname = parsed.data.nickname === null ? null : parsed.data.nickname.trim();
+    const nickname = await readNickname(c);
     if (!conversations.setNickname(principal.id, nodeId, nickname)) {
       throw new ProblemError(404, `you have no conversation with ${nodeId}`);
     }
@@ -238,21 +208,13 @@ export function messagingRoutes(deps: MessagingRoutesDeps): Hono<AuthEnv> {
     const cursorParam = c.req.query('cursor');
     const before = cursorParam === undefined ? undefined : decodeRowCursor(cursorParam);
     const page = conversations.unmatched(limit + 1, before);
-    const more = page.length > limit;
-    const rows = more ? page.slice(0, limit) : page;
-    const next = more ? encodeRowCursor(rows[rows.length - 1]!.rowId) : undefined;
-    const headers = withNext(c, limit, next);
+    const { rows, headers } = listPage(c.req.path, page, limit, (last) => encodeRowCursor(last.rowId));
     return c.json({ data: rows.map((m) => messageDetailJson(m)) }, 200, headers);
   });
 
   app.get('/:id', auth, (c) => {
     const principal = principalOf(c);
-    const id = c.req.param('id');
-    if (!MESSAGE_ID_PATTERN.test(id)) {
-      throw new ProblemError(400, 'invalid id', {
-        errors: [{ field: 'id', message: 'must be a message id (a UUID)' }],
-      });
-    }
+    const id = parseMessageIdParam(c.req.param('id'));
     const message = messages.get(id);
     const visible =
       message && (message.owner === principal.id || (message.owner === null && isAdmin(principal)));
@@ -261,46 +223,4 @@ export function messagingRoutes(deps: MessagingRoutesDeps): Hono<AuthEnv> {
   });
 
   return app;
-}
-
-function rateProblem(limiter: RateLimiter, who: string, retryAfterSeconds: number): ProblemError {
-  const { count, windowMs } = limiter.limit;
-  return new ProblemError(
-    429,
-    `rate limit exceeded: ${who} at most ${count} messages per ${window(windowMs)}; retry in ${retryAfterSeconds} s`,
-    { headers: { 'retry-after': String(retryAfterSeconds) } },
-  );
-}
-
-function window(ms: number): string {
-  if (ms % 86_400_000 === 0) return `${ms / 86_400_000} d`;
-  if (ms % 3_600_000 === 0) return `${ms / 3_600_000} h`;
-  if (ms % 60_000 === 0) return `${ms / 60_000} min`;
-  return `${Math.round(ms / 1000)} s`;
-}
-
-/** The 403 for a send no subscription allows; a lapsed one says when it ended and how to renew. */
-function refusal(
-  subscriptions: SubscriptionRepository,
-  subscriber: string,
-  target: string,
-  at: number,
-): ProblemError {
-  const lapsed = subscriptions.lapsed(subscriber, target, at);
-  if (!lapsed) return new ProblemError(403, `your subscription does not allow messaging ${target}`);
-  const ended = new Date(lapsed.expiresAt!).toISOString();
-  const paid = lapsed.source === 'billing' && lapsed.reference !== null;
-  const how = paid
-    ? `renew it with POST /api/v1/billing/subscriptions/${lapsed.reference}/renew and pay the invoice`
-    : 'ask the hub operator to renew it';
-  return new ProblemError(403, `your subscription lapsed at ${ended}; ${how}`, {
-    type: 'urn:meshhub:problem:subscription-lapsed',
-    lapsed_at: ended,
-    ...(paid
-      ? {
-          billing_subscription_id: lapsed.reference,
-          renew: `/api/v1/billing/subscriptions/${lapsed.reference}/renew`,
-        }
-      : {}),
-  });
 }

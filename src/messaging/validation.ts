@@ -1,13 +1,24 @@
 /**
- * What the messaging routes check beyond the body schemas (schemas.ts): path node ids, the
- * Idempotency-Key header, and the fingerprint of a body for idempotent retries.
+ * What the messaging routes check beyond the body schemas (schemas.ts): path node and message
+ * ids, the Idempotency-Key header, and the fingerprint of a body for idempotent retries.
  */
 import { createHash } from 'node:crypto';
+import type { Context } from 'hono';
+import { bodyProblem, readJsonBody } from '../auth/request-body.js';
 
-export { bodyProblem } from '../auth/request-body.js';
+export { bodyProblem };
 
-import { ProblemError } from '../http/problem.js';
-import { NODE_ID_HINT, NODE_ID_PATTERN, type OutboundMessageBody } from './schemas.js';
+import { fieldProblem } from '../http/problem.js';
+import { type Message, messageRecordJson } from './message.js';
+import type { IdempotencyInput } from './message-repository.js';
+import {
+  MESSAGE_ID_PATTERN,
+  NODE_ID_HINT,
+  NODE_ID_PATTERN,
+  nicknameBodySchema,
+  type OutboundMessageBody,
+  outboundMessageSchema,
+} from './schemas.js';
 
 export {
   BROADCAST_NODE_ID,
@@ -29,9 +40,17 @@ export {
 export function parseNodeIdParam(value: string | undefined, field = 'node_id'): string {
   const decoded = value ?? '';
   if (!NODE_ID_PATTERN.test(decoded)) {
-    throw new ProblemError(400, `invalid ${field}`, { errors: [{ field, message: NODE_ID_HINT }] });
+    throw fieldProblem(field, NODE_ID_HINT);
   }
   return decoded;
+}
+
+/** The `{id}` path parameter: a message id (a UUID); 400 naming `id` otherwise. */
+export function parseMessageIdParam(id: string): string {
+  if (!MESSAGE_ID_PATTERN.test(id)) {
+    throw fieldProblem('id', 'must be a message id (a UUID)');
+  }
+  return id;
 }
 
 /**
@@ -42,11 +61,7 @@ export function parseIdempotencyKey(header: string | undefined): string | undefi
   if (header === undefined) return undefined;
   const value = /^"(.*)"$/.exec(header)?.[1] ?? header;
   if (!/^[\x21-\x7e]{1,255}$/.test(value)) {
-    throw new ProblemError(400, 'invalid Idempotency-Key', {
-      errors: [
-        { field: 'Idempotency-Key', message: 'must be 1–255 printable ASCII characters without spaces' },
-      ],
-    });
+    throw fieldProblem('Idempotency-Key', 'must be 1–255 printable ASCII characters without spaces');
   }
   return value;
 }
@@ -56,4 +71,33 @@ export function requestHash(body: OutboundMessageBody): string {
   return createHash('sha256')
     .update(JSON.stringify([body.target_node_id, body.text]))
     .digest('base64url');
+}
+
+/**
+ * A send (POST /api/v1/messages): its Idempotency-Key (400 when malformed), its body (400), and
+ * the body's fingerprint (`''` without a key).
+ */
+export async function readSendRequest(
+  c: Context,
+): Promise<{ key: string | undefined; body: OutboundMessageBody; hash: string }> {
+  const key = parseIdempotencyKey(c.req.header('idempotency-key'));
+  const parsed = outboundMessageSchema.safeParse(await readJsonBody(c));
+  if (!parsed.success) throw bodyProblem(parsed.error);
+  const body = parsed.data;
+  return { key, body, hash: key === undefined ? '' : requestHash(body) };
+}
+
+/** A conversation's new nickname (PATCH): trimmed, or null to clear it; 400 otherwise. */
+export async function readNickname(c: Context): Promise<string | null> {
+  const parsed = nicknameBodySchema.safeParse(await readJsonBody(c));
+  if (!parsed.success) throw bodyProblem(parsed.error);
+  return parsed.data.nickname === null ? null : parsed.data.nickname.trim();
+}
+
+/** With a key, what the send stores for retries with it (the 202's body); without, nothing. */
+export function idempotencyFor(key: string | undefined, hash: string): { idempotency?: IdempotencyInput } {
+  if (key === undefined) return {};
+  return {
+    idempotency: { key, requestHash: hash, response: (m: Message) => JSON.stringify(messageRecordJson(m)) },
+  };
 }

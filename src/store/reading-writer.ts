@@ -21,9 +21,12 @@
 import { READING_METRICS, type Reading } from '../weather/reading.js';
 import type { Database, Statement } from './database.js';
 import { MAX_ROWS_PER_STATEMENT, MultiRowStatement, placeholders } from './multi-row-statement.js';
+import { readingsObservers, type StoredReadingRow } from './reading-observers.js';
 import { ACC_SIZE, accumulate, bucketStart, METRIC_COLUMNS, ROLLUP_COLUMNS } from './rollups.js';
 
 const SLOTS = METRIC_COLUMNS.length;
+// The observed rows are written out slot by slot (applyGroup).
+if (SLOTS !== 8) throw new Error(`reading-writer.ts writes observed rows of 8 metrics, not ${SLOTS}`);
 /** Rows per multi-row statement: fewer calls into SQLite for the same work. */
 const CHUNK = MAX_ROWS_PER_STATEMENT;
 const READING_WIDTH = 2 + SLOTS;
@@ -118,6 +121,8 @@ export class ReadingWriter {
   private readonly pendingArgs: unknown[] = new Array<unknown>(READING_WIDTH * CHUNK);
   private pendingRows = 0;
   private readonly values: (number | null)[] = new Array<number | null>(SLOTS).fill(null);
+  /** What this transaction added, as rows, while someone observes (reading-observers.ts). */
+  private observed: StoredReadingRow[] | undefined;
 
   constructor(private readonly db: Database) {
     const cols = METRIC_COLUMNS.join(', ');
@@ -211,11 +216,17 @@ export class ReadingWriter {
   private apply(groups: readonly (readonly Reading[])[], fast: boolean): Applied {
     const nodes = new Map<string, NodeContribution>();
     this.pendingRows = 0;
+    const observers = readingsObservers(this.db);
+    this.observed = observers ? [] : undefined;
     const stored = groups.map((readings) => this.applyGroup(readings, nodes, fast));
     this.flushPending();
     this.writeBuckets(nodes, 'hours', this.upsertHourly);
     this.writeBuckets(nodes, 'days', this.upsertDaily);
     this.writeLatestRows(nodes);
+    const rows = this.observed;
+    this.observed = undefined;
+    // Inside the transaction: an observer's record commits or rolls back with the readings.
+    if (observers && rows && rows.length > 0) for (const observe of observers) observe(rows);
     return { stored, nodes };
   }
 
@@ -271,6 +282,22 @@ export class ReadingWriter {
         }
       }
       stored.push(added);
+      if (this.observed) {
+        // Written out, not spread (SLOTS is 8, checked below): this runs for every reading while
+        // sync observes.
+        this.observed.push([
+          nodeId,
+          ts,
+          values[0] as number | null,
+          values[1] as number | null,
+          values[2] as number | null,
+          values[3] as number | null,
+          values[4] as number | null,
+          values[5] as number | null,
+          values[6] as number | null,
+          values[7] as number | null,
+        ]);
+      }
 
       accumulate(contribution.hours.get(bucketStart(ts, '1h')), values);
       accumulate(contribution.days.get(bucketStart(ts, '1d')), values);

@@ -8,16 +8,12 @@
  */
 import { Hono } from 'hono';
 import { nextPageHeaders, readCursor } from '../http/paging.js';
-import { ProblemError, validationProblem } from '../http/problem.js';
+import { fieldProblem, validationProblem } from '../http/problem.js';
 import { encodeCursor, historyCursor } from './cursor.js';
 import { DEFAULT_HISTORY_LIMIT, historyQuerySchema, latestQuerySchema } from './schemas.js';
 import type { WeatherService } from './weather-service.js';
 
 const JSON_TYPE = { 'content-type': 'application/json' };
-
-function fieldProblem(field: string, message: string): ProblemError {
-  return new ProblemError(400, `invalid ${field}`, { errors: [{ field, message }] });
-}
 
 export function weatherRoutes(service: WeatherService): Hono {
   const app = new Hono();

@@ -71,12 +71,13 @@ function cacheKey(interval: RollupInterval, nodeId: string): string {
   return `${interval}\u0000${nodeId}`;
 }
 
-function wholeDegrees(value: number): number {
+/** A wind direction in whole degrees [0, 360), as the API writes it (the hub's and the upstream's). */
+export function wholeDegrees(value: number): number {
   return ((Math.round(value) % 360) + 360) % 360;
 }
 
 /** Means to 6 decimals: beyond any sensor's resolution, and free of float noise (0.15000000000000002). */
-function roundMean(value: number): number {
+export function roundMean(value: number): number {
   return Math.round(value * 1e6) / 1e6;
 }
 

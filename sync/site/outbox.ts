@@ -1,8 +1,9 @@
 /**
  * The site's outbox (docs/sync.md "Outbox", "Disk budget"): what the push actor reads, sends and
- * acknowledges. The entries themselves are written by SQLite triggers (outbox-schema.ts) in the
- * transactions of the records; this class only reads them, deletes what the upstream has
- * stored, and keeps the outbox inside its disk budget.
+ * acknowledges. The entries themselves are written in the transactions of the records (SQLite
+ * triggers, and the reading writer's observer for `readings`: outbox-schema.ts); this class
+ * only reads them, deletes what the upstream has stored, and keeps the outbox inside its disk
+ * budget. A batch is read without parsing any body: the stored JSON is spliced into the batch.
  *
  * The sequence is gap-free from `acked_seq + 1` to the last entry: rows at or below `acked_seq`
  * are deleted in the transaction that stores it, and a reading dropped for the budget keeps its
@@ -18,20 +19,29 @@
  */
 import type { Database, Statement } from '../../src/store/database.js';
 import { bucketStart, ROLLUP_COLUMNS, ROLLUP_TABLE, type RollupInterval } from '../../src/store/rollups.js';
-import type { SyncRecord } from '../protocol.js';
-import { migrateSyncTables } from './outbox-schema.js';
+import { MAX_READINGS_ROWS, type ReadingRow } from '../protocol.js';
+import { migrateSyncTables, READINGS_KIND } from './outbox-schema.js';
+
+/** One record of a batch, without its body (which only `recordsJson` carries). */
+export interface OutboxRecordRef {
+  seq: number;
+  kind: string;
+  at: number;
+  /** A `readings` record that merged the entries seq..through. */
+  through?: number;
+}
 
 export interface OutboxBatch {
   firstSeq: number;
   lastSeq: number;
-  records: SyncRecord[];
+  /** The records' sequence numbers, kinds and times, in order (their bodies are in recordsJson). */
+  records: OutboxRecordRef[];
   dropped: [number, number][];
   /** bytes of the records' JSON (`recordsJson`) */
   jsonBytes: number;
   /**
-   * The records as one JSON array, built from the stored bodies without re-encoding them: the
-   * push actor may splice it into the batch body instead of `JSON.stringify(records)`. It
-   * parses to exactly `records`.
+   * The records as one JSON array of protocol.ts records (`{seq, kind, at, body}`), built from
+   * the stored bodies without parsing or re-encoding them: what the push actor sends.
    */
   recordsJson: string;
 }
@@ -56,6 +66,26 @@ export const OUTBOX_STATE = {
   droppedTotal: 'dropped_total',
 } as const;
 
+/** How a `readings` body (`JSON.stringify({ rows })`) starts and ends, around its rows. */
+const ROWS_HEAD = '{"rows":[';
+const ROWS_TAIL = ']}';
+
+/**
+ * Rows in a `readings` body, counted without parsing it: a row is an array of a node id (no
+ * brackets: READING_NODE_ID) and numbers or nulls, so rows are separated by exactly `],[`.
+ */
+function rowCount(body: string): number {
+  let n = 1;
+  for (let i = body.indexOf('],[', ROWS_HEAD.length); i >= 0; i = body.indexOf('],[', i + 3)) n++;
+  return n;
+}
+
+/** Bytes of `{"seq":…,"kind":"…","at":…,"body":` (ASCII). */
+function headBytes(seq: number, kind: string, at: number): number {
+  return 31 + String(seq).length + kind.length + String(at).length;
+}
+const THROUGH_KEY = ',"through":';
+
 /** The kind of an entry whose reading was dropped for the disk budget. */
 export const DROPPED_KIND = 'dropped';
 
@@ -70,19 +100,23 @@ export class OutboxSequenceError extends Error {
   }
 }
 
-/** Readings looked at per budget transaction: bounds how long one holds the write lock. */
-const DROP_CHUNK = 2_000;
+/**
+ * `readings` entries looked at per budget transaction (each up to MAX_READINGS_ROWS rows):
+ * bounds how long one holds the write lock.
+ */
+const DROP_CHUNK = 10;
+/** Entries read from SQLite at a time when a batch is read. */
+const READ_PAGE = 1024;
 /** About the bytes of one rollup body (17 figures and their keys), to plan a drop. */
 const ROLLUP_BODY_ESTIMATE = 700;
 const INTERVALS: readonly RollupInterval[] = ['1h', '1d'];
 
-type EntryRow = [seq: number, kind: string, at: number, body: string | null];
+type EntryRow = [seq: number, kind: string, at: number, body: string | null, bytes: number | null];
 
 interface Candidate {
   seq: number;
   bytes: number;
-  node_id: string;
-  ts: number;
+  body: string;
 }
 
 interface ByteCount {
@@ -133,8 +167,11 @@ export class Outbox {
     this.lastSeqStmt = db
       .prepare("SELECT seq FROM sqlite_sequence WHERE name = 'sync_outbox'")
       .pluck() as Statement<unknown[], number>;
+    // Pages of entries: `all()` on a bounded page is about twice as fast as `iterate()` per row.
     this.entriesAfter = db
-      .prepare('SELECT seq, kind, at, body FROM sync_outbox WHERE seq > ? ORDER BY seq')
+      .prepare(
+        `SELECT seq, kind, at, body, octet_length(body) FROM sync_outbox WHERE seq > ? ORDER BY seq LIMIT ${READ_PAGE}`,
+      )
       .raw(true) as Statement<unknown[], EntryRow>;
     this.oldestAtStmt = db
       .prepare('SELECT at FROM sync_outbox WHERE seq > ? ORDER BY seq LIMIT 1')
@@ -147,12 +184,11 @@ export class Outbox {
       .pluck() as Statement<unknown[], number>;
     this.deleteThrough = db.prepare('DELETE FROM sync_outbox WHERE seq > ? AND seq <= ?');
     this.oldestReadings = db.prepare(
-      `SELECT seq, octet_length(body) AS bytes, json_extract(body, '$.node_id') AS node_id,
-         json_extract(body, '$.ts') AS ts
-       FROM sync_outbox WHERE seq > ? AND kind = 'reading' ORDER BY seq LIMIT ?`,
+      `SELECT seq, octet_length(body) AS bytes, body
+       FROM sync_outbox WHERE seq > ? AND kind = '${READINGS_KIND}' ORDER BY seq LIMIT ?`,
     ) as Statement<unknown[], Candidate>;
     this.dropReadings = db.prepare(
-      `UPDATE sync_outbox SET kind = '${DROPPED_KIND}', body = NULL WHERE seq > ? AND seq <= ? AND kind = 'reading'`,
+      `UPDATE sync_outbox SET kind = '${DROPPED_KIND}', body = NULL WHERE seq > ? AND seq <= ? AND kind = '${READINGS_KIND}'`,
     );
     this.appendEntry = db.prepare('INSERT INTO sync_outbox (kind, at, body) VALUES (?, ?, ?)');
     const rollupSelect = (interval: RollupInterval) =>
@@ -174,46 +210,114 @@ export class Outbox {
   }
 
   /**
-   * The entries after ackedSeq, in order, at most maxRecords and about maxBytes of JSON (always
-   * at least one record); dropped entries become [first,last] runs (at most maxRecords runs).
-   * undefined when empty. Records' bodies are parsed JSON objects exactly as protocol.ts
-   * RECORD_BODIES expects. Throws OutboxSequenceError when an entry is missing.
+   * The entries after `after` (default: ackedSeq), in order, at most maxRecords and about
+   * maxBytes of JSON (always at least one record); dropped entries become [first,last] runs (at
+   * most maxRecords runs). undefined when empty. No body is parsed: `recordsJson` splices the
+   * stored JSON, each body exactly as protocol.ts RECORD_BODIES expects. Consecutive `readings`
+   * entries become one record (`through`) of at most MAX_READINGS_ROWS rows: a site whose
+   * readings trickle in writes an entry per reading. `after` lets the push actor prepare the
+   * batch that follows one still in flight; `upTo` ends the batch there (the push actor's cycle
+   * pushes what was there when it began). Throws OutboxSequenceError when an entry is missing.
    */
-  readBatch(limits: { maxRecords: number; maxBytes: number }): OutboxBatch | undefined {
+  readBatch(limits: {
+    maxRecords: number;
+    maxBytes: number;
+    after?: number;
+    /** Entries after this one are left for a later batch. */
+    upTo?: number;
+  }): OutboxBatch | undefined {
     const maxRecords = Math.max(1, Math.trunc(limits.maxRecords));
-    const acked = this.ackedSeq();
-    const records: SyncRecord[] = [];
+    const start = limits.after ?? this.ackedSeq();
+    const records: OutboxRecordRef[] = [];
     const parts: string[] = [];
     const dropped: [number, number][] = [];
     let bytes = 2; // the array's brackets
-    let last = acked;
-    for (const [seq, kind, at, body] of this.entriesAfter.iterate(acked)) {
+    let last = start;
+    // The `readings` record being merged: its ref, its rows' JSON, their count.
+    let open: { ref: OutboxRecordRef; inner: string[]; rows: number; part: number } | undefined;
+    const close = () => {
+      if (!open) return;
+      const { ref, inner } = open;
+      parts[open.part] =
+        `{"seq":${ref.seq},"kind":"${READINGS_KIND}","at":${ref.at}` +
+        `${ref.through === undefined ? '' : `${THROUGH_KEY}${ref.through}`},"body":{"rows":[${inner.join(',')}]}}`;
+      open = undefined;
+    };
+    const upTo = limits.upTo ?? Number.POSITIVE_INFINITY;
+    for (const [seq, kind, at, body, bodyBytes] of this.entries(start)) {
+      if (seq > upTo) break;
       if (seq !== last + 1) throw new OutboxSequenceError(last + 1, seq);
+      const size = bodyBytes ?? (body === null ? 0 : Buffer.byteLength(body));
       if (body === null) {
+        close();
         const run = dropped[dropped.length - 1];
         if (run && run[1] === seq - 1) run[1] = seq;
         else if (dropped.length >= maxRecords) break;
         else dropped.push([seq, seq]);
+      } else if (kind === READINGS_KIND && body.startsWith(ROWS_HEAD) && body.endsWith(ROWS_TAIL)) {
+        const rows = rowCount(body);
+        const inner = body.slice(ROWS_HEAD.length, -ROWS_TAIL.length);
+        const innerBytes = size - ROWS_HEAD.length - ROWS_TAIL.length;
+        if (open && open.rows + rows <= MAX_READINGS_ROWS) {
+          // The comma between the rows, and `,"through":n` (ASCII) added or grown by a digit.
+          const through = open.ref.through;
+          const extra =
+            1 +
+            innerBytes +
+            String(seq).length -
+            (through === undefined ? -THROUGH_KEY.length : String(through).length) +
+            String(at).length -
+            String(open.ref.at).length;
+          if (bytes + extra > limits.maxBytes) break;
+          open.inner.push(inner);
+          open.rows += rows;
+          open.ref.through = seq;
+          open.ref.at = at;
+          bytes += extra;
+        } else {
+          if (records.length >= maxRecords) break;
+          const recordBytes = headBytes(seq, READINGS_KIND, at) + size + 1 + (parts.length > 0 ? 1 : 0);
+          if (records.length > 0 && bytes + recordBytes > limits.maxBytes) break;
+          close();
+          const ref: OutboxRecordRef = { seq, kind, at };
+          records.push(ref);
+          open = { ref, inner: [inner], rows, part: parts.length };
+          parts.push('');
+          bytes += recordBytes;
+        }
       } else {
         if (records.length >= maxRecords) break;
-        const json = `{"seq":${seq},"kind":"${kind}","at":${at},"body":${body}}`;
-        const size = Buffer.byteLength(json) + (parts.length > 0 ? 1 : 0);
-        if (records.length > 0 && bytes + size > limits.maxBytes) break;
-        records.push({ seq, kind, at, body: JSON.parse(body) } as SyncRecord);
-        parts.push(json);
-        bytes += size;
+        const head = `{"seq":${seq},"kind":"${kind}","at":${at},"body":`;
+        // The head is ASCII: its length is its bytes; the body's bytes come from SQLite.
+        const recordBytes = head.length + size + 1 + (parts.length > 0 ? 1 : 0);
+        if (records.length > 0 && bytes + recordBytes > limits.maxBytes) break;
+        close();
+        records.push({ seq, kind, at });
+        parts.push(`${head}${body}}`);
+        bytes += recordBytes;
       }
       last = seq;
     }
-    if (last === acked) return undefined;
+    close();
+    if (last === start) return undefined;
     return {
-      firstSeq: acked + 1,
+      firstSeq: start + 1,
       lastSeq: last,
       records,
       dropped,
       jsonBytes: bytes,
       recordsJson: `[${parts.join(',')}]`,
     };
+  }
+
+  /** The entries after `after`, in order, read a page at a time. */
+  private *entries(after: number): Generator<EntryRow> {
+    for (let from = after; ; ) {
+      const page = this.entriesAfter.all(from);
+      for (const row of page) yield row;
+      if (page.length < READ_PAGE) return;
+      from = page[page.length - 1]![0];
+    }
   }
 
   /**
@@ -252,17 +356,17 @@ export class Outbox {
   }
 
   /**
-   * Past maxBytes of outbox JSON, turns the oldest `reading` entries into dropped ones (kind
-   * 'dropped', body NULL) until under budget, appends a `rollup` record (interval '1h' and '1d',
-   * the hub's current readings_hourly/readings_daily row) for each bucket they touched, and
-   * counts them in droppedTotal (persisted). Never drops any other kind. Returns how many
-   * readings were dropped.
+   * Past maxBytes of outbox JSON, turns the oldest `readings` entries, whole, into dropped ones
+   * (kind 'dropped', body NULL) until under budget, appends a `rollup` record (interval '1h'
+   * and '1d', the hub's current readings_hourly/readings_daily row) for each (node, bucket)
+   * their rows touched, and counts their rows in droppedTotal (persisted). Never drops any other
+   * kind. Returns how many readings (rows) were dropped.
    *
    * Rollup entries carry `at` from this object's clock (`options.now`), not SQLite's.
-   * Works in transactions of at most DROP_CHUNK readings, each with its rollup records, so
-   * ingest waits for one chunk at most. It stops short of the budget when no reading is left, or
-   * when dropping would not shrink the outbox (each reading alone in its hour: its two rollup
-   * records outweigh it).
+   * Works in transactions of at most DROP_CHUNK entries, each with its rollup records, so ingest
+   * waits for one chunk at most. It stops short of the budget when no readings entry is left,
+   * or when dropping would not shrink the outbox (a few readings alone in their hours: their
+   * rollup records outweigh them).
    */
   enforceBudget(maxBytes: number): number {
     // Rollup entries appended by this call, by bucket: they hold every reading older than them.
@@ -319,7 +423,7 @@ export class Outbox {
     return count.bytes;
   }
 
-  /** One budget transaction: drops up to DROP_CHUNK of the oldest readings. Returns how many. */
+  /** One budget transaction: drops up to DROP_CHUNK of the oldest readings entries. Returns how many rows. */
   private dropChunk(maxBytes: number, rolled: Map<string, number>): number {
     const pending = this.pendingBytes();
     if (pending <= maxBytes) return 0;
@@ -329,24 +433,29 @@ export class Outbox {
     const buckets = new Map<string, Bucket>();
     let freed = 0;
     let through = start;
-    let count = 0;
+    let entries = 0;
+    let rows = 0;
     for (const c of candidates) {
-      for (const interval of INTERVALS) {
-        const bucket = bucketStart(c.ts, interval);
-        const key = `${interval} ${c.node_id} ${bucket}`;
-        // A rollup entry appended after this reading carries it already.
-        if ((rolled.get(key) ?? 0) > c.seq || buckets.has(key)) continue;
-        buckets.set(key, { interval, nodeId: c.node_id, start: bucket });
+      const body = JSON.parse(c.body) as { rows: ReadingRow[] };
+      for (const [nodeId, ts] of body.rows) {
+        for (const interval of INTERVALS) {
+          const bucket = bucketStart(ts, interval);
+          const key = `${interval} ${nodeId} ${bucket}`;
+          // A rollup entry appended after this entry carries its rows already.
+          if ((rolled.get(key) ?? 0) > c.seq || buckets.has(key)) continue;
+          buckets.set(key, { interval, nodeId, start: bucket });
+        }
       }
       freed += c.bytes;
       through = c.seq;
-      count++;
+      entries++;
+      rows += body.rows.length;
       if (pending - freed + buckets.size * ROLLUP_BODY_ESTIMATE <= maxBytes) break;
     }
-    if (count === 0 || freed <= buckets.size * ROLLUP_BODY_ESTIMATE) return 0;
+    if (entries === 0 || freed <= buckets.size * ROLLUP_BODY_ESTIMATE) return 0;
 
     const changed = this.dropReadings.run(start, through).changes;
-    if (changed !== count) throw new Error(`outbox budget: ${changed} readings dropped, ${count} planned`);
+    if (changed !== entries) throw new Error(`outbox budget: ${changed} entries dropped, ${entries} planned`);
     const at = this.now();
     for (const [key, bucket] of buckets) {
       const row = this.rollupRow[bucket.interval].get(bucket.nodeId, bucket.start);
@@ -360,7 +469,7 @@ export class Outbox {
       const info = this.appendEntry.run('rollup', at, JSON.stringify(body));
       rolled.set(key, Number(info.lastInsertRowid));
     }
-    const droppedTotal = this.droppedTotal() + count;
+    const droppedTotal = this.droppedTotal() + rows;
     this.putStateStmt.run(OUTBOX_STATE.droppedTotal, String(droppedTotal));
     // The count was brought up to date above, inside this transaction: adjust it rather than
     // recount. The rollup entries are past `through` and counted with the next appended ones.
@@ -370,6 +479,6 @@ export class Outbox {
       byteCount.droppedTotal = droppedTotal;
     }
     this.droppedThrough = through;
-    return count;
+    return rows;
   }
 }

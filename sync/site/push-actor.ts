@@ -4,17 +4,26 @@
  * ready, the outbox grows within its disk budget, and the push resumes where the upstream's
  * cursor says when the link comes back.
  *
- * One loop, one request at a time:
+ * One loop; each cycle pushes what the outbox held when it began:
  * 1. Probe `GET /api/sync/v1/ping` (signed): the upstream's clock (the offset signs every later
  *    request, so a site clock hours off still syncs; records keep their own times) and its
  *    cursor — ahead of ours means an ack was lost in flight, and it is adopted.
- * 2. POST batches (bounded in records and JSON bytes, gzip'd, the body hash signed) while
- *    entries remain. 200 acknowledges up to `acked_seq`; a 409 whose `expected_seq` is ahead
- *    is adopted; another 4xx is a refusal (last_error, the longest backoff); a network error,
- *    a timeout or a 5xx backs off exponentially with full jitter (1 s … SYNC_RETRY_MAX).
- * 3. Idle: a new outbox entry (the bus events that mean one) wakes the loop after a short
- *    debounce, so a message status reaches the upstream within a second on a live link;
- *    otherwise it probes again every 30 s.
+ * 2. POST batches (bounded in records and JSON bytes, gzip'd, the body hash signed), two in
+ *    flight, in order (PIPELINE_DEPTH): while the upstream applies one (PostgreSQL's work) it
+ *    receives and checks the next (its own), and the site reads, gzips and signs the one after
+ *    meanwhile (dropped when an answer moves the cursor elsewhere). A cycle's first batches are
+ *    small and double up to the limit, so the upstream starts at once. 200 acknowledges up to
+ *    `acked_seq`; a 409 whose `expected_seq` is ahead is adopted; a `gap` for the second batch
+ *    in flight (it reached another upstream process before the first was applied) is sent
+ *    again once it leads; another 4xx is a refusal (last_error, the longest backoff); a
+ *    network error, a timeout or a 5xx backs off exponentially with full jitter
+ *    (1 s … SYNC_RETRY_MAX).
+ * 3. Idle: new outbox entries (the bus events that mean them) wake the loop: texts, their
+ *    statuses and subscriptions WAKE_DEBOUNCE_MS after the first of them, so a status reaches
+ *    the upstream within a second on a live link; readings and node updates once none came for
+ *    SYNC_READINGS_DEBOUNCE (2 s), at the latest READINGS_MAX_WAIT_MS after the first: a burst of
+ *    ingest is pushed after it, in a few large batches (the upstream's cost is per batch as much
+ *    as per row), not during it. Otherwise it probes again every 30 s.
  * The outbox's disk budget is enforced after each cycle and once a minute.
  */
 import { promisify } from 'node:util';
@@ -32,6 +41,7 @@ import {
   MAX_BATCH_BYTES,
   type PingAnswer,
   pingAnswerSchema,
+  recordEntries,
   SYNC_API,
   SYNC_PROTOCOL_VERSION,
 } from '../protocol.js';
@@ -63,17 +73,19 @@ export const SYNC_STATE = {
 
 /** Idle: probe the upstream this often. */
 export const IDLE_PROBE_MS = 30_000;
-/** New outbox entries are pushed this long after the first of them (more usually follow). */
+/**
+ * New texts, statuses and subscription changes are pushed this long after the first of them
+ * (more usually follow); readings and node updates wait SYNC_READINGS_DEBOUNCE.
+ */
 export const WAKE_DEBOUNCE_MS = 150;
 const BUDGET_INTERVAL_MS = 60_000;
 const PING_TIMEOUT_MS = 10_000;
 const BATCH_TIMEOUT_MS = 60_000;
 /**
- * gzip level, measured on a batch of 2000 readings (530 kB of JSON) on this machine: level 3
- * gives 7.8% in 2.7 ms, level 1 8.1% in 4.3 ms, zlib's default 6 7.1% in 14 ms. It runs on
- * libuv's thread pool (async gzip), not on the event loop.
+ * gzip level. It runs on libuv's thread pool (async gzip), not on the event loop, and while the
+ * batch before is in flight; see GZIP_LEVEL in BENCHMARKS.md "Issue 12" for the measurements.
  */
-const GZIP_LEVEL = 3;
+const GZIP_LEVEL = 1;
 const MAX_PROBLEM_BYTES = 8 * 1024;
 /** A clock correction smaller than this is not worth a write. */
 const CLOCK_PERSIST_STEP_MS = 1_000;
@@ -160,6 +172,39 @@ export interface SyncActorDeps {
 
 type CycleOutcome = 'idle' | 'unavailable' | 'refused' | 'stopped';
 
+/** A batch ready to POST: read, gzip'd and signed (while the batch before was in flight). */
+interface PreparedBatch {
+  batch: OutboxBatch;
+  gzipped: Buffer;
+  /** Signed with the clock of when it was prepared; signed again if that turns out wrong. */
+  token: string;
+}
+
+/** The gzip'd batch is over the upstream's limit: read fewer records. */
+interface OversizeBatch {
+  oversize: OutboxBatch;
+}
+
+/** A batch POSTed, its answer not handled yet. */
+interface InFlight {
+  prepared: PreparedBatch;
+  /** Another batch was in flight before it when it was sent. */
+  behind: boolean;
+  sentAt: number;
+  response: Promise<UpstreamResponse>;
+}
+
+/**
+ * Batches in flight at once. Two: while the upstream applies one (PostgreSQL's work), it
+ * receives, inflates, parses and checks the next (its own), which then waits for the site's lock.
+ */
+const PIPELINE_DEPTH = 2;
+/** Readings arriving without a pause are pushed at least this often. */
+export const READINGS_MAX_WAIT_MS = 30_000;
+/** A cycle's first batch is at most 1/RAMP_STEPS of SYNC_BATCH_MAX_BYTES (at least RAMP_MIN_BYTES). */
+const RAMP_STEPS = 8;
+const RAMP_MIN_BYTES = 64 * 1024;
+
 interface UpstreamResponse {
   status: number;
   body: unknown;
@@ -181,10 +226,17 @@ export class SyncPushActor extends Actor {
   private budgetTimer: NodeJS.Timeout | undefined;
   private stopRender: (() => void) | undefined;
   private batchRecords: number;
-  /** Set by the bus events that mean new outbox entries; cleared when a cycle starts. */
-  private wakeRequested = false;
+  /** JSON bytes of the next batch read (the ramp to batchMaxBytes; see prepare). */
+  private rampBytes = 0;
+  /** The first request for a prompt push (texts, statuses) not yet served by a cycle. */
+  private fastSince: number | undefined;
+  /** The first and the last readings (or node updates) not yet served by a cycle. */
+  private readingsSince: number | undefined;
+  private readingsLast = 0;
   private waiter: { wakeable: boolean; resolve: (why: 'timer' | 'wake') => void } | undefined;
   private debounce: NodeJS.Timeout | undefined;
+  /** The outbox's last sequence number when the running cycle began: it pushes up to there. */
+  private cycleTarget = 0;
   private readonly now: () => number;
 
   constructor(private readonly deps: SyncActorDeps) {
@@ -205,11 +257,16 @@ export class SyncPushActor extends Actor {
       this.now,
     );
     this.stopping = new AbortController();
-    this.wakeRequested = true;
+    this.fastSince = Date.now();
     this.batchRecords = deps.config.batchMaxRecords;
     this.stopRender = deps.metrics.watchOutbox(() => outbox.stats(), this.now);
-    for (const event of ['reading.stored', 'node.updated', 'message.updated', 'billing.changed'] as const) {
-      deps.bus.on(this.name, event, () => this.requestWake());
+    // Readings, and the node updates that come with nearly every packet heard, can wait a little
+    // to go up in larger batches; texts and their statuses go up at once.
+    for (const event of ['reading.stored', 'node.updated'] as const) {
+      deps.bus.on(this.name, event, () => this.requestWake('readings'));
+    }
+    for (const event of ['message.updated', 'billing.changed'] as const) {
+      deps.bus.on(this.name, event, () => this.requestWake('prompt'));
     }
     this.budgetTimer = setInterval(() => this.enforceBudget(), BUDGET_INTERVAL_MS);
     this.downlink = new DownlinkClient({
@@ -224,7 +281,7 @@ export class SyncPushActor extends Actor {
       retryMaxMs: deps.config.retryMaxMs,
       onState: (state) => this.onDownlinkState(state),
       // A subscription or user command has no bus event of its own: its records go up now too.
-      onApplied: () => this.requestWake(),
+      onApplied: () => this.requestWake('prompt'),
       ...(deps.downlinkHeartbeatMs ? { heartbeatMs: deps.downlinkHeartbeatMs } : {}),
     });
     this.downlink.start();
@@ -300,14 +357,47 @@ export class SyncPushActor extends Actor {
     }
   }
 
-  private requestWake(): void {
-    this.wakeRequested = true;
-    if (this.waiter?.wakeable && !this.debounce) {
-      this.debounce = setTimeout(() => {
-        this.debounce = undefined;
-        this.waiter?.resolve('wake');
-      }, WAKE_DEBOUNCE_MS);
+  /**
+   * New outbox entries. 'prompt' (a text, a status, a subscription): pushed WAKE_DEBOUNCE_MS after
+   * the first of them. 'readings' (readings, node updates): pushed once none has come for
+   * SYNC_READINGS_DEBOUNCE, and at the latest READINGS_MAX_WAIT_MS after the first of them: a
+   * burst of ingest is pushed after it, in a few large batches, rather than during it
+   * (BENCHMARKS.md "Issue 12": the hub's ingest comes first).
+   */
+  private requestWake(kind: 'prompt' | 'readings'): void {
+    const now = Date.now();
+    if (kind === 'prompt') this.fastSince ??= now;
+    else {
+      this.readingsSince ??= now;
+      this.readingsLast = now;
     }
+    // A timer already set looks again when it fires (readings move it later, never earlier).
+    if (this.waiter?.wakeable && (!this.debounce || kind === 'prompt')) this.scheduleWake();
+  }
+
+  /** When the entries waiting are due to be pushed (local ms); undefined when none waits. */
+  private wakeDue(): number | undefined {
+    return wakeDueAt(
+      { promptSince: this.fastSince, readingsSince: this.readingsSince, readingsLast: this.readingsLast },
+      this.deps.config.readingsDebounceMs,
+    );
+  }
+
+  private scheduleWake(): void {
+    clearTimeout(this.debounce);
+    this.debounce = undefined;
+    const due = this.wakeDue();
+    if (due === undefined) return;
+    this.debounce = setTimeout(
+      () => {
+        this.debounce = undefined;
+        const again = this.wakeDue();
+        // Readings came meanwhile: their quiet period starts again.
+        if (again !== undefined && again > Date.now()) this.scheduleWake();
+        else this.waiter?.resolve('wake');
+      },
+      Math.max(0, due - Date.now()),
+    );
   }
 
   /** Waits `ms`, or less when woken (new entries, when `wakeable`) or stopped. */
@@ -323,7 +413,7 @@ export class SyncPushActor extends Actor {
       };
       this.waiter = { wakeable, resolve: done };
       if (this.stopping.signal.aborted) done('wake');
-      else if (wakeable && this.wakeRequested) this.requestWake();
+      else if (wakeable) this.scheduleWake();
     });
   }
 
@@ -332,7 +422,9 @@ export class SyncPushActor extends Actor {
     let failures = 0;
     let probe = true;
     while (!this.stopping.signal.aborted) {
-      this.wakeRequested = false;
+      // This cycle pushes what is there now: what comes meanwhile asks for the next one.
+      this.fastSince = undefined;
+      this.readingsSince = undefined;
       let outcome: CycleOutcome;
       try {
         outcome = await this.cycle(probe);
@@ -360,20 +452,58 @@ export class SyncPushActor extends Actor {
     }
   }
 
-  /** One probe (when asked) and as many batches as the outbox holds. */
+  /**
+   * One probe (when asked) and as many batches as the outbox holds: PIPELINE_DEPTH requests in
+   * flight, in order, and the batch after them read, gzip'd and signed meanwhile.
+   */
   private async cycle(probe: boolean): Promise<CycleOutcome> {
+    const inFlight: InFlight[] = [];
+    let next: Promise<PreparedBatch | OversizeBatch | undefined> | undefined;
     try {
       if (probe) await this.ping();
+      const outbox = this.outbox!;
+      // Up to what is there now: a steady stream of readings is pushed in rounds, not forever.
+      this.cycleTarget = outbox.lastSeq();
+      this.rampBytes = Math.max(RAMP_MIN_BYTES, this.deps.config.batchMaxBytes / RAMP_STEPS);
+      next = this.prepare(outbox.ackedSeq());
       for (;;) {
         if (this.stopping.signal.aborted) return 'stopped';
-        const batch = this.outbox!.readBatch({
-          maxRecords: this.batchRecords,
-          maxBytes: this.deps.config.batchMaxBytes,
-        });
-        if (!batch) return 'idle';
-        await this.push(batch);
+        // Fill the pipeline; the batch after the last one sent is prepared while they fly.
+        while (inFlight.length < PIPELINE_DEPTH && next) {
+          const prepared = await next;
+          next = undefined;
+          if (!prepared || this.stopping.signal.aborted) break;
+          const last = inFlight[inFlight.length - 1];
+          if ('oversize' in prepared) {
+            if (last) break; // made smaller once the requests in flight are answered
+            this.smaller(prepared.oversize);
+          } else if (
+            prepared.batch.firstSeq ===
+            (last ? last.prepared.batch.lastSeq : outbox.ackedSeq()) + 1
+          ) {
+            inFlight.push(this.post(prepared, last !== undefined));
+            next = this.prepare(prepared.batch.lastSeq);
+            continue;
+          } else if (last) {
+            break; // prepared before the cursor moved: read again once these are answered
+          }
+          next = this.prepare(outbox.ackedSeq());
+        }
+        const head = inFlight.shift();
+        if (!head) return this.stopping.signal.aborted ? 'stopped' : 'idle';
+        if ((await this.answered(head)) === 'moved') {
+          // The cursor moved elsewhere (adopted, or a batch sent ahead found a gap): what is in
+          // flight is answered, then the outbox is read again from the cursor.
+          await this.settle(inFlight.splice(0));
+          await next?.catch(() => undefined);
+          next = undefined;
+        }
+        next ??= this.prepare(inFlight[inFlight.length - 1]?.prepared.batch.lastSeq ?? outbox.ackedSeq());
       }
     } catch (error) {
+      // The head failed: a later request may still have been applied (the head's answer was
+      // lost on the way, say); its acknowledgement counts, its failure does not.
+      await this.settle(inFlight.splice(0));
       if (this.stopping.signal.aborted) return 'stopped';
       if (error instanceof UpstreamRefusal) {
         this.deps.metrics.rejects.inc({ reason: error.reason });
@@ -385,23 +515,51 @@ export class SyncPushActor extends Actor {
         return 'unavailable';
       }
       throw error;
+    } finally {
+      // A preparation still running finishes before the next cycle reads the outbox again.
+      await next?.catch(() => undefined);
     }
   }
 
-  private async ping(): Promise<void> {
+  /** Sends a prepared batch; `behind`: another batch of ours is in flight before it. */
+  private post(prepared: PreparedBatch, behind: boolean): InFlight {
     const sentAt = this.now();
-    const res = await this.request('GET', '/ping', undefined, PING_TIMEOUT_MS);
-    const receivedAt = this.now();
-    if (res.status !== 200) throw this.failure(res);
-    const answer = parseAnswer(pingAnswerSchema, res.body, 'ping');
-    this.checkSite(answer);
-    this.clock!.observe(answer.server_time, sentAt, receivedAt);
-    this.adopt(answer.acked_seq, 'the upstream already holds');
-    this.recordSuccess();
+    const response = this.request('POST', '/batches', prepared.gzipped, BATCH_TIMEOUT_MS, prepared.token);
+    // Awaited in order by the cycle; never an unhandled rejection meanwhile.
+    response.catch(() => {});
+    return { prepared, behind, sentAt, response };
   }
 
-  private async push(batch: OutboxBatch): Promise<void> {
-    const { config, metrics, log } = this.deps;
+  /** Answers of requests that no longer lead: a 200 still acknowledges, anything else is moot. */
+  private async settle(requests: InFlight[]): Promise<void> {
+    for (const request of requests) {
+      try {
+        const res = await request.response;
+        if (res.status === 200) this.onBatchAck(request, res);
+      } catch {
+        // moot: the cycle goes by the head's outcome
+      }
+    }
+  }
+
+  /**
+   * The batch after `after`, read, gzip'd and signed; undefined when the outbox holds nothing
+   * more. The outbox is read synchronously, before the first await.
+   */
+  private async prepare(after: number): Promise<PreparedBatch | OversizeBatch | undefined> {
+    const { config } = this.deps;
+    if (after >= this.cycleTarget) return undefined;
+    // The first batches of a cycle are small, then each twice the one before up to the limit:
+    // the upstream starts on the first sooner, and is busy with it while the next are read.
+    const maxBytes = Math.min(config.batchMaxBytes, this.rampBytes);
+    const batch = this.outbox!.readBatch({
+      maxRecords: this.batchRecords,
+      maxBytes,
+      after,
+      upTo: this.cycleTarget,
+    });
+    if (!batch) return undefined;
+    this.rampBytes = Math.min(config.batchMaxBytes, this.rampBytes * 2);
     const head = {
       protocol: SYNC_PROTOCOL_VERSION,
       site_id: config.siteId,
@@ -422,39 +580,76 @@ export class SyncPushActor extends Actor {
       if (batch.records.length <= 1) {
         throw new UpstreamRefusal(413, 'too_large', `outbox entry ${batch.firstSeq} is too large to send`);
       }
-      this.batchRecords = Math.max(1, Math.floor(batch.records.length / 2));
-      log.info({ records: this.batchRecords }, 'batch over the upstream size limit; sending smaller batches');
-      return;
+      return { oversize: batch };
     }
+    const token = await this.sign('POST', '/batches', gzipped);
+    return { batch, gzipped, token };
+  }
+
+  /** Reads fewer records per batch from now on (a batch was over the upstream's size limit). */
+  private smaller(batch: OutboxBatch): void {
+    this.batchRecords = Math.max(1, Math.floor(batch.records.length / 2));
+    this.deps.log.info(
+      { records: this.batchRecords },
+      'batch over the upstream size limit; sending smaller batches',
+    );
+  }
+
+  private async ping(): Promise<void> {
     const sentAt = this.now();
-    const res = await this.request('POST', '/batches', gzipped, BATCH_TIMEOUT_MS);
+    const res = await this.request('GET', '/ping', undefined, PING_TIMEOUT_MS);
     const receivedAt = this.now();
+    if (res.status !== 200) throw this.failure(res);
+    const answer = parseAnswer(pingAnswerSchema, res.body, 'ping');
+    this.checkSite(answer);
+    this.clock!.observe(answer.server_time, sentAt, receivedAt);
+    this.adopt(answer.acked_seq, 'the upstream already holds');
+    this.recordSuccess();
+  }
+
+  /**
+   * The answer to the batch at the head of the pipeline: 'ok' (acknowledged), 'moved' (the
+   * cursor is elsewhere now: adopted, or a batch sent ahead found the gap its predecessor had
+   * not closed yet), or throws the failure.
+   */
+  private async answered(request: InFlight): Promise<'ok' | 'moved'> {
+    const { metrics } = this.deps;
+    const { batch } = request.prepared;
+    const res = await request.response;
     if (res.status === 200) {
-      const ack = parseAnswer(batchAckSchema, res.body, 'batch');
-      this.checkSite(ack);
-      this.clock!.observe(ack.server_time, sentAt, receivedAt);
-      this.acknowledged(ack, batch);
-      metrics.batchesSent.inc();
-      metrics.recordsSent.inc(batch.records.length);
-      this.recordSuccess();
-      return;
+      this.onBatchAck(request, res);
+      return 'ok';
     }
     const failure = this.failure(res);
-    if (
-      failure instanceof UpstreamRefusal &&
-      failure.status === 409 &&
-      failure.expectedSeq !== undefined &&
-      failure.expectedSeq - 1 > this.outbox!.ackedSeq()
-    ) {
-      // The upstream holds more than we knew (an ack lost in flight): go on from its cursor.
-      metrics.rejects.inc({ reason: failure.reason });
-      this.adopt(failure.expectedSeq - 1, `the upstream expects ${failure.expectedSeq} next;`);
-      return;
+    if (failure instanceof UpstreamRefusal && failure.status === 409 && failure.expectedSeq !== undefined) {
+      const acked = this.outbox!.ackedSeq();
+      if (failure.expectedSeq - 1 > acked) {
+        // The upstream holds more than we knew (an ack lost in flight): go on from its cursor.
+        metrics.rejects.inc({ reason: failure.reason });
+        this.adopt(failure.expectedSeq - 1, `the upstream expects ${failure.expectedSeq} next;`);
+        return 'moved';
+      }
+      // Sent while the batch before it was in flight, it reached the upstream (another process
+      // of it, say) before that one was applied: sent again, now that it leads (the one before
+      // it was answered 200 first, or this answer would not be read).
+      if (request.behind && failure.reason === 'gap') return 'moved';
     }
-    if (failure instanceof UpstreamRefusal && failure.status === 413) {
-      this.batchRecords = Math.max(1, Math.floor(batch.records.length / 2));
-    }
+    if (failure instanceof UpstreamRefusal && failure.status === 413) this.smaller(batch);
     throw failure;
+  }
+
+  /** A 200 to a batch: acknowledged, counted, the clock observed. */
+  private onBatchAck(request: InFlight, res: UpstreamResponse): void {
+    const { metrics } = this.deps;
+    const { batch } = request.prepared;
+    const ack = parseAnswer(batchAckSchema, res.body, 'batch');
+    this.checkSite(ack);
+    this.clock!.observe(ack.server_time, request.sentAt, this.now());
+    this.acknowledged(ack, batch);
+    metrics.batchesSent.inc();
+    // Outbox entries sent (a merged readings record counts each of its entries).
+    metrics.recordsSent.inc(batch.records.reduce((n, r) => n + recordEntries(r), 0));
+    this.recordSuccess();
   }
 
   private acknowledged(ack: BatchAck, batch: OutboxBatch): void {
@@ -492,16 +687,21 @@ export class SyncPushActor extends Actor {
     }
   }
 
-  /** One signed request; a refusal whose Date header shows our clock off is retried once, corrected. */
+  /**
+   * One signed request (`token`: signed already, for attempt one); a refusal whose Date header
+   * shows our clock off is retried once, signed again with the corrected clock.
+   */
   private async request(
     method: 'GET' | 'POST',
     suffix: string,
     body: Buffer | undefined,
     timeoutMs: number,
+    token?: string,
   ): Promise<UpstreamResponse> {
     for (let attempt = 0; ; attempt++) {
       const sentAt = this.now();
-      const res = await this.send(method, suffix, body, timeoutMs);
+      const signed = attempt === 0 && token !== undefined ? token : await this.sign(method, suffix, body);
+      const res = await this.send(method, suffix, body, timeoutMs, signed);
       if (res.status === 401 && attempt === 0) {
         const serverTime = serverTimeOf(res.body, res.headers.get('date'));
         if (serverTime !== undefined && this.clock!.correct(serverTime, sentAt, this.now())) {
@@ -516,23 +716,28 @@ export class SyncPushActor extends Actor {
     }
   }
 
+  /** A site request token for this request, with the corrected clock. */
+  private sign(method: 'GET' | 'POST', suffix: string, body: Buffer | undefined): Promise<string> {
+    const { config, signer } = this.deps;
+    return signSiteRequest(signer, {
+      siteId: config.siteId,
+      method,
+      // The protocol's path, whatever prefix a reverse proxy in front of the upstream adds.
+      path: `${SYNC_API}${suffix}`,
+      nowMs: this.clock!.now(),
+      ...(body ? { body } : {}),
+    });
+  }
+
   private async send(
     method: 'GET' | 'POST',
     suffix: string,
     body: Buffer | undefined,
     timeoutMs: number,
+    token: string,
   ): Promise<UpstreamResponse> {
-    const { config, signer } = this.deps;
-    const path = `${SYNC_API}${suffix}`;
-    const url = upstreamEndpoint(config.upstream, path);
-    const token = await signSiteRequest(signer, {
-      siteId: config.siteId,
-      method,
-      // The protocol's path, whatever prefix a reverse proxy in front of the upstream adds.
-      path,
-      nowMs: this.clock!.now(),
-      ...(body ? { body } : {}),
-    });
+    const { config } = this.deps;
+    const url = upstreamEndpoint(config.upstream, `${SYNC_API}${suffix}`);
     let res: Response;
     try {
       res = await fetch(url, {
@@ -613,6 +818,30 @@ export class SyncPushActor extends Actor {
       this.deps.log.error({ err: error }, 'outbox budget check failed');
     }
   }
+}
+
+/** What waits to be pushed: the first prompt request, the first and last readings since the last cycle. */
+export interface PendingWakes {
+  promptSince: number | undefined;
+  readingsSince: number | undefined;
+  readingsLast: number;
+}
+
+/**
+ * When a push is due (ms), undefined when nothing waits: WAKE_DEBOUNCE_MS after the first prompt
+ * request; for readings, once none came for `readingsDebounceMs`, and at the latest
+ * READINGS_MAX_WAIT_MS (or the debounce, when longer) after the first of them.
+ */
+export function wakeDueAt(pending: PendingWakes, readingsDebounceMs: number): number | undefined {
+  let due = pending.promptSince === undefined ? undefined : pending.promptSince + WAKE_DEBOUNCE_MS;
+  if (pending.readingsSince !== undefined) {
+    const readings = Math.min(
+      pending.readingsLast + readingsDebounceMs,
+      pending.readingsSince + Math.max(READINGS_MAX_WAIT_MS, readingsDebounceMs),
+    );
+    due = due === undefined ? readings : Math.min(due, readings);
+  }
+  return due;
 }
 
 function parseAnswer<T>(schema: z.ZodType<T>, body: unknown, what: string): T {

@@ -17,7 +17,7 @@
  */
 import type pg from 'pg';
 import { circularMeanDegrees } from '../../src/store/rollups.js';
-import type { HistoryInterval } from '../../src/weather/schemas.js';
+import { type HistoryQuery, roundMean, wholeDegrees } from '../../src/weather/weather-service.js';
 import { LINEAR_METRIC_COLUMNS, METRIC_COLUMNS } from './db/schema.js';
 
 /** Bound on latest and nodes answers (one row per site and node). */
@@ -63,17 +63,9 @@ export interface UpstreamNodeJson {
   snr?: number;
 }
 
-export interface UpstreamHistoryQuery {
+/** The hub's history query, of one site's series. */
+export interface UpstreamHistoryQuery extends HistoryQuery {
   siteId: string;
-  nodeId: string;
-  /** ms, inclusive. */
-  start: number;
-  /** ms, exclusive. */
-  end: number;
-  interval: HistoryInterval;
-  limit: number;
-  /** The previous page's last timestamp (raw) or bucket start (1h/1d). */
-  after?: number;
 }
 
 export interface UpstreamHistoryPage {
@@ -91,15 +83,6 @@ function ms(value: Numeric): number | null {
 function iso(value: Numeric): string | null {
   const at = ms(value);
   return at === null ? null : new Date(at).toISOString();
-}
-
-function wholeDegrees(value: number): number {
-  return ((Math.round(value) % 360) + 360) % 360;
-}
-
-/** Means to 6 decimals, as the hub rounds them. */
-function roundMean(value: number): number {
-  return Math.round(value * 1e6) / 1e6;
 }
 
 function readingStart(siteId: string, nodeId: string, ts: number): UpstreamReadingJson {

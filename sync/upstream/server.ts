@@ -16,8 +16,10 @@ import type { Duplex } from 'node:stream';
 import { createAdaptorServer, type ServerType } from '@hono/node-server';
 import { type ErrorHandler, Hono } from 'hono';
 import type pg from 'pg';
+import { jwksRoutes, tokenRoutes } from '../../src/auth/routes.js';
 import { createErrorHandler, notFound, problemResponse } from '../../src/http/error-handler.js';
 import { ProblemError } from '../../src/http/problem.js';
+import { refuseUpgrade } from '../../src/http/refuse-upgrade.js';
 import { requestId } from '../../src/http/request-id.js';
 import type { Logger } from '../../src/log.js';
 import { mapRoutes } from '../../src/ui-server/map-routes.js';
@@ -26,16 +28,16 @@ import { DEFAULT_WEB_ROOT, openConfiguredMapTiles } from '../../src/ui-server/mo
 import { StaticAssets } from '../../src/ui-server/static-assets.js';
 import { uiRoutes } from '../../src/ui-server/ui-routes.js';
 import { readVersion } from '../../src/version.js';
-import { SYNC_API } from '../protocol.js';
-import { BatchApplier } from './batch-apply.js';
+import { type ReadingRow, type RecordBody, SYNC_API } from '../protocol.js';
+import { type AppliedChanges, BatchApplier } from './batch-apply.js';
 import { migrateUpstream } from './db/migrate.js';
 import { ensurePartitions } from './db/partitions.js';
 import { isTransientDatabaseError, openPool } from './db/pool.js';
+import { METRIC_COLUMNS } from './db/schema.js';
 import { DownlinkQueue } from './downlink-queue.js';
 import { openUpstreamIdentity, type UpstreamIdentity } from './identity.js';
 import { messagingOnAck, upstreamMessagingRoutes } from './messaging/routes.js';
-import { UpstreamReadQueries } from './read-queries.js';
-import { upstreamJwksRoutes, upstreamTokenRoutes } from './routes/auth-routes.js';
+import { type UpstreamNodeJson, type UpstreamReadingJson, UpstreamReadQueries } from './read-queries.js';
 import { DOWNLINK_PATH, downlinkUpgradeHandler } from './routes/downlink-socket.js';
 import { healthRoutes, siteCounts, UpstreamMetrics, upstreamAccessMetrics } from './routes/health-routes.js';
 import { upstreamLiveRoutes } from './routes/live-routes.js';
@@ -86,20 +88,34 @@ function upstreamErrorHandler(log: Logger): ErrorHandler {
   };
 }
 
-/**
- * An upgrade to any other path gets an HTTP answer (404 problem details) and the connection is
- * closed; never a silent reset.
- */
-function refuseUpgrade(socket: Duplex, pathname: string): void {
-  const body = JSON.stringify({
-    type: 'about:blank',
-    title: 'Not Found',
-    status: 404,
-    detail: `nothing here upgrades a connection at ${pathname}`,
+/** A reading a batch added, as the read API writes it (the live stream's `readings` items). */
+function liveReading(siteId: string, row: ReadingRow): UpstreamReadingJson {
+  const out: UpstreamReadingJson = {
+    node_id: row[0],
+    site_id: siteId,
+    timestamp: new Date(row[1]).toISOString(),
+  };
+  METRIC_COLUMNS.forEach((column, slot) => {
+    const v = row[2 + slot] as number | null;
+    if (v === null) return;
+    out[column] = column === 'wind_direction' ? ((Math.round(v) % 360) + 360) % 360 : v;
   });
-  socket.end(
-    `HTTP/1.1 404 Not Found\r\ncontent-type: application/problem+json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
-  );
+  return out;
+}
+
+/** A node row a batch applied, as `/api/v1/nodes` writes it (the live stream's `node` items). */
+function liveNode(siteId: string, node: RecordBody<'node'>): UpstreamNodeJson {
+  const out: UpstreamNodeJson = { node_id: node.node_id, site_id: siteId };
+  if (node.short_name) out.short_name = node.short_name;
+  if (node.long_name) out.long_name = node.long_name;
+  if (node.hw_model) out.hw_model = node.hw_model;
+  if (node.latitude !== null) out.latitude = node.latitude;
+  if (node.longitude !== null) out.longitude = node.longitude;
+  if (node.altitude !== null) out.altitude = node.altitude;
+  if (node.last_heard !== null) out.last_heard = new Date(node.last_heard).toISOString();
+  if (node.battery_level !== null) out.battery_level = node.battery_level;
+  if (node.snr !== null) out.snr = node.snr;
+  return out;
 }
 
 export async function createUpstream(
@@ -116,7 +132,6 @@ export async function createUpstream(
   const pool = openPool(databaseUrl, { max: settings.UPSTREAM_DB_POOL_MAX });
 
   const sites = new SiteRegistry(pool);
-  const applier = new BatchApplier(pool, {});
   const queue = new DownlinkQueue(pool, databaseUrl, {
     onAck: messagingOnAck(pool),
     log: log.child({ component: 'downlink-queue' }),
@@ -127,6 +142,16 @@ export async function createUpstream(
   // The dashboard's stream (the web UI in upstream mode); batches applied by other processes
   // do not reach it, the page refetches its snapshot instead.
   const live = upstreamLiveRoutes({ version, startedAt, listSites: () => queries.sites() });
+  // What this process applies reaches the open dashboards: per node the newest reading of the
+  // batch (a catch-up of 100,000 readings is 50 items, not 100,000), and its node rows.
+  const applier = new BatchApplier(pool, {
+    onApplied: (siteId: string, changes: AppliedChanges) => {
+      if (live.clientCount === 0) return;
+      live.publishReadings(changes.latestReadings.map((row) => liveReading(siteId, row)));
+      for (const node of changes.nodes) live.publishNode(liveNode(siteId, node));
+    },
+    log: log.child({ component: 'sync' }),
+  });
 
   const onDownlink = downlinkUpgradeHandler({ sites, queue, log: log.child({ component: 'downlink' }) });
   const downlinkConnections = () => onDownlink.stats().connectedSites.length;
@@ -143,16 +168,20 @@ export async function createUpstream(
   app.use(upstreamAccessMetrics(metrics));
   app.route('/', healthRoutes({ pool, metrics, version, startedAt, downlinkConnections }));
   app.route(SYNC_API, syncRoutes({ sites, applier, log: log.child({ component: 'sync' }) }));
+  // The hub's issuer over HTTP, for the upstream's own users. Its login throttle is per process:
+  // behind a load balancer of N processes an attacker gets up to N times the attempts. With
+  // HTTP_TRUST_PROXY the client address is the last X-Forwarded-For entry, so one proxy does not
+  // count as one client.
   app.route(
     '/api/v1/auth',
-    upstreamTokenRoutes({
+    tokenRoutes({
       identity,
-      users,
+      users: () => users,
       tokenTtlSeconds: settings.AUTH_TOKEN_TTL / 1000,
       trustProxy: settings.HTTP_TRUST_PROXY,
     }),
   );
-  app.route('/.well-known', upstreamJwksRoutes(identity));
+  app.route('/.well-known', jwksRoutes(identity));
   app.route('/api/v1/sites', sitesRoutes(queries));
   app.route('/api/v1/weather', upstreamWeatherRoutes(queries));
   app.route('/api/v1/nodes', upstreamNodesRoutes(queries));

@@ -1,6 +1,6 @@
 /**
  * Messaging test helpers: subscribers with real tokens from POST /api/v1/auth/token, API calls
- * over real HTTP, and a MeshSimulator the test controls (RADIO=tcp against it) so a test can
+ * over real HTTP (or to an app in process), and a MeshSimulator the test controls (RADIO=tcp against it) so a test can
  * cut the radio link, count what reached the radio, and inject packets as the mesh would.
  */
 import { create, toBinary } from '@bufbuild/protobuf';
@@ -40,8 +40,11 @@ export interface ApiResponse {
   body: Json;
 }
 
+/** Where `call` sends a request: a base URL (over real HTTP), or an app's `request` (a Hono app). */
+export type ApiTarget = string | { request(path: string, init: RequestInit): Response | Promise<Response> };
+
 export async function call(
-  baseUrl: string,
+  target: ApiTarget,
   method: string,
   path: string,
   options: { token?: string; body?: unknown; raw?: string; headers?: Record<string, string> } = {},
@@ -52,7 +55,9 @@ export async function call(
   if (options.raw !== undefined) body = options.raw;
   else if (options.body !== undefined) body = JSON.stringify(options.body);
   if (body !== undefined) headers['content-type'] ??= 'application/json';
-  const res = await fetch(`${baseUrl}${path}`, { method, headers, ...(body === undefined ? {} : { body }) });
+  const init: RequestInit = { method, headers, ...(body === undefined ? {} : { body }) };
+  const res =
+    typeof target === 'string' ? await fetch(`${target}${path}`, init) : await target.request(path, init);
   const text = await res.text();
   let parsed: Json;
   try {

@@ -20,7 +20,6 @@
  */
 import type pg from 'pg';
 import type { z } from 'zod';
-import { ProblemError } from '../../../src/http/problem.js';
 import type { RateLimit, RateVerdict } from '../../../src/messaging/rate-limiter.js';
 import type { messagingSettings } from '../../../src/messaging/settings.js';
 
@@ -111,21 +110,4 @@ export async function pruneRateWindows(pool: pg.Pool, now: number): Promise<numb
     [now],
   );
   return result.rowCount ?? 0;
-}
-
-/** The hub's 429 (src/messaging/routes.ts): who is limited, the limit, and Retry-After. */
-export function rateProblem(limit: RateLimit, who: string, retryAfterSeconds: number): ProblemError {
-  const { count, windowMs } = limit;
-  return new ProblemError(
-    429,
-    `rate limit exceeded: ${who} at most ${count} messages per ${windowText(windowMs)}; retry in ${retryAfterSeconds} s`,
-    { headers: { 'retry-after': String(retryAfterSeconds) } },
-  );
-}
-
-function windowText(ms: number): string {
-  if (ms % 86_400_000 === 0) return `${ms / 86_400_000} d`;
-  if (ms % 3_600_000 === 0) return `${ms / 3_600_000} h`;
-  if (ms % 60_000 === 0) return `${ms / 60_000} min`;
-  return `${Math.round(ms / 1000)} s`;
 }

@@ -31,10 +31,10 @@ import type pg from 'pg';
 import { z } from 'zod';
 import type { Principal } from '../../../src/auth/hub-identity.js';
 import type { TokenVerifier, VerifiedIdentity } from '../../../src/auth/jwt-verifier.js';
-import { limitBody, readJsonBody } from '../../../src/auth/request-body.js';
+import { limitBody } from '../../../src/auth/request-body.js';
 import { type AuthEnv, requireAuth, verifiedIdentity } from '../../../src/auth/require-auth.js';
 import { ADMIN_ROLE, SUBSCRIBER_ROLE } from '../../../src/auth/users.js';
-import { cursorCodec, nextPageHeaders, readCursor } from '../../../src/http/paging.js';
+import { cursorCodec, readCursor } from '../../../src/http/paging.js';
 import { ProblemError } from '../../../src/http/problem.js';
 import {
   conversationSummaryJson,
@@ -47,16 +47,18 @@ import {
 import {
   decodeConversationCursor,
   encodeConversationCursor,
+  listPage,
+  NOT_OURS,
   pageLimit,
 } from '../../../src/messaging/paging.js';
+import { idempotencyKeyReused, rateProblem, subscriptionRefusal } from '../../../src/messaging/refusals.js';
 import { MESSAGE_ID_PATTERN } from '../../../src/messaging/schemas.js';
 import {
-  bodyProblem,
-  nicknameBodySchema,
-  outboundMessageSchema,
-  parseIdempotencyKey,
+  idempotencyFor,
+  parseMessageIdParam,
   parseNodeIdParam,
-  requestHash,
+  readNickname,
+  readSendRequest,
 } from '../../../src/messaging/validation.js';
 import { type CommandAck, textCommandBody } from '../../protocol.js';
 import { withTransaction } from '../db/pool.js';
@@ -64,7 +66,6 @@ import {
   nodeScope,
   pruneRateWindows,
   type RateSetting,
-  rateProblem,
   subscriberScope,
   takeRateTokens,
 } from './rate-limits.js';
@@ -86,7 +87,7 @@ import {
   type UpstreamMessage,
   unmatchedMessages,
 } from './store.js';
-import { subscriptionAllows, subscriptionRefusal } from './subscriptions.js';
+import { lapsedSubscription, subscriptionAllows } from './subscriptions.js';
 
 export type { RateSetting } from './rate-limits.js';
 
@@ -101,7 +102,6 @@ const MESSAGING_ROLES = [SUBSCRIBER_ROLE, ADMIN_ROLE];
 /** How often one process sweeps expired idempotency keys and full rate buckets. */
 const PRUNE_EVERY_MS = 60_000;
 
-const NOT_OURS = 'is not a cursor of this list';
 /** A message's position (created_at, id): conversations page oldest first, the unmatched list newest first. */
 const positionCursor = cursorCodec(z.strictObject({ t: z.int(), i: z.string().regex(MESSAGE_ID_PATTERN) }));
 const encodePosition = (m: MessagePosition): string => positionCursor.encode({ t: m.createdAt, i: m.id });
@@ -112,10 +112,6 @@ function decodePosition(value: string): MessagePosition {
 
 function isAdmin(principal: Principal): boolean {
   return principal.roles.includes(ADMIN_ROLE);
-}
-
-function withNext(c: Context, limit: number, cursor: string | undefined): Record<string, string> {
-  return nextPageHeaders(c.req.path, { limit: String(limit) }, cursor);
 }
 
 /**
@@ -132,12 +128,6 @@ function replay(c: Context, stored: StoredIdempotency): Response {
     'content-type': 'application/json',
     location: `/api/v1/messages/${stored.messageId}`,
     'idempotent-replayed': 'true',
-  });
-}
-
-function keyReusedProblem(): ProblemError {
-  return new ProblemError(422, 'this Idempotency-Key was used with a different request body', {
-    errors: [{ field: 'Idempotency-Key', message: 'already used for another message' }],
   });
 }
 
@@ -166,14 +156,10 @@ export function upstreamMessagingRoutes(deps: UpstreamMessagingDeps): Hono<AuthE
 
   app.post('/', limitBody(4096), auth, async (c) => {
     const principal = principalOf(c);
-    const key = parseIdempotencyKey(c.req.header('idempotency-key'));
-    const parsed = outboundMessageSchema.safeParse(await readJsonBody(c));
-    if (!parsed.success) throw bodyProblem(parsed.error);
-    const body = parsed.data;
-    const hash = key === undefined ? '' : requestHash(body);
+    const { key, body, hash } = await readSendRequest(c);
     if (key !== undefined) {
       const prior = await findIdempotent(pool, principal.id, key, now());
-      if (prior && prior.requestHash !== hash) throw keyReusedProblem();
+      if (prior && prior.requestHash !== hash) throw idempotencyKeyReused();
       if (prior) return replay(c, prior);
     }
     const target = body.target_node_id;
@@ -181,7 +167,7 @@ export function upstreamMessagingRoutes(deps: UpstreamMessagingDeps): Hono<AuthE
       throw new ProblemError(404, `no node ${target} is known to any site`);
     }
     if (!isAdmin(principal) && !(await subscriptionAllows(pool, principal.id, target, now()))) {
-      throw await subscriptionRefusal(pool, principal.id, target, now());
+      throw subscriptionRefusal(target, await lapsedSubscription(pool, principal.id, target, now()));
     }
     await prune(now());
     try {
@@ -200,7 +186,7 @@ export function upstreamMessagingRoutes(deps: UpstreamMessagingDeps): Hono<AuthE
         if (key !== undefined) {
           // A retry that raced the first request past the check above: it has committed by now.
           const prior = await findIdempotent(client, principal.id, key, at);
-          if (prior && prior.requestHash !== hash) throw keyReusedProblem();
+          if (prior && prior.requestHash !== hash) throw idempotencyKeyReused();
           if (prior) throw new Answered(replay(c, prior));
         }
         if (!rate.ok) {
@@ -216,15 +202,7 @@ export function upstreamMessagingRoutes(deps: UpstreamMessagingDeps): Hono<AuthE
           nodeId: target,
           text: body.text,
           at,
-          ...(key === undefined
-            ? {}
-            : {
-                idempotency: {
-                  key,
-                  requestHash: hash,
-                  response: (m: Message) => JSON.stringify(messageRecordJson(m)),
-                },
-              }),
+          ...idempotencyFor(key, hash),
         });
       });
       return c.json(messageRecordJson(message), 202, { location: `/api/v1/messages/${message.id}` });
@@ -240,12 +218,8 @@ export function upstreamMessagingRoutes(deps: UpstreamMessagingDeps): Hono<AuthE
     const cursorParam = c.req.query('cursor');
     const after = cursorParam === undefined ? undefined : decodeConversationCursor(cursorParam);
     const page = await listConversations(pool, principal.id, limit + 1, after);
-    const more = page.length > limit;
-    const rows = more ? page.slice(0, limit) : page;
-    const last = rows[rows.length - 1];
-    const next =
-      more && last ? encodeConversationCursor({ latestAt: last.latestAt, nodeId: last.nodeId }) : undefined;
-    return c.json({ data: rows.map(conversationSummaryJson) }, 200, withNext(c, limit, next));
+    const { rows, headers } = listPage(c.req.path, page, limit, encodeConversationCursor);
+    return c.json({ data: rows.map(conversationSummaryJson) }, 200, headers);
   });
 
   app.get('/conversations/:node_id', auth, async (c) => {
@@ -256,18 +230,14 @@ export function upstreamMessagingRoutes(deps: UpstreamMessagingDeps): Hono<AuthE
     const after = cursorParam === undefined ? undefined : decodePosition(cursorParam);
     await markConversationRead(pool, principal.id, nodeId, now());
     const page = await conversationMessages(pool, principal.id, nodeId, limit + 1, after);
-    const more = page.length > limit;
-    const rows = more ? page.slice(0, limit) : page;
-    const next = more ? encodePosition(rows[rows.length - 1]!) : undefined;
-    return c.json({ data: rows.map(messageRecordJson) }, 200, withNext(c, limit, next));
+    const { rows, headers } = listPage(c.req.path, page, limit, encodePosition);
+    return c.json({ data: rows.map(messageRecordJson) }, 200, headers);
   });
 
   app.patch('/conversations/:node_id', limitBody(1024), auth, async (c) => {
     const principal = principalOf(c);
     const nodeId = parseNodeIdParam(c.req.param('node_id'));
-    const parsed = nicknameBodySchema.safeParse(await readJsonBody(c));
-    if (!parsed.success) throw bodyProblem(parsed.error);
-    const nickname = parsed.data.nickname === null ? null : parsed.data.nickname.trim();
+    const nickname = await readNickname(c);
     if (!(await setNickname(pool, principal.id, nodeId, nickname))) {
       throw new ProblemError(404, `you have no conversation with ${nodeId}`);
     }
@@ -292,20 +262,13 @@ export function upstreamMessagingRoutes(deps: UpstreamMessagingDeps): Hono<AuthE
     const cursorParam = c.req.query('cursor');
     const before = cursorParam === undefined ? undefined : decodePosition(cursorParam);
     const page = await unmatchedMessages(pool, limit + 1, before);
-    const more = page.length > limit;
-    const rows = more ? page.slice(0, limit) : page;
-    const next = more ? encodePosition(rows[rows.length - 1]!) : undefined;
-    return c.json({ data: rows.map((m) => detailJson(m)) }, 200, withNext(c, limit, next));
+    const { rows, headers } = listPage(c.req.path, page, limit, encodePosition);
+    return c.json({ data: rows.map((m) => detailJson(m)) }, 200, headers);
   });
 
   app.get('/:id', auth, async (c) => {
     const principal = principalOf(c);
-    const id = c.req.param('id');
-    if (!MESSAGE_ID_PATTERN.test(id)) {
-      throw new ProblemError(400, 'invalid id', {
-        errors: [{ field: 'id', message: 'must be a message id (a UUID)' }],
-      });
-    }
+    const id = parseMessageIdParam(c.req.param('id'));
     const message = await getMessage(pool, id);
     if (!message || !visibleTo(message, principal)) throw new ProblemError(404, `no message ${id}`);
     return c.json(detailJson(message, await messageHistory(pool, message)));

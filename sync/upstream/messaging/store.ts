@@ -16,7 +16,8 @@
 import type pg from 'pg';
 import type { Message, MessageStatus, MessageTransition } from '../../../src/messaging/message.js';
 import { messageId } from '../../../src/messaging/message-id.js';
-import { IDEMPOTENCY_TTL_MS } from '../../../src/messaging/message-repository.js';
+import { IDEMPOTENCY_TTL_MS, type IdempotencyInput } from '../../../src/messaging/message-repository.js';
+import { type MessageTextRow, messageTextFields } from '../../../src/messaging/message-rows.js';
 import { type CommandBody, UPSTREAM_PRINCIPAL_PREFIX } from '../../protocol.js';
 import { enqueueCommand } from '../downlink-queue.js';
 
@@ -50,21 +51,11 @@ export interface StoredIdempotency {
   messageId: string;
 }
 
-interface MessageRow {
+interface MessageRow extends MessageTextRow {
   site_id: string;
   id: string;
   origin: 'site' | 'upstream';
   subscriber: string | null;
-  owner: string | null;
-  owner_name: string | null;
-  node_id: string;
-  direction: 'outbound' | 'inbound';
-  sender_node_id: string | null;
-  target_node_id: string | null;
-  text: string;
-  status: MessageStatus;
-  failure_code: string | null;
-  failure_reason: string | null;
   created_at: string | number;
   updated_at: string | number;
 }
@@ -77,16 +68,7 @@ function fromRow(r: MessageRow): UpstreamMessage {
   return {
     rowId: 0,
     id: r.id,
-    owner: r.owner,
-    ownerName: r.owner_name,
-    nodeId: r.node_id,
-    direction: r.direction,
-    senderNodeId: r.sender_node_id,
-    targetNodeId: r.target_node_id,
-    text: r.text,
-    status: r.status,
-    failureCode: r.failure_code,
-    failureReason: r.failure_reason,
+    ...messageTextFields(r),
     packetId: null,
     attempts: 0,
     ackDeadline: null,
@@ -154,7 +136,7 @@ export interface NewUpstreamText {
   text: string;
   at: number;
   /** Stored with the message: a retry with this key gets `response` back. */
-  idempotency?: { key: string; requestHash: string; response: (message: Message) => string };
+  idempotency?: IdempotencyInput;
 }
 
 /**

@@ -3,11 +3,11 @@
  * (granted by the operator or activated by billing on the upstream), with the hub's semantics
  * (src/messaging/subscription-repository.ts): a subscription allows its subscriber to message a
  * node when it is `active`, not expired, and covers the node (all nodes, or the node in
- * `node_ids`); several add up. When none allows it, the 403 is the hub's, including the
+ * `node_ids`); several add up. When none allows it, the 403 is the hub's
+ * (src/messaging/refusals.ts `subscriptionRefusal`, given `lapsedSubscription`), including the
  * lapsed wording that says when the subscription ended and how to renew it.
  */
 import type pg from 'pg';
-import { ProblemError } from '../../../src/http/problem.js';
 
 type Queryable = Pick<pg.Pool, 'query'>;
 
@@ -60,30 +60,4 @@ export async function lapsedSubscription(
   return row
     ? { id: Number(row.id), expiresAt: Number(row.expires_at), source: row.source, reference: row.reference }
     : undefined;
-}
-
-/** The hub's 403 for a send no subscription allows; a lapsed one says when it ended and how to renew. */
-export async function subscriptionRefusal(
-  db: Queryable,
-  subscriber: string,
-  target: string,
-  now: number,
-): Promise<ProblemError> {
-  const lapsed = await lapsedSubscription(db, subscriber, target, now);
-  if (!lapsed) return new ProblemError(403, `your subscription does not allow messaging ${target}`);
-  const ended = new Date(lapsed.expiresAt).toISOString();
-  const paid = lapsed.source === 'billing' && lapsed.reference !== null;
-  const how = paid
-    ? `renew it with POST /api/v1/billing/subscriptions/${lapsed.reference}/renew and pay the invoice`
-    : 'ask the hub operator to renew it';
-  return new ProblemError(403, `your subscription lapsed at ${ended}; ${how}`, {
-    type: 'urn:meshhub:problem:subscription-lapsed',
-    lapsed_at: ended,
-    ...(paid
-      ? {
-          billing_subscription_id: lapsed.reference,
-          renew: `/api/v1/billing/subscriptions/${lapsed.reference}/renew`,
-        }
-      : {}),
-  });
 }

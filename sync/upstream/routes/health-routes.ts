@@ -10,7 +10,9 @@
 import type { MiddlewareHandler } from 'hono';
 import { Hono } from 'hono';
 import type pg from 'pg';
-import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+import { Counter, collectDefaultMetrics, Gauge, Registry } from 'prom-client';
+import { accessMetrics } from '../../../src/http/access-metrics.js';
+import { httpDurationHistogram } from '../../../src/metrics.js';
 import { SYNC_API } from '../../protocol.js';
 
 export const HEALTH_DB_TIMEOUT_MS = 2_000;
@@ -20,13 +22,7 @@ export class UpstreamMetrics {
   private sitesSource: (() => Promise<{ active: number; revoked: number }>) | undefined;
   private downlinkSource: () => number = () => 0;
 
-  readonly httpDuration = new Histogram({
-    name: 'meshhub_upstream_http_request_duration_seconds',
-    help: 'HTTP request latency by route pattern, method and status',
-    labelNames: ['method', 'route', 'status'] as const,
-    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
-    registers: [this.registry],
-  });
+  readonly httpDuration = httpDurationHistogram(this.registry, 'meshhub_upstream_');
 
   readonly syncBatches = new Counter({
     name: 'meshhub_upstream_sync_batches_total',
@@ -80,17 +76,14 @@ export class UpstreamMetrics {
   }
 }
 
-/** Times every request by route pattern (never the raw path); counts the sites' batch posts. */
+/** Times every request by route pattern (never the raw path), as the hub does; counts the sites' batch posts. */
 export function upstreamAccessMetrics(metrics: UpstreamMetrics): MiddlewareHandler {
   const batches = `${SYNC_API}/batches`;
+  const timed = accessMetrics({ metrics });
   return async function upstreamAccessMetricsMiddleware(c, next) {
-    const start = process.hrtime.bigint();
-    await next();
-    const seconds = Number(process.hrtime.bigint() - start) / 1e9;
-    const route = c.req.routePath && c.req.routePath !== '/*' ? c.req.routePath : 'unmatched';
-    const status = String(c.res.status);
-    metrics.httpDuration.observe({ method: c.req.method, route, status }, seconds);
-    if (c.req.method === 'POST' && c.req.path === batches) metrics.syncBatches.inc({ status });
+    await timed(c, next);
+    if (c.req.method === 'POST' && c.req.path === batches)
+      metrics.syncBatches.inc({ status: String(c.res.status) });
   };
 }
 

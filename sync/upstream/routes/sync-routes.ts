@@ -13,14 +13,19 @@
  * 409 `gap`, `sequence_backwards`, `replayed_request` (with `expected_seq`); 415 `bad_batch`
  * (not gzip); 413 `too_large` (over MAX_BATCH_BYTES as sent, counted while it streams in, or
  * over MAX_BATCH_INFLATED_BYTES once inflated, which stops inflating there); 400 `bad_batch`
- * (not gzip data, not JSON, not the schema: `errors` names the fields; or a value no column
- * can hold, such as an integer past its range). Problems carry
- * `server_time`, so a site whose clock is off learns the upstream's even from a refusal.
- * A database that is away is a 503 with Retry-After, never a 500.
+ * (not gzip data, not JSON, not the schema: `errors` names the fields). The schema bounds every
+ * value the upstream stores in a narrower column (counts and sequence numbers in INTEGER
+ * columns), so a batch it accepts can be stored; should PostgreSQL still refuse a value (a
+ * data exception), that is a 400 `bad_batch` too, never a 500 the site would retry forever.
+ * Problems carry `server_time`, so a site whose clock is off learns the upstream's even from a
+ * refusal. A database that is away is a 503 with Retry-After, never a 500.
+ *
+ * A batch applied (or found applied) records the site's contact in its own transaction; a ping
+ * or a refused batch records it on its own.
  */
 import { promisify } from 'node:util';
 import { gunzip } from 'node:zlib';
-import { Hono } from 'hono';
+import { type Context, Hono } from 'hono';
 import { decodeJwt } from 'jose';
 import { bearerToken } from '../../../src/auth/jwt-verifier.js';
 import { createErrorHandler, problemResponse } from '../../../src/http/error-handler.js';
@@ -35,8 +40,14 @@ import {
   SYNC_API,
   type SyncRefusal,
 } from '../../protocol.js';
-import { bodyHash, claimedSiteId, SiteAuthError, verifySiteRequest } from '../../signing.js';
-import type { ApplyOutcome, BatchApplier } from '../batch-apply.js';
+import {
+  bodyHash,
+  claimedSiteId,
+  SiteAuthError,
+  type VerifiedSiteRequest,
+  verifySiteRequest,
+} from '../../signing.js';
+import type { ApplyOutcome, BatchApplier, BatchTicket } from '../batch-apply.js';
 import { isTransientDatabaseError } from '../db/pool.js';
 import type { SiteRegistry } from '../sites.js';
 
@@ -49,7 +60,7 @@ export interface SyncRoutesDeps {
   log?: Logger;
 }
 
-type Reason = SyncRefusal | 'bad_token';
+type Reason = SyncRefusal;
 
 export const SYNC_PROBLEM_PREFIX = 'urn:meshhub:sync:';
 const REALM = 'Bearer realm="meshhub-upstream"';
@@ -110,7 +121,22 @@ export function syncRoutes(deps: SyncRoutesDeps): Hono {
       `${SYNC_API}/batches`,
     );
     const siteId = verified.siteId;
+    // From here on, a later batch of this site that finds a gap waits for this one to be done.
+    const ticket = applier.arrived(siteId);
+    try {
+      return await receiveBatch(c, siteId, token, verified, ticket);
+    } finally {
+      ticket.end();
+    }
+  });
 
+  async function receiveBatch(
+    c: Context,
+    siteId: string,
+    token: string,
+    verified: VerifiedSiteRequest,
+    ticket: BatchTicket,
+  ): Promise<Response> {
     const encoding = (c.req.header('content-encoding') ?? '').trim().toLowerCase();
     if (encoding !== 'gzip') {
       throw refuse(
@@ -161,10 +187,15 @@ export function syncRoutes(deps: SyncRoutesDeps): Hono {
 
     let outcome: ApplyOutcome;
     try {
-      outcome = await applier.apply(siteId, batch, { value: verified.jti, expiresAt: verified.expiresAt });
+      outcome = await applier.apply(
+        siteId,
+        batch,
+        { value: verified.jti, expiresAt: verified.expiresAt },
+        ticket,
+      );
     } catch (error) {
-      // A value the schema lets through but a column cannot hold (an integer past its range):
-      // bad input, refused whole like any other, not a server error.
+      // A value the schema lets through but a column cannot hold (the schema bounds what it
+      // knows of): bad input, refused whole like any other, not a server error.
       const code = (error as { code?: unknown }).code;
       if (typeof code === 'string' && code.startsWith(DATA_EXCEPTION_CLASS)) {
         log?.warn(
@@ -175,8 +206,9 @@ export function syncRoutes(deps: SyncRoutesDeps): Hono {
       }
       throw error;
     }
-    await sites.touch(siteId);
     if (outcome.kind === 'refused') {
+      // Nothing of the batch's transaction stayed, its contact time neither.
+      await sites.touch(siteId);
       log?.info(
         { siteId, reason: outcome.reason, first: batch.first_seq, last: batch.last_seq },
         outcome.detail,
@@ -197,7 +229,7 @@ export function syncRoutes(deps: SyncRoutesDeps): Hono {
       server_time: now(),
     };
     return c.json(ack);
-  });
+  }
 
   const onError = createErrorHandler(log);
   app.onError((err, c) => {

@@ -15,7 +15,7 @@
 import { Hono } from 'hono';
 import { z } from 'zod';
 import { cursorCodec, nextPageHeaders, readCursor } from '../../../src/http/paging.js';
-import { ProblemError, validationProblem } from '../../../src/http/problem.js';
+import { fieldProblem, validationProblem } from '../../../src/http/problem.js';
 import {
   DEFAULT_HISTORY_LIMIT,
   historyIntervalSchema,
@@ -47,10 +47,6 @@ export const upstreamHistoryCursor = cursorCodec(
     a: z.int(),
   }),
 );
-
-function fieldProblem(field: string, message: string): ProblemError {
-  return new ProblemError(400, `invalid ${field}`, { errors: [{ field, message }] });
-}
 
 export function upstreamWeatherRoutes(queries: UpstreamReadQueries): Hono {
   const app = new Hono();

@@ -94,7 +94,9 @@ describe('a text command', () => {
     const kinds = batch?.records.map((r) => r.kind);
     expect(kinds).toContain('message');
     expect(kinds).toContain('message_transition');
-    const message = batch?.records.find((r) => r.kind === 'message');
+    // The records as sent (the batch carries their bodies only in recordsJson).
+    const records = JSON.parse(batch!.recordsJson) as { kind: string; body: unknown }[];
+    const message = records.find((r) => r.kind === 'message');
     expect(message?.body).toMatchObject({ id: MESSAGE_ID, owner: 'upstream:alice', status: 'queued' });
   });
 

@@ -52,11 +52,22 @@ describe('sync settings', () => {
     expect(problemsOf({})).toEqual([]);
     expect(settingsOf({})).toEqual({
       SYNC_OUTBOX_MAX_MB: 256,
-      SYNC_BATCH_MAX_RECORDS: 2000,
+      SYNC_BATCH_MAX_RECORDS: 5000,
       SYNC_BATCH_MAX_BYTES: 1_048_576,
+      SYNC_READINGS_DEBOUNCE: 2_000,
       SYNC_RETRY_MAX: 300_000,
       SYNC_ALLOW_PRIVATE_NETWORK: false,
     });
+  });
+
+  it('take the readings debounce as a duration, at most 10 minutes', () => {
+    expect(settingsOf({ SYNC_READINGS_DEBOUNCE: '5s' })).toMatchObject({ SYNC_READINGS_DEBOUNCE: 5_000 });
+    expect(problemsOf({ SYNC_READINGS_DEBOUNCE: '11m' })).toEqual([
+      'SYNC_READINGS_DEBOUNCE: must be at most 10m (got "11m")',
+    ]);
+    expect(problemsOf({ SYNC_READINGS_DEBOUNCE: 'later' })).toEqual([
+      'SYNC_READINGS_DEBOUNCE: expected a duration like 90s, 15m, 24h or 30d (got "later")',
+    ]);
   });
 
   it('report every bad setting at once, by name', () => {

@@ -1,7 +1,8 @@
 /**
- * The outbox's disk budget (docs/sync.md "Disk budget"): past it, the oldest raw readings become
- * dropped entries and their buckets' rollups are appended, so the means still reach the
- * upstream; nothing else is ever dropped, and the sequence keeps no gap.
+ * The outbox's disk budget (docs/sync.md "Disk budget"): past it, the oldest `readings` entries
+ * become dropped entries, whole, and the rollups of every (node, hour) and (node, day) their rows
+ * touched are appended, so the means still reach the upstream; the readings are counted one by
+ * one; nothing else is ever dropped, and the sequence keeps no gap.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -44,17 +45,20 @@ const entries = () => db.prepare('SELECT seq, kind, body FROM sync_outbox ORDER 
 const realBytes = () =>
   db.prepare('SELECT coalesce(sum(octet_length(body)), 0) FROM sync_outbox').pluck().get() as number;
 
+/** Readings per node and hour in sixHours(). */
+const PER_HOUR = 60;
+
 /**
- * Six hours of readings every 5 minutes from two nodes (odd values, so sums are not round), a
- * text every hour in between.
+ * Six hours of readings every minute from two nodes (odd values, so sums are not round), an
+ * hour per write (one `readings` entry of 120 rows), a text every hour in between.
  */
 function sixHours(): void {
   const writer = new ReadingWriter(db);
   const messages = new MessageRepository(db);
   for (let hour = 0; hour < 6; hour++) {
     const batch = [];
-    for (let i = 0; i < 12; i++) {
-      const ts = T0 + hour * HOUR + i * 5 * MINUTE;
+    for (let i = 0; i < PER_HOUR; i++) {
+      const ts = T0 + hour * HOUR + i * MINUTE;
       for (const [n, nodeId] of NODES.entries()) {
         batch.push({ nodeId, timestamp: ts, temperatureC: 10 + i * 0.1 + n, windDirection: (i * 37) % 360 });
       }
@@ -97,10 +101,14 @@ describe('enforceBudget', () => {
     expect(after1.approxBytes).toBeLessThanOrEqual(budget);
     expect(after1.droppedTotal).toBe(dropped);
 
-    // Oldest first: the dropped entries are exactly the first `dropped` readings.
-    const readingSeqs = before.filter((e) => e.kind === 'reading').map((e) => e.seq);
+    // Oldest first, whole entries: the dropped entries are the first readings entries, and
+    // `dropped` counts their readings.
+    const readingSeqs = before.filter((e) => e.kind === 'readings').map((e) => e.seq);
     const droppedSeqs = after.filter((e) => e.kind === 'dropped').map((e) => e.seq);
-    expect(droppedSeqs).toEqual(readingSeqs.slice(0, dropped));
+    expect(droppedSeqs).toEqual(readingSeqs.slice(0, droppedSeqs.length));
+    expect(droppedSeqs.length).toBeGreaterThan(1);
+    expect(droppedSeqs.length).toBeLessThan(readingSeqs.length);
+    expect(dropped).toBe(droppedSeqs.length * PER_HOUR * NODES.length);
     expect(after.filter((e) => e.kind === 'dropped').every((e) => e.body === null)).toBe(true);
     // Everything else is as it was: same seq, kind and body (messages and transitions included).
     const kept = (list: Entry[]) => list.filter((e) => e.seq <= lastBefore && !droppedSeqs.includes(e.seq));
@@ -110,9 +118,10 @@ describe('enforceBudget', () => {
     // One rollup entry per bucket touched, after everything that was there, with the hub's figures.
     const touched = new Set<string>();
     for (const e of before.filter((x) => droppedSeqs.includes(x.seq))) {
-      const { node_id, ts } = JSON.parse(e.body!) as RecordBody<'reading'>;
-      for (const interval of ['1h', '1d'] as const) {
-        touched.add(`${interval} ${node_id} ${bucketStart(ts, interval)}`);
+      for (const [node_id, ts] of (JSON.parse(e.body!) as RecordBody<'readings'>).rows) {
+        for (const interval of ['1h', '1d'] as const) {
+          touched.add(`${interval} ${node_id} ${bucketStart(ts, interval)}`);
+        }
       }
     }
     const rollups = after.filter((e) => e.seq > lastBefore);
@@ -128,13 +137,13 @@ describe('enforceBudget', () => {
     // A batch names the dropped runs; it is a valid protocol batch.
     const batch = outbox.readBatch({ maxRecords: 5_000, maxBytes: 4 * 1024 * 1024 })!;
     expect(batch.dropped.length).toBeGreaterThan(0);
-    expect(batch.dropped.reduce((n, [a, b]) => n + b - a + 1, 0)).toBe(dropped);
+    expect(batch.dropped.reduce((n, [a, b]) => n + b - a + 1, 0)).toBe(droppedSeqs.length);
     const parsed = batchSchema.parse({
       protocol: 1,
       site_id: 'site-a',
       first_seq: batch.firstSeq,
       last_seq: batch.lastSeq,
-      records: batch.records,
+      records: JSON.parse(batch.recordsJson),
       dropped: batch.dropped,
       sent_at: T0,
     });
@@ -150,12 +159,12 @@ describe('enforceBudget', () => {
   it('never drops messages, transitions or rollups, even with a budget of zero', () => {
     sixHours();
     const outbox = new Outbox(db);
-    const others = () => entries().filter((e) => e.kind !== 'reading' && e.kind !== 'dropped');
+    const others = () => entries().filter((e) => e.kind !== 'readings' && e.kind !== 'dropped');
     const before = others();
-    const readings = entries().filter((e) => e.kind === 'reading').length;
+    const readings = 6 * PER_HOUR * NODES.length;
 
     expect(outbox.enforceBudget(0)).toBe(readings);
-    expect(entries().filter((e) => e.kind === 'reading')).toEqual([]);
+    expect(entries().filter((e) => e.kind === 'readings')).toEqual([]);
     const after = others();
     expect(after.slice(0, before.length)).toEqual(before);
     expect(after.slice(before.length).every((e) => e.kind === 'rollup')).toBe(true);
@@ -173,7 +182,7 @@ describe('enforceBudget', () => {
       writer.write([{ nodeId: NODES[0]!, timestamp: T0 + h * HOUR, pressurePa: 1e5 }]);
     const outbox = new Outbox(db);
     expect(outbox.enforceBudget(100)).toBe(0);
-    expect(entries().every((e) => e.kind === 'reading')).toBe(true);
+    expect(entries().every((e) => e.kind === 'readings')).toBe(true);
   });
 
   it('keeps approxBytes honest when another Outbox acknowledged or dropped meanwhile', () => {

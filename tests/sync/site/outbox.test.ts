@@ -1,7 +1,9 @@
 /**
  * The site outbox on a real SQLite file: every write path's records arrive as protocol.ts
  * records in commit order, in the transaction of the record, and are read, acknowledged and
- * switched off as the push actor needs.
+ * switched off as the push actor needs. Readings come from the reading writer's observer: one
+ * `readings` entry per MAX_READINGS_ROWS rows of a write transaction, carrying exactly what it
+ * added; consecutive ones travel merged into one record (`through`).
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -10,12 +12,28 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { openAuditRepositories } from '../../../plugins/audit/store/audit-store.js';
 import { MessageRepository } from '../../../src/messaging/message-repository.js';
 import { SubscriptionRepository } from '../../../src/messaging/subscription-repository.js';
+import { migrateComponent } from '../../../src/store/component-migrations.js';
 import { closeDatabase, type Database, openDatabase } from '../../../src/store/database.js';
 import { NodeRepository } from '../../../src/store/nodes-repository.js';
 import { ReadingWriter } from '../../../src/store/reading-writer.js';
-import { batchCoverageProblem, batchSchema, RECORD_KINDS, syncRecordSchema } from '../../../sync/protocol.js';
-import { Outbox, OutboxSequenceError } from '../../../sync/site/outbox.js';
-import { disableOutbox, enableOutbox, outboxTriggerNames } from '../../../sync/site/outbox-schema.js';
+import {
+  batchCoverageProblem,
+  batchSchema,
+  MAX_READINGS_ROWS,
+  RECORD_KINDS,
+  type SyncRecord,
+  syncRecordSchema,
+} from '../../../sync/protocol.js';
+import { Outbox, type OutboxBatch, OutboxSequenceError } from '../../../sync/site/outbox.js';
+import {
+  disableOutbox,
+  enableOutbox,
+  migrateSyncTables,
+  outboxObservesReadings,
+  outboxTriggerNames,
+  SYNC_COMPONENT,
+  SYNC_MIGRATIONS,
+} from '../../../sync/site/outbox-schema.js';
 
 const T0 = Date.UTC(2025, 4, 1);
 const MINUTE = 60_000;
@@ -39,6 +57,17 @@ afterEach(() => {
 const all = (outbox: Outbox) => outbox.readBatch({ maxRecords: 5_000, maxBytes: 4 * 1024 * 1024 });
 const kinds = (outbox: Outbox) => all(outbox)?.records.map((r) => r.kind) ?? [];
 const entryCount = () => db.prepare('SELECT count(*) FROM sync_outbox').pluck().get() as number;
+/** The records as sent: what `recordsJson` says (the batch itself carries no bodies). */
+const sent = (batch: OutboxBatch | undefined) =>
+  batch ? (JSON.parse(batch.recordsJson) as SyncRecord[]) : [];
+const entryKinds = () => db.prepare('SELECT kind FROM sync_outbox ORDER BY seq').pluck().all() as string[];
+/** The rows of every `readings` entry, in order. */
+const readingRows = () =>
+  (
+    db.prepare("SELECT body FROM sync_outbox WHERE kind = 'readings' ORDER BY seq").pluck().all() as string[]
+  ).map((body) => (JSON.parse(body) as { rows: unknown[][] }).rows);
+const NO_VALUES = [null, null, null, null, null, null, null, null];
+type Entry = { seq: number; kind: string; body: string | null };
 
 function asBatch(outbox: Outbox) {
   const batch = all(outbox)!;
@@ -47,7 +76,7 @@ function asBatch(outbox: Outbox) {
     site_id: 'site-a',
     first_seq: batch.firstSeq,
     last_seq: batch.lastSeq,
-    records: batch.records,
+    records: sent(batch),
     dropped: batch.dropped,
     sent_at: T0,
   };
@@ -79,7 +108,8 @@ describe('outbox records', () => {
     const messages = new MessageRepository(db);
 
     readings.write([{ nodeId: A, timestamp: T0, temperatureC: 21.5, windDirection: 270 }]);
-    readings.write([{ nodeId: A, timestamp: T0, humidityPercent: 40 }]); // fills a field: an update
+    // Fills a field (temperature it repeats with another value: the stored one stands).
+    readings.write([{ nodeId: A, timestamp: T0, temperatureC: 30, humidityPercent: 40 }]);
     nodes.upsert({ nodeNum: 0xa, nodeId: A, shortName: 'A', longName: 'Alpha' }, T0);
     nodes.upsert({ nodeNum: 0xa, nodeId: A, lastHeard: T0 + MINUTE, snr: 7.25 }, T0 + MINUTE);
     const sub = subscriptions.create({ subscriber: 'alice', nodes: [B, A], source: 'cli', at: T0 });
@@ -109,11 +139,13 @@ describe('outbox records', () => {
     const batch = asBatch(outbox);
     const parsed = batchSchema.parse(batch);
     expect(parsed.records).toEqual(batch.records);
-    expect(batch.records.map((r) => r.seq)).toEqual(batch.records.map((_, i) => i + 1));
+    // The two readings entries (one per write) travel as one record standing for both.
+    expect(batch.records.map((r) => [r.seq, r.through])).toEqual(
+      batch.records.map((_, i) => (i === 0 ? [1, 2] : [i + 2, undefined])),
+    );
     for (const record of batch.records) expect(syncRecordSchema.parse(record)).toEqual(record);
     expect(batch.records.map((r) => r.kind)).toEqual([
-      'reading',
-      'reading',
+      'readings', // the new row, then the field the second write filled
       'node',
       'node',
       'subscription', // the row
@@ -130,18 +162,13 @@ describe('outbox records', () => {
       'audit_tags',
       'audit_comment',
     ]);
-    const body = (i: number) => batch.records[i]!.body;
-    expect(body(1)).toEqual({
-      node_id: A,
-      ts: T0,
-      temperature_c: 21.5,
-      humidity_percent: 40,
-      pressure_pa: null,
-      wind_speed_ms: null,
-      wind_direction: 270,
-      pm25_ugm3: null,
-      pm10_ugm3: null,
-      gas_resistance_kohm: null,
+    const body = (i: number) => batch.records[i - 1]!.body;
+    // Exactly what each write added: all of the new row, then only the field the fill added.
+    expect(batch.records[0]!.body).toEqual({
+      rows: [
+        [A, T0, 21.5, null, null, null, 270, null, null, null],
+        [A, T0, null, 40, null, null, null, null, null, null],
+      ],
     });
     expect(body(3)).toEqual({
       node_num: 10,
@@ -208,25 +235,44 @@ describe('outbox records', () => {
       text: 'expected',
       created_at: T0 + 3,
     });
-    // Every kind but rollup (outbox-budget.test.ts) is covered here.
+    // Every kind but rollup (outbox-budget.test.ts) and the old per-reading kind is covered here.
     expect(new Set(batch.records.map((r) => r.kind))).toEqual(
-      new Set(RECORD_KINDS.filter((k) => k !== 'rollup')),
+      new Set(RECORD_KINDS.filter((k) => k !== 'rollup' && k !== 'reading')),
     );
     // The entry's time is SQLite's clock at the write.
     const now = Date.now();
     for (const record of batch.records) expect(Math.abs(record.at - now)).toBeLessThan(60_000);
   });
 
-  it('recordsJson is the records, and jsonBytes its size', () => {
+  it('recordsJson is the records, and jsonBytes its size; no body is parsed to make them', () => {
     enableOutbox(db);
     const outbox = new Outbox(db);
     new ReadingWriter(db).write([{ nodeId: A, timestamp: T0, temperatureC: 1 / 3, pressurePa: 0.1 + 0.2 }]);
+    new ReadingWriter(db).write([{ nodeId: B, timestamp: T0, temperatureC: -0.5 }]);
     new NodeRepository(db).upsert({ nodeNum: 0xa, nodeId: A, longName: 'Ålpha ☂' }, T0);
     const batch = all(outbox)!;
-    expect(JSON.parse(batch.recordsJson)).toEqual(batch.records);
+    const records = sent(batch);
+    expect(
+      records.map(({ seq, kind, at, through }) => ({ seq, kind, at, ...(through ? { through } : {}) })),
+    ).toEqual(batch.records);
+    expect(batch.records.map((r) => Object.keys(r).sort())).toEqual([
+      ['at', 'kind', 'seq', 'through'],
+      ['at', 'kind', 'seq'],
+    ]);
     expect(batch.jsonBytes).toBe(Buffer.byteLength(batch.recordsJson));
-    // Doubles survive the trip through json_object() exactly.
-    expect(batch.records[0]!.body).toMatchObject({ temperature_c: 1 / 3, pressure_pa: 0.1 + 0.2 });
+    // Doubles survive the trip exactly.
+    expect(records[0]!.body).toEqual({
+      rows: [
+        [A, T0, 1 / 3, null, 0.1 + 0.2, null, null, null, null, null],
+        [B, T0, -0.5, ...NO_VALUES.slice(1)],
+      ],
+    });
+    // The byte count holds at every size limit, merged records included.
+    for (let max = 1; max < batch.jsonBytes + 10; max += 7) {
+      const part = outbox.readBatch({ maxRecords: 100, maxBytes: max })!;
+      expect(part.jsonBytes).toBe(Buffer.byteLength(part.recordsJson));
+      expect(part.jsonBytes <= max || part.records.length === 1).toBe(true);
+    }
   });
 
   it('no record for updates that change nothing the upstream shows', () => {
@@ -262,17 +308,88 @@ describe('outbox records', () => {
     expect(kinds(outbox).slice(before)).toEqual(['message_transition']);
   });
 
-  it('readings of stations that are not mesh nodes stay local (the protocol cannot carry them)', () => {
+  it('carries station ids as the ingest takes them; an id the protocol cannot carry stays local', () => {
     enableOutbox(db);
-    const outbox = new Outbox(db);
     const writer = new ReadingWriter(db);
     writer.write([
       { nodeId: 'roof-1', timestamp: T0, temperatureC: 20 },
-      { nodeId: '!0000000A', timestamp: T0, temperatureC: 20 },
+      { nodeId: 'bad id', timestamp: T0, temperatureC: 20 }, // no ingest path stores one
       { nodeId: A, timestamp: T0, temperatureC: 20 },
+      { nodeId: 'x'.repeat(65), timestamp: T0, temperatureC: 20 },
+      { nodeId: 'Weather.Station_2:a!', timestamp: T0, temperatureC: 21 },
     ]);
     writer.write([{ nodeId: 'roof-1', timestamp: T0, humidityPercent: 50 }]);
-    expect(all(outbox)!.records.map((r) => (r.body as { node_id: string }).node_id)).toEqual([A]);
+    expect(readingRows().map((rows) => rows.map((r) => r[0]))).toEqual([
+      ['roof-1', A, 'Weather.Station_2:a!'],
+      ['roof-1'],
+    ]);
+    expect(batchSchema.safeParse(asBatch(new Outbox(db))).success).toBe(true);
+  });
+
+  it('writes one readings entry per MAX_READINGS_ROWS rows of a write transaction', () => {
+    enableOutbox(db);
+    const writer = new ReadingWriter(db);
+    const count = 2 * MAX_READINGS_ROWS + 500;
+    writer.write(
+      Array.from({ length: count }, (_, i) => ({ nodeId: A, timestamp: T0 + i * MINUTE, temperatureC: i })),
+    );
+    // Two transactions in one: a writer call inside an outer transaction is its own entry.
+    db.transaction(() => {
+      writer.write([{ nodeId: B, timestamp: T0, temperatureC: 1 }]);
+      writer.write([{ nodeId: B, timestamp: T0 + MINUTE, temperatureC: 2 }]);
+    })();
+    const rows = readingRows();
+    expect(rows.map((r) => r.length)).toEqual([MAX_READINGS_ROWS, MAX_READINGS_ROWS, 500, 1, 1]);
+    expect(rows.flat().map((r) => r[2])).toEqual([...Array.from({ length: count }, (_, i) => i), 1, 2]);
+    // Sent merged up to MAX_READINGS_ROWS rows a record: the three big ones alone, the last two together.
+    const batch = all(new Outbox(db))!;
+    expect(batch.records.map((r) => [r.seq, r.through])).toEqual([
+      [1, undefined],
+      [2, undefined],
+      [3, 5],
+    ]);
+    expect(batchSchema.safeParse(asBatch(new Outbox(db))).success).toBe(true);
+  });
+
+  it('merges consecutive readings entries only, up to MAX_READINGS_ROWS rows, and never across another kind', () => {
+    enableOutbox(db);
+    const outbox = new Outbox(db);
+    const writer = new ReadingWriter(db);
+    const nodes = new NodeRepository(db);
+    let t = T0;
+    const next = () => {
+      t += MINUTE;
+      return t;
+    };
+    const one = () => writer.write([{ nodeId: A, timestamp: next(), temperatureC: 1 }]);
+    one();
+    one();
+    nodes.upsert({ nodeNum: 0xa, nodeId: A }, T0);
+    one();
+    writer.write(
+      Array.from({ length: MAX_READINGS_ROWS - 1 }, () => ({
+        nodeId: A,
+        timestamp: next(),
+        pressurePa: 1,
+      })),
+    );
+    one(); // one row too many for the record before
+    expect(entryKinds()).toEqual(['readings', 'readings', 'node', 'readings', 'readings', 'readings']);
+    const batch = all(outbox)!;
+    expect(batch.records.map((r) => [r.kind, r.seq, r.through])).toEqual([
+      ['readings', 1, 2],
+      ['node', 3, undefined],
+      ['readings', 4, 5],
+      ['readings', 6, undefined],
+    ]);
+    const records = sent(batch);
+    expect(records.map((r) => (r.kind === 'readings' ? r.body.rows.length : 0))).toEqual([
+      2,
+      0,
+      MAX_READINGS_ROWS,
+      1,
+    ]);
+    expect(batchSchema.safeParse(asBatch(outbox)).success).toBe(true);
   });
 
   it('subscription changes send the whole subscription, node ids in order', () => {
@@ -284,7 +401,7 @@ describe('outbox records', () => {
     subscriptions.setStatus(sub.id, 'revoked', T0 + 1);
     subscriptions.setStatus(sub.id, 'revoked', T0 + 1); // no change: no record
     subscriptions.removeNodes('alice', [A], T0 + 2);
-    const records = all(outbox)!.records.slice(from);
+    const records = sent(all(outbox)).slice(from);
     expect(records.map((r) => r.body)).toEqual([
       expect.objectContaining({ status: 'revoked', node_ids: [A, B], updated_at: T0 + 1 }),
     ]);
@@ -293,8 +410,8 @@ describe('outbox records', () => {
     const next = entryCount();
     subscriptions.removeNodes('bob', [A], T0 + 3);
     expect(
-      all(outbox)!
-        .records.slice(next)
+      sent(all(outbox))
+        .slice(next)
         .map((r) => r.body),
     ).toEqual([expect.objectContaining({ id: live.id, node_ids: [B], status: 'active' })]);
   });
@@ -344,20 +461,37 @@ describe('transactions', () => {
       ]),
     ).toThrow('disk full');
     expect(outbox.stats()).toMatchObject({ lastSeq: 1, depth: 1 });
+    expect(readingRows()).toEqual([[[A, T0, 20, ...NO_VALUES.slice(1)]]]);
     db.exec('DROP TRIGGER fail_on_b');
     writer.write([{ nodeId: B, timestamp: T0 + MINUTE, temperatureC: 22 }]);
-    expect(all(outbox)!.records.map((r) => [r.seq, (r.body as { node_id: string }).node_id])).toEqual([
-      [1, A],
-      [2, B],
+    expect(readingRows()).toEqual([
+      [[A, T0, 20, ...NO_VALUES.slice(1)]],
+      [[B, T0 + MINUTE, 22, ...NO_VALUES.slice(1)]],
     ]);
+    expect(outbox.stats()).toMatchObject({ lastSeq: 2, depth: 2 });
+  });
+
+  it('an observer that throws fails the write: no readings, no entry', () => {
+    enableOutbox(db);
+    const writer = new ReadingWriter(db);
+    db.exec(
+      `CREATE TRIGGER fail_outbox BEFORE INSERT ON sync_outbox BEGIN SELECT RAISE(ABORT, 'outbox full'); END`,
+    );
+    expect(() => writer.write([{ nodeId: A, timestamp: T0, temperatureC: 20 }])).toThrow('outbox full');
+    expect(db.prepare('SELECT count(*) FROM readings').pluck().get()).toBe(0);
+    expect(db.prepare('SELECT count(*) FROM readings_hourly').pluck().get()).toBe(0);
+    db.exec('DROP TRIGGER fail_outbox');
+    // The writer's memory of the latest row moved with nothing: the same reading is new again.
+    writer.write([{ nodeId: A, timestamp: T0, temperatureC: 20 }]);
+    expect(readingRows()).toEqual([[[A, T0, 20, ...NO_VALUES.slice(1)]]]);
   });
 });
 
 describe('readBatch', () => {
+  /** `n` entries: one reading per write. */
   function fill(n: number): void {
-    new ReadingWriter(db).write(
-      Array.from({ length: n }, (_, i) => ({ nodeId: A, timestamp: T0 + i * MINUTE, temperatureC: i })),
-    );
+    const writer = new ReadingWriter(db);
+    for (let i = 0; i < n; i++) writer.write([{ nodeId: A, timestamp: T0 + i * MINUTE, temperatureC: i }]);
   }
 
   it('returns undefined when there is nothing to send', () => {
@@ -368,7 +502,13 @@ describe('readBatch', () => {
   it('respects maxRecords and maxBytes, keeps order, and batches cover the sequence exactly once', () => {
     enableOutbox(db);
     const outbox = new Outbox(db);
-    fill(20);
+    // Readings alternating with node updates: nothing to merge, one record per entry.
+    const writer = new ReadingWriter(db);
+    const nodes = new NodeRepository(db);
+    for (let i = 0; i < 10; i++) {
+      writer.write([{ nodeId: A, timestamp: T0 + i * MINUTE, temperatureC: i }]);
+      nodes.upsert({ nodeNum: 0xa, nodeId: A, snr: i }, T0 + i * MINUTE);
+    }
     const first = outbox.readBatch({ maxRecords: 7, maxBytes: 1_000_000 })!;
     expect(first.records.map((r) => r.seq)).toEqual([1, 2, 3, 4, 5, 6, 7]);
     expect(first).toMatchObject({ firstSeq: 1, lastSeq: 7, dropped: [] });
@@ -391,12 +531,14 @@ describe('readBatch', () => {
       ).toBeUndefined();
       expect(batch.records.length).toBeLessThanOrEqual(6);
       seen.push(...batch.records.map((r) => r.seq));
-      temperatures.push(...batch.records.map((r) => (r.body as { temperature_c: number }).temperature_c));
+      for (const r of sent(batch)) {
+        if (r.kind === 'readings') temperatures.push(...r.body.rows.map((row) => row[2]));
+      }
       outbox.acknowledge(batch.lastSeq);
       batch = outbox.readBatch({ maxRecords: 6, maxBytes: 4_000 });
     }
     expect(seen).toEqual(Array.from({ length: 20 }, (_, i) => i + 1));
-    expect(temperatures).toEqual(Array.from({ length: 20 }, (_, i) => i));
+    expect(temperatures).toEqual(Array.from({ length: 10 }, (_, i) => i));
   });
 
   it('refuses to make a batch over a hole in the sequence', () => {
@@ -413,9 +555,8 @@ describe('acknowledge', () => {
   it('deletes what the upstream stored, persists the cursor across a reopen, and never moves back', () => {
     enableOutbox(db);
     const outbox = new Outbox(db);
-    new ReadingWriter(db).write(
-      Array.from({ length: 5 }, (_, i) => ({ nodeId: A, timestamp: T0 + i * MINUTE, temperatureC: i })),
-    );
+    const writer = new ReadingWriter(db);
+    for (let i = 0; i < 5; i++) writer.write([{ nodeId: A, timestamp: T0 + i * MINUTE, temperatureC: i }]);
     outbox.acknowledge(3);
     expect(db.prepare('SELECT seq FROM sync_outbox ORDER BY seq').pluck().all()).toEqual([4, 5]);
     outbox.acknowledge(2); // behind the cursor: nothing
@@ -481,6 +622,66 @@ describe('switching the outbox on and off', () => {
     nodes.upsert({ nodeNum: 0xc, nodeId: '!0000000c' }, T0);
     expect(kinds(outbox)).toEqual(['node', 'node']);
     expect(outbox.lastSeq()).toBe(2);
+  });
+
+  it('registers the readings observer once however often enabled, and not at all when disabled', () => {
+    expect(outboxObservesReadings(db)).toBe(false);
+    enableOutbox(db);
+    enableOutbox(db);
+    expect(outboxObservesReadings(db)).toBe(true);
+    const writer = new ReadingWriter(db);
+    writer.write([{ nodeId: A, timestamp: T0, temperatureC: 20 }]);
+    expect(entryKinds()).toEqual(['readings']);
+    disableOutbox(db);
+    expect(outboxObservesReadings(db)).toBe(false);
+    writer.write([{ nodeId: A, timestamp: T0 + MINUTE, temperatureC: 21 }]);
+    expect(entryKinds()).toEqual(['readings']);
+    enableOutbox(db);
+    writer.write([{ nodeId: A, timestamp: T0 + 2 * MINUTE, temperatureC: 22 }]);
+    expect(readingRows().map((rows) => rows.map((r) => r[2]))).toEqual([[20], [22]]);
+  });
+
+  it('turns the entries of the old per-reading triggers into one-row readings entries, same seq', () => {
+    // A hub that synced with version 1 of the schema: `reading` entries, the whole row each.
+    migrateComponent(db, SYNC_COMPONENT, SYNC_MIGRATIONS.slice(0, 1));
+    const insert = db.prepare('INSERT INTO sync_outbox (kind, at, body) VALUES (?, ?, json(?))');
+    const row = (ts: number, t: number | null, h: number | null) =>
+      JSON.stringify({
+        node_id: A,
+        ts,
+        temperature_c: t,
+        humidity_percent: h,
+        pressure_pa: null,
+        wind_speed_ms: null,
+        wind_direction: null,
+        pm25_ugm3: null,
+        pm10_ugm3: null,
+        gas_resistance_kohm: null,
+      });
+    insert.run('reading', T0, row(T0, 1 / 3, null));
+    insert.run('node', T0, JSON.stringify({ node_num: 10 }));
+    insert.run('reading', T0 + 1, row(T0, 1 / 3, 0.1 + 0.2));
+    insert.run('dropped', T0 + 2, null);
+    db.prepare("UPDATE sync_outbox SET body = NULL WHERE kind = 'dropped'").run();
+    migrateSyncTables(db);
+    const entries = (db.prepare('SELECT seq, kind, body FROM sync_outbox ORDER BY seq').all() as Entry[]).map(
+      (e) => ({ ...e, body: e.body === null ? null : JSON.parse(e.body) }),
+    );
+    // The doubles exactly as they were.
+    expect(entries).toEqual([
+      { seq: 1, kind: 'readings', body: { rows: [[A, T0, 1 / 3, ...NO_VALUES.slice(1)]] } },
+      { seq: 2, kind: 'node', body: { node_num: 10 } },
+      { seq: 3, kind: 'readings', body: { rows: [[A, T0, 1 / 3, 0.1 + 0.2, ...NO_VALUES.slice(2)]] } },
+      { seq: 4, kind: 'dropped', body: null },
+    ]);
+    // And they travel merged like any others.
+    const batch = new Outbox(db).readBatch({ maxRecords: 10, maxBytes: 100_000 })!;
+    expect(batch.records.map((r) => [r.seq, r.kind])).toEqual([
+      [1, 'readings'],
+      [2, 'node'],
+      [3, 'readings'],
+    ]);
+    expect(batch.dropped).toEqual([[4, 4]]);
   });
 
   it('creates the audit triggers only once the audit tables exist', () => {

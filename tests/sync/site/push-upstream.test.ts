@@ -4,191 +4,41 @@
  * real SQLite file and the real outbox: exact counts upstream, an upstream that goes away and
  * comes back, an acknowledgement lost on the way, and a site clock hours off.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import type { Duplex } from 'node:stream';
-import { getRequestListener, type HttpBindings } from '@hono/node-server';
-import { Hono } from 'hono';
-import type pg from 'pg';
-import { pino } from 'pino';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { z } from 'zod';
-import { standaloneModuleHost } from '../../../hub/module-host.js';
-import { LocalIssuer } from '../../../src/auth/local-issuer.js';
-import { loadSlices } from '../../../src/config/load.js';
+import { describe, expect, it } from 'vitest';
 import { MessageRepository } from '../../../src/messaging/message-repository.js';
 import { SubscriptionRepository } from '../../../src/messaging/subscription-repository.js';
-import { defineModule, type ModuleContext } from '../../../src/module.js';
-import { closeDatabase, type Database, openDatabase } from '../../../src/store/database.js';
 import { NodeRepository } from '../../../src/store/nodes-repository.js';
 import { ReadingWriter } from '../../../src/store/reading-writer.js';
 import type { Reading } from '../../../src/weather/reading.js';
-import { SYNC_API } from '../../../sync/protocol.js';
-import { SyncMetrics } from '../../../sync/site/metrics.js';
-import { syncModule } from '../../../sync/site/module.js';
 import { Outbox } from '../../../sync/site/outbox.js';
-import { enableOutbox } from '../../../sync/site/outbox-schema.js';
-import { SYNC_STATE, SyncPushActor } from '../../../sync/site/push-actor.js';
-import { syncConfigFrom } from '../../../sync/site/settings.js';
-import { BatchApplier } from '../../../sync/upstream/batch-apply.js';
-import { migrateUpstream } from '../../../sync/upstream/db/migrate.js';
-import { openPool } from '../../../sync/upstream/db/pool.js';
-import { syncRoutes } from '../../../sync/upstream/routes/sync-routes.js';
-import { SiteRegistry } from '../../../sync/upstream/sites.js';
+import { SYNC_STATE } from '../../../sync/site/push-actor.js';
 import { waitFor } from '../../helpers/hub.js';
-import { createTestSchema, skipWithoutPostgres, type TestSchema } from '../../helpers/postgres.js';
+import { skipWithoutPostgres } from '../../helpers/postgres.js';
+import { type LoopbackUpstream, syncTestbed, type TestSite } from '../helpers/loopback-upstream.js';
 
 const skip = await skipWithoutPostgres();
-const log = pino({ level: 'silent' });
+const bed = syncTestbed({ schemaPrefix: 'sitepush', poolMax: 4, skip });
 const HOUR = 3_600_000;
 
-/** The upstream's sync endpoints on a loopback port that survives a restart of the server. */
-class LoopbackUpstream {
-  readonly sites: SiteRegistry;
-  private server: Server | undefined;
-  port = 0;
-  /** When set, the next batch is applied but its response never reaches the site. */
-  private killNextBatch: (() => void) | undefined;
-
-  constructor(readonly pool: pg.Pool) {
-    this.sites = new SiteRegistry(pool);
-  }
-
-  get url(): string {
-    return `http://127.0.0.1:${this.port}`;
-  }
-
-  async start(): Promise<void> {
-    const app = new Hono<{ Bindings: HttpBindings }>();
-    app.use(`${SYNC_API}/batches`, async (c, next) => {
-      await next();
-      const kill = this.killNextBatch;
-      if (kill && c.res.status === 200) {
-        this.killNextBatch = undefined;
-        kill();
-        c.env.incoming.socket.destroy();
-      }
-    });
-    app.route(SYNC_API, syncRoutes({ sites: this.sites, applier: new BatchApplier(this.pool) }));
-    const server = createServer(getRequestListener(app.fetch));
-    // No downlink here (downlink-upstream.test.ts has it): its upgrade is cut without an answer,
-    // so what the push side does (the clock correction above all) is all that is tested.
-    server.on('upgrade', (_request, socket: Duplex) => socket.destroy());
-    await new Promise<void>((resolve) => server.listen(this.port, '127.0.0.1', resolve));
-    this.port = (server.address() as AddressInfo).port;
-    this.server = server;
-  }
-
-  async stop(): Promise<void> {
-    const server = this.server;
-    this.server = undefined;
-    if (!server) return;
-    const closed = new Promise((resolve) => server.close(resolve));
-    server.closeAllConnections();
-    await closed;
-  }
-
-  /** The next batch is applied upstream, then its connection is cut before the answer. */
-  loseNextAck(onLost: () => void): void {
-    this.killNextBatch = onLost;
-  }
-
-  async count(sql: string, siteId: string): Promise<number> {
-    const { rows } = await this.pool.query<{ n: string }>(sql, [siteId]);
-    return Number(rows[0]?.n ?? 0);
-  }
-}
-
-interface Site {
-  siteId: string;
-  db: Database;
-  actor: SyncPushActor;
-  ctx: ModuleContext;
+interface Site extends TestSite {
   outbox: Outbox;
   readings: ReadingWriter;
-  metricsText(): Promise<string>;
 }
-
-let schema: TestSchema;
-let pool: pg.Pool;
-const cleanups: Array<() => Promise<void> | void> = [];
-
-beforeAll(async () => {
-  if (skip) return;
-  schema = await createTestSchema('sitepush');
-  pool = openPool(schema.url, { max: 4 });
-  await migrateUpstream(pool);
-});
-afterAll(async () => {
-  if (skip) return;
-  await pool.end();
-  await schema.drop();
-});
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
-});
-
-let siteCounter = 0;
 
 /** A hub's database and sync actor, registered upstream with its own key; started when asked. */
 async function site(
   upstream: LoopbackUpstream,
   options: { now?: () => number; env?: Record<string, string> } = {},
-) {
-  const siteId = `site-${process.pid}-${++siteCounter}`;
-  const dir = mkdtempSync(join(tmpdir(), 'meshhub-sync-push-'));
-  const db = openDatabase(join(dir, 'meshhub.sqlite'));
-  cleanups.push(() => {
-    closeDatabase(db);
-    rmSync(dir, { recursive: true, force: true });
-  });
-  enableOutbox(db);
-  const host = await standaloneModuleHost({ db, dataDir: dir, log });
-  // The context the hub hands a module: the sync actor's bus, metrics and signer come from it.
-  let ctx: ModuleContext | undefined;
-  await host.host.create(
-    defineModule({
-      name: 'sync-test',
-      settings: z.object({}),
-      create(c) {
-        ctx = c;
-        return {};
-      },
-    }),
-    {},
-  );
-  const settings = loadSlices(
-    { SYNC_UPSTREAM_URL: upstream.url, SYNC_SITE_ID: siteId, SYNC_RETRY_MAX: '2s', ...options.env },
-    [syncModule],
-  ).get('sync') as Parameters<typeof syncConfigFrom>[0];
-  await upstream.sites.add({ siteId, publicJwks: (await LocalIssuer.open(dir)).jwks() });
-  const actor = new SyncPushActor({
-    config: syncConfigFrom(settings)!,
-    db,
-    bus: ctx!.bus,
-    log,
-    signer: ctx!.auth.signer,
-    metrics: new SyncMetrics(ctx!.metrics),
-    ...(options.now ? { now: options.now } : {}),
-  });
-  const value: Site = {
-    siteId,
-    db,
-    actor,
-    ctx: ctx!,
-    outbox: new Outbox(db),
-    readings: new ReadingWriter(db),
-    metricsText: async () => (await host.metrics.render()).body,
-  };
-  return value;
+): Promise<Site> {
+  const s = await bed.site(upstream, { idPrefix: 'site', ...options });
+  return { ...s, outbox: new Outbox(s.db), readings: new ReadingWriter(s.db) };
 }
 
-async function start(s: Site): Promise<void> {
-  await s.actor.start();
-  cleanups.push(() => s.actor.stop());
+const start = (s: Site) => bed.start(s);
+
+/** Readings written one per write transaction, as a radio site's trickle in: one outbox entry each. */
+function writeEach(s: Site, list: Reading[]): void {
+  for (const r of list) s.readings.write([r]);
 }
 
 function readings(nodes: string[], count: number, from: number): Reading[] {
@@ -218,9 +68,7 @@ const READINGS_SQL = 'SELECT count(*) AS n FROM readings WHERE site_id = $1';
 
 describe.skipIf(skip)('site push against the real upstream', () => {
   it('delivers every record once, in bounded batches, and a status change later on a wake', async () => {
-    const upstream = new LoopbackUpstream(pool);
-    await upstream.start();
-    cleanups.push(() => upstream.stop());
+    const upstream = await bed.upstream();
     const s = await site(upstream, { env: { SYNC_BATCH_MAX_RECORDS: '100' } });
     const t0 = Date.UTC(2026, 10, 20, 8, 0, 0);
     s.readings.write(readings(NODES, 450, t0));
@@ -248,7 +96,7 @@ describe.skipIf(skip)('site push against the real upstream', () => {
     expect(
       await upstream.count('SELECT count(*) AS n FROM site_subscriptions WHERE site_id = $1', s.siteId),
     ).toBe(1);
-    const batches = await pool.query<{ first_seq: string; last_seq: string; records: number }>(
+    const batches = await bed.pool.query<{ first_seq: string; last_seq: string; records: number }>(
       'SELECT first_seq, last_seq, records FROM sync_batches WHERE site_id = $1 ORDER BY first_seq',
       [s.siteId],
     );
@@ -270,7 +118,7 @@ describe.skipIf(skip)('site push against the real upstream', () => {
     const sent = messages.update(message, { status: 'delivered', at: t0 + 5_000 });
     s.ctx.bus.emit('message.updated', { message: sent, kind: 'status', previousStatus: 'queued' });
     const status = await waitFor(async () => {
-      const { rows } = await pool.query<{ status: string }>(
+      const { rows } = await bed.pool.query<{ status: string }>(
         'SELECT status FROM messages WHERE site_id = $1 AND id = $2',
         [s.siteId, message.id],
       );
@@ -285,30 +133,28 @@ describe.skipIf(skip)('site push against the real upstream', () => {
   });
 
   it('resumes after the upstream was away: nothing lost, nothing twice', async () => {
-    const upstream = new LoopbackUpstream(pool);
-    await upstream.start();
-    cleanups.push(() => upstream.stop());
+    const upstream = await bed.upstream();
     const s = await site(upstream);
     const t0 = Date.UTC(2026, 10, 21, 0, 0, 0);
-    s.readings.write(readings(NODES, 120, t0));
+    writeEach(s, readings(NODES, 120, t0));
     await start(s);
     await drained(s, upstream);
 
     await upstream.stop();
-    s.readings.write(readings(NODES, 300, t0 + 200 * 60_000));
+    writeEach(s, readings(NODES, 300, t0 + 200 * 60_000));
     s.ctx.bus.emit('reading.stored', { readings: [], source: 'http' });
     await waitFor(() => {
       const error = s.outbox.getState(SYNC_STATE.lastError);
       return error?.includes('ECONNREFUSED') ? error : undefined;
     });
     expect(s.outbox.stats().depth).toBe(300);
-    s.readings.write(readings(NODES, 30, t0 + 600 * 60_000));
+    writeEach(s, readings(NODES, 30, t0 + 600 * 60_000));
 
     await upstream.start();
     const total = await drained(s, upstream);
     expect(total).toBe(450);
     expect(await upstream.count(READINGS_SQL, s.siteId)).toBe(450);
-    const { rows } = await pool.query<{ n: string }>(
+    const { rows } = await bed.pool.query<{ n: string }>(
       'SELECT sum(records) AS n FROM sync_batches WHERE site_id = $1',
       [s.siteId],
     );
@@ -317,14 +163,12 @@ describe.skipIf(skip)('site push against the real upstream', () => {
   });
 
   it('adopts the upstream cursor after an acknowledgement was lost: nothing applied twice', async () => {
-    const upstream = new LoopbackUpstream(pool);
-    await upstream.start();
-    cleanups.push(() => upstream.stop());
+    const upstream = await bed.upstream();
     const s = await site(upstream);
     const t0 = Date.UTC(2026, 10, 22, 0, 0, 0);
-    s.readings.write(readings(NODES, 50, t0));
+    writeEach(s, readings(NODES, 50, t0));
     // While the answer is lost, the site stores more: its retry cannot be the same batch again.
-    upstream.loseNextAck(() => s.readings.write(readings(NODES, 20, t0 + 100 * 60_000)));
+    upstream.loseNextAck(() => writeEach(s, readings(NODES, 20, t0 + 100 * 60_000)));
     await start(s);
 
     expect(await drained(s, upstream)).toBe(70);
@@ -337,9 +181,7 @@ describe.skipIf(skip)('site push against the real upstream', () => {
   });
 
   it('syncs with a site clock hours behind; the records keep their own times', async () => {
-    const upstream = new LoopbackUpstream(pool);
-    await upstream.start();
-    cleanups.push(() => upstream.stop());
+    const upstream = await bed.upstream();
     const skew = -5 * HOUR;
     const siteNow = () => Date.now() + skew;
     const s = await site(upstream, { now: siteNow });
@@ -348,7 +190,7 @@ describe.skipIf(skip)('site push against the real upstream', () => {
     await start(s);
 
     await drained(s, upstream);
-    const { rows } = await pool.query<{ ts: string }>(
+    const { rows } = await bed.pool.query<{ ts: string }>(
       'SELECT ts FROM readings WHERE site_id = $1 ORDER BY ts',
       [s.siteId],
     );

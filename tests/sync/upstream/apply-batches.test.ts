@@ -290,6 +290,27 @@ describe.skipIf(skip)('BatchApplier', () => {
     expect(site.rows[0]).toEqual({ acked_seq: 400, records_applied: 400 });
   });
 
+  it('two processes receiving the same batch without readings at once apply it exactly once', async () => {
+    // No COPY to collide in: the second waits for the site's lock, then finds the batch applied
+    // by the first (which the lock statement's own snapshot could not see).
+    const other = openPool(schema.url, { max: 4 });
+    extraPools.push(other);
+    const there = new BatchApplier(other, { now: () => NOW });
+    let seq = 1;
+    for (let round = 0; round < 8; round++) {
+      const entries = Array.from({ length: 20 }, (_, i) =>
+        node(i % 2 ? NODE_A : NODE_B, T0 + round * 100 + i, `r${round}`),
+      );
+      const batch = batchOf('a', seq, entries);
+      const outcomes = await Promise.all([applier.apply('a', batch), there.apply('a', batch)]);
+      expect(outcomes.map((o) => o.kind).sort()).toEqual(['applied', 'duplicate']);
+      seq += 20;
+    }
+    const site = await pool.query('SELECT acked_seq, records_applied FROM sites WHERE site_id = $1', ['a']);
+    expect(site.rows[0]).toEqual({ acked_seq: 160, records_applied: 160 });
+    expect(await count(pool, 'sync_batches')).toBe(8);
+  });
+
   it('keeps the sites apart: the same sequence numbers from another site are its own', async () => {
     await applier.apply('a', first());
     expect(await applier.apply('b', batchOf('b', 1, [reading(NODE_A, T0, { temperature_c: 99 })]))).toEqual({

@@ -28,15 +28,9 @@ import {
   upstreamMessagingRoutes,
 } from '../../../sync/upstream/messaging/routes.js';
 import { createTestSchema, skipWithoutPostgres, type TestSchema } from '../../helpers/postgres.js';
+import { type ApiResponse, call as callApi, type Json } from '../../messaging/helpers.js';
 
-// biome-ignore lint/suspicious/noExplicitAny: tests read bodies of many shapes and assert on them
-type Json = any;
-
-interface Res {
-  status: number;
-  headers: Headers;
-  body: Json;
-}
+type CallOptions = Parameters<typeof callApi>[3];
 
 const GENEROUS: RateSetting = { count: 1000, windowMs: 60_000 };
 const SITE_A = 'site-a';
@@ -93,29 +87,9 @@ describe.skipIf(skip)('upstream messaging API', () => {
     return app;
   }
 
-  async function call(
-    app: Hono,
-    method: string,
-    path: string,
-    options: { token?: string; body?: unknown; raw?: string; headers?: Record<string, string> } = {},
-  ): Promise<Res> {
-    const headers: Record<string, string> = { ...options.headers };
-    if (options.token) headers.authorization = `Bearer ${options.token}`;
-    const body = options.raw ?? (options.body === undefined ? undefined : JSON.stringify(options.body));
-    if (body !== undefined) headers['content-type'] ??= 'application/json';
-    const res = await app.request(`/api/v1/messages${path === '/' ? '' : path}`, {
-      method,
-      headers,
-      ...(body === undefined ? {} : { body }),
-    });
-    const text = await res.text();
-    let parsed: Json;
-    try {
-      parsed = text ? JSON.parse(text) : undefined;
-    } catch {
-      parsed = text;
-    }
-    return { status: res.status, headers: res.headers, body: parsed };
+  /** A request to `/api/v1/messages` of `app`. */
+  function call(app: Hono, method: string, path: string, options?: CallOptions): Promise<ApiResponse> {
+    return callApi(app, method, `/api/v1/messages${path === '/' ? '' : path}`, options);
   }
 
   /** A user of its own per test (nothing one test leaves behind reaches another), with a real token. */

@@ -22,6 +22,7 @@ import {
   MAX_BATCH_INFLATED_BYTES,
   pingAnswerSchema,
   SYNC_API,
+  SYNC_REFUSALS,
   type SyncRecord,
 } from '../../../sync/protocol.js';
 import { signSiteRequest } from '../../../sync/signing.js';
@@ -44,18 +45,11 @@ function batchOf(siteId: string, firstSeq: number, count: number): Batch {
       ({
         seq: firstSeq + i,
         at: T0 + i,
-        kind: 'reading',
+        kind: 'readings',
         body: {
-          node_id: '!0000000a',
-          ts: T0 + (firstSeq + i) * 60_000,
-          temperature_c: 20 + i,
-          humidity_percent: null,
-          pressure_pa: null,
-          wind_speed_ms: null,
-          wind_direction: null,
-          pm25_ugm3: null,
-          pm10_ugm3: null,
-          gas_resistance_kohm: null,
+          rows: [
+            ['!0000000a', T0 + (firstSeq + i) * 60_000, 20 + i, null, null, null, null, null, null, null],
+          ],
         },
       }) satisfies SyncRecord,
   );
@@ -333,8 +327,11 @@ describe.skipIf(skip)('sync routes', () => {
       'bad_batch',
       'the batch is not valid JSON',
     );
-    const bad = { ...batchOf('north', 1, 2), protocol: 2 } as Record<string, unknown>;
-    (bad.records as Record<string, unknown>[])[1]!.body = { node_id: 'nope', ts: 1 };
+    const bad = { ...batchOf('north', 1, 3), protocol: 2 } as Record<string, unknown>;
+    const records = bad.records as Record<string, unknown>[];
+    records[1]!.kind = 'reading';
+    records[1]!.body = { node_id: 'no pe', ts: 1 };
+    records[2]!.body = { rows: [['!0000000a', T0, 1, null, null, null, null, null, null]] };
     const problem = await expectRefused(
       () => post(gz(bad)),
       400,
@@ -345,33 +342,129 @@ describe.skipIf(skip)('sync routes', () => {
     expect(fields).toContain('protocol');
     expect(fields).toContain('records.1.body.node_id');
     expect(fields).toContain('records.1.body.temperature_c');
+    // A readings row is checked whole, by the hand-written loop, and named down to its index.
+    expect(problem.errors).toContainEqual({
+      field: 'records.2.body.rows.0',
+      message: 'expected a row of 10 values',
+    });
     // A gap inside the batch is refused like a gap between batches, before anything is applied.
     const holed = batchOf('north', 1, 3);
     holed.records.splice(1, 1);
     await expectRefused(() => post(gz(holed)), 400, 'bad_batch', 'invalid records');
   });
 
-  it('400 for a value the schema allows but no column can hold, applying none of the batch', async () => {
-    const batch = batchOf('north', 1, 2);
-    batch.records.push({
+  it('400 for a count or sequence number past an INTEGER column: the schema bounds them', async () => {
+    const transition = (seq: number): SyncRecord => ({
       seq: 3,
       at: T0,
       kind: 'message_transition',
-      body: {
-        message_id: '01950000-0000-7000-8000-000000000001',
-        seq: 2 ** 31,
-        status: 'sent',
-        reason: null,
-        at: T0,
-      },
+      body: { message_id: '01950000-0000-7000-8000-000000000001', seq, status: 'sent', reason: null, at: T0 },
     });
+    const batch = batchOf('north', 1, 2);
+    batch.records.push(transition(2 ** 31));
     batch.last_seq = 3;
-    await expectRefused(
+    const problem = await expectRefused(
       () => post(gz(batch)),
       400,
       'bad_batch',
-      'a record cannot be stored: value "2147483648" is out of range for type integer',
+      'invalid records.2.body.seq',
     );
+    expect(problem.errors).toEqual([
+      { field: 'records.2.body.seq', message: 'Too big: expected number to be <=2147483647' },
+    ]);
+    // The largest an INTEGER holds is stored.
+    batch.records[2] = transition(2 ** 31 - 1);
+    expect((await post(gz(batch))).status).toBe(200);
+    const { rows } = await pool.query('SELECT seq FROM message_transitions');
+    expect(rows).toEqual([{ seq: 2 ** 31 - 1 }]);
+  });
+
+  it('400, not a 500, should PostgreSQL still refuse a value (a data exception)', async () => {
+    class FussyApplier extends BatchApplier {
+      override async apply(): Promise<ApplyOutcome> {
+        throw Object.assign(new Error('value "1e400" is out of range for type double precision'), {
+          code: '22003',
+        });
+      }
+    }
+    const fussy = new Hono();
+    fussy.route(SYNC_API, syncRoutes({ sites, applier: new FussyApplier(pool) }));
+    const body = gz(batchOf('north', 1, 1));
+    const token = await signSiteRequest(site, {
+      siteId: 'north',
+      method: 'POST',
+      path: BATCHES,
+      body,
+      nowMs: Date.now(),
+    });
+    const response = await fussy.request(BATCHES, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-encoding': 'gzip' },
+      body,
+    });
+    expect(response.status).toBe(400);
+    expect(await response.json()).toMatchObject({
+      reason: 'bad_batch',
+      detail: 'a record cannot be stored: value "1e400" is out of range for type double precision',
+    });
+  });
+
+  it('names every refusal it answers in the protocol’s SYNC_REFUSALS', async () => {
+    expect(SYNC_REFUSALS).toContain('bad_token');
+    const answered = new Set<string>();
+    const body = gz(batchOf('north', 1, 1));
+    answered.add(
+      ((await (await post(body, { signedBody: new Uint8Array(1) })).json()) as { reason: string }).reason,
+    );
+    answered.add(
+      ((await (await post(gz(batchOf('east', 1, 1)), { siteId: 'east' })).json()) as { reason: string })
+        .reason,
+    );
+    answered.add(((await (await post(body, { encoding: null })).json()) as { reason: string }).reason);
+    for (const reason of answered) expect(SYNC_REFUSALS).toContain(reason);
+    expect([...answered].sort()).toEqual(['bad_batch', 'bad_token', 'unknown_site']);
+  });
+
+  it('takes the per-reading records of sites not yet upgraded, and station ids', async () => {
+    const legacy = {
+      protocol: 1,
+      site_id: 'north',
+      first_seq: 1,
+      last_seq: 2,
+      records: [
+        {
+          seq: 1,
+          at: T0,
+          kind: 'reading',
+          body: {
+            node_id: 'roof-1',
+            ts: T0,
+            temperature_c: 20,
+            humidity_percent: null,
+            pressure_pa: null,
+            wind_speed_ms: null,
+            wind_direction: null,
+            pm25_ugm3: null,
+            pm10_ugm3: null,
+            gas_resistance_kohm: null,
+          },
+        },
+        {
+          seq: 2,
+          at: T0,
+          kind: 'readings',
+          body: { rows: [['roof-1', T0 + 1, 21, null, null, null, null, null, null, null]] },
+        },
+      ],
+      dropped: [],
+      sent_at: T0,
+    };
+    expect((await post(gz(legacy))).status).toBe(200);
+    const { rows } = await pool.query('SELECT node_id, ts, temperature_c FROM readings ORDER BY ts');
+    expect(rows).toEqual([
+      { node_id: 'roof-1', ts: T0, temperature_c: 20 },
+      { node_id: 'roof-1', ts: T0 + 1, temperature_c: 21 },
+    ]);
   });
 
   it('413 too_large over MAX_BATCH_BYTES as sent', async () => {

@@ -1,0 +1,185 @@
+/**
+ * What a batch applied through the upstream's sync endpoint tells the open dashboards
+ * (sync/upstream/server.ts wires BatchApplier's onApplied to `/api/v1/live`): per node the newest
+ * reading the batch added, in the read API's shape with its site, and the nodes it updated; a
+ * duplicate tells nothing.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { gzipSync } from 'node:zlib';
+import { pino } from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { LocalIssuer } from '../../../src/auth/local-issuer.js';
+import { SYNC_API } from '../../../sync/protocol.js';
+import { signSiteRequest } from '../../../sync/signing.js';
+import { createUpstream, type UpstreamServer } from '../../../sync/upstream/server.js';
+import { loadUpstreamSettings } from '../../../sync/upstream/settings.js';
+import { SiteRegistry } from '../../../sync/upstream/sites.js';
+import { createTestSchema, skipWithoutPostgres, type TestSchema } from '../../helpers/postgres.js';
+
+const skip = await skipWithoutPostgres();
+const T0 = Date.UTC(2026, 10, 20, 8, 0, 0);
+
+/** Server-sent events as they come: `next(name)` resolves with the data of the next such event. */
+async function liveEvents(url: string) {
+  const controller = new AbortController();
+  const res = await fetch(url, { signal: controller.signal });
+  const reader = res.body!.getReader();
+  const decoder = new TextDecoder();
+  let buffer = '';
+  const events: { event: string; data: string }[] = [];
+  const pump = (async () => {
+    try {
+      for (;;) {
+        const { done, value } = await reader.read();
+        if (done) return;
+        buffer += decoder.decode(value, { stream: true });
+        for (let end = buffer.indexOf('\n\n'); end >= 0; end = buffer.indexOf('\n\n')) {
+          const block = buffer.slice(0, end);
+          buffer = buffer.slice(end + 2);
+          const event = /^event: (.*)$/m.exec(block)?.[1] ?? 'message';
+          const data = /^data: (.*)$/m.exec(block)?.[1] ?? '';
+          events.push({ event, data });
+        }
+      }
+    } catch {
+      // aborted
+    }
+  })();
+  return {
+    events,
+    async next(name: string, after = 0): Promise<unknown> {
+      for (let i = 0; i < 200; i++) {
+        const found = events.slice(after).find((e) => e.event === name);
+        if (found) return JSON.parse(found.data);
+        await new Promise((r) => setTimeout(r, 25));
+      }
+      throw new Error(`no ${name} event`);
+    },
+    async close() {
+      controller.abort();
+      await pump;
+    },
+  };
+}
+
+describe.skipIf(skip)('the live stream of batches applied', () => {
+  let schema: TestSchema;
+  let dir: string;
+  let upstream: UpstreamServer;
+  let site: LocalIssuer;
+
+  beforeAll(async () => {
+    schema = await createTestSchema('live');
+    dir = mkdtempSync(join(tmpdir(), 'meshhub-sync-live-'));
+    upstream = await createUpstream(
+      loadUpstreamSettings({ UPSTREAM_DATABASE_URL: schema.url, HTTP_PORT: '0', DATA_DIR: join(dir, 'up') }),
+      { log: pino({ level: 'silent' }), defaultMetrics: false },
+    );
+    await upstream.start();
+    site = await LocalIssuer.open(join(dir, 'site'));
+    await new SiteRegistry(upstream.pool).add({ siteId: 'north', publicJwks: site.jwks() });
+  });
+  afterAll(async () => {
+    await upstream?.stop();
+    await schema?.drop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  async function post(batch: unknown): Promise<number> {
+    const body = new Uint8Array(gzipSync(Buffer.from(JSON.stringify(batch))));
+    const path = `${SYNC_API}/batches`;
+    const token = await signSiteRequest(site, {
+      siteId: 'north',
+      method: 'POST',
+      path,
+      body,
+      nowMs: Date.now(),
+    });
+    const res = await fetch(`http://127.0.0.1:${upstream.port}${path}`, {
+      method: 'POST',
+      headers: {
+        authorization: `Bearer ${token}`,
+        'content-encoding': 'gzip',
+        'content-type': 'application/json',
+      },
+      body,
+    });
+    await res.arrayBuffer();
+    return res.status;
+  }
+
+  it('tells the newest reading per node and the nodes a batch applied; a retry tells nothing', async () => {
+    const live = await liveEvents(`http://127.0.0.1:${upstream.port}/api/v1/live`);
+    try {
+      await live.next('hello');
+      const batch = {
+        protocol: 1,
+        site_id: 'north',
+        first_seq: 1,
+        last_seq: 2,
+        records: [
+          {
+            seq: 1,
+            at: T0,
+            kind: 'readings',
+            body: {
+              rows: [
+                ['!0000000a', T0, 20, null, null, null, 359.6, null, null, null],
+                ['!0000000a', T0 + 60_000, 21, 50, null, null, null, null, null, null],
+                ['roof-1', T0, null, null, 101_325, null, null, null, null, null],
+              ],
+            },
+          },
+          {
+            seq: 2,
+            at: T0,
+            kind: 'node',
+            body: {
+              node_num: 10,
+              node_id: '!0000000a',
+              short_name: 'A',
+              long_name: null,
+              hw_model: null,
+              latitude: 52.5,
+              longitude: null,
+              altitude: null,
+              last_heard: T0,
+              battery_level: null,
+              snr: null,
+              updated_at: T0,
+            },
+          },
+        ],
+        dropped: [],
+        sent_at: T0,
+      };
+      expect(await post(batch)).toBe(200);
+      const readings = (await live.next('readings')) as { data: Record<string, unknown>[] };
+      expect(readings.data.sort((a, b) => String(a.node_id).localeCompare(String(b.node_id)))).toEqual([
+        {
+          node_id: '!0000000a',
+          site_id: 'north',
+          timestamp: new Date(T0 + 60_000).toISOString(),
+          temperature_c: 21,
+          humidity_percent: 50,
+        },
+        { node_id: 'roof-1', site_id: 'north', timestamp: new Date(T0).toISOString(), pressure_pa: 101_325 },
+      ]);
+      expect(await live.next('node')).toEqual({
+        node_id: '!0000000a',
+        site_id: 'north',
+        short_name: 'A',
+        latitude: 52.5,
+        last_heard: new Date(T0).toISOString(),
+      });
+      const seen = live.events.length;
+      expect(await post(batch)).toBe(200); // a retry: a duplicate, applied before
+      await new Promise((r) => setTimeout(r, 200));
+      expect(live.events.slice(seen).filter((e) => e.event === 'readings' || e.event === 'node')).toEqual([]);
+    } finally {
+      await live.close();
+    }
+  });
+});
