@@ -54,13 +54,14 @@ export async function startTestHub(env: Record<string, string> = {}): Promise<Te
 export async function waitFor<T>(
   probe: () => Promise<T | undefined> | T | undefined,
   timeoutMs = 10_000,
-  what = 'condition',
+  what: string | (() => string) = 'condition',
 ): Promise<T> {
   const until = Date.now() + timeoutMs;
   for (;;) {
     const value = await probe();
     if (value !== undefined && value !== false) return value;
-    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
+    if (Date.now() > until)
+      throw new Error(`timed out waiting for ${typeof what === 'function' ? what() : what}`);
     await new Promise((r) => setTimeout(r, 50));
   }
 }
