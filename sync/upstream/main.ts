@@ -35,6 +35,7 @@ export async function serveUpstream(
   onShutdownSignals(() => upstream.stop(), log);
   process.on('uncaughtException', (err) => {
     log.fatal({ err }, 'uncaught exception');
+    setTimeout(() => process.exit(1), STOP_DEADLINE_MS).unref();
     void upstream.stop().finally(() => process.exit(1));
   });
   try {

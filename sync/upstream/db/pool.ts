@@ -70,6 +70,13 @@ export async function withTransaction<T>(
 ): Promise<T> {
   const client = await pool.connect();
   let broken: Error | undefined;
+  // pg-pool stops listening for a client's errors while it is checked out: a connection cut
+  // between two statements (PostgreSQL restarting) would otherwise be an uncaught exception.
+  // The next statement fails with it instead, and the connection is destroyed, not pooled.
+  const onError = (error: Error) => {
+    broken ??= error;
+  };
+  client.on('error', onError);
   try {
     await client.query('BEGIN');
     const result = await fn(client);
@@ -83,6 +90,7 @@ export async function withTransaction<T>(
     }
     throw error;
   } finally {
+    client.off('error', onError);
     client.release(broken);
   }
 }
