@@ -46,11 +46,13 @@
 import { type ChildProcess, fork } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
+import { Agent, get as httpGet } from 'node:http';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { gzip } from 'node:zlib';
+import { Hono } from 'hono';
 // The `mqtt` client is imported where it is used: this file is also the hub child.
 import type { MqttClient } from 'mqtt';
 import pg from 'pg';
@@ -60,10 +62,12 @@ import type { Hub } from '../../hub/main.js';
 import { standaloneModuleHost } from '../../hub/module-host.js';
 import { LocalIssuer } from '../../src/auth/local-issuer.js';
 import type { MqttBrokerActor } from '../../src/mqtt/broker-actor.js';
-import { closeDatabase, openDatabase } from '../../src/store/database.js';
+import { closeDatabase, type Database, openDatabase } from '../../src/store/database.js';
 import { NodeRepository } from '../../src/store/nodes-repository.js';
 import { ReadingWriter } from '../../src/store/reading-writer.js';
 import type { Reading } from '../../src/weather/reading.js';
+import { weatherRoutes } from '../../src/weather/routes.js';
+import { WeatherService } from '../../src/weather/weather-service.js';
 import { SYNC_API, SYNC_PROTOCOL_VERSION } from '../../sync/protocol.js';
 import { signSiteRequest } from '../../sync/signing.js';
 import { syncModule } from '../../sync/site/module.js';
@@ -76,6 +80,7 @@ import { ensurePartitions } from '../../sync/upstream/db/partitions.js';
 import { openPool } from '../../sync/upstream/db/pool.js';
 import { METRIC_COLUMNS } from '../../sync/upstream/db/schema.js';
 import { SiteRegistry } from '../../sync/upstream/sites.js';
+import { serveOnLoopback } from './lib/http.js';
 import { interleavedReadings, nodeId, tempDir } from './lib/readings.js';
 import { absolute, type BenchResult, compare, median, percentile } from './report.js';
 
@@ -412,7 +417,12 @@ async function drainOutbox(
   upstream: Upstream,
   siteId: string,
   readings: Reading[],
-  options: { withNodeUpdates?: boolean; perReading?: boolean } = {},
+  options: {
+    withNodeUpdates?: boolean;
+    perReading?: boolean;
+    /** Runs on the site's database once the drain is checked, before it is closed. */
+    inspect?: (db: Database) => Promise<void>;
+  } = {},
 ): Promise<Drain> {
   const withNodeUpdates = options.withNodeUpdates ?? false;
   const dir = tempDir('sync-catchup');
@@ -492,6 +502,7 @@ async function drainOutbox(
       );
     }
     if (outbox.stats().depth !== 0) throw new Error('the outbox is not empty after the drain');
+    await options.inspect?.(db);
     const { rows: batches } = await upstream.pool.query<{ n: number }>(
       'SELECT count(*)::int AS n FROM sync_batches WHERE site_id = $1',
       [siteId],
@@ -1089,10 +1100,115 @@ async function sitesPerPostgres(upstream: Upstream): Promise<BenchResult[]> {
   return results;
 }
 
+// ---------------------------------------------------------------- 5. a year of history
+
+const HISTORY_RUNS = 15;
+const HISTORY_WARMUP = 3;
+
+/** GET over a keep-alive connection: the status and the body's length. */
+function timedGet(agent: Agent, url: string): Promise<{ status: number; bytes: number; body: Buffer }> {
+  return new Promise((resolve, reject) => {
+    httpGet(url, { agent }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (chunk: Buffer) => chunks.push(chunk));
+      res.on('end', () => {
+        const body = Buffer.concat(chunks);
+        resolve({ status: res.statusCode ?? 0, bytes: body.length, body });
+      });
+      res.on('error', reject);
+    }).on('error', reject);
+  });
+}
+
+/** Median time to the last byte of `url`, after a check that it answers `buckets` buckets. */
+async function medianGet(url: string, buckets: number, beforeEach: () => void = () => {}): Promise<number> {
+  const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+  try {
+    const first = await timedGet(agent, url);
+    const got = (JSON.parse(first.body.toString('utf8')) as { data: unknown[] }).data.length;
+    if (first.status !== 200 || got !== buckets)
+      throw new Error(`${url} answered ${first.status} with ${got} buckets, expected ${buckets}`);
+    const times: number[] = [];
+    for (let i = 0; i < HISTORY_WARMUP + HISTORY_RUNS; i++) {
+      beforeEach();
+      const t0 = performance.now();
+      const res = await timedGet(agent, url);
+      const ms = performance.now() - t0;
+      if (res.status !== 200) throw new Error(`${url} answered ${res.status}`);
+      if (i >= HISTORY_WARMUP) times.push(ms);
+    }
+    return median(times);
+  } finally {
+    agent.destroy();
+  }
+}
+
+/**
+ * Issue 12: "a year of history for one node answers as fast as on the hub". One node, a year of
+ * 5-minute readings (105,120) written at a site through its reading writer, pushed to the
+ * upstream by the push actor (exact counts checked); then the same `GET /api/v1/weather/history`
+ * (hourly and daily means, one page) against the hub's own route over its SQLite file (the
+ * newest bucket invalidated before each request, as on a live hub) and against the upstream's
+ * over PostgreSQL, both over HTTP on loopback, median of 15. Ratio: upstream time / hub time.
+ */
+async function historyParity(upstream: Upstream): Promise<BenchResult[]> {
+  const yearEnd = Math.floor((Date.now() - 86_400_000) / 86_400_000) * 86_400_000;
+  const yearStart = yearEnd - 365 * 86_400_000;
+  const readings = interleavedReadings({
+    nodes: 1,
+    count: 365 * (86_400_000 / INTERVAL_MS),
+    startMs: yearStart,
+    intervalMs: INTERVAL_MS,
+    seed: 9,
+  });
+  const node = readings[0]!.nodeId;
+  const results: BenchResult[] = [];
+  await drainOutbox(upstream, 'history', readings, {
+    inspect: async (db) => {
+      const service = new WeatherService({ db });
+      const app = new Hono();
+      app.route('/api/v1/weather', weatherRoutes(service));
+      const hub = await serveOnLoopback(app);
+      try {
+        for (const [interval, buckets] of [
+          ['1h', 365 * 24],
+          ['1d', 365],
+        ] as const) {
+          const query = new URLSearchParams({
+            node_id: node,
+            start: new Date(yearStart).toISOString(),
+            end: new Date(yearEnd).toISOString(),
+            interval,
+            limit: '10000',
+          });
+          const newest: Reading = { nodeId: node, timestamp: yearEnd - INTERVAL_MS, temperatureC: 20 };
+          const hubMs = await medianGet(`${hub.url}/api/v1/weather/history?${query}`, buckets, () =>
+            service.invalidate([newest]),
+          );
+          query.set('site', 'history');
+          const upstreamMs = await medianGet(`${upstream.url}/api/v1/weather/history?${query}`, buckets);
+          results.push(
+            compare(
+              `sync: a year of history for one node (${fmt(readings.length)} readings → ${buckets} ${interval} buckets), upstream against hub`,
+              { label: 'the hub: GET /history over its SQLite rollups', value: hubMs, unit: 'ms' },
+              { label: 'the upstream: the same GET over PostgreSQL', value: upstreamMs, unit: 'ms' },
+              { atMost: 1.25, text: 'as fast as the hub (≤ 125% of its time: run-to-run noise)' },
+              `median of ${HISTORY_RUNS} after ${HISTORY_WARMUP} warm-up each; the hub's newest bucket invalidated before each request`,
+            ),
+          );
+        }
+      } finally {
+        await hub.close();
+      }
+    },
+  });
+  return results;
+}
+
 // ---------------------------------------------------------------- run
 
 export async function run(): Promise<BenchResult[]> {
-  const wanted = (process.env.SYNC_BENCH_ONLY ?? 'catchup,ingest,texts,sites').split(',');
+  const wanted = (process.env.SYNC_BENCH_ONLY ?? 'catchup,ingest,texts,sites,history').split(',');
   const schema = await createSchema('bench_sync');
   let upstream: Upstream | undefined;
   const results: BenchResult[] = [];
@@ -1102,6 +1218,7 @@ export async function run(): Promise<BenchResult[]> {
     if (wanted.includes('ingest')) results.push(...(await ingestWithSync(upstream)));
     if (wanted.includes('texts')) results.push(...(await textLatency(upstream)));
     if (wanted.includes('sites')) results.push(...(await sitesPerPostgres(upstream)));
+    if (wanted.includes('history')) results.push(...(await historyParity(upstream)));
     return results;
   } finally {
     await upstream?.stop();
