@@ -726,6 +726,24 @@ function mergeLatestSql(source: string): string {
 }
 
 /**
+ * The oldest time whose rollup buckets the batch changes: its readings' times and the starts of
+ * the buckets it sends whole (undefined → null: none). History caches drop buckets from there on.
+ */
+function changedFrom(batch: Batch): number | null {
+  let oldest: number | null = null;
+  const see = (ts: number) => {
+    if (oldest === null || ts < oldest) oldest = ts;
+  };
+  for (const r of batch.records) {
+    if (r.kind === 'readings')
+      for (const row of (r.body as { rows: unknown[][] }).rows) see(row[1] as number);
+    else if (r.kind === 'reading') see((r.body as { ts: number }).ts);
+    else if (r.kind === 'rollup') see((r.body as { bucket_start: number }).bucket_start);
+  }
+  return oldest;
+}
+
+/**
  * Step 3, one statement: the readings' sums into the rollups, their newest values into the
  * latest rows, the batch into sync_batches, and the site's cursor, counters and contact time.
  */
@@ -744,7 +762,16 @@ function endBatchQuery(
     if (newest === null || r.at > newest) newest = r.at;
     entries += recordEntries(r);
   }
-  const params: unknown[] = [siteId, batch.first_seq, batch.last_seq, entries, now, newest, contact];
+  const params: unknown[] = [
+    siteId,
+    batch.first_seq,
+    batch.last_seq,
+    entries,
+    now,
+    newest,
+    contact,
+    changedFrom(batch),
+  ];
   const ctes: string[] = [];
   if (readings.nodes.size > 0) {
     ctes.push(
@@ -754,8 +781,8 @@ function endBatchQuery(
     );
   }
   ctes.push(
-    `batch AS (INSERT INTO sync_batches (site_id, first_seq, last_seq, records, applied_at)
-      VALUES ($1, $2, $3, $4, $5))`,
+    `batch AS (INSERT INTO sync_batches (site_id, first_seq, last_seq, records, applied_at, changed_from)
+      VALUES ($1, $2, $3, $4, $5, $8::bigint))`,
   );
   return {
     // The same text for every batch (with readings or without): parsed once per connection.

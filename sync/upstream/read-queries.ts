@@ -19,6 +19,7 @@ import type pg from 'pg';
 import { circularMeanDegrees } from '../../src/store/rollups.js';
 import { type HistoryQuery, roundMean, wholeDegrees } from '../../src/weather/weather-service.js';
 import { LINEAR_METRIC_COLUMNS, METRIC_COLUMNS } from './db/schema.js';
+import { UpstreamHistoryCache } from './history-cache.js';
 
 /** Bound on latest and nodes answers (one row per site and node). */
 export const MAX_LISTED_ROWS = 10_000;
@@ -131,10 +132,45 @@ const NODE_COLUMNS =
   'site_id, node_id, short_name, long_name, hw_model, latitude, longitude, altitude, last_heard, battery_level, snr';
 
 export class UpstreamReadQueries {
+  private readonly historyCache: UpstreamHistoryCache;
+
   constructor(
     private readonly pool: pg.Pool,
     private readonly now: () => number = Date.now,
-  ) {}
+  ) {
+    this.historyCache = new UpstreamHistoryCache(pool, {
+      load: async (siteId, nodeId, interval, from, end, max) => {
+        const result = await this.pool.query<Record<string, unknown>>(
+          `SELECT ${BUCKET_COLUMNS} FROM ${ROLLUP_TABLE[interval]}
+           WHERE site_id = $1 AND node_id = $2 AND bucket_start >= $3 AND bucket_start < $4
+           ORDER BY bucket_start LIMIT $5`,
+          [siteId, nodeId, from, end, max],
+        );
+        return result.rows.map((row) => {
+          const start = Number(row.bucket_start);
+          return [start, JSON.stringify(bucketJson(readingStart(siteId, nodeId, start), row))];
+        });
+      },
+    });
+  }
+
+  /**
+   * One page of `/history` as the response body: buckets from this process's cache where it is
+   * still valid (sync/upstream/history-cache.ts), raw readings straight from PostgreSQL.
+   */
+  async historyBody(query: UpstreamHistoryQuery): Promise<{ body: Uint8Array; nextAfter?: number }> {
+    if (query.interval === 'raw') {
+      const page = await this.history(query);
+      const body = Buffer.from(JSON.stringify({ data: page.data }));
+      return page.nextAfter === undefined ? { body } : { body, nextAfter: page.nextAfter };
+    }
+    return this.historyCache.page(query.siteId, query.nodeId, query.interval, {
+      start: query.start,
+      end: query.end,
+      limit: query.limit,
+      ...(query.after === undefined ? {} : { after: query.after }),
+    });
+  }
 
   /** Every registered site (revoked ones too, marked), ordered by site_id. */
   async sites(): Promise<SiteJson[]> {

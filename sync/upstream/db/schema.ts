@@ -298,6 +298,17 @@ export const PG_MIGRATIONS: readonly PgMigration[] = [
       CREATE INDEX downlink_pending ON downlink (site_id, id) WHERE acked_at IS NULL;
     `,
   },
+  {
+    version: 2,
+    name: 'batches remember the oldest time they changed; downlink keyed by site',
+    sql: `
+      -- The oldest reading time or rollup bucket a batch changed (NULL: none): every upstream
+      -- process's history cache drops the buckets from there on (sync/upstream/read-queries.ts).
+      ALTER TABLE sync_batches ADD COLUMN changed_from BIGINT;
+      -- site_id leads every key, so the table distributes on it (docs/sync.md "Scaling out").
+      ALTER TABLE downlink DROP CONSTRAINT downlink_pkey, ADD PRIMARY KEY (site_id, id);
+    `,
+  },
 ];
 
 export const METRIC_COLUMNS = METRICS;

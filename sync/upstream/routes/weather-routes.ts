@@ -86,7 +86,7 @@ export function upstreamWeatherRoutes(queries: UpstreamReadQueries): Hono {
     siteId ??= await queries.mostRecentSiteOf(node_id);
     if (siteId === undefined) return c.json({ data: [] });
 
-    const page = await queries.history({
+    const page = await queries.historyBody({
       siteId,
       nodeId: node_id,
       start,
@@ -107,7 +107,10 @@ export function upstreamWeatherRoutes(queries: UpstreamReadQueries): Hono {
       page.nextAfter === undefined
         ? undefined
         : upstreamHistoryCursor.encode({ v: 1, i: interval, s: siteId, a: page.nextAfter });
-    return c.json({ data: page.data }, 200, nextPageHeaders(c.req.path, params, next));
+    return c.body(page.body as Uint8Array<ArrayBuffer>, 200, {
+      'content-type': 'application/json',
+      ...nextPageHeaders(c.req.path, params, next),
+    });
   });
 
   return app;

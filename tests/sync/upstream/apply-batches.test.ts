@@ -146,7 +146,10 @@ describe.skipIf(skip)('BatchApplier', () => {
       records_applied: 4,
     });
     const batches = await pool.query('SELECT * FROM sync_batches');
-    expect(batches.rows).toEqual([{ site_id: 'a', first_seq: 1, last_seq: 4, records: 4, applied_at: NOW }]);
+    // changed_from: the oldest reading time the batch changed (history caches drop from there).
+    expect(batches.rows).toEqual([
+      { site_id: 'a', first_seq: 1, last_seq: 4, records: 4, applied_at: NOW, changed_from: T0 },
+    ]);
     const received = await pool.query<{ received_at: number }>(
       'SELECT received_at FROM readings UNION ALL SELECT received_at FROM nodes',
     );

@@ -255,6 +255,28 @@ describe.skipIf(skip)('upstream read API', () => {
       },
     );
 
+    it('shows a late reading another upstream process applied, in a bucket this one had cached', async () => {
+      // This process caches the series (tests/sync/upstream: the server's own read queries).
+      const before = await get(query({ interval: '1h', site: 'north', limit: '10000' }));
+      expect(before.status).toBe(200);
+      // A reading from the site's past arrives through another process's applier (the test's
+      // own BatchApplier: the server hears nothing of it but what PostgreSQL holds).
+      const late: Reading = { nodeId: A, timestamp: T0 + 10 * 60_000, temperatureC: 99.5 };
+      await apply('north', (seq) => [readingRecord(seq(), late)]);
+      new ReadingWriter(hubDb).write([late]);
+      hub.invalidate([late]);
+      const expected = hubData(hub.history({ nodeId: A, start, end, interval: '1h', limit: 10_000 }).body);
+      const after = await get(query({ interval: '1h', site: 'north', limit: '10000' }));
+      expect(withoutSite(after.body.data)).toEqual(expected);
+      const bucket = (body: Json) => body.data.find((r: Json) => r.timestamp === iso(T0));
+      expect(bucket(after.body).temperature_c).not.toBe(bucket(before.body).temperature_c);
+      // A batch without readings leaves the cached buckets as they are, and they stay right.
+      await apply('north', (seq) => [nodeRecord(seq(), C, T0 + 2 * DAY, { short: 'NC' })]);
+      expect(
+        withoutSite((await get(query({ interval: '1h', site: 'north', limit: '10000' }))).body.data),
+      ).toEqual(expected);
+    });
+
     it('without site reads the site that heard the node most recently', async () => {
       const res = await get(query({ interval: 'raw' }));
       expect(res.status).toBe(200);
