@@ -53,6 +53,7 @@ import { copyFrom } from './db/copy-from.js';
 import { ensurePartitions } from './db/partitions.js';
 import { withTransaction } from './db/pool.js';
 import { METRIC_COLUMNS } from './db/schema.js';
+import { sendSubscriptionsForNewNodes } from './subscription-fanout.js';
 
 export type ApplyRefusal =
   | 'gap'
@@ -1173,13 +1174,17 @@ async function applyNodes(
   const params: unknown[] = [siteId, now];
   const source = unnestSource(NODE_COLUMNS, rows, params);
   const cols = NODE_COLUMNS.map(([c]) => c);
-  await client.query(
+  const { rows: written } = await client.query<{ node_id: string; inserted: boolean }>(
     `INSERT INTO nodes AS n (site_id, ${cols.join(', ')}, received_at) SELECT $1, ${cols.join(', ')}, $2 FROM ${source}
      ON CONFLICT (site_id, node_id) DO UPDATE SET
        ${[...cols.slice(1), 'received_at'].map((c) => `${c} = EXCLUDED.${c}`).join(', ')}
-     WHERE EXCLUDED.updated_at >= n.updated_at`,
+     WHERE EXCLUDED.updated_at >= n.updated_at
+     RETURNING node_id, (xmax = 0) AS inserted`,
     params,
   );
+  // The site's first record of a node: the upstream subscriptions covering it go down to it.
+  const firstHeard = written.filter((w) => w.inserted).map((w) => w.node_id);
+  await sendSubscriptionsForNewNodes(client, siteId, firstHeard, now);
   return [...newest.values()];
 }
 
