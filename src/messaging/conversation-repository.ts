@@ -125,7 +125,7 @@ export class ConversationRepository {
       for (const { id } of ids) {
         const row = this.stmt<MessageRow>('markRead').get(at, id);
         if (!row) continue;
-        this.stmt('transition').run({ id, status: 'read', reason: null, at });
+        this.stmt('transition').run({ id, status: 'read', reason: null, at, attempt: null, code: null });
         changed.push(fromRow(row));
       }
       this.stmt('clearUnread').run(owner, nodeId);

@@ -1,7 +1,8 @@
 /**
  * Why a text was not delivered, in plain words, from Routing.error_reason (the Routing_Error
- * enum of mesh.proto) or our own acknowledgement timeout. Transient reasons are retried (up to
- * MESSAGE_MAX_RETRIES); the rest fail at once, since sending again cannot help.
+ * enum of mesh.proto) or our own acknowledgement timeout. Transient reasons keep the text queued
+ * (held until MESSAGE_HOLD_HOURS ends, docs/held-texts.md); the rest fail at once, since sending
+ * again cannot help.
  */
 
 const DESCRIPTIONS: Record<string, string> = {
@@ -24,21 +25,29 @@ const DESCRIPTIONS: Record<string, string> = {
   PKI_SEND_FAIL_PUBLIC_KEY: "the radio does not know the node's public key",
 };
 
-/** Worth another attempt: the mesh or the airtime may be different in a while. */
-const TRANSIENT = new Set([
-  'NO_ROUTE',
-  'GOT_NAK',
-  'TIMEOUT',
-  'NO_INTERFACE',
-  'MAX_RETRANSMIT',
-  'DUTY_CYCLE_LIMIT',
-  'RATE_LIMIT_EXCEEDED',
-]);
+/**
+ * The destination could not be reached (docs/held-texts.md): the firmware gave up retransmitting
+ * (MAX_RETRANSMIT), knows no route, timed out, or a relay refused (GOT_NAK); or nothing
+ * acknowledged it at all (ACK_TIMEOUT). The text waits for the node to be heard again.
+ */
+const UNREACHABLE = new Set(['NO_ROUTE', 'GOT_NAK', 'TIMEOUT', 'MAX_RETRANSMIT', 'ACK_TIMEOUT']);
+
+/** Our own radio may not transmit now: worth another attempt later, whether or not the node is heard. */
+const RADIO_BUSY = new Set(['NO_INTERFACE', 'DUTY_CYCLE_LIMIT', 'RATE_LIMIT_EXCEEDED']);
 
 export const ACK_TIMEOUT_CODE = 'ACK_TIMEOUT';
 
+/** Code of a text that failed because its hold ended before it got through. */
+export const HOLD_EXPIRED_CODE = 'HOLD_EXPIRED';
+
+/** Worth another attempt (the mesh or the airtime may be different in a while); the rest fail at once. */
 export function isTransientRoutingError(code: string): boolean {
-  return TRANSIENT.has(code);
+  return UNREACHABLE.has(code) || RADIO_BUSY.has(code);
+}
+
+/** The destination could not be reached: the text waits for the node to be heard. */
+export function isUnreachable(code: string): boolean {
+  return UNREACHABLE.has(code);
 }
 
 /** `MAX_RETRANSMIT` → "the radio repeated it but no node acknowledged it (…) [MAX_RETRANSMIT]". */
@@ -49,4 +58,21 @@ export function describeRoutingError(code: string): string {
 export function describeAckTimeout(timeoutMs: number, attempts: number): string {
   const seconds = Math.round(timeoutMs / 1000);
   return `no acknowledgement within ${seconds} s after ${attempts} attempt${attempts === 1 ? '' : 's'} [${ACK_TIMEOUT_CODE}]`;
+}
+
+/** `3 min`, `2 h`, `5 days`: a duration in the words the chat uses. */
+export function durationWords(ms: number): string {
+  const minutes = Math.round(ms / 60_000);
+  if (ms < 60_000) return `${Math.max(0, Math.round(ms / 1000))} s`;
+  if (minutes < 60) return `${minutes} min`;
+  const hours = Math.round(minutes / 60);
+  if (hours < 36) return `${hours} h`;
+  const days = Math.round(hours / 24);
+  return `${days} day${days === 1 ? '' : 's'}`;
+}
+
+/** `1 h`, `24 h`, `0.5 h`: a hold in hours. */
+export function holdWords(ms: number): string {
+  const hours = Math.round((ms / 3_600_000) * 100) / 100;
+  return `${hours} h`;
 }

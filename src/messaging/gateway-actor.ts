@@ -4,14 +4,15 @@ import PQueue from 'p-queue';
 import type { HubBus, RadioStatus } from '../events.js';
 import { Actor } from '../kernel/actor.js';
 import type { Mailbox } from '../kernel/mailbox.js';
-import { pause } from '../kernel/timing.js';
 import type { Logger } from '../log.js';
 import { nodeIdFromNum, nodeNumFromId } from '../mesh/node.js';
 import type { MeshRoutingReport, MeshText } from '../mesh/packet-decoder.js';
 import type { Database } from '../store/database.js';
+import { NodeRepository } from '../store/nodes-repository.js';
 import { pauseAfterSendMs, textAirtimeMs } from './airtime.js';
+import { type ClockTimer, type MessagingClock, systemClock } from './clock.js';
 import { ConversationRepository } from './conversation-repository.js';
-import { type DeliverySettings, DeliveryTracker } from './delivery.js';
+import { type DeliverySettings, DeliveryTracker, type NodeFacts } from './delivery.js';
 import { resolveRecipient } from './inbound.js';
 import type { Message, MessageChange } from './message.js';
 import { MessageRepository } from './message-repository.js';
@@ -21,7 +22,9 @@ type GatewayEvent =
   | { kind: 'status'; status: RadioStatus }
   | { kind: 'routing'; report: MeshRoutingReport }
   | { kind: 'text'; text: MeshText }
+  | { kind: 'heard'; nodeNum: number }
   | { kind: 'expire' }
+  | { kind: 'created' }
   | { kind: 'pump' };
 
 const SEND_ASK_TIMEOUT_MS = 5_000;
@@ -39,8 +42,14 @@ const utf8 = new TextEncoder();
  * being sent. On start, and whenever the radio link comes back, the gateway picks up what is
  * due. Each send goes out with `want_ack` and a fresh random packet id, recorded before the
  * radio sees it; then the p-queue slot stays taken for the airtime share (MESSAGE_AIRTIME_PERCENT)
- * so a burst of messages cannot hog the channel. Routing reports, inbound texts and timeouts
- * are handled one at a time through the mailbox.
+ * so a burst of messages cannot hog the channel. Texts to one node go out in the order they
+ * were posted, one at a time. Routing reports, inbound texts and timeouts are handled one at a
+ * time through the mailbox.
+ *
+ * Held texts (docs/held-texts.md): any packet heard from a node that texts wait for (telemetry,
+ * position, nodeinfo, …, by radio or MQTT) makes them due at once; they then queue for airtime
+ * like any text, so many texts waking together never exceed the airtime share. Hold ends are
+ * timers like ACK deadlines.
  */
 export class MessageGatewayActor extends Actor {
   readonly name = 'message-gateway';
@@ -54,8 +63,12 @@ export class MessageGatewayActor extends Actor {
   private connected = false;
   private myNodeNum: number | undefined;
   private running = false;
-  private dueTimer: NodeJS.Timeout | undefined;
-  private deadlineTimer: NodeJS.Timeout | undefined;
+  private dueTimer: ClockTimer | undefined;
+  private deadlineTimer: ClockTimer | undefined;
+  private nodes: NodeRepository | undefined;
+  /** Node numbers that held texts wait for: a packet from one of them wakes its texts. */
+  private heldNodes = new Set<number>();
+  private clock: MessagingClock;
   private pruneTimer: NodeJS.Timeout | undefined;
   private blockedUntil = 0;
   /** Ends the airtime pause early (on stop: the next send waits in SQLite, not in a timer). */
@@ -68,9 +81,13 @@ export class MessageGatewayActor extends Actor {
       log: Logger;
       delivery: DeliverySettings;
       airtimePercent: number;
+      /** MESSAGE_HOLD_HOURS in ms: the hold of a text stored without one (from the upstream). */
+      defaultHoldMs: number;
+      clock?: MessagingClock;
     },
   ) {
     super();
+    this.clock = deps.clock ?? systemClock;
     this.inbox = this.createMailbox<GatewayEvent>('events', {
       capacity: 10_000,
       overflow: 'reject',
@@ -78,12 +95,20 @@ export class MessageGatewayActor extends Actor {
     });
   }
 
+  /** Tests: the clock to live by (before `start()`); the hub's is the system clock. */
+  useClock(clock: MessagingClock): void {
+    this.clock = clock;
+  }
+
   async start(): Promise<void> {
     const { bus, db } = this.deps;
     this.repo = new MessageRepository(db);
     this.subscriptions = new SubscriptionRepository(db);
     this.conversations = new ConversationRepository(db);
-    this.tracker = new DeliveryTracker(this.repo, this.deps.delivery);
+    this.nodes = new NodeRepository(db);
+    this.tracker = new DeliveryTracker(this.repo, this.deps.delivery, (nodeId) => this.nodeFacts(nodeId));
+    this.repo.applyDefaultHold(this.deps.defaultHoldMs);
+    this.refreshHeldNodes();
     this.sendQueue = new PQueue({ concurrency: 1 });
     this.running = true;
     this.stopping = new AbortController();
@@ -96,8 +121,13 @@ export class MessageGatewayActor extends Actor {
     bus.on(this.name, 'radio.status', (status) => post({ kind: 'status', status }), { replay: true });
     bus.on(this.name, 'mesh.routing', (report) => post({ kind: 'routing', report }));
     bus.on(this.name, 'mesh.text', (text) => post({ kind: 'text', text }));
+    // Every packet passes here: only those from a node that texts wait for reach the inbox.
+    bus.on(this.name, 'mesh.packet', (packet) => {
+      const from = packet.from >>> 0;
+      if (this.heldNodes.has(from) && from !== this.myNodeNum) post({ kind: 'heard', nodeNum: from });
+    });
     bus.on(this.name, 'message.updated', (change) => {
-      if (change.kind === 'created' && change.message.direction === 'outbound') post({ kind: 'pump' });
+      if (change.kind === 'created' && change.message.direction === 'outbound') post({ kind: 'created' });
     });
     post({ kind: 'expire' });
     this.pruneTimer = setInterval(() => this.repo?.pruneIdempotencyKeys(), PRUNE_INTERVAL_MS);
@@ -107,8 +137,8 @@ export class MessageGatewayActor extends Actor {
     this.running = false;
     this.deps.bus.removeOwner(this.name);
     this.inbox.close();
-    clearTimeout(this.dueTimer);
-    clearTimeout(this.deadlineTimer);
+    this.dueTimer?.cancel();
+    this.deadlineTimer?.cancel();
     clearInterval(this.pruneTimer);
     this.sendQueue?.clear();
     this.stopping.abort();
@@ -121,6 +151,27 @@ export class MessageGatewayActor extends Actor {
     return { radio: this.connected ? 'connected' : 'waiting', sending: this.sendQueue?.pending ?? 0 };
   }
 
+  /**
+   * A packet from outside messaging (a mesh API client, src/mesh/api-server) takes a turn in the
+   * same airtime-paced send queue as the hub's texts: `transmit` runs in the next free slot, then
+   * the slot stays taken for the airtime share of `payloadBytes`. Rejects when the gateway is
+   * stopped or `transmit` fails.
+   */
+  async sendPaced(payloadBytes: number, transmit: () => Promise<void>): Promise<void> {
+    const queue = this.sendQueue;
+    if (!this.running || !queue) throw new Error('the message gateway is not running');
+    await queue
+      .add(async () => {
+        await transmit();
+        const pauseMs = pauseAfterSendMs(textAirtimeMs(payloadBytes), this.deps.airtimePercent);
+        if (pauseMs > 0 && this.running) await this.clock.pause(pauseMs, this.stopping.signal);
+      })
+      .finally(() => {
+        // pump() waits while the queue is busy; it must look again once this turn is over.
+        if (this.running) this.inbox.post({ kind: 'pump' });
+      });
+  }
+
   private handle(event: GatewayEvent): void {
     if (!this.running) return;
     switch (event.kind) {
@@ -128,15 +179,36 @@ export class MessageGatewayActor extends Actor {
         this.onRadioStatus(event.status);
         break;
       case 'routing':
-        this.publish(this.tracker!.onRouting(event.report, event.report.receivedAt));
+        // The gateway's clock, not the packet's: every transition of a text on one clock.
+        this.publish(this.tracker!.onRouting(event.report, this.clock.now()));
+        this.refreshHeldNodes();
         this.scheduleDeadline();
         this.pump();
         break;
       case 'text':
         this.onText(event.text);
         break;
-      case 'expire':
-        this.publish(this.tracker!.expire(Date.now()));
+      case 'heard': {
+        const nodeId = nodeIdFromNum(event.nodeNum);
+        const woken = this.repo!.wakeHeld(nodeId, this.clock.now());
+        if (woken > 0) {
+          this.deps.log.info({ node: nodeId, texts: woken }, 'node heard again; its held texts are due');
+          this.pump();
+        }
+        break;
+      }
+      case 'expire': {
+        const now = this.clock.now();
+        this.publish(this.tracker!.expire(now));
+        this.publish(this.tracker!.expireHolds(now));
+        this.refreshHeldNodes();
+        this.scheduleDeadline();
+        this.pump();
+        break;
+      }
+      case 'created':
+        // A text from the upstream comes without a hold: it gets this hub's.
+        this.repo!.applyDefaultHold(this.deps.defaultHoldMs);
         this.scheduleDeadline();
         this.pump();
         break;
@@ -186,7 +258,7 @@ export class MessageGatewayActor extends Actor {
     const queue = this.sendQueue;
     if (!this.running || !queue || !this.connected) return;
     if (queue.size + queue.pending > 0) return;
-    const now = Date.now();
+    const now = this.clock.now();
     if (now < this.blockedUntil) {
       this.wakeAt(this.blockedUntil);
       return;
@@ -214,7 +286,7 @@ export class MessageGatewayActor extends Actor {
     let packetId: number;
     do packetId = randomInt(1, 0xffffffff);
     while (repo.packetIdInUse(packetId));
-    const now = Date.now();
+    const now = this.clock.now();
     if (!repo.beginAttempt(message, packetId, now, now + this.tracker!.ackTimeoutMs)) return;
     this.scheduleDeadline();
     const payload = utf8.encode(message.text);
@@ -226,8 +298,8 @@ export class MessageGatewayActor extends Actor {
       );
     } catch (error) {
       // The radio never took it: the attempt does not count; the message waits for the link.
-      repo.abandonAttempt(message, packetId, Date.now());
-      this.blockedUntil = Date.now() + SEND_FAILURE_BACKOFF_MS;
+      repo.abandonAttempt(message, packetId, this.clock.now());
+      this.blockedUntil = this.clock.now() + SEND_FAILURE_BACKOFF_MS;
       this.deps.log.info(
         { message: message.id, reason: (error as Error).message },
         'radio not ready; message stays queued',
@@ -239,25 +311,43 @@ export class MessageGatewayActor extends Actor {
       'text handed to the radio',
     );
     const pauseMs = pauseAfterSendMs(textAirtimeMs(payload.length), this.deps.airtimePercent);
-    if (pauseMs > 0 && this.running) await pause(pauseMs, this.stopping.signal);
+    if (pauseMs > 0 && this.running) await this.clock.pause(pauseMs, this.stopping.signal);
   }
 
   private wakeAt(at: number): void {
-    clearTimeout(this.dueTimer);
-    this.dueTimer = setTimeout(
-      () => this.inbox.post({ kind: 'pump' }),
-      Math.min(MAX_TIMER_MS, Math.max(0, at - Date.now()) + 5),
+    this.dueTimer?.cancel();
+    this.dueTimer = this.clock.timer(Math.min(MAX_TIMER_MS, Math.max(0, at - this.clock.now()) + 5), () =>
+      this.inbox.post({ kind: 'pump' }),
     );
   }
 
+  /** The next ACK deadline or hold end, whichever comes first. */
   private scheduleDeadline(): void {
-    clearTimeout(this.deadlineTimer);
-    const at = this.repo?.earliestDeadline();
+    this.deadlineTimer?.cancel();
+    const deadline = this.repo?.earliestDeadline();
+    const holdEnd = this.repo?.earliestHoldEnd();
+    const at =
+      deadline === undefined ? holdEnd : holdEnd === undefined ? deadline : Math.min(deadline, holdEnd);
     if (at === undefined || !this.running) return;
-    this.deadlineTimer = setTimeout(
+    this.deadlineTimer = this.clock.timer(
+      Math.min(MAX_TIMER_MS, Math.max(0, at - this.clock.now()) + 5),
       () => this.inbox.post({ kind: 'expire' }),
-      Math.min(MAX_TIMER_MS, Math.max(0, at - Date.now()) + 5),
     );
+  }
+
+  private refreshHeldNodes(): void {
+    const held = new Set<number>();
+    for (const nodeId of this.repo!.heldNodes()) {
+      const num = nodeNumFromId(nodeId);
+      if (num !== undefined) held.add(num >>> 0);
+    }
+    this.heldNodes = held;
+  }
+
+  private nodeFacts(nodeId: string): NodeFacts {
+    const node = this.nodes?.get(nodeId);
+    const name = node?.longName || node?.shortName || nodeId;
+    return node?.lastHeard === undefined ? { name } : { name, lastHeardAt: node.lastHeard };
   }
 
   private publish(changes: MessageChange[]): void {

@@ -32,6 +32,11 @@ export interface NewOutbound {
   publicId?: string;
   /** Stored with the message: a retry with this key gets `response` back. */
   idempotency?: IdempotencyInput;
+  /**
+   * When its hold ends (ms); `at`: no hold (it fails after the retries); null or absent: the
+   * gateway applies MESSAGE_HOLD_HOURS (a text that came down from the upstream).
+   */
+  holdUntil?: number | null;
 }
 
 export interface NewInbound {
@@ -51,6 +56,11 @@ export interface StatusUpdate {
   /** Leave out to keep; null clears (no attempt waiting for an ACK). */
   ackDeadline?: number | null;
   nextAttemptAt?: number;
+  /** Since when it waits for its node to be heard; leave out to keep (cleared when it leaves `queued`). */
+  heldSince?: number | null;
+  /** The attempt this change concludes, and its code (Routing_Error name, ACK_TIMEOUT, …), for the history. */
+  attempt?: number | null;
+  code?: string | null;
   at: number;
 }
 
@@ -62,6 +72,13 @@ export interface StoredIdempotency {
 
 export const IDEMPOTENCY_TTL_MS = 24 * 3_600_000;
 
+/** A held text is sent again on hearing its node at most once in this long. */
+export const WAKE_MIN_GAP_MS = 60_000;
+
+/** `m` is its sender's oldest queued outbound text to its node. */
+const HEAD_OF_NODE = `NOT EXISTS (SELECT 1 FROM messages e WHERE e.node_id = m.node_id AND e.owner = m.owner
+  AND e.direction = 'outbound' AND e.status = 'queued' AND e.id < m.id)`;
+
 export class MessageRepository {
   private readonly s: Record<string, Stmt<never>>;
 
@@ -72,8 +89,11 @@ export class MessageRepository {
     const p = <R>(sql: string) => db.prepare(sql) as Stmt<R> as Stmt<never>;
     this.s = {
       insert: p(`INSERT INTO messages (public_id, owner, owner_name, node_id, direction, sender_node_id,
-        target_node_id, text, status, packet_id, next_attempt_at, created_at, updated_at)
-        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING ${COLUMNS}`),
+        target_node_id, text, status, packet_id, next_attempt_at, created_at, updated_at, hold_until, held_since)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING ${COLUMNS}`),
+      // A new text to a node that the sender's texts already wait for waits behind them.
+      heldSinceOf: p(`SELECT min(held_since) AS at FROM messages WHERE node_id = ? AND owner = ?
+        AND direction = 'outbound' AND status = 'queued' AND held_since IS NOT NULL`),
       transition: p(TRANSITION_SQL),
       conversation:
         p(`INSERT INTO conversations (owner, owner_name, node_id, latest_message_id, latest_text, latest_at,
@@ -88,7 +108,7 @@ export class MessageRepository {
       byPublicId: p(`SELECT ${COLUMNS} FROM messages WHERE public_id = ?`),
       byRowId: p(`SELECT ${COLUMNS} FROM messages WHERE id = ?`),
       history: p(
-        'SELECT status, reason, at FROM message_transitions WHERE message_id = ? ORDER BY seq LIMIT 1000',
+        'SELECT status, reason, at, attempt, code FROM message_transitions WHERE message_id = ? ORDER BY seq LIMIT 1000',
       ),
       idempotencyGet: p(`SELECT k.request_hash, k.response, m.public_id FROM idempotency_keys k
         JOIN messages m ON m.id = k.message_id WHERE k.owner = ? AND k.key = ? AND k.created_at >= ?`),
@@ -97,10 +117,27 @@ export class MessageRepository {
         VALUES (?, ?, ?, ?, ?, ?)`),
       idempotencyPrune: p(`DELETE FROM idempotency_keys WHERE (owner, key) IN
         (SELECT owner, key FROM idempotency_keys WHERE created_at < ? LIMIT 1000)`),
-      nextDue: p(`SELECT ${COLUMNS} FROM messages WHERE direction = 'outbound' AND status = 'queued'
-        AND ack_deadline IS NULL AND next_attempt_at <= ? ORDER BY next_attempt_at, id LIMIT 1`),
-      earliestDue: p(`SELECT min(next_attempt_at) AS at FROM messages WHERE direction = 'outbound'
-        AND status = 'queued' AND ack_deadline IS NULL`),
+      // Only the oldest queued text of each sender to each node may go (a conversation keeps its
+      // order); while it waits for an acknowledgement, the later ones wait too.
+      nextDue: p(`SELECT ${COLUMNS} FROM messages m WHERE direction = 'outbound' AND status = 'queued'
+        AND ack_deadline IS NULL AND next_attempt_at <= ? AND ${HEAD_OF_NODE}
+        ORDER BY next_attempt_at, id LIMIT 1`),
+      earliestDue: p(`SELECT min(next_attempt_at) AS at FROM messages m WHERE direction = 'outbound'
+        AND status = 'queued' AND ack_deadline IS NULL AND ${HEAD_OF_NODE}`),
+      holdFollowers: p(`UPDATE messages SET held_since = ? WHERE node_id = ? AND owner = ?
+        AND direction = 'outbound' AND status = 'queued' AND held_since IS NULL AND id > ?`),
+      wakeHeld: p(`UPDATE messages SET next_attempt_at = ? WHERE node_id = ? AND direction = 'outbound'
+        AND status = 'queued' AND held_since IS NOT NULL AND ack_deadline IS NULL AND next_attempt_at > ?
+        AND updated_at <= ?`),
+      heldNodes: p(`SELECT DISTINCT node_id FROM messages WHERE direction = 'outbound' AND status = 'queued'
+        AND held_since IS NOT NULL LIMIT 10000`),
+      holdEnded: p(`SELECT ${COLUMNS} FROM messages WHERE direction = 'outbound' AND status = 'queued'
+        AND hold_until IS NOT NULL AND hold_until <= ? AND hold_until > created_at AND ack_deadline IS NULL
+        ORDER BY hold_until, id LIMIT 100`),
+      earliestHoldEnd: p(`SELECT min(hold_until) AS at FROM messages WHERE direction = 'outbound'
+        AND status = 'queued' AND hold_until IS NOT NULL AND hold_until > created_at AND ack_deadline IS NULL`),
+      defaultHold: p(`UPDATE messages SET hold_until = created_at + ? WHERE direction = 'outbound'
+        AND status = 'queued' AND hold_until IS NULL`),
       beginAttempt:
         p(`UPDATE messages SET attempts = attempts + 1, packet_id = ?, ack_deadline = ?, updated_at = ?
         WHERE id = ? AND status = 'queued' AND ack_deadline IS NULL`),
@@ -114,15 +151,22 @@ export class MessageRepository {
       byPacket: p(`SELECT p.attempt, m.* FROM message_packets p JOIN messages m ON m.id = p.message_id
         WHERE p.packet_id = ?`),
       update: p(`UPDATE messages SET status = ?, failure_code = ?, failure_reason = ?, ack_deadline = ?,
-        next_attempt_at = ?, updated_at = ? WHERE id = ? RETURNING ${COLUMNS}`),
+        next_attempt_at = ?, held_since = ?, updated_at = ? WHERE id = ? RETURNING ${COLUMNS}`),
       expired: p(`SELECT ${COLUMNS} FROM messages WHERE ack_deadline IS NOT NULL AND ack_deadline <= ?
         ORDER BY ack_deadline LIMIT 100`),
       earliestDeadline: p('SELECT min(ack_deadline) AS at FROM messages WHERE ack_deadline IS NOT NULL'),
     };
   }
 
-  private addTransition(id: number, status: MessageStatus, reason: string | null, at: number): void {
-    this.stmt('transition').run({ id, status, reason, at });
+  private addTransition(
+    id: number,
+    status: MessageStatus,
+    reason: string | null,
+    at: number,
+    attempt: number | null = null,
+    code: string | null = null,
+  ): void {
+    this.stmt('transition').run({ id, status, reason, at, attempt, code });
   }
 
   private stmt<R>(name: string): Stmt<R> {
@@ -132,6 +176,8 @@ export class MessageRepository {
   /** Stores a new outbound message as `queued` (and its idempotency key), in one transaction. */
   createOutbound(input: NewOutbound): Message {
     return this.atomically(() => {
+      const heldSince =
+        this.stmt<{ at: number | null }>('heldSinceOf').get(input.nodeId, input.owner)?.at ?? null;
       const row = this.stmt<MessageRow>('insert').get(
         input.publicId ?? messageId(input.at),
         input.owner,
@@ -146,6 +192,8 @@ export class MessageRepository {
         input.at,
         input.at,
         input.at,
+        input.holdUntil ?? null,
+        heldSince,
       )!;
       const message = fromRow(row);
       this.addTransition(message.rowId, 'queued', null, input.at);
@@ -193,6 +241,8 @@ export class MessageRepository {
           0,
           input.at,
           input.at,
+          null,
+          null,
         );
       } catch (error) {
         if ((error as { code?: string }).code === 'SQLITE_CONSTRAINT_UNIQUE') return undefined;
@@ -242,6 +292,43 @@ export class MessageRepository {
 
   history(rowId: number): MessageTransition[] {
     return this.stmt<MessageTransition>('history').all(rowId);
+  }
+
+  // --- held texts ---
+
+  /** Gives queued texts that have no hold yet (from the upstream, from before holds) `holdMs`. */
+  applyDefaultHold(holdMs: number): number {
+    return this.stmt('defaultHold').run(Math.max(0, Math.round(holdMs))).changes;
+  }
+
+  /** Marks the sender's later queued texts to the node as waiting for it too (they go out after this one). */
+  holdFollowers(message: Message, at: number): void {
+    this.stmt('holdFollowers').run(at, message.nodeId, message.owner, message.rowId);
+  }
+
+  /**
+   * The node was heard: its held texts are due now, unless their last attempt ended less than
+   * WAKE_MIN_GAP_MS ago (a node we hear but cannot reach must not cost an attempt per packet).
+   * Returns how many were woken.
+   */
+  wakeHeld(nodeId: string, at: number): number {
+    return this.stmt('wakeHeld').run(at, nodeId, at, at - WAKE_MIN_GAP_MS).changes;
+  }
+
+  /** The nodes that texts wait for. */
+  heldNodes(): string[] {
+    return this.stmt<{ node_id: string }>('heldNodes')
+      .all()
+      .map((r) => r.node_id);
+  }
+
+  /** Queued texts (not waiting for an acknowledgement) whose hold has ended (at most 100). */
+  holdEnded(now: number): Message[] {
+    return this.stmt<MessageRow>('holdEnded').all(now).map(fromRow);
+  }
+
+  earliestHoldEnd(): number | undefined {
+    return this.stmt<{ at: number | null }>('earliestHoldEnd').get()?.at ?? undefined;
   }
 
   // --- the send queue ---
@@ -300,10 +387,22 @@ export class MessageRepository {
             : (change.reason ?? null),
         change.ackDeadline === undefined ? message.ackDeadline : change.ackDeadline,
         change.nextAttemptAt ?? message.nextAttemptAt,
+        change.status !== 'queued'
+          ? null
+          : change.heldSince === undefined
+            ? (message.heldSince ?? null)
+            : change.heldSince,
         change.at,
         message.rowId,
       )!;
-      this.addTransition(message.rowId, change.status, change.reason ?? null, change.at);
+      this.addTransition(
+        message.rowId,
+        change.status,
+        change.reason ?? null,
+        change.at,
+        change.attempt ?? null,
+        change.code ?? null,
+      );
       return fromRow(row);
     });
   }

@@ -8,7 +8,8 @@ import type { Message, MessageStatus } from './message.js';
 export type Stmt<R = unknown> = Statement<unknown[], R>;
 
 export const COLUMNS = `id, public_id, owner, owner_name, node_id, direction, sender_node_id, target_node_id, text,
-  status, failure_code, failure_reason, packet_id, attempts, ack_deadline, next_attempt_at, created_at, updated_at`;
+  status, failure_code, failure_reason, packet_id, attempts, ack_deadline, next_attempt_at, created_at, updated_at,
+  hold_until, held_since`;
 
 /**
  * The columns a `messages` row has wherever it is kept (the hub's SQLite, the upstream's
@@ -36,6 +37,8 @@ export interface MessageRow extends MessageTextRow {
   next_attempt_at: number;
   created_at: number;
   updated_at: number;
+  hold_until: number | null;
+  held_since: number | null;
 }
 
 export type MessageTextFields = Pick<
@@ -79,9 +82,16 @@ export function fromRow(r: MessageRow): Message {
     nextAttemptAt: r.next_attempt_at,
     createdAt: r.created_at,
     updatedAt: r.updated_at,
+    holdUntil: r.hold_until,
+    heldSince: r.held_since,
   };
 }
 
-/** Appends a transition (named parameters: id, status, reason, at); `seq` numbers them per message. */
-export const TRANSITION_SQL = `INSERT INTO message_transitions (message_id, seq, status, reason, at) VALUES
-  (@id, (SELECT coalesce(max(seq), 0) + 1 FROM message_transitions WHERE message_id = @id), @status, @reason, @at)`;
+/**
+ * Appends a transition (named parameters: id, status, reason, at, attempt, code); `seq` numbers
+ * them per message. `attempt`: the attempt it concluded (null when none did); `code`: why, as a
+ * Routing_Error name, ACK_TIMEOUT or HOLD_EXPIRED.
+ */
+export const TRANSITION_SQL = `INSERT INTO message_transitions (message_id, seq, status, reason, at, attempt, code) VALUES
+  (@id, (SELECT coalesce(max(seq), 0) + 1 FROM message_transitions WHERE message_id = @id), @status, @reason, @at,
+  @attempt, @code)`;

@@ -2,8 +2,8 @@
  * Messages to and from mesh nodes, and their JSON (spec "Resources and their fields").
  *
  * Status (DESIGN.md "Decisions"): outbound `queued` → `sent` (implicit ACK: a relay was heard
- * repeating it) → `delivered` (the destination's own ACK) | `failed` (a routing error or no
- * acknowledgement after the retries); inbound `received` → `read`.
+ * repeating it) → `delivered` (the destination's own ACK) | `failed` (a routing error another
+ * attempt cannot mend, or its hold ended: docs/held-texts.md); inbound `received` → `read`.
  */
 import type {
   ConversationSummaryJson,
@@ -44,12 +44,24 @@ export interface Message {
   nextAttemptAt: number;
   createdAt: number;
   updatedAt: number;
+  /**
+   * Outbound, at the hub: when its hold ends (ms): a text not yet through by then fails
+   * (HOLD_EXPIRED); `createdAt` (or earlier): no hold, it fails after the retries; null: not
+   * given yet (the gateway applies MESSAGE_HOLD_HOURS). Absent where unknown (upstream).
+   */
+  holdUntil?: number | null;
+  /** Outbound, at the hub: since when it waits for its node to be heard again (ms); null: it does not. */
+  heldSince?: number | null;
 }
 
 export interface MessageTransition {
   status: MessageStatus;
   reason: string | null;
   at: number;
+  /** The attempt this transition concluded (1, 2, …); null or absent when none did. */
+  attempt?: number | null;
+  /** Routing_Error name, ACK_TIMEOUT or HOLD_EXPIRED, when the transition had one. */
+  code?: string | null;
 }
 
 /** What `message.updated` carries: the message after the change. */
@@ -70,6 +82,11 @@ export interface ConversationSummary {
 
 export const iso = (ms: number): string => new Date(ms).toISOString();
 
+/** The text has a hold (it waits for its node until `holdUntil` instead of failing after the retries). */
+export function hasHold(m: Pick<Message, 'holdUntil' | 'createdAt'>): boolean {
+  return m.holdUntil !== undefined && m.holdUntil !== null && m.holdUntil > m.createdAt;
+}
+
 export function messageRecordJson(m: Message): MessageRecordJson {
   return {
     id: m.id,
@@ -87,11 +104,18 @@ export function messageDetailJson(m: Message, history?: MessageTransition[]): Me
   if (m.direction === 'outbound') out.attempts = m.attempts;
   if (m.failureCode !== null) out.failure_code = m.failureCode;
   if (m.failureReason !== null) out.failure_reason = m.failureReason;
+  // Only a hub knows these (the upstream's records leave them undefined, and so out).
+  if (m.direction === 'outbound' && m.holdUntil !== undefined)
+    out.hold_until = hasHold(m) ? iso(m.holdUntil!) : null;
+  if (m.direction === 'outbound' && m.heldSince !== undefined)
+    out.waiting_for_node = m.status === 'queued' && m.heldSince !== null ? m.nodeId : null;
   if (history) {
     out.history = history.map((t) => ({
       status: t.status,
       at: iso(t.at),
       ...(t.reason === null ? {} : { reason: t.reason }),
+      ...(t.attempt === null || t.attempt === undefined ? {} : { attempt: t.attempt }),
+      ...(t.code === null || t.code === undefined ? {} : { code: t.code }),
     }));
   }
   return out;

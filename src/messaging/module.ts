@@ -22,6 +22,7 @@ export const messagingModule = defineModule({
         auth: ctx.auth,
         perSubscriber: s.MESSAGE_RATE_PER_SUBSCRIBER,
         perNode: s.MESSAGE_RATE_PER_NODE,
+        maxHoldHours: s.MESSAGE_HOLD_HOURS,
       }),
       { component: 'gateway' },
     );
@@ -34,8 +35,10 @@ export const messagingModule = defineModule({
         ackTimeoutMs: s.MESSAGE_ACK_TIMEOUT,
         maxRetries: s.MESSAGE_MAX_RETRIES,
         retryDelayMs: s.MESSAGE_RETRY_DELAY,
+        holdRetryMaxMs: s.MESSAGE_HOLD_RETRY_MAX,
       },
       airtimePercent: s.MESSAGE_AIRTIME_PERCENT,
+      defaultHoldMs: s.MESSAGE_HOLD_HOURS * 3_600_000,
     });
     return { actors: [gateway] };
   },

@@ -22,6 +22,8 @@ export interface MessagingRoutesOptions {
   auth: ModuleAuth;
   perSubscriber: RateLimit;
   perNode: RateLimit;
+  /** MESSAGE_HOLD_HOURS. */
+  maxHoldHours: number;
 }
 
 /**
@@ -54,6 +56,7 @@ export function messagingRoutesFor(options: MessagingRoutesOptions): Hono<AuthEn
     streams,
     tickets: new StreamTickets(),
     publish: (change) => bus.emit('message.updated', change),
+    maxHoldHours: options.maxHoldHours,
   });
   return app;
 }

@@ -2,7 +2,7 @@
  * `/api/v1/messages` (spec "Endpoints", DESIGN.md "Data flows" 2–3). Every route needs a bearer
  * token with the role `subscriber` or `admin`; a subscriber only ever sees their own messages.
  *
- * - POST `/`: `{ target_node_id, text }` → 202, the message record (`status: "queued"`) and
+ * - POST `/`: `{ target_node_id, text, hold_hours? }` → 202, the message record (`status: "queued"`) and
  *   `Location: /api/v1/messages/{id}`. Checks, in order: token (401), role (403), body (400),
  *   Idempotency-Key replay (the first 202 again; 422 for the same key with another body),
  *   the hub's own node (400), unknown node (404), subscription (403; admins need none),
@@ -68,6 +68,8 @@ export interface MessagingRoutesDeps {
   streams: MessageStreams;
   tickets: StreamTickets;
   publish: (change: MessageChange) => void;
+  /** MESSAGE_HOLD_HOURS: the default and the most `hold_hours` may ask for; 0: no holding. */
+  maxHoldHours?: number;
   now?: () => number;
 }
 
@@ -86,7 +88,8 @@ export function messagingRoutes(deps: MessagingRoutesDeps): Hono<AuthEnv> {
 
   app.post('/', limitBody(4096), auth, async (c) => {
     const principal = principalOf(c);
-    const { key, body, hash } = await readSendRequest(c);
+    const maxHold = deps.maxHoldHours ?? 0;
+    const { key, body, hash } = await readSendRequest(c, maxHold);
     if (key !== undefined) {
       // A retry: the first request's 202 again, whether it is committed or still waiting to be.
       const waiting = deps.outbound.pending(principal.id, key);
@@ -123,13 +126,16 @@ export function messagingRoutes(deps: MessagingRoutesDeps): Hono<AuthEnv> {
     if (!byNode.ok) throw rateProblem(deps.perNode.limit, `${target} may receive`, byNode.retryAfterSeconds);
     deps.perSubscriber.consume(principal.id);
     deps.perNode.consume(target);
+    const at = now();
+    const holdHours = body.hold_hours ?? maxHold;
     const message = await deps.outbound.submit({
       owner: principal.id,
       ownerName: principal.name,
       nodeId: target,
       senderNodeId: deps.hubNodeId(),
       text: body.text,
-      at: now(),
+      at,
+      holdUntil: at + Math.round(holdHours * 3_600_000),
       ...idempotencyFor(key, hash),
     });
     deps.publish({ message, kind: 'created' });

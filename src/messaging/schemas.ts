@@ -2,7 +2,8 @@
  * `/api/v1/messages` in zod (spec "Outbound message", "Conversation summary", "Message record";
  * DESIGN.md "Decisions"). Plain zod: the web UI takes its types from here.
  *
- * The outbound body: `target_node_id` and `text`, both required, nothing else. Text: at most 200
+ * The outbound body: `target_node_id` and `text`, both required, and the optional `hold_hours`
+ * (docs/held-texts.md; at most MESSAGE_HOLD_HOURS, checked in validation.ts). Text: at most 200
  * characters (Unicode code points) AND at most 233 bytes in UTF-8 — one radio packet's payload
  * (Constants.DATA_PAYLOAD_LEN) — each limit named when exceeded; not empty or whitespace only;
  * no control characters but tab and newline.
@@ -87,9 +88,28 @@ export const messageTextSchema = requiredString('a string')
     description: `At most ${MAX_TEXT_CHARACTERS} characters and ${MAX_TEXT_BYTES} bytes of UTF-8 (one radio packet); not blank; no control characters but tab and newline.`,
   });
 
+export const holdHoursSchema = z
+  .number({ error: 'must be a number of hours' })
+  .min(0, 'must be at least 0 hours')
+  .meta({
+    description:
+      'How long the text may wait for its node to come in range before it fails (hours; fractions allowed). ' +
+      'Default and maximum: the hub’s MESSAGE_HOLD_HOURS (24 unless configured); 0: fail after the retries.',
+    example: 6,
+  });
+
 export const outboundMessageSchema = z
-  .object({ target_node_id: nodeIdSchema, text: messageTextSchema })
+  .object({ target_node_id: nodeIdSchema, text: messageTextSchema, hold_hours: holdHoursSchema.optional() })
   .strict();
+
+/** The outbound body on a hub whose MESSAGE_HOLD_HOURS is `maxHoldHours`: `hold_hours` at most that. */
+export function outboundMessageSchemaFor(maxHoldHours: number) {
+  return outboundMessageSchema.extend({
+    hold_hours: holdHoursSchema
+      .max(maxHoldHours, `must be at most ${maxHoldHours} hours (this hub's MESSAGE_HOLD_HOURS)`)
+      .optional(),
+  });
+}
 export type OutboundMessageBody = z.output<typeof outboundMessageSchema>;
 
 export const nicknameBodySchema = z
@@ -174,10 +194,32 @@ export const messageDetailSchema = messageRecordSchema.extend({
   node_id: z.string().meta({ description: 'The node at the other end of the conversation.' }),
   updated_at: utc,
   attempts: z.int().optional(),
-  failure_code: z.string().optional().meta({ description: 'Routing_Error name or ACK_TIMEOUT.' }),
+  failure_code: z
+    .string()
+    .optional()
+    .meta({ description: 'Routing_Error name, ACK_TIMEOUT, or HOLD_EXPIRED (its hold ended first).' }),
   failure_reason: z.string().optional(),
+  hold_until: utc.nullable().optional().meta({
+    description:
+      'Outbound: when its hold ends — a text not through by then fails with HOLD_EXPIRED; null: no hold.',
+  }),
+  waiting_for_node: z.string().nullable().optional().meta({
+    description:
+      'Outbound: the node id while the text waits for that node to be heard again (it could not be reached); else null.',
+  }),
   history: z
-    .array(z.object({ status: messageStatusSchema, at: utc, reason: z.string().optional() }))
+    .array(
+      z.object({
+        status: messageStatusSchema,
+        at: utc,
+        reason: z.string().optional(),
+        attempt: z.int().optional().meta({ description: 'The attempt (1, 2, …) this transition concluded.' }),
+        code: z
+          .string()
+          .optional()
+          .meta({ description: 'Why: Routing_Error name, ACK_TIMEOUT or HOLD_EXPIRED.' }),
+      }),
+    )
     .optional(),
 });
 

@@ -1,4 +1,4 @@
-/** Settings of the messaging module: rate limits, airtime share, acknowledgements and retries. */
+/** Settings of the messaging module: rate limits, airtime share, acknowledgements, retries and holds. */
 import { z } from 'zod';
 import { duration, rate } from '../config/fields.js';
 
@@ -13,6 +13,13 @@ export const messagingSettings = z.object({
   MESSAGE_ACK_TIMEOUT: duration.prefault('60s'),
   /** Retries after a timeout or a transient routing error (MAX_RETRANSMIT, NO_ROUTE, ...). */
   MESSAGE_MAX_RETRIES: z.coerce.number().int().min(0).max(3).default(3),
-  /** Wait before each retry. */
+  /** Wait before each of the quick retries. */
   MESSAGE_RETRY_DELAY: duration.prefault('30s'),
+  /**
+   * How long a text whose node cannot be reached stays queued, waiting for the node to be heard
+   * (docs/held-texts.md); also the most a sender may ask for with `hold_hours`. 0: no holding.
+   */
+  MESSAGE_HOLD_HOURS: z.coerce.number().min(0).max(720).default(24),
+  /** The longest wait between two attempts of a held text while its node is not heard. */
+  MESSAGE_HOLD_RETRY_MAX: duration.prefault('1h'),
 });

@@ -17,7 +17,7 @@ import {
   NODE_ID_PATTERN,
   nicknameBodySchema,
   type OutboundMessageBody,
-  outboundMessageSchema,
+  outboundMessageSchemaFor,
 } from './schemas.js';
 
 export {
@@ -68,20 +68,28 @@ export function parseIdempotencyKey(header: string | undefined): string | undefi
 
 /** Fingerprint of a validated request body: the same key with another body is refused. */
 export function requestHash(body: OutboundMessageBody): string {
-  return createHash('sha256')
-    .update(JSON.stringify([body.target_node_id, body.text]))
-    .digest('base64url');
+  const fields: unknown[] = [body.target_node_id, body.text];
+  if (body.hold_hours !== undefined) fields.push(body.hold_hours);
+  return createHash('sha256').update(JSON.stringify(fields)).digest('base64url');
 }
 
+const bodySchemas = new Map<number, ReturnType<typeof outboundMessageSchemaFor>>();
+
 /**
- * A send (POST /api/v1/messages): its Idempotency-Key (400 when malformed), its body (400), and
- * the body's fingerprint (`''` without a key).
+ * A send (POST /api/v1/messages): its Idempotency-Key (400 when malformed), its body (400, with
+ * `hold_hours` at most `maxHoldHours`), and the body's fingerprint (`''` without a key).
  */
 export async function readSendRequest(
   c: Context,
+  maxHoldHours = Number.POSITIVE_INFINITY,
 ): Promise<{ key: string | undefined; body: OutboundMessageBody; hash: string }> {
   const key = parseIdempotencyKey(c.req.header('idempotency-key'));
-  const parsed = outboundMessageSchema.safeParse(await readJsonBody(c));
+  let schema = bodySchemas.get(maxHoldHours);
+  if (!schema) {
+    schema = outboundMessageSchemaFor(maxHoldHours);
+    bodySchemas.set(maxHoldHours, schema);
+  }
+  const parsed = schema.safeParse(await readJsonBody(c));
   if (!parsed.success) throw bodyProblem(parsed.error);
   const body = parsed.data;
   return { key, body, hash: key === undefined ? '' : requestHash(body) };

@@ -223,7 +223,28 @@ export const MIGRATIONS: readonly Migration[] = [
       ) WITHOUT ROWID;
     `,
   },
-  // Append new migrations here: { version: 3, name: '...', up: `CREATE TABLE ...` },
+  {
+    version: 3,
+    name: 'held texts: hold end, waiting for the node, attempt and code of each transition',
+    up: `
+      -- Held texts (docs/held-texts.md): a text whose node cannot be reached stays queued until
+      -- its hold ends (hold_until, ms; = created_at: no hold; NULL: not yet given, the gateway
+      -- applies MESSAGE_HOLD_HOURS, as for texts queued before this version). held_since: since
+      -- when it waits for its node to be heard (NULL: it does not).
+      ALTER TABLE messages ADD COLUMN hold_until INTEGER;
+      ALTER TABLE messages ADD COLUMN held_since INTEGER;
+      -- Per node, oldest first: a text goes out only when no older one of its sender to its
+      -- node is queued (a conversation keeps its order).
+      CREATE INDEX messages_queue_by_node ON messages (node_id, id)
+        WHERE direction = 'outbound' AND status = 'queued';
+      CREATE INDEX messages_hold_end ON messages (hold_until)
+        WHERE direction = 'outbound' AND status = 'queued' AND hold_until IS NOT NULL;
+      -- Which attempt a transition concluded, and its code (Routing_Error name, ACK_TIMEOUT, ...).
+      ALTER TABLE message_transitions ADD COLUMN attempt INTEGER;
+      ALTER TABLE message_transitions ADD COLUMN code TEXT;
+    `,
+  },
+  // Append new migrations here: { version: 4, name: '...', up: `CREATE TABLE ...` },
 ];
 
 export class SchemaTooNewError extends Error {

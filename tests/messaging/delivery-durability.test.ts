@@ -161,13 +161,17 @@ describe('rate limits', () => {
 });
 
 describe('acknowledgements', () => {
-  it('retries a text nobody acknowledges, then fails it with ACK_TIMEOUT', async () => {
+  it('retries a text without a hold that nobody acknowledges, then fails it with ACK_TIMEOUT', async () => {
     const sim = await controlledSim({ silent: true });
     const t = await hubOn(sim, { MESSAGE_ACK_TIMEOUT: '1s', MESSAGE_MAX_RETRIES: '2' });
     await knownNodes(t, 6);
     const token = await subscriber(t, 'alice');
     const target = sim.network.nodes[0]!;
-    const res = await send(t, token, target.id, 'hello?');
+    // hold_hours 0: no waiting for the node (docs/held-texts.md); with a hold it would stay queued.
+    const res = await call(t.baseUrl, 'POST', '/api/v1/messages', {
+      token,
+      body: { target_node_id: target.id, text: 'hello?', hold_hours: 0 },
+    });
     const failed = await waitForStatus(t, token, res.body.id, 'failed', 15_000);
     expect(failed.failure_code).toBe('ACK_TIMEOUT');
     expect(failed.failure_reason).toBe('no acknowledgement within 1 s after 3 attempts [ACK_TIMEOUT]');

@@ -1,6 +1,8 @@
 /**
  * The delivery state machine over a real SQLite database: which routing report moves a message
- * where, retries and their limits, timeouts, and that every transition is stored with its time.
+ * where, retries and their limits, timeouts, and that every transition is stored with its time;
+ * held texts (docs/held-texts.md): an unreachable node keeps the text queued until its hold ends,
+ * texts to one node keep their order, and a node heard again makes its texts due.
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { DeliveryTracker } from '../../src/messaging/delivery.js';
@@ -22,18 +24,26 @@ let now = 1_700_000_000_000;
 beforeEach(() => {
   db = openDatabase(':memory:');
   repo = new MessageRepository(db);
-  tracker = new DeliveryTracker(repo, { ackTimeoutMs: 60_000, maxRetries: 3, retryDelayMs: 30_000 });
+  tracker = new DeliveryTracker(
+    repo,
+    { ackTimeoutMs: 60_000, maxRetries: 3, retryDelayMs: 30_000, holdRetryMaxMs: 3_600_000 },
+    (nodeId) => ({ name: `Ana (${nodeId})`, lastHeardAt: now - 3 * 3_600_000 }),
+  );
 });
 afterEach(() => closeDatabase(db));
 
-function queue(): Message {
+const HOUR = 3_600_000;
+
+/** A queued text; without `holdHours` it has no hold (it fails after the retries, as before holds). */
+function queue(holdHours = 0, nodeId = NODE_ID): Message {
   return repo.createOutbound({
     owner: 'alice',
     ownerName: 'alice',
-    nodeId: NODE_ID,
+    nodeId,
     senderNodeId: null,
     text: 'hi',
     at: now,
+    holdUntil: now + holdHours * HOUR,
   });
 }
 
@@ -150,4 +160,102 @@ describe('DeliveryTracker', () => {
     expect(late?.message).toMatchObject({ status: 'delivered', failureCode: null, failureReason: null });
     expect(repo.history(m.rowId).at(-1)?.reason).toBe('the node acknowledged it after all');
   });
+
+  it('holds a text whose node cannot be reached: quick retries, then a slow backoff, waiting for the node', () => {
+    const m = queue(24);
+    const delays: number[] = [];
+    for (let attempt = 1; attempt <= 7; attempt++) {
+      const id = attempt1(m);
+      const [change] = tracker.onRouting({ from: HUB, requestId: id, ...MAX_RETRANSMIT }, tick(5_000));
+      expect(change?.message).toMatchObject({ status: 'queued', heldSince: expect.any(Number) });
+      delays.push(change!.message.nextAttemptAt - now);
+      now = change!.message.nextAttemptAt;
+    }
+    // 3 quick retries, then 5, 10, 20, 40 min (capped at 1 h).
+    expect(delays).toEqual([30_000, 30_000, 30_000, 300_000, 600_000, 1_200_000, 2_400_000]);
+    const last = repo.history(m.rowId).at(-1)!;
+    expect(last).toMatchObject({ status: 'queued', attempt: 7, code: 'MAX_RETRANSMIT' });
+    expect(last.reason).toMatch(
+      /\[MAX_RETRANSMIT\]; waiting for Ana \(!0af52a53\) to come in range \(last heard 3 h ago\): sent again as soon as it is heard, at the latest in 40 min$/,
+    );
+    expect(tracker.retryDelayMs(20)).toBe(3_600_000);
+    expect(repo.getByRowId(m.rowId)?.status).toBe('queued');
+  });
+
+  it('fails a held text when its hold ends: after an attempt, or while it waits', () => {
+    const tried = queue(1);
+    const waiting = queue(2, '!0000beef');
+    attempt1(tried);
+    const [held] = tracker.onRouting(
+      { from: HUB, requestId: packetOf(tried), ...MAX_RETRANSMIT },
+      tick(1_000),
+    );
+    expect(held?.message.status).toBe('queued');
+    // The hold ends while the next attempt is in flight: its failure ends the text.
+    now = tried.createdAt + HOUR - 1;
+    attempt1(tried);
+    const [failed] = tracker.onRouting({ from: HUB, requestId: packetOf(tried), ...MAX_RETRANSMIT }, tick(2));
+    expect(failed?.message).toMatchObject({ status: 'failed', failureCode: 'HOLD_EXPIRED' });
+    expect(failed?.message.failureReason).toBe(
+      'its 1 h hold ended: Ana (!0af52a53) was not reached in 2 attempts (last heard 3 h ago; last: MAX_RETRANSMIT) [HOLD_EXPIRED]',
+    );
+    // Never sent (say the radio was away): it fails when its hold ends, and not a moment before.
+    expect(tracker.expireHolds(waiting.createdAt + 2 * HOUR - 1)).toEqual([]);
+    const [expired] = tracker.expireHolds(waiting.createdAt + 2 * HOUR);
+    expect(expired?.message).toMatchObject({ status: 'failed', failureCode: 'HOLD_EXPIRED' });
+    expect(expired?.message.failureReason).toBe('its 2 h hold ended before it could be sent [HOLD_EXPIRED]');
+  });
+
+  it('fails a held text at once on a reason another attempt cannot mend', () => {
+    const m = queue(24);
+    attempt1(m);
+    const [failed] = tracker.onRouting(
+      { from: HUB, requestId: packetOf(m), errorReason: 6, errorName: 'NO_CHANNEL' },
+      tick(1_000),
+    );
+    expect(failed?.message).toMatchObject({ status: 'failed', failureCode: 'NO_CHANNEL' });
+    expect(failed?.message.failureReason).toBe('the radio has no such channel [NO_CHANNEL]');
+  });
+
+  it('keeps texts to one node in order, and a node heard again makes its held texts due', () => {
+    const first = queue(24);
+    const second = queue(24);
+    const elsewhere = queue(24, '!0000beef');
+    expect(repo.nextDue(now)?.rowId).toBe(first.rowId);
+    attempt1(first);
+    // While the first waits for its ACK, the node's second text waits too; another node's does not.
+    expect(repo.nextDue(now)?.rowId).toBe(elsewhere.rowId);
+    tracker.onRouting({ from: HUB, requestId: packetOf(first), ...MAX_RETRANSMIT }, tick(1_000));
+    tracker.expire(now);
+    // The first is held; the second waits behind it, and says so.
+    expect(repo.getByRowId(second.rowId)?.heldSince).toBe(now);
+    expect(repo.nextDue(now + 29_000)?.rowId).toBe(elsewhere.rowId);
+    expect(repo.heldNodes()).toEqual([NODE_ID]);
+    // As after the quick retries: the next blind attempt is 10 min away.
+    db.prepare('UPDATE messages SET next_attempt_at = ? WHERE id = ?').run(now + 600_000, first.rowId);
+    // Heard again within a minute of the failed attempt: no new attempt yet (a node we hear
+    // but cannot reach must not cost an attempt per packet).
+    expect(repo.wakeHeld(NODE_ID, tick(1_000))).toBe(0);
+    // Heard later: its held text is due now (the second was due already, behind it).
+    expect(repo.wakeHeld(NODE_ID, tick(60_000))).toBe(1);
+    const due = repo.nextDue(now);
+    expect([first.rowId, elsewhere.rowId]).toContain(due?.rowId);
+    expect(due?.rowId).not.toBe(second.rowId);
+    attempt1(first);
+    // Heard again while that attempt waits for its ACK: nothing changes (it goes out once).
+    expect(repo.wakeHeld(NODE_ID, now)).toBe(0);
+    tracker.onRouting({ from: HUB, requestId: packetOf(first), ...NONE }, tick(500));
+    expect(repo.getByRowId(first.rowId)).toMatchObject({ status: 'sent', heldSince: null });
+    attempt1(elsewhere);
+    expect(repo.nextDue(now)?.rowId).toBe(second.rowId);
+  });
 });
+
+/** Starts the message's next attempt now (packet id from its row and attempt). */
+function attempt1(message: Message): number {
+  return attempt(message);
+}
+
+function packetOf(message: Message): number {
+  return repo.getByRowId(message.rowId)!.packetId!;
+}

@@ -75,14 +75,44 @@ describe('POST /api/v1/messages → delivery', () => {
     expect(done.failure_reason).toBeUndefined();
   });
 
-  it('fails a message to a node out of range with the named reason after 3 retries', async () => {
+  it('holds a text to a node out of range: queued, waiting for the node, each attempt with its reason', async () => {
     const { token: alice } = await user('alice');
     const res = await send(t, alice, outOfRange, 'Anyone there?');
+    expect(res.status).toBe(202);
+    // The quick retries (MESSAGE_MAX_RETRIES = 3) pass; then it waits for the node (docs/held-texts.md).
+    const held = await waitFor(
+      async () => {
+        const r = await call(t.baseUrl, 'GET', `/api/v1/messages/${res.body.id}`, { token: alice });
+        return r.body.attempts === 4 && r.body.history.length === 5 ? r.body : undefined;
+      },
+      20_000,
+      'four attempts',
+    );
+    expect(held).toMatchObject({ status: 'queued', waiting_for_node: outOfRange });
+    expect(held.failure_code).toBeUndefined();
+    expect(Date.parse(held.hold_until) - Date.parse(held.created_at)).toBe(24 * 3_600_000);
+    const attempts = held.history.slice(1);
+    expect(attempts.map((h: Json) => [h.status, h.attempt, h.code])).toEqual(
+      [1, 2, 3, 4].map((n) => ['queued', n, 'MAX_RETRANSMIT']),
+    );
+    expect(attempts[3].reason).toMatch(
+      /no node acknowledged it.*\[MAX_RETRANSMIT\]; waiting for .+ to come in range \((last heard .+ ago|never heard)\): sent again as soon as it is heard, at the latest in 5 min$/,
+    );
+  });
+
+  it('fails a text without a hold (hold_hours 0) with the named reason after 3 retries', async () => {
+    const { token: alice } = await user('alice');
+    const res = await call(t.baseUrl, 'POST', '/api/v1/messages', {
+      token: alice,
+      body: { target_node_id: outOfRange, text: 'Anyone there?', hold_hours: 0 },
+    });
     expect(res.status).toBe(202);
     const failed = await waitForStatus(t, alice, res.body.id, 'failed', 20_000);
     expect(failed.failure_code).toBe('MAX_RETRANSMIT');
     expect(failed.failure_reason).toMatch(/no node acknowledged it.*\[MAX_RETRANSMIT\], after 4 attempts/);
     expect(failed.attempts).toBe(4);
+    expect(failed.hold_until).toBeNull();
+    expect(failed.waiting_for_node).toBeNull();
     const statuses = failed.history.map((h: Json) => h.status);
     expect(statuses).toEqual(['queued', 'queued', 'queued', 'queued', 'failed']);
     expect(failed.history[1].reason).toMatch(/retry 1 of 3/);

@@ -10,7 +10,7 @@ import { Mesh } from '@meshtastic/protobufs';
 import { StreamClosedError, waitForDrain } from '../../kernel/timing.js';
 import type { Logger } from '../../log.js';
 import { encodeFrame, StreamFramer } from '../framing.js';
-import type { SimNetwork, SimNode } from './nodes.js';
+import { isPresent, type SimNetwork, type SimNode } from './nodes.js';
 import {
   type FromRadioInit,
   handshakeMessages,
@@ -249,16 +249,18 @@ export class SimClientSession implements SimClient {
       }
       if (node.profile.airQuality)
         this.every(400 + r() * 1600, 2 * interval, () => this.sendTelemetry(node, 'airQuality'));
-      this.every(300 + r() * 3000, NODE_INFO_INTERVAL_MS, () =>
+      this.every(300 + r() * 3000, NODE_INFO_INTERVAL_MS, () => {
+        if (!isPresent(this.network, node, this.now())) return;
         this.sendLive({
           payloadVariant: { case: 'packet', value: nodeInfoPacket(this.network, node, this.now()) },
-        }),
-      );
+        });
+      });
       this.every(r() * DEVICE_METRICS_INTERVAL_MS, DEVICE_METRICS_INTERVAL_MS, () =>
         this.sendTelemetry(node, 'device'),
       );
       if (node.position) {
         this.every(r() * POSITION_INTERVAL_MS, POSITION_INTERVAL_MS, () => {
+          if (!isPresent(this.network, node, this.now())) return;
           const packet = positionPacket(this.network, node, this.now());
           if (packet) this.sendLive({ payloadVariant: { case: 'packet', value: packet } });
         });
@@ -268,6 +270,8 @@ export class SimClientSession implements SimClient {
   }
 
   private sendTelemetry(node: SimNode, kind: TelemetryKind): void {
+    // A node that is away (presence.ts) is not heard.
+    if (!isPresent(this.network, node, this.now())) return;
     const packet = telemetryPacket(this.network, node, kind, this.now());
     if (packet) this.sendLive({ payloadVariant: { case: 'packet', value: packet } });
   }

@@ -8,7 +8,7 @@
  * - Lost (`failurePercent` of texts): MAX_RETRANSMIT from our own radio after its
  *   retransmissions (~3–6 s), or NO_RESPONSE from the destination after the implicit ACK.
  * - One node is permanently out of range (MAX_RETRANSMIT every time); so is any node the mesh
- *   does not know.
+ *   does not know, and a node that is away for now (presence.ts: people come and go).
  * - About half the nodes have someone carrying them who answers delivered texts with a short
  *   line after a few seconds, addressed to our radio, so the chat is alive in the demo.
  * Outcomes are drawn from the packet id, so a replayed packet behaves the same; delays are
@@ -16,7 +16,7 @@
  */
 import { create, toBinary } from '@bufbuild/protobuf';
 import { Mesh, Portnums } from '@meshtastic/protobufs';
-import type { SimNetwork, SimNode } from './nodes.js';
+import { isPresent, type SimNetwork, type SimNode } from './nodes.js';
 import { hash32, seededRandom } from './random.js';
 import type { PacketResponder, SimClient } from './responder.js';
 
@@ -122,7 +122,7 @@ export function createMessagingResponder(options: MessagingResponderOptions = {}
       const ackNak = (from: number, reason: Mesh.Routing_Error, hops: number) =>
         client.deliver(routingPacket(from, radio, packet.id, reason, hops));
 
-      if (!destination || destination === outOfRange) {
+      if (!destination || destination === outOfRange || !isPresent(network, destination, client.now())) {
         if (packet.wantAck)
           client.after(between(3_000, 6_000), () => ackNak(radio, Mesh.Routing_Error.MAX_RETRANSMIT, 0));
         client.log.debug({ to: packet.to, id: packet.id }, 'sim: text to an unreachable node');

@@ -5,6 +5,7 @@
  */
 import { Mesh } from '@meshtastic/protobufs';
 import { BROADCAST_NODE_NUM, nodeIdFromNum } from '../node.js';
+import type { PresenceSchedule } from './presence.js';
 import { hash32, seededRandom } from './random.js';
 
 /** EnvironmentMetrics fields a profile measures (protobuf-es names). */
@@ -124,6 +125,13 @@ export interface SimNetwork {
   /** The simulator's own radio: MyNodeInfo.my_node_num of every client session. */
   readonly radio: SimDevice;
   readonly nodes: readonly SimNode[];
+  /** Which nodes the mesh hears when (presence.ts); absent: every node, always. */
+  readonly presence?: PresenceSchedule;
+}
+
+/** Whether the simulated mesh hears `node` at `at` (a node away sends nothing and hears nothing). */
+export function isPresent(network: SimNetwork, node: { num: number }, at: number): boolean {
+  return network.presence?.isPresent(node.num, at) ?? true;
 }
 
 export interface SimNetworkOptions {

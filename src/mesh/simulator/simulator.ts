@@ -7,7 +7,9 @@
 import { createServer, type Server, type Socket } from 'node:net';
 import type { Logger } from '../../log.js';
 import { SimClientSession } from './client-session.js';
+import { messagingRoles } from './messaging-responder.js';
 import { createSimNetwork, type SimNetwork } from './nodes.js';
+import { comeAndGo, type PresenceSchedule } from './presence.js';
 import { type PacketResponder, silentResponder } from './responder.js';
 
 export interface MeshSimulatorOptions {
@@ -25,6 +27,11 @@ export interface MeshSimulatorOptions {
   now?: () => number;
   /** Answers packets that clients send; the default never answers. */
   responder?: PacketResponder;
+  /**
+   * Which nodes come and go when (presence.ts). Default: `comeAndGo`, seeded and anchored at
+   * start(), every node there for the first 10 minutes at least.
+   */
+  presence?: PresenceSchedule | ((network: SimNetwork, startedAt: number) => PresenceSchedule);
 }
 
 export interface SimulatorAddress {
@@ -57,7 +64,19 @@ export class MeshSimulator {
   async start(): Promise<SimulatorAddress> {
     if (this.bound) return this.bound;
     const { host, port, seed, nodeCount, center } = this.options;
-    this.simNetwork = createSimNetwork({ seed, nodeCount, center });
+    const network = createSimNetwork({ seed, nodeCount, center });
+    const startedAt = (this.options.now ?? Date.now)();
+    const presence = this.options.presence;
+    const outOfRange = messagingRoles(network).outOfRange;
+    this.simNetwork = {
+      ...network,
+      presence:
+        presence === undefined
+          ? comeAndGo(network, startedAt, outOfRange ? [outOfRange.num] : [])
+          : typeof presence === 'function'
+            ? presence(network, startedAt)
+            : presence,
+    };
     const server = createServer((socket) => this.accept(socket));
     await new Promise<void>((resolve, reject) => {
       const onError = (error: Error) => reject(error);

@@ -113,9 +113,15 @@ export function Thread({ nodeId }: { nodeId: string }) {
   }, [nodeId]);
 
   useEffect(() => {
-    // The conversation lists only statuses; a failure's reason comes with the message itself.
+    // The conversation lists only statuses; a failure's reason, and whether a queued text waits
+    // for its node (docs/held-texts.md), come with the message itself.
     for (const message of thread?.messages ?? []) {
-      if (message.status === 'failed' && !message.failure_reason && !asked.current.has(message.id)) {
+      const unexplained =
+        (message.status === 'failed' && !message.failure_reason) ||
+        (message.status === 'queued' &&
+          message.direction === 'outbound' &&
+          message.waiting_for_node === undefined);
+      if (unexplained && !asked.current.has(message.id)) {
         asked.current.add(message.id);
         loadMessageDetail(message.id).catch(() => asked.current.delete(message.id));
       }
