@@ -6,7 +6,7 @@
  */
 import { join } from 'node:path';
 import { loadPlugins } from '../plugins/index.js';
-import { type HubIdentity, openHubIdentity } from '../src/auth/hub-identity.js';
+import { type HubIdentity, missingProviderSettings, openHubIdentity } from '../src/auth/hub-identity.js';
 import type { TokenVerifier } from '../src/auth/jwt-verifier.js';
 import { loadSlices } from '../src/config/load.js';
 import { type HubConfig, hubSettings } from '../src/config/schema.js';
@@ -21,9 +21,11 @@ import { SchedulerActor } from '../src/kernel/scheduler.js';
 import { Supervisor } from '../src/kernel/supervisor.js';
 import { liveModule } from '../src/live/module.js';
 import type { Logger } from '../src/log.js';
+import { createMeshApiActor, RadioMirror } from '../src/mesh/api-server/index.js';
 import { PacketDedupe } from '../src/mesh/packet-dedupe.js';
 import { MeshFanOut } from '../src/mesh/packet-fanout.js';
 import { probeSerialPorts, serialTransport, tcpTransport } from '../src/mesh/transport.js';
+import { MessageGatewayActor } from '../src/messaging/gateway-actor.js';
 import { messagingModule } from '../src/messaging/module.js';
 import { HubMetrics } from '../src/metrics.js';
 import type { HubModule, UpgradeHandler } from '../src/module.js';
@@ -155,14 +157,24 @@ export async function createHub(config: HubConfig, options: HubOptions): Promise
   });
   metrics.watchMailboxes(() => supervisor.actors.flatMap((a) => a.mailboxStats()));
 
+  const external = {
+    jwksUrl: config.AUTH_JWKS_URL,
+    issuer: config.AUTH_ISSUER,
+    audience: config.AUTH_AUDIENCE,
+    rolesClaim: config.AUTH_ROLES_CLAIM,
+  };
+  // A half-configured identity provider is "misconfigured", not fatal: warn, trust only the
+  // hub's own issuer, and let every module say so (issue 14). Bad values still stop the start.
+  const providerMissing = missingProviderSettings(external);
+  if (providerMissing.length) {
+    log.warn(
+      { missing: providerMissing },
+      'the identity provider is only partly configured: its tokens are refused until these are set',
+    );
+  }
   const hubIdentity = await openHubIdentity({
     dataDir: config.DATA_DIR,
-    external: {
-      jwksUrl: config.AUTH_JWKS_URL,
-      issuer: config.AUTH_ISSUER,
-      audience: config.AUTH_AUDIENCE,
-      rolesClaim: config.AUTH_ROLES_CLAIM,
-    },
+    external: providerMissing.length ? {} : external,
     warn: (message) => log.warn(message),
   });
   const verifier = options.tokenVerifier ?? hubIdentity.verifier;
@@ -186,8 +198,13 @@ export async function createHub(config: HubConfig, options: HubOptions): Promise
   });
 
   const plan = await resolveRadioPlan(config, log);
-  const simulator =
-    plan.kind === 'simulator' ? new SimulatorActor(simulatorOptionsFrom(config), bus, log) : undefined;
+  const simOptions = simulatorOptionsFrom(config);
+  // The mesh API is the radio the apps see on 4403; the built-in simulator behind it moves aside.
+  if (config.MESH_API && simOptions.port === config.MESH_API_PORT) simOptions.port = 0;
+  const simulator = plan.kind === 'simulator' ? new SimulatorActor(simOptions, bus, log) : undefined;
+  const mirror = config.MESH_API
+    ? new RadioMirror({ onListenerError: (err) => log.error({ err }, 'mesh API listener failed') })
+    : undefined;
   const kernelActors = [
     store,
     new IngestWriterActor({ bus, db: store.db, log, metrics }),
@@ -200,6 +217,7 @@ export async function createHub(config: HubConfig, options: HubOptions): Promise
       plan,
       heartbeatMs: config.RADIO_HEARTBEAT_SECONDS * 1000,
       fanOut,
+      ...(mirror ? { mirror } : {}),
     }),
   ];
   for (const actor of kernelActors) supervisor.add(actor);
@@ -212,6 +230,7 @@ export async function createHub(config: HubConfig, options: HubOptions): Promise
     mounts,
     scheduler,
     identity: { ...hubIdentity, verifier },
+    ...(providerMissing.length ? { providerMissing } : {}),
     ...(config.AUTH_JWKS_URL && config.AUTH_ISSUER && config.AUTH_AUDIENCE
       ? {
           provider: {
@@ -267,6 +286,21 @@ export async function createHub(config: HubConfig, options: HubOptions): Promise
       }),
     componentPorts: config.HTTP_COMPONENT_PORTS,
   });
+  const gateway = supervisor.actors.find((a) => a instanceof MessageGatewayActor);
+  if (mirror && gateway) {
+    supervisor.add(
+      createMeshApiActor({
+        settings: config,
+        bus,
+        log,
+        db: store.db,
+        registry: metrics.registry,
+        mirror,
+        // Clients' packets take turns in the gateway's airtime-paced queue, never straight to the radio.
+        airtime: gateway,
+      }),
+    );
+  }
   // Last in: jobs start once everything they drive is running.
   supervisor.add(http).add(scheduler);
 

@@ -38,6 +38,8 @@ export interface ModuleHostParts {
   identity: HubIdentity;
   /** The external identity provider's settings, when configured. */
   provider?: { jwksUrl: string; issuer: string; audience: string; rolesClaim: string };
+  /** The identity provider's missing settings, when it is only partly configured. */
+  providerMissing?: readonly string[];
   fanOut: MeshFanOut;
   hub: HubFacts;
 }
@@ -83,13 +85,14 @@ export class ModuleHost {
   }
 
   private auth(): ModuleAuth {
-    const { identity, provider } = this.parts;
+    const { identity, provider, providerMissing } = this.parts;
     return {
       require: (roles = []) => requireAuth(identity.verifier, { roles }),
       verifier: identity.verifier,
       principalOf: (verified) => identity.principalOf(verified),
       signer: identity.localIssuer,
       ...(provider ? { provider } : {}),
+      ...(providerMissing?.length ? { providerMissing } : {}),
     };
   }
 

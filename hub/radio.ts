@@ -3,6 +3,7 @@ import { Mesh } from '@meshtastic/protobufs';
 import type { HubBus, RadioSendRequest, RadioStatus } from '../src/events.js';
 import { Actor } from '../src/kernel/actor.js';
 import type { Logger } from '../src/log.js';
+import type { RadioMirror } from '../src/mesh/api-server/radio-mirror.js';
 import { PayloadDecodeError, TransportClosedError } from '../src/mesh/errors.js';
 import { decodeHeardPacket, nodeUpdateFromNodeInfo } from '../src/mesh/packet-decoder.js';
 import type { MeshFanOut } from '../src/mesh/packet-fanout.js';
@@ -45,6 +46,8 @@ export class RadioActor extends Actor {
       heartbeatMs: number;
       /** Shared with the MQTT path: a packet a gateway uplinked first is announced once. */
       fanOut: MeshFanOut;
+      /** The mesh API's view of the radio: every FromRadio, every packet sent, and a raw send. */
+      mirror?: RadioMirror;
     },
   ) {
     super();
@@ -68,6 +71,7 @@ export class RadioActor extends Actor {
     if (remembered !== undefined && this.current.myNodeNum === undefined)
       this.current = { ...this.current, myNodeNum: remembered };
     bus.handle(this.name, 'radio.send', (request) => this.send(request));
+    this.deps.mirror?.attachSender((packet) => this.sendPacket(packet));
     if (plan.kind === 'none') {
       log.warn('RADIO=none: running without a radio');
       this.setStatus({ ...this.current, state: 'disconnected' });
@@ -96,6 +100,7 @@ export class RadioActor extends Actor {
   }
 
   async stop(): Promise<void> {
+    this.deps.mirror?.attachSender(undefined);
     const link = this.link;
     this.link = undefined;
     await link?.stop();
@@ -119,7 +124,17 @@ export class RadioActor extends Actor {
       },
     });
     await link.send(packet);
+    if (packet.payloadVariant.case === 'packet') this.deps.mirror?.sent(packet.payloadVariant.value);
     return { id: request.id >>> 0 };
+  }
+
+  /** A MeshPacket as a mesh API client made it (want_response, reply_id, emoji kept); paced by the caller. */
+  private async sendPacket(packet: Mesh.MeshPacket): Promise<void> {
+    const link = this.link;
+    if (!link || this.current.state !== 'connected') throw new TransportClosedError();
+    if (packet.hopLimit < 1 || packet.hopLimit > 7) packet.hopLimit = this.hopLimit;
+    await link.send(create(Mesh.ToRadioSchema, { payloadVariant: { case: 'packet', value: packet } }));
+    this.deps.mirror?.sent(packet);
   }
 
   override describe(): Record<string, unknown> {
@@ -163,6 +178,7 @@ export class RadioActor extends Actor {
 
   private onFromRadio(message: Mesh.FromRadio, receivedAt: number): void {
     const { bus } = this.deps;
+    this.deps.mirror?.fromRadio(message, receivedAt);
     const variant = message.payloadVariant;
     if (variant.case === 'nodeInfo') {
       bus.emit('node.updated', nodeUpdateFromNodeInfo(variant.value));

@@ -64,6 +64,8 @@ export interface ModuleAuth {
   principalOf(identity: VerifiedIdentity): Principal;
   /** The external identity provider, when AUTH_JWKS_URL, AUTH_ISSUER and AUTH_AUDIENCE are set. */
   readonly provider?: { jwksUrl: string; issuer: string; audience: string; rolesClaim: string };
+  /** Set when the identity provider is only partly configured: the missing settings (its tokens are refused). */
+  readonly providerMissing?: readonly string[];
   /** Signs claims with the hub's own key (the local issuer's, in DATA_DIR): the sync client's request tokens. */
   readonly signer: { signClaims(claims: JWTPayload): Promise<string> };
 }

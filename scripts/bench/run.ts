@@ -14,9 +14,11 @@ const SUITES: Record<string, () => Promise<{ run(): Promise<BenchResult[]> }>> =
   ingest: () => import('./ingest.js'),
   messages: () => import('./messages.js'),
   audit: () => import('./audit.js'),
+  'audit-rules': () => import('./audit-rules.js'),
   billing: () => import('./billing.js'),
   web: () => import('./web.js'),
   sync: () => import('./sync.js'),
+  'mesh-api': () => import('./mesh-api.js'),
 };
 
 const fmt = (n: number) => (n >= 100 ? n.toFixed(0) : n >= 10 ? n.toFixed(1) : n.toFixed(2));

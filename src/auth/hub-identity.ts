@@ -45,6 +45,20 @@ export interface HubIdentity {
   principalOf(identity: VerifiedIdentity): Principal;
 }
 
+const PROVIDER_SETTINGS = ['AUTH_JWKS_URL', 'AUTH_ISSUER', 'AUTH_AUDIENCE'] as const;
+
+/**
+ * The provider settings still missing when some but not all of AUTH_JWKS_URL, AUTH_ISSUER and
+ * AUTH_AUDIENCE are set; empty when none or all are. The hub treats such a provider as
+ * misconfigured (audit spec "Authentication" 6): it warns, trusts only its own issuer, and keeps
+ * running — the mesh side must not go down over a half-typed identity provider (issue 14).
+ */
+export function missingProviderSettings(config: ExternalIdentityProvider): string[] {
+  const given = [config.jwksUrl, config.issuer, config.audience].map((v) => v !== undefined && v !== '');
+  if (!given.some(Boolean) || given.every(Boolean)) return [];
+  return PROVIDER_SETTINGS.filter((_, i) => !given[i]);
+}
+
 /** The external issuer's TrustedIssuer, or undefined when none is configured; throws ConfigError naming each bad setting. */
 export function externalTrustedIssuer(config: ExternalIdentityProvider): TrustedIssuer | undefined {
   const { jwksUrl, issuer, audience } = config;

@@ -5,6 +5,7 @@
  */
 import { z } from 'zod';
 import { authSettings } from '../auth/settings.js';
+import { meshApiSettings } from '../mesh/api-server/settings.js';
 import { messagingSettings } from '../messaging/settings.js';
 import { mqttSettings } from '../mqtt/settings.js';
 import { retentionSettings } from '../retention/settings.js';
@@ -130,6 +131,7 @@ export const configSchema = z
   .object({
     ...hubSettings.shape,
     ...authSettings.shape,
+    ...meshApiSettings.shape,
     ...messagingSettings.shape,
     ...mqttSettings.shape,
     ...retentionSettings.shape,
