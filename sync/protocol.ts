@@ -25,8 +25,10 @@
  *
  * Field names are snake_case (they mirror the SQLite columns); times are ms since the epoch.
  */
+
 import { z } from 'zod';
 import { READING_NODE_ID } from '../src/ingest/reading-input.js';
+import { MAX_HOLD_HOURS } from '../src/messaging/settings.js';
 
 export const SYNC_PROTOCOL_VERSION = 1;
 /** Path prefix of the sync endpoints on the upstream. */
@@ -444,6 +446,11 @@ export const textCommandBody = z.strictObject({
   node_id: nodeId,
   text: text(1000),
   created_at: ms,
+  /**
+   * The subscriber's `hold_hours` (absent: the site's default hold); the site holds the text at
+   * most its own MESSAGE_HOLD_HOURS.
+   */
+  hold_hours: z.number().finite().min(0).max(MAX_HOLD_HOURS).optional(),
 });
 
 /** An upstream subscription (from billing or an operator) for the site to honour locally. */

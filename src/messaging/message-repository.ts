@@ -136,8 +136,8 @@ export class MessageRepository {
         ORDER BY hold_until, id LIMIT 100`),
       earliestHoldEnd: p(`SELECT min(hold_until) AS at FROM messages WHERE direction = 'outbound'
         AND status = 'queued' AND hold_until IS NOT NULL AND hold_until > created_at AND ack_deadline IS NULL`),
-      defaultHold: p(`UPDATE messages SET hold_until = created_at + ? WHERE direction = 'outbound'
-        AND status = 'queued' AND hold_until IS NULL`),
+      defaultHold: p(`UPDATE messages SET hold_until = created_at + :hold WHERE direction = 'outbound'
+        AND status = 'queued' AND (hold_until IS NULL OR hold_until > created_at + :hold)`),
       beginAttempt:
         p(`UPDATE messages SET attempts = attempts + 1, packet_id = ?, ack_deadline = ?, updated_at = ?
         WHERE id = ? AND status = 'queued' AND ack_deadline IS NULL`),
@@ -296,9 +296,12 @@ export class MessageRepository {
 
   // --- held texts ---
 
-  /** Gives queued texts that have no hold yet (from the upstream, from before holds) `holdMs`. */
+  /**
+   * Gives queued texts that have no hold yet (from the upstream, from before holds) `holdMs`,
+   * and cuts longer ones (a subscriber's `hold_hours` through the upstream) to it.
+   */
   applyDefaultHold(holdMs: number): number {
-    return this.stmt('defaultHold').run(Math.max(0, Math.round(holdMs))).changes;
+    return this.stmt('defaultHold').run({ hold: Math.max(0, Math.round(holdMs)) }).changes;
   }
 
   /** Marks the sender's later queued texts to the node as waiting for it too (they go out after this one). */

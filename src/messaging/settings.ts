@@ -2,6 +2,9 @@
 import { z } from 'zod';
 import { duration, rate } from '../config/fields.js';
 
+/** The longest hold any hub may configure (30 days); the upstream's bound for `hold_hours`. */
+export const MAX_HOLD_HOURS = 720;
+
 export const messagingSettings = z.object({
   /** Messages one subscriber may post per window, e.g. `10/5m` (429 past it). */
   MESSAGE_RATE_PER_SUBSCRIBER: rate.prefault('10/5m'),
@@ -19,7 +22,7 @@ export const messagingSettings = z.object({
    * How long a text whose node cannot be reached stays queued, waiting for the node to be heard
    * (docs/held-texts.md); also the most a sender may ask for with `hold_hours`. 0: no holding.
    */
-  MESSAGE_HOLD_HOURS: z.coerce.number().min(0).max(720).default(24),
+  MESSAGE_HOLD_HOURS: z.coerce.number().min(0).max(MAX_HOLD_HOURS).default(24),
   /** The longest wait between two attempts of a held text while its node is not heard. */
   MESSAGE_HOLD_RETRY_MAX: duration.prefault('1h'),
 });

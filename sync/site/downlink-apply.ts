@@ -159,6 +159,7 @@ export class DownlinkApplier {
     if (this.messages.get(body.message_id)) {
       return rejected(`message ${body.message_id} already exists at this site`);
     }
+    const at = Math.min(body.created_at, this.now());
     const message = this.messages.createOutbound({
       publicId: body.message_id,
       owner,
@@ -166,7 +167,10 @@ export class DownlinkApplier {
       nodeId: body.node_id,
       senderNodeId: hubNodeId,
       text: body.text,
-      at: Math.min(body.created_at, this.now()),
+      at,
+      // The subscriber's hold; the gateway cuts it to this hub's MESSAGE_HOLD_HOURS. Absent: the
+      // gateway gives the hub's default.
+      ...(body.hold_hours === undefined ? {} : { holdUntil: at + Math.round(body.hold_hours * 3_600_000) }),
     });
     return { result: 'applied', changes: [{ message, kind: 'created' }] };
   }

@@ -53,6 +53,7 @@ import {
 } from '../../../src/messaging/paging.js';
 import { idempotencyKeyReused, rateProblem, subscriptionRefusal } from '../../../src/messaging/refusals.js';
 import { MESSAGE_ID_PATTERN } from '../../../src/messaging/schemas.js';
+import { MAX_HOLD_HOURS } from '../../../src/messaging/settings.js';
 import {
   idempotencyFor,
   parseMessageIdParam,
@@ -156,7 +157,8 @@ export function upstreamMessagingRoutes(deps: UpstreamMessagingDeps): Hono<AuthE
 
   app.post('/', limitBody(4096), auth, async (c) => {
     const principal = principalOf(c);
-    const { key, body, hash } = await readSendRequest(c);
+    // hold_hours up to any hub's ceiling; the site holds the text at most its own maximum.
+    const { key, body, hash } = await readSendRequest(c, MAX_HOLD_HOURS);
     if (key !== undefined) {
       const prior = await findIdempotent(pool, principal.id, key, now());
       if (prior && prior.requestHash !== hash) throw idempotencyKeyReused();
@@ -202,6 +204,7 @@ export function upstreamMessagingRoutes(deps: UpstreamMessagingDeps): Hono<AuthE
           nodeId: target,
           text: body.text,
           at,
+          ...(body.hold_hours === undefined ? {} : { holdHours: body.hold_hours }),
           ...idempotencyFor(key, hash),
         });
       });

@@ -135,6 +135,8 @@ export interface NewUpstreamText {
   nodeId: string;
   text: string;
   at: number;
+  /** The subscriber's `hold_hours`, passed down to the site. */
+  holdHours?: number;
   /** Stored with the message: a retry with this key gets `response` back. */
   idempotency?: IdempotencyInput;
 }
@@ -185,6 +187,7 @@ export async function insertUpstreamText(
     node_id: input.nodeId,
     text: input.text,
     created_at: input.at,
+    ...(input.holdHours === undefined ? {} : { hold_hours: input.holdHours }),
   };
   await enqueueCommand(client, input.siteId, 'text', command, input.at);
   return message;

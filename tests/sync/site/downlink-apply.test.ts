@@ -88,6 +88,23 @@ describe('a text command', () => {
     expect(new MessageRepository(db).nextDue(NOW)?.id).toBe(MESSAGE_ID);
   });
 
+  it('keeps the subscriber’s hold_hours, which this hub’s gateway cuts to its own maximum', () => {
+    applier.apply(text(3, { hold_hours: 30 }));
+    const holdUntil = () =>
+      db.prepare('SELECT hold_until FROM messages WHERE public_id = ?').pluck().get(MESSAGE_ID) as number;
+    expect(holdUntil()).toBe(NOW - 2_000 + 30 * 3_600_000);
+    // The gateway (on the text's creation) holds it at most this hub's MESSAGE_HOLD_HOURS (24 h).
+    new MessageRepository(db).applyDefaultHold(24 * 3_600_000);
+    expect(holdUntil()).toBe(NOW - 2_000 + 24 * 3_600_000);
+    // A shorter one stays as asked.
+    const other = '01890a5d-ac96-774b-bcce-b302099a8058';
+    applier.apply(text(4, { message_id: other, hold_hours: 2 }));
+    new MessageRepository(db).applyDefaultHold(24 * 3_600_000);
+    expect(db.prepare('SELECT hold_until FROM messages WHERE public_id = ?').pluck().get(other)).toBe(
+      NOW - 2_000 + 2 * 3_600_000,
+    );
+  });
+
   it('goes up through the outbox: the message record under the upstream id, with its queued transition', () => {
     applier.apply(text(1));
     const batch = new Outbox(db).readBatch({ maxRecords: 100, maxBytes: 1_000_000 });

@@ -253,6 +253,18 @@ describe.skipIf(skip)('upstream messaging API', () => {
       });
     });
 
+    it('passes the subscriber’s hold_hours down to the site with the text', async () => {
+      const app = appOn(poolA);
+      const { token, node } = await scene();
+      const res = await call(app, 'POST', '/', {
+        token,
+        body: { target_node_id: node, text: 'Back by dark?', hold_hours: 6.5 },
+      });
+      expect(res.status).toBe(202);
+      const commands = await commandsFor(res.body.id);
+      expect(commands[0].body).toMatchObject({ text: 'Back by dark?', hold_hours: 6.5 });
+    });
+
     it('goes to the other site once that one heard the node later; a tie goes to the first site id', async () => {
       const app = appOn(poolA);
       const { token, node } = await scene();
@@ -432,6 +444,19 @@ describe.skipIf(skip)('upstream messaging API', () => {
         ['broadcast', { body: { target_node_id: '!ffffffff', text: 'hi' } }, 400, 'target_node_id'],
         ['unknown field', { body: { target_node_id: node, text: 'hi', urgent: true } }, 400, 'urgent'],
         ['not an object', { body: ['hi'] }, 400, '(body)'],
+        [
+          'hold past any hub’s',
+          { body: { target_node_id: node, text: 'hi', hold_hours: 721 } },
+          400,
+          'hold_hours',
+        ],
+        ['negative hold', { body: { target_node_id: node, text: 'hi', hold_hours: -1 } }, 400, 'hold_hours'],
+        [
+          'hold as a string',
+          { body: { target_node_id: node, text: 'hi', hold_hours: '6' } },
+          400,
+          'hold_hours',
+        ],
         ['not JSON', { raw: '{"target_node_id": ' }, 400],
         ['empty', { raw: '', headers: { 'content-type': 'application/json' } }, 400],
         ['not application/json', { raw: 'hi', headers: { 'content-type': 'text/plain' } }, 415],
