@@ -191,7 +191,19 @@ describeInBrowser('chat', () => {
     const { page } = guarded;
     await signIn(page, chat.hub.baseUrl, 'cy');
     await page.goto(`${chat.hub.baseUrl}/chat/${chat.outOfRange.id}`);
-    await send(page, 'Can you hear me?');
+    // Sent without a hold (as an API client may ask): it fails after the retries.
+    const signedIn = await fetch(`${chat.hub.baseUrl}/api/v1/auth/token`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ username: 'cy', password: PASSWORD }),
+    });
+    const token = ((await signedIn.json()) as { access_token: string }).access_token;
+    const posted = await fetch(`${chat.hub.baseUrl}/api/v1/messages`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
+      body: JSON.stringify({ target_node_id: chat.outOfRange.id, text: 'Can you hear me?', hold_hours: 0 }),
+    });
+    expect(posted.status).toBe(202);
     const mine = bubble(page, 'Can you hear me?');
     await expect.poll(() => mine.getAttribute('data-status'), { timeout: 20_000 }).toBe('failed');
     await expect
@@ -202,6 +214,45 @@ describeInBrowser('chat', () => {
     await expect
       .poll(() => bubble(page, 'Can you hear me?').getByTestId('failure-reason').innerText())
       .toMatch(/^The radio repeated it/);
+  });
+
+  it('shows a text waiting for a node out of range, with when it was last heard', async () => {
+    await chat.addUser('eve', 'all');
+    guarded = await openPage(browser);
+    const { page } = guarded;
+    await signIn(page, chat.hub.baseUrl, 'eve');
+    await page.goto(`${chat.hub.baseUrl}/chat/${chat.outOfRange.id}`);
+    await send(page, 'Call me when you are back');
+    const mine = bubble(page, 'Call me when you are back');
+    // The node by its name once the hub has its NodeInfo, else by its id.
+    const names = [chat.outOfRange.longName, chat.outOfRange.id].map((n) =>
+      n.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'),
+    );
+    await expect
+      .poll(
+        () =>
+          mine
+            .getByTestId('waiting-for')
+            .innerText()
+            .catch(() => ''),
+        { timeout: 30_000 },
+      )
+      .toMatch(
+        new RegExp(
+          `^Waiting for (${names.join('|')}) to come in range \\((last heard (just now|.+ ago)|never heard)\\)$`,
+        ),
+      );
+    expect(await mine.getAttribute('data-status')).toBe('queued');
+    // After a reload it still says so (from the message itself).
+    await page.reload();
+    await expect
+      .poll(() =>
+        bubble(page, 'Call me when you are back')
+          .getByTestId('waiting-for')
+          .innerText()
+          .catch(() => ''),
+      )
+      .toMatch(/^Waiting for /);
   });
 
   it('shows new replies live in the open conversation, and can name it', async () => {

@@ -88,8 +88,9 @@ export async function startChatHub(env: Record<string, string> = {}): Promise<Ch
     MESSAGE_RETRY_DELAY: '0s',
     MESSAGE_MAX_RETRIES: '0',
     MESSAGE_ACK_TIMEOUT: '20s',
-    // No holding (docs/held-texts.md): a text to the node out of range fails after the retries.
-    MESSAGE_HOLD_HOURS: '0',
+    // Texts wait an hour for a node out of range (docs/held-texts.md); `hold_hours: 0` in a POST
+    // makes one fail after the retries instead.
+    MESSAGE_HOLD_HOURS: '1',
     MESSAGE_RATE_PER_NODE: '1000/1m',
     ...env,
   });
