@@ -37,6 +37,8 @@ Commands:
   sync                  This hub's upstream sync: \`meshhub sync status\`, \`meshhub sync key\`.
   upstream              Run the upstream for many sites on PostgreSQL, and manage its sites,
                         users and subscriptions (\`meshhub upstream help\`).
+  mcp                   The audit plugin's MCP server on stdio, over the database in DATA_DIR
+                        (MCP_ROLES for privacy-gated events; stdout carries only the protocol).
   --version             Print the version.
   --help                Print this help.
 `;
@@ -193,14 +195,33 @@ export async function main(argv: string[]): Promise<void> {
     }
     case 'upstream': {
       // Loaded only when asked for: the hub itself never needs PostgreSQL.
-      const { runUpstreamCommand } = await import('../sync/upstream/commands.js');
-      process.exitCode = await runUpstreamCommand(rest, {
+      const upstreamCtx = {
         env: process.env,
         stdin: process.stdin,
         out: (text: string) => process.stdout.write(text),
         err: (text: string) => process.stderr.write(text),
-      });
+      };
+      if (rest[0] === 'plan') {
+        const { runUpstreamPlanCommand } = await import('../sync/upstream/billing/plan-commands.js');
+        process.exitCode = await runUpstreamPlanCommand(rest.slice(1), upstreamCtx);
+        return;
+      }
+      const { runUpstreamCommand } = await import('../sync/upstream/commands.js');
+      process.exitCode = await runUpstreamCommand(rest, upstreamCtx);
       return;
+    }
+    case 'mcp': {
+      // stdout is the MCP protocol: the security warning and every log line go to stderr.
+      const { runMcpServer } = await import('../plugins/audit/mcp/main.js');
+      let run: Awaited<ReturnType<typeof runMcpServer>>;
+      try {
+        run = await runMcpServer(process.env);
+      } catch (error) {
+        if (error instanceof ConfigError) fail(`meshhub mcp: ${error.message}`, 1);
+        throw error;
+      }
+      // When the client closes stdin nothing is left to say, whatever handles remain.
+      return run.closed.then(() => process.exit(0));
     }
     case 'sync': {
       const { syncCommand } = await import('../sync/site/commands.js');
@@ -220,7 +241,7 @@ export async function main(argv: string[]): Promise<void> {
     case '-h':
     case 'help':
       process.stdout.write(
-        `${HELP}\n${USER_HELP}\n${SUBSCRIPTION_HELP}\n${(await import('../plugins/billing/plan-commands.js')).PLAN_HELP}\n${(await import('../sync/upstream/commands.js')).UPSTREAM_HELP}`,
+        `${HELP}\n${USER_HELP}\n${SUBSCRIPTION_HELP}\n${(await import('../plugins/billing/plan-commands.js')).PLAN_HELP}\n${(await import('../sync/upstream/commands.js')).UPSTREAM_HELP}\n${(await import('../sync/upstream/billing/plan-commands.js')).UPSTREAM_PLAN_HELP}`,
       );
       return;
     default:

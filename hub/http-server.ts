@@ -1,4 +1,4 @@
-import type { IncomingMessage } from 'node:http';
+import type { IncomingMessage, Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { type ServerType, serve } from '@hono/node-server';
@@ -6,7 +6,7 @@ import type { Hono } from 'hono';
 import { createHttpApp } from '../src/http/app.js';
 import type { HealthReport } from '../src/http/health.js';
 import type { HttpMounts } from '../src/http/mounts.js';
-import { refuseUpgrade } from '../src/http/refuse-upgrade.js';
+import { refuseUpgrade, serveWithoutUpgrade } from '../src/http/refuse-upgrade.js';
 import type { Component } from '../src/http/routes.js';
 import { Actor } from '../src/kernel/actor.js';
 import type { Logger } from '../src/log.js';
@@ -64,9 +64,20 @@ export class HttpServerActor extends Actor {
     this.boundPort = await this.listen(this.app, this.deps.port, (server) => {
       this.server = server;
     });
-    if (mounts.hasUpgrades) {
-      this.server?.on('upgrade', (request: IncomingMessage, socket: Duplex, head: Buffer) => {
-        const pathname = new URL(request.url ?? '/', 'http://hub').pathname;
+    // Listened for even when no module upgrades anything: Node then serves an upgrade request
+    // itself but drops what the client sends after it on that connection. Only HTTP/1.1 servers
+    // (serve() makes one) see upgrades.
+    const server = this.server as Server | undefined;
+    if (server) {
+      server.on('upgrade', (request: IncomingMessage, socket: Duplex, head: Buffer) => {
+        // Modules claim WebSocket upgrades per path. Any other upgrade (h2c from `curl --http2`)
+        // is served as the plain request it also is; a WebSocket to a path nobody upgrades (any
+        // path while MQTT_WEBSOCKET is off) gets a 404 problem.
+        if (request.headers.upgrade?.toLowerCase() !== 'websocket') {
+          serveWithoutUpgrade(server, request, socket, head);
+          return;
+        }
+        const pathname = pathOf(request);
         const handler = mounts.upgradeFor(pathname);
         if (!handler) {
           refuseUpgrade(socket, pathname);
@@ -143,5 +154,14 @@ export class HttpServerActor extends Actor {
   address(): AddressInfo | undefined {
     const a = this.server?.address();
     return a && typeof a === 'object' ? a : undefined;
+  }
+}
+
+/** The request's path; '' for a target no URL parser accepts (then no upgrade handler matches). */
+function pathOf(request: IncomingMessage): string {
+  try {
+    return new URL(request.url ?? '/', 'http://hub').pathname;
+  } catch {
+    return '';
   }
 }

@@ -55,6 +55,8 @@ export interface HubEvents {
   'message.updated': MessageChange;
   /** A billing subscription changed state (the billing plugin, issue 11), after commit. */
   'billing.changed': BillingChange;
+  /** An audit alert rule fired (the audit plugin, issue 14), after commit: MQTT `meshhub/audit/alerts`, admins only. */
+  'audit.alert': AuditAlertNotice;
   'hub.stopping': Record<string, never>;
 }
 
@@ -71,6 +73,11 @@ export interface BillingChange {
   /** ms since the epoch. */
   at: number;
   currentPeriodEnd: number | null;
+}
+
+/** A stored audit alert, as the plugin's `GET /api/alerts` shows it (JSON-ready; the broker only serialises it). */
+export interface AuditAlertNotice {
+  alert: Readonly<Record<string, unknown>>;
 }
 
 /** A MeshPacket for the radio to send (ToRadio.packet with Data `portnum`/`payload`). */

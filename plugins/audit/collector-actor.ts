@@ -15,6 +15,7 @@ import { fetchManagementSource, type ManagementSession } from './collect/managem
 import { emptyTotals, type SourceRun } from './collect/source-run.js';
 import type { AuditConfig } from './config.js';
 import type { AuditMetrics } from './metrics.js';
+import { addressGuardedFetch } from './microsoft/address-guard.js';
 import { ClientCredentialsTokens, defaultScope } from './microsoft/token-provider.js';
 import { UpstreamClient, UpstreamError } from './microsoft/upstream.js';
 import { isGraphSource, type SourceName } from './sources.js';
@@ -50,6 +51,8 @@ export class AuditCollectorActor extends Actor {
       log: KernelLogger;
       now?: () => number;
       fetchImpl?: typeof fetch;
+      /** DNS for the address guard (tests). */
+      resolve?: (host: string) => Promise<string[]>;
     },
   ) {
     super();
@@ -58,6 +61,11 @@ export class AuditCollectorActor extends Actor {
       overflow: 'reject',
       handle: (request) => this.run(request),
     });
+  }
+
+  /** The Graph client, once started with credentials (the subscription actor shares its token). */
+  get graphClient(): UpstreamClient | undefined {
+    return this.graph;
   }
 
   get configured(): boolean {
@@ -73,6 +81,12 @@ export class AuditCollectorActor extends Actor {
     this.session = { subscribed: new Set() };
     this.inbox.reopen();
     if (config.credentials) {
+      // Every Microsoft request passes the private-address check where it goes out (issue 14).
+      const guarded = addressGuardedFetch(this.deps.fetchImpl ?? fetch, {
+        allowedHosts: config.allowedHosts,
+        allowPrivateNetwork: config.allowPrivateNetwork,
+        ...(this.deps.resolve ? { resolve: this.deps.resolve } : {}),
+      });
       const clientFor = (base: URL) => {
         const tokens = new ClientCredentialsTokens(
           {
@@ -83,9 +97,9 @@ export class AuditCollectorActor extends Actor {
             scope: defaultScope(base),
             timeoutMs: config.requestTimeoutMs,
           },
-          this.deps.fetchImpl,
+          guarded,
         );
-        return new UpstreamClient(base, tokens, config, {}, this.deps.fetchImpl);
+        return new UpstreamClient(base, tokens, config, {}, guarded);
       };
       this.graph = clientFor(config.graphBaseUrl);
       this.management = clientFor(config.managementBaseUrl);

@@ -10,6 +10,14 @@ import { parseDuration } from '../../src/config/schema.js';
 import { Secret } from '../../src/config/secret.js';
 import { checkOutboundUrl, OutboundUrlError } from '../../src/http/outbound-url.js';
 import { cronSetting } from '../../src/kernel/scheduler.js';
+import {
+  type AlertConfig,
+  alertConfigFrom,
+  alertSettingsShape,
+  refineAlertSettings,
+} from './alerts/settings.js';
+import { type AiConfig, aiConfigFrom, aiSettingsShape, refineAiSettings } from './ask/settings.js';
+import { refineSiemSettings, type SiemConfig, siemConfigFrom, siemSettingsShape } from './siem/settings.js';
 import { isSourceName, SOURCE_NAMES, type SourceName } from './sources.js';
 
 export type RateLimitTier = 'fetch' | 'ask' | 'write' | 'default';
@@ -106,7 +114,16 @@ export const auditSettings = z
     AI_FEATURES_ENABLED: bool.default(false),
     ALERTS_ENABLED: bool.default(false),
     SIEM_ENABLED: bool.default(false),
+    // Issue 14: private addresses for the Microsoft endpoints, the Graph subscription's public URL.
+    AUDIT_ALLOW_PRIVATE_NETWORK: bool.default(false),
+    WEBHOOK_PUBLIC_URL: text.optional(),
     CACHE_URL: text.optional(),
+    // Issue 13: the LLM, its limits and MCP_ROLES (ask/settings.ts).
+    ...aiSettingsShape,
+    // Issue 14: alert rules' webhook and time zone (alerts/settings.ts).
+    ...alertSettingsShape,
+    // Issue 14: SIEM forwarding's endpoint, format and limits (siem/settings.ts).
+    ...siemSettingsShape,
   })
   .superRefine(
     (parsed, ctx) => {
@@ -127,6 +144,10 @@ export const auditSettings = z
           });
         }
       }
+      checkIssue14Settings(c, ctx);
+      refineAiSettings(c, ctx);
+      refineAlertSettings(c, ctx);
+      refineSiemSettings(c, ctx);
       const given = CREDENTIALS.filter((k) => c[k] !== undefined);
       if (given.length && given.length < CREDENTIALS.length) {
         const missing = CREDENTIALS.filter((k) => c[k] === undefined);
@@ -149,6 +170,31 @@ export const auditSettings = z
   );
 
 export type AuditSettings = z.output<typeof auditSettings>;
+
+/** Issue 14's cross-setting checks: WEBHOOK_PUBLIC_URL is https (or loopback) and needs the client state. */
+function checkIssue14Settings(c: Partial<Record<string, unknown>>, ctx: z.RefinementCtx): void {
+  const outbound = (name: string, allowedHosts: string[]) => {
+    const value = c[name];
+    if (typeof value !== 'string') return;
+    try {
+      checkOutboundUrl(value, { allowedHosts });
+    } catch (error) {
+      ctx.addIssue({
+        code: 'custom',
+        path: [name],
+        message: error instanceof OutboundUrlError ? error.message : 'invalid URL',
+      });
+    }
+  };
+  outbound('WEBHOOK_PUBLIC_URL', []);
+  if (typeof c.WEBHOOK_PUBLIC_URL === 'string' && c.WEBHOOK_CLIENT_SECRET === undefined) {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['WEBHOOK_CLIENT_SECRET'],
+      message: 'required with WEBHOOK_PUBLIC_URL (the subscription’s clientState)',
+    });
+  }
+}
 
 export const AUDIT_ENV_KEYS = Object.keys(auditSettings.shape);
 
@@ -194,7 +240,16 @@ export interface AuditConfig {
   rateLimitMaxClients: number;
   exportMaxConcurrent: number;
   features: { aiFeaturesEnabled: boolean; alertsEnabled: boolean; siemEnabled: boolean };
+  /** Issue 14: private addresses for the Microsoft endpoints; the Graph subscription's public URL. */
+  allowPrivateNetwork: boolean;
+  webhookPublicUrl?: URL;
   cacheUrl?: string;
+  /** Issue 13: the LLM behind asks and explanations, LLM_MAX_EVENTS, MCP_ROLES. */
+  ai: AiConfig;
+  /** Issue 14: the alert rules' time zone and webhook (evaluation runs with features.alertsEnabled). */
+  alerts: AlertConfig;
+  /** Issue 14: SIEM forwarding, present exactly when SIEM_ENABLED=true. */
+  siem?: SiemConfig;
 }
 
 export class AuditConfigError extends ConfigError {}
@@ -232,8 +287,17 @@ export function loadAuditConfig(
  * The plugin's working config from its parsed settings. AUTH_ENABLED with no identity provider
  * on the hub is the spec's "misconfigured" state (a warning, 503 for token routes), not an error.
  */
-export function auditConfigFrom(c: AuditSettings, provider?: IdentityProvider): AuditConfig {
-  const missing = c.AUTH_ENABLED && !provider ? ['AUTH_JWKS_URL', 'AUTH_ISSUER', 'AUTH_AUDIENCE'] : [];
+export function auditConfigFrom(
+  c: AuditSettings,
+  provider?: IdentityProvider,
+  providerMissing?: readonly string[],
+): AuditConfig {
+  const missing =
+    c.AUTH_ENABLED && !provider
+      ? providerMissing?.length
+        ? [...providerMissing]
+        : ['AUTH_JWKS_URL', 'AUTH_ISSUER', 'AUTH_AUDIENCE']
+      : [];
   const url = (value: string) => {
     const u = new URL(value);
     u.pathname = u.pathname.replace(/\/+$/, '');
@@ -301,5 +365,10 @@ export function auditConfigFrom(c: AuditSettings, provider?: IdentityProvider): 
       siemEnabled: c.SIEM_ENABLED,
     },
     ...(c.CACHE_URL ? { cacheUrl: c.CACHE_URL } : {}),
+    ai: aiConfigFrom(c),
+    alerts: alertConfigFrom(c),
+    ...(siemConfigFrom(c) ? { siem: siemConfigFrom(c)! } : {}),
+    allowPrivateNetwork: c.AUDIT_ALLOW_PRIVATE_NETWORK,
+    ...(c.WEBHOOK_PUBLIC_URL ? { webhookPublicUrl: url(c.WEBHOOK_PUBLIC_URL) } : {}),
   };
 }

@@ -9,13 +9,19 @@
 import { openApiRoutes } from '../../src/http/api-docs.js';
 import type { Logger } from '../../src/log.js';
 import { defineModule } from '../../src/module.js';
+import { createAlerting } from './alerts/index.js';
+import { createAiFeatures, openCacheBackend } from './ask/features.js';
+import { AuditCacheStoreActor } from './cache/actor.js';
 import { AuditCollectorActor } from './collector-actor.js';
 import { type AuditConfig, auditConfigFrom, auditSettings } from './config.js';
 import { auditOpenApiDocument } from './http/openapi.js';
 import { PrivacyPolicy } from './http/privacy.js';
+import { RateLimiter } from './http/rate-limit.js';
 import { auditRouteGroups } from './http/routes.js';
 import { AuditMaintenanceActor } from './maintenance-actor.js';
 import { AuditMetrics } from './metrics.js';
+import { GraphSubscriptionActor } from './microsoft/graph-subscription.js';
+import { SiemForwarderActor } from './siem/forwarder.js';
 import { AuditStore } from './store/audit-store.js';
 
 function warnAboutSettings(log: Logger, config: AuditConfig): void {
@@ -31,32 +37,24 @@ function warnAboutSettings(log: Logger, config: AuditConfig): void {
       'CORS_ORIGINS contains "*": any web page may call the audit API from a browser',
     );
   }
-  if (config.cacheUrl) {
-    log.warn({}, 'CACHE_URL is ignored: rate limits are kept in memory on this hub');
+  if (config.alerts.webhook && !config.features.alertsEnabled) {
+    log.warn({}, 'ALERT_WEBHOOK_URL is set but ALERTS_ENABLED is false: rules are not evaluated');
   }
-  const later = (
-    [
-      ['AI_FEATURES_ENABLED', config.features.aiFeaturesEnabled],
-      ['ALERTS_ENABLED', config.features.alertsEnabled],
-      ['SIEM_ENABLED', config.features.siemEnabled],
-    ] as const
-  ).filter(([, on]) => on);
-  if (later.length) {
-    log.warn(
-      { settings: later.map(([k]) => k) },
-      'these audit features are not available in this version yet',
-    );
+  if (config.siem) {
+    // Never the token or the secret: the endpoint's host and the format.
+    log.info({ endpoint: config.siem.url.host, format: config.siem.format }, 'SIEM forwarding on');
   }
 }
 
 export const auditModule = defineModule({
   name: 'audit',
   settings: auditSettings,
-  create(ctx) {
+  async create(ctx) {
     const provider = ctx.auth.provider;
     const config = auditConfigFrom(
       ctx.settings,
       provider ? { ...provider, rolesClaim: provider.rolesClaim } : undefined,
+      ctx.auth.providerMissing,
     );
     const { version } = ctx.hub;
     ctx.log.info(
@@ -69,8 +67,41 @@ export const auditModule = defineModule({
     const metrics = new AuditMetrics(ctx.metrics, () => store.repos().sources.all());
     const collector = new AuditCollectorActor({ config, store, metrics, log: ctx.log });
     const maintenance = new AuditMaintenanceActor({ config, store, log: ctx.log });
+    const subscription = new GraphSubscriptionActor({
+      config,
+      store,
+      client: () => collector.graphClient,
+      log: ctx.log,
+    });
     ctx.schedule('fetch', config.fetchCron, () => collector.requestFetch('schedule'));
     ctx.schedule('maintenance', config.maintenanceCron, () => maintenance.runOnce());
+    // Issue 13: the rate-limit tiers count in the cache store (SQLite, or Redis with CACHE_URL).
+    const cacheStore = new AuditCacheStoreActor(await openCacheBackend(config, store, ctx.log));
+    ctx.schedule('cache-purge', config.maintenanceCron, async () => {
+      await cacheStore.purgeExpired();
+    });
+    const limiter = new RateLimiter(config.rateLimits, cacheStore.backend.rates, {
+      onStoreError: (error) =>
+        ctx.log.warn(
+          { err: error.message },
+          'the rate limiter cannot reach its cache store: rate-limited audit routes answer 503 until it is back',
+        ),
+    });
+    // Issue 13: asks, explanations and background jobs, only with AI_FEATURES_ENABLED.
+    const ai = config.features.aiFeaturesEnabled
+      ? await createAiFeatures({ config, store, privacy: new PrivacyPolicy(config.privacy), log: ctx.log })
+      : undefined;
+    if (ai) {
+      ctx.schedule('ask-cache-purge', config.maintenanceCron, async () => {
+        await ai.backend.jobs.purgeExpired();
+      });
+    }
+    // Issue 14: SIEM forwarding, an actor only with SIEM_ENABLED (config.siem).
+    const siem = config.siem
+      ? new SiemForwarderActor({ config: config.siem, store, metrics: ctx.metrics, log: ctx.log, version })
+      : undefined;
+    // Issue 14: alert rules; evaluated (an actor) only with ALERTS_ENABLED.
+    const alerting = createAlerting({ config, store, bus: ctx.bus, metrics: ctx.metrics, log: ctx.log });
     const groups = auditRouteGroups({
       config,
       store,
@@ -80,10 +111,27 @@ export const auditModule = defineModule({
       verifier: config.auth.state === 'on' ? ctx.auth.verifier : undefined,
       log: ctx.log,
       version,
+      limiter,
+      ...(ai ? { ai } : {}),
+      alerting,
+      ...(siem ? { siem } : {}),
     });
     for (const { path, app } of groups) ctx.mount(path, app);
     // The audit API's description, built from the schemas its routes validate with.
-    ctx.mount('/api', openApiRoutes(auditOpenApiDocument(version), { docs: ctx.hub.apiDocs }));
-    return { actors: [collector, maintenance] };
+    ctx.mount(
+      '/api',
+      openApiRoutes(auditOpenApiDocument(version, { ai: ai !== undefined }), { docs: ctx.hub.apiDocs }),
+    );
+    return {
+      actors: [
+        cacheStore,
+        ...(ai ? [ai.runner] : []),
+        ...(alerting.actor ? [alerting.actor] : []),
+        ...(siem ? [siem] : []),
+        collector,
+        maintenance,
+        subscription,
+      ],
+    };
   },
 });

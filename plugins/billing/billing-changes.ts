@@ -1,16 +1,15 @@
-/** A stored billing change, announced on the bus after its commit (`billing.changed`). */
-import type { HubBus } from '../../src/events.js';
+/** A stored billing change as announced after its commit (`billing.changed` on a hub's bus). */
+import type { BillingChange } from '../../src/events.js';
 import type { BillingStatus, BillingSubscription } from './billing-store.js';
 
-export function announceChange(
-  bus: HubBus,
+export function changeOf(
   sub: BillingSubscription,
   from: BillingStatus | null,
   cause: string,
   invoiceId: string | null,
   at: number,
-): void {
-  bus.emit('billing.changed', {
+): BillingChange {
+  return {
     subscriptionId: sub.id,
     subscriber: sub.subscriber,
     planId: sub.planId,
@@ -20,5 +19,5 @@ export function announceChange(
     invoiceId,
     at,
     currentPeriodEnd: sub.currentPeriodEnd,
-  });
+  };
 }

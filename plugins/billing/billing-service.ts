@@ -9,20 +9,19 @@
  * Messaging rights live in the messaging subscription row (source `billing`, reference = the
  * billing subscription id) with `expires_at` = period end + grace: a lapse is exact without any
  * job running; the expiry job only moves the billing status along.
+ *
+ * The same rules run on a hub (SQLite) and on the upstream (PostgreSQL, several processes): they
+ * read and write only through `BillingStorage` (billing-storage.ts), and what a fetched invoice
+ * changes is decided by `decideInvoice`, a pure function of the rows the store read under its
+ * locks.
  */
 import { randomBytes } from 'node:crypto';
-import type { HubBus } from '../../src/events.js';
+import type { BillingChange } from '../../src/events.js';
 import { ProblemError } from '../../src/http/problem.js';
 import type { Logger } from '../../src/log.js';
-import type { SubscriptionRepository } from '../../src/messaging/subscription-repository.js';
-import { announceChange } from './billing-changes.js';
-import type {
-  BillingInvoice,
-  BillingStatus,
-  BillingStore,
-  BillingSubscription,
-  InvoiceStatus,
-} from './billing-store.js';
+import { changeOf } from './billing-changes.js';
+import type { BillingStorage, InvoiceDecision, InvoiceState, NewInvoice } from './billing-storage.js';
+import type { BillingStatus, BillingSubscription, InvoiceStatus } from './billing-store.js';
 import type { BillingConfig } from './config.js';
 import {
   BtcpayUnavailableError,
@@ -32,7 +31,7 @@ import {
   sameAmount,
 } from './greenfield-client.js';
 import type { BillingMetrics } from './metrics.js';
-import type { Plan, PlanRepository } from './plans.js';
+import type { Plan } from './plans.js';
 
 const DAY_MS = 86_400_000;
 const STATUS_OF: Record<GreenfieldStatus, InvoiceStatus> = {
@@ -48,14 +47,13 @@ export const RETRY_AFTER_SECONDS = 30;
 export type InvoiceOutcome = 'applied' | 'unchanged' | 'unknown_invoice' | 'other_store' | 'mismatch';
 
 export interface BillingServiceDeps {
-  store: BillingStore;
-  plans: PlanRepository;
-  grants: SubscriptionRepository;
+  storage: BillingStorage;
   client: GreenfieldClient;
   config: BillingConfig;
-  bus: HubBus;
   log: Logger;
   metrics: BillingMetrics;
+  /** Told every stored change after its commit (a hub: the bus's `billing.changed`). */
+  onChange: (change: BillingChange) => void;
   now?: () => number;
 }
 
@@ -63,6 +61,43 @@ export function unavailable(error: BtcpayUnavailableError): ProblemError {
   return new ProblemError(503, `payments are unavailable right now: ${error.reason}; try again later`, {
     headers: { 'retry-after': String(RETRY_AFTER_SECONDS) },
   });
+}
+
+/**
+ * What applying an invoice now in BTCPay's state `target` changes, from the rows as stored:
+ * undefined when nothing moves (a redelivery, events out of order, a settled invoice seen again).
+ */
+export function decideInvoice(
+  { invoice, subscription: sub, plan }: InvoiceState,
+  target: InvoiceStatus,
+  at: number,
+  cause: string,
+  graceMs: number,
+): InvoiceDecision | undefined {
+  if (!moves(invoice.status, target)) return undefined;
+  switch (target) {
+    case 'settled': {
+      // A renewal paid early extends from the current end, a late one from now.
+      const end = Math.max(at, sub.currentPeriodEnd ?? 0) + plan.periodDays * DAY_MS;
+      return {
+        invoiceStatus: target,
+        status: 'active',
+        paid: { periodEnd: end, grantUntil: end + graceMs, nodes: plan.nodes },
+        cause: `${invoice.kind === 'renewal' ? 'renewal' : 'invoice'} settled (${cause})`,
+      };
+    }
+    case 'processing':
+      return { invoiceStatus: target, status: sub.status, cause: 'payment seen, waiting for confirmation' };
+    case 'expired':
+    case 'invalid': {
+      const why = `invoice ${target}, unpaid`;
+      // An unpaid purchase cancels; an unpaid renewal (or a late purchase invoice) is news only.
+      const canceled = invoice.kind === 'purchase' && sub.status === 'pending_payment';
+      return { invoiceStatus: target, status: canceled ? 'canceled' : sub.status, cause: why };
+    }
+    default:
+      return undefined;
+  }
 }
 
 export class BillingService {
@@ -77,16 +112,12 @@ export class BillingService {
     this.now = deps.now ?? Date.now;
   }
 
-  private get store(): BillingStore {
-    return this.deps.store;
+  get storage(): BillingStorage {
+    return this.deps.storage;
   }
 
-  private atomically<R>(fn: () => R): R {
-    return this.store.db.transaction(fn).immediate();
-  }
-
-  plan(planId: string): Plan {
-    const plan = this.deps.plans.get(planId);
+  async plan(planId: string): Promise<Plan> {
+    const plan = await this.storage.plans.get(planId);
     if (!plan)
       throw new ProblemError(404, `no plan "${planId}"`, {
         errors: [{ field: 'plan_id', message: 'unknown plan' }],
@@ -99,17 +130,20 @@ export class BillingService {
     subscriber: string,
     planId: string,
   ): Promise<{ subscription: BillingSubscription; created: boolean }> {
-    const plan = this.plan(planId);
+    const plan = await this.plan(planId);
     if (!plan.active) {
       throw new ProblemError(409, `the plan "${planId}" is retired and can no longer be bought`, {
         errors: [{ field: 'plan_id', message: 'retired plan' }],
       });
     }
-    const existing = this.store.pendingPurchase(subscriber, planId);
-    if (existing) return { subscription: existing, created: false };
     const key = `${subscriber}\u0000${planId}`;
     const inFlight = this.buying.get(key);
     if (inFlight) return { subscription: (await inFlight).subscription, created: false };
+    const existing = await this.storage.pendingPurchase(subscriber, planId);
+    if (existing) return { subscription: existing, created: false };
+    // Checked again: another request may have started while the store answered.
+    const joined = this.buying.get(key);
+    if (joined) return { subscription: (await joined).subscription, created: false };
     const started = this.startPurchase(subscriber, plan).finally(() => this.buying.delete(key));
     this.buying.set(key, started);
     return started;
@@ -122,21 +156,17 @@ export class BillingService {
     const id = `sub_${randomBytes(8).toString('hex')}`;
     const invoice = await this.createInvoice(id, subscriber, plan, 'purchase');
     const at = this.now();
-    this.atomically(() => {
-      this.store.insertSubscription(id, subscriber, plan.id, at);
-      this.storeInvoice(invoice, id, 'purchase', at);
-      this.store.recordChange({
-        subscriptionId: id,
-        at,
-        from: null,
-        to: 'pending_payment',
-        cause: 'purchase started',
-        invoiceId: invoice.id,
-      });
+    const cause = 'purchase started';
+    const result = await this.storage.startPurchase({
+      id,
+      subscriber,
+      planId: plan.id,
+      invoice: newInvoice(invoice, id, 'purchase', at),
+      cause,
+      at,
     });
-    const subscription = this.store.subscription(id)!;
-    this.announce(subscription, null, 'purchase started', invoice.id, at);
-    return { subscription, created: true };
+    if (result.created) this.announce(result.subscription, null, cause, invoice.id, at);
+    return result;
   }
 
   /** A new invoice for the next period (active, past due or expired subscriptions); an open one is returned as is. */
@@ -147,13 +177,13 @@ export class BillingService {
         `a ${subscription.status} subscription cannot be renewed; buy the plan instead`,
       );
     }
-    const open = this.store.latestInvoice(subscription.id);
+    const open = await this.storage.latestInvoice(subscription.id);
     if (open && open.kind === 'renewal' && (open.status === 'new' || open.status === 'processing'))
       return subscription;
-    const plan = this.plan(subscription.planId);
+    const plan = await this.plan(subscription.planId);
     const invoice = await this.createInvoice(subscription.id, subscription.subscriber, plan, 'renewal');
-    this.storeInvoice(invoice, subscription.id, 'renewal', this.now());
-    return this.store.subscription(subscription.id)!;
+    await this.storage.addInvoice(newInvoice(invoice, subscription.id, 'renewal', this.now()));
+    return (await this.storage.subscription(subscription.id))!;
   }
 
   private async createInvoice(
@@ -180,38 +210,25 @@ export class BillingService {
     }
   }
 
-  private storeInvoice(
-    invoice: GreenfieldInvoice,
-    subscriptionId: string,
-    kind: 'purchase' | 'renewal',
-    at: number,
-  ): void {
-    this.store.insertInvoice({
-      id: invoice.id,
-      subscriptionId,
-      kind,
-      status: STATUS_OF[invoice.status],
-      amount: invoice.amount,
-      currency: invoice.currency,
-      checkoutLink: invoice.checkoutLink ?? null,
-      createdAt: at,
-    });
-  }
-
   /** Fetches the invoice from BTCPay and applies what it says; throws BtcpayUnavailableError. */
   async refresh(
     invoiceId: string,
     cause: string,
     deliveryId?: { id: string; type: string },
   ): Promise<InvoiceOutcome> {
-    if (!this.store.invoice(invoiceId)) return 'unknown_invoice';
+    if (!(await this.storage.invoice(invoiceId))) return 'unknown_invoice';
     const fetched = await this.deps.client.getInvoice(invoiceId);
     return this.apply(fetched, cause, deliveryId);
   }
 
   /** Applies a fetched invoice's state in one transaction (with the webhook delivery that asked, if any). */
-  apply(fetched: GreenfieldInvoice, cause: string, delivery?: { id: string; type: string }): InvoiceOutcome {
-    const row = this.store.invoice(fetched.id);
+  async apply(
+    fetched: GreenfieldInvoice,
+    cause: string,
+    delivery?: { id: string; type: string },
+  ): Promise<InvoiceOutcome> {
+    // Amount, currency and store of an invoice never change: checked before the transaction.
+    const row = await this.storage.invoice(fetched.id);
     if (!row) return 'unknown_invoice';
     if (fetched.storeId !== this.deps.config.storeId) return 'other_store';
     const target = STATUS_OF[fetched.status];
@@ -229,90 +246,19 @@ export class BillingService {
       return 'mismatch';
     }
     const at = this.now();
-    const news: Array<() => void> = [];
-    const outcome = this.atomically((): InvoiceOutcome => {
-      if (delivery) this.store.recordDelivery(delivery.id, fetched.id, delivery.type, at);
-      if (!moves(row.status, target)) return 'unchanged';
-      this.store.setInvoiceStatus(row.id, target, at);
-      const sub = this.store.subscription(row.subscriptionId)!;
-      if (target === 'settled') news.push(this.settle(sub, row, at, cause));
-      else if (target === 'processing')
-        news.push(this.note(sub, row, at, 'payment seen, waiting for confirmation'));
-      else if (target === 'expired' || target === 'invalid') news.push(this.unpaid(sub, row, target, at));
-      return 'applied';
-    });
-    for (const announce of news) announce();
-    return outcome;
-  }
-
-  private settle(sub: BillingSubscription, invoice: BillingInvoice, at: number, cause: string): () => void {
-    const plan = this.deps.plans.get(sub.planId)!;
-    const from = Math.max(at, sub.currentPeriodEnd ?? 0);
-    const end = from + plan.periodDays * DAY_MS;
-    const until = end + this.deps.config.graceMs;
-    const { grants } = this.deps;
-    if (sub.grantId === null) {
-      const grant = grants.create({
-        subscriber: sub.subscriber,
-        nodes: plan.nodes,
-        status: 'active',
-        expiresAt: until,
-        source: 'billing',
-        reference: sub.id,
-        at,
-      });
-      this.store.setGrant(sub.id, grant.id);
-    } else {
-      grants.setExpiry(sub.grantId, until, at);
-      grants.setStatus(sub.grantId, 'active', at);
-    }
-    this.store.setPeriod(sub.id, 'active', end, at);
-    const why = `${invoice.kind === 'renewal' ? 'renewal' : 'invoice'} settled (${cause})`;
-    this.store.recordChange({
-      subscriptionId: sub.id,
-      at,
-      from: sub.status,
-      to: 'active',
-      cause: why,
-      invoiceId: invoice.id,
-    });
-    this.deps.metrics.invoicesSettled.inc({ kind: invoice.kind });
-    return () => this.announce(this.store.subscription(sub.id)!, sub.status, why, invoice.id, at);
-  }
-
-  private note(sub: BillingSubscription, invoice: BillingInvoice, at: number, cause: string): () => void {
-    this.store.recordChange({
-      subscriptionId: sub.id,
-      at,
-      from: sub.status,
-      to: sub.status,
-      cause,
-      invoiceId: invoice.id,
-    });
-    return () => this.announce(sub, sub.status, cause, invoice.id, at);
-  }
-
-  private unpaid(
-    sub: BillingSubscription,
-    invoice: BillingInvoice,
-    status: 'expired' | 'invalid',
-    at: number,
-  ): () => void {
-    this.deps.metrics.invoicesExpired.inc({ status });
-    const cause = `invoice ${status}, unpaid`;
-    if (invoice.kind === 'purchase' && sub.status === 'pending_payment') {
-      this.store.setStatus(sub.id, 'canceled', at);
-      this.store.recordChange({
-        subscriptionId: sub.id,
-        at,
-        from: sub.status,
-        to: 'canceled',
-        cause,
-        invoiceId: invoice.id,
-      });
-      return () => this.announce(this.store.subscription(sub.id)!, sub.status, cause, invoice.id, at);
-    }
-    return this.note(sub, invoice, at, cause);
+    const { graceMs } = this.deps.config;
+    const applied = await this.storage.applyInvoice(fetched.id, delivery, at, (state) =>
+      decideInvoice(state, target, at, cause, graceMs),
+    );
+    if (!applied) return 'unknown_invoice';
+    const { decision } = applied;
+    if (!decision) return 'unchanged';
+    const { kind } = applied.invoice;
+    if (decision.invoiceStatus === 'settled') this.deps.metrics.invoicesSettled.inc({ kind });
+    if (decision.invoiceStatus === 'expired' || decision.invoiceStatus === 'invalid')
+      this.deps.metrics.invoicesExpired.inc({ status: decision.invoiceStatus });
+    this.announce(applied.after, applied.before.status, decision.cause, fetched.id, at);
+    return 'applied';
   }
 
   private announce(
@@ -322,13 +268,13 @@ export class BillingService {
     invoiceId: string | null,
     at: number,
   ): void {
-    announceChange(this.deps.bus, sub, from, cause, invoiceId, at);
+    this.deps.onChange(changeOf(sub, from, cause, invoiceId, at));
   }
 
   /** Asks BTCPay about invoices still open (a missed webhook still settles); stops at the first failure. */
   async pollOpen(limit = 200): Promise<number> {
     let applied = 0;
-    for (const invoice of this.store.openInvoices(limit)) {
+    for (const invoice of await this.storage.openInvoices(limit)) {
       try {
         if ((await this.refresh(invoice.id, 'poll')) === 'applied') applied++;
       } catch (error) {
@@ -341,6 +287,24 @@ export class BillingService {
     }
     return applied;
   }
+}
+
+function newInvoice(
+  invoice: GreenfieldInvoice,
+  subscriptionId: string,
+  kind: 'purchase' | 'renewal',
+  at: number,
+): NewInvoice {
+  return {
+    id: invoice.id,
+    subscriptionId,
+    kind,
+    status: STATUS_OF[invoice.status],
+    amount: invoice.amount,
+    currency: invoice.currency,
+    checkoutLink: invoice.checkoutLink ?? null,
+    createdAt: at,
+  };
 }
 
 /** Invoice states only move forward; a settled one stays settled, an unpaid one may still settle late. */

@@ -3,21 +3,21 @@
  * in bitcoin through the operator's own BTCPay Server (Greenfield API v1). Plans, paid
  * subscriptions, invoices and every state change live in the hub's SQLite file (schema.ts); a
  * settled invoice grants messaging through the same subscription rows the CLI grants
- * (src/messaging/subscription-repository.ts, source `billing`). README "Billing".
+ * (src/messaging/subscription-repository.ts, source `billing`). README "Billing". The same
+ * service runs on the upstream over PostgreSQL (sync/upstream/billing, docs/sync.md).
  */
+import type { BillingChange } from '../../src/events.js';
 import { openApiRoutes } from '../../src/http/api-docs.js';
-import { SubscriptionRepository } from '../../src/messaging/subscription-repository.js';
 import { defineModule } from '../../src/module.js';
 import { migrateComponent } from '../../src/store/component-migrations.js';
 import { BillingService } from './billing-service.js';
-import { BillingStore } from './billing-store.js';
+import { SqliteBillingStorage } from './billing-storage.js';
 import { billingConfigFrom, billingSettings } from './config.js';
 import { GreenfieldClient } from './greenfield-client.js';
 import { billingOpenApiDocument } from './http/openapi.js';
 import { billingRoutes } from './http/routes.js';
 import { BillingMetrics } from './metrics.js';
 import { PeriodExpiry } from './period-expiry.js';
-import { PlanRepository } from './plans.js';
 import { BILLING_COMPONENT, BILLING_MIGRATIONS } from './schema.js';
 
 export const billingModule = defineModule({
@@ -26,21 +26,19 @@ export const billingModule = defineModule({
   async create(ctx) {
     const config = billingConfigFrom(ctx.settings);
     migrateComponent(ctx.db, BILLING_COMPONENT, BILLING_MIGRATIONS);
-    const store = new BillingStore(ctx.db);
-    const plans = new PlanRepository(ctx.db);
-    const metrics = new BillingMetrics(ctx.metrics, () => store.countPaid());
+    const storage = new SqliteBillingStorage(ctx.db);
+    const metrics = new BillingMetrics(ctx.metrics, () => storage.store.countPaid());
+    const onChange = (change: BillingChange) => ctx.bus.emit('billing.changed', change);
     const service = new BillingService({
-      store,
-      plans,
-      grants: new SubscriptionRepository(ctx.db),
+      storage,
       client: new GreenfieldClient(config),
       config,
-      bus: ctx.bus,
       log: ctx.log,
       metrics,
+      onChange,
     });
     ctx.log.info({ btcpay: config.baseUrl.origin, store: config.storeId }, 'billing plugin starting');
-    const expiry = new PeriodExpiry({ store, bus: ctx.bus, graceMs: config.graceMs });
+    const expiry = new PeriodExpiry({ storage, onChange, graceMs: config.graceMs });
     // Periods that ended while the hub was down move along now, not at the next tick.
     await expiry.expireDue();
     ctx.schedule('expiry', config.expiryCron, async () => {
@@ -50,7 +48,7 @@ export const billingModule = defineModule({
     ctx.schedule('poll', config.pollCron, async () => {
       await service.pollOpen();
     });
-    const routes = billingRoutes({ auth: ctx.auth, service, store, plans, config, metrics });
+    const routes = billingRoutes({ auth: ctx.auth, service, config, metrics });
     // The billing API's description at /api/v1/billing/openapi.json (and /docs with API_DOCS).
     routes.route('/', openApiRoutes(billingOpenApiDocument(ctx.hub.version), { docs: ctx.hub.apiDocs }));
     ctx.mount('/api/v1/billing', routes, { component: 'billing' });

@@ -18,7 +18,8 @@ export class BillingMetrics {
   readonly invoicesExpired: Counter<'status'>;
   readonly webhookRejects: Counter<'reason'>;
 
-  constructor(metrics: ModuleMetrics, countPaid: () => number) {
+  /** `metrics`: a hub module's factory, or the upstream's (sync/upstream/billing). */
+  constructor(metrics: Pick<ModuleMetrics, 'counter' | 'gauge'>, countPaid: () => number | Promise<number>) {
     this.invoicesCreated = metrics.counter({
       name: 'invoices_created_total',
       help: 'Invoices created at BTCPay, by kind (purchase, renewal)',
@@ -39,11 +40,17 @@ export class BillingMetrics {
       help: 'BTCPay webhook deliveries refused, by reason',
       labelNames: ['reason'],
     });
-    const active = metrics.gauge({
+    metrics.gauge({
       name: 'active_subscriptions',
       help: 'Paid subscriptions that may message now (active or past due within grace)',
+      async collect() {
+        try {
+          this.set(await countPaid());
+        } catch {
+          // The database not answering leaves the last value rather than failing the scrape.
+        }
+      },
     });
-    metrics.onRender(() => active.set(countPaid()));
   }
 
   reject(reason: WebhookRejectReason): void {

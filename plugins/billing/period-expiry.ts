@@ -4,11 +4,14 @@
  * it at start and on BILLING_EXPIRY_CRON. Work goes in chunks, one transaction each, yielding to
  * the event loop between (1,000 periods ending in one minute never hold it long: BENCHMARKS.md).
  * Messaging rights do not wait for this: they end with the grant's own `expires_at`.
+ * The same clock runs on the upstream over PostgreSQL (BillingStorage.moveDue skips rows another
+ * process holds, and the upstream runs each job under an advisory lock).
  */
 import { setImmediate as yieldToLoop } from 'node:timers/promises';
-import type { HubBus } from '../../src/events.js';
-import { announceChange } from './billing-changes.js';
-import type { BillingStatus, BillingStore } from './billing-store.js';
+import type { BillingChange } from '../../src/events.js';
+import { changeOf } from './billing-changes.js';
+import type { BillingStorage } from './billing-storage.js';
+import type { BillingStatus } from './billing-store.js';
 
 /** How long applied webhook deliveries are remembered (BTCPay redelivers for about an hour). */
 export const DELIVERY_MEMORY_MS = 30 * 86_400_000;
@@ -17,17 +20,14 @@ export class PeriodExpiry {
   private readonly now: () => number;
 
   constructor(
-    private readonly deps: { store: BillingStore; bus: HubBus; graceMs: number; now?: () => number },
+    private readonly deps: {
+      storage: BillingStorage;
+      onChange: (change: BillingChange) => void;
+      graceMs: number;
+      now?: () => number;
+    },
   ) {
     this.now = deps.now ?? Date.now;
-  }
-
-  private get store(): BillingStore {
-    return this.deps.store;
-  }
-
-  private atomically<R>(fn: () => R): R {
-    return this.store.db.transaction(fn).immediate();
   }
 
   /**
@@ -48,23 +48,14 @@ export class PeriodExpiry {
     for (const step of steps) {
       for (;;) {
         const at = this.now();
-        const batch = this.store.due(step.from, step.before(), chunk);
+        const batch = await this.deps.storage.moveDue(
+          { from: step.from, to: step.to, before: step.before(), cause: step.cause },
+          at,
+          chunk,
+        );
         if (!batch.length) break;
-        this.atomically(() => {
-          for (const sub of batch) {
-            this.store.setStatus(sub.id, step.to, at);
-            this.store.recordChange({
-              subscriptionId: sub.id,
-              at,
-              from: step.from,
-              to: step.to,
-              cause: step.cause,
-              invoiceId: null,
-            });
-          }
-        });
         for (const sub of batch)
-          announceChange(this.deps.bus, { ...sub, status: step.to }, step.from, step.cause, null, at);
+          this.deps.onChange(changeOf({ ...sub, status: step.to }, step.from, step.cause, null, at));
         moved += batch.length;
         await yieldToLoop();
       }
@@ -79,7 +70,7 @@ export class PeriodExpiry {
   async forgetOldDeliveries(chunk = 1000): Promise<number> {
     let forgotten = 0;
     for (;;) {
-      const n = this.store.pruneDeliveries(this.now() - DELIVERY_MEMORY_MS, chunk);
+      const n = await this.deps.storage.pruneDeliveries(this.now() - DELIVERY_MEMORY_MS, chunk);
       forgotten += n;
       if (n < chunk) return forgotten;
       await yieldToLoop();

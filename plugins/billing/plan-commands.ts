@@ -1,6 +1,8 @@
 /**
  * `meshhub plan add|list|retire`: the billing plugin's plans, on DATA_DIR's database (also while
  * the hub runs). The billing tables are created here when the plugin never ran yet.
+ * `meshhub upstream plan …` runs the same commands (`planCommandOn`) on the upstream's PostgreSQL
+ * (sync/upstream/billing/plan-commands.ts).
  */
 import { parseArgs } from 'node:util';
 import {
@@ -10,7 +12,9 @@ import {
   UsageError,
 } from '../../src/auth/cli-commands.js';
 import { migrateComponent } from '../../src/store/component-migrations.js';
-import { type Plan, PlanError, PlanRepository } from './plans.js';
+import type { PlanStorage } from './billing-storage.js';
+import { SqliteBillingStorage } from './billing-storage.js';
+import { type Plan, PlanError } from './plans.js';
 import { BILLING_COMPONENT, BILLING_MIGRATIONS } from './schema.js';
 
 export const PLAN_HELP = `Usage (billing plans, PLUGINS=billing):
@@ -29,18 +33,38 @@ function describe(p: Plan): string {
 
 export async function runPlanCommand(args: string[], ctx: CommandContext): Promise<number> {
   try {
-    return planCommand(args, ctx);
+    return await planCommandOn(
+      args,
+      async () => {
+        const db = openHubDatabase(ctx.dataDir);
+        migrateComponent(db, BILLING_COMPONENT, BILLING_MIGRATIONS);
+        return {
+          plans: new SqliteBillingStorage(db).plans,
+          close: async () => {
+            db.close();
+          },
+        };
+      },
+      ctx.out,
+    );
   } catch (error) {
-    if (error instanceof PlanError)
-      return reportError(new UsageError(`meshhub plan: ${error.field}: ${error.message}`), ctx);
     return reportError(error, ctx);
   }
 }
 
-function planCommand(args: string[], ctx: CommandContext): number {
+/**
+ * `plan add|list|retire` on the plans `open` gives (closed after). `prefix` names the command in
+ * messages. Throws UsageError (a PlanError becomes one, naming the field).
+ */
+export async function planCommandOn(
+  args: string[],
+  open: () => Promise<{ plans: PlanStorage; close: () => Promise<void> }>,
+  out: (text: string) => void,
+  prefix = 'meshhub plan',
+): Promise<number> {
   const [sub, ...rest] = args;
   if (sub !== 'add' && sub !== 'list' && sub !== 'retire') {
-    throw new UsageError(`meshhub plan: unknown subcommand "${sub ?? ''}"\n\n${PLAN_HELP}`);
+    throw new UsageError(`${prefix}: unknown subcommand "${sub ?? ''}"\n\n${PLAN_HELP}`);
   }
   const { values, positionals } = parseArgs({
     args: rest,
@@ -54,38 +78,41 @@ function planCommand(args: string[], ctx: CommandContext): number {
     allowPositionals: true,
     strict: true,
   });
-  const db = openHubDatabase(ctx.dataDir);
-  try {
-    migrateComponent(db, BILLING_COMPONENT, BILLING_MIGRATIONS);
-    const plans = new PlanRepository(db);
-    if (sub === 'list') {
-      const all = plans.list();
-      if (!all.length) ctx.out('no plans\n');
-      for (const p of all) ctx.out(`${describe(p)}\n`);
-      return 0;
-    }
-    const [id] = positionals;
-    if (!id) throw new UsageError(`meshhub plan ${sub}: name a plan id`);
-    if (sub === 'retire') {
-      if (!plans.get(id)) throw new UsageError(`meshhub plan retire: no plan "${id}"`, 1);
-      ctx.out(plans.retire(id) ? `retired ${id}\n` : `${id} was retired already\n`);
-      return 0;
-    }
+  const [id] = positionals;
+  if (sub !== 'list' && !id) throw new UsageError(`${prefix} ${sub}: name a plan id`);
+  if (sub === 'add') {
     const missing = (['name', 'price', 'currency', 'days'] as const).filter((k) => values[k] === undefined);
     if (missing.length)
-      throw new UsageError(`meshhub plan add: give ${missing.map((k) => `--${k}`).join(', ')}`);
+      throw new UsageError(`${prefix} add: give ${missing.map((k) => `--${k}`).join(', ')}`);
+  }
+  const { plans, close } = await open();
+  try {
+    if (sub === 'list') {
+      const all = await plans.list();
+      if (!all.length) out('no plans\n');
+      for (const p of all) out(`${describe(p)}\n`);
+      return 0;
+    }
+    if (sub === 'retire') {
+      if (!(await plans.get(id!))) throw new UsageError(`${prefix} retire: no plan "${id}"`, 1);
+      out((await plans.retire(id!)) ? `retired ${id}\n` : `${id} was retired already\n`);
+      return 0;
+    }
     const days = Number(values.days);
-    const plan = plans.add({
-      id,
+    const plan = await plans.add({
+      id: id!,
       name: values.name!,
       price: values.price!,
       currency: values.currency!.toUpperCase(),
       periodDays: Number.isInteger(days) ? days : Number.NaN,
       nodes: values.nodes === 'all' ? 'all' : values.nodes!.split(',').map((n) => n.trim()),
     });
-    ctx.out(`added ${describe(plan)}\n`);
+    out(`added ${describe(plan)}\n`);
     return 0;
+  } catch (error) {
+    if (error instanceof PlanError) throw new UsageError(`${prefix}: ${error.field}: ${error.message}`);
+    throw error;
   } finally {
-    db.close();
+    await close();
   }
 }

@@ -58,6 +58,31 @@ const fromRow = (r: Row): Plan => ({
   createdAt: r.created_at,
 });
 
+/** The rules every plan store applies (SQLite on a hub, PostgreSQL on the upstream); throws PlanError naming the field. */
+export function checkNewPlan(plan: NewPlan): void {
+  if (!PLAN_ID_PATTERN.test(plan.id))
+    throw new PlanError('id', 'must be 1–40 lower-case letters, digits, "-" or "_"');
+  if (!plan.name.trim() || plan.name.length > 100) throw new PlanError('name', 'must be 1–100 characters');
+  if (!PRICE_PATTERN.test(plan.price) || Number(plan.price) <= 0)
+    throw new PlanError('price', 'must be a positive decimal string like "5" or "0.0001"');
+  if (!CURRENCY_PATTERN.test(plan.currency))
+    throw new PlanError('currency', 'must be a currency code like USD, EUR, BTC or SATS');
+  if (!Number.isInteger(plan.periodDays) || plan.periodDays < 1 || plan.periodDays > 3660)
+    throw new PlanError('period_days', 'must be a whole number of days, 1–3660');
+  if (plan.nodes !== 'all') {
+    if (!plan.nodes.length) throw new PlanError('nodes', 'name at least one node id, or "all"');
+    const bad = plan.nodes.find((n) => !/^![0-9a-f]{8}$/.test(n));
+    if (bad !== undefined) throw new PlanError('nodes', `"${bad}" is not a node id like !a1b2c3d4`);
+  }
+}
+
+/** The plan's nodes as stored: `all`, or the ids once each, sorted. */
+export function planNodes(plan: NewPlan): 'all' | string[] {
+  return plan.nodes === 'all' ? 'all' : [...new Set(plan.nodes)].sort();
+}
+
+export const planExists = (id: string): PlanError => new PlanError('id', `a plan "${id}" exists already`);
+
 export class PlanRepository {
   private readonly insert: Statement;
   private readonly byId: Statement<unknown[], Row>;
@@ -82,28 +107,16 @@ export class PlanRepository {
 
   /** Throws PlanError naming the field; the id must be new. */
   add(plan: NewPlan, at = Date.now()): Plan {
-    if (!PLAN_ID_PATTERN.test(plan.id))
-      throw new PlanError('id', 'must be 1–40 lower-case letters, digits, "-" or "_"');
-    if (!plan.name.trim() || plan.name.length > 100) throw new PlanError('name', 'must be 1–100 characters');
-    if (!PRICE_PATTERN.test(plan.price) || Number(plan.price) <= 0)
-      throw new PlanError('price', 'must be a positive decimal string like "5" or "0.0001"');
-    if (!CURRENCY_PATTERN.test(plan.currency))
-      throw new PlanError('currency', 'must be a currency code like USD, EUR, BTC or SATS');
-    if (!Number.isInteger(plan.periodDays) || plan.periodDays < 1 || plan.periodDays > 3660)
-      throw new PlanError('period_days', 'must be a whole number of days, 1–3660');
-    if (plan.nodes !== 'all') {
-      if (!plan.nodes.length) throw new PlanError('nodes', 'name at least one node id, or "all"');
-      const bad = plan.nodes.find((n) => !/^![0-9a-f]{8}$/.test(n));
-      if (bad !== undefined) throw new PlanError('nodes', `"${bad}" is not a node id like !a1b2c3d4`);
-    }
-    if (this.get(plan.id)) throw new PlanError('id', `a plan "${plan.id}" exists already`);
+    checkNewPlan(plan);
+    if (this.get(plan.id)) throw planExists(plan.id);
+    const nodes = planNodes(plan);
     this.insert.run(
       plan.id,
       plan.name.trim(),
       plan.price,
       plan.currency,
       plan.periodDays,
-      plan.nodes === 'all' ? null : JSON.stringify([...new Set(plan.nodes)].sort()),
+      nodes === 'all' ? null : JSON.stringify(nodes),
       at,
     );
     return this.get(plan.id)!;

@@ -15,6 +15,8 @@ const SUITES: Record<string, () => Promise<{ run(): Promise<BenchResult[]> }>> =
   messages: () => import('./messages.js'),
   audit: () => import('./audit.js'),
   'audit-rules': () => import('./audit-rules.js'),
+  'audit-ask': () => import('./audit-ask.js'),
+  'audit-siem': () => import('./audit-siem.js'),
   billing: () => import('./billing.js'),
   web: () => import('./web.js'),
   sync: () => import('./sync.js'),

@@ -97,6 +97,8 @@ function shippedBytes(): BenchResult[] {
   const chat = sum(pageAdds('chat-page-', dashboardFiles));
   const plans = sum(pageAdds('plans-page-', dashboardFiles));
   const adminBilling = sum(pageAdds('admin-billing-page-', dashboardFiles));
+  // Issue 15: the audit console's first visit beyond the shared app shell.
+  const auditConsole = sum(pageAdds('audit-console-', dashboardFiles));
   const leaflet = join(projectRoot(), 'node_modules', 'leaflet', 'dist');
   const leafletAlone = gzipSize(join(leaflet, 'leaflet.js')) + gzipSize(join(leaflet, 'leaflet.css'));
   return [
@@ -136,6 +138,11 @@ function shippedBytes(): BenchResult[] {
       'web: admin billing page adds, gzip',
       { label: 'admin billing chunks', value: kib(adminBilling), unit: 'KiB' },
       { atMost: 10, text: '≤ 10 KiB' },
+    ),
+    absolute(
+      'web: audit console adds, gzip',
+      { label: 'audit console chunks', value: kib(auditConsole), unit: 'KiB' },
+      { atMost: 60, text: '≤ 60 KiB (issue 15)' },
     ),
   ];
 }

@@ -11,6 +11,7 @@
  * the hub publishes with `broker.publish`, which no ACL sees. `$`-topics are the broker's.
  */
 import {
+  ADMIN_ONLY_PATTERNS,
   EVENT_PATTERNS,
   filterWithin,
   HA_STATUS_TOPIC,
@@ -58,6 +59,8 @@ export function mayPublish(roles: readonly string[], topic: string): boolean {
 
 export function maySubscribe(roles: readonly string[], filter: string): boolean {
   if (has(roles, 'admin')) return true;
+  // Audit alerts name people and what they did: a non-admin asking for them by name is refused.
+  if (ADMIN_ONLY_PATTERNS.some((p) => filterWithin(filter, p))) return false;
   if (has(roles, 'integration') && EVENT_PATTERNS.some((p) => filterWithin(filter, p))) return true;
   return has(roles, 'device', 'ingest') && DOWNLINK_PATTERNS.some((p) => filterWithin(filter, p));
 }

@@ -23,6 +23,7 @@ import { MqttBroker, WEBSOCKET_PATH } from './broker.js';
 import { HubEventPublisher } from './event-publisher.js';
 import { MqttIngest } from './ingest-router.js';
 import { LatestReadings } from './latest-readings.js';
+import { AUDIT_ALERTS_TOPIC } from './topics.js';
 
 interface IngestTally {
   labels: { format: string; outcome: string };
@@ -146,6 +147,12 @@ export class MqttBrokerActor extends Actor {
     bus.on(this.name, 'billing.changed', (change) => {
       broker.publish(billingEventTopic(change), billingEventPayload(change)).catch((err: unknown) => {
         log.warn({ err }, 'publishing a billing event failed');
+      });
+    });
+    // Issue 14: audit alerts on `meshhub/audit/alerts` (admins only; see acl.ts and broker.ts).
+    bus.on(this.name, 'audit.alert', ({ alert }) => {
+      broker.publish(AUDIT_ALERTS_TOPIC, JSON.stringify(alert)).catch((err: unknown) => {
+        log.warn({ err }, 'publishing an audit alert failed');
       });
     });
     publisher.start();

@@ -26,8 +26,8 @@ import type { MqttIngest } from './ingest-router.js';
 import { guardConnection } from './packet-size-guard.js';
 import { HA_STATUS_TOPIC } from './topics.js';
 
-/** Topics of message and billing events (src/messaging/mqtt-events.ts): forwarded to admins only. */
-const ADMIN_ONLY_PREFIXES = ['meshhub/messages/', 'meshhub/billing/'];
+/** Topics of message, billing and audit alert events: forwarded to admins only. */
+const ADMIN_ONLY_PREFIXES = ['meshhub/messages/', 'meshhub/billing/', 'meshhub/audit/'];
 export const WEBSOCKET_PATH = '/mqtt';
 /**
  * Socket read buffer (Node's default is 16 KiB). Aedes reads the next chunk only when every

@@ -16,6 +16,8 @@ export const HA_STATUS_TOPIC = `${HA_PREFIX}/status`;
 export const readingTopic = (nodeId: string) => `meshhub/readings/${nodeId}`;
 export const nodeTopic = (nodeId: string) => `meshhub/nodes/${nodeId}`;
 export const availabilityTopic = (nodeId: string) => `meshhub/nodes/${nodeId}/availability`;
+/** Audit alerts (the audit plugin, issue 14): admins only, for subscribing and forwarding alike. */
+export const AUDIT_ALERTS_TOPIC = 'meshhub/audit/alerts';
 
 /** Topic filters as level arrays: `['msh', '#']`. */
 export type TopicPattern = readonly string[];
@@ -32,8 +34,11 @@ export const HUB_OWNED_PATTERNS: readonly TopicPattern[] = [
   pattern(HUB_STATUS_TOPIC),
   pattern('meshhub/messages/#'),
   pattern('meshhub/billing/#'),
+  pattern('meshhub/audit/#'),
   pattern(`${HA_PREFIX}/#`),
 ];
+/** Topics only admins may subscribe to by name (a wildcard that covers them is filtered at forwarding). */
+export const ADMIN_ONLY_PATTERNS: readonly TopicPattern[] = [pattern('meshhub/audit/#')];
 
 /** True when topic name `topic` (no wildcards) matches `filter` ([MQTT-4.7]: `+` one level, `#` the rest, the parent included). */
 export function topicMatches(filter: TopicPattern, topic: string): boolean {

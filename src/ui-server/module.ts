@@ -10,6 +10,20 @@ import { webUiSettings } from './settings.js';
 import { StaticAssets } from './static-assets.js';
 import { uiRoutes } from './ui-routes.js';
 
+/** The identity provider's http(s) origins (its issuer and JWKS URL), for the page's CSP. */
+function signInOrigins(provider: { issuer: string; jwksUrl: string } | undefined): string[] {
+  const origins = new Set<string>();
+  for (const candidate of provider ? [provider.issuer, provider.jwksUrl] : []) {
+    try {
+      const url = new URL(candidate);
+      if (url.protocol === 'https:' || url.protocol === 'http:') origins.add(url.origin);
+    } catch {
+      // An issuer need not be a URL; then it names no host to allow.
+    }
+  }
+  return [...origins];
+}
+
 export const webUiModule = defineModule({
   name: 'web-ui',
   settings: webUiSettings,
@@ -26,7 +40,15 @@ export const webUiModule = defineModule({
         .catch((err: unknown) => ctx.log.warn({ err }, 'closing the map tiles failed'));
     });
     ctx.mount('/api/v1/map', mapRoutes(tiles.setting, tiles.archive), { component: 'hub' });
-    ctx.mount('/', uiRoutes({ assets, tileOrigins: tileOrigins(tiles.setting) }), { component: 'hub' });
+    ctx.mount(
+      '/',
+      uiRoutes({
+        assets,
+        tileOrigins: tileOrigins(tiles.setting),
+        signInOrigins: signInOrigins(ctx.auth.provider),
+      }),
+      { component: 'hub' },
+    );
     return {};
   },
 });

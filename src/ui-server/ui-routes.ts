@@ -14,20 +14,31 @@ export interface UiRoutesOptions {
   assets: StaticAssets | undefined;
   /** Extra `img-src` origins: where online map tiles come from. */
   tileOrigins: readonly string[];
+  /**
+   * The identity provider's origins (AUTH_ISSUER, AUTH_JWKS_URL): the audit console's sign-in
+   * fetches its discovery document and token endpoint (connect), and may frame or post to it
+   * (spec "Gaps and notes": connect, frame and form-action, nothing else).
+   */
+  signInOrigins?: readonly string[];
 }
 
-export function contentSecurityPolicy(tileOrigins: readonly string[]): string {
+export function contentSecurityPolicy(
+  tileOrigins: readonly string[],
+  signInOrigins: readonly string[] = [],
+): string {
+  const idp = signInOrigins.length ? ` ${signInOrigins.join(' ')}` : '';
   return [
     "default-src 'self'",
     "script-src 'self'",
     // Leaflet and uPlot position elements with inline styles.
     "style-src 'self' 'unsafe-inline'",
     ['img-src', "'self'", 'data:', 'blob:', ...tileOrigins].join(' '),
-    "connect-src 'self'",
+    `connect-src 'self'${idp}`,
+    ...(idp ? [`frame-src${idp}`] : []),
     "font-src 'self'",
     "object-src 'none'",
     "base-uri 'self'",
-    "form-action 'self'",
+    `form-action 'self'${idp}`,
     "frame-ancestors 'none'",
   ].join('; ');
 }
@@ -70,7 +81,7 @@ export function uiRoutes(options: UiRoutesOptions): Hono {
   const { assets } = options;
   const app = new Hono();
   const htmlHeaders = {
-    'content-security-policy': contentSecurityPolicy(options.tileOrigins),
+    'content-security-policy': contentSecurityPolicy(options.tileOrigins, options.signInOrigins),
     'referrer-policy': 'strict-origin-when-cross-origin',
     'x-frame-options': 'DENY',
   };

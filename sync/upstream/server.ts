@@ -1,7 +1,8 @@
 /**
  * The upstream process (`meshhub upstream`): one PostgreSQL pool, the sites' sync endpoints and
  * downlink, the read API with a `site` dimension, the messaging API for internet subscribers,
- * the token endpoint, /health and /metrics, and the web UI. Stateless apart from PostgreSQL and
+ * the token endpoint, /health and /metrics, the web UI, and billing when PLUGINS=billing
+ * (billing/index.ts: BTCPay's webhooks reach the upstream). Stateless apart from PostgreSQL and
  * the token signing key in DATA_DIR, so several processes can run behind one load balancer.
  *
  * `createUpstream` only builds (the pool connects lazily, the identity key is read or created);
@@ -10,7 +11,7 @@
  * the pool. Errors become problem details in the hub's one onError, with request ids; a
  * PostgreSQL that does not answer is a 503 with Retry-After, not a 500.
  */
-import type { IncomingMessage } from 'node:http';
+import type { IncomingMessage, Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { createAdaptorServer, type ServerType } from '@hono/node-server';
@@ -19,7 +20,7 @@ import type pg from 'pg';
 import { jwksRoutes, tokenRoutes } from '../../src/auth/routes.js';
 import { createErrorHandler, notFound, problemResponse } from '../../src/http/error-handler.js';
 import { ProblemError } from '../../src/http/problem.js';
-import { refuseUpgrade } from '../../src/http/refuse-upgrade.js';
+import { refuseUpgrade, serveWithoutUpgrade } from '../../src/http/refuse-upgrade.js';
 import { requestId } from '../../src/http/request-id.js';
 import type { Logger } from '../../src/log.js';
 import { mapRoutes } from '../../src/ui-server/map-routes.js';
@@ -30,6 +31,7 @@ import { uiRoutes } from '../../src/ui-server/ui-routes.js';
 import { readVersion } from '../../src/version.js';
 import { type ReadingRow, type RecordBody, SYNC_API } from '../protocol.js';
 import { type AppliedChanges, BatchApplier } from './batch-apply.js';
+import type { UpstreamBilling } from './billing/index.js';
 import { migrateUpstream } from './db/migrate.js';
 import { ensurePartitions } from './db/partitions.js';
 import { isTransientDatabaseError, openPool } from './db/pool.js';
@@ -64,6 +66,8 @@ export interface UpstreamServer {
   readonly app: Hono;
   readonly identity: UpstreamIdentity;
   readonly metrics: UpstreamMetrics;
+  /** Billing (PLUGINS=billing): its routes are mounted at /api/v1/billing. */
+  readonly billing?: UpstreamBilling;
 }
 
 export interface UpstreamOptions {
@@ -159,6 +163,18 @@ export async function createUpstream(
   const downlinks = new Set<Duplex>();
   metrics.watch({ sites: () => siteCounts(pool), downlinks: downlinkConnections });
 
+  // Billing runs here when enabled (PLUGINS=billing): BTCPay's webhooks reach the upstream.
+  const billing = settings.billing
+    ? (await import('./billing/index.js')).upstreamBilling({
+        settings: settings.billing,
+        pool,
+        identity,
+        log,
+        registry: metrics.registry,
+        version,
+      })
+    : undefined;
+
   const webRoot = settings.WEB_ROOT ?? DEFAULT_WEB_ROOT;
   const assets = StaticAssets.load(webRoot);
   if (!assets) log.warn({ webRoot }, 'the web app is not built (run npm run build); serving the API only');
@@ -193,6 +209,7 @@ export async function createUpstream(
       rates: { perSubscriber: settings.MESSAGE_RATE_PER_SUBSCRIBER, perNode: settings.MESSAGE_RATE_PER_NODE },
     }),
   );
+  if (billing) app.route('/api/v1/billing', billing.routes);
   app.route('/api/v1/live', live.app);
   app.route('/api/v1/map', mapRoutes(tiles.setting, tiles.archive));
   // Last: the web app's files, and index.html for browser routes (SPA fallback).
@@ -215,7 +232,13 @@ export async function createUpstream(
       const created = createAdaptorServer({ fetch: app.fetch });
       server = created;
       created.on('upgrade', (request: IncomingMessage, socket: Duplex, head: Buffer) => {
-        const pathname = new URL(request.url ?? '/', 'http://upstream').pathname;
+        // Any upgrade but a WebSocket (h2c from `curl --http2`) is served as the plain request it
+        // also is; a WebSocket anywhere but the downlink path gets a 404 problem.
+        if (request.headers.upgrade?.toLowerCase() !== 'websocket') {
+          serveWithoutUpgrade(created as Server, request, socket, head);
+          return;
+        }
+        const pathname = (request.url ?? '/').split('?')[0] ?? '/';
         if (pathname !== DOWNLINK_PATH) {
           refuseUpgrade(socket, pathname);
           return;
@@ -237,6 +260,7 @@ export async function createUpstream(
     app,
     identity,
     metrics,
+    ...(billing ? { billing } : {}),
     get port(): number {
       if (boundPort === undefined) throw new Error('the upstream is not listening');
       return boundPort;
@@ -249,6 +273,7 @@ export async function createUpstream(
       }, PARTITIONS_EVERY_MS);
       partitionsTimer.unref();
       await queue.start();
+      await billing?.start();
       boundPort = await listen();
       log.info({ host: settings.HTTP_HOST, port: boundPort, version }, 'upstream listening');
     },
@@ -278,6 +303,7 @@ export async function createUpstream(
       for (const socket of downlinks) socket.destroy();
       downlinks.clear();
       await queue.stop();
+      await billing?.stop();
       await tiles.archive?.close().catch((err: unknown) => log.warn({ err }, 'closing the map tiles failed'));
       await pool.end();
     },

@@ -8,6 +8,7 @@
  * an error.
  */
 import { z } from 'zod';
+import { type BillingSettings, billingSettings } from '../../plugins/billing/config.js';
 import { externalTrustedIssuer } from '../../src/auth/hub-identity.js';
 import { authSettings } from '../../src/auth/settings.js';
 import { flag, port } from '../../src/config/fields.js';
@@ -71,9 +72,28 @@ export const upstreamSettings = z.object({
   ...webUiSettings.shape,
   MESSAGE_RATE_PER_SUBSCRIBER: messagingSettings.shape.MESSAGE_RATE_PER_SUBSCRIBER,
   MESSAGE_RATE_PER_NODE: messagingSettings.shape.MESSAGE_RATE_PER_NODE,
+  /**
+   * Plugins this upstream runs, as on a hub: `billing` (docs/sync.md "Billing on the upstream"),
+   * with the hub's BTCPAY_* and BILLING_* settings, checked with the rest.
+   */
+  PLUGINS: z
+    .string()
+    .default('')
+    .transform((v) =>
+      v
+        .split(',')
+        .map((s) => s.trim())
+        .filter(Boolean),
+    ),
 });
 
-export type UpstreamSettings = z.output<typeof upstreamSettings>;
+/** The plugins an upstream can run. */
+export const UPSTREAM_PLUGINS = ['billing'] as const;
+
+export type UpstreamSettings = z.output<typeof upstreamSettings> & {
+  /** Set when PLUGINS names billing: the billing plugin's settings, parsed as on a hub. */
+  billing?: BillingSettings;
+};
 export type UpstreamDatabaseSettings = z.output<typeof upstreamDatabaseSettings>;
 
 /** Settings whose value is never shown in a problem (it may hold a password). */
@@ -103,7 +123,18 @@ function parseSlice<S extends z.ZodObject<z.ZodRawShape>>(
  */
 export function loadUpstreamSettings(env: Readonly<Record<string, string | undefined>>): UpstreamSettings {
   const problems: string[] = [];
-  const settings = parseSlice(upstreamSettings, env, problems);
+  const settings: UpstreamSettings | undefined = parseSlice(upstreamSettings, env, problems);
+  // From the environment itself, so billing's problems are reported even when others stop the parse.
+  const plugins = settings?.PLUGINS ?? upstreamSettings.shape.PLUGINS.parse(env.PLUGINS ?? '');
+  const unknown = plugins.filter((p) => !(UPSTREAM_PLUGINS as readonly string[]).includes(p));
+  if (unknown.length)
+    problems.push(
+      `PLUGINS: ${unknown.map((p) => `"${p}"`).join(', ')} does not run on the upstream (it runs: ${UPSTREAM_PLUGINS.join(', ')})`,
+    );
+  if (plugins.includes('billing')) {
+    const billing = parseSlice(billingSettings, env, problems);
+    if (settings && billing) settings.billing = billing;
+  }
   try {
     externalTrustedIssuer({
       jwksUrl: env.AUTH_JWKS_URL?.trim() || undefined,

@@ -6,8 +6,11 @@
  */
 import type { Hono } from 'hono';
 import { ProblemError, validationProblem } from '../../../src/http/problem.js';
+import { type Alerting, alertFeatures } from '../alerts/index.js';
+import type { AiFeatures } from '../ask/routes.js';
 import type { AuditCollectorActor } from '../collector-actor.js';
 import type { AuditConfig } from '../config.js';
+import type { SiemForwarderActor } from '../siem/forwarder.js';
 import type { SourceName } from '../sources.js';
 import type { AuditStore } from '../store/audit-store.js';
 import { filterOptions } from '../store/filter-options.js';
@@ -16,6 +19,12 @@ import type { PrivacyPolicy } from './privacy.js';
 import { fetchBodySchema } from './schemas.js';
 
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
+
+/** The forwarder's status and lag, as `/health` shows them. */
+function siemState(siem: SiemForwarderActor): { status: unknown; lag_events: unknown } {
+  const d = siem.describe().siem as { status: unknown; lag_events: unknown };
+  return { status: d.status, lag_events: d.lag_events };
+}
 
 export function filterOptionsRoutes(
   deps: { store: AuditStore; privacy: PrivacyPolicy },
@@ -93,15 +102,43 @@ export function fetchRoutes(
   });
 }
 
-export function configRoutes(deps: { config: AuditConfig; version: string }, app: Hono<AuditEnv>): void {
-  const { config } = deps;
+export function configRoutes(
+  deps: {
+    config: AuditConfig;
+    version: string;
+    ai?: AiFeatures | undefined;
+    alerting?: Alerting | undefined;
+    siem?: SiemForwarderActor | undefined;
+  },
+  app: Hono<AuditEnv>,
+): void {
+  const { config, ai } = deps;
+  const llm = config.ai.llm;
   app.get('/features', (c) =>
     c.json({
       version: deps.version,
-      // The ask, alert and SIEM features are not in this version: reported off whatever the flags say.
-      ai_features_enabled: false,
-      alerts_enabled: false,
-      siem_enabled: false,
+      // From what runs: the ask routes exist exactly when `ai` does (AI_FEATURES_ENABLED).
+      ai_features_enabled: ai !== undefined,
+      ai: ai
+        ? {
+            ask: true,
+            explain: true,
+            async_jobs: true,
+            llm: llm ? ('configured' as const) : ('not_configured' as const),
+            model: llm?.model ?? null,
+            private_network_model: llm?.allowPrivateNetwork ?? false,
+            max_events: config.ai.maxEvents,
+            cache_store: ai.backend.kind,
+          }
+        : null,
+      // Issue 14: alerts from what runs (the evaluating actor exists exactly with ALERTS_ENABLED).
+      alerts_enabled: deps.alerting?.actor !== undefined,
+      alerts: alertFeatures(deps.alerting),
+      // Issue 14: from what runs (the forwarding actor exists exactly with SIEM_ENABLED).
+      siem_enabled: deps.siem !== undefined,
+      siem: deps.siem
+        ? { format: deps.siem.config.format, endpoint: deps.siem.config.url.host, ...siemState(deps.siem) }
+        : null,
       export_formats: ['csv', 'json'],
       bulk_tag_limit: 10_000,
       collection: config.credentials ? 'on' : 'not_configured',

@@ -63,12 +63,27 @@ export function exportRoutes(
     if (!parsed.success) throw validationProblem(parsed.error);
     const { format } = parsed.data;
     const filters = toEventFilters(parsed.data);
+    const stamp = new Date()
+      .toISOString()
+      .replace(/[-:]/g, '')
+      .replace(/\.\d+Z$/, 'Z');
+    const headers = {
+      'content-type': format === 'json' ? 'application/json; charset=utf-8' : 'text/csv; charset=utf-8',
+      'content-disposition': `attachment; filename="audit-events-${stamp}.${format}"`,
+    };
+    // HEAD runs this GET route, but nobody reads (or cancels) the body it would get: it must not
+    // take an export slot it would never give back.
+    if (c.req.method === 'HEAD') return new Response(null, { status: 200, headers });
     if (active >= deps.maxConcurrent) {
       throw new ProblemError(429, 'too many exports are running; try again shortly', {
         headers: { 'retry-after': '5' },
       });
     }
+    // Everything that may throw before the stream exists happens before the slot is taken.
+    const repos = deps.store.repos();
+    const rows = repos.query.chunks(filters, deps.privacy.scopeFor(callerOf(c)), CHUNK_ROWS);
     active++;
+    // Every way out gives the slot back once: the end, an error midway, the client going away.
     let released = false;
     const release = () => {
       if (!released) {
@@ -76,8 +91,6 @@ export function exportRoutes(
         active--;
       }
     };
-    const repos = deps.store.repos();
-    const rows = repos.query.chunks(filters, deps.privacy.scopeFor(callerOf(c)), CHUNK_ROWS);
     const encoder = new TextEncoder();
     let first = true;
 
@@ -117,6 +130,7 @@ export function exportRoutes(
             controller.enqueue(encoder.encode(text));
           } catch (err) {
             release();
+            rows.return(undefined);
             deps.log.error({ err }, 'export failed midway');
             controller.error(err);
           }
@@ -128,16 +142,6 @@ export function exportRoutes(
       },
       { highWaterMark: 1 },
     );
-    const stamp = new Date()
-      .toISOString()
-      .replace(/[-:]/g, '')
-      .replace(/\.\d+Z$/, 'Z');
-    return new Response(stream, {
-      status: 200,
-      headers: {
-        'content-type': format === 'json' ? 'application/json; charset=utf-8' : 'text/csv; charset=utf-8',
-        'content-disposition': `attachment; filename="audit-events-${stamp}.${format}"`,
-      },
-    });
+    return new Response(stream, { status: 200, headers });
   });
 }

@@ -2,7 +2,8 @@
  * The event filters (spec "Events query parameters": services, actor, operation, result, start,
  * end, include_tags, exclude_tags), parsed the same way for search, export and bulk tagging.
  *
- * - `services`, `include_tags`, `exclude_tags`: repeat the parameter or separate with commas.
+ * - `services`, `include_tags`, `exclude_tags`: repeat the parameter or separate with commas;
+ *   services match whatever their case or spacing (`Exchange`, `device management`).
  * - `actor`, `operation`, `result`: case-insensitive substrings, matched literally (never a
  *   pattern). An empty value means "no filter", as a cleared input box sends it.
  * - `start`, `end`: ISO 8601 date-times with `Z` or an offset; the window is [start, end).
@@ -12,6 +13,7 @@ import { z } from 'zod';
 import { validationProblem } from '../../../src/http/problem.js';
 import { CURSOR_DESCRIPTION, limitParam, type PageLimits } from '../../../src/http/schemas.js';
 import type { EventFilters } from '../store/event-query.js';
+import { serviceKey } from '../store/service-names.js';
 
 export const MAX_FILTER_VALUES = 20;
 export const MAX_TEXT_FILTER = 256;
@@ -33,7 +35,9 @@ const serviceSchema = z
   .trim()
   .min(1, 'a service must not be empty')
   .max(64, 'a service is at most 64 characters')
-  .regex(/^[A-Za-z0-9_.-]+$/, 'a service is letters, digits, "_", "." or "-"');
+  .regex(/^[A-Za-z0-9_. -]+$/, 'a service is letters, digits, spaces, "_", "." or "-"')
+  // As an administrator types it: `Exchange`, `device management`, `Intune` (store/service-names.ts).
+  .transform(serviceKey);
 
 const textFilter = z
   .string()

@@ -12,6 +12,8 @@ import {
   problem,
 } from '../../../src/http/openapi.js';
 import { versionSchema } from '../../../src/http/schemas.js';
+import { alertOperations } from '../alerts/openapi.js';
+import { aiOperations } from '../ask/openapi.js';
 import { exportQuerySchema, searchQuerySchema } from './filters.js';
 import {
   authConfigSchema,
@@ -47,7 +49,7 @@ const signedIn = {
 const restricted = problem('The event is privacy-gated and the caller’s roles do not allow it.');
 const noEvent = problem('No event with this id.');
 
-export function auditOpenApiDocument(version: string): OpenApiDocument {
+export function auditOpenApiDocument(version: string, features: { ai?: boolean } = {}): OpenApiDocument {
   return openApiDocument({
     title: 'meshhub audit event search API',
     version,
@@ -59,6 +61,15 @@ export function auditOpenApiDocument(version: string): OpenApiDocument {
       { name: 'events', description: 'Search, one event, tags, comments, export.' },
       { name: 'operations', description: 'Filter options, source health, fetching, frontend configuration.' },
       { name: 'webhooks', description: 'Microsoft Graph change notifications.' },
+      { name: 'alerts', description: 'Alert rules and the alerts they fired (administrators).' },
+      ...(features.ai
+        ? [
+            {
+              name: 'ask',
+              description: 'Plain-language questions, explanations, background jobs (AI_FEATURES_ENABLED).',
+            },
+          ]
+        : []),
     ],
     components: { Event: eventSchema, Comment: commentSchema },
     operations: [
@@ -246,6 +257,9 @@ export function auditOpenApiDocument(version: string): OpenApiDocument {
           400: badInput,
           403: problem('A notification does not carry this hub’s client state.'),
           404: problem('The webhook is not configured (WEBHOOK_CLIENT_SECRET).'),
+          409: problem(
+            'A valid notification, but collection is not configured or the directory is not collected.',
+          ),
           413: tooLarge,
           415: notJson,
           429: limited,
@@ -259,6 +273,8 @@ export function auditOpenApiDocument(version: string): OpenApiDocument {
         summary: 'The version (the VERSION file)',
         responses: { 200: { description: 'The version.', body: versionSchema } },
       },
+      ...alertOperations(signedIn),
+      ...(features.ai ? aiOperations(signedIn) : []),
     ],
   });
 }

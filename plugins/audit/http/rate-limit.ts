@@ -1,69 +1,68 @@
 /**
- * Rate-limit tiers (spec "Limits"): `fetch`, `ask`, `write`, `default`, each a token bucket per
- * client address; `/api/config/auth` and `/api/config/features` are exempt (`/health` and
+ * Rate-limit tiers (spec "Limits"): `fetch`, `ask`, `write`, `default`, each a limit per window
+ * per client address; `/api/config/auth` and `/api/config/features` are exempt (`/health` and
  * `/metrics` are the hub's and never pass through here).
  *
- * The spec keeps limits in a cache store (CACHE_URL); a hub on a Pi has none, so buckets live in
- * memory — per process, lost on restart. The limiter fails closed: when it cannot decide (its
- * table is full of active clients, or it throws), the request is refused with 429.
+ * The counts live in the cache store (spec: CACHE_URL "for caching, rate limits and the job
+ * queue"): the hub's SQLite file by default, so limits survive a restart, or Redis with
+ * `CACHE_URL=redis://…`, so hubs sharing one Redis share the limits. Each tier is a fixed window
+ * per client that opens at the client's first request: up to `limit` requests pass, the rest
+ * are 429 with Retry-After (the seconds until the window closes). Refused requests count too, so
+ * a client that keeps hammering stays refused until its window closes.
+ *
+ * Fail-closed: when the store fails (Redis down or hanging, SQLite refusing), no request of a
+ * limited tier passes — 503 with Retry-After, a problem naming the cause, never a 500.
  */
 import type { MiddlewareHandler } from 'hono';
 import { ProblemError } from '../../../src/http/problem.js';
+import type { RateCounter } from '../cache/store.js';
 import type { RateLimitRule, RateLimitTier } from '../config.js';
 import type { AuditEnv } from './context.js';
 import { clientAddress } from './context.js';
 
-interface Bucket {
-  tokens: number;
-  updated: number;
-}
-
 export type Decision = { ok: true } | { ok: false; retryAfterMs: number };
 
+/** The cache store could not count a request; the limiter refuses it. */
+export class RateLimitStoreError extends Error {
+  override readonly name = 'RateLimitStoreError';
+}
+
+/** Seconds a client is told to wait when the store failed. */
+export const STORE_FAILED_RETRY_S = 5;
+
 export class RateLimiter {
-  private readonly buckets = new Map<string, Bucket>();
+  private lastErrorLog = Number.NEGATIVE_INFINITY;
 
   constructor(
     private readonly rules: Record<RateLimitTier, RateLimitRule>,
-    private readonly maxClients: number,
-    private readonly now: () => number = Date.now,
+    private readonly counter: RateCounter,
+    private readonly options: {
+      now?: () => number;
+      /** Told about store failures, at most once per 30 s (the store is likely down for all). */
+      onStoreError?: (error: Error) => void;
+    } = {},
   ) {}
 
-  get size(): number {
-    return this.buckets.size;
+  private now(): number {
+    return (this.options.now ?? Date.now)();
   }
 
-  take(tier: RateLimitTier, client: string): Decision {
+  /** Counts one request of `client` in `tier`; throws RateLimitStoreError when the store fails. */
+  async take(tier: RateLimitTier, client: string): Promise<Decision> {
     const rule = this.rules[tier];
-    const now = this.now();
-    const perMs = rule.limit / rule.windowMs;
-    const key = `${tier}\u0000${client}`;
-    let bucket = this.buckets.get(key);
-    if (!bucket) {
-      if (this.buckets.size >= this.maxClients) this.sweep();
-      if (this.buckets.size >= this.maxClients) return { ok: false, retryAfterMs: Math.ceil(1 / perMs) };
-      bucket = { tokens: rule.limit, updated: now };
-      this.buckets.set(key, bucket);
-    }
-    bucket.tokens = Math.min(rule.limit, bucket.tokens + (now - bucket.updated) * perMs);
-    bucket.updated = now;
-    if (bucket.tokens >= 1) {
-      bucket.tokens -= 1;
-      return { ok: true };
-    }
-    return { ok: false, retryAfterMs: Math.ceil((1 - bucket.tokens) / perMs) };
-  }
-
-  /** Forgets buckets that have refilled completely: they hold nothing a fresh bucket would not. */
-  sweep(): void {
-    const now = this.now();
-    for (const [key, bucket] of this.buckets) {
-      const tier = key.slice(0, key.indexOf('\u0000')) as RateLimitTier;
-      const rule = this.rules[tier];
-      if (bucket.tokens + (now - bucket.updated) * (rule.limit / rule.windowMs) >= rule.limit) {
-        this.buckets.delete(key);
+    let hit: Awaited<ReturnType<RateCounter['hit']>>;
+    try {
+      hit = await this.counter.hit(`${tier}:${client}`, rule.windowMs);
+    } catch (error) {
+      const now = this.now();
+      if (now - this.lastErrorLog >= 30_000) {
+        this.lastErrorLog = now;
+        this.options.onStoreError?.(error as Error);
       }
+      throw new RateLimitStoreError((error as Error).message);
     }
+    if (Number.isFinite(hit.count) && hit.count <= rule.limit) return { ok: true };
+    return { ok: false, retryAfterMs: Math.max(0, hit.resetAt - this.now()) };
   }
 }
 
@@ -78,9 +77,14 @@ export function rateLimit(options: {
     if (!tier) return next();
     let decision: Decision;
     try {
-      decision = options.limiter.take(tier, clientAddress(c));
+      decision = await options.limiter.take(tier, clientAddress(c));
     } catch {
-      decision = { ok: false, retryAfterMs: 1000 };
+      // Whatever failed, the request does not pass unlimited (fail-closed).
+      throw new ProblemError(
+        503,
+        'the rate limiter cannot count requests right now (its cache store failed); try again shortly',
+        { headers: { 'retry-after': String(STORE_FAILED_RETRY_S) }, tier },
+      );
     }
     if (!decision.ok) {
       options.onLimited?.(tier);

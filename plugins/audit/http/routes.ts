@@ -11,9 +11,12 @@
 import { Hono, type MiddlewareHandler } from 'hono';
 import type { TokenVerifier } from '../../../src/auth/jwt-verifier.js';
 import type { KernelLogger } from '../../../src/kernel/actor.js';
+import { type Alerting, alertRouteGroups } from '../alerts/index.js';
+import { type AiFeatures, askRoutes, explainRoutes, jobRoutes } from '../ask/routes.js';
 import type { AuditCollectorActor } from '../collector-actor.js';
 import type { AuditConfig } from '../config.js';
 import type { AuditMetrics } from '../metrics.js';
+import type { SiemForwarderActor } from '../siem/forwarder.js';
 import type { AuditStore } from '../store/audit-store.js';
 import { configRoutes, fetchRoutes, filterOptionsRoutes, sourceHealthRoutes } from './admin-routes.js';
 import { authenticate, requireAnyRole } from './auth.js';
@@ -21,7 +24,7 @@ import { ANONYMOUS, type AuditEnv } from './context.js';
 import { eventsRoutes } from './events-routes.js';
 import { exportRoutes } from './export.js';
 import type { PrivacyPolicy } from './privacy.js';
-import { auditTierOf, RateLimiter, rateLimit } from './rate-limit.js';
+import { auditTierOf, type RateLimiter, rateLimit } from './rate-limit.js';
 import { corsFor, securityHeaders } from './security.js';
 import { auditTrail } from './trail.js';
 import { webhookRoutes } from './webhook-routes.js';
@@ -35,7 +38,14 @@ export interface AuditRouteDeps {
   verifier: TokenVerifier | undefined;
   log: KernelLogger;
   version: string;
-  limiter?: RateLimiter;
+  /** Counts in the cache store (SQLite or CACHE_URL); built by the plugin (index.ts). */
+  limiter: RateLimiter;
+  /** Issue 13: present only with AI_FEATURES_ENABLED (otherwise /api/ask, /api/jobs and explain are 404). */
+  ai?: AiFeatures;
+  /** Issue 14: alert rules and alerts (evaluated only with ALERTS_ENABLED). */
+  alerting?: Alerting;
+  /** Issue 14: the SIEM forwarder, present only with SIEM_ENABLED. */
+  siem?: SiemForwarderActor;
 }
 
 export interface AuditRouteGroup {
@@ -45,7 +55,7 @@ export interface AuditRouteGroup {
 
 export function auditRouteGroups(deps: AuditRouteDeps): AuditRouteGroup[] {
   const { config, store, log } = deps;
-  const limiter = deps.limiter ?? new RateLimiter(config.rateLimits, config.rateLimitMaxClients);
+  const limiter = deps.limiter;
   const common: MiddlewareHandler<AuditEnv>[] = [
     securityHeaders({ auth: config.auth }),
     corsFor(config.corsOrigins),
@@ -73,8 +83,16 @@ export function auditRouteGroups(deps: AuditRouteDeps): AuditRouteGroup[] {
         // Registered before /:id, which would otherwise take "export" for an id.
         exportRoutes({ store, privacy: deps.privacy, maxConcurrent: config.exportMaxConcurrent, log }, app);
         eventsRoutes({ store, privacy: deps.privacy }, app);
+        if (deps.ai) explainRoutes(deps.ai, app);
       }),
     },
+    ...(deps.alerting ? alertRouteGroups(deps.alerting, (register) => group(true, register)) : []),
+    ...(deps.ai
+      ? [
+          { path: '/api/ask', app: group(true, (app) => askRoutes(deps.ai!, app)) },
+          { path: '/api/jobs', app: group(true, (app) => jobRoutes(deps.ai!, app)) },
+        ]
+      : []),
     { path: '/api/filter-options', app: group(true, (app) => filterOptionsRoutes(deps, app)) },
     {
       path: '/api/source-health',
@@ -87,7 +105,15 @@ export function auditRouteGroups(deps: AuditRouteDeps): AuditRouteGroup[] {
         fetchRoutes({ collector: deps.collector, config }, app);
       }),
     },
-    { path: '/api/config', app: group(false, (app) => configRoutes({ config, version: deps.version }, app)) },
+    {
+      path: '/api/config',
+      app: group(false, (app) =>
+        configRoutes(
+          { config, version: deps.version, ai: deps.ai, alerting: deps.alerting, siem: deps.siem },
+          app,
+        ),
+      ),
+    },
     {
       path: '/api/webhooks',
       app: group(false, (app) =>

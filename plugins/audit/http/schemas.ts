@@ -144,6 +144,9 @@ export const bulkTagsResultSchema = z.object({
 
 export const filterOptionsSchema = z.object({
   services: z.array(z.string()),
+  service_labels: z
+    .record(z.string(), z.string())
+    .meta({ description: 'How the UI shows each service, e.g. `{ "exchange": "Exchange" }`.' }),
   operations: z.array(z.string()),
   results: z.array(z.string()),
   tags: z.array(z.string()),
@@ -183,8 +186,40 @@ const authState = z.enum(['off', 'on', 'misconfigured']);
 export const featuresSchema = z.object({
   version: z.string(),
   ai_features_enabled: z.boolean(),
+  ai: z
+    .object({
+      ask: z.boolean(),
+      explain: z.boolean(),
+      async_jobs: z.boolean(),
+      llm: z.enum(['configured', 'not_configured']),
+      model: z.string().nullable(),
+      private_network_model: z.boolean(),
+      max_events: z.int(),
+      cache_store: z.enum(['sqlite', 'redis']),
+    })
+    .nullable()
+    .meta({ description: 'The AI features as they run; null when AI_FEATURES_ENABLED is false.' }),
   alerts_enabled: z.boolean(),
+  alerts: z
+    .object({
+      evaluating: z.boolean(),
+      webhook: z.enum(['configured', 'not_configured']),
+      time_zone: z.string(),
+    })
+    .nullable()
+    .meta({
+      description: 'Alert rules as they run; null when ALERTS_ENABLED is false (rules can still be edited).',
+    }),
   siem_enabled: z.boolean(),
+  siem: z
+    .object({
+      format: z.enum(['meshhub-json', 'splunk-hec']),
+      endpoint: z.string().meta({ description: 'The receiver’s host (never its path, token or secret).' }),
+      status: z.enum(['idle', 'delivering', 'retrying', 'held']),
+      lag_events: z.int().min(0).nullable(),
+    })
+    .nullable()
+    .meta({ description: 'SIEM forwarding as it runs; null when SIEM_ENABLED is false.' }),
   export_formats: z.array(z.enum(['csv', 'json'])),
   bulk_tag_limit: z.int(),
   collection: z.enum(['on', 'not_configured']),

@@ -6,7 +6,9 @@
  *   the token, decoded, as text/plain, within 10 seconds.
  * - Notifications: `{ "value": [ { "clientState": …, … } ] }`. Accepted (202) only when every
  *   notification carries our client state (compared in constant time); then the directory source
- *   is fetched early. A wrong or missing client state is a 403 and changes nothing.
+ *   is fetched early. A wrong or missing client state is a 403 and changes nothing; a valid one
+ *   that cannot lead to a fetch (collection not configured, directory not collected) is a 409
+ *   saying which.
  * The endpoint takes no bearer token: Graph authenticates with the shared client state.
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
@@ -65,6 +67,16 @@ export function webhookRoutes(
       accepted: true,
       fetch: outcome,
     });
+    // A valid notification that cannot lead to a fetch says why instead of a 202 (issue 14).
+    if (outcome === 'not_configured') {
+      throw new ProblemError(
+        409,
+        'collection is not configured: set AUDIT_TENANT_ID, AUDIT_CLIENT_ID and AUDIT_CLIENT_SECRET',
+      );
+    }
+    if (outcome === 'not_collected') {
+      throw new ProblemError(409, 'the directory source is not collected here (AUDIT_SOURCES)');
+    }
     return c.body(null, 202);
   });
 }

@@ -72,8 +72,9 @@ export class ClientCredentialsTokens implements TokenSource {
         body,
         signal: signal ? AbortSignal.any([signal, timeout]) : timeout,
       });
-    } catch {
+    } catch (error) {
       if (signal?.aborted) throw new UpstreamError('aborted', 'stopped');
+      if (error instanceof UpstreamError) throw error;
       throw new UpstreamError('network', `no answer from the identity platform (${this.tokenUrl.host})`);
     }
     const text = await res.text().catch(() => '');

@@ -23,6 +23,7 @@ export type UpstreamFailureKind =
   | 'bad_request'
   | 'malformed_response'
   | 'foreign_link'
+  | 'private_address'
   | 'aborted';
 
 export class UpstreamError extends Error {
@@ -124,8 +125,13 @@ export class UpstreamClient {
     return this.request('GET', url, signal);
   }
 
-  post(url: URL, signal?: AbortSignal): Promise<UpstreamResponse> {
-    return this.request('POST', url, signal);
+  post(url: URL, signal?: AbortSignal, body?: unknown): Promise<UpstreamResponse> {
+    return this.request('POST', url, signal, body);
+  }
+
+  /** A JSON PATCH (Graph subscription renewal). */
+  patch(url: URL, body: unknown, signal?: AbortSignal): Promise<UpstreamResponse> {
+    return this.request('PATCH', url, signal, body);
   }
 
   /** A link handed over by the upstream, accepted only when it leads back to the same origin. */
@@ -142,7 +148,12 @@ export class UpstreamClient {
     return url;
   }
 
-  private async request(method: 'GET' | 'POST', url: URL, signal?: AbortSignal): Promise<UpstreamResponse> {
+  private async request(
+    method: 'GET' | 'POST' | 'PATCH',
+    url: URL,
+    signal?: AbortSignal,
+    body?: unknown,
+  ): Promise<UpstreamResponse> {
     if (url.origin !== this.origin.origin) {
       throw new UpstreamError('foreign_link', `refusing to send a token to ${url.host}`);
     }
@@ -150,7 +161,7 @@ export class UpstreamClient {
     for (let attempt = 0; ; attempt++) {
       let failure: UpstreamError;
       try {
-        return await this.once(method, url, signal);
+        return await this.once(method, url, signal, body);
       } catch (error) {
         if (!(error instanceof UpstreamError)) throw error;
         failure = error;
@@ -179,18 +190,30 @@ export class UpstreamClient {
     }
   }
 
-  private async once(method: string, url: URL, signal?: AbortSignal): Promise<UpstreamResponse> {
+  private async once(
+    method: string,
+    url: URL,
+    signal?: AbortSignal,
+    body?: unknown,
+  ): Promise<UpstreamResponse> {
     const token = await this.tokens.get(signal);
     const timeout = AbortSignal.timeout(this.policy.requestTimeoutMs);
     let res: Response;
     try {
       res = await this.fetchImpl(url, {
         method,
-        headers: { authorization: `Bearer ${token}`, accept: 'application/json' },
+        headers: {
+          authorization: `Bearer ${token}`,
+          accept: 'application/json',
+          ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
+        },
+        ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
         signal: signal ? AbortSignal.any([signal, timeout]) : timeout,
       });
-    } catch {
+    } catch (error) {
       if (signal?.aborted) throw new UpstreamError('aborted', 'stopped');
+      // The address guard's refusal (microsoft/address-guard.ts) says why itself.
+      if (error instanceof UpstreamError) throw error;
       throw new UpstreamError(
         'network',
         `no answer from ${url.host}${timeout.aborted ? ' (timed out)' : ''}`,

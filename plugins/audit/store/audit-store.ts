@@ -10,6 +10,7 @@ import { AuditTrail } from './audit-trail.js';
 import { Dictionaries } from './dictionaries.js';
 import { EventQuery } from './event-query.js';
 import { AuditEventWriter } from './event-writer.js';
+import { PluginState } from './plugin-state.js';
 import { AUDIT_COMPONENT, AUDIT_MIGRATIONS } from './schema.js';
 import { SourceStates } from './source-state.js';
 
@@ -21,6 +22,7 @@ export interface AuditRepositories {
   annotations: Annotations;
   sources: SourceStates;
   trail: AuditTrail;
+  state: PluginState;
 }
 
 export function openAuditRepositories(db: Database): AuditRepositories {
@@ -34,6 +36,7 @@ export function openAuditRepositories(db: Database): AuditRepositories {
     annotations: new Annotations(db),
     sources: new SourceStates(db),
     trail: new AuditTrail(db),
+    state: new PluginState(db),
   };
 }
 

@@ -14,9 +14,10 @@
  */
 import type { Database, Statement } from '../../../src/store/database.js';
 import { type Dictionaries, MAX_MATCHED_IDS } from './dictionaries.js';
+import { serviceKey } from './service-names.js';
 
 export interface EventFilters {
-  /** Exact service names; several allowed. */
+  /** Service names, folded as typed (`Exchange` is `exchange`); several allowed. */
   services?: readonly string[];
   /** Case-insensitive, literal substrings. */
   actor?: string;
@@ -157,7 +158,7 @@ export class EventQuery {
     if (r.start !== undefined && r.end !== undefined && r.end <= r.start) r.empty = true;
     if (filters.services?.length) {
       const hidden = new Set(r.hiddenServices.map((s) => s.toLowerCase()));
-      r.services = [...new Set(filters.services)].filter((s) => !hidden.has(s.toLowerCase()));
+      r.services = [...new Set(filters.services.map(serviceKey))].filter((s) => !hidden.has(s));
       if (!r.services.length) r.empty = true;
     }
     if (filters.actor !== undefined) {

@@ -3,13 +3,18 @@
  * results that at least one stored event has, and the tags in use. Each list is an index
  * skip-scan or a probe per dictionary entry — never a pass over the events.
  * Gated services and operations are left out for callers who may not see them, and so are
- * operations that occur only in gated services.
+ * operations, results and tags that occur only on gated events (issue 14: a tag used only on
+ * gated events told a caller without the role that such events exist). Services come with the
+ * names the UI shows (`service_labels`).
  */
 import type { Database } from '../../../src/store/database.js';
 import type { PrivacyScope } from './event-query.js';
+import { serviceDisplayName } from './service-names.js';
 
 export interface FilterOptions {
   services: string[];
+  /** How the UI shows each service: `{ "exchange": "Exchange" }`. */
+  service_labels: Record<string, string>;
   operations: string[];
   results: string[];
   tags: string[];
@@ -48,15 +53,30 @@ export function filterOptions(db: Database, privacy?: PrivacyScope): FilterOptio
       .all(hidden) as string[]
   ).filter((o) => !hiddenOperations.has(o.toLowerCase()));
 
+  // A row is visible when neither its service nor its operation is gated for this caller.
+  const gated = hiddenServices.size > 0 || hiddenOperations.size > 0;
+  const hiddenOperationIds = JSON.stringify(
+    gated
+      ? (db
+          .prepare('SELECT id FROM audit_operations WHERE folded IN (SELECT value FROM json_each(?))')
+          .pluck()
+          .all(JSON.stringify([...hiddenOperations])) as number[])
+      : [],
+  );
+  const visible = `lower(e.service) NOT IN (SELECT value FROM json_each(?))
+    AND e.operation_id NOT IN (SELECT value FROM json_each(?))`;
+
   const results = db
     .prepare(`
       SELECT DISTINCT r.normalized FROM audit_results r
-      WHERE EXISTS (SELECT 1 FROM audit_events e INDEXED BY audit_events_result_ts WHERE e.result_id = r.id)
+      WHERE EXISTS (
+        SELECT 1 FROM audit_events e INDEXED BY audit_events_result_ts
+        WHERE e.result_id = r.id AND ${visible})
       ORDER BY 1`)
     .pluck()
-    .all() as string[];
+    .all(hidden, hiddenOperationIds) as string[];
 
-  const tags = db
+  const candidates = db
     .prepare(`
       WITH RECURSIVE t(v, n) AS (
         SELECT (SELECT min(tag) FROM audit_event_tags), 1
@@ -67,6 +87,18 @@ export function filterOptions(db: Database, privacy?: PrivacyScope): FilterOptio
       SELECT v FROM t WHERE v IS NOT NULL`)
     .pluck()
     .all(MAX_TAG_OPTIONS) as string[];
+  // A probe per tag (at most MAX_TAG_OPTIONS), walking that tag's rows until a visible one.
+  const tagVisible = gated
+    ? db
+        .prepare(`
+          SELECT 1 FROM audit_event_tags t CROSS JOIN audit_events e ON e.seq = t.seq
+          WHERE t.tag = ? AND ${visible} LIMIT 1`)
+        .pluck()
+    : undefined;
+  const tags = tagVisible
+    ? candidates.filter((tag) => tagVisible.get(tag, hidden, hiddenOperationIds) !== undefined)
+    : candidates;
 
-  return { services, operations, results, tags };
+  const service_labels = Object.fromEntries(services.map((s) => [s, serviceDisplayName(s)]));
+  return { services, service_labels, operations, results, tags };
 }

@@ -136,4 +136,123 @@ export const AUDIT_MIGRATIONS: readonly ComponentMigration[] = [
       CREATE INDEX audit_trail_at ON audit_trail (at);
     `,
   },
+  {
+    version: 2,
+    name: 'ask and explain cache, background ask jobs (issue 13)',
+    up: `
+      -- The cache store without CACHE_URL: values by key until expires_at (ms UTC).
+      CREATE TABLE audit_cache (
+        key TEXT PRIMARY KEY,
+        value TEXT NOT NULL,
+        expires_at INTEGER NOT NULL
+      ) WITHOUT ROWID;
+      CREATE INDEX audit_cache_expires ON audit_cache (expires_at);
+
+      -- Background asks: queued -> running -> succeeded | failed; owner is the creating caller.
+      CREATE TABLE audit_jobs (
+        id TEXT PRIMARY KEY,
+        owner TEXT NOT NULL,
+        status TEXT NOT NULL,
+        request TEXT NOT NULL,
+        result TEXT,
+        error TEXT,
+        created_at INTEGER NOT NULL,
+        updated_at INTEGER NOT NULL,
+        expires_at INTEGER NOT NULL
+      ) WITHOUT ROWID;
+      CREATE INDEX audit_jobs_status ON audit_jobs (status, created_at);
+      CREATE INDEX audit_jobs_expires ON audit_jobs (expires_at);
+    `,
+  },
+  {
+    version: 3,
+    name: 'issue 14: plugin state (Graph subscription, checkpoints), alert rules and alerts',
+    up: `
+      -- Small named values the plugin keeps across restarts (JSON).
+      CREATE TABLE audit_state (
+        key TEXT PRIMARY KEY,
+        value TEXT NOT NULL,
+        updated_at INTEGER NOT NULL
+      ) WITHOUT ROWID;
+
+      CREATE TABLE audit_alert_rules (
+        id INTEGER PRIMARY KEY,
+        name TEXT NOT NULL,
+        name_folded TEXT NOT NULL UNIQUE,
+        description TEXT NOT NULL DEFAULT '',
+        severity TEXT NOT NULL,
+        enabled INTEGER NOT NULL,
+        condition TEXT NOT NULL,
+        created_at INTEGER NOT NULL,
+        updated_at INTEGER NOT NULL,
+        created_by TEXT,
+        updated_by TEXT
+      );
+
+      -- A rule's firing: the rule as it was, the key (actor or '*'), the event that tipped it.
+      CREATE TABLE audit_alerts (
+        id INTEGER PRIMARY KEY,
+        rule_id INTEGER NOT NULL,
+        rule_name TEXT NOT NULL,
+        severity TEXT NOT NULL,
+        fired_at INTEGER NOT NULL,
+        alert_key TEXT NOT NULL,
+        event_seq INTEGER NOT NULL,
+        event_ts INTEGER NOT NULL,
+        match_count INTEGER NOT NULL,
+        window_ms INTEGER NOT NULL,
+        detail TEXT NOT NULL,
+        delivery TEXT NOT NULL DEFAULT 'none'
+      );
+      CREATE INDEX audit_alerts_fired ON audit_alerts (fired_at, id);
+      CREATE INDEX audit_alerts_rule ON audit_alerts (rule_id, fired_at, id);
+      CREATE INDEX audit_alerts_key ON audit_alerts (rule_id, alert_key, event_ts);
+    `,
+  },
+  {
+    version: 4,
+    name: 'issue 14: threshold matches of alert rules',
+    up: `
+      -- One row per event matching a threshold rule (count > 1), by key (actor or '*'); kept for
+      -- two of the rule's windows, dropped when the rule changes.
+      CREATE TABLE audit_alert_matches (
+        rule_id INTEGER NOT NULL,
+        alert_key TEXT NOT NULL,
+        ts INTEGER NOT NULL,
+        seq INTEGER NOT NULL,
+        PRIMARY KEY (rule_id, alert_key, ts, seq)
+      ) WITHOUT ROWID;
+      CREATE INDEX audit_alert_matches_ts ON audit_alert_matches (rule_id, ts);
+    `,
+  },
+  {
+    version: 5,
+    name: 'issue 14: SIEM delivery checkpoint and rejected events',
+    up: `
+      -- One row per SIEM sink: everything up to last_seq was accepted by the receiver (at-least-once).
+      CREATE TABLE audit_siem_delivery (
+        sink TEXT PRIMARY KEY,
+        last_seq INTEGER NOT NULL,
+        delivered INTEGER NOT NULL DEFAULT 0,
+        rejected INTEGER NOT NULL DEFAULT 0,
+        failures INTEGER NOT NULL DEFAULT 0,
+        consecutive_failures INTEGER NOT NULL DEFAULT 0,
+        status TEXT NOT NULL DEFAULT 'idle',
+        last_error TEXT,
+        last_attempt_at INTEGER,
+        last_success_at INTEGER,
+        updated_at INTEGER NOT NULL
+      ) WITHOUT ROWID;
+
+      -- Events the receiver refused on their own (a 4xx for that one event): skipped, kept here.
+      CREATE TABLE audit_siem_rejected (
+        sink TEXT NOT NULL,
+        seq INTEGER NOT NULL,
+        status INTEGER NOT NULL,
+        reason TEXT NOT NULL,
+        rejected_at INTEGER NOT NULL,
+        PRIMARY KEY (sink, seq)
+      ) WITHOUT ROWID;
+    `,
+  },
 ];

@@ -19,11 +19,10 @@ import { ADMIN_ROLE, SUBSCRIBER_ROLE } from '../../../src/auth/users.js';
 import { ProblemError, validationProblem } from '../../../src/http/problem.js';
 import type { ModuleAuth } from '../../../src/module.js';
 import { type BillingService, unavailable } from '../billing-service.js';
-import type { BillingStore } from '../billing-store.js';
 import type { BillingConfig } from '../config.js';
 import { BtcpayUnavailableError } from '../greenfield-client.js';
 import type { BillingMetrics } from '../metrics.js';
-import { PlanError, type PlanRepository } from '../plans.js';
+import { PlanError } from '../plans.js';
 import { checkSignature } from '../webhook-signature.js';
 import { adminPlanJson, planJson, subscriptionJson } from './json.js';
 import {
@@ -40,10 +39,9 @@ import {
 export const WEBHOOK_MAX_BYTES = 64 * 1024;
 
 export interface BillingRouteDeps {
-  auth: ModuleAuth;
+  /** A hub's identity (ctx.auth), or the upstream's own tokens (sync/upstream/billing). */
+  auth: Pick<ModuleAuth, 'require' | 'principalOf'>;
   service: BillingService;
-  store: BillingStore;
-  plans: PlanRepository;
   config: BillingConfig;
   metrics: BillingMetrics;
 }
@@ -59,29 +57,32 @@ async function body<S extends z.ZodType>(c: Context, schema: S): Promise<z.outpu
 }
 
 export function billingRoutes(deps: BillingRouteDeps): Hono<AuthEnv> {
-  const { auth, service, store, plans } = deps;
+  const { auth, service } = deps;
+  const { storage } = service;
+  const { plans } = storage;
   const app = new Hono<AuthEnv>();
   const signedIn = auth.require([SUBSCRIBER_ROLE, ADMIN_ROLE]);
   const admin = auth.require([ADMIN_ROLE]);
   const principal = (c: Context<AuthEnv>) => auth.principalOf(verifiedIdentity(c));
   const isAdmin = (c: Context<AuthEnv>) => principal(c).roles.includes(ADMIN_ROLE);
-  const view = (id: string) => subscriptionJson(store.subscription(id)!, store.latestInvoice(id));
+  const view = async (id: string) =>
+    subscriptionJson((await storage.subscription(id))!, await storage.latestInvoice(id));
 
   // Anyone sees the plans on offer; `?all=true` (retired plans too) needs an admin.
   const adminForAll: MiddlewareHandler<AuthEnv> = async function adminForAll(c, next) {
     if (c.req.query('all') === 'true') return admin(c, next);
     await next();
   };
-  app.get('/plans', adminForAll, (c) => {
+  app.get('/plans', adminForAll, async (c) => {
     const query = parse(planListQuerySchema, c.req.query());
-    if (query.all !== 'true') return c.json({ data: plans.list({ activeOnly: true }).map(planJson) });
-    return c.json({ data: plans.list().map(adminPlanJson) });
+    if (query.all !== 'true') return c.json({ data: (await plans.list({ activeOnly: true })).map(planJson) });
+    return c.json({ data: (await plans.list()).map(adminPlanJson) });
   });
 
   app.post('/plans', limitBody(16 * 1024), admin, async (c) => {
     const input = await body(c, newPlanBodySchema);
     try {
-      const plan = plans.add({
+      const plan = await plans.add({
         id: input.id,
         name: input.name,
         price: input.price,
@@ -101,41 +102,42 @@ export function billingRoutes(deps: BillingRouteDeps): Hono<AuthEnv> {
     }
   });
 
-  app.post('/plans/:id/retire', admin, (c) => {
+  app.post('/plans/:id/retire', admin, async (c) => {
     const { id } = parse(planIdPathSchema, c.req.param(), 'path.');
-    const plan = plans.get(id);
+    const plan = await plans.get(id);
     if (!plan) throw new ProblemError(404, `no plan "${id}"`);
-    plans.retire(id);
-    return c.json(adminPlanJson(plans.get(id)!));
+    await plans.retire(id);
+    return c.json(adminPlanJson((await plans.get(id))!));
   });
 
   app.post('/subscriptions', limitBody(4096), signedIn, async (c) => {
     const input = await body(c, purchaseBodySchema);
     const { subscription, created } = await service.buy(principal(c).id, input.plan_id);
-    return c.json(view(subscription.id), created ? 201 : 200, {
+    return c.json(await view(subscription.id), created ? 201 : 200, {
       location: `/api/v1/billing/subscriptions/${subscription.id}`,
     });
   });
 
-  app.get('/subscriptions', signedIn, (c) => {
+  app.get('/subscriptions', signedIn, async (c) => {
     const query = parse(subscriptionListQuerySchema, c.req.query());
     if (query.all === 'true' && !isAdmin(c))
       throw new ProblemError(403, 'only admins may list every subscription');
-    const rows = store.subscriptions(query.all === 'true' ? undefined : principal(c).id);
-    return c.json({ data: rows.map((s) => subscriptionJson(s, store.latestInvoice(s.id))) });
+    const rows = await storage.subscriptions(query.all === 'true' ? undefined : principal(c).id);
+    const latest = await storage.latestInvoices(rows.map((s) => s.id));
+    return c.json({ data: rows.map((s) => subscriptionJson(s, latest.get(s.id))) });
   });
 
   app.post('/subscriptions/:id/renew', signedIn, async (c) => {
     const { id } = parse(subscriptionIdPathSchema, c.req.param(), 'path.');
-    const subscription = store.subscription(id);
+    const subscription = await storage.subscription(id);
     // Someone else's subscription is as unknown as a missing one.
     if (!subscription || (subscription.subscriber !== principal(c).id && !isAdmin(c))) {
       throw new ProblemError(404, `no subscription ${id}`);
     }
-    const before = store.latestInvoice(id)?.id;
+    const before = (await storage.latestInvoice(id))?.id;
     await service.renew(subscription);
-    const after = store.latestInvoice(id)?.id;
-    return c.json(view(id), before === after ? 200 : 201);
+    const after = (await storage.latestInvoice(id))?.id;
+    return c.json(await view(id), before === after ? 200 : 201);
   });
 
   const webhookLimit = limitBody(WEBHOOK_MAX_BYTES);
@@ -181,7 +183,7 @@ export function billingRoutes(deps: BillingRouteDeps): Hono<AuthEnv> {
     }
     const delivery = parsed.data;
     const ids = [delivery.deliveryId, delivery.originalDeliveryId].filter((v): v is string => !!v);
-    if (ids.some((id) => store.wasDelivered(id))) return c.json({ result: 'duplicate' });
+    for (const id of ids) if (await storage.wasDelivered(id)) return c.json({ result: 'duplicate' });
     if (delivery.storeId !== deps.config.storeId) {
       deps.metrics.reject('other_store');
       throw new ProblemError(422, 'this webhook is for another BTCPay store');

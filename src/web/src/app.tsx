@@ -15,6 +15,7 @@ const loadChatPage = () => import('./chat/chat-page.js').then((m) => m.ChatPage)
 const loadPlansPage = () => import('./billing/plans-page.js').then((m) => m.PlansPage);
 const loadAdminBillingPage = () => import('./billing/admin-billing-page.js').then((m) => m.AdminBillingPage);
 const loadSitesPage = () => import('./sites/sites-page.js').then((m) => m.SitesPage);
+const loadAuditConsole = () => import('./audit/audit-console.js').then((m) => m.AuditConsole);
 
 function NotFound({ path }: { path: string }) {
   useTitle('Not found');
@@ -72,6 +73,19 @@ export function App() {
         </p>
       ) : (
         <LazyView load={loadSitesPage} props={{ upstream: mode === 'upstream' }} />
+      );
+  } else if (route.page === 'audit') {
+    // Shown only when the hub runs the audit plugin (from the live stream's hello, as billing).
+    const auditOn = plugins?.includes('audit');
+    view =
+      auditOn === undefined ? (
+        <p class="loading" role="status">
+          Loading…
+        </p>
+      ) : auditOn ? (
+        <LazyView load={loadAuditConsole} props={{ view: route.view, search: location.search }} />
+      ) : (
+        <NotFound path={location.pathname} />
       );
   } else view = <NotFound path={route.path} />;
 

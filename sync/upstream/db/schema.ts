@@ -309,6 +309,72 @@ export const PG_MIGRATIONS: readonly PgMigration[] = [
       ALTER TABLE downlink DROP CONSTRAINT downlink_pkey, ADD PRIMARY KEY (site_id, id);
     `,
   },
+  {
+    version: 3,
+    name: 'billing on the upstream: plans, paid subscriptions, invoices, changes, deliveries',
+    sql: `
+      -- The billing plugin's tables (plugins/billing/schema.ts), for billing run on the upstream
+      -- (sync/upstream/billing, docs/sync.md "Billing on the upstream"). Keyed by subscriber, not
+      -- by site: reference tables on a distributed database. Times are ms since the epoch.
+      CREATE TABLE billing_plans (
+        id TEXT PRIMARY KEY,
+        name TEXT NOT NULL,
+        price TEXT NOT NULL,
+        currency TEXT NOT NULL,
+        period_days INTEGER NOT NULL,
+        node_ids TEXT[],                -- NULL: all nodes
+        active BOOLEAN NOT NULL DEFAULT true,
+        created_at BIGINT NOT NULL
+      );
+      CREATE TABLE billing_subscriptions (
+        id TEXT PRIMARY KEY,
+        subscriber TEXT NOT NULL,
+        plan_id TEXT NOT NULL REFERENCES billing_plans (id),
+        status TEXT NOT NULL
+          CHECK (status IN ('pending_payment', 'active', 'past_due', 'expired', 'canceled')),
+        current_period_end BIGINT,
+        grant_id BIGINT REFERENCES subscriptions (id),  -- the upstream subscription this pays for
+        created_at BIGINT NOT NULL,
+        updated_at BIGINT NOT NULL
+      );
+      CREATE INDEX billing_subscriptions_subscriber ON billing_subscriptions (subscriber, created_at);
+      CREATE INDEX billing_subscriptions_due ON billing_subscriptions (status, current_period_end);
+      -- One pending purchase per subscriber and plan, whichever process took the request.
+      CREATE UNIQUE INDEX billing_subscriptions_one_pending ON billing_subscriptions (subscriber, plan_id)
+        WHERE status = 'pending_payment';
+      CREATE TABLE billing_invoices (
+        id TEXT PRIMARY KEY,            -- BTCPay's invoice id
+        subscription_id TEXT NOT NULL REFERENCES billing_subscriptions (id),
+        kind TEXT NOT NULL CHECK (kind IN ('purchase', 'renewal')),
+        status TEXT NOT NULL CHECK (status IN ('new', 'processing', 'settled', 'expired', 'invalid')),
+        amount TEXT NOT NULL,
+        currency TEXT NOT NULL,
+        checkout_link TEXT,
+        created_at BIGINT NOT NULL,
+        updated_at BIGINT NOT NULL,
+        seq BIGSERIAL                   -- insertion order: the latest of two made in one ms
+      );
+      CREATE INDEX billing_invoices_subscription ON billing_invoices (subscription_id, created_at, seq);
+      CREATE INDEX billing_invoices_open ON billing_invoices (created_at) WHERE status IN ('new', 'processing');
+      CREATE TABLE billing_changes (
+        seq BIGSERIAL PRIMARY KEY,
+        subscription_id TEXT NOT NULL,
+        at BIGINT NOT NULL,
+        from_status TEXT,
+        to_status TEXT NOT NULL,
+        cause TEXT NOT NULL,
+        invoice_id TEXT
+      );
+      CREATE INDEX billing_changes_subscription ON billing_changes (subscription_id, seq);
+      CREATE TABLE billing_deliveries (
+        delivery_id TEXT PRIMARY KEY,
+        invoice_id TEXT NOT NULL,
+        type TEXT NOT NULL,
+        received_at BIGINT NOT NULL
+      );
+      CREATE INDEX billing_deliveries_received ON billing_deliveries (received_at);
+    `,
+  },
 ];
 
 export const METRIC_COLUMNS = METRICS;

@@ -47,6 +47,20 @@ const CONTENT_TYPES = [
 ];
 const HOUR = 3_600_000;
 
+/** A Graph subscription as Graph returns it (the fields we send, plus id and applicationId). */
+export interface GraphSubscription {
+  id: string;
+  resource: string;
+  applicationId: string;
+  changeType: string;
+  clientState: string | null;
+  notificationUrl: string;
+  expirationDateTime: string;
+}
+
+/** Graph's maximum subscription length for directory resources: 4,230 minutes. */
+const DIRECTORY_MAX_MINUTES = 4230;
+
 export class FakeMicrosoft {
   readonly tenantId = 'f28ab78a-d401-4060-8012-736e373933eb';
   readonly clientId = '6731de76-14a6-49ae-97bc-6eba6914391e';
@@ -62,6 +76,8 @@ export class FakeMicrosoft {
   readonly blobs: Blob[] = [];
   readonly subscriptions = new Map<string, 'enabled' | 'disabled'>();
   readonly requests: LoggedRequest[] = [];
+  /** Graph change-notification subscriptions (`POST`/`PATCH /v1.0/subscriptions`), by id. */
+  readonly subscriptionsById = new Map<string, GraphSubscription>();
   tokensIssued = 0;
 
   private readonly faults = new Map<Route, Fault[]>();
@@ -181,6 +197,9 @@ export class FakeMicrosoft {
           },
         });
       }
+      if (api === 'graph' && url.pathname.startsWith('/v1.0/subscriptions')) {
+        return await this.graphSubscriptions(req.method ?? 'GET', url, body, res);
+      }
       if (api === 'graph') return this.graph(url, res);
       return this.management(req.method ?? 'GET', url, res);
     } catch (error) {
@@ -234,6 +253,86 @@ export class FakeMicrosoft {
       ext_expires_in: this.tokenLifetimeSeconds,
       access_token: access,
     });
+  }
+
+  /**
+   * Graph subscriptions: create (Graph first POSTs `?validationToken=…` to `notificationUrl` and
+   * wants the token back as text/plain with 200), renew by PATCH of `expirationDateTime`, delete.
+   */
+  private async graphSubscriptions(method: string, url: URL, body: string, res: ServerResponse) {
+    if (applyFault(this.takeFault('subscriptions'), res, 'graph')) return;
+    const id = decodeURIComponent(url.pathname.slice('/v1.0/subscriptions/'.length));
+    const bad = (message: string, code = 'ExtensionError') => send(res, 400, { error: { code, message } });
+    let input: Record<string, unknown> = {};
+    try {
+      input = body ? (JSON.parse(body) as Record<string, unknown>) : {};
+    } catch {
+      return bad('Unable to read JSON request payload.', 'BadRequest');
+    }
+    const expiryProblem = (value: unknown) => {
+      const at = typeof value === 'string' ? Date.parse(value) : Number.NaN;
+      if (!Number.isFinite(at)) return 'expirationDateTime is required';
+      if (at <= Date.now()) return 'Subscription expiration must be in the future.';
+      if (at > Date.now() + DIRECTORY_MAX_MINUTES * 60_000) {
+        return `Subscription expiration can only be ${DIRECTORY_MAX_MINUTES} minutes in the future.`;
+      }
+      return undefined;
+    };
+    if (method === 'POST' && url.pathname === '/v1.0/subscriptions') {
+      for (const field of ['changeType', 'notificationUrl', 'resource']) {
+        if (typeof input[field] !== 'string' || !input[field])
+          return bad(`${field} is required`, 'InvalidRequest');
+      }
+      const problem = expiryProblem(input.expirationDateTime);
+      if (problem) return bad(problem);
+      const token = `Validation: Testing client application reachability for subscription Request-Id: ${randomBytes(8).toString('hex')}`;
+      const check = new URL(String(input.notificationUrl));
+      check.searchParams.set('validationToken', token);
+      const echoed = await fetch(check, { method: 'POST', headers: { 'content-type': 'text/plain' } })
+        .then(async (r) =>
+          r.status === 200 && /^text\/plain/.test(r.headers.get('content-type') ?? '') ? r.text() : '',
+        )
+        .catch(() => '');
+      if (echoed !== token) {
+        return bad(
+          'Subscription validation request failed. Notification endpoint must respond with 200 OK to validation request.',
+          'InvalidRequest',
+        );
+      }
+      const sub: GraphSubscription = {
+        id: crypto.randomUUID(),
+        resource: String(input.resource),
+        applicationId: this.clientId,
+        changeType: String(input.changeType),
+        clientState: typeof input.clientState === 'string' ? input.clientState : null,
+        notificationUrl: String(input.notificationUrl),
+        expirationDateTime: new Date(Date.parse(String(input.expirationDateTime))).toISOString(),
+      };
+      this.subscriptionsById.set(sub.id, sub);
+      return send(res, 201, {
+        '@odata.context': 'https://graph.microsoft.com/v1.0/$metadata#subscriptions/$entity',
+        ...sub,
+      });
+    }
+    const sub = this.subscriptionsById.get(id);
+    if (!sub) {
+      return send(res, 404, { error: { code: 'ResourceNotFound', message: `The object was not found.` } });
+    }
+    if (method === 'PATCH') {
+      const problem = expiryProblem(input.expirationDateTime);
+      if (problem) return bad(problem);
+      sub.expirationDateTime = new Date(Date.parse(String(input.expirationDateTime))).toISOString();
+      return send(res, 200, {
+        '@odata.context': 'https://graph.microsoft.com/v1.0/$metadata#subscriptions/$entity',
+        ...sub,
+      });
+    }
+    if (method === 'DELETE') {
+      this.subscriptionsById.delete(id);
+      res.writeHead(204).end();
+      return;
+    }
+    return send(res, 200, sub);
   }
 
   private graph(url: URL, res: ServerResponse) {

@@ -33,7 +33,8 @@ describe('GET /api/events: bad parameters', () => {
     ['cursor=garbage!', 'cursor', 'is not a cursor this API issued'],
     ['cursor=eC4xXzE', 'cursor', 'is not a cursor this API issued'],
     [`cursor=${'A'.repeat(300)}`, 'cursor', 'is not a cursor this API issued'],
-    ['services=exch%20ange', 'services.0', 'a service is letters, digits, "_", "." or "-"'],
+    // Spaces are allowed since issue 14 (`Device management`); punctuation is not.
+    ['services=exch%3Bange', 'services.0', 'a service is letters, digits, spaces, "_", "." or "-"'],
     ['include_tags=ok,%07bell', 'include_tags.1', 'a tag must not contain control characters'],
     [`exclude_tags=${'x'.repeat(65)}`, 'exclude_tags.0', 'a tag must be at most 64 characters'],
     [`actor=${'a'.repeat(257)}`, 'actor', 'must be at most 256 characters'],

@@ -19,6 +19,7 @@ import type { AuditMaintenanceActor } from '../../../plugins/audit/maintenance-a
 import { normalizeRecord } from '../../../plugins/audit/normalize.js';
 import type { SourceName } from '../../../plugins/audit/sources.js';
 import { type AuditRepositories, openAuditRepositories } from '../../../plugins/audit/store/audit-store.js';
+import type { Actor } from '../../../src/kernel/actor.js';
 import { createLogger } from '../../../src/log.js';
 import { closeDatabase, type Database, openDatabase } from '../../../src/store/database.js';
 
@@ -41,6 +42,8 @@ export interface AuditTestApp {
   collector: AuditCollectorActor;
   maintenance: AuditMaintenanceActor;
   registry: Registry;
+  /** Every actor the plugin returned, in start order. */
+  actors: Actor[];
   request(path: string, init?: RequestInit): Promise<Response>;
   // biome-ignore lint/suspicious/noExplicitAny: tests read problem and event bodies of many shapes
   json(path: string, init?: RequestInit): Promise<{ status: number; headers: Headers; body: any }>;
@@ -88,6 +91,7 @@ export async function auditApp(
     collector: actors.find((a) => a.name === 'audit-collector') as AuditCollectorActor,
     maintenance: actors.find((a) => a.name === 'audit-maintenance') as AuditMaintenanceActor,
     registry: metrics.registry,
+    actors,
     request,
     async json(path, init) {
       const res = await request(path, init);

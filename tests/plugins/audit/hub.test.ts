@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createHub, type Hub } from '../../../hub/main.js';
+import { AUDIT_MIGRATIONS } from '../../../plugins/audit/store/schema.js';
 import { loadConfig } from '../../../src/config/load.js';
 import { openDatabase } from '../../../src/store/database.js';
 import { schemaVersion } from '../../../src/store/migrations.js';
@@ -138,7 +139,7 @@ describe('the hub with and without the audit plugin', () => {
       expect(schemaVersion(db)).toBe(version);
       expect(
         db.prepare("SELECT max(version) FROM component_migrations WHERE component = 'audit'").pluck().get(),
-      ).toBe(1);
+      ).toBe(AUDIT_MIGRATIONS.at(-1)!.version);
     } finally {
       db.close();
     }

@@ -131,7 +131,8 @@ describe('the document and the audit routes agree', () => {
     const path = '/api/webhooks/directory';
     const validation = await call('post', path, `${path}?validationToken=hello`);
     expect(validation.text).toBe('hello');
-    expect((await call('post', path, path, { value: [{ clientState: SECRET }] })).status).toBe(202);
+    // No collection configured here: a valid notification says so (issue 14), as documented.
+    expect((await call('post', path, path, { value: [{ clientState: SECRET }] })).status).toBe(409);
     expect((await call('post', path, path, { value: [{ clientState: 'wrong' }] })).status).toBe(403);
   });
 });

@@ -56,6 +56,7 @@ export function Header({ page }: { page: string }) {
     ? upstreamSummary(sitesView.loaded ? sitesView.sites : undefined, hub.connection === 'open', now)
     : radioSummary(hub.radio, hub.connection === 'open');
   const billing = !!hub.plugins?.includes('billing');
+  const audit = !!hub.plugins?.includes('audit');
   const admin = !!session && tokenRoles(session.token).includes('admin');
   return (
     <header class="site-header">
@@ -95,6 +96,11 @@ export function Header({ page }: { page: string }) {
         {upstream && (
           <Link href="/sites" class="nav-link" aria-current={page === 'sites' ? 'page' : undefined}>
             Sites
+          </Link>
+        )}
+        {audit && (
+          <Link href="/audit" class="nav-link" aria-current={page === 'audit' ? 'page' : undefined}>
+            Audit
           </Link>
         )}
         {billing && (

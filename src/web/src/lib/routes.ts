@@ -7,7 +7,12 @@ export type Route =
   | { page: 'plans' }
   | { page: 'admin-billing' }
   | { page: 'sites' }
+  | { page: 'audit'; view: AuditView }
   | { page: 'not-found'; path: string };
+
+/** The audit console's views (`/audit`, `/audit/sources`, …); `callback` ends a sign-in. */
+export const AUDIT_VIEWS = ['search', 'sources', 'ask', 'alerts', 'rules', 'callback'] as const;
+export type AuditView = (typeof AUDIT_VIEWS)[number];
 
 export const NODE_ID = /^![0-9a-f]{8}$/;
 
@@ -36,6 +41,10 @@ export function matchRoute(pathname: string, search = ''): Route {
   if (path === '/plans') return { page: 'plans' };
   if (path === '/admin/billing') return { page: 'admin-billing' };
   if (path === '/sites') return { page: 'sites' };
+  if (path === '/audit') return { page: 'audit', view: 'search' };
+  const audit = /^\/audit\/([a-z]+)$/.exec(path);
+  if (audit && (AUDIT_VIEWS as readonly string[]).includes(audit[1]!) && audit[1] !== 'search')
+    return { page: 'audit', view: audit[1] as AuditView };
   const chat = /^\/chat\/([^/]+)$/.exec(path);
   if (chat) {
     const nodeId = decode(chat[1]!);

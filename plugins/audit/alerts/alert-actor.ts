@@ -1,0 +1,98 @@
+/**
+ * The alert rules at work (ALERTS_ENABLED=true): evaluates each batch of newly stored events as
+ * the writer commits it (engine.ts), then announces each alert on the bus — the MQTT broker
+ * publishes it on `meshhub/audit/alerts` for admins — and hands it to the webhook (webhook.ts).
+ */
+import type { HubBus } from '../../../src/events.js';
+import { Actor, type KernelLogger } from '../../../src/kernel/actor.js';
+import type { ModuleMetrics } from '../../../src/module.js';
+import type { AuditStore } from '../store/audit-store.js';
+import { AlertStore } from './alert-store.js';
+import { toApiAlert } from './api-json.js';
+import { AlertEngine } from './engine.js';
+import type { AlertConfig } from './settings.js';
+import { AlertWebhook } from './webhook.js';
+
+export interface AlertActorDeps {
+  config: AlertConfig;
+  store: AuditStore;
+  bus: HubBus;
+  metrics: ModuleMetrics;
+  log: KernelLogger;
+  /** Tests: the webhook's fetch, DNS and retry delays. */
+  webhook?: Pick<ConstructorParameters<typeof AlertWebhook>[0], 'fetchImpl' | 'resolve' | 'retryDelaysMs'>;
+}
+
+export class AlertActor extends Actor {
+  readonly name = 'audit-alerts';
+  override readonly dependsOn = ['store'];
+  override readonly required = false;
+  readonly engine: AlertEngine;
+  readonly webhook: AlertWebhook | undefined;
+  private off: (() => void) | undefined;
+
+  constructor(private readonly deps: AlertActorDeps) {
+    super();
+    const { config, metrics, log, bus } = deps;
+    const alerts = () => AlertStore.on(deps.store.repos().db);
+    const fired = metrics.counter({
+      name: 'alerts_fired_total',
+      help: 'Alerts fired by audit alert rules, by severity',
+      labelNames: ['severity'],
+    });
+    const deliveries = metrics.counter({
+      name: 'alert_deliveries_total',
+      help: 'Alert webhook deliveries by outcome (delivered, failed after retries, dropped: queue full)',
+      labelNames: ['outcome'],
+    });
+    const errors = metrics.counter({
+      name: 'alert_evaluation_errors_total',
+      help: 'Stored batches whose alert evaluation failed (see the log)',
+    });
+    this.webhook = config.webhook
+      ? new AlertWebhook({
+          config: config.webhook,
+          store: alerts,
+          log,
+          onOutcome: (outcome) => deliveries.inc({ outcome }),
+          ...deps.webhook,
+        })
+      : undefined;
+    this.engine = new AlertEngine({
+      store: alerts,
+      timeZone: config.timeZone,
+      webhook: this.webhook !== undefined,
+      log,
+      onError: () => errors.inc(),
+      onFired: (rows) => {
+        for (const row of rows) {
+          fired.inc({ severity: row.severity });
+          bus.emit('audit.alert', { alert: toApiAlert(row) });
+        }
+        this.webhook?.enqueue(rows);
+      },
+    });
+  }
+
+  async start(): Promise<void> {
+    this.webhook?.start();
+    this.off = this.deps.store.onStored(this.engine.onStored);
+  }
+
+  async stop(): Promise<void> {
+    this.off?.();
+    this.off = undefined;
+    await this.webhook?.stop();
+  }
+
+  override describe(): Record<string, unknown> {
+    return {
+      rules_enabled: this.engine.rules().length,
+      events_evaluated: this.engine.evaluated,
+      alerts_fired: this.engine.fired,
+      webhook: this.webhook
+        ? { queued: this.webhook.queued, last_error: this.webhook.lastError ?? null }
+        : 'off',
+    };
+  }
+}

@@ -1,0 +1,157 @@
+/**
+ * Evaluates every newly stored audit event against the enabled rules (issue 14 "Alert rules").
+ *
+ * - Runs on the writer's stored-events hook (AuditStore.onStored), which reports only events
+ *   that were new: an event fetched again by the overlap is never evaluated twice.
+ * - The compiled rules are cached and rebuilt when a rule was written (AlertStore.revision):
+ *   a change applies to the next event, without a restart.
+ * - A batch is evaluated in timestamp order, in one transaction: threshold matches and alerts
+ *   commit together. Counting and "once per window" use the events' own timestamps, so a
+ *   fetch that brings a day of events at once alerts as if they had come one by one.
+ * - A rule fires when its key (the actor, or `*` overall) has `count` matches within the
+ *   window ending at the event, and not if it already fired for that key at an event less than
+ *   a window away.
+ *
+ * Delivery (MQTT, webhook) happens after the commit, outside ingest's path (delivery.ts).
+ */
+import type { KernelLogger } from '../../../src/kernel/actor.js';
+import type { StoredEvent } from '../store/event-writer.js';
+import type { AlertRow, AlertStore, Delivery } from './alert-store.js';
+import { type AlertableEvent, type CompiledRule, compileRule, EventMemo } from './matcher.js';
+
+export interface AlertEngineOptions {
+  store: () => AlertStore;
+  timeZone: string;
+  /** Webhook configured: new alerts start as `pending`. */
+  webhook: boolean;
+  log: KernelLogger;
+  now?: () => number;
+  onFired?: (alerts: AlertRow[]) => void;
+  onError?: () => void;
+}
+
+export class AlertEngine {
+  private compiled: CompiledRule[] = [];
+  private compiledFor: { store: AlertStore; revision: number } | undefined;
+  evaluated = 0;
+  fired = 0;
+
+  constructor(private readonly options: AlertEngineOptions) {}
+
+  /** The enabled rules, compiled; recompiled after any rule write. */
+  rules(): CompiledRule[] {
+    const store = this.options.store();
+    if (this.compiledFor?.store !== store || this.compiledFor.revision !== store.revision) {
+      const revision = store.revision;
+      this.compiled = store.enabledRules().map((r) => compileRule(r, this.options.timeZone));
+      this.compiledFor = { store, revision };
+    }
+    return this.compiled;
+  }
+
+  /** The stored-events hook: never throws into the writer (the events are committed already). */
+  readonly onStored = (stored: StoredEvent[]): void => {
+    try {
+      this.evaluate(stored.map(toAlertable));
+    } catch (err) {
+      this.options.onError?.();
+      this.options.log.error({ err }, 'alert rules could not be evaluated for a stored batch');
+    }
+  };
+
+  /** Evaluates events (any order); returns the alerts it stored. */
+  evaluate(events: AlertableEvent[]): AlertRow[] {
+    const rules = this.rules();
+    this.evaluated += events.length;
+    if (!rules.length || !events.length) return [];
+    const store = this.options.store();
+    const ordered =
+      events.length > 1 ? [...events].sort((a, b) => a.timestamp - b.timestamp || a.seq - b.seq) : events;
+    const now = (this.options.now ?? Date.now)();
+    const delivery: Delivery = this.options.webhook ? 'pending' : 'none';
+    const fired: AlertRow[] = [];
+    // Matching is plain JavaScript; SQLite is touched only for the events that matched.
+    const matched: Array<{ e: AlertableEvent; rule: CompiledRule }> = [];
+    for (const e of ordered) {
+      const memo = new EventMemo(e);
+      for (const rule of rules) if (rule.matches(e, memo)) matched.push({ e, rule });
+    }
+    if (!matched.length) return [];
+    const counted = new Set<CompiledRule>();
+    const run = () => {
+      for (const { e, rule } of matched) {
+        const key = rule.per === 'actor' ? e.actor : '*';
+        let count = 1;
+        if (rule.count > 1) {
+          count = store.countMatch(rule.id, key, e.timestamp, e.seq, rule.windowMs);
+          counted.add(rule);
+        }
+        if (count < rule.count) continue;
+        if (store.firedWithin(rule.id, key, e.timestamp, rule.windowMs)) continue;
+        fired.push(
+          store.insertAlert({
+            rule_id: rule.id,
+            rule_name: rule.name,
+            severity: rule.severity,
+            fired_at: now,
+            alert_key: key,
+            event_seq: e.seq,
+            event_ts: e.timestamp,
+            match_count: count,
+            window_ms: rule.windowMs,
+            detail: JSON.stringify(eventDetail(e)),
+            delivery,
+          }),
+        );
+      }
+      // Matches two windows behind the batch's newest event can no longer count (late events aside).
+      const newest = ordered[ordered.length - 1]!.timestamp;
+      for (const rule of counted) store.pruneMatches(rule.id, newest - 2 * rule.windowMs);
+    };
+    store.db.transaction(run)();
+    if (fired.length) {
+      this.fired += fired.length;
+      this.options.onFired?.(fired);
+    }
+    return fired;
+  }
+}
+
+/** What an alert keeps of its event (the event itself may be deleted by retention later). */
+export interface AlertEventDetail {
+  id: string;
+  timestamp: string;
+  service: string;
+  operation: string;
+  result: string;
+  actor: string;
+  target: string;
+}
+
+function eventDetail(e: AlertableEvent): AlertEventDetail {
+  return {
+    id: String(e.seq),
+    timestamp: new Date(e.timestamp).toISOString(),
+    service: e.service,
+    operation: e.operation,
+    result: e.result,
+    actor: e.actor,
+    target: e.target,
+  };
+}
+
+const NO_TAGS: readonly string[] = [];
+
+/** New events carry no tags yet: tags are added by people after an event is stored. */
+export function toAlertable({ seq, event }: StoredEvent): AlertableEvent {
+  return {
+    seq,
+    timestamp: event.timestamp,
+    service: event.service,
+    operation: event.operation,
+    result: event.result,
+    actor: event.actor,
+    target: event.target,
+    tags: NO_TAGS,
+  };
+}

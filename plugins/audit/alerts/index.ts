@@ -1,0 +1,89 @@
+/**
+ * Alert rules (issue 14): `/api/rules` and `/api/alerts` are served whenever the plugin runs, so
+ * rules can be written before they are switched on; evaluation, MQTT and the webhook run only
+ * with ALERTS_ENABLED=true (the AlertActor). `/api/config/features` reports which.
+ */
+import type { Hono, MiddlewareHandler } from 'hono';
+import type { HubBus } from '../../../src/events.js';
+import type { KernelLogger } from '../../../src/kernel/actor.js';
+import type { ModuleMetrics } from '../../../src/module.js';
+import type { AuditConfig } from '../config.js';
+import { requireAnyRole } from '../http/auth.js';
+import type { AuditEnv } from '../http/context.js';
+import type { AuditStore } from '../store/audit-store.js';
+import { AlertActor, type AlertActorDeps } from './alert-actor.js';
+import { AlertStore } from './alert-store.js';
+import { alertsRoutes, rulesRoutes } from './routes.js';
+
+export interface Alerting {
+  alerts: () => AlertStore;
+  /** Present exactly when ALERTS_ENABLED=true: rules are evaluated. */
+  actor?: AlertActor;
+  config: AuditConfig;
+}
+
+export function createAlerting(deps: {
+  config: AuditConfig;
+  store: AuditStore;
+  bus: HubBus;
+  metrics: ModuleMetrics;
+  log: KernelLogger;
+  webhook?: AlertActorDeps['webhook'];
+}): Alerting {
+  const { config } = deps;
+  return {
+    alerts: () => AlertStore.on(deps.store.repos().db),
+    config,
+    ...(config.features.alertsEnabled
+      ? {
+          actor: new AlertActor({
+            config: config.alerts,
+            store: deps.store,
+            bus: deps.bus,
+            metrics: deps.metrics,
+            log: deps.log,
+            ...(deps.webhook ? { webhook: deps.webhook } : {}),
+          }),
+        }
+      : {}),
+  };
+}
+
+/** What `/api/config/features` says about alerts: from what runs. */
+export function alertFeatures(alerting: Alerting | undefined) {
+  const actor = alerting?.actor;
+  return actor
+    ? {
+        evaluating: true,
+        webhook: alerting.config.alerts.webhook ? ('configured' as const) : ('not_configured' as const),
+        time_zone: alerting.config.alerts.timeZone,
+      }
+    : null;
+}
+
+/** The route groups, each behind the admin check (with AUTH_ENABLED: AUDIT_ADMIN_ROLES, default `admin`). */
+export function alertRouteGroups(
+  alerting: Alerting,
+  group: (register: (app: Hono<AuditEnv>) => void) => Hono,
+): Array<{ path: string; app: Hono }> {
+  const { auth } = alerting.config;
+  const admins: MiddlewareHandler<AuditEnv> = requireAnyRole(
+    auth.state === 'on' ? (auth.adminRoles.length ? auth.adminRoles : ['admin']) : [],
+  );
+  return [
+    {
+      path: '/api/rules',
+      app: group((app) => {
+        app.use('*', admins);
+        rulesRoutes(alerting, app);
+      }),
+    },
+    {
+      path: '/api/alerts',
+      app: group((app) => {
+        app.use('*', admins);
+        alertsRoutes(alerting, app);
+      }),
+    },
+  ];
+}

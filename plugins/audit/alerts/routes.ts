@@ -1,0 +1,156 @@
+/**
+ * `/api/rules` (spec "Endpoints": alert rule CRUD) and `/api/alerts`, for administrators: with
+ * AUTH_ENABLED a role in AUDIT_ADMIN_ROLES (default `admin`). Rule writes reach the internal
+ * audit trail through the group's trail middleware, with the rule before and after.
+ *
+ * Every bad body is a 400 naming each field (an unknown field by its full path, such as
+ * `condition.actor.regex`), and changes nothing; a name another rule has is a 409.
+ */
+import type { Hono } from 'hono';
+import type { z } from 'zod';
+import { cursorCodec, readCursor } from '../../../src/http/paging.js';
+import { ProblemError } from '../../../src/http/problem.js';
+import { type AuditEnv, callerOf, fieldProblem, jsonBody } from '../http/context.js';
+import { bodyTooLarge } from '../http/events-routes.js';
+import { queryObject } from '../http/filters.js';
+import { type AlertPosition, type AlertStore, RuleNameTakenError } from './alert-store.js';
+import { toApiAlert, toApiRule } from './api-json.js';
+import { conditionJson, MAX_RULES, ruleBodySchema } from './condition.js';
+import { alertsPosition, alertsQuerySchema } from './query.js';
+
+/** A 400 listing every invalid field; unknown fields are named one by one, by their full path. */
+export function ruleProblem(error: z.ZodError, prefix = ''): ProblemError {
+  const errors = error.issues.flatMap((issue) => {
+    const path = issue.path.map(String).join('.');
+    if (issue.code === 'unrecognized_keys') {
+      return issue.keys.map((key) => ({
+        field: prefix + (path ? `${path}.${key}` : key),
+        message: 'is not a known field',
+      }));
+    }
+    return [{ field: prefix + (path || '(body)'), message: issue.message }];
+  });
+  const fields = [...new Set(errors.map((e) => e.field))].join(', ');
+  return new ProblemError(400, `invalid ${fields}`, { errors });
+}
+
+const parseId = (value: string): number => {
+  if (!/^[1-9][0-9]{0,15}$/.test(value)) throw fieldProblem('id', 'is not a rule id');
+  return Number(value);
+};
+
+export function rulesRoutes(deps: { alerts: () => AlertStore }, app: Hono<AuditEnv>): void {
+  const parseBody = async (c: Parameters<typeof jsonBody>[0]) => {
+    const parsed = ruleBodySchema.safeParse(await jsonBody(c));
+    if (!parsed.success) throw ruleProblem(parsed.error);
+    return parsed.data;
+  };
+  const nameTaken = (name: string) =>
+    new ProblemError(409, 'a rule with this name exists', {
+      errors: [
+        { field: 'name', message: `another rule is called "${name}" (names are unique, case-insensitive)` },
+      ],
+    });
+
+  app.get('/', (c) => c.json({ data: deps.alerts().rules().map(toApiRule) }));
+
+  app.post('/', bodyTooLarge(), async (c) => {
+    const body = await parseBody(c);
+    const store = deps.alerts();
+    if (store.ruleCount() >= MAX_RULES) {
+      throw new ProblemError(422, `there are ${MAX_RULES} rules already; delete one first`);
+    }
+    try {
+      const rule = toApiRule(
+        store.createRule(body, conditionJson(body.condition), callerOf(c).username, Date.now()),
+      );
+      c.set('trailDetail', { action: 'create-rule', rule: rule.id, after: rule });
+      return c.json(rule, 201, { location: `/api/rules/${rule.id}` });
+    } catch (error) {
+      if (error instanceof RuleNameTakenError) throw nameTaken(body.name);
+      throw error;
+    }
+  });
+
+  app.get('/:id', (c) => {
+    const id = parseId(c.req.param('id'));
+    const rule = deps.alerts().rule(id);
+    if (!rule) throw new ProblemError(404, `no rule with id ${id}`);
+    return c.json(toApiRule(rule));
+  });
+
+  app.put('/:id', bodyTooLarge(), async (c) => {
+    const id = parseId(c.req.param('id'));
+    const body = await parseBody(c);
+    const store = deps.alerts();
+    const before = store.rule(id);
+    if (!before) throw new ProblemError(404, `no rule with id ${id}`);
+    try {
+      const after = store.updateRule(
+        id,
+        body,
+        conditionJson(body.condition),
+        callerOf(c).username,
+        Date.now(),
+      );
+      if (!after) throw new ProblemError(404, `no rule with id ${id}`);
+      const rule = toApiRule(after);
+      c.set('trailDetail', { action: 'update-rule', rule: rule.id, before: toApiRule(before), after: rule });
+      return c.json(rule);
+    } catch (error) {
+      if (error instanceof RuleNameTakenError) throw nameTaken(body.name);
+      throw error;
+    }
+  });
+
+  app.delete('/:id', (c) => {
+    const id = parseId(c.req.param('id'));
+    const deleted = deps.alerts().deleteRule(id);
+    if (!deleted) throw new ProblemError(404, `no rule with id ${id}`);
+    c.set('trailDetail', { action: 'delete-rule', rule: String(id), before: toApiRule(deleted) });
+    return c.body(null, 204);
+  });
+}
+
+// `k` in the position keeps an events cursor from being taken for an alerts one.
+const alertsCursor = cursorCodec(alertsPosition);
+
+export function encodeAlertsCursor(direction: 'next' | 'prev', p: AlertPosition): string {
+  return alertsCursor.encode({ k: 'alerts', d: direction, at: p.at, id: p.id });
+}
+
+export function alertsRoutes(deps: { alerts: () => AlertStore }, app: Hono<AuditEnv>): void {
+  app.get('/', (c) => {
+    const parsed = alertsQuerySchema.safeParse(queryObject(c.req.queries()));
+    if (!parsed.success) throw ruleProblem(parsed.error);
+    const q = parsed.data;
+    const cursor =
+      q.cursor === undefined
+        ? undefined
+        : readCursor(alertsCursor, q.cursor, 'is not a cursor this API issued');
+    const page = deps.alerts().page(
+      {
+        ...(q.rule ? { ruleIds: q.rule } : {}),
+        ...(q.severity ? { severities: q.severity } : {}),
+        ...(q.start !== undefined ? { start: q.start } : {}),
+        ...(q.end !== undefined ? { end: q.end } : {}),
+      },
+      q.limit,
+      cursor ? { direction: cursor.d, position: { at: cursor.at, id: cursor.id } } : undefined,
+    );
+    return c.json({
+      data: page.rows.map(toApiAlert),
+      next_cursor: page.next ? encodeAlertsCursor('next', page.next) : null,
+      prev_cursor: page.prev ? encodeAlertsCursor('prev', page.prev) : null,
+      limit: q.limit,
+    });
+  });
+
+  app.get('/:id', (c) => {
+    const value = c.req.param('id');
+    if (!/^[1-9][0-9]{0,15}$/.test(value)) throw fieldProblem('id', 'is not an alert id');
+    const row = deps.alerts().alert(Number(value));
+    if (!row) throw new ProblemError(404, `no alert with id ${value}`);
+    return c.json(toApiAlert(row));
+  });
+}

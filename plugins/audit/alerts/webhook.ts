@@ -1,0 +1,158 @@
+/**
+ * Posts each alert to ALERT_WEBHOOK_URL, after it is stored and outside ingest's path: a bounded
+ * queue drained one request at a time, a few attempts with growing delays, then `failed`. The
+ * alert row records the outcome (`delivery`), failures are logged and counted; nothing here can
+ * lose a stored alert or hold up the writer. Alerts still `pending` when the hub stopped are sent
+ * after the next start.
+ *
+ * Every send passes the outbound check again (src/http/outbound-url.ts): https, the allowlist, and
+ * no host resolving to a private address unless ALERT_ALLOW_PRIVATE_NETWORK=true. Redirects are
+ * not followed (one could lead into the LAN). With ALERT_WEBHOOK_SECRET the body is signed:
+ * `X-Meshhub-Signature: sha256=<hex HMAC-SHA256 of the body>`.
+ */
+import { createHmac } from 'node:crypto';
+import { checkOutboundUrlResolved, OutboundUrlError } from '../../../src/http/outbound-url.js';
+import type { KernelLogger } from '../../../src/kernel/actor.js';
+import type { AlertRow, AlertStore } from './alert-store.js';
+import { toApiAlert } from './api-json.js';
+import type { AlertWebhookConfig } from './settings.js';
+
+export const WEBHOOK_QUEUE_LIMIT = 1_000;
+
+export interface WebhookOptions {
+  config: AlertWebhookConfig;
+  store: () => AlertStore;
+  log: KernelLogger;
+  onOutcome: (outcome: 'delivered' | 'failed' | 'dropped') => void;
+  fetchImpl?: typeof fetch;
+  resolve?: (host: string) => Promise<string[]>;
+  /** Delays before the 2nd, 3rd… attempt. */
+  retryDelaysMs?: readonly number[];
+}
+
+class DeliveryError extends Error {}
+
+export class AlertWebhook {
+  private readonly queue: number[] = [];
+  private running: Promise<void> | undefined;
+  private abort = new AbortController();
+  lastError: string | undefined;
+
+  constructor(private readonly options: WebhookOptions) {}
+
+  start(): void {
+    this.abort = new AbortController();
+    this.enqueue(this.options.store().pendingDeliveries(WEBHOOK_QUEUE_LIMIT));
+  }
+
+  enqueue(alerts: readonly AlertRow[]): void {
+    for (const a of alerts) {
+      if (this.queue.length >= WEBHOOK_QUEUE_LIMIT) {
+        this.options.store().setDelivery(a.id, 'failed');
+        this.options.onOutcome('dropped');
+        this.options.log.warn({ alert: a.id }, 'alert webhook queue full; alert stored but not sent');
+        continue;
+      }
+      this.queue.push(a.id);
+    }
+    this.running ??= this.drain().finally(() => {
+      this.running = undefined;
+    });
+  }
+
+  get queued(): number {
+    return this.queue.length;
+  }
+
+  /** Resolves when the queue is empty (tests). */
+  async idle(): Promise<void> {
+    while (this.running) await this.running;
+  }
+
+  async stop(): Promise<void> {
+    this.abort.abort();
+    this.queue.length = 0;
+    await this.running;
+  }
+
+  private async drain(): Promise<void> {
+    let id = this.queue.shift();
+    while (id !== undefined && !this.abort.signal.aborted) {
+      await this.deliver(id);
+      id = this.queue.shift();
+    }
+  }
+
+  private async deliver(id: number): Promise<void> {
+    const store = this.options.store();
+    const row = store.alert(id);
+    if (row?.delivery !== 'pending') return;
+    const delays =
+      this.options.retryDelaysMs ??
+      Array.from({ length: this.options.config.maxRetries }, (_, i) => Math.min(60_000, 1_000 * 2 ** i));
+    for (let attempt = 0; ; attempt++) {
+      try {
+        await this.send(toApiAlert(row));
+        store.setDelivery(id, 'delivered');
+        this.options.onOutcome('delivered');
+        return;
+      } catch (error) {
+        const message = error instanceof Error ? error.message : String(error);
+        this.lastError = message;
+        const last = attempt >= delays.length || error instanceof OutboundUrlError;
+        this.options.log.warn(
+          { alert: id, attempt: attempt + 1, err: message, final: last },
+          'alert webhook failed',
+        );
+        if (last || this.abort.signal.aborted) {
+          // Stopping mid-retry leaves it pending: the next start sends it.
+          if (this.abort.signal.aborted && !last) return;
+          store.setDelivery(id, 'failed');
+          this.options.onOutcome('failed');
+          return;
+        }
+        await sleep(delays[attempt]!, this.abort.signal);
+      }
+    }
+  }
+
+  private async send(alert: unknown): Promise<void> {
+    const { config } = this.options;
+    const url = await checkOutboundUrlResolved(config.url, {
+      allowedHosts: config.allowedHosts,
+      refusePrivateAddresses: !config.allowPrivateNetwork,
+      ...(this.options.resolve ? { resolve: this.options.resolve } : {}),
+    });
+    const body = JSON.stringify(alert);
+    const headers: Record<string, string> = {
+      'content-type': 'application/json',
+      'user-agent': 'meshhub-alerts',
+    };
+    if (config.secret) {
+      headers['x-meshhub-signature'] =
+        `sha256=${createHmac('sha256', config.secret.reveal()).update(body).digest('hex')}`;
+    }
+    const signal = AbortSignal.any([this.abort.signal, AbortSignal.timeout(config.timeoutMs)]);
+    const res = await (this.options.fetchImpl ?? fetch)(url, {
+      method: 'POST',
+      headers,
+      body,
+      redirect: 'manual',
+      signal,
+    });
+    await res.body?.cancel().catch(() => {});
+    if (res.status >= 300 && res.status < 400)
+      throw new DeliveryError(`redirect (${res.status}) not followed`);
+    if (!res.ok) throw new DeliveryError(`the receiver answered ${res.status}`);
+  }
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(resolve, ms);
+    signal.addEventListener('abort', () => {
+      clearTimeout(timer);
+      resolve();
+    });
+  });
+}

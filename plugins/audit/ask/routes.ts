@@ -1,0 +1,91 @@
+/**
+ * `POST /api/ask`, `GET /api/jobs/{job_id}` and `POST /api/events/{id}/explain` (spec "Ask
+ * behaviour", "Endpoints"), registered only when AI_FEATURES_ENABLED is true (otherwise 404).
+ *
+ * A job is readable only by the caller who created it: anyone else gets the same 404 as for an
+ * unknown or expired id, so job ids reveal nothing about other people's questions.
+ */
+import type { Hono } from 'hono';
+import { ProblemError, validationProblem } from '../../../src/http/problem.js';
+import type { CacheBackend } from '../cache/store.js';
+import { type AuditEnv, callerOf, fieldProblem, jsonBody } from '../http/context.js';
+import { parseEventId } from '../http/event-json.js';
+import { bodyTooLarge } from '../http/events-routes.js';
+import type { AskJobRunner } from '../jobs/job-runner.js';
+import { ownerOf } from '../jobs/job-runner.js';
+import type { AskService } from './ask-service.js';
+import { askBodySchema } from './schemas.js';
+
+export interface AiFeatures {
+  service: AskService;
+  runner: AskJobRunner;
+  backend: CacheBackend;
+}
+
+const iso = (ms: number) => new Date(ms).toISOString();
+
+export function askRoutes(ai: AiFeatures, app: Hono<AuditEnv>): void {
+  app.post('/', bodyTooLarge(), async (c) => {
+    const parsed = askBodySchema.safeParse(await jsonBody(c));
+    if (!parsed.success) throw validationProblem(parsed.error);
+    const { question, async: background, ...filters } = parsed.data;
+    const caller = callerOf(c);
+    const input = { question, filters };
+    if (background) {
+      ai.service.scope(input, caller); // a bad question is a 400 now, not a failed job later
+      let jobId: string;
+      try {
+        jobId = await ai.runner.enqueue(input, caller);
+      } catch {
+        throw new ProblemError(
+          503,
+          'background asks are unavailable right now (the job store failed); try again',
+          {
+            headers: { 'retry-after': '5' },
+          },
+        );
+      }
+      c.set('trailDetail', { action: 'ask', async: true, job_id: jobId });
+      return c.json({ job_id: jobId, status: 'queued' as const }, 202, { location: `/api/jobs/${jobId}` });
+    }
+    const answer = await ai.service.ask(input, caller);
+    c.set('trailDetail', { action: 'ask', async: false, llm_used: answer.llm_used });
+    return c.json(answer);
+  });
+}
+
+export function jobRoutes(ai: AiFeatures, app: Hono<AuditEnv>): void {
+  app.get('/:job_id', async (c) => {
+    const id = c.req.param('job_id');
+    const notFound = new ProblemError(404, 'no such job (unknown, expired, or not yours)');
+    if (!/^[A-Za-z0-9_-]{1,64}$/.test(id)) throw notFound;
+    let job: Awaited<ReturnType<CacheBackend['jobs']['get']>>;
+    try {
+      job = await ai.backend.jobs.get(id);
+    } catch {
+      throw new ProblemError(503, 'the job store is unavailable; try again', {
+        headers: { 'retry-after': '5' },
+      });
+    }
+    if (!job || job.owner !== ownerOf(callerOf(c))) throw notFound;
+    return c.json({
+      job_id: job.id,
+      status: job.status,
+      created_at: iso(job.createdAt),
+      updated_at: iso(job.updatedAt),
+      expires_at: iso(job.expiresAt),
+      ...(job.status === 'succeeded' && job.result ? { result: JSON.parse(job.result) } : {}),
+      ...(job.status === 'failed' && job.error ? { error: job.error } : {}),
+    });
+  });
+}
+
+export function explainRoutes(ai: AiFeatures, app: Hono<AuditEnv>): void {
+  app.post('/:id/explain', async (c) => {
+    const seq = parseEventId(c.req.param('id'));
+    if (seq === undefined) throw fieldProblem('id', 'is not an event id');
+    const answer = await ai.service.explain(seq, callerOf(c));
+    c.set('trailDetail', { action: 'explain', event: String(seq), llm_used: answer.llm_used });
+    return c.json(answer);
+  });
+}

@@ -1,0 +1,199 @@
+/**
+ * Bulk tags (issue 15 "Bulk tags"; spec: at most 10,000 documents updated): the current filter,
+ * how many events match it (counted a page of 500 at a time, stopping past the cap), append or
+ * replace, a confirmation, then the hub's answer. The filter's relative time range is fixed when
+ * the dialog opens, so the count and the tagging cover the same events.
+ */
+import { useEffect, useRef, useState } from 'preact/hooks';
+import { useStore } from '../hooks.js';
+import { auditJson, auditWords, fieldError } from './audit-api.js';
+import { auditFeaturesStore, refreshOptions } from './audit-features.js';
+import { type AuditSearch, apiFilters, describeSearch, filterParams, hasFilters } from './audit-filters.js';
+import type { BulkTagsResult, EventPage } from './audit-types.js';
+import { TagInput } from './tag-input.js';
+
+export const BULK_TAG_CAP = 10_000;
+const COUNT_PAGE = 500;
+
+type Count =
+  | { state: 'counting'; sofar: number }
+  | { state: 'done'; count: number; capped: boolean }
+  | { state: 'failed'; error: unknown };
+
+export function BulkTags({ search, onClose }: { search: AuditSearch; onClose: (changed: boolean) => void }) {
+  const { options } = useStore(auditFeaturesStore);
+  const [filters] = useState(() => apiFilters(search, Date.now()));
+  const [count, setCount] = useState<Count>({ state: 'counting', sofar: 0 });
+  const [tags, setTags] = useState<string[]>([]);
+  const [mode, setMode] = useState<'append' | 'replace'>('append');
+  const [step, setStep] = useState<'edit' | 'confirm' | 'sending'>('edit');
+  const [result, setResult] = useState<BulkTagsResult>();
+  const [error, setError] = useState<unknown>();
+  const dialog = useRef<HTMLDivElement>(null);
+  const filtered = hasFilters(filters);
+
+  useEffect(() => {
+    if (!filtered) return;
+    const controller = new AbortController();
+    void (async () => {
+      let seen = 0;
+      let cursor: string | null = null;
+      try {
+        do {
+          const params = filterParams(filters);
+          params.set('limit', String(COUNT_PAGE));
+          if (cursor) params.set('cursor', cursor);
+          const page: EventPage = await auditJson<EventPage>(`/api/events?${params}`, {
+            signal: controller.signal,
+          });
+          seen += page.data.length;
+          cursor = page.next_cursor;
+          setCount({ state: 'counting', sofar: seen });
+        } while (cursor && seen <= BULK_TAG_CAP);
+        setCount({ state: 'done', count: Math.min(seen, BULK_TAG_CAP), capped: seen > BULK_TAG_CAP });
+      } catch (e) {
+        if (!controller.signal.aborted) setCount({ state: 'failed', error: e });
+      }
+    })();
+    return () => controller.abort();
+  }, [filters, filtered]);
+
+  useEffect(() => {
+    dialog.current?.querySelector<HTMLElement>('input, button')?.focus();
+    const onKey = (e: KeyboardEvent) => {
+      if (e.key === 'Escape') onClose(!!result);
+    };
+    document.addEventListener('keydown', onKey);
+    return () => document.removeEventListener('keydown', onKey);
+  }, [onClose, result]);
+
+  const n = count.state === 'done' ? count.count : undefined;
+  const words = (k: number) => `${k.toLocaleString()} ${k === 1 ? 'event' : 'events'}`;
+  const send = () => {
+    setStep('sending');
+    setError(undefined);
+    auditJson<BulkTagsResult>('/api/events/bulk-tags', {
+      method: 'POST',
+      body: { filters, tags, mode },
+    }).then(
+      (answer) => {
+        setResult(answer);
+        refreshOptions();
+      },
+      (e: unknown) => {
+        setError(e);
+        setStep('edit');
+      },
+    );
+  };
+  const tagError = error === undefined ? undefined : fieldError(error, 'tags');
+
+  return (
+    <div class="drawer-backdrop">
+      <div class="dialog" role="dialog" aria-modal="true" aria-labelledby="bulk-title" ref={dialog}>
+        <h2 id="bulk-title">Tag all matching events</h2>
+        <p class="muted small">Filter: {describeSearch(search)}</p>
+        {!filtered ? (
+          <p class="form-error" role="alert">
+            Choose at least one filter first: tagging every event at once is refused.
+          </p>
+        ) : (
+          <p role="status" data-testid="bulk-count">
+            {count.state === 'counting'
+              ? `Counting… ${count.sofar.toLocaleString()} so far`
+              : count.state === 'failed'
+                ? auditWords(count.error)
+                : count.capped
+                  ? `More than ${BULK_TAG_CAP.toLocaleString()} events match. Only the newest ${BULK_TAG_CAP.toLocaleString()} will be tagged.`
+                  : `${words(count.count)} match. At most ${BULK_TAG_CAP.toLocaleString()} are tagged at once.`}
+          </p>
+        )}
+        {result ? (
+          <div role="status" class="notice-info" data-testid="bulk-result">
+            <p>
+              Done: {words(result.updated)} {result.mode === 'append' ? 'tagged' : 'retagged'}
+              {result.unchanged
+                ? `, ${words(result.unchanged)} already had ${result.tags.length === 1 ? 'that tag' : 'those tags'}`
+                : ''}{' '}
+              (of {words(result.matched)} matching
+              {result.truncated ? `; only the newest ${result.limit.toLocaleString()}` : ''}).
+            </p>
+            <button type="button" class="button" onClick={() => onClose(true)}>
+              Close
+            </button>
+          </div>
+        ) : step === 'confirm' || step === 'sending' ? (
+          <div class="bulk-confirm">
+            <p>
+              {mode === 'append'
+                ? `Add ${tags.map((t) => `“${t}”`).join(', ')} to ${words(n ?? 0)}?`
+                : tags.length
+                  ? `Replace the tags of ${words(n ?? 0)} with ${tags.map((t) => `“${t}”`).join(', ')}? Their other tags are removed.`
+                  : `Remove every tag from ${words(n ?? 0)}?`}
+            </p>
+            <button type="button" class="button" disabled={step === 'sending'} onClick={send}>
+              {step === 'sending' ? 'Tagging…' : 'Yes, tag them'}
+            </button>{' '}
+            <button type="button" class="button button-secondary" onClick={() => setStep('edit')}>
+              Back
+            </button>
+          </div>
+        ) : (
+          <form
+            onSubmit={(e) => {
+              e.preventDefault();
+              setStep('confirm');
+            }}
+          >
+            <TagInput
+              id="bulk-tags"
+              label="Tags"
+              tags={tags}
+              suggestions={options?.tags ?? []}
+              onChange={setTags}
+              error={tagError}
+            />
+            <fieldset class="bulk-mode">
+              <legend>How</legend>
+              <label class="check">
+                <input
+                  type="radio"
+                  name="mode"
+                  checked={mode === 'append'}
+                  onChange={() => setMode('append')}
+                />{' '}
+                Append: add these tags, keep the others
+              </label>
+              <label class="check">
+                <input
+                  type="radio"
+                  name="mode"
+                  checked={mode === 'replace'}
+                  onChange={() => setMode('replace')}
+                />{' '}
+                Replace: the events’ tags become exactly these
+              </label>
+            </fieldset>
+            {error !== undefined && !tagError && (
+              <p class="form-error" role="alert">
+                {auditWords(error)}
+              </p>
+            )}
+            <div class="dialog-buttons">
+              <button
+                type="submit"
+                class="button"
+                disabled={!filtered || n === undefined || n === 0 || (mode === 'append' && tags.length === 0)}
+              >
+                {n === undefined ? 'Tag…' : `Tag ${words(n)}…`}
+              </button>
+              <button type="button" class="button button-secondary" onClick={() => onClose(false)}>
+                Cancel
+              </button>
+            </div>
+          </form>
+        )}
+      </div>
+    </div>
+  );
+}

@@ -1,0 +1,457 @@
+/**
+ * The search (issue 15 "Search"): the filters, which live in the URL; a page of events with Prev
+ * and Next over the API's cursors and a page-size choice; new events announced, never jumped
+ * into; and from here the drawer, bulk tags and export.
+ */
+import { useEffect, useRef, useState } from 'preact/hooks';
+import { useStore } from '../hooks.js';
+import { Link, navigate } from '../router.js';
+import { auditJson, auditWords, fieldError } from './audit-api.js';
+import { auditFeaturesStore } from './audit-features.js';
+import {
+  type AuditSearch,
+  apiFilters,
+  describeSearch,
+  filterParams,
+  fromLocalInput,
+  PAGE_SIZES,
+  parseSearch,
+  QUICK_RANGES,
+  type RangeChoice,
+  searchQuery,
+  toLocalInput,
+} from './audit-filters.js';
+import type { AuditEvent, EventPage } from './audit-types.js';
+import { BulkTags } from './bulk-tags.js';
+import { EventDrawer } from './event-drawer.js';
+import { EventTable } from './event-table.js';
+import { ExportButtons } from './export-buttons.js';
+import { TagInput } from './tag-input.js';
+
+/** How often the first page looks for newer events (also when the tab comes back into view). */
+const NEW_EVENTS_EVERY_MS = 30_000;
+
+const go = (s: AuditSearch, replace = false) => navigate(`/audit${searchQuery(s)}`, { replace });
+
+export function SearchView({ search }: { search: string }) {
+  const current = parseSearch(search);
+  const { event: openEvent, ...withoutEvent } = current;
+  const pageKey = searchQuery(withoutEvent);
+  const [page, setPage] = useState<{ key: string; data?: EventPage; error?: unknown }>({ key: '' });
+  const [reload, setReload] = useState(0);
+  const [fresh, setFresh] = useState<number>(0);
+  const [bulkOpen, setBulkOpen] = useState(false);
+  const { features } = useStore(auditFeaturesStore);
+
+  useEffect(() => {
+    const controller = new AbortController();
+    const s = parseSearch(pageKey);
+    const params = filterParams(apiFilters(s, Date.now()));
+    params.set('limit', String(s.limit));
+    if (s.cursor) params.set('cursor', s.cursor);
+    setFresh(0);
+    auditJson<EventPage>(`/api/events?${params}`, { signal: controller.signal }).then(
+      (data) => setPage({ key: pageKey, data }),
+      (error: unknown) => {
+        if (!controller.signal.aborted) setPage({ key: pageKey, error });
+      },
+    );
+    return () => controller.abort();
+  }, [pageKey, reload]);
+
+  const data = page.key === pageKey ? page.data : undefined;
+  const error = page.key === pageKey ? page.error : undefined;
+  const top = data?.data[0];
+
+  // New events on the first page are announced; the table stays where the reader is.
+  useEffect(() => {
+    const s = parseSearch(pageKey);
+    if (s.cursor || !data) return;
+    let stopped = false;
+    const known = new Set(data.data.map((e) => e.id));
+    const look = () => {
+      if (document.visibilityState !== 'visible') return;
+      const params = filterParams(apiFilters(s, Date.now()));
+      params.set('limit', '100');
+      auditJson<EventPage>(`/api/events?${params}`).then(
+        (newer) => {
+          if (stopped) return;
+          const count = newer.data.filter(
+            (e) => !known.has(e.id) && (!top || e.timestamp >= top.timestamp),
+          ).length;
+          setFresh(count);
+        },
+        () => {},
+      );
+    };
+    const timer = setInterval(look, NEW_EVENTS_EVERY_MS);
+    document.addEventListener('visibilitychange', look);
+    return () => {
+      stopped = true;
+      clearInterval(timer);
+      document.removeEventListener('visibilitychange', look);
+    };
+  }, [data, pageKey, top]);
+
+  const summary = describeSearch(current);
+  const rows = data?.data ?? [];
+  return (
+    <div class="audit-search">
+      <h1 class="visually-hidden">Audit events</h1>
+      <FilterForm key={pageKey.replace(/[?&]cursor=[^&]*/, '')} current={current} error={error} rows={rows} />
+      <div class="audit-toolbar">
+        <p class="muted small" data-testid="search-summary">
+          {summary}
+        </p>
+        <div class="audit-actions">
+          <button
+            type="button"
+            class="button button-secondary button-small"
+            onClick={() => setBulkOpen(true)}
+          >
+            Tag all matching…
+          </button>
+          <ExportButtons search={current} />
+          {features?.ai_features_enabled && (
+            <Link
+              href={`/audit/ask${searchQuery({ ...withoutEvent, cursor: undefined })}`}
+              class="button button-secondary button-small"
+            >
+              Ask about these events
+            </Link>
+          )}
+        </div>
+      </div>
+      {fresh > 0 && (
+        <div class="notice-info audit-fresh" role="status">
+          {fresh >= 100 ? 'More than 99 new events' : `${fresh} new ${fresh === 1 ? 'event' : 'events'}`}{' '}
+          since this page loaded.{' '}
+          <button
+            type="button"
+            class="link-button"
+            onClick={() => {
+              setFresh(0);
+              setReload((n) => n + 1);
+            }}
+          >
+            Show them
+          </button>
+        </div>
+      )}
+      {error !== undefined && !fieldErrorsOnly(error) && (
+        <p class="form-error" role="alert">
+          {auditWords(error)}
+        </p>
+      )}
+      {!data && error === undefined && (
+        <p class="loading" role="status">
+          Searching…
+        </p>
+      )}
+      {data && (
+        <>
+          <EventTable events={rows} onOpen={(id) => go({ ...current, event: id })} />
+          {rows.length === 0 && (
+            <p class="audit-empty" role="status">
+              No events match these filters{current.cursor ? ' on this page' : ''}.
+            </p>
+          )}
+          <Pager current={current} data={data} />
+        </>
+      )}
+      {openEvent && (
+        <EventDrawer
+          id={openEvent}
+          onClose={() => go(withoutEvent, true)}
+          onChanged={() => setReload((n) => n + 1)}
+        />
+      )}
+      {bulkOpen && (
+        <BulkTags
+          search={current}
+          onClose={(changed) => {
+            setBulkOpen(false);
+            if (changed) setReload((n) => n + 1);
+          }}
+        />
+      )}
+    </div>
+  );
+}
+
+const FILTER_FIELDS = [
+  'services',
+  'actor',
+  'operation',
+  'result',
+  'start',
+  'end',
+  'include_tags',
+  'exclude_tags',
+];
+/** A 400 whose every field error is shown next to its input: no general message needed. */
+function fieldErrorsOnly(error: unknown): boolean {
+  return (
+    !!fieldError(error, ...FILTER_FIELDS) &&
+    (error as { fieldErrors: { field: string }[] }).fieldErrors.every((e) =>
+      FILTER_FIELDS.some((f) => e.field === f || e.field.startsWith(`${f}.`)),
+    )
+  );
+}
+
+function Pager({ current, data }: { current: AuditSearch; data: EventPage }) {
+  return (
+    <nav class="audit-pager" aria-label="Pages of events">
+      <button
+        type="button"
+        class="button button-secondary"
+        disabled={!data.prev_cursor}
+        onClick={() => data.prev_cursor && go({ ...current, cursor: data.prev_cursor })}
+      >
+        ← Newer
+        <span class="visually-hidden"> events (previous page)</span>
+      </button>
+      <label class="audit-page-size">
+        Per page{' '}
+        <select
+          value={String(current.limit)}
+          onChange={(e) => {
+            const { cursor: _c, ...rest } = current;
+            go({ ...rest, limit: Number(e.currentTarget.value) });
+          }}
+        >
+          {PAGE_SIZES.map((n) => (
+            <option key={n} value={String(n)}>
+              {n}
+            </option>
+          ))}
+        </select>
+      </label>
+      <button
+        type="button"
+        class="button button-secondary"
+        disabled={!data.next_cursor}
+        onClick={() => data.next_cursor && go({ ...current, cursor: data.next_cursor })}
+      >
+        Older →<span class="visually-hidden"> events (next page)</span>
+      </button>
+    </nav>
+  );
+}
+
+function FilterForm({ current, error, rows }: { current: AuditSearch; error: unknown; rows: AuditEvent[] }) {
+  const { options } = useStore(auditFeaturesStore);
+  const [draft, setDraft] = useState<AuditSearch>(current);
+  const details = useRef<HTMLDetailsElement>(null);
+  const set = (patch: Partial<AuditSearch>) => setDraft((d) => ({ ...d, ...patch }));
+  const services = [...new Set([...(options?.services ?? []), ...draft.services])];
+  const actors = [...new Set(rows.map((r) => r.actor))].sort();
+  const err = (...fields: string[]) => fieldError(error, ...fields);
+  const described = (id: string, message: string | undefined) =>
+    message ? { 'aria-invalid': 'true' as const, 'aria-describedby': `${id}-error` } : {};
+
+  return (
+    <form
+      class="panel audit-filters"
+      aria-label="Filters"
+      onSubmit={(e) => {
+        e.preventDefault();
+        const { cursor: _c, event: _e, ...rest } = draft;
+        go(rest);
+      }}
+    >
+      <details class="audit-services" ref={details}>
+        <summary>
+          Services:{' '}
+          {draft.services.length
+            ? draft.services.map((s) => options?.service_labels[s] ?? s).join(', ')
+            : 'all'}
+        </summary>
+        <fieldset>
+          <legend class="visually-hidden">Services</legend>
+          {services.length === 0 && <p class="muted small">No events stored yet.</p>}
+          {services.map((service) => (
+            <label key={service} class="check">
+              <input
+                type="checkbox"
+                checked={draft.services.includes(service)}
+                onChange={(e) =>
+                  set({
+                    services: e.currentTarget.checked
+                      ? [...draft.services, service]
+                      : draft.services.filter((s) => s !== service),
+                  })
+                }
+              />{' '}
+              {options?.service_labels[service] ?? service}
+            </label>
+          ))}
+        </fieldset>
+        {err('services') && (
+          <p class="form-error" id="f-services-error">
+            {err('services')}
+          </p>
+        )}
+      </details>
+      <div class="audit-field">
+        <label for="f-actor">Actor</label>
+        <input
+          id="f-actor"
+          type="search"
+          list="f-actor-list"
+          value={draft.actor}
+          onInput={(e) => set({ actor: e.currentTarget.value })}
+          {...described('f-actor', err('actor'))}
+        />
+        <datalist id="f-actor-list">
+          {actors.map((a) => (
+            <option key={a} value={a} />
+          ))}
+        </datalist>
+        {err('actor') && (
+          <p class="form-error" id="f-actor-error">
+            {err('actor')}
+          </p>
+        )}
+      </div>
+      <div class="audit-field">
+        <label for="f-operation">Operation</label>
+        <input
+          id="f-operation"
+          type="search"
+          list="f-operation-list"
+          value={draft.operation}
+          onInput={(e) => set({ operation: e.currentTarget.value })}
+          {...described('f-operation', err('operation'))}
+        />
+        <datalist id="f-operation-list">
+          {(options?.operations ?? []).map((o) => (
+            <option key={o} value={o} />
+          ))}
+        </datalist>
+        {err('operation') && (
+          <p class="form-error" id="f-operation-error">
+            {err('operation')}
+          </p>
+        )}
+      </div>
+      <div class="audit-field">
+        <label for="f-result">Result</label>
+        <input
+          id="f-result"
+          type="search"
+          list="f-result-list"
+          value={draft.result}
+          onInput={(e) => set({ result: e.currentTarget.value })}
+          {...described('f-result', err('result'))}
+        />
+        <datalist id="f-result-list">
+          {(options?.results ?? []).map((r) => (
+            <option key={r} value={r} />
+          ))}
+        </datalist>
+        {err('result') && (
+          <p class="form-error" id="f-result-error">
+            {err('result')}
+          </p>
+        )}
+      </div>
+      <div class="audit-field">
+        <label for="f-range">Time</label>
+        <select
+          id="f-range"
+          value={draft.range}
+          onChange={(e) => {
+            const range = e.currentTarget.value as RangeChoice;
+            if (range !== 'custom') {
+              const { start: _s, end: _e, ...rest } = draft;
+              setDraft({ ...rest, range });
+            } else {
+              set({ range, start: new Date(Date.now() - 86_400_000).toISOString() });
+            }
+          }}
+        >
+          {QUICK_RANGES.map((r) => (
+            <option key={r.id} value={r.id}>
+              {r.label}
+            </option>
+          ))}
+          <option value="custom">Custom…</option>
+        </select>
+      </div>
+      {draft.range === 'custom' && (
+        <>
+          <div class="audit-field">
+            <label for="f-start">From</label>
+            <input
+              id="f-start"
+              type="datetime-local"
+              value={toLocalInput(draft.start)}
+              onChange={(e) => {
+                const start = fromLocalInput(e.currentTarget.value);
+                const { start: _s, ...rest } = draft;
+                setDraft(start ? { ...rest, start } : rest);
+              }}
+              {...described('f-start', err('start'))}
+            />
+            {err('start') && (
+              <p class="form-error" id="f-start-error">
+                {err('start')}
+              </p>
+            )}
+          </div>
+          <div class="audit-field">
+            <label for="f-end">Until</label>
+            <input
+              id="f-end"
+              type="datetime-local"
+              value={toLocalInput(draft.end)}
+              onChange={(e) => {
+                const end = fromLocalInput(e.currentTarget.value);
+                const { end: _e, ...rest } = draft;
+                setDraft(end ? { ...rest, end } : rest);
+              }}
+              {...described('f-end', err('end'))}
+            />
+            {err('end') && (
+              <p class="form-error" id="f-end-error">
+                {err('end')}
+              </p>
+            )}
+          </div>
+        </>
+      )}
+      <TagInput
+        id="f-include-tags"
+        label="With tags"
+        tags={draft.includeTags}
+        suggestions={options?.tags ?? []}
+        onChange={(includeTags) => set({ includeTags })}
+        error={err('include_tags')}
+      />
+      <TagInput
+        id="f-exclude-tags"
+        label="Without tags"
+        tags={draft.excludeTags}
+        suggestions={options?.tags ?? []}
+        onChange={(excludeTags) => set({ excludeTags })}
+        error={err('exclude_tags')}
+      />
+      <div class="audit-filter-buttons">
+        <button type="submit" class="button">
+          Search
+        </button>
+        <button
+          type="button"
+          class="button button-secondary"
+          onClick={() => {
+            details.current?.removeAttribute('open');
+            go(parseSearch(current.limit !== 50 ? `?limit=${current.limit}` : ''));
+          }}
+        >
+          Clear
+        </button>
+      </div>
+    </form>
+  );
+}

@@ -1,0 +1,137 @@
+/**
+ * Source health (issue 15 "Source health"): each source's status, last attempt, last success,
+ * consecutive failures and the error, and "Fetch now" (POST /api/fetch, for administrators: with
+ * AUTH_ENABLED the hub allows it to AUDIT_ADMIN_ROLES only, and says so with a 403 otherwise).
+ * Refreshes every 10 s while a fetch runs, every minute otherwise.
+ */
+import { useEffect, useState } from 'preact/hooks';
+import { useTitle } from '../hooks.js';
+import { auditJson, auditWords } from './audit-api.js';
+import type { SourceHealth } from './audit-types.js';
+import { shownTime } from './format.js';
+
+const STATUS_WORDS: Record<SourceHealth['data'][number]['status'], { text: string; tone: string }> = {
+  ok: { text: 'OK', tone: 'good' },
+  running: { text: 'Fetching…', tone: 'warn' },
+  pending: { text: 'Not fetched yet', tone: 'unknown' },
+  error: { text: 'Failing', tone: 'bad' },
+  throttled: { text: 'Throttled', tone: 'warn' },
+  not_configured: { text: 'Not configured', tone: 'unknown' },
+};
+
+export function SourceHealthView() {
+  useTitle('Audit sources');
+  const [health, setHealth] = useState<{ data?: SourceHealth; error?: unknown }>({});
+  const [tick, setTick] = useState(0);
+  const [fetching, setFetching] = useState<{ busy?: boolean; message?: string; error?: unknown }>({});
+
+  useEffect(() => {
+    const controller = new AbortController();
+    auditJson<SourceHealth>('/api/source-health', { signal: controller.signal }).then(
+      (data) => setHealth({ data }),
+      (error: unknown) => {
+        if (!controller.signal.aborted) setHealth((h) => ({ ...h, error }));
+      },
+    );
+    return () => controller.abort();
+  }, [tick]);
+
+  const running = health.data?.data.some((s) => s.status === 'running');
+  useEffect(() => {
+    const timer = setTimeout(() => setTick((t) => t + 1), running ? 2_000 : 60_000);
+    return () => clearTimeout(timer);
+  }, [tick, running]);
+
+  const fetchNow = () => {
+    setFetching({ busy: true });
+    auditJson<{ status: string; sources: string[] }>('/api/fetch', { method: 'POST' }).then(
+      (answer) => {
+        setFetching({
+          message:
+            answer.status === 'already_queued'
+              ? 'A fetch was already queued; it runs shortly.'
+              : `Fetch started for ${answer.sources.join(', ')}.`,
+        });
+        setTick((t) => t + 1);
+      },
+      (error: unknown) => setFetching({ error }),
+    );
+  };
+
+  return (
+    <section class="panel audit-sources" aria-labelledby="sources-title">
+      <div class="audit-section-head">
+        <h1 id="sources-title">Sources</h1>
+        <button type="button" class="button button-small" disabled={fetching.busy} onClick={fetchNow}>
+          {fetching.busy ? 'Asking the hub…' : 'Fetch now'}
+        </button>
+      </div>
+      <p
+        role="status"
+        class={fetching.error !== undefined ? 'form-error' : 'muted small'}
+        data-testid="fetch-status"
+      >
+        {fetching.error !== undefined ? auditWords(fetching.error) : (fetching.message ?? '')}
+      </p>
+      {health.error !== undefined && (
+        <p class="form-error" role="alert">
+          {auditWords(health.error)}
+        </p>
+      )}
+      {health.data?.collection === 'not_configured' && (
+        <p class="notice-info">
+          Collection is not configured: the hub needs AUDIT_TENANT_ID, AUDIT_CLIENT_ID and
+          AUDIT_CLIENT_SECRET. Search still works on the events already stored.
+        </p>
+      )}
+      {!health.data && health.error === undefined && (
+        <p class="loading" role="status">
+          Loading…
+        </p>
+      )}
+      {health.data && (
+        <div class="audit-table-wrap">
+          <table class="audit-table" data-testid="source-health">
+            <caption class="visually-hidden">Health of each audit source</caption>
+            <thead>
+              <tr>
+                <th scope="col">Source</th>
+                <th scope="col">Status</th>
+                <th scope="col">Last attempt</th>
+                <th scope="col">Last success</th>
+                <th scope="col">Failures in a row</th>
+                <th scope="col">Stored</th>
+                <th scope="col">Error</th>
+              </tr>
+            </thead>
+            <tbody>
+              {health.data.data.map((s) => {
+                const status = STATUS_WORDS[s.status];
+                return (
+                  <tr key={s.source} data-source={s.source}>
+                    <th scope="row" data-label="Source">
+                      {s.source}
+                    </th>
+                    <td data-label="Status">
+                      <span class={`pill pill-${status.tone}`}>
+                        <span class="dot" aria-hidden="true" />
+                        {status.text}
+                      </span>
+                    </td>
+                    <td data-label="Last attempt">{shownTime(s.last_attempt_time)}</td>
+                    <td data-label="Last success">{shownTime(s.last_success_time)}</td>
+                    <td data-label="Failures in a row">{s.consecutive_failures}</td>
+                    <td data-label="Stored">{s.events_stored.toLocaleString()}</td>
+                    <td data-label="Error" class="source-error">
+                      {s.error ?? '—'}
+                    </td>
+                  </tr>
+                );
+              })}
+            </tbody>
+          </table>
+        </div>
+      )}
+    </section>
+  );
+}
