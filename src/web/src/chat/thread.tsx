@@ -121,9 +121,11 @@ export function Thread({ nodeId }: { nodeId: string }) {
         (message.status === 'queued' &&
           message.direction === 'outbound' &&
           message.waiting_for_node === undefined);
-      if (unexplained && !asked.current.has(message.id)) {
-        asked.current.add(message.id);
-        loadMessageDetail(message.id).catch(() => asked.current.delete(message.id));
+      // Asked once per status: a text looked up while queued is looked up again once it failed.
+      const key = `${message.id} ${message.status}`;
+      if (unexplained && !asked.current.has(key)) {
+        asked.current.add(key);
+        loadMessageDetail(message.id).catch(() => asked.current.delete(key));
       }
     }
   }, [thread?.messages]);
