@@ -6,21 +6,25 @@
  * does not sync writes no outbox.
  */
 import { defineModule } from '../../src/module.js';
-import { SyncMetrics } from './metrics.js';
 import { disableOutbox, enableOutbox } from './outbox-schema.js';
-import { redactedUrl, SyncPushActor } from './push-actor.js';
 import { syncConfigFrom, syncSettings } from './settings.js';
 
 export const syncModule = defineModule({
   name: 'sync',
   settings: syncSettings,
-  create(ctx) {
+  async create(ctx) {
     const config = syncConfigFrom(ctx.settings);
     if (!config) {
       disableOutbox(ctx.db);
       return {};
     }
     enableOutbox(ctx.db);
+    // Loaded only when the hub syncs: the push, the downlink socket (ws), request signing (jose)
+    // and the protocol's schemas cost an idle hub that does not sync several MB (docs/edge-fitness.md).
+    const [{ redactedUrl, SyncPushActor }, { SyncMetrics }] = await Promise.all([
+      import('./push-actor.js'),
+      import('./metrics.js'),
+    ]);
     ctx.log.info(
       { upstream: redactedUrl(config.upstream), site: config.siteId },
       'sync with the upstream enabled',
