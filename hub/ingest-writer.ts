@@ -6,6 +6,10 @@ import type { HubMetrics } from '../src/metrics.js';
 import { BatchingWriter, type ReadingBatch } from '../src/store/batching-writer.js';
 import type { Database } from '../src/store/database.js';
 import { ReadingWriter } from '../src/store/reading-writer.js';
+import { isStorageFull } from '../src/store/storage-full.js';
+
+/** After a refusal for want of space, how long commits must succeed before the disk counts as having room. */
+const STORAGE_FULL_HOLD_MS = 15_000;
 
 export class WriterBusyError extends Error {
   override readonly name = 'WriterBusyError';
@@ -27,6 +31,9 @@ export class IngestWriterActor extends Actor {
   private writer: BatchingWriter | undefined;
   private readonly inbox: Mailbox<ReadingBatch>;
   private commitScheduled = false;
+  /** Since when commits fail for want of space (SQLITE_FULL): the hub is degraded meanwhile. */
+  private fullSince: number | undefined;
+  private lastFullAt = 0;
 
   constructor(
     private readonly deps: {
@@ -50,12 +57,26 @@ export class IngestWriterActor extends Actor {
     this.writer = new BatchingWriter({
       writer: new ReadingWriter(db),
       onStored: (_all, bySource) => {
+        // A small write can fit in the last free pages while batches still fail: room again
+        // only once a commit succeeds with no refusal for STORAGE_FULL_HOLD_MS.
+        if (this.fullSince !== undefined && Date.now() - this.lastFullAt >= STORAGE_FULL_HOLD_MS) {
+          log.warn('the disk has room again; readings are stored');
+          this.fullSince = undefined;
+        }
         for (const { readings, source } of bySource) {
           metrics.readingsIngested.inc({ source }, readings.length);
           bus.emit('reading.stored', { readings, source });
         }
       },
-      onError: (error) => log.error({ err: error }, 'writing readings failed'),
+      onError: (error) => {
+        if (!isStorageFull(error)) return log.error({ err: error }, 'writing readings failed');
+        this.lastFullAt = Date.now();
+        // Once per episode: every batch fails alike until there is room again.
+        if (this.fullSince === undefined) {
+          log.error({ err: error }, 'the disk is full: readings are refused until there is room');
+          this.fullSince = this.lastFullAt;
+        }
+      },
     });
     this.inbox.reopen();
     bus.handle(this.name, 'readings.commit', (request) => this.commit(request));
@@ -87,6 +108,16 @@ export class IngestWriterActor extends Actor {
   async flush(): Promise<void> {
     await this.inbox.idle();
     this.writer?.flush();
+  }
+
+  override ready(): boolean {
+    return this.fullSince === undefined;
+  }
+
+  override describe(): Record<string, unknown> {
+    return this.fullSince === undefined
+      ? {}
+      : { storage: 'full', full_since: new Date(this.fullSince).toISOString() };
   }
 
   async stop(): Promise<void> {

@@ -6,6 +6,7 @@
 import type { Context, ErrorHandler, NotFoundHandler } from 'hono';
 import { HTTPException } from 'hono/http-exception';
 import type { Logger } from '../log.js';
+import { isStorageFull, STORAGE_FULL_DETAIL } from '../store/storage-full.js';
 import { ProblemError, problemTitle } from './problem.js';
 
 export function problemResponse(c: Context, problem: ProblemError): Response {
@@ -30,6 +31,14 @@ export function createErrorHandler(log?: Logger): ErrorHandler {
     // c.req.json() on a malformed body throws a SyntaxError: the client's fault, not ours.
     if (err instanceof SyntaxError)
       return problemResponse(c, new ProblemError(400, 'the request body is not valid JSON'));
+    // A write that found the disk full changed nothing: the client may send it again later.
+    if (isStorageFull(err)) {
+      log?.error({ err, path: c.req.path, requestId: c.get('requestId') }, 'the disk is full');
+      return problemResponse(
+        c,
+        new ProblemError(507, STORAGE_FULL_DETAIL, { headers: { 'retry-after': '60' } }),
+      );
+    }
     log?.error({ err, path: c.req.path, requestId: c.get('requestId') }, 'unhandled error');
     return problemResponse(c, new ProblemError(500, 'the server could not complete the request'));
   };

@@ -19,6 +19,7 @@ import { AuthError, bearerToken, type TokenVerifier, type VerifiedIdentity } fro
 import type { ReadingSource } from '../events.js';
 import { ProblemError } from '../http/problem.js';
 import type { Logger } from '../log.js';
+import { isStorageFull, STORAGE_FULL_DETAIL } from '../store/storage-full.js';
 import {
   MAX_READINGS_PER_BATCH,
   payloadItems,
@@ -186,6 +187,8 @@ export function ingestRoutes(options: IngestRoutesOptions): Hono<IngestEnv> {
           { err: error, readings: result.accepted },
           'ingested readings could not be committed',
         );
+        if (isStorageFull(error))
+          throw new ProblemError(507, STORAGE_FULL_DETAIL, { headers: { 'retry-after': '60' } });
         throw new ProblemError(503, 'the readings could not be stored; send them again later', {
           headers: { 'retry-after': '5' },
         });

@@ -56,6 +56,12 @@ interface Session {
   error?: string;
   handshakeTimer?: NodeJS.Timeout;
   heartbeatTimer?: NodeJS.Timeout;
+  /** When the device last sent anything (a frame or a log line). */
+  lastDataAt: number;
+  /** Set after a packet is written; cleared by any byte from the device (see ANSWER_TIMEOUT_MS). */
+  answerTimer?: NodeJS.Timeout;
+  /** Sends want_config_id again while the device stays silent during the handshake. */
+  configRetryTimer?: NodeJS.Timeout;
   drained?: Promise<void>;
   detach(): void;
   /** Resolves the attempt in the reconnect loop: whether the session got to 'connected'. */
@@ -64,13 +70,27 @@ interface Session {
 
 const DEFAULT_HANDSHAKE_TIMEOUT_MS = 15_000;
 const DEFAULT_RECONNECT_INITIAL_MS = 1_000;
-const DEFAULT_RECONNECT_MAX_MS = 30_000;
+// The radio is back within 5 s of its return (issue 17): a connection attempt to a local radio
+// costs a refused connect or a serial open, so trying every 4 s while it is away is cheap.
+const DEFAULT_RECONNECT_MAX_MS = 4_000;
 // Firmware PhoneAPI.h gives these want_config_id values special meanings (config only, nodes only).
 const SPECIAL_CONFIG_NONCES = new Set([69420, 69421]);
 // The Python client writes 32 START2 bytes to wake a device whose serial API is asleep.
 const SERIAL_WAKE = new Uint8Array(32).fill(FRAME_START2);
 const SERIAL_WAKE_PAUSE_MS = 100;
 const STOP_CLOSE_BOUND_MS = 2_000;
+/**
+ * Firmware answers every ToRadio.packet at once with a FromRadio.queueStatus: a device that sends
+ * nothing at all this long after one has stopped answering (hung firmware, a dead Wi-Fi route)
+ * though its connection is open. The link drops it and reconnects (issue 17, "radio stalling").
+ */
+const ANSWER_TIMEOUT_MS = 8_000;
+/**
+ * During the handshake, want_config_id is sent again this often while the device has said
+ * nothing since it was sent (a radio coming back from a stall answers the next one); a device
+ * streaming its config is never interrupted.
+ */
+const SILENT_CONFIG_RETRY_MS = 2_000;
 
 const noop = () => {};
 
@@ -129,6 +149,18 @@ export class RadioLink {
     const session = this.session;
     if (!session?.connected) throw new TransportClosedError();
     await this.write(session, encodeFrame(encodeToRadio(message)));
+    if (message.payloadVariant.case === 'packet') this.expectAnswer(session);
+  }
+
+  /** After a packet: the device must say something within ANSWER_TIMEOUT_MS, or the link is dropped. */
+  private expectAnswer(session: Session): void {
+    if (session.answerTimer || session.closed) return;
+    session.answerTimer = setTimeout(() => {
+      session.answerTimer = undefined;
+      if (session.closed) return;
+      session.error = `the radio stopped answering (nothing for ${ANSWER_TIMEOUT_MS / 1000} s after a packet)`;
+      session.stream.destroy();
+    }, ANSWER_TIMEOUT_MS);
   }
 
   private async run(): Promise<void> {
@@ -184,6 +216,7 @@ export class RadioLink {
       connected: false,
       everConnected: false,
       closed: false,
+      lastDataAt: 0,
       finish,
       detach: () => {
         stream.off('data', onData);
@@ -234,17 +267,35 @@ export class RadioLink {
       session.stream.destroy();
     }, timeoutMs);
     this.setState('configuring');
-    const wantConfig = create(Mesh.ToRadioSchema, {
-      payloadVariant: { case: 'wantConfigId', value: configId },
-    });
-    this.write(session, encodeFrame(encodeToRadio(wantConfig))).catch((error: unknown) => {
-      this.options.log.debug({ err: error }, 'cannot send want_config_id');
-    });
+    const wantConfig = encodeFrame(
+      encodeToRadio(
+        create(Mesh.ToRadioSchema, { payloadVariant: { case: 'wantConfigId', value: configId } }),
+      ),
+    );
+    const requestedAt = Date.now();
+    const send = () =>
+      this.write(session, wantConfig).catch((error: unknown) => {
+        this.options.log.debug({ err: error }, 'cannot send want_config_id');
+      });
+    const retryWhileSilent = () => {
+      clearTimeout(session.configRetryTimer);
+      session.configRetryTimer = setTimeout(() => {
+        if (session.closed || session.connected || session.configId !== configId) return;
+        if (session.lastDataAt >= requestedAt) return;
+        void send();
+        retryWhileSilent();
+      }, SILENT_CONFIG_RETRY_MS);
+    };
+    void send();
+    retryWhileSilent();
   }
 
   private onData(session: Session, chunk: Uint8Array): void {
     if (session.closed) return;
     const receivedAt = Date.now();
+    session.lastDataAt = receivedAt;
+    clearTimeout(session.answerTimer);
+    session.answerTimer = undefined;
     for (const event of session.framer.push(chunk)) {
       if (session.closed) return;
       if (event.kind === 'frame') this.onFrame(session, event.payload, receivedAt);
@@ -282,6 +333,7 @@ export class RadioLink {
 
   private onConfigured(session: Session): void {
     clearTimeout(session.handshakeTimer);
+    clearTimeout(session.configRetryTimer);
     session.connected = true;
     session.everConnected = true;
     this.lastError = undefined;
@@ -309,6 +361,8 @@ export class RadioLink {
     session.connected = false;
     clearTimeout(session.handshakeTimer);
     clearInterval(session.heartbeatTimer);
+    clearTimeout(session.answerTimer);
+    clearTimeout(session.configRetryTimer);
     session.detach();
     stream.destroy();
     if (this.session === session) this.session = undefined;

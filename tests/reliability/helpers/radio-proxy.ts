@@ -1,0 +1,92 @@
+/**
+ * A TCP hop between the hub and its radio (the simulator) that the test controls, to do to the
+ * link what networks and radios do: `cut()` closes every connection and refuses new ones (a
+ * radio unplugged, a Wi-Fi radio rebooting), `stall()` keeps the connections open but passes
+ * nothing either way (firmware hung, a black-holed route), `restore()` brings it back.
+ */
+import { connect, createServer, type Server, type Socket } from 'node:net';
+
+export class RadioProxy {
+  private server: Server | undefined;
+  private readonly pairs = new Set<{ client: Socket; radio: Socket }>();
+  private stalled = false;
+  /** The radio's own bytes are dropped (the mesh goes quiet); the hub's still reach it. */
+  quiet = false;
+  /** Connections the proxy accepted from the hub (each one a radio connection attempt). */
+  accepted = 0;
+  port = 0;
+
+  constructor(private readonly radioPort: number) {}
+
+  async start(): Promise<number> {
+    await this.listen();
+    return this.port;
+  }
+
+  private async listen(): Promise<void> {
+    const server = createServer((client) => this.accept(client));
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(this.port, '127.0.0.1', () => resolve());
+    });
+    this.server = server;
+    const address = server.address();
+    if (address && typeof address === 'object') this.port = address.port;
+  }
+
+  private accept(client: Socket): void {
+    this.accepted++;
+    const radio = connect(this.radioPort, '127.0.0.1');
+    const pair = { client, radio };
+    this.pairs.add(pair);
+    const end = () => {
+      client.destroy();
+      radio.destroy();
+      this.pairs.delete(pair);
+    };
+    client.on('error', end).on('close', end);
+    radio.on('error', end).on('close', end);
+    // While stalled nothing passes: each side's bytes are dropped, as on a dead route.
+    client.on('data', (d) => {
+      if (!this.stalled) radio.write(d);
+    });
+    radio.on('data', (d) => {
+      if (!this.stalled && !this.quiet) client.write(d);
+    });
+  }
+
+  /** Every connection closed, and new ones refused (nothing listens) until restore(). */
+  async cut(): Promise<void> {
+    const server = this.server;
+    this.server = undefined;
+    for (const { client, radio } of this.pairs) {
+      client.destroy();
+      radio.destroy();
+    }
+    this.pairs.clear();
+    if (server) await new Promise((resolve) => server.close(resolve));
+  }
+
+  /** Connections stay open (and new ones are accepted) but no byte passes, either way. */
+  stall(): void {
+    this.stalled = true;
+  }
+
+  async restore(): Promise<void> {
+    this.stalled = false;
+    if (!this.server) await this.listen();
+  }
+
+  /** Writes `bytes` to the hub as if the radio sent them (between the radio's own frames). */
+  inject(bytes: Uint8Array): void {
+    for (const { client } of this.pairs) client.write(bytes);
+  }
+
+  get connections(): number {
+    return this.pairs.size;
+  }
+
+  async stop(): Promise<void> {
+    await this.cut();
+  }
+}
