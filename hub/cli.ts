@@ -13,6 +13,7 @@ import { MeshSimulator } from '../src/mesh/simulator/simulator.js';
 import { runSubscriptionCommand, SUBSCRIPTION_HELP } from '../src/messaging/subscription-commands.js';
 import { readVersion } from '../src/version.js';
 import { createHub, SLICED_CORE_MODULES } from './main.js';
+import { hubAnswers, SystemdNotifier } from './sd-notify.js';
 import { simulatorOptionsFrom } from './simulator.js';
 
 const HELP = `meshhub — edge hub for Meshtastic LoRa mesh networks
@@ -116,18 +117,29 @@ async function runHub(): Promise<void> {
     if (error instanceof ConfigError) fail(`meshhub: ${error.message}`, 1);
     throw error;
   }
-  onShutdownSignals(() => hub.stop(), log);
+  // Under systemd (Type=notify): READY=1 once started, the watchdog fed while the hub answers.
+  const systemd = new SystemdNotifier({
+    healthy: () => hubAnswers(hub),
+    onProblem: (problem, err) => log.warn({ err }, problem),
+  });
+  const stop = async () => {
+    // Not awaited: the stop must not wait for systemd to read the message.
+    void systemd.stopping();
+    await hub.stop();
+  };
+  onShutdownSignals(stop, log);
   process.on('uncaughtException', (err) => {
     log.fatal({ err }, 'uncaught exception');
-    void hub.stop().finally(() => process.exit(1));
+    void stop().finally(() => process.exit(1));
   });
   try {
     await hub.start();
   } catch (err) {
     log.fatal({ err }, 'meshhub could not start');
-    await hub.stop().catch(() => {});
+    await stop().catch(() => {});
     process.exit(1);
   }
+  await systemd.ready();
 }
 
 async function runSimulator(args: string[]): Promise<void> {

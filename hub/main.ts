@@ -21,7 +21,7 @@ import { SchedulerActor } from '../src/kernel/scheduler.js';
 import { Supervisor } from '../src/kernel/supervisor.js';
 import { liveModule } from '../src/live/module.js';
 import type { Logger } from '../src/log.js';
-import { createMeshApiActor, RadioMirror } from '../src/mesh/api-server/index.js';
+import type { RadioMirror } from '../src/mesh/api-server/radio-mirror.js';
 import { PacketDedupe } from '../src/mesh/packet-dedupe.js';
 import { MeshFanOut } from '../src/mesh/packet-fanout.js';
 import { probeSerialPorts, serialTransport, tcpTransport } from '../src/mesh/transport.js';
@@ -39,6 +39,7 @@ import { syncModule } from '../sync/site/module.js';
 import { HttpServerActor } from './http-server.js';
 import { identityModule } from './identity-module.js';
 import { IngestWriterActor } from './ingest-writer.js';
+import { MemoryTrimmer } from './memory-trim.js';
 import { ModuleHost, moduleOwner } from './module-host.js';
 import { RadioActor, type RadioPlan } from './radio.js';
 import { SimulatorActor, simulatorOptionsFrom } from './simulator.js';
@@ -202,8 +203,10 @@ export async function createHub(config: HubConfig, options: HubOptions): Promise
   // The mesh API is the radio the apps see on 4403; the built-in simulator behind it moves aside.
   if (config.MESH_API && simOptions.port === config.MESH_API_PORT) simOptions.port = 0;
   const simulator = plan.kind === 'simulator' ? new SimulatorActor(simOptions, bus, log) : undefined;
-  const mirror = config.MESH_API
-    ? new RadioMirror({ onListenerError: (err) => log.error({ err }, 'mesh API listener failed') })
+  // Loaded only when the mesh API is on: an idle hub without it keeps its memory (issue 17).
+  const meshApi = config.MESH_API ? await import('../src/mesh/api-server/index.js') : undefined;
+  const mirror: RadioMirror | undefined = meshApi
+    ? new meshApi.RadioMirror({ onListenerError: (err) => log.error({ err }, 'mesh API listener failed') })
     : undefined;
   const kernelActors = [
     store,
@@ -287,9 +290,9 @@ export async function createHub(config: HubConfig, options: HubOptions): Promise
     componentPorts: config.HTTP_COMPONENT_PORTS,
   });
   const gateway = supervisor.actors.find((a) => a instanceof MessageGatewayActor);
-  if (mirror && gateway) {
+  if (meshApi && mirror && gateway) {
     supervisor.add(
-      createMeshApiActor({
+      meshApi.createMeshApiActor({
         settings: config,
         bus,
         log,
@@ -303,6 +306,18 @@ export async function createHub(config: HubConfig, options: HubOptions): Promise
   }
   // Last in: jobs start once everything they drive is running.
   supervisor.add(http).add(scheduler);
+
+  // Memory back after start-up and after bursts, once the hub is quiet (hub/memory-trim.ts).
+  let storedReadings = 0;
+  bus.on('memory-trim', 'reading.stored', ({ readings }) => {
+    storedReadings += readings.length;
+  });
+  const trimmer = new MemoryTrimmer({
+    db: store.db,
+    activity: () => storedReadings,
+    onTrim: (before, after) =>
+      log.debug({ rssBefore: before, rssAfter: after }, 'gave memory back after a quiet period'),
+  });
 
   return {
     bus,
@@ -318,12 +333,14 @@ export async function createHub(config: HubConfig, options: HubOptions): Promise
     async start() {
       log.info({ version, radio: config.RADIO.kind, plugins: config.PLUGINS }, 'meshhub starting');
       await supervisor.startAll();
+      trimmer.start();
       log.info(
         { port: http.port, simulated: bus.last('radio.status')?.simulated ?? false },
         'meshhub running',
       );
     },
     async stop() {
+      trimmer.stop();
       bus.emit('hub.stopping', {});
       await supervisor.stopAll();
       for (const module of modules) bus.removeOwner(moduleOwner(module.name));

@@ -10,7 +10,8 @@
  * rate limiter counting in the SQLite cache store) to a loopback OpenAI-compatible fake that
  * answers at once, citing the first event it was shown. The cache is emptied before each
  * uncached ask. The baseline, measured in the same run, is the plain indexed SQL an ask cannot
- * do without: counting the same matches (capped at the same 50,000) and reading the newest 1,000.
+ * do without: counting the same matches (capped at the same 50,000, on the covering index of
+ * audit migration 7 — the best plain SQL for it) and reading the newest 1,000.
  *
  * The fixture spans 2025-01-01 to 2025-04-01, so the questions name their windows in words the
  * parser knows ("in March 2025", "between … and …"); a question with no time words covers it all.
@@ -72,7 +73,9 @@ interface Case {
   question: string;
   /** The plain SQL for the same matches: the WHERE clause over audit_events and its index. */
   where: string;
+  /** The index the newest rows are read through, and the covering one (migration 7) the count uses. */
   index: string;
+  countIndex: string;
 }
 
 const MARCH = [Date.UTC(2025, 2, 1), Date.UTC(2025, 3, 1)];
@@ -86,30 +89,35 @@ const CASES: Case[] = [
     question: 'Anything unusual going on?',
     where: `service NOT IN ${NOISY}`,
     index: 'audit_events_ts',
+    countIndex: 'audit_events_ts_cover',
   },
   {
     name: 'broad, in March 2025',
     question: 'What happened in March 2025?',
     where: `service NOT IN ${NOISY} AND ts >= ${MARCH[0]} AND ts < ${MARCH[1]}`,
     index: 'audit_events_ts',
+    countIndex: 'audit_events_ts_cover',
   },
   {
     name: 'file sharing in January 2025 (two services, 100,000 match)',
     question: 'Which files were shared in January 2025?',
     where: `service IN ('sharepoint','onedrive') AND ts >= ${JAN[0]} AND ts < ${JAN[1]}`,
     index: 'audit_events_service_ts',
+    countIndex: 'audit_events_service_cover',
   },
   {
     name: 'mailbox activity over a week',
     question: 'Mailbox activity between 2025-02-01 and 2025-02-07',
     where: `service = 'exchange' AND ts >= ${FEB_WEEK[0]} AND ts < ${FEB_WEEK[1]}`,
     index: 'audit_events_service_ts',
+    countIndex: 'audit_events_service_cover',
   },
   {
     name: 'failed admin changes in March 2025',
     question: 'Failed admin changes in March 2025',
     where: `service = 'directory' AND result_id IN (SELECT id FROM audit_results WHERE normalized = 'failure') AND ts >= ${MARCH[0]} AND ts < ${MARCH[1]}`,
     index: 'audit_events_service_ts',
+    countIndex: 'audit_events_service_cover',
   },
 ];
 
@@ -148,7 +156,7 @@ async function ask(app: Hono, question: string): Promise<{ ms: number; body: any
 
 function timeRaw(db: Database, c: Case): number[] {
   const count = db.prepare(
-    `SELECT count(*) FROM (SELECT 1 FROM audit_events INDEXED BY ${c.index} WHERE ${c.where} LIMIT ${COUNT_CAP})`,
+    `SELECT count(*) FROM (SELECT 1 FROM audit_events INDEXED BY ${c.countIndex} WHERE ${c.where} LIMIT ${COUNT_CAP})`,
   );
   const newest = db.prepare(
     `SELECT * FROM audit_events INDEXED BY ${c.index} WHERE ${c.where} ORDER BY ts DESC, seq DESC LIMIT ${FETCH_LIMIT}`,
@@ -203,7 +211,7 @@ export async function run(): Promise<BenchResult[]> {
         ratio: p95 / rawP95,
         target: `p95 ≤ ${ASK_P95_MS} ms`,
         pass: p95 <= ASK_P95_MS,
-        notes: `matched ${first.body.total_matched}${first.body.total_capped ? ' (capped)' : ''}; excluded ${JSON.stringify(first.body.query_info?.excluded_services ?? [])}; p50 ${percentile(ms, 50).toFixed(1)} ms`,
+        notes: `matched ${first.body.total_matched}${first.body.total_capped ? ' (capped)' : ''}; counts cover ${JSON.stringify(first.body.query_info?.counts_cover)}; excluded ${JSON.stringify(first.body.query_info?.excluded_services?.services ?? [])}; p50 ${percentile(ms, 50).toFixed(1)} ms`,
       });
     }
     const p95 = percentile(allAsks, 95);

@@ -18,14 +18,14 @@ import { serveOnLoopback } from './lib/http.js';
 import { prng, tempDir } from './lib/readings.js';
 import { type BenchResult, compare, median } from './report.js';
 
-const NODE = '!0a0b0c0d';
-const START = Date.UTC(2024, 0, 1);
-const END = Date.UTC(2025, 0, 1);
+export const NODE = '!0a0b0c0d';
+export const START = Date.UTC(2024, 0, 1);
+export const END = Date.UTC(2025, 0, 1);
 const STEP = 5 * 60_000;
 const RUNS = 15;
 const WARMUP = 3;
 
-function seed(db: Database): number {
+export function seed(db: Database): number {
   const writer = new ReadingWriter(db);
   const rand = prng(7);
   let batch: Reading[] = [];
@@ -52,7 +52,7 @@ function seed(db: Database): number {
   return rows;
 }
 
-function baselineSql(bucketMs: number): string {
+export function baselineSql(bucketMs: number): string {
   return `
     SELECT (ts / ${bucketMs}) * ${bucketMs} AS bucket,
       avg(temperature_c), avg(humidity_percent), avg(pressure_pa), avg(wind_speed_ms),
@@ -63,7 +63,7 @@ function baselineSql(bucketMs: number): string {
 }
 
 /** GET over a keep-alive connection; resolves with the status and the body's bytes. */
-function get(agent: Agent, url: string): Promise<{ status: number; body: Buffer }> {
+export function get(agent: Agent, url: string): Promise<{ status: number; body: Buffer }> {
   return new Promise((resolve, reject) => {
     httpGet(url, { agent }, (res) => {
       const chunks: Buffer[] = [];

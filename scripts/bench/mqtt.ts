@@ -102,11 +102,27 @@ function startChild(role: Role): Promise<Child> {
   });
 }
 
-/** Sends `count` QoS 1 readings with at most WINDOW unacknowledged; returns messages per second. */
-async function publishReadings(client: MqttClient, count: number, startMs: number): Promise<number> {
+/**
+ * The publisher's shape: 50 nodes and WINDOW in flight (issue 3's), or issue 17's: single-reading
+ * JSON from 1,000 nodes round-robin, 100 in flight on one connection.
+ */
+interface Shape {
+  nodes: number;
+  window: number;
+}
+const ISSUE3: Shape = { nodes: 50, window: WINDOW };
+const NODES_SHAPE: Shape = { nodes: 1_000, window: 100 };
+
+/** Sends `count` QoS 1 readings with at most `shape.window` unacknowledged; returns messages per second. */
+async function publishReadings(
+  client: MqttClient,
+  count: number,
+  startMs: number,
+  shape: Shape = ISSUE3,
+): Promise<number> {
   const payloads = Array.from({ length: count }, (_, i) =>
     JSON.stringify({
-      node_id: `bench-${i % 50}`,
+      node_id: `bench-${i % shape.nodes}`,
       timestamp: new Date(startMs + i * 1000).toISOString(),
       temperature_c: 10 + (i % 200) / 10,
       humidity_percent: 40 + (i % 50),
@@ -125,7 +141,7 @@ async function publishReadings(client: MqttClient, count: number, startMs: numbe
         if (next < count) send();
       });
     };
-    for (let k = 0; k < Math.min(WINDOW, count); k++) send();
+    for (let k = 0; k < Math.min(shape.window, count); k++) send();
   });
   return count / ((performance.now() - t0) / 1000);
 }
@@ -142,17 +158,17 @@ interface Round {
   cpuPerMessageUs: number;
 }
 
-async function throughput(role: Role, rounds: number[]): Promise<Round[]> {
+async function throughput(role: Role, rounds: number[], shape: Shape = ISSUE3): Promise<Round[]> {
   const child = await startChild(role);
   const results: Round[] = [];
   try {
     const { connectAsync } = await import('mqtt');
     const client = await connectAsync(`mqtt://127.0.0.1:${child.port}`, { reconnectPeriod: 0 });
     // Warm-up: JIT, SQLite page cache, broker allocations.
-    await publishReadings(client, 2_000, Date.UTC(2020, 0, 1));
+    await publishReadings(client, 2_000, Date.UTC(2020, 0, 1), shape);
     for (const round of rounds) {
       const cpu0 = cpuMicros(child.process.pid!);
-      const rate = await publishReadings(client, MESSAGES, Date.UTC(2021 + round, 0, 1));
+      const rate = await publishReadings(client, MESSAGES, Date.UTC(2021 + round, 0, 1), shape);
       results.push({ rate, cpuPerMessageUs: (cpuMicros(child.process.pid!) - cpu0) / MESSAGES });
     }
     await client.endAsync();
@@ -230,6 +246,38 @@ export async function run(): Promise<BenchResult[]> {
       `mqtt: hub RSS with ${RSS_CLIENTS} connected clients publishing`,
       { label: 'hub process', value: rss, unit: 'MB' },
       { atMost: 150, text: '< 150 MB' },
+    ),
+  ];
+}
+
+/**
+ * Issue 17's shape (`npm run bench -- mqtt-nodes`): single-reading JSON publishes from 1,000
+ * nodes round-robin, 100 in flight on one connection; best of ROUNDS each, alternating.
+ */
+export async function runNodes(): Promise<BenchResult[]> {
+  const bare: Round[] = [];
+  const ours: Round[] = [];
+  for (let round = 0; round < ROUNDS; round++) {
+    const sides = [
+      async () => bare.push(...(await throughput('bare', [round], NODES_SHAPE))),
+      async () => ours.push(...(await throughput('hub', [round], NODES_SHAPE))),
+    ];
+    if (round % 2 === 1) sides.reverse();
+    for (const side of sides) await side();
+  }
+  const rates = (xs: Round[]) => xs.map((x) => x.rate.toFixed(0)).join('/');
+  const cpu = (xs: Round[]) => median(xs.map((x) => x.cpuPerMessageUs)).toFixed(1);
+  const pairs = bare.map((b, i) => ours[i]!.rate / b.rate);
+  return [
+    compare(
+      `mqtt: ${MESSAGES} QoS 1 single readings, 1,000 nodes round-robin, 100 in flight`,
+      { label: 'bare Aedes', value: Math.max(...bare.map((r) => r.rate)), unit: 'msg/s' },
+      { label: 'hub, PUBACK after commit', value: Math.max(...ours.map((r) => r.rate)), unit: 'msg/s' },
+      { atLeast: 0.6, text: '≥ 60% of bare Aedes msg/s' },
+      `best of ${ROUNDS} rounds each; msg/s bare ${rates(bare)}, ours ${rates(ours)}; per-round ratios ` +
+        `${pairs.map((p) => p.toFixed(2)).join('/')} (median ${median(pairs).toFixed(2)}); ` +
+        `broker CPU per message (median) bare ${cpu(bare)} µs, ours ${cpu(ours)} µs ` +
+        `(CPU ratio ${(median(bare.map((x) => x.cpuPerMessageUs)) / median(ours.map((x) => x.cpuPerMessageUs))).toFixed(2)})`,
     ),
   ];
 }

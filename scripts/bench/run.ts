@@ -21,6 +21,12 @@ const SUITES: Record<string, () => Promise<{ run(): Promise<BenchResult[]> }>> =
   web: () => import('./web.js'),
   sync: () => import('./sync.js'),
   'mesh-api': () => import('./mesh-api.js'),
+  'idle-rss': () => import('./edge-rss.js'),
+  'load-rss': async () => ({ run: (await import('./edge-rss.js')).runLoad }),
+  storage: () => import('./storage.js'),
+  start: () => import('./start.js'),
+  'mqtt-nodes': async () => ({ run: (await import('./mqtt.js')).runNodes }),
+  'history-http': () => import('./history-http.js'),
 };
 
 const fmt = (n: number) => (n >= 100 ? n.toFixed(0) : n >= 10 ? n.toFixed(1) : n.toFixed(2));

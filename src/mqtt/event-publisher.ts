@@ -19,8 +19,11 @@ import type { MeshNode } from '../mesh/node.js';
 import { nodeJson } from '../nodes/routes.js';
 import type { ReadingMetric } from '../weather/reading.js';
 import { type DiscoveryDevice, discoveryMessage } from './ha-discovery.js';
-import type { LatestReadings } from './latest-readings.js';
+import type { LatestReading, LatestReadings } from './latest-readings.js';
 import { availabilityTopic, HUB_STATUS_TOPIC, nodeTopic, readingTopic } from './topics.js';
+
+/** From this many changed nodes on, a flush reads every latest row in one scan. */
+const LIST_FROM = 64;
 
 export type PublishRetained = (topic: string, payload: string) => Promise<void>;
 
@@ -141,7 +144,15 @@ export class HubEventPublisher {
     this.dirtyReadings.clear();
     this.dirtyNodes.clear();
     for (const nodeId of nodes) await this.publishNode(nodeId);
-    for (const nodeId of readings) await this.publishReading(nodeId);
+    if (readings.length < LIST_FROM) {
+      for (const nodeId of readings) await this.publishReading(nodeId);
+      return;
+    }
+    // Many nodes at once (a busy mesh, an MQTT burst): one scan of readings_latest, not a
+    // query per node.
+    const byNode = new Map<string, LatestReading>();
+    for (const latest of this.options.latest.list()) byNode.set(latest.nodeId, latest);
+    for (const nodeId of readings) await this.publishReading(nodeId, byNode.get(nodeId) ?? null);
   }
 
   private async republishAll(): Promise<void> {
@@ -164,8 +175,9 @@ export class HubEventPublisher {
     await this.publishAvailability(nodeId);
   }
 
-  private async publishReading(nodeId: string): Promise<void> {
-    const latest = this.options.latest.get(nodeId);
+  /** `known`: the node's latest row when already read (null: it has none). */
+  private async publishReading(nodeId: string, known?: LatestReading | null): Promise<void> {
+    const latest = known === undefined ? this.options.latest.get(nodeId) : known;
     if (!latest) return;
     await this.options.publish(readingTopic(nodeId), latest.json);
     this.heard(nodeId, latest.timestamp);
@@ -174,6 +186,10 @@ export class HubEventPublisher {
   }
 
   private async publishDiscovery(nodeId: string, metrics: readonly ReadingMetric[]): Promise<void> {
+    // Every metric announced already: nothing to look up (a renamed node is republished by
+    // publishNode, which compares the device).
+    const seen = this.discovered.get(nodeId);
+    if (seen && metrics.every((m) => seen.metrics.has(m))) return;
     const device = this.device(nodeId, this.options.nodes.get(nodeId));
     const key = deviceKey(device);
     let known = this.discovered.get(nodeId);
