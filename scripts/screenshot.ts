@@ -1,6 +1,9 @@
 /**
  * Regenerates the README's screenshots (docs/dashboard.png, docs/node-page.png): a hub on the
  * simulator with a day of history, photographed in headless Chromium. `npm run screenshot`.
+ * Then docs/audit-console.png: a second hub with PLUGINS=audit and a day of audit events shaped
+ * like Microsoft's (Graph directory and Intune audits, Management API records), some tagged.
+ * `npm run screenshot -- audit` makes only that one.
  *
  * The browser talks only to this hub: requests to other hosts are blocked, so the map shows
  * the offline background (coordinate grid) unless MAP_TILES names a local .pmtiles/.mbtiles
@@ -10,19 +13,44 @@ import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino } from 'pino';
-import { chromium } from 'playwright-core';
+import { type Browser, chromium } from 'playwright-core';
 import { createHub } from '../hub/main.js';
+import { normalizeRecord } from '../plugins/audit/normalize.js';
+import type { SourceName } from '../plugins/audit/sources.js';
+import { openAuditRepositories } from '../plugins/audit/store/audit-store.js';
 import { loadConfig } from '../src/config/load.js';
 import { projectRoot } from '../src/version.js';
+import { prng } from './bench/lib/readings.js';
 
 const CHROMIUM = [process.env.CHROMIUM_PATH, '/usr/bin/chromium', '/usr/bin/chromium-browser'].find(
   (p): p is string => !!p && existsSync(p),
 );
 
+const launch = () =>
+  chromium.launch({
+    executablePath: CHROMIUM,
+    args: [
+      '--headless',
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-background-networking',
+      '--no-first-run',
+    ],
+  });
+
 async function main(): Promise<void> {
   if (!CHROMIUM) throw new Error('Chromium not found: apt-get install -y chromium (or set CHROMIUM_PATH)');
   const out = join(projectRoot(), 'docs');
   mkdirSync(out, { recursive: true });
+  if (process.argv.slice(2).includes('audit')) {
+    const browser = await launch();
+    try {
+      await auditConsole(browser, out);
+    } finally {
+      await browser.close();
+    }
+    return;
+  }
   const dataDir = mkdtempSync(join(tmpdir(), 'meshhub-screenshot-'));
   const config = loadConfig({
     ...process.env,
@@ -38,16 +66,7 @@ async function main(): Promise<void> {
   const hub = await createHub(config, { log: pino({ level: 'silent' }), defaultMetrics: false });
   await hub.start();
   const base = `http://127.0.0.1:${hub.http.port}`;
-  const browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    args: [
-      '--headless',
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-background-networking',
-      '--no-first-run',
-    ],
-  });
+  const browser = await launch();
   try {
     const page = await browser.newPage({ viewport: { width: 1280, height: 760 }, deviceScaleFactor: 1 });
     if (process.env.SCREENSHOT_ONLINE !== '1') {
@@ -89,8 +108,154 @@ async function main(): Promise<void> {
     await page.waitForTimeout(500);
     await page.screenshot({ path: join(out, 'node-page.png') });
     process.stdout.write(`wrote ${join(out, 'dashboard.png')} and ${join(out, 'node-page.png')}\n`);
+    await auditConsole(browser, out);
   } finally {
     await browser.close();
+    await hub.stop();
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
+const PEOPLE = [
+  'anna.meier',
+  'ben.rossi',
+  'chloe.dubois',
+  'david.novak',
+  'emma.jensen',
+  'felix.garcia',
+  'grace.silva',
+];
+const OPERATIONS: Record<SourceName, string[]> = {
+  directory: [
+    'Add member to group',
+    'Update user',
+    'Reset user password',
+    'Add member to role',
+    'Consent to application',
+  ],
+  device_management: ['Wipe ManagedDevice', 'Create DeviceConfiguration', 'Assign DeviceCompliancePolicy'],
+  exchange: ['MailItemsAccessed', 'New-InboxRule', 'Set-Mailbox', 'Send', 'HardDelete'],
+  sharepoint: ['FileAccessed', 'FileDownloaded', 'SharingSet', 'AnonymousLinkCreated', 'FileDeleted'],
+  teams: ['MemberAdded', 'TeamCreated', 'ChannelAdded'],
+};
+const WORKLOADS: Partial<Record<SourceName, string>> = {
+  exchange: 'Exchange',
+  sharepoint: 'SharePoint',
+  teams: 'MicrosoftTeams',
+};
+
+/** A day of audit events as Microsoft's APIs send them, through the real normaliser. */
+function auditRecords(count: number, now: number): Array<{ source: SourceName; record: unknown }> {
+  const rand = prng(11);
+  const sources = Object.keys(OPERATIONS) as SourceName[];
+  return Array.from({ length: count }, (_, i) => {
+    const source = sources[Math.floor(rand() ** 1.5 * sources.length)]!;
+    const ops = OPERATIONS[source];
+    const operation = ops[Math.floor(rand() * ops.length)]!;
+    const user = `${PEOPLE[Math.floor(rand() * PEOPLE.length)]}@contoso.com`;
+    const failed = i === 1 || i === 4 || rand() < 0.06;
+    const at = new Date(now - i * 11 * 60_000 - Math.floor(rand() * 600_000)).toISOString();
+    const id = `shot-${i}`;
+    if (source === 'directory')
+      return {
+        source,
+        record: {
+          id,
+          activityDateTime: at,
+          activityDisplayName: operation,
+          category: 'UserManagement',
+          result: failed ? 'failure' : 'success',
+          initiatedBy: { user: { userPrincipalName: user, ipAddress: '198.51.100.7' } },
+          targetResources: [{ displayName: i % 3 ? 'Finance team' : 'Global Administrator' }],
+        },
+      };
+    if (source === 'device_management')
+      return {
+        source,
+        record: {
+          id,
+          activityDateTime: at,
+          activity: operation,
+          activityResult: failed ? 'Failure' : 'Success',
+          actor: { auditActorType: 'ItPro', userPrincipalName: user },
+          resources: [{ displayName: `LAPTOP-${(1000 + i).toString(36).toUpperCase()}` }],
+        },
+      };
+    return {
+      source,
+      record: {
+        CreationTime: at.slice(0, 19),
+        Id: id,
+        Operation: operation,
+        ResultStatus: failed ? 'Failed' : 'Succeeded',
+        UserId: user,
+        Workload: WORKLOADS[source],
+        ObjectId:
+          source === 'exchange'
+            ? `${user}/Inbox`
+            : source === 'teams'
+              ? 'Finance team'
+              : `https://contoso.sharepoint.com/sites/finance/Q${(i % 4) + 1}-report.xlsx`,
+      },
+    };
+  });
+}
+
+/** docs/audit-console.png: the console's search over a day of events, a few tagged. */
+async function auditConsole(browser: Browser, out: string): Promise<void> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'meshhub-screenshot-audit-'));
+  const env = {
+    DATA_DIR: dataDir,
+    HTTP_HOST: '127.0.0.1',
+    HTTP_PORT: '0',
+    MQTT_PORT: '0',
+    RADIO: 'sim',
+    SIM_PORT: '0',
+    SIM_BACKFILL: '1h',
+    LOG_LEVEL: 'silent',
+    PLUGINS: 'audit',
+    AUDIT_FETCH_ON_START: 'false',
+    ALERTS_ENABLED: 'true',
+  };
+  const hub = await createHub(loadConfig(env), {
+    log: pino({ level: 'silent' }),
+    defaultMetrics: false,
+    env,
+  });
+  await hub.start();
+  try {
+    const now = Date.now();
+    const events = auditRecords(140, now).map(({ source, record }) => {
+      const outcome = normalizeRecord(source, record, now + 60_000);
+      if (!outcome.ok) throw new Error(outcome.reason);
+      return outcome.event;
+    });
+    openAuditRepositories(hub.store.db).writer.writeNow(events);
+    const base = `http://127.0.0.1:${hub.http.port}`;
+    const { data } = (await (await fetch(`${base}/api/events?limit=20`)).json()) as {
+      data: Array<{ id: string; result: string }>;
+    };
+    const tag = (id: string, tags: string[]) =>
+      fetch(`${base}/api/events/${id}/tags`, {
+        method: 'PATCH',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ tags }),
+      });
+    for (const [i, e] of data.entries()) {
+      if (e.result === 'failure') await tag(e.id, ['incident-7']);
+      else if (i % 4 === 1) await tag(e.id, ['reviewed']);
+    }
+    const page = await browser.newPage({ viewport: { width: 1280, height: 860 }, deviceScaleFactor: 1 });
+    await page.route(
+      (url) => url.hostname !== '127.0.0.1',
+      (route) => route.abort('internetdisconnected'),
+    );
+    await page.goto(`${base}/audit?range=24h&limit=25`);
+    await page.locator('[data-testid="audit-events"] tbody tr').nth(10).waitFor();
+    await page.waitForTimeout(300);
+    await page.screenshot({ path: join(out, 'audit-console.png') });
+    process.stdout.write(`wrote ${join(out, 'audit-console.png')}\n`);
+  } finally {
     await hub.stop();
     rmSync(dataDir, { recursive: true, force: true });
   }

@@ -96,6 +96,7 @@ export const auditSettings = z
     RETENTION_DAYS: int(1, 36_500).default(90),
     AUDIT_MAINTENANCE_CRON: cronSetting.default('37 3 * * *'),
     AUDIT_TRAIL_RETENTION_DAYS: int(1, 36_500).default(365),
+    AUDIT_TRAIL_REFUSALS_PER_HOUR: int(10, 100_000).default(200),
     AUTH_ENABLED: bool.default(false),
     AUTH_CLIENT_ID: text.min(1).optional(),
     AUDIT_ROLES_CLAIM: text.min(1).optional(),
@@ -109,7 +110,9 @@ export const auditSettings = z
     RATE_LIMIT_ASK: rateLimit.prefault('20/1m'),
     RATE_LIMIT_WRITE: rateLimit.prefault('120/1m'),
     RATE_LIMIT_DEFAULT: rateLimit.prefault('600/1m'),
-    RATE_LIMIT_MAX_CLIENTS: int(10, 1_000_000).default(10_000),
+    // Obsolete (issue 13: the counts moved to the cache store, which has no client table to
+    // bound): any value is accepted and only warned about, so an old setting never stops the hub.
+    RATE_LIMIT_MAX_CLIENTS: z.string().optional(),
     AUDIT_EXPORT_MAX_CONCURRENT: int(1, 16).default(2),
     AI_FEATURES_ENABLED: bool.default(false),
     ALERTS_ENABLED: bool.default(false),
@@ -232,12 +235,15 @@ export interface AuditConfig {
   retentionDays: number;
   maintenanceCron: string;
   trailRetentionDays: number;
+  /** New refusal rows (401, 403, 429) per hour in the trail before they go to overflow rows. */
+  trailRefusalsPerHour: number;
   auth: AuthSettings;
   corsOrigins: string[];
   webhookClientSecret?: Secret;
   privacy: { sensitiveOperations: string[]; services: string[]; roles: string[] };
   rateLimits: Record<RateLimitTier, RateLimitRule>;
-  rateLimitMaxClients: number;
+  /** Settings that no longer do anything but are set (warned about at start). */
+  obsoleteSettings: string[];
   exportMaxConcurrent: number;
   features: { aiFeaturesEnabled: boolean; alertsEnabled: boolean; siemEnabled: boolean };
   /** Issue 14: private addresses for the Microsoft endpoints; the Graph subscription's public URL. */
@@ -333,6 +339,7 @@ export function auditConfigFrom(
     retentionDays: c.RETENTION_DAYS,
     maintenanceCron: c.AUDIT_MAINTENANCE_CRON,
     trailRetentionDays: c.AUDIT_TRAIL_RETENTION_DAYS,
+    trailRefusalsPerHour: c.AUDIT_TRAIL_REFUSALS_PER_HOUR,
     auth: {
       enabled: c.AUTH_ENABLED,
       state: !c.AUTH_ENABLED ? 'off' : missing.length ? 'misconfigured' : 'on',
@@ -357,7 +364,7 @@ export function auditConfigFrom(
       write: c.RATE_LIMIT_WRITE,
       default: c.RATE_LIMIT_DEFAULT,
     },
-    rateLimitMaxClients: c.RATE_LIMIT_MAX_CLIENTS,
+    obsoleteSettings: c.RATE_LIMIT_MAX_CLIENTS !== undefined ? ['RATE_LIMIT_MAX_CLIENTS'] : [],
     exportMaxConcurrent: c.AUDIT_EXPORT_MAX_CONCURRENT,
     features: {
       aiFeaturesEnabled: c.AI_FEATURES_ENABLED,

@@ -40,6 +40,12 @@ function warnAboutSettings(log: Logger, config: AuditConfig): void {
   if (config.alerts.webhook && !config.features.alertsEnabled) {
     log.warn({}, 'ALERT_WEBHOOK_URL is set but ALERTS_ENABLED is false: rules are not evaluated');
   }
+  for (const setting of config.obsoleteSettings) {
+    log.warn(
+      { setting },
+      `${setting} no longer does anything (the rate limits count in the cache store, which has no client table to bound); remove it`,
+    );
+  }
   if (config.siem) {
     // Never the token or the secret: the endpoint's host and the format.
     log.info({ endpoint: config.siem.url.host, format: config.siem.format }, 'SIEM forwarding on');

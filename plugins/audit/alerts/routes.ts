@@ -1,7 +1,7 @@
 /**
  * `/api/rules` (spec "Endpoints": alert rule CRUD) and `/api/alerts`, for administrators: with
- * AUTH_ENABLED a role in AUDIT_ADMIN_ROLES (default `admin`). Rule writes reach the internal
- * audit trail through the group's trail middleware, with the rule before and after.
+ * AUTH_ENABLED a role in AUDIT_ADMIN_ROLES (default `admin`). Each rule write and its trail row
+ * (the rule before and after) are one transaction (`trailOf(c).within`): no change without it.
  *
  * Every bad body is a 400 naming each field (an unknown field by its full path, such as
  * `condition.actor.regex`), and changes nothing; a name another rule has is a 409.
@@ -13,6 +13,7 @@ import { ProblemError } from '../../../src/http/problem.js';
 import { type AuditEnv, callerOf, fieldProblem, jsonBody } from '../http/context.js';
 import { bodyTooLarge } from '../http/events-routes.js';
 import { queryObject } from '../http/filters.js';
+import { trailOf } from '../http/trail.js';
 import { type AlertPosition, type AlertStore, RuleNameTakenError } from './alert-store.js';
 import { toApiAlert, toApiRule } from './api-json.js';
 import { conditionJson, MAX_RULES, ruleBodySchema } from './condition.js';
@@ -61,10 +62,12 @@ export function rulesRoutes(deps: { alerts: () => AlertStore }, app: Hono<AuditE
       throw new ProblemError(422, `there are ${MAX_RULES} rules already; delete one first`);
     }
     try {
-      const rule = toApiRule(
-        store.createRule(body, conditionJson(body.condition), callerOf(c).username, Date.now()),
+      const rule = trailOf(c).within(
+        201,
+        () =>
+          toApiRule(store.createRule(body, conditionJson(body.condition), callerOf(c).username, Date.now())),
+        (created) => ({ action: 'create-rule', rule: created.id, after: created }),
       );
-      c.set('trailDetail', { action: 'create-rule', rule: rule.id, after: rule });
       return c.json(rule, 201, { location: `/api/rules/${rule.id}` });
     } catch (error) {
       if (error instanceof RuleNameTakenError) throw nameTaken(body.name);
@@ -86,17 +89,19 @@ export function rulesRoutes(deps: { alerts: () => AlertStore }, app: Hono<AuditE
     const before = store.rule(id);
     if (!before) throw new ProblemError(404, `no rule with id ${id}`);
     try {
-      const after = store.updateRule(
-        id,
-        body,
-        conditionJson(body.condition),
-        callerOf(c).username,
-        Date.now(),
+      const after = trailOf(c).within(
+        200,
+        () => store.updateRule(id, body, conditionJson(body.condition), callerOf(c).username, Date.now()),
+        (updated) =>
+          updated && {
+            action: 'update-rule',
+            rule: String(id),
+            before: toApiRule(before),
+            after: toApiRule(updated),
+          },
       );
       if (!after) throw new ProblemError(404, `no rule with id ${id}`);
-      const rule = toApiRule(after);
-      c.set('trailDetail', { action: 'update-rule', rule: rule.id, before: toApiRule(before), after: rule });
-      return c.json(rule);
+      return c.json(toApiRule(after));
     } catch (error) {
       if (error instanceof RuleNameTakenError) throw nameTaken(body.name);
       throw error;
@@ -105,9 +110,12 @@ export function rulesRoutes(deps: { alerts: () => AlertStore }, app: Hono<AuditE
 
   app.delete('/:id', (c) => {
     const id = parseId(c.req.param('id'));
-    const deleted = deps.alerts().deleteRule(id);
+    const deleted = trailOf(c).within(
+      204,
+      () => deps.alerts().deleteRule(id),
+      (gone) => gone && { action: 'delete-rule', rule: String(id), before: toApiRule(gone) },
+    );
     if (!deleted) throw new ProblemError(404, `no rule with id ${id}`);
-    c.set('trailDetail', { action: 'delete-rule', rule: String(id), before: toApiRule(deleted) });
     return c.body(null, 204);
   });
 }

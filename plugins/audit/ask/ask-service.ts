@@ -15,13 +15,14 @@
 import { createHash } from 'node:crypto';
 import { ProblemError } from '../../../src/http/problem.js';
 import type { Logger } from '../../../src/log.js';
+import type { Database, Statement } from '../../../src/store/database.js';
 import type { CacheStore } from '../cache/store.js';
 import type { Caller } from '../http/context.js';
 import { type ApiEvent, toApiEvent } from '../http/event-json.js';
 import type { PrivacyPolicy } from '../http/privacy.js';
 import { type LanguageModel, LlmError } from '../llm/client.js';
 import type { AuditRepositories, AuditStore } from '../store/audit-store.js';
-import type { PrivacyScope } from '../store/event-query.js';
+import type { EventRow, PrivacyScope } from '../store/event-query.js';
 import { fallbackAnswer } from './fallback.js';
 import { type AskEvent, gatherEvents, toAskEvent } from './gather.js';
 import { EmptyWindowError, type ExplicitFilters, mergeScope, type QueryInfo } from './merge.js';
@@ -43,7 +44,13 @@ export interface AskInput {
 export interface AskAnswer {
   answer: string;
   events: ApiEvent[];
-  query_info: QueryInfo & { events_fetched: number; events_sampled: number; events_shown: number };
+  query_info: QueryInfo & {
+    events_fetched: number;
+    events_sampled: number;
+    events_shown: number;
+    /** What the counts by service, operation, result and actor cover (all matches, or the newest). */
+    counts_cover: { events: number; all_matched: boolean; since: string | null };
+  };
   total_matched: number;
   /** More matched than were counted (50,000): `total_matched` is a lower bound. */
   total_capped: boolean;
@@ -76,7 +83,15 @@ const REASONS: Record<string, string> = {
 const sha = (value: unknown) => createHash('sha256').update(JSON.stringify(value)).digest('hex');
 
 export class AskService {
-  private names: { at: number; operations: string[]; services: Set<string> } | undefined;
+  private names:
+    | {
+        at: number;
+        operations: string[];
+        services: Set<string>;
+        /** The operations a view may have recognised, by its hidden operations (one list each). */
+        visible: Map<string, string[]>;
+      }
+    | undefined;
 
   constructor(
     private readonly deps: {
@@ -110,12 +125,15 @@ export class AskService {
       });
     }
     const privacy = this.deps.privacy.scopeFor(caller);
-    const hiddenOps = new Set(privacy?.hiddenOperations.map((o) => o.toLowerCase()) ?? []);
-    const parsed = parseQuestion(input.question, {
-      now: this.now(),
-      // A caller who may not see an operation does not get it recognised either.
-      knownOperations: names.operations.filter((o) => !hiddenOps.has(o.toLowerCase())),
-    });
+    // A caller who may not see an operation does not get it recognised either.
+    const viewKey = JSON.stringify(privacy?.hiddenOperations ?? []);
+    let knownOperations = names.visible.get(viewKey);
+    if (!knownOperations) {
+      const hiddenOps = new Set(privacy?.hiddenOperations.map((o) => o.toLowerCase()) ?? []);
+      knownOperations = names.operations.filter((o) => !hiddenOps.has(o.toLowerCase()));
+      names.visible.set(viewKey, knownOperations);
+    }
+    const parsed = parseQuestion(input.question, { now: this.now(), knownOperations });
     try {
       return { scope: mergeScope(input.filters, parsed), privacy };
     } catch (error) {
@@ -132,10 +150,12 @@ export class AskService {
     const { scope, privacy } = this.scope(input, caller);
     const repos = this.deps.store.repos();
     const key = `ask:${sha({
-      v: 1,
+      v: 2,
       q: input.question.replace(/\s+/g, ' ').trim().toLowerCase(),
       f: input.filters,
-      p: privacy ? 'restricted' : 'full',
+      // The caller's view: full, or exactly what it hides (so a changed PRIVACY_* setting after
+      // a restart never meets an answer written under the old one).
+      p: privacy ? { s: privacy.hiddenServices, o: privacy.hiddenOperations } : 'full',
       n: newestSeq(repos),
       d: new Date(this.now()).toISOString().slice(0, 10),
       m: this.deps.llm.model ?? null,
@@ -169,6 +189,14 @@ export class AskService {
       events_fetched: gathered.fetched.length,
       events_sampled: sample.length,
       events_shown: shown.length,
+      counts_cover: {
+        events: gathered.countsCover.events,
+        all_matched: gathered.countsCover.allMatched,
+        since:
+          gathered.countsCover.since === undefined
+            ? null
+            : new Date(gathered.countsCover.since).toISOString(),
+      },
     };
     const base = { query_info: info, total_matched: gathered.total, total_capped: gathered.totalCapped };
 
@@ -181,7 +209,9 @@ export class AskService {
             total: gathered.total,
             totalCapped: gathered.totalCapped,
             shown,
-            ...(gathered.total > AGGREGATE_THRESHOLD ? { counts: gathered.counts } : {}),
+            ...(gathered.total > AGGREGATE_THRESHOLD
+              ? { counts: gathered.counts, countsCover: gathered.countsCover }
+              : {}),
           }),
         );
         const cited = citedIds(completion.text, shown);
@@ -232,6 +262,7 @@ export class AskService {
       total: gathered.total,
       totalCapped: gathered.totalCapped,
       counts: gathered.counts,
+      countsCover: gathered.countsCover,
       sample,
       reason: words,
     });
@@ -297,9 +328,14 @@ export class AskService {
     return 'the language model call failed';
   }
 
-  /** Events by id as `/api/events` shows them, leaving out any the caller may not see. */
+  /**
+   * Events by id as `/api/events` shows them, leaving out any the caller may not see — read
+   * again every time (cached answers too), so tags, comments and privacy are current.
+   */
   private visible(repos: AuditRepositories, caller: Caller, seqs: readonly number[]): ApiEvent[] {
-    const rows = seqs.map((s) => repos.annotations.event(s)).filter((r) => r !== undefined);
+    if (!seqs.length) return [];
+    const bySeq = new Map(eventsBySeq(repos.db, seqs).map((r) => [r.seq, r]));
+    const rows = seqs.map((s) => bySeq.get(s)).filter((r) => r !== undefined);
     const allowed = rows.filter((r) =>
       this.deps.privacy.allows(caller, {
         service: r.service,
@@ -329,6 +365,7 @@ export class AskService {
         at: now,
         operations,
         services: new Set([...CANONICAL_SERVICES, ...stored.map((s) => s.toLowerCase())]),
+        visible: new Map(),
       };
     }
     return this.names;
@@ -353,8 +390,30 @@ export class AskService {
   }
 }
 
+/** Statements every ask runs, prepared once per connection (a cache hit should not compile SQL). */
+const prepared = new WeakMap<Database, { newest: Statement; events: Statement }>();
+function statements(db: Database) {
+  let s = prepared.get(db);
+  if (!s) {
+    s = {
+      newest: db.prepare('SELECT max(seq) FROM audit_events').pluck(),
+      events: db.prepare(
+        `SELECT seq, ts, source, source_key, service, operation_id, result_id, actor_id, target, tags, comment_count
+         FROM audit_events WHERE seq IN (SELECT value FROM json_each(?))`,
+      ),
+    };
+    prepared.set(db, s);
+  }
+  return s;
+}
+
 function newestSeq(repos: AuditRepositories): number {
-  return (repos.db.prepare('SELECT max(seq) FROM audit_events').pluck().get() as number | null) ?? 0;
+  return (statements(repos.db).newest.get() as number | null) ?? 0;
+}
+
+/** The events with these ids, in one statement (any order; unknown ids left out). */
+function eventsBySeq(db: Database, seqs: readonly number[]): EventRow[] {
+  return statements(db).events.all(JSON.stringify(seqs)) as EventRow[];
 }
 
 /** Ids the answer cites (`[#123]`, `#123`), in order, among the events it was shown. */

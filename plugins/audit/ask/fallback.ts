@@ -3,8 +3,9 @@
  * same counts and events the prompt would have carried, so an administrator still learns what
  * matched, what failed and what happened last.
  */
-import type { AskEvent, Counts } from './gather.js';
+import type { AskEvent, Counts, CountsCover } from './gather.js';
 import type { QueryInfo } from './merge.js';
+import { countsScope } from './prompt.js';
 
 const line = (e: AskEvent) =>
   `${new Date(e.ts).toISOString()} — ${e.actor || 'unknown actor'}: ${e.operation} (${e.service}, ${e.result})${e.target ? ` on ${e.target}` : ''} [#${e.id}]`;
@@ -23,6 +24,8 @@ export function fallbackAnswer(input: {
   total: number;
   totalCapped: boolean;
   counts: Counts;
+  /** What the counts cover (absent: every matched event). */
+  countsCover?: CountsCover;
   sample: readonly AskEvent[];
   reason: string;
 }): { answer: string; events: AskEvent[] } {
@@ -36,6 +39,10 @@ export function fallbackAnswer(input: {
   if (total === 0) {
     lines.push(`- Nothing to summarise. (No language model was used: ${input.reason}.)`);
     return { answer: lines.join('\n'), events: [] };
+  }
+  if (input.countsCover && !input.countsCover.allMatched) {
+    const matched = input.totalCapped ? `more than ${total}` : String(total);
+    lines.push(`- The counts below cover ${countsScope(matched, input.countsCover)}.`);
   }
   lines.push(`- By service: ${list(counts.service, 10)}.`);
   lines.push(`- By result: ${list(counts.result, 5)}.`);

@@ -1,8 +1,14 @@
 /**
- * The events an ask is about (spec "Ask behaviour" 5–6): every match is counted (up to
- * COUNT_CAP) by service, operation, result and actor, and the newest FETCH_LIMIT (1000) are
- * kept for sampling. The walk reads the store newest first in chunks through the same query,
- * filters and privacy scope as `/api/events`, so a gated event can never enter.
+ * The events an ask is about (spec "Ask behaviour" 5–6), read through the same query, filters
+ * and privacy scope as `/api/events`, so a gated event can never enter — nor be counted:
+ * - `total`: every match counted, exactly up to COUNT_CAP (50,000), by a capped `count(*)` on a
+ *   covering index; beyond, `totalCapped` (the answer says "more than 50000");
+ * - `counts` by service, operation, result and actor: over every match when at most
+ *   COUNTS_MAX (10,000) match, else over the newest slice of at most that many (every match
+ *   from `countsCover.since` on), gathered by SQL — `countsCover` says which, and the prompt,
+ *   the fallback list and `query_info.counts_cover` say so;
+ * - `fetched`: the newest FETCH_LIMIT (1000), in one page query, for sampling.
+ * No matching row is read into JavaScript except the 1000 fetched.
  */
 
 import type { AuditRepositories } from '../store/audit-store.js';
@@ -10,9 +16,10 @@ import type { NormalizedResult } from '../store/dictionaries.js';
 import type { EventFilters, EventRow, PrivacyScope } from '../store/event-query.js';
 
 export const FETCH_LIMIT = 1000;
-/** Beyond this many matches the counts stop; `total_capped` says so. */
+/** Beyond this many matches the count stops; `total_capped` says so. */
 export const COUNT_CAP = 50_000;
-const CHUNK = 2_000;
+/** The counts by service, operation, result and actor cover at most this many of the newest matches. */
+export const COUNTS_MAX = 10_000;
 
 export interface AskEvent {
   id: string;
@@ -33,15 +40,71 @@ export interface Counts {
   actor: Array<[string, number]>;
 }
 
-export interface Gathered {
-  /** The newest matches, newest first (at most FETCH_LIMIT). */
-  fetched: AskEvent[];
+/** What the counts by service, operation, result and actor cover. */
+export interface CountsCover {
+  /** How many events they count. */
+  events: number;
+  /** True when that is every matched event; false: the newest `events`, from `since` on. */
+  allMatched: boolean;
+  /** The time of the oldest event counted (ms UTC); undefined when nothing matched. */
+  since?: number;
+}
+
+export interface Summary {
   total: number;
   totalCapped: boolean;
   counts: Counts;
+  countsCover: CountsCover;
 }
 
-const sorted = (m: Map<string, number>) => [...m].sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]));
+export interface Gathered extends Summary {
+  /** The newest matches, newest first (at most FETCH_LIMIT). */
+  fetched: AskEvent[];
+}
+
+// Intl.Collator: the order of localeCompare(), without its cost per call (thousands of actors).
+const byName = new Intl.Collator().compare;
+const sorted = (m: Map<string, number>) => [...m].sort((a, b) => b[1] - a[1] || byName(a[0], b[0]));
+
+const withTerms = (filters: EventFilters, terms: readonly string[]): EventFilters =>
+  terms.length ? { ...filters, actorOrTarget: terms } : filters;
+
+/** The count and the counts by service, operation, result and actor (asks, MCP `get_summary`). */
+export function summarizeEvents(
+  repos: AuditRepositories,
+  filters: EventFilters,
+  privacy: PrivacyScope | undefined,
+  /** Each event's actor or target must contain one of these (lower case); empty: no condition. */
+  terms: readonly string[],
+): Summary {
+  const d = repos.dictionaries;
+  const f = withTerms(filters, terms);
+  const { count, capped } = repos.query.count(f, privacy, COUNT_CAP);
+  const tally = count ? repos.query.tally(f, privacy, COUNTS_MAX) : undefined;
+  const named = (m: Map<number, number> | undefined, name: (id: number) => string) => {
+    const out = new Map<string, number>();
+    for (const [id, n] of m ?? []) out.set(name(id), (out.get(name(id)) ?? 0) + n);
+    return sorted(out);
+  };
+  const counted = tally?.events ?? 0;
+  return {
+    total: count,
+    totalCapped: capped,
+    counts: {
+      service: sorted(tally?.service ?? new Map()),
+      operation: named(tally?.operation, (id) => d.operations.nameOf(id)),
+      result: named(tally?.result, (id) => d.results.entry(id).normalized),
+      actor: named(tally?.actor, (id) => d.actors.nameOf(id)),
+    },
+    countsCover: {
+      events: counted,
+      // The slice is every match from a position on: when it holds as many as were counted in
+      // all (and the count did not stop at the cap), it is all of them.
+      allMatched: !capped && counted >= count,
+      ...(tally?.since ? { since: tally.since.ts } : {}),
+    },
+  };
+}
 
 export function gatherEvents(
   repos: AuditRepositories,
@@ -50,52 +113,11 @@ export function gatherEvents(
   /** Each event's actor or target must contain one of these (lower case); empty: no condition. */
   terms: readonly string[],
 ): Gathered {
-  const d = repos.dictionaries;
-  const fetched: AskEvent[] = [];
-  const byService = new Map<string, number>();
-  const byOperation = new Map<number, number>();
-  const byResult = new Map<number, number>();
-  const byActor = new Map<number, number>();
-  let total = 0;
-  let capped = false;
-  const bump = <K>(m: Map<K, number>, k: K) => m.set(k, (m.get(k) ?? 0) + 1);
-  const matches = (row: EventRow) => {
-    if (!terms.length) return true;
-    const actor = d.actors.nameOf(row.actor_id).toLowerCase();
-    const target = row.target.toLowerCase();
-    return terms.some((t) => actor.includes(t) || target.includes(t));
-  };
-  outer: for (const chunk of repos.query.chunks(filters, privacy, CHUNK)) {
-    for (const row of chunk) {
-      if (!matches(row)) continue;
-      if (total >= COUNT_CAP) {
-        capped = true;
-        break outer;
-      }
-      total++;
-      bump(byService, row.service);
-      bump(byOperation, row.operation_id);
-      bump(byResult, row.result_id);
-      bump(byActor, row.actor_id);
-      if (fetched.length < FETCH_LIMIT) fetched.push(toAskEvent(row, repos));
-    }
-  }
-  const named = (m: Map<number, number>, name: (id: number) => string) => {
-    const out = new Map<string, number>();
-    for (const [id, n] of m) out.set(name(id), (out.get(name(id)) ?? 0) + n);
-    return sorted(out);
-  };
-  return {
-    fetched,
-    total,
-    totalCapped: capped,
-    counts: {
-      service: sorted(byService),
-      operation: named(byOperation, (id) => d.operations.nameOf(id)),
-      result: named(byResult, (id) => d.results.entry(id).normalized),
-      actor: named(byActor, (id) => d.actors.nameOf(id)),
-    },
-  };
+  const summary = summarizeEvents(repos, filters, privacy, terms);
+  const rows = summary.total
+    ? repos.query.newest(withTerms(filters, terms), privacy, FETCH_LIMIT)
+    : ([] as EventRow[]);
+  return { ...summary, fetched: rows.map((row) => toAskEvent(row, repos)) };
 }
 
 export function toAskEvent(row: EventRow, repos: AuditRepositories): AskEvent {

@@ -5,7 +5,7 @@
  * and an answer can cite only events it was shown (ask-service.ts drops any other id).
  */
 import type { ChatMessage } from '../llm/client.js';
-import type { AskEvent, Counts } from './gather.js';
+import type { AskEvent, Counts, CountsCover } from './gather.js';
 import type { QueryInfo } from './merge.js';
 import { FAILURES_SHOWN } from './sample.js';
 
@@ -50,6 +50,15 @@ export interface AskPromptInput {
   shown: readonly AskEvent[];
   /** Present when more than 50 matched. */
   counts?: Counts;
+  /** What the counts cover (absent: every matched event). */
+  countsCover?: CountsCover;
+}
+
+/** "all 120 matched events", or "the newest 10000 of more than 50000 matched events (those since …)". */
+export function countsScope(matched: string, cover: CountsCover | undefined): string {
+  if (!cover || cover.allMatched) return `all ${matched} matched events`;
+  const since = cover.since === undefined ? '' : ` (those since ${new Date(cover.since).toISOString()})`;
+  return `the newest ${cover.events} of ${matched} matched events${since}`;
 }
 
 export function scopeLines(info: QueryInfo): string[] {
@@ -83,7 +92,7 @@ export function askMessages(input: AskPromptInput): ChatMessage[] {
     const top = (list: Array<[string, number]>) => Object.fromEntries(list.slice(0, 15));
     parts.push(
       '',
-      `Counts over all ${matched} matched events (top 15 of each):`,
+      `Counts over ${countsScope(matched, input.countsCover)} (top 15 of each):`,
       `<counts>${dataJson({
         by_service: top(input.counts.service),
         by_operation: top(input.counts.operation),

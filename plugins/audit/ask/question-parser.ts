@@ -66,15 +66,30 @@ export interface ParsedQuestion {
 const unique = (values: string[]) => [...new Set(values)];
 
 /**
+ * The names worth looking for (folded, at least 4 characters), longest first — sorted once per
+ * list: the ask service hands the same list to every question until its names change.
+ */
+const sortedNames = new WeakMap<readonly string[], Array<{ name: string; n: string }>>();
+function longestFirst(known: readonly string[]): Array<{ name: string; n: string }> {
+  let list = sortedNames.get(known);
+  if (!list) {
+    list = [...known]
+      .sort((a, b) => b.length - a.length)
+      .map((name) => ({ name, n: name.toLowerCase().trim() }))
+      .filter(({ n }) => n.length >= 4);
+    sortedNames.set(known, list);
+  }
+  return list;
+}
+
+/**
  * Operation names the question contains, longest first, whole words only (case-insensitive),
  * at least 4 characters (so "Send" needs the word, and "Add" alone never matches).
  */
 export function findOperations(question: string, known: readonly string[]): string[] {
   const q = ` ${question.toLowerCase().replace(/\s+/g, ' ')} `;
   const found: string[] = [];
-  for (const name of [...known].sort((a, b) => b.length - a.length)) {
-    const n = name.toLowerCase().trim();
-    if (n.length < 4) continue;
+  for (const { name, n } of longestFirst(known)) {
     const at = q.indexOf(n);
     if (at < 0) continue;
     const before = q[at - 1] ?? ' ';

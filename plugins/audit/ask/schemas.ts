@@ -66,6 +66,16 @@ export const queryInfoSchema = z.object({
   events_fetched: z.int(),
   events_sampled: z.int(),
   events_shown: z.int(),
+  counts_cover: z
+    .object({
+      events: z.int(),
+      all_matched: z.boolean(),
+      since: z.string().nullable(),
+    })
+    .meta({
+      description:
+        'What the counts by service, operation, result and actor cover: every matched event, or (all_matched false) the newest `events` of them, those since `since`.',
+    }),
 });
 
 export const askAnswerSchema = z.object({

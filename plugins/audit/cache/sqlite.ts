@@ -34,25 +34,34 @@ const toJob = (r: JobRow): JobRecord => ({
 });
 
 export class SqliteCacheStore implements CacheStore {
+  /** Prepared once per connection: a cache hit should cost a lookup, not a statement compile. */
+  private prepared: { db: Database; get: Statement; set: Statement } | undefined;
+
   constructor(
     private readonly db: () => Database,
     private readonly now: () => number = Date.now,
   ) {}
 
+  private statements() {
+    const db = this.db();
+    if (this.prepared?.db !== db) {
+      this.prepared = {
+        db,
+        get: db.prepare('SELECT value FROM audit_cache WHERE key = ? AND expires_at > ?').pluck(),
+        set: db.prepare(
+          'INSERT INTO audit_cache (key, value, expires_at) VALUES (?, ?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value, expires_at = excluded.expires_at',
+        ),
+      };
+    }
+    return this.prepared;
+  }
+
   async get(key: string): Promise<string | undefined> {
-    const value = this.db()
-      .prepare('SELECT value FROM audit_cache WHERE key = ? AND expires_at > ?')
-      .pluck()
-      .get(key, this.now()) as string | undefined;
-    return value;
+    return this.statements().get.get(key, this.now()) as string | undefined;
   }
 
   async set(key: string, value: string, ttlMs: number): Promise<void> {
-    this.db()
-      .prepare(
-        'INSERT INTO audit_cache (key, value, expires_at) VALUES (?, ?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value, expires_at = excluded.expires_at',
-      )
-      .run(key, value, this.now() + ttlMs);
+    this.statements().set.run(key, value, this.now() + ttlMs);
   }
 
   purgeExpired(): number {

@@ -14,9 +14,11 @@ import type { SiemForwarderActor } from '../siem/forwarder.js';
 import type { SourceName } from '../sources.js';
 import type { AuditStore } from '../store/audit-store.js';
 import { filterOptions } from '../store/filter-options.js';
+import { fetchRoles, holdsAnyRole } from './auth.js';
 import { type AuditEnv, callerOf, jsonBody } from './context.js';
 import type { PrivacyPolicy } from './privacy.js';
 import { fetchBodySchema } from './schemas.js';
+import { trailOf } from './trail.js';
 
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 
@@ -43,6 +45,8 @@ export function sourceHealthRoutes(
     const fetching = new Set((deps.collector.describe().fetching as SourceName[]) ?? []);
     return c.json({
       collection: deps.collector.configured ? 'on' : 'not_configured',
+      // Issue 15: the console shows "Fetch now" only to callers the fetch route would let through.
+      fetch_allowed: holdsAnyRole(callerOf(c), fetchRoles(deps.config.auth)),
       data: rows.map((r) => ({
         source: r.source,
         status: !deps.collector.configured ? 'not_configured' : fetching.has(r.source) ? 'running' : r.status,
@@ -85,6 +89,9 @@ export function fetchRoutes(
         sources = parsed.data.sources;
       }
     }
+    // Not one transaction: the trail row first (503, nothing queued, when it cannot be written);
+    // the trail middleware settles its status and outcome afterwards.
+    trailOf(c).before(202, { action: 'fetch', sources });
     const outcome = deps.collector.requestFetch('admin', sources);
     if (outcome === 'not_configured') {
       throw new ProblemError(

@@ -12,7 +12,7 @@ import { AuthError, bearerToken, rolesFrom, type TokenVerifier } from '../../../
 import { ProblemError } from '../../../src/http/problem.js';
 import type { KernelLogger } from '../../../src/kernel/actor.js';
 import type { AuthSettings } from '../config.js';
-import { ANONYMOUS, type AuditEnv, callerOf } from './context.js';
+import { ANONYMOUS, type AuditEnv, type Caller, callerOf } from './context.js';
 
 const CHALLENGE = 'Bearer realm="meshhub-audit"';
 
@@ -64,10 +64,26 @@ export function authenticate(options: {
   };
 }
 
+/** Who administers (the trail, rules): with auth on, AUDIT_ADMIN_ROLES or `admin`; with it off, anyone. */
+export function auditAdminRoles(auth: AuthSettings): readonly string[] {
+  if (auth.state !== 'on') return [];
+  return auth.adminRoles.length ? auth.adminRoles : ['admin'];
+}
+
+/** Who may `POST /api/fetch`: with auth on, AUDIT_ADMIN_ROLES (empty: any caller); with it off, anyone. */
+export function fetchRoles(auth: AuthSettings): readonly string[] {
+  return auth.state === 'on' ? auth.adminRoles : [];
+}
+
+/** Whether the caller holds one of `roles` (an empty list lets every caller through). */
+export function holdsAnyRole(caller: Caller, roles: readonly string[]): boolean {
+  return !roles.length || caller.roles.some((r) => roles.includes(r));
+}
+
 /** 403 unless the caller holds one of `roles` (an empty list lets every caller through). */
 export function requireAnyRole(roles: readonly string[]): MiddlewareHandler<AuditEnv> {
   return async function requireAnyRoleMiddleware(c, next) {
-    if (roles.length && !callerOf(c).roles.some((r) => roles.includes(r))) {
+    if (!holdsAnyRole(callerOf(c), roles)) {
       throw new ProblemError(403, 'this action needs an administrator role');
     }
     return next();

@@ -22,8 +22,22 @@ export type AuditEnv = {
     caller: Caller;
     /** Set by a mutating route: what it changed, for the audit trail. */
     trailDetail: Record<string, unknown>;
+    /** Writes the request's trail row with its change (http/trail.ts). */
+    trail: TrailRecorder;
   };
 };
+
+/** No change without its record (issue 14): how a mutating route writes its trail row. */
+export interface TrailRecorder {
+  /**
+   * Runs `change` and writes the trail row (with `status` and what `detail` says) in the same
+   * SQLite transaction; no row when `detail` answers undefined (nothing changed, e.g. a 404). A
+   * row that cannot be written undoes the change and answers 503.
+   */
+  within<T>(status: number, change: () => T, detail: (result: T) => Record<string, unknown> | undefined): T;
+  /** For an action that is not one transaction: writes the row first, 503 (nothing done) when it cannot. */
+  before(status: number, detail: Record<string, unknown>): void;
+}
 
 export type AuditContext = Context<AuditEnv>;
 

@@ -18,6 +18,7 @@ import { parseEventId, toApiComment, toApiEvent } from './event-json.js';
 import { AUDIT_PAGE, parseSearchQuery, toEventFilters } from './filters.js';
 import type { PrivacyPolicy } from './privacy.js';
 import { BULK_TAG_CAP, bulkTagsBodySchema, commentBodySchema, tagsBodySchema } from './schemas.js';
+import { trailOf } from './trail.js';
 
 export { BULK_TAG_CAP, MAX_COMMENT_LENGTH } from './schemas.js';
 
@@ -89,9 +90,23 @@ export function eventsRoutes(deps: { store: AuditStore; privacy: PrivacyPolicy }
     if (!rows.length) throw new ProblemError(422, 'no event matches these filters; nothing was tagged');
     const truncated = rows.length > BULK_TAG_CAP;
     const targets = truncated ? rows.slice(0, BULK_TAG_CAP) : rows;
+    const detail = (updated: number) => ({
+      mode,
+      tags: [...new Set(tags)],
+      matched: targets.length,
+      updated,
+      unchanged: targets.length - updated,
+      truncated,
+      limit: BULK_TAG_CAP,
+    });
     let updated: number;
     try {
-      ({ updated } = repos.annotations.bulkTag(targets, tags, mode));
+      // The trail row is written in the tagging's transaction: no change without its record.
+      ({ updated } = trailOf(c).within(
+        200,
+        () => repos.annotations.bulkTag(targets, tags, mode),
+        (r) => ({ action: 'bulk-tags', filters: parsed.data.filters, ...detail(r.updated) }),
+      ));
     } catch (error) {
       if (error instanceof TooManyTagsError) {
         throw new ProblemError(422, 'nothing was tagged', {
@@ -102,17 +117,7 @@ export function eventsRoutes(deps: { store: AuditStore; privacy: PrivacyPolicy }
       }
       throw error;
     }
-    const body = {
-      mode,
-      tags: [...new Set(tags)],
-      matched: targets.length,
-      updated,
-      unchanged: targets.length - updated,
-      truncated,
-      limit: BULK_TAG_CAP,
-    };
-    c.set('trailDetail', { action: 'bulk-tags', filters: parsed.data.filters, ...body });
-    return c.json(body);
+    return c.json(detail(updated));
   });
 
   app.get('/:id', (c) => {
@@ -128,15 +133,19 @@ export function eventsRoutes(deps: { store: AuditStore; privacy: PrivacyPolicy }
     const parsed = tagsBodySchema.safeParse(await jsonBody(c));
     if (!parsed.success) throw validationProblem(parsed.error);
     const repos = store.repos();
-    const updated = repos.annotations.setTags(row.seq, parsed.data.tags);
+    const updated = trailOf(c).within(
+      200,
+      () => repos.annotations.setTags(row.seq, parsed.data.tags),
+      (u) =>
+        u && {
+          action: 'set-tags',
+          event: String(row.seq),
+          before: JSON.parse(row.tags),
+          after: JSON.parse(u.tags),
+        },
+    );
     if (!updated) throw new ProblemError(404, `no event with id ${row.seq}`);
     const comments = updated.comment_count ? repos.annotations.comments([row.seq]).get(row.seq) : [];
-    c.set('trailDetail', {
-      action: 'set-tags',
-      event: String(row.seq),
-      before: JSON.parse(row.tags),
-      after: JSON.parse(updated.tags),
-    });
     return c.json(toApiEvent(updated, repos.dictionaries, comments));
   });
 
@@ -145,14 +154,18 @@ export function eventsRoutes(deps: { store: AuditStore; privacy: PrivacyPolicy }
     const parsed = commentBodySchema.safeParse(await jsonBody(c));
     if (!parsed.success) throw validationProblem(parsed.error);
     const caller = callerOf(c);
-    const comment = store.repos().annotations.addComment(row.seq, {
-      author: caller.username,
-      ...(caller.subject ? { subject: caller.subject } : {}),
-      text: parsed.data.text,
-      at: Date.now(),
-    });
+    const comment = trailOf(c).within(
+      201,
+      () =>
+        store.repos().annotations.addComment(row.seq, {
+          author: caller.username,
+          ...(caller.subject ? { subject: caller.subject } : {}),
+          text: parsed.data.text,
+          at: Date.now(),
+        }),
+      (added) => added && { action: 'add-comment', event: String(row.seq), comment: String(added.id) },
+    );
     if (!comment) throw new ProblemError(404, `no event with id ${row.seq}`);
-    c.set('trailDetail', { action: 'add-comment', event: String(row.seq), comment: String(comment.id) });
     return c.json(toApiComment(comment), 201, { location: `/api/events/${row.seq}` });
   });
 }

@@ -52,11 +52,100 @@ export function csvCell(value: string): string {
 
 const CSV_HEADER = `${CSV_COLUMNS.join(',')}\r\n`;
 
+/**
+ * The AUDIT_EXPORT_MAX_CONCURRENT slots, shared by every export (events and the audit trail).
+ * `take()` answers the slot's release, which gives it back once however often it is called.
+ */
+export class ExportSlots {
+  private active = 0;
+  constructor(readonly max: number) {}
+
+  get inUse(): number {
+    return this.active;
+  }
+
+  /** A 429 (with Retry-After) when every slot is taken. */
+  assertFree(): void {
+    if (this.active >= this.max) {
+      throw new ProblemError(429, 'too many exports are running; try again shortly', {
+        headers: { 'retry-after': '5' },
+      });
+    }
+  }
+
+  /** A slot, or the 429 of `assertFree`. */
+  take(): () => void {
+    this.assertFree();
+    this.active++;
+    let released = false;
+    return () => {
+      if (!released) {
+        released = true;
+        this.active--;
+      }
+    };
+  }
+}
+
+/**
+ * A pull stream over `chunks` (the next chunk read only when the socket took the previous one)
+ * that gives its slot back on every way out: the end, an error midway (the body then errors),
+ * and the reader going away (cancel).
+ */
+export function exportStream<T>(options: {
+  chunks: Generator<T, void, undefined>;
+  render: (chunk: T, first: boolean) => string;
+  /** The closing text: after the last chunk, or for no chunk at all (`first` true). */
+  end: (first: boolean) => string;
+  release: () => void;
+  log: KernelLogger;
+}): ReadableStream<Uint8Array> {
+  const { chunks, release } = options;
+  const encoder = new TextEncoder();
+  let first = true;
+  return new ReadableStream<Uint8Array>(
+    {
+      pull(controller) {
+        try {
+          const next = chunks.next();
+          if (next.done) {
+            const tail = options.end(first);
+            if (tail) controller.enqueue(encoder.encode(tail));
+            controller.close();
+            release();
+            return;
+          }
+          const text = options.render(next.value, first);
+          first = false;
+          controller.enqueue(encoder.encode(text));
+        } catch (err) {
+          release();
+          chunks.return(undefined);
+          options.log.error({ err }, 'export failed midway');
+          controller.error(err);
+        }
+      },
+      cancel() {
+        chunks.return(undefined);
+        release();
+      },
+    },
+    { highWaterMark: 1 },
+  );
+}
+
 export function exportRoutes(
-  deps: { store: AuditStore; privacy: PrivacyPolicy; maxConcurrent: number; log: KernelLogger },
+  deps: {
+    store: AuditStore;
+    privacy: PrivacyPolicy;
+    maxConcurrent: number;
+    log: KernelLogger;
+    /** Shared with the trail's export; its own when not given. */
+    slots?: ExportSlots;
+  },
   app: Hono<AuditEnv>,
 ): void {
-  let active = 0;
+  const slots = deps.slots ?? new ExportSlots(deps.maxConcurrent);
 
   app.get('/export', (c) => {
     const parsed = exportQuerySchema.safeParse(queryObject(c.req.queries()));
@@ -74,27 +163,14 @@ export function exportRoutes(
     // HEAD runs this GET route, but nobody reads (or cancels) the body it would get: it must not
     // take an export slot it would never give back.
     if (c.req.method === 'HEAD') return new Response(null, { status: 200, headers });
-    if (active >= deps.maxConcurrent) {
-      throw new ProblemError(429, 'too many exports are running; try again shortly', {
-        headers: { 'retry-after': '5' },
-      });
-    }
+    slots.assertFree();
     // Everything that may throw before the stream exists happens before the slot is taken.
     const repos = deps.store.repos();
     const rows = repos.query.chunks(filters, deps.privacy.scopeFor(callerOf(c)), CHUNK_ROWS);
-    active++;
     // Every way out gives the slot back once: the end, an error midway, the client going away.
-    let released = false;
-    const release = () => {
-      if (!released) {
-        released = true;
-        active--;
-      }
-    };
-    const encoder = new TextEncoder();
-    let first = true;
+    const release = slots.take();
 
-    const render = (chunk: EventRow[]): string => {
+    const render = (chunk: EventRow[], first: boolean): string => {
       if (format === 'json') {
         const comments = repos.annotations.comments(
           chunk.filter((r) => r.comment_count > 0).map((r) => r.seq),
@@ -113,35 +189,13 @@ export function exportRoutes(
       return out;
     };
 
-    const stream = new ReadableStream<Uint8Array>(
-      {
-        pull(controller) {
-          try {
-            const next = rows.next();
-            if (next.done) {
-              if (format === 'json') controller.enqueue(encoder.encode(first ? '[]\n' : '\n]\n'));
-              else if (first) controller.enqueue(encoder.encode(CSV_HEADER));
-              controller.close();
-              release();
-              return;
-            }
-            const text = render(next.value);
-            first = false;
-            controller.enqueue(encoder.encode(text));
-          } catch (err) {
-            release();
-            rows.return(undefined);
-            deps.log.error({ err }, 'export failed midway');
-            controller.error(err);
-          }
-        },
-        cancel() {
-          rows.return(undefined);
-          release();
-        },
-      },
-      { highWaterMark: 1 },
-    );
+    const stream = exportStream({
+      chunks: rows,
+      render,
+      end: (first) => (format === 'json' ? (first ? '[]\n' : '\n]\n') : first ? CSV_HEADER : ''),
+      release,
+      log: deps.log,
+    });
     return new Response(stream, { status: 200, headers });
   });
 }

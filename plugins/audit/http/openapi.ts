@@ -34,6 +34,7 @@ import {
   tagsBodySchema,
   webhookQuerySchema,
 } from './schemas.js';
+import { trailOperations } from './trail-routes.js';
 
 const { badInput, tooLarge, notJson } = COMMON_PROBLEMS;
 
@@ -274,6 +275,7 @@ export function auditOpenApiDocument(version: string, features: { ai?: boolean }
         responses: { 200: { description: 'The version.', body: versionSchema } },
       },
       ...alertOperations(signedIn),
+      ...trailOperations(signedIn),
       ...(features.ai ? aiOperations(signedIn) : []),
     ],
   });

@@ -5,8 +5,8 @@
  * thrown as ProblemError and become problem details in the hub's one onError.
  *
  * Order inside a group: security headers wrap everything (so errors carry them too); CORS answers
- * preflights; the rate limiter refuses before any work; the trail sees the final status; the
- * bearer check sets the caller the trail records.
+ * preflights; the trail sees the final status, rate-limit refusals included (it counts them);
+ * the rate limiter refuses before any work; the bearer check sets the caller the trail records.
  */
 import { Hono, type MiddlewareHandler } from 'hono';
 import type { TokenVerifier } from '../../../src/auth/jwt-verifier.js';
@@ -19,14 +19,15 @@ import type { AuditMetrics } from '../metrics.js';
 import type { SiemForwarderActor } from '../siem/forwarder.js';
 import type { AuditStore } from '../store/audit-store.js';
 import { configRoutes, fetchRoutes, filterOptionsRoutes, sourceHealthRoutes } from './admin-routes.js';
-import { authenticate, requireAnyRole } from './auth.js';
+import { auditAdminRoles, authenticate, requireAnyRole } from './auth.js';
 import { ANONYMOUS, type AuditEnv } from './context.js';
 import { eventsRoutes } from './events-routes.js';
-import { exportRoutes } from './export.js';
+import { ExportSlots, exportRoutes } from './export.js';
 import type { PrivacyPolicy } from './privacy.js';
 import { auditTierOf, type RateLimiter, rateLimit } from './rate-limit.js';
 import { corsFor, securityHeaders } from './security.js';
 import { auditTrail } from './trail.js';
+import { trailRoutes } from './trail-routes.js';
 import { webhookRoutes } from './webhook-routes.js';
 
 export interface AuditRouteDeps {
@@ -59,9 +60,11 @@ export function auditRouteGroups(deps: AuditRouteDeps): AuditRouteGroup[] {
   const common: MiddlewareHandler<AuditEnv>[] = [
     securityHeaders({ auth: config.auth }),
     corsFor(config.corsOrigins),
+    auditTrail({ store, log, refusalsPerHour: config.trailRefusalsPerHour }),
     rateLimit({ limiter, tierOf: auditTierOf, onLimited: (tier) => deps.metrics.limited(tier) }),
-    auditTrail({ store, log }),
   ];
+  // AUDIT_EXPORT_MAX_CONCURRENT, shared by the events export and the trail's.
+  const slots = new ExportSlots(config.exportMaxConcurrent);
   const bearer = authenticate({ auth: config.auth, verifier: deps.verifier, log });
   const open: MiddlewareHandler<AuditEnv> = async (c, next) => {
     c.set('caller', ANONYMOUS);
@@ -81,7 +84,10 @@ export function auditRouteGroups(deps: AuditRouteDeps): AuditRouteGroup[] {
       path: '/api/events',
       app: group(true, (app) => {
         // Registered before /:id, which would otherwise take "export" for an id.
-        exportRoutes({ store, privacy: deps.privacy, maxConcurrent: config.exportMaxConcurrent, log }, app);
+        exportRoutes(
+          { store, privacy: deps.privacy, maxConcurrent: config.exportMaxConcurrent, log, slots },
+          app,
+        );
         eventsRoutes({ store, privacy: deps.privacy }, app);
         if (deps.ai) explainRoutes(deps.ai, app);
       }),
@@ -93,6 +99,14 @@ export function auditRouteGroups(deps: AuditRouteDeps): AuditRouteGroup[] {
           { path: '/api/jobs', app: group(true, (app) => jobRoutes(deps.ai!, app)) },
         ]
       : []),
+    {
+      // Issue 14: the readable trail, for administrators (AUDIT_ADMIN_ROLES, default `admin`).
+      path: '/api/audit-trail',
+      app: group(true, (app) => {
+        app.use('*', requireAnyRole(auditAdminRoles(config.auth)));
+        trailRoutes({ store, slots, log }, app);
+      }),
+    },
     { path: '/api/filter-options', app: group(true, (app) => filterOptionsRoutes(deps, app)) },
     {
       path: '/api/source-health',

@@ -156,6 +156,10 @@ const nullableTime = utc.nullable();
 
 export const sourceHealthSchema = z.object({
   collection: z.enum(['on', 'not_configured']),
+  fetch_allowed: z.boolean().meta({
+    description:
+      'Whether this caller may POST /api/fetch (the console shows "Fetch now" only then): with AUTH_ENABLED a role in AUDIT_ADMIN_ROLES (any caller when it is empty); with auth off, anyone.',
+  }),
   data: z.array(
     z.object({
       source: z.enum(SOURCE_NAMES as [SourceName, ...SourceName[]]),

@@ -37,7 +37,8 @@ export async function runMcpServer(
   io: { stdin?: Readable; stdout?: Writable; stderr?: Writable } = {},
 ): Promise<McpRun> {
   const stderr = io.stderr ?? process.stderr;
-  const log = pino({ level: env.LOG_LEVEL ?? 'warn' }, pino.destination({ fd: 2, sync: true }));
+  // Log lines go to stderr (the given stream in tests), never stdout: that is the protocol's.
+  const log = pino({ level: env.LOG_LEVEL ?? 'warn' }, io.stderr ?? pino.destination({ fd: 2, sync: true }));
   stderr.write(`${MCP_SECURITY_WARNING}\n`);
   const hub = loadConfig(env);
   const config = loadAuditConfig(env);
@@ -54,6 +55,7 @@ export async function runMcpServer(
     ...(ai ? { ask: ai.service } : {}),
     roles: config.ai.mcpRoles,
     version: readVersion(),
+    log,
   });
   const transport = new StdioServerTransport(io.stdin, io.stdout);
   let resolveClosed: () => void = () => {};

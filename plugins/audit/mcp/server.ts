@@ -10,12 +10,13 @@
  */
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { z } from 'zod';
+import type { Logger } from '../../../src/log.js';
 import { nodeJson } from '../../../src/nodes/routes.js';
 import type { Database } from '../../../src/store/database.js';
 import { NodeRepository } from '../../../src/store/nodes-repository.js';
 import { WeatherService } from '../../../src/weather/weather-service.js';
 import type { AskService } from '../ask/ask-service.js';
-import { gatherEvents } from '../ask/gather.js';
+import { summarizeEvents } from '../ask/gather.js';
 import type { Caller } from '../http/context.js';
 import { toApiEvent } from '../http/event-json.js';
 import type { PrivacyPolicy } from '../http/privacy.js';
@@ -30,6 +31,8 @@ export interface McpDeps {
   ask?: AskService;
   roles: readonly string[];
   version: string;
+  /** Where a tool's unexpected failure goes (stderr: stdout is the protocol's). */
+  log: Logger;
 }
 
 const isoDate = z.iso
@@ -79,14 +82,19 @@ const json = (value: unknown) => ({
 });
 const failure = (message: string) => ({ content: [{ type: 'text' as const, text: message }], isError: true });
 
-/** Runs a tool, turning input mistakes and refusals into error results (the model can read and fix them). */
-async function guarded<T>(run: () => T | Promise<T>) {
+/**
+ * Runs a tool, turning input mistakes and refusals into error results (the model can read and
+ * fix them). Anything else is logged — the client is told to look there — and the client gets
+ * no detail.
+ */
+async function guarded<T>(log: Logger, tool: string, run: () => T | Promise<T>) {
   try {
     return json(await run());
   } catch (error) {
     if (error instanceof ToolInputError) return failure(error.message);
     const status = (error as { status?: number }).status;
     if (typeof status === 'number' && status < 500) return failure((error as Error).message);
+    log.error({ err: error, tool }, 'an MCP tool failed');
     return failure('the tool failed; see the server log');
   }
 }
@@ -95,6 +103,7 @@ export function createMcpServer(deps: McpDeps): McpServer {
   const caller: Caller = { authenticated: false, username: 'mcp', roles: [...deps.roles] };
   const server = new McpServer({ name: 'meshhub', version: deps.version });
   const scope = () => deps.privacy.scopeFor(caller);
+  const guard = <T>(tool: string, run: () => T | Promise<T>) => guarded(deps.log, tool, run);
 
   server.registerTool(
     'search_events',
@@ -111,7 +120,7 @@ export function createMcpServer(deps: McpDeps): McpServer {
       },
     },
     (args) =>
-      guarded(() => {
+      guard('search_events', () => {
         const repos = deps.store.repos();
         let cursor: { direction: 'next'; position: { ts: number; seq: number } } | undefined;
         if (args.before_id) {
@@ -139,7 +148,7 @@ export function createMcpServer(deps: McpDeps): McpServer {
       inputSchema: { id: z.string().regex(/^[1-9][0-9]{0,15}$/, 'must be an event id (a decimal number)') },
     },
     (args) =>
-      guarded(() => {
+      guard('get_event', () => {
         const repos = deps.store.repos();
         const row = repos.annotations.event(Number(args.id));
         if (!row) throw new ToolInputError(`no event with id ${args.id}`);
@@ -161,12 +170,18 @@ export function createMcpServer(deps: McpDeps): McpServer {
       inputSchema: filters,
     },
     (args) =>
-      guarded(() => {
-        const g = gatherEvents(deps.store.repos(), toFilters(args), scope(), []);
+      guard('get_summary', () => {
+        const g = summarizeEvents(deps.store.repos(), toFilters(args), scope(), []);
         const top = (list: Array<[string, number]>) => Object.fromEntries(list.slice(0, 10));
         return {
           total: g.total,
           total_capped: g.totalCapped,
+          // The counts cover every match up to 10,000, else the newest 10,000 (since `since`).
+          counts_cover: {
+            events: g.countsCover.events,
+            all_matched: g.countsCover.allMatched,
+            since: g.countsCover.since === undefined ? null : new Date(g.countsCover.since).toISOString(),
+          },
           by_service: top(g.counts.service),
           by_operation: top(g.counts.operation),
           by_result: top(g.counts.result),
@@ -185,7 +200,7 @@ export function createMcpServer(deps: McpDeps): McpServer {
         inputSchema: { question: z.string().min(1).max(2_000), ...filters },
       },
       (args) =>
-        guarded(() => {
+        guard('ask', () => {
           const { question, start, end, ...rest } = args;
           return ask.ask(
             {
@@ -212,7 +227,7 @@ export function createMcpServer(deps: McpDeps): McpServer {
         'The newest environmental reading of every mesh node (or one node): °C, %, Pa, m/s, degrees, µg/m³.',
       inputSchema: { node_id: nodeId.optional() },
     },
-    (args) => guarded(() => JSON.parse(weather.latestJson(args.node_id))),
+    (args) => guard('latest_readings', () => JSON.parse(weather.latestJson(args.node_id))),
   );
 
   server.registerTool(
@@ -228,7 +243,7 @@ export function createMcpServer(deps: McpDeps): McpServer {
       },
     },
     (args) =>
-      guarded(() => {
+      guard('reading_history', () => {
         const start = Date.parse(args.start);
         const end = args.end ? Date.parse(args.end) : Date.now();
         if (end <= start) throw new ToolInputError('end must be after start');
@@ -250,7 +265,7 @@ export function createMcpServer(deps: McpDeps): McpServer {
       description: 'Every known mesh node: id, names, hardware, position, last heard, battery, SNR.',
       inputSchema: {},
     },
-    () => guarded(() => ({ data: new NodeRepository(deps.db).list().map(nodeJson) })),
+    () => guard('list_nodes', () => ({ data: new NodeRepository(deps.db).list().map(nodeJson) })),
   );
 
   return server;

@@ -11,9 +11,18 @@
  * - otherwise the (ts) index is walked and the filters are checked row by row.
  * The other filters, the privacy scope and the time range are checked on the rows the driver
  * yields. All user text reaches SQL as bound parameters only.
+ *
+ * Counting (asks, MCP summaries) uses the same WHERE clauses, so privacy and filters hold alike,
+ * but never reads rows into JavaScript: `count` is a capped `count(*)` per driver stream, and
+ * `tally` gathers the service, operation, result and actor of a bounded newest slice in one row
+ * per stream (group_concat). The time and service drivers walk covering indexes for both
+ * (audit migration 7: `(ts, seq, service, operation_id, result_id, actor_id)` and `(service, ts, seq,
+ * …)`), so a count touches no table row; and a scope that only hides services (a broad ask
+ * leaves out mail, file sharing and chat) is counted over the services it keeps, one stream
+ * each, instead of stepping over every hidden row in time order.
  */
 import type { Database, Statement } from '../../../src/store/database.js';
-import { type Dictionaries, MAX_MATCHED_IDS } from './dictionaries.js';
+import { type Dictionaries, fold, MAX_MATCHED_IDS } from './dictionaries.js';
 import { serviceKey } from './service-names.js';
 
 export interface EventFilters {
@@ -30,6 +39,11 @@ export interface EventFilters {
   includeTags?: readonly string[];
   /** …and none of these. */
   excludeTags?: readonly string[];
+  /**
+   * Each event's actor or target contains one of these (case-insensitive, literal); empty or
+   * absent: no condition. Asks match devices, addresses and further people this way.
+   */
+  actorOrTarget?: readonly string[];
 }
 
 /** What a caller may not see (spec "Privacy gating"); undefined: everything. */
@@ -78,6 +92,15 @@ export interface Page {
 /** Up to this many values are merged stream by stream; more go through the (ts) index. */
 const MERGE_MAX = 32;
 const STATEMENT_CACHE = 256;
+/** The distinct stored services, one index step each (a skip scan). */
+const STORED_SERVICES = `
+  WITH RECURSIVE s(v) AS (
+    SELECT (SELECT min(service) FROM audit_events INDEXED BY audit_events_service_cover)
+    UNION ALL
+    SELECT (SELECT min(service) FROM audit_events INDEXED BY audit_events_service_cover WHERE service > s.v)
+    FROM s WHERE s.v IS NOT NULL
+  )
+  SELECT v FROM s WHERE v IS NOT NULL`;
 
 type Dimension = 'service' | 'actor' | 'operation' | 'result' | 'tag' | 'time';
 
@@ -96,14 +119,37 @@ interface Resolved {
   end?: number;
   includeTags: string[];
   excludeTags: string[];
+  /** actorOrTarget: actors whose name contains a term (or, when too many, the terms themselves)… */
+  termActorIds?: number[];
+  termActorNeedles?: string[];
+  /** …or a target containing a term (folded). */
+  termTargets?: string[];
+}
+
+/** What `tally` counted: each column's values with their counts, over `events` events. */
+export interface Tally {
+  /** How many events the counts cover: the newest of the matches, from `since` on. */
+  events: number;
+  /** The oldest position counted; undefined when nothing was. */
+  since?: Position;
+  service: Map<string, number>;
+  operation: Map<number, number>;
+  result: Map<number, number>;
+  actor: Map<number, number>;
 }
 
 const COLUMNS =
   'e.seq, e.ts, e.source, e.source_key, e.service, e.operation_id, e.result_id, e.actor_id, e.target, e.tags, e.comment_count';
 
+/**
+ * The time and service drivers walk the covering indexes of audit migration 7: (ts, seq, …) and
+ * (service, ts, seq, …) keep the keyset order, and a filter on operation, result or actor (or a
+ * hidden service) is checked on the index entry, so only matching rows are read from the table
+ * — and a count reads none.
+ */
 const INDEX: Record<Exclude<Dimension, 'tag'>, string> = {
-  time: 'audit_events_ts',
-  service: 'audit_events_service_ts',
+  time: 'audit_events_ts_cover',
+  service: 'audit_events_service_cover',
   actor: 'audit_events_actor_ts',
   operation: 'audit_events_operation_ts',
   result: 'audit_events_result_ts',
@@ -182,7 +228,93 @@ export class EventQuery {
       if (!r.resultIds.length) r.empty = true;
     }
     if (r.excludeTags.some((t) => r.includeTags.includes(t))) r.empty = true;
+    const terms = [...new Set((filters.actorOrTarget ?? []).map(fold))];
+    if (terms.length) {
+      const ids = new Set<number>();
+      for (const term of terms) for (const id of this.dictionaries.actors.matching(term)) ids.add(id);
+      if (ids.size > MAX_MATCHED_IDS) r.termActorNeedles = terms;
+      else r.termActorIds = [...ids];
+      r.termTargets = terms;
+    }
     return r;
+  }
+
+  /**
+   * How many events match, counting at most `cap`: `capped` when more do. One capped
+   * `count(*)` per driver stream (the streams are disjoint), each on a covering index where
+   * the driver has one.
+   */
+  count(
+    filters: EventFilters,
+    privacy: PrivacyScope | undefined,
+    cap: number,
+  ): { count: number; capped: boolean } {
+    const r = this.resolve(filters, privacy);
+    if (r.empty) return { count: 0, capped: false };
+    const { dimension, values } = this.countDriver(r);
+    let count = 0;
+    for (const value of values) {
+      const { sql, params } = this.select(r, dimension, value, 'count');
+      params.push(cap + 1 - count);
+      count += (this.statement(`SELECT count(*) FROM (${sql} LIMIT ?)`).get(...params) as [number])[0];
+      if (count > cap) return { count: cap, capped: true };
+    }
+    return { count, capped: false };
+  }
+
+  /**
+   * Service, operation, result and actor counts over the newest matches: all of them when at
+   * most `max` match, else the newest slice — every match from a position on, at most `max`
+   * events (with several driver streams, at least `max` divided by their number). SQL gathers
+   * each stream's slice in one row (group_concat over the covering index); only the tally is
+   * JavaScript.
+   */
+  tally(filters: EventFilters, privacy: PrivacyScope | undefined, max: number): Tally {
+    const out: Tally = {
+      events: 0,
+      service: new Map(),
+      operation: new Map(),
+      result: new Map(),
+      actor: new Map(),
+    };
+    const r = this.resolve(filters, privacy);
+    if (r.empty) return out;
+    const { dimension, values } = this.countDriver(r);
+    // Each stream's d-th newest match; the newest of those is where the slice starts, so no
+    // stream gives more than d events (and the one that set it gives exactly d).
+    const depth = Math.max(1, Math.ceil(max / values.length));
+    let from: Position | undefined;
+    for (const value of values) {
+      const { sql, params } = this.select(r, dimension, value, 'position');
+      params.push(depth - 1);
+      const at = this.statement(`${sql} LIMIT 1 OFFSET ?`).get(...params) as [number, number] | undefined;
+      if (at && (!from || at[0] > from.ts || (at[0] === from.ts && at[1] > from.seq))) {
+        from = { ts: at[0], seq: at[1] };
+      }
+    }
+    const bump = <K>(m: Map<K, number>, k: K) => m.set(k, (m.get(k) ?? 0) + 1);
+    for (const value of values) {
+      const { sql, params } = this.select(r, dimension, value, 'tally', from);
+      const row = this.statement(
+        `SELECT count(*), group_concat(s, char(1)), group_concat(o), group_concat(r), group_concat(a) FROM (${sql})`,
+      ).get(...params) as [number, string | null, string | null, string | null, string | null];
+      const n = row[0];
+      if (!n) continue;
+      out.events += n;
+      for (const s of row[1]!.split('\u0001')) bump(out.service, s);
+      for (const o of row[2]!.split(',')) bump(out.operation, Number(o));
+      for (const v of row[3]!.split(',')) bump(out.result, Number(v));
+      for (const a of row[4]!.split(',')) bump(out.actor, Number(a));
+    }
+    if (out.events) out.since = from ?? this.oldest(r, dimension, values);
+    return out;
+  }
+
+  /** Up to `n` of the newest matches, newest first (one keyset page without its cursor). */
+  newest(filters: EventFilters, privacy: PrivacyScope | undefined, n: number): EventRow[] {
+    const r = this.resolve(filters, privacy);
+    if (r.empty) return [];
+    return this.fetch(r, 'next', undefined, Math.max(1, Math.trunc(n)));
   }
 
   page(request: PageRequest): Page {
@@ -243,6 +375,96 @@ export class EventQuery {
     return { dimension: 'time', values: [0] };
   }
 
+  /**
+   * The driver for counting: the page driver, except that a scope hiding services with no
+   * services filter (a broad ask) counts over the stored services it keeps, one stream each —
+   * the hidden rows are never stepped over. Same rows: a row of a kept service is exactly a row
+   * the hidden-services condition lets through.
+   */
+  private countDriver(r: Resolved): { dimension: Dimension; values: Array<string | number> } {
+    const d = this.driver(r);
+    if (d.dimension !== 'time' || !r.hiddenServices.length) return d;
+    const hidden = new Set(r.hiddenServices.map((s) => s.toLowerCase()));
+    const kept = (this.statement(STORED_SERVICES).all() as Array<[string]>)
+      .map((row) => row[0])
+      .filter((s) => !hidden.has(s.toLowerCase()));
+    if (kept.length > MERGE_MAX) return d;
+    if (!kept.length) return { dimension: 'service', values: [] };
+    return { dimension: 'service', values: kept };
+  }
+
+  /** The oldest matching position over the streams (a slice that holds every match starts there). */
+  private oldest(r: Resolved, dimension: Dimension, values: Array<string | number>): Position | undefined {
+    let out: Position | undefined;
+    for (const value of values) {
+      const { sql, params } = this.select(r, dimension, value, 'oldest');
+      const at = this.statement(`${sql} LIMIT 1`).get(...params) as [number, number] | undefined;
+      if (at && (!out || at[0] < out.ts || (at[0] === out.ts && at[1] < out.seq)))
+        out = { ts: at[0], seq: at[1] };
+    }
+    return out;
+  }
+
+  /**
+   * One counting stream's SELECT over the covering index where there is one: `count` selects
+   * nothing in particular, `position` the (ts, seq) newest first, `oldest` the same oldest
+   * first, `tally` the four counted columns of every match at or after `from`.
+   */
+  private select(
+    r: Resolved,
+    dimension: Dimension,
+    value: string | number,
+    shape: 'count' | 'position' | 'oldest' | 'tally',
+    from?: Position,
+  ): { sql: string; params: unknown[] } {
+    const where: string[] = [];
+    const params: unknown[] = [];
+    const k = dimension === 'tag' ? 't' : 'e';
+    let source: string;
+    if (dimension === 'tag') {
+      source = 'audit_event_tags t CROSS JOIN audit_events e ON e.seq = t.seq';
+      where.push('t.tag = ?');
+      params.push(value);
+    } else {
+      source = `audit_events e INDEXED BY ${INDEX[dimension]}`;
+      if (dimension !== 'time') {
+        where.push(`${COLUMN[dimension]} = ?`);
+        params.push(value);
+      }
+    }
+    if (r.start !== undefined) {
+      where.push(`${k}.ts >= ?`);
+      params.push(r.start);
+    }
+    if (r.end !== undefined) {
+      where.push(`${k}.ts < ?`);
+      params.push(r.end);
+    }
+    if (from) {
+      where.push(`${k}.ts >= ? AND (${k}.ts > ? OR ${k}.seq >= ?)`);
+      params.push(from.ts, from.ts, from.seq);
+    }
+    // A service stream's services were chosen among the visible ones (resolve, countDriver):
+    // checking each of its rows against the hidden services again would change nothing.
+    this.residuals(r, dimension, where, params, dimension === 'service');
+    const columns =
+      shape === 'count'
+        ? '1'
+        : shape === 'tally'
+          ? 'e.service AS s, e.operation_id AS o, e.result_id AS r, e.actor_id AS a'
+          : `${k}.ts, ${k}.seq`;
+    const order =
+      shape === 'position'
+        ? ` ORDER BY ${k}.ts DESC, ${k}.seq DESC`
+        : shape === 'oldest'
+          ? ` ORDER BY ${k}.ts ASC, ${k}.seq ASC`
+          : '';
+    return {
+      sql: `SELECT ${columns} FROM ${source} WHERE ${where.length ? where.join(' AND ') : '1'}${order}`,
+      params,
+    };
+  }
+
   /** Up to `n` rows after `position` in `direction`, ordered in that direction. */
   private fetch(r: Resolved, direction: Direction, position: Position | undefined, n: number): EventRow[] {
     const { dimension, values } = this.driver(r);
@@ -299,7 +521,13 @@ export class EventQuery {
     return (this.statement(sql).all(...params) as RawRow[]).map(toRow);
   }
 
-  private residuals(r: Resolved, driver: Dimension, where: string[], params: unknown[]): void {
+  private residuals(
+    r: Resolved,
+    driver: Dimension,
+    where: string[],
+    params: unknown[],
+    servicesVisible = false,
+  ): void {
     const inList = (column: string, values: readonly unknown[], negate = false) => {
       if (values.length === 1) {
         where.push(`${column} ${negate ? '!=' : '='} ?`);
@@ -310,7 +538,7 @@ export class EventQuery {
       }
     };
     if (r.services && driver !== 'service') inList('e.service', r.services);
-    if (r.hiddenServices.length) {
+    if (r.hiddenServices.length && !servicesVisible) {
       where.push('lower(e.service) NOT IN (SELECT lower(value) FROM json_each(?))');
       params.push(json(r.hiddenServices));
     }
@@ -336,6 +564,27 @@ export class EventQuery {
         'NOT EXISTS (SELECT 1 FROM audit_event_tags x WHERE x.seq = e.seq AND x.tag IN (SELECT value FROM json_each(?)))',
       );
       params.push(json(r.excludeTags));
+    }
+    if (r.termTargets) {
+      // The actor through the dictionary (folded as in JavaScript); the target with lower(),
+      // which folds ASCII — the terms (addresses, device names, user principal names) are ASCII.
+      const any: string[] = [];
+      if (r.termActorIds) {
+        if (r.termActorIds.length) {
+          any.push('e.actor_id IN (SELECT value FROM json_each(?))');
+          params.push(json(r.termActorIds));
+        }
+      } else {
+        for (const needle of r.termActorNeedles ?? []) {
+          any.push('e.actor_id IN (SELECT id FROM audit_actors WHERE instr(folded, ?) > 0)');
+          params.push(needle);
+        }
+      }
+      for (const term of r.termTargets) {
+        any.push('instr(lower(e.target), ?) > 0');
+        params.push(term);
+      }
+      where.push(`(${any.join(' OR ')})`);
     }
   }
 

@@ -255,4 +255,34 @@ export const AUDIT_MIGRATIONS: readonly ComponentMigration[] = [
       ) WITHOUT ROWID;
     `,
   },
+  {
+    version: 6,
+    name: 'issue 14: the readable audit trail (action, result, counted refusals)',
+    up: `
+      -- action: what was done (set-tags, create-rule, …); result: success | failure | refused.
+      ALTER TABLE audit_trail ADD COLUMN action TEXT NOT NULL DEFAULT 'other';
+      ALTER TABLE audit_trail ADD COLUMN result TEXT NOT NULL DEFAULT 'success';
+      -- A refusal (401, 403, 429) is one row per hour, client, status, method, route and caller:
+      -- refusal_key names it, count says how many, at/last_at the first and the last.
+      ALTER TABLE audit_trail ADD COLUMN count INTEGER NOT NULL DEFAULT 1;
+      ALTER TABLE audit_trail ADD COLUMN last_at INTEGER;
+      ALTER TABLE audit_trail ADD COLUMN refusal_key TEXT;
+      UPDATE audit_trail SET
+        result = CASE WHEN status < 400 THEN 'success' WHEN status IN (401, 403, 429) THEN 'refused' ELSE 'failure' END,
+        action = coalesce(CASE WHEN json_valid(detail) THEN json_extract(detail, '$.action') END, 'other');
+      CREATE UNIQUE INDEX audit_trail_refusal_key ON audit_trail (refusal_key) WHERE refusal_key IS NOT NULL;
+      CREATE INDEX audit_trail_refusals_at ON audit_trail (at) WHERE refusal_key IS NOT NULL;
+    `,
+  },
+  {
+    version: 7,
+    name: 'issue 13: covering indexes for counting asks (time and service)',
+    up: `
+      -- An ask counts up to 50,000 matches and tallies the newest 10,000 by service, operation,
+      -- result and actor (event-query.ts count, tally): with every counted column in the index,
+      -- that reads no table row. seq is listed so the (ts, seq) keyset order holds.
+      CREATE INDEX audit_events_ts_cover ON audit_events (ts, seq, service, operation_id, result_id, actor_id);
+      CREATE INDEX audit_events_service_cover ON audit_events (service, ts, seq, operation_id, result_id, actor_id);
+    `,
+  },
 ];

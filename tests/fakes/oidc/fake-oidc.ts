@@ -37,6 +37,11 @@ export interface FakeOidc {
   tokenLifetimeS: number;
   /** Every token request, for assertions. */
   tokenRequests: URLSearchParams[];
+  /**
+   * A token for `login` as the token endpoint would issue it, minted directly (for the test's own
+   * API calls, or an already expired one: a negative `lifetimeS`).
+   */
+  mint(login: string, options?: { audience?: string; lifetimeS?: number }): Promise<string>;
   stop(): Promise<void>;
 }
 
@@ -59,6 +64,15 @@ export async function startFakeOidc(
     tokenLifetimeS: 600,
     tokenRequests: [],
     allowRedirect: (uri) => redirects.add(uri),
+    mint: async (login, mintOptions = {}) => {
+      const user = fake.users.get(login);
+      if (!user) throw new Error(`fake OIDC: no user ${login}`);
+      return sign(
+        { ...claimsOf(login, user), scp: 'access' },
+        mintOptions.audience ?? fake.accessAudience,
+        mintOptions.lifetimeS,
+      );
+    },
     stop: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections();
@@ -83,13 +97,19 @@ export async function startFakeOidc(
       });
       req.on('end', () => resolve(new URLSearchParams(text)));
     });
-  const sign = (claims: Record<string, unknown>, audience: string) =>
+  const claimsOf = (login: string, user: FakeUser) => ({
+    sub: `sub-${login}`,
+    preferred_username: login,
+    name: user.name,
+    roles: user.roles,
+  });
+  const sign = (claims: Record<string, unknown>, audience: string, lifetimeS = fake.tokenLifetimeS) =>
     new SignJWT(claims)
       .setProtectedHeader({ alg: 'ES256', kid: 'oidc-key', typ: 'JWT' })
       .setIssuer(fake.issuer)
       .setAudience(audience)
-      .setIssuedAt()
-      .setExpirationTime(`${fake.tokenLifetimeS}s`)
+      .setIssuedAt(Math.floor(Date.now() / 1000) + Math.min(0, lifetimeS) - 60)
+      .setExpirationTime(Math.floor(Date.now() / 1000) + lifetimeS)
       .sign(privateKey);
 
   const html = (res: ServerResponse, body: string) => {
@@ -197,12 +217,7 @@ export async function startFakeOidc(
         if (challenge !== grant.challenge)
           return json(res, 400, { error: 'invalid_grant', error_description: 'PKCE verification failed' });
         const user = fake.users.get(grant.user)!;
-        const common = {
-          sub: `sub-${grant.user}`,
-          preferred_username: grant.user,
-          name: user.name,
-          roles: user.roles,
-        };
+        const common = claimsOf(grant.user, user);
         const [access, id] = await Promise.all([
           sign({ ...common, scp: 'access' }, fake.accessAudience),
           sign({ ...common, ...(grant.nonce ? { nonce: grant.nonce } : {}) }, fake.clientId),

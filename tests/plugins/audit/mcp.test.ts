@@ -189,6 +189,41 @@ describe('meshhub mcp', () => {
     expect((await call(client, 'get_summary', {})).total).toBe(2);
   });
 
+  it('logs a tool that fails to stderr (never stdout), and tells the client only where to look', async () => {
+    const other = mkdtempSync(join(tmpdir(), 'meshhub-mcp-fail-'));
+    try {
+      closeDatabase(new AuditStore(() => openDatabase(join(other, 'meshhub.sqlite'))).repos().db);
+      stdoutText = '';
+      stderrText = '';
+      const client = await connect({ DATA_DIR: other, LOG_LEVEL: 'error' });
+      // The store breaks under the running server (another process, a bad migration, a full disk…).
+      const broken = openDatabase(join(other, 'meshhub.sqlite'));
+      broken.exec('ALTER TABLE audit_events RENAME TO audit_events_away');
+      closeDatabase(broken);
+      expect(await call(client, 'get_summary', {})).toEqual({ error: 'the tool failed; see the server log' });
+      const logged = stderrText
+        .split('\n')
+        .filter((line) => line.startsWith('{'))
+        .map((line) => JSON.parse(line));
+      expect(logged).toContainEqual(
+        expect.objectContaining({
+          level: 50,
+          msg: 'an MCP tool failed',
+          tool: 'get_summary',
+          err: expect.objectContaining({ message: expect.stringContaining('no such table') }),
+        }),
+      );
+      for (const line of stdoutText.trim().split('\n'))
+        expect(JSON.parse(line)).toHaveProperty('jsonrpc', '2.0');
+    } finally {
+      for (const { client, run } of runs.splice(0)) {
+        await client.close();
+        await run.close();
+      }
+      rmSync(other, { recursive: true, force: true });
+    }
+  });
+
   it('offers ask when AI_FEATURES_ENABLED, answering without a model as a list', async () => {
     const client = await connect({ AI_FEATURES_ENABLED: 'true' });
     expect((await client.listTools()).tools.map((t) => t.name)).toContain('ask');

@@ -207,12 +207,12 @@ describe('POST /api/webhooks/directory', () => {
     await t.collector.idle();
     expect(fake.requestsTo('graph', '/directoryAudits')).toHaveLength(1);
     expect(t.db.prepare('SELECT count(*) FROM audit_events').pluck().get()).toBe(1);
-    const trail = t.repos.trail.latest(10).map((r) => [r.status, r.username]);
+    // The two refused notifications are one counted refusal row (issue 14: bounded refusals).
+    const trail = t.repos.trail.latest(10).map((r) => [r.status, r.username, r.count]);
     expect(trail).toEqual([
-      [202, 'graph-webhook'],
-      [400, 'graph-webhook'],
-      [403, 'graph-webhook'],
-      [403, 'graph-webhook'],
+      [202, 'graph-webhook', 1],
+      [400, 'graph-webhook', 1],
+      [403, 'graph-webhook', 2],
     ]);
   });
 });

@@ -6,7 +6,7 @@
 import { ApiError, apiErrorFrom, retryAfterSeconds } from '../lib/problem.js';
 
 export interface ApiOptions {
-  method?: 'GET' | 'POST' | 'PATCH' | 'DELETE';
+  method?: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
   body?: unknown;
   /** Bearer token; a 401 then goes to `onUnauthorized`. */
   token?: string;

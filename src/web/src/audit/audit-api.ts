@@ -47,7 +47,33 @@ export function auditWords(error: unknown): string | undefined {
     return `${capitalise(error.detail)}.${wait !== undefined ? ` Try again in ${wait} s.` : ''}`;
   }
   if (status === 413) return `${capitalise(error.detail)}.`;
+  if (status === 429) {
+    // The hub's rate limiter names its tier; an export refused for running exports does not.
+    const tier = error.extras.members?.tier;
+    const what = typeof tier === 'string' ? TIER_WORDS[tier] : undefined;
+    const wait = error.extras.retryAfterSeconds;
+    return `${what ? `Too many ${what} from this computer for now` : capitalise(error.detail)}.${
+      wait !== undefined ? ` Try again in ${waitWords(wait)}.` : ' Wait a moment and try again.'
+    }`;
+  }
   return plainWords(error);
+}
+
+/** The rate-limit tiers (plugins/audit/http/rate-limit.ts) in words. */
+const TIER_WORDS: Record<string, string> = {
+  fetch: 'fetch requests',
+  ask: 'questions and explanations',
+  write: 'changes',
+  default: 'requests',
+};
+
+/** A Retry-After in words: "40 s", "3 min", "1 h 5 min". */
+export function waitWords(seconds: number): string {
+  if (seconds < 90) return `${Math.max(1, Math.round(seconds))} s`;
+  const minutes = Math.ceil(seconds / 60);
+  if (minutes < 90) return `${minutes} min`;
+  const rest = minutes % 60;
+  return `${Math.floor(minutes / 60)} h${rest ? ` ${rest} min` : ''}`;
 }
 
 const capitalise = (text: string) => text.charAt(0).toUpperCase() + text.slice(1);

@@ -84,6 +84,11 @@ export function AuditConsole({ view, search }: { view: AuditView; search: string
       </div>
       {signedOut ? (
         <SignInPanel />
+      ) : auth.config.status === 'misconfigured' && !features.features && !features.error ? (
+        // Every audit route answers 503 here: one call says so, not one per view.
+        <p class="loading" role="status">
+          Loading…
+        </p>
       ) : features.error && !features.features ? (
         <section class="panel notice notice-error" role="alert">
           <h1>The audit API did not answer</h1>

@@ -109,6 +109,9 @@ export function signOutOfAudit(notice?: string): void {
  * in: the API's 401 then says so). An expired token starts a new sign-in and throws SignInRedirect.
  */
 export function auditToken(): string | undefined {
+  // Once the page is on its way to the identity provider, nothing else goes out (it would go
+  // without a token, and its 401 would be one more error on the way).
+  if (redirecting) throw new SignInRedirect('signing in');
   const { session, config } = auditAuthStore.get();
   if (config?.status !== 'on' || !session) return undefined;
   if (Date.now() >= session.expiresAt - EXPIRY_MARGIN_MS) {
@@ -120,6 +123,7 @@ export function auditToken(): string | undefined {
 
 /** The API refused our token (it expired early, keys rotated…): sign in again, then come back. */
 export function expired(): void {
+  if (redirecting) return;
   signOutOfAudit('Your session expired. Please sign in again.');
   void beginSignIn().catch(() => {});
 }
@@ -167,8 +171,30 @@ async function discover(issuer: string): Promise<Discovery> {
   return doc as Discovery;
 }
 
+/**
+ * The sign-in redirect under way. Several calls find the token expired at once (the search, the
+ * filter options, the features): the first one starts the trip, the others join it — a second
+ * trip would overwrite the first one's PKCE verifier and state, and the provider's answer to the
+ * first would then be refused as stale.
+ */
+let redirecting: Promise<never> | undefined;
+
+// Back from the provider's page without signing in: the page may come back from the
+// back-forward cache with the redirect still marked as under way.
+addEventListener('pageshow', (e) => {
+  if (e.persisted) redirecting = undefined;
+});
+
 /** Sends the browser to the identity provider; it comes back to /audit/callback, then to `returnTo`. */
-export async function beginSignIn(returnTo = location.pathname + location.search): Promise<never> {
+export function beginSignIn(returnTo = location.pathname + location.search): Promise<never> {
+  redirecting ??= redirectToProvider(returnTo).catch((error: unknown) => {
+    if (!(error instanceof SignInRedirect)) redirecting = undefined;
+    throw error;
+  });
+  return redirecting;
+}
+
+async function redirectToProvider(returnTo: string): Promise<never> {
   const config = auditAuthStore.get().config ?? (await loadAuthConfig());
   if (!config?.issuer || !config.client_id)
     throw new SignInError(

@@ -5,7 +5,16 @@
 import type { AuditEvent } from './audit-types.js';
 import { outcomeClass, shownTime } from './format.js';
 
-export function EventTable({ events, onOpen }: { events: AuditEvent[]; onOpen: (id: string) => void }) {
+export function EventTable({
+  events,
+  onOpen,
+  labels = {},
+}: {
+  events: AuditEvent[];
+  onOpen: (id: string) => void;
+  /** How each service is shown (`/api/filter-options` `service_labels`): `directory` → `Directory (Entra ID)`. */
+  labels?: Record<string, string> | undefined;
+}) {
   if (!events.length) return null;
   return (
     <div class="audit-table-wrap">
@@ -30,7 +39,7 @@ export function EventTable({ events, onOpen }: { events: AuditEvent[]; onOpen: (
                   {shownTime(e.timestamp)}
                 </time>
               </td>
-              <td data-label="Service">{e.service}</td>
+              <td data-label="Service">{labels[e.service] ?? e.service}</td>
               <td data-label="Operation">
                 <button
                   type="button"

@@ -26,6 +26,7 @@ import { BulkTags } from './bulk-tags.js';
 import { EventDrawer } from './event-drawer.js';
 import { EventTable } from './event-table.js';
 import { ExportButtons } from './export-buttons.js';
+import { pageArrived } from './render-timing.js';
 import { TagInput } from './tag-input.js';
 
 /** How often the first page looks for newer events (also when the tab comes back into view). */
@@ -41,7 +42,7 @@ export function SearchView({ search }: { search: string }) {
   const [reload, setReload] = useState(0);
   const [fresh, setFresh] = useState<number>(0);
   const [bulkOpen, setBulkOpen] = useState(false);
-  const { features } = useStore(auditFeaturesStore);
+  const { features, options } = useStore(auditFeaturesStore);
 
   useEffect(() => {
     const controller = new AbortController();
@@ -51,7 +52,11 @@ export function SearchView({ search }: { search: string }) {
     if (s.cursor) params.set('cursor', s.cursor);
     setFresh(0);
     auditJson<EventPage>(`/api/events?${params}`, { signal: controller.signal }).then(
-      (data) => setPage({ key: pageKey, data }),
+      (data) => {
+        const painted = pageArrived();
+        setPage({ key: pageKey, data });
+        painted?.();
+      },
       (error: unknown) => {
         if (!controller.signal.aborted) setPage({ key: pageKey, error });
       },
@@ -150,7 +155,11 @@ export function SearchView({ search }: { search: string }) {
       )}
       {data && (
         <>
-          <EventTable events={rows} onOpen={(id) => go({ ...current, event: id })} />
+          <EventTable
+            events={rows}
+            labels={options?.service_labels}
+            onOpen={(id) => go({ ...current, event: id })}
+          />
           {rows.length === 0 && (
             <p class="audit-empty" role="status">
               No events match these filters{current.cursor ? ' on this page' : ''}.

@@ -1,11 +1,13 @@
 /**
  * Source health (issue 15 "Source health"): each source's status, last attempt, last success,
  * consecutive failures and the error, and "Fetch now" (POST /api/fetch, for administrators: with
- * AUTH_ENABLED the hub allows it to AUDIT_ADMIN_ROLES only, and says so with a 403 otherwise).
+ * AUTH_ENABLED the hub allows it to AUDIT_ADMIN_ROLES only; the button shows only when the
+ * source-health answer's `fetch_allowed` says this caller may).
  * Refreshes every 10 s while a fetch runs, every minute otherwise.
  */
 import { useEffect, useState } from 'preact/hooks';
 import { useTitle } from '../hooks.js';
+import { ApiError } from '../lib/problem.js';
 import { auditJson, auditWords } from './audit-api.js';
 import type { SourceHealth } from './audit-types.js';
 import { shownTime } from './format.js';
@@ -23,7 +25,21 @@ export function SourceHealthView() {
   useTitle('Audit sources');
   const [health, setHealth] = useState<{ data?: SourceHealth; error?: unknown }>({});
   const [tick, setTick] = useState(0);
-  const [fetching, setFetching] = useState<{ busy?: boolean; message?: string; error?: unknown }>({});
+  const [fetching, setFetching] = useState<{
+    busy?: boolean;
+    message?: string;
+    error?: unknown;
+    /** A 429's Retry-After: the button waits until then. */
+    holdUntil?: number;
+  }>({});
+  useEffect(() => {
+    if (fetching.holdUntil === undefined) return;
+    const timer = setTimeout(
+      () => setFetching(({ holdUntil: _h, ...rest }) => rest),
+      Math.max(0, fetching.holdUntil - Date.now()),
+    );
+    return () => clearTimeout(timer);
+  }, [fetching.holdUntil]);
 
   useEffect(() => {
     const controller = new AbortController();
@@ -54,7 +70,11 @@ export function SourceHealthView() {
         });
         setTick((t) => t + 1);
       },
-      (error: unknown) => setFetching({ error }),
+      (error: unknown) => {
+        const wait =
+          error instanceof ApiError && error.status === 429 ? error.extras.retryAfterSeconds : undefined;
+        setFetching({ error, ...(wait !== undefined ? { holdUntil: Date.now() + wait * 1000 } : {}) });
+      },
     );
   };
 
@@ -62,12 +82,22 @@ export function SourceHealthView() {
     <section class="panel audit-sources" aria-labelledby="sources-title">
       <div class="audit-section-head">
         <h1 id="sources-title">Sources</h1>
-        <button type="button" class="button button-small" disabled={fetching.busy} onClick={fetchNow}>
-          {fetching.busy ? 'Asking the hub…' : 'Fetch now'}
-        </button>
+        {/* Only for callers the hub lets fetch (AUDIT_ADMIN_ROLES); it says so per caller. */}
+        {health.data?.fetch_allowed && (
+          <button
+            type="button"
+            class="button button-small"
+            disabled={fetching.busy || fetching.holdUntil !== undefined}
+            aria-describedby="fetch-status"
+            onClick={fetchNow}
+          >
+            {fetching.busy ? 'Asking the hub…' : 'Fetch now'}
+          </button>
+        )}
       </div>
       <p
         role="status"
+        id="fetch-status"
         class={fetching.error !== undefined ? 'form-error' : 'muted small'}
         data-testid="fetch-status"
       >

@@ -11,6 +11,9 @@ export function TagInput({
   suggestions,
   onChange,
   error,
+  placeholder = 'type a tag, Enter to add',
+  maxLength,
+  max,
 }: {
   id: string;
   label: string;
@@ -18,6 +21,11 @@ export function TagInput({
   suggestions: readonly string[];
   onChange: (tags: string[]) => void;
   error?: string | undefined;
+  placeholder?: string;
+  /** Longest value the input takes. */
+  maxLength?: number;
+  /** Most values: the input is disabled at that many. */
+  max?: number;
 }) {
   const [text, setText] = useState('');
   const add = (raw: string) => {
@@ -55,7 +63,9 @@ export function TagInput({
         list={listId}
         value={text}
         autocomplete="off"
-        placeholder="type a tag, Enter to add"
+        placeholder={placeholder}
+        maxLength={maxLength}
+        disabled={max !== undefined && tags.length >= max}
         aria-invalid={error ? 'true' : undefined}
         aria-describedby={error ? `${id}-error` : undefined}
         onInput={(e) => {
