@@ -15,11 +15,11 @@ import { ADMIN_ROLE, SUBSCRIBER_ROLE } from '../../src/auth/users.js';
 import { ConfigError } from '../../src/config/load.js';
 import { NODE_ID_PATTERN } from '../../src/messaging/schemas.js';
 import { parseUntil } from '../../src/messaging/subscription-commands.js';
-import { type CommandBody, siteIdSchema, subscriptionCommandBody } from '../protocol.js';
+import { siteIdSchema } from '../protocol.js';
+import { grantOrExtend } from './billing/grants.js';
 import { migrateUpstream } from './db/migrate.js';
 import { ensurePartitions } from './db/partitions.js';
 import { isTransientDatabaseError, openPool, withTransaction } from './db/pool.js';
-import { enqueueCommand } from './downlink-queue.js';
 import { runUpstreamServer } from './main.js';
 import { loadUpstreamDatabaseSettings } from './settings.js';
 import { SiteRegistry, SiteRegistryError, type SiteRow } from './sites.js';
@@ -430,35 +430,21 @@ export async function grantUpstreamSubscription(
   grant: SubscriptionGrant,
   now = Date.now(),
 ): Promise<{ id: number; sites: string[] }> {
-  const allNodes = grant.nodes === 'all';
-  const nodeIds = allNodes ? [] : [...new Set(grant.nodes)].sort();
-  return withTransaction(pool, async (client) => {
-    const inserted = await client.query<{ id: string | number }>(
-      `INSERT INTO subscriptions (subscriber, all_nodes, node_ids, status, expires_at, source, reference, created_at, updated_at)
-       VALUES ($1, $2, $3, 'active', $4, $5, $6, $7, $7) RETURNING id`,
-      [grant.subscriber, allNodes, nodeIds, grant.expiresAt, grant.source, grant.reference ?? null, now],
-    );
-    const id = Number(inserted.rows[0]!.id);
-    const sites = allNodes
-      ? await client.query<{ site_id: string }>(
-          'SELECT site_id FROM sites WHERE revoked_at IS NULL ORDER BY site_id',
-        )
-      : await client.query<{ site_id: string }>(
-          `SELECT DISTINCT n.site_id FROM nodes n JOIN sites s ON s.site_id = n.site_id
-           WHERE n.node_id = ANY($1) AND s.revoked_at IS NULL ORDER BY n.site_id`,
-          [nodeIds],
-        );
-    const body: CommandBody<'subscription'> = subscriptionCommandBody.parse({
-      upstream_id: String(id),
-      subscriber: grant.subscriber,
-      all_nodes: allNodes,
-      node_ids: nodeIds,
-      status: 'active',
-      expires_at: grant.expiresAt,
-    });
-    for (const { site_id } of sites.rows) await enqueueCommand(client, site_id, 'subscription', body);
-    return { id, sites: sites.rows.map((r) => r.site_id) };
-  });
+  // The same rows and `subscription` commands as a settled invoice (billing/grants.ts).
+  return withTransaction(pool, (client) =>
+    grantOrExtend(
+      client,
+      null,
+      {
+        subscriber: grant.subscriber,
+        nodes: grant.nodes,
+        expiresAt: grant.expiresAt,
+        reference: grant.reference ?? null,
+        source: grant.source,
+      },
+      now,
+    ),
+  );
 }
 
 async function subscriptionCommand(args: string[], ctx: UpstreamCommandContext): Promise<number> {

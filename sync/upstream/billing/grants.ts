@@ -20,10 +20,12 @@ export const BILLING_SOURCE = 'billing';
 export interface BillingGrant {
   subscriber: string;
   nodes: 'all' | readonly string[];
-  /** Messaging allowed until (period end + grace), ms since the epoch. */
-  expiresAt: number;
-  /** The billing subscription id. */
-  reference: string;
+  /** Messaging allowed until (period end + grace), ms since the epoch; null: no end (an operator's grant). */
+  expiresAt: number | null;
+  /** The billing subscription id (or an operator's own reference). */
+  reference: string | null;
+  /** Who granted it: `billing` unless said (`meshhub upstream subscription grant` says its own). */
+  source?: string;
 }
 
 /**
@@ -59,7 +61,7 @@ export async function grantOrExtend(
         allNodes,
         allNodes ? [] : [...new Set(grant.nodes)].sort(),
         grant.expiresAt,
-        BILLING_SOURCE,
+        grant.source ?? BILLING_SOURCE,
         grant.reference,
         at,
       ],
