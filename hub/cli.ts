@@ -1,4 +1,4 @@
-#!/usr/bin/env node
+#!/usr/bin/env -S node --max-semi-space-size=2 --min-semi-space-size=2
 /**
  * The `meshhub` command. From a checkout: `npm run meshhub -- <command>`; `npm start` runs
  * `meshhub start`.

@@ -8,6 +8,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { HUB_NODE_FLAGS } from '../../hub/node-flags.js';
 import { projectRoot } from '../../src/version.js';
 import { type BenchResult, compare } from './report.js';
 
@@ -57,7 +58,7 @@ async function bareNode(): Promise<number> {
 async function hub(): Promise<number> {
   const dataDir = mkdtempSync(join(tmpdir(), 'meshhub-bench-rss-'));
   const port = await freePort();
-  const child = spawn(process.execPath, [join(root, 'dist', 'hub', 'cli.js'), 'start'], {
+  const child = spawn(process.execPath, [...HUB_NODE_FLAGS, join(root, 'dist', 'hub', 'cli.js'), 'start'], {
     cwd: root,
     env: {
       ...process.env,

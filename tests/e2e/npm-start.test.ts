@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import { HUB_NODE_FLAGS } from '../../hub/node-flags.js';
 import { waitFor } from '../helpers/hub.js';
 import { describeInBrowser, launchBrowser, openPage } from './helpers/browser.js';
 
@@ -27,7 +28,7 @@ describeInBrowser('npm start, then the browser', () => {
     await new Promise((r) => server.close(r));
     dataDir = mkdtempSync(join(tmpdir(), 'meshhub-npm-start-'));
     // The defaults, except where a test machine differs from a Pi: loopback, a free port, a temp dir.
-    child = spawn(process.execPath, ['scripts/start.mjs', 'start'], {
+    child = spawn(process.execPath, [...HUB_NODE_FLAGS, 'scripts/start.mjs', 'start'], {
       env: {
         ...process.env,
         DATA_DIR: dataDir,

@@ -10,6 +10,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { HUB_NODE_FLAGS } from '../../../hub/node-flags.js';
 import { projectRoot } from '../../../src/version.js';
 
 export const root = projectRoot();
@@ -123,7 +124,7 @@ export async function startHub(options: {
   const entry =
     options.how === 'npm' ? join(root, 'scripts', 'start.mjs') : join(root, 'dist', 'hub', 'cli.js');
   const t0 = performance.now();
-  const child = spawn(process.execPath, [entry, 'start'], {
+  const child = spawn(process.execPath, [...HUB_NODE_FLAGS, entry, 'start'], {
     cwd: root,
     env: {
       ...process.env,

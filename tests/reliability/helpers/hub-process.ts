@@ -8,6 +8,7 @@ import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { HUB_NODE_FLAGS } from '../../../hub/node-flags.js';
 import { seededRandom } from '../../../src/mesh/simulator/random.js';
 import { freePort, waitFor } from '../../helpers/hub.js';
 
@@ -100,7 +101,7 @@ export class HubProcess {
     }
     const began = Date.now();
     const name = this.options.name ?? 'hub';
-    const proc = spawn(process.execPath, [CLI, 'start'], {
+    const proc = spawn(process.execPath, [...HUB_NODE_FLAGS, CLI, 'start'], {
       env: { ...process.env, ...this.env(), ...extraEnv },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
