@@ -27,22 +27,26 @@ export interface SiemDeliveryRow {
   updated_at: number;
 }
 
-/** One event as read for forwarding: the event's columns with names, and the raw record's JSON text. */
-export interface OutboxEvent {
-  seq: number;
-  source: string;
-  source_key: string;
-  ts: number;
-  service: string;
-  operation: string;
-  result: string;
-  result_raw: string;
-  actor: string;
-  target: string;
-  tags: string;
-  ingested_at: number;
-  raw: string | null;
-}
+/**
+ * One event as read for forwarding: the event's columns, and the raw record's JSON text. A row
+ * array rather than an object (better-sqlite3's `raw()` mode): building a 13-property object per
+ * event was a third of the forwarder's time on the thread that also ingests.
+ */
+export type OutboxEvent = [
+  seq: number,
+  source: string,
+  source_key: string,
+  ts: number,
+  service: string,
+  operation: string,
+  result: string,
+  result_raw: string,
+  actor: string,
+  target: string,
+  tags: string,
+  ingested_at: number,
+  raw: string | null,
+];
 
 export class SiemDeliveryStore {
   private readonly readRow: Statement;
@@ -82,7 +86,8 @@ export class SiemDeliveryStore {
       INSERT INTO audit_siem_rejected (sink, seq, status, reason, rejected_at) VALUES (?, ?, ?, ?, ?)
       ON CONFLICT (sink, seq) DO UPDATE SET status = excluded.status, reason = excluded.reason,
         rejected_at = excluded.rejected_at`);
-    this.batch = db.prepare(`
+    this.batch = db
+      .prepare(`
       SELECT e.seq, e.source, e.source_key, e.ts, e.service, o.name AS operation, r.normalized AS result,
         r.raw AS result_raw, a.name AS actor, e.target, e.tags, e.ingested_at, w.raw AS raw
       FROM audit_events e
@@ -90,7 +95,8 @@ export class SiemDeliveryStore {
         JOIN audit_results r ON r.id = e.result_id
         JOIN audit_actors a ON a.id = e.actor_id
         LEFT JOIN audit_event_raw w ON w.seq = e.seq
-      WHERE e.seq > ? ORDER BY e.seq LIMIT ?`);
+      WHERE e.seq > ? ORDER BY e.seq LIMIT ?`)
+      .raw();
     this.maxSeq = db.prepare('SELECT coalesce(max(seq), 0) FROM audit_events').pluck();
     this.oldestAfter = db
       .prepare('SELECT ingested_at FROM audit_events WHERE seq > ? ORDER BY seq LIMIT 1')
@@ -119,7 +125,7 @@ export class SiemDeliveryStore {
     return this.oldestAfter.get(afterSeq) as number | undefined;
   }
 
-  /** Up to `limit` events after `afterSeq`, in seq order. */
+  /** Up to `limit` events after `afterSeq`, in seq order (columns in the order of `OutboxEvent`). */
   eventsAfter(afterSeq: number, limit: number): OutboxEvent[] {
     return this.batch.all(afterSeq, limit) as OutboxEvent[];
   }

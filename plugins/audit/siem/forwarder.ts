@@ -25,8 +25,8 @@ import type { ModuleMetrics } from '../../../src/module.js';
 import type { Database } from '../../../src/store/database.js';
 import type { AuditStore } from '../store/audit-store.js';
 import { type SiemDeliveryRow, SiemDeliveryStore, type SiemStatus } from './delivery-store.js';
-import { buildBatch } from './payload.js';
-import { type SendOutcome, SiemSender } from './sender.js';
+import { type Batch, buildBatch } from './payload.js';
+import { type PreparedRequest, type SendOutcome, SiemSender } from './sender.js';
 import type { SiemConfig } from './settings.js';
 
 export interface SiemForwarderDeps {
@@ -38,6 +38,13 @@ export interface SiemForwarderDeps {
   fetchImpl?: typeof fetch;
   resolve?: (host: string) => Promise<string[]>;
   random?: () => number;
+}
+
+/** A batch read after checkpoint `after`, its request being prepared (gzip, signature). */
+interface Outgoing {
+  after: number;
+  batch: Batch;
+  request: Promise<PreparedRequest>;
 }
 
 export class SiemForwarderActor extends Actor {
@@ -54,6 +61,12 @@ export class SiemForwarderActor extends Actor {
   private woken = false;
   private offStored: (() => void) | undefined;
   private batchLimit: number;
+  /** The next batch, read ahead while one is in flight. */
+  private next: Outgoing | undefined;
+  /** The highest seq read into a batch (sent, in flight or read ahead). */
+  private readThrough = 0;
+  /** Set when an event was stored at or below `readThrough` while a batch was in flight. */
+  private rereadFrom: number | undefined;
   private skippedSinceSuccess = false;
   private status: SiemStatus = 'idle';
   private lastError: string | undefined;
@@ -165,7 +178,8 @@ export class SiemForwarderActor extends Actor {
   private onStored(minSeq: number): void {
     // SQLite reuses the largest rowid after it was deleted (maintenance folding a duplicate):
     // an event stored at or below the checkpoint would never be sent. Rewind to just before it
-    // (what lies between is sent again: at-least-once).
+    // (what lies between is sent again: at-least-once). One stored below a batch already read
+    // (in flight or read ahead) drops the read-ahead and rewinds after the in-flight one.
     const row = this.snapshot();
     if (row && minSeq <= row.last_seq) {
       this.delivery().rewind(minSeq - 1);
@@ -174,34 +188,53 @@ export class SiemForwarderActor extends Actor {
         'SIEM checkpoint moved back to an event stored below it',
       );
     }
+    if (minSeq <= this.readThrough) {
+      this.next = undefined;
+      this.rereadFrom = Math.min(this.rereadFrom ?? Number.POSITIVE_INFINITY, minSeq - 1);
+    }
     this.woken = true;
     this.wake?.();
   }
 
   private async run(): Promise<void> {
-    const { config, log } = this.deps;
+    const { config } = this.deps;
     const signal = this.abort.signal;
     while (!signal.aborted) {
       const delivery = this.delivery();
       const row = delivery.row() ?? delivery.ensure();
-      const events = delivery.eventsAfter(row.last_seq, this.batchLimit);
-      if (!events.length) {
+      // The batch read while the previous one was in flight goes only if it starts at the
+      // checkpoint (a rewind, a failure or a smaller batch limit drops it).
+      const ready = this.next;
+      this.next = undefined;
+      const current =
+        ready && ready.after === row.last_seq && ready.batch.count <= this.batchLimit
+          ? ready
+          : this.readBatch(delivery, row.last_seq);
+      if (!current) {
+        this.readThrough = row.last_seq;
         this.setStatus('idle');
         await this.idle();
         continue;
       }
-      const batch = buildBatch(events, {
-        format: config.format,
-        host: this.host,
-        hec: config.hec,
-        maxEvents: this.batchLimit,
-        maxBytes: config.batchMaxBytes,
-      });
+      const { batch } = current;
       if (this.status === 'idle') this.setStatus('delivering');
-      const outcome = await this.sender.send(batch.body, signal);
+      const sending = this.sender.post(await current.request, signal);
+      // While this batch is on the wire, read, build and gzip the next one: the receiver's and
+      // the network's time is not added to every batch. It is sent only after this one is accepted.
+      if (this.status === 'delivering' && this.batchLimit === config.batchMaxEvents) {
+        this.next = this.readBatch(delivery, batch.lastSeq);
+      }
+      const outcome = await sending;
       this.counters.requests.inc({ outcome: outcome.ok ? 'ok' : outcome.kind });
       if (outcome.ok) {
-        delivery.delivered(row.last_seq, batch.lastSeq, batch.count, 'delivering');
+        const moved = delivery.delivered(row.last_seq, batch.lastSeq, batch.count, 'delivering');
+        if (!moved) this.next = undefined;
+        if (this.rereadFrom !== undefined) {
+          // An event was stored inside the batch just accepted (see onStored): send from it again.
+          if (moved && this.rereadFrom < batch.lastSeq) delivery.rewind(this.rereadFrom);
+          this.rereadFrom = undefined;
+          this.next = undefined;
+        }
         this.counters.delivered.inc(batch.count);
         this.status = 'delivering';
         this.lastError = undefined;
@@ -210,24 +243,54 @@ export class SiemForwarderActor extends Actor {
         this.batchLimit = Math.min(config.batchMaxEvents, this.batchLimit * 2);
         continue;
       }
-      if (signal.aborted) break;
-      if (outcome.kind === 'reject' && batch.count > 1) {
-        // One event in the batch is refused: halve until it is alone.
-        this.batchLimit = Math.max(1, Math.ceil(batch.count / 2));
-        continue;
-      }
-      if (outcome.kind === 'reject' && !this.skippedSinceSuccess) {
-        delivery.reject(batch.firstSeq, row.last_seq, outcome.status ?? 0, outcome.message);
-        this.counters.rejected.inc();
-        this.skippedSinceSuccess = true;
-        log.warn(
-          { seq: batch.firstSeq, status: outcome.status, reason: outcome.message },
-          'the SIEM refused one event; it is skipped and listed as rejected',
-        );
-        continue;
-      }
-      await this.failed(outcome, delivery);
+      this.next = undefined;
+      this.rereadFrom = undefined;
+      await this.onFailure(outcome, batch, row.last_seq, delivery);
     }
+  }
+
+  /** Up to `batchLimit` events after `after`, as a body being gzip'd and signed (undefined: none). */
+  private readBatch(delivery: SiemDeliveryStore, after: number): Outgoing | undefined {
+    const { config } = this.deps;
+    const events = delivery.eventsAfter(after, this.batchLimit);
+    if (!events.length) return undefined;
+    const batch = buildBatch(events, {
+      format: config.format,
+      host: this.host,
+      hec: config.hec,
+      maxEvents: this.batchLimit,
+      maxBytes: config.batchMaxBytes,
+    });
+    const request = this.sender.prepare(batch.body);
+    request.catch(() => {}); // a dropped read-ahead is never awaited; a sent one rethrows
+    this.readThrough = Math.max(this.readThrough, batch.lastSeq);
+    return { after, batch, request };
+  }
+
+  private async onFailure(
+    outcome: Exclude<SendOutcome, { ok: true }>,
+    batch: Batch,
+    checkpoint: number,
+    delivery: SiemDeliveryStore,
+  ): Promise<void> {
+    const { log } = this.deps;
+    if (this.abort.signal.aborted) return;
+    if (outcome.kind === 'reject' && batch.count > 1) {
+      // One event in the batch is refused: halve until it is alone.
+      this.batchLimit = Math.max(1, Math.ceil(batch.count / 2));
+      return;
+    }
+    if (outcome.kind === 'reject' && !this.skippedSinceSuccess) {
+      delivery.reject(batch.firstSeq, checkpoint, outcome.status ?? 0, outcome.message);
+      this.counters.rejected.inc();
+      this.skippedSinceSuccess = true;
+      log.warn(
+        { seq: batch.firstSeq, status: outcome.status, reason: outcome.message },
+        'the SIEM refused one event; it is skipped and listed as rejected',
+      );
+      return;
+    }
+    await this.failed(outcome, delivery);
   }
 
   private async failed(

@@ -45,24 +45,52 @@ export interface Batch {
 }
 
 const iso = (ms: number) => new Date(ms).toISOString();
+const DAY_MS = 86_400_000;
+const pad2 = (n: number) => (n < 10 ? `0${n}` : String(n));
+const pad3 = (n: number) => (n < 10 ? `00${n}` : n < 100 ? `0${n}` : String(n));
 
-/** The event object of both formats, as JSON text (the raw record is spliced in, not re-parsed). */
+/**
+ * `Date#toISOString` for many nearby times: the date part is kept for the last day seen and the
+ * time of day is formatted by hand (same text; anything unusual goes to `toISOString`).
+ */
+class IsoClock {
+  private day = Number.NaN;
+  private prefix = '';
+
+  format(ms: number): string {
+    if (!Number.isInteger(ms)) return iso(ms);
+    const day = Math.floor(ms / DAY_MS);
+    if (day !== this.day) {
+      const text = iso(day * DAY_MS);
+      if (text.length !== 24) return iso(ms); // years outside 0000–9999
+      this.day = day;
+      this.prefix = text.slice(0, 11);
+    }
+    let rest = ms - day * DAY_MS;
+    const milli = rest % 1000;
+    rest = (rest - milli) / 1000;
+    const sec = rest % 60;
+    rest = (rest - sec) / 60;
+    const min = rest % 60;
+    const hour = (rest - min) / 60;
+    return `${this.prefix}${pad2(hour)}:${pad2(min)}:${pad2(sec)}.${pad3(milli)}Z`;
+  }
+}
+
+const tsClock = new IsoClock();
+const ingestedClock = new IsoClock();
+const q = JSON.stringify;
+
+/**
+ * The event object of both formats, as JSON text: the fields in a fixed order, each string
+ * escaped by `JSON.stringify`, and the raw record spliced in as stored (never re-parsed).
+ */
 export function eventJson(e: OutboxEvent): string {
-  const head = JSON.stringify({
-    id: String(e.seq),
-    timestamp: iso(e.ts),
-    service: e.service,
-    operation: e.operation,
-    result: e.result,
-    result_raw: e.result_raw,
-    actor: e.actor,
-    target: e.target,
-    tags: safeTags(e.tags),
-    source: e.source,
-    source_id: e.source_key,
-    ingested_at: iso(e.ingested_at),
-  });
-  return `${head.slice(0, -1)},"raw":${e.raw ?? 'null'}}`;
+  return `{"id":"${e[0]}","timestamp":"${tsClock.format(e[3])}","service":${q(e[4])},"operation":${q(e[5])},"result":${q(e[6])},"result_raw":${q(e[7])},"actor":${q(e[8])},"target":${q(e[9])},"tags":${tagsJson(e[10])},"source":${q(e[1])},"source_id":${q(e[2])},"ingested_at":"${ingestedClock.format(e[11])}","raw":${e[12] ?? 'null'}}`;
+}
+
+function tagsJson(tags: string): string {
+  return tags === '[]' ? tags : q(safeTags(tags));
 }
 
 function safeTags(tags: string): string[] {
@@ -77,9 +105,9 @@ function safeTags(tags: string): string[] {
 
 function hecJson(e: OutboxEvent, options: PayloadOptions): string {
   const meta = JSON.stringify({
-    time: Math.round(e.ts) / 1000,
+    time: Math.round(e[3]) / 1000,
     host: options.host,
-    source: `meshhub:${e.source}`,
+    source: `meshhub:${e[1]}`,
     sourcetype: options.hec.sourcetype,
     ...(options.hec.index ? { index: options.hec.index } : {}),
   });
@@ -92,14 +120,24 @@ function hecJson(e: OutboxEvent, options: PayloadOptions): string {
  */
 export function buildBatch(events: readonly OutboxEvent[], options: PayloadOptions): Batch {
   const parts: string[] = [];
-  let bytes = 0;
+  // UTF-8 takes at most 3 bytes per UTF-16 unit: count exact bytes only once 3× the length
+  // could pass the bound (a batch of ASCII-heavy events never needs to).
+  let chars = 0;
+  let bytes = -1;
   for (const e of events) {
     if (parts.length >= options.maxEvents) break;
     const part = options.format === 'splunk-hec' ? hecJson(e, options) : eventJson(e);
-    const size = Buffer.byteLength(part) + 1;
-    if (parts.length > 0 && bytes + size > options.maxBytes) break;
+    if (bytes < 0 && (chars + part.length + 1) * 3 > options.maxBytes) {
+      bytes = 0;
+      for (const p of parts) bytes += Buffer.byteLength(p) + 1;
+    }
+    if (bytes >= 0) {
+      const size = Buffer.byteLength(part) + 1;
+      if (parts.length > 0 && bytes + size > options.maxBytes) break;
+      bytes += size;
+    }
     parts.push(part);
-    bytes += size;
+    chars += part.length + 1;
   }
   const first = events[0]!;
   const last = events[parts.length - 1]!;
@@ -112,11 +150,11 @@ export function buildBatch(events: readonly OutboxEvent[], options: PayloadOptio
       version: MESHHUB_SCHEMA_VERSION,
       sent_at: iso((options.now ?? Date.now)()),
       host: options.host,
-      first_id: String(first.seq),
-      last_id: String(last.seq),
+      first_id: String(first[0]),
+      last_id: String(last[0]),
       count: parts.length,
     });
     text = `${head.slice(0, -1)},"events":[${parts.join(',')}]}`;
   }
-  return { body: Buffer.from(text), count: parts.length, firstSeq: first.seq, lastSeq: last.seq };
+  return { body: Buffer.from(text), count: parts.length, firstSeq: first[0], lastSeq: last[0] };
 }

@@ -33,6 +33,12 @@ export type SendOutcome =
   | { ok: true; status: number }
   | { ok: false; kind: 'retry' | 'reject' | 'hold'; status?: number; message: string };
 
+/** A batch ready to go: the gzip body and its headers (signature included). */
+export interface PreparedRequest {
+  body: Buffer;
+  headers: Record<string, string>;
+}
+
 export interface SenderOptions {
   config: SiemConfig;
   userAgent: string;
@@ -60,7 +66,12 @@ export class SiemSender {
     return `sha256=${createHmac('sha256', secret).update(body).digest('hex')}`;
   }
 
-  async send(json: Buffer, signal: AbortSignal): Promise<SendOutcome> {
+  /**
+   * The request for one batch body: gzip (on the libuv threadpool, off the event loop) and the
+   * signature. Separate from `post` so the forwarder can prepare the next batch while one is in
+   * flight.
+   */
+  async prepare(json: Buffer): Promise<PreparedRequest> {
     const { config } = this.options;
     const body = await gzipAsync(json, GZIP);
     const headers: Record<string, string> = {
@@ -72,6 +83,15 @@ export class SiemSender {
     if (config.format === 'splunk-hec' && config.hec.token) {
       headers.authorization = `Splunk ${config.hec.token.reveal()}`;
     }
+    return { body, headers };
+  }
+
+  async send(json: Buffer, signal: AbortSignal): Promise<SendOutcome> {
+    return this.post(await this.prepare(json), signal);
+  }
+
+  async post({ body, headers }: PreparedRequest, signal: AbortSignal): Promise<SendOutcome> {
+    const { config } = this.options;
     let res: Response;
     try {
       res = await this.guarded(config.url, {

@@ -7,7 +7,9 @@
 import { gunzipSync } from 'node:zlib';
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { OutboxEvent } from '../../../plugins/audit/siem/delivery-store.js';
 import { SiemForwarderActor } from '../../../plugins/audit/siem/forwarder.js';
+import { eventJson } from '../../../plugins/audit/siem/payload.js';
 import { AuditStore } from '../../../plugins/audit/store/audit-store.js';
 import type { ModuleMetrics } from '../../../src/module.js';
 import { FakeMicrosoft } from '../../fakes/microsoft/fake-microsoft.js';
@@ -361,6 +363,66 @@ describe('SIEM forwarding (splunk-hec)', () => {
         : undefined;
     await drained();
     expect(siem.ids).toEqual(storedIds().filter((id) => id !== poison));
+  });
+});
+
+describe('SIEM event JSON', () => {
+  it('writes timestamps exactly as Date#toISOString, across days, before 1970 and past 9999', () => {
+    const times = [
+      Date.UTC(2026, 10, 3, 23, 59, 59, 999),
+      Date.UTC(2026, 10, 4, 0, 0, 0, 0),
+      Date.UTC(2026, 10, 4, 9, 5, 7, 45),
+      Date.UTC(1969, 11, 31, 23, 59, 59, 1),
+      -1,
+      0,
+      Date.UTC(2026, 10, 4, 9, 5, 7, 45),
+      253_402_300_800_000, // +010000-01-01
+    ];
+    for (const ts of times) {
+      const e: OutboxEvent = [
+        7,
+        'directory',
+        'k',
+        ts,
+        's',
+        'op',
+        'success',
+        'Succeeded',
+        'a',
+        't',
+        '[]',
+        ts,
+        '{"x":1}',
+      ];
+      const parsed = JSON.parse(eventJson(e)) as Record<string, unknown>;
+      expect(parsed).toMatchObject({ id: '7', timestamp: new Date(ts).toISOString(), raw: { x: 1 } });
+      expect(parsed.ingested_at).toBe(new Date(ts).toISOString());
+    }
+  });
+
+  it('escapes names and keeps only the string tags', () => {
+    const e: OutboxEvent = [
+      1,
+      'directory',
+      'k"1',
+      0,
+      'svc',
+      'Add "x"\n',
+      'failure',
+      'Failed',
+      'müller\u2028',
+      '',
+      '["a",2,"b"]',
+      0,
+      null,
+    ];
+    expect(JSON.parse(eventJson(e))).toMatchObject({
+      source_id: 'k"1',
+      operation: 'Add "x"\n',
+      actor: 'müller\u2028',
+      tags: ['a', 'b'],
+      raw: null,
+    });
   });
 });
 
