@@ -36,10 +36,13 @@ export function filterOptionsRoutes(
 }
 
 export function sourceHealthRoutes(
-  deps: { store: AuditStore; collector: AuditCollectorActor; config: AuditConfig },
+  deps: { store: AuditStore; collector: AuditCollectorActor; config: AuditConfig; siem?: SiemForwarderActor },
   app: Hono<AuditEnv>,
 ): void {
   app.get('/', (c) => {
+    // Issue 14: SIEM forwarding is a destination, not a source, but its failures belong where an
+    // administrator looks for collection trouble: null when SIEM_ENABLED is off.
+    const siem = (deps.siem?.describe().siem as Record<string, unknown> | undefined) ?? null;
     const states = deps.store.repos().sources;
     const rows = states.all().filter((r) => deps.config.sources.includes(r.source));
     const fetching = new Set((deps.collector.describe().fetching as SourceName[]) ?? []);
@@ -47,6 +50,7 @@ export function sourceHealthRoutes(
       collection: deps.collector.configured ? 'on' : 'not_configured',
       // Issue 15: the console shows "Fetch now" only to callers the fetch route would let through.
       fetch_allowed: holdsAnyRole(callerOf(c), fetchRoles(deps.config.auth)),
+      siem,
       data: rows.map((r) => ({
         source: r.source,
         status: !deps.collector.configured ? 'not_configured' : fetching.has(r.source) ? 'running' : r.status,

@@ -110,7 +110,9 @@ export function auditRouteGroups(deps: AuditRouteDeps): AuditRouteGroup[] {
     { path: '/api/filter-options', app: group(true, (app) => filterOptionsRoutes(deps, app)) },
     {
       path: '/api/source-health',
-      app: group(true, (app) => sourceHealthRoutes({ store, collector: deps.collector, config }, app)),
+      app: group(true, (app) =>
+        sourceHealthRoutes({ store, collector: deps.collector, config, siem: deps.siem }, app),
+      ),
     },
     {
       path: '/api/fetch',

@@ -160,6 +160,30 @@ export const sourceHealthSchema = z.object({
     description:
       'Whether this caller may POST /api/fetch (the console shows "Fetch now" only then): with AUTH_ENABLED a role in AUDIT_ADMIN_ROLES (any caller when it is empty); with auth off, anyone.',
   }),
+  siem: z
+    .object({
+      endpoint: z.string().meta({ description: 'The SIEM_WEBHOOK_URL host (no path, no secret).' }),
+      format: z.enum(['meshhub-json', 'splunk-hec']),
+      status: z
+        .string()
+        .meta({
+          description: '`idle`, `delivering`, `retrying` (backing off) or `held` (refused; nothing skipped).',
+        }),
+      checkpoint: z
+        .string()
+        .nullable()
+        .meta({ description: 'The last event sequence number the SIEM accepted.' }),
+      lag_events: z.int().nullable(),
+      delivered: z.int(),
+      rejected: z.int(),
+      failures: z.int(),
+      consecutive_failures: z.int(),
+      last_error: z.string().nullable(),
+      last_success_time: nullableTime,
+      next_attempt_time: nullableTime,
+    })
+    .nullable()
+    .meta({ description: 'SIEM forwarding (issue 14): null when SIEM_ENABLED is off.' }),
   data: z.array(
     z.object({
       source: z.enum(SOURCE_NAMES as [SourceName, ...SourceName[]]),

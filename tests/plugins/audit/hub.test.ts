@@ -110,6 +110,7 @@ describe('the hub with and without the audit plugin', () => {
       const sourceHealth = await json(`${h.base}/api/source-health`);
       expect(sourceHealth).toMatchObject({
         collection: 'on',
+        siem: null,
         data: [{ source: 'directory', status: 'ok', events_stored: 2 }],
       });
       expect(Date.parse(sourceHealth.data[0].last_attempt_time)).toBeGreaterThan(0);

@@ -103,6 +103,12 @@ describe('SIEM forwarding (meshhub-json)', () => {
     expect(state().status).toBe('retrying');
     expect(String(state().last_error)).toMatch(/could not reach 127\.0\.0\.1/);
     expect(forwarder().ready()).toBe(false); // /health: degraded while the SIEM is unreachable
+    // The source-health view shows it too, where an administrator looks for collection trouble.
+    const down = (await hub.json('/api/source-health')).body.siem;
+    expect(down).toMatchObject({ status: 'retrying', format: 'meshhub-json', lag_events: 180 });
+    expect(down.consecutive_failures).toBeGreaterThanOrEqual(3);
+    expect(down.last_error).toMatch(/could not reach 127\.0\.0\.1/);
+    expect(JSON.stringify(down)).not.toContain(SECRET);
     expect(await metric('meshhub_audit_siem_lag_events')).toBe(180);
     expect(await metric('meshhub_audit_siem_lag_seconds')).toBeGreaterThan(0);
     expect(await metric('meshhub_audit_siem_requests_total{outcome="retry"}')).toBeGreaterThanOrEqual(3);
@@ -117,6 +123,12 @@ describe('SIEM forwarding (meshhub-json)', () => {
     expect(await metric('meshhub_audit_siem_lag_events')).toBe(0);
     expect(forwarder().ready()).toBe(true);
     expect(state()).toMatchObject({ status: 'idle', consecutive_failures: 0, lag_events: 0, delivered: 210 });
+    expect((await hub.json('/api/source-health')).body.siem).toMatchObject({
+      status: 'idle',
+      consecutive_failures: 0,
+      lag_events: 0,
+      last_error: null,
+    });
   });
 
   it('sends a versioned, gzip-compressed, signed body in the documented shape', async () => {
