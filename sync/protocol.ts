@@ -207,6 +207,48 @@ export const nodeBody = z.strictObject({
   updated_at: ms,
 });
 
+const NODE_KEYS = new Set(Object.keys(nodeBody.shape));
+const NODE_ID = /^![0-9a-f]{8}$/;
+const isMs = (v: unknown) => typeof v === 'number' && Number.isInteger(v) && v <= MAX_MS && v >= -MAX_MS;
+const isText = (v: unknown, max: number) => v === null || (typeof v === 'string' && v.length <= max);
+const isNullableNumber = (v: unknown) => v === null || (typeof v === 'number' && Number.isFinite(v));
+
+/**
+ * True when `body` is a valid `node` body: a hand-written check, not zod (a catch-up carries a
+ * node record per reading, and zod costs microseconds each), exactly as strict as nodeBody: an
+ * object with exactly its keys, each as nodeBody says. A body it refuses is checked by nodeBody
+ * itself, for the same refusal with zod's words.
+ */
+export function isNodeBody(body: unknown): body is RecordBody<'node'> {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) return false;
+  const b = body as Record<string, unknown>;
+  let keys = 0;
+  for (const key of Object.keys(b)) {
+    if (!NODE_KEYS.has(key)) return false;
+    keys++;
+  }
+  if (keys !== NODE_KEYS.size) return false;
+  const num = b.node_num;
+  return (
+    typeof num === 'number' &&
+    Number.isInteger(num) &&
+    num >= 0 &&
+    num <= 0xffffffff &&
+    typeof b.node_id === 'string' &&
+    NODE_ID.test(b.node_id) &&
+    isText(b.short_name, 64) &&
+    isText(b.long_name, 128) &&
+    isText(b.hw_model, 64) &&
+    isNullableNumber(b.latitude) &&
+    isNullableNumber(b.longitude) &&
+    isNullableNumber(b.altitude) &&
+    (b.last_heard === null || isMs(b.last_heard)) &&
+    isNullableNumber(b.battery_level) &&
+    isNullableNumber(b.snr) &&
+    isMs(b.updated_at)
+  );
+}
+
 export const MESSAGE_STATUSES = ['queued', 'sent', 'delivered', 'failed', 'received', 'read'] as const;
 
 /** A `messages` row in its current state (sent on insert and on every status change). */
@@ -319,7 +361,8 @@ export function recordEntries(record: { seq: number; through?: number | undefine
 
 const seqNumber = z.number().int().positive().max(Number.MAX_SAFE_INTEGER);
 
-export const syncRecordSchema = z
+/** The record checked by zod, issue by issue: what a record the fast check refuses goes through. */
+const syncRecordZod = z
   .strictObject({
     seq: seqNumber,
     kind: z.enum(RECORD_KINDS as [RecordKind, ...RecordKind[]]),
@@ -335,20 +378,74 @@ export const syncRecordSchema = z
       }
       return z.NEVER;
     }
-    if (record.through !== undefined) {
-      // Each entry of the run holds at least one row.
-      const rows = record.kind === 'readings' ? (parsed.data as { rows: unknown[] }).rows.length : 0;
-      if (record.through < record.seq || record.through - record.seq + 1 > rows) {
-        ctx.addIssue({
-          code: 'custom',
-          path: ['through'],
-          message: 'only a readings record stands for a run of entries, at least one row each',
-        });
-        return z.NEVER;
-      }
+    if (record.through !== undefined && !throughFits(record.seq, record.through, record.kind, parsed.data)) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['through'],
+        message: 'only a readings record stands for a run of entries, at least one row each',
+      });
+      return z.NEVER;
     }
     return { ...record, body: parsed.data } as SyncRecord;
   });
+
+/** `through` names a run of entries, each with at least one row of the (readings) record. */
+function throughFits(seq: number, through: number, kind: RecordKind, body: unknown): boolean {
+  const rows = kind === 'readings' ? (body as RecordBody<'readings'>).rows.length : 0;
+  return through >= seq && through - seq + 1 <= rows;
+}
+
+/**
+ * The rows of `body` when it is a valid `readings` body (exactly `{ rows }`, the rows as
+ * readingRowsProblem accepts them); undefined otherwise, for zod to say what is wrong.
+ */
+function readingsBodyRows(body: unknown): ReadingRow[] | undefined {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) return undefined;
+  const keys = Object.keys(body);
+  if (keys.length !== 1 || keys[0] !== 'rows') return undefined;
+  const rows = (body as { rows: unknown }).rows;
+  return readingRowsProblem(rows) === undefined ? (rows as ReadingRow[]) : undefined;
+}
+
+const RECORD_KEYS = new Set(['seq', 'kind', 'at', 'through', 'body']);
+const isSeq = (v: unknown): v is number => typeof v === 'number' && Number.isSafeInteger(v) && v > 0;
+
+/**
+ * The record, when it is a valid `readings` or `node` record, checked by hand (a catch-up
+ * carries 100,000 of them, and zod costs microseconds each): exactly what syncRecordZod
+ * accepts. undefined for every other record, and for any problem: zod then checks it and says
+ * what is wrong.
+ */
+function fastRecord(input: unknown): SyncRecord | undefined {
+  if (typeof input !== 'object' || input === null || Array.isArray(input)) return undefined;
+  const r = input as Record<string, unknown>;
+  const kind = r.kind;
+  if (kind !== 'readings' && kind !== 'node') return undefined;
+  for (const key of Object.keys(r)) if (!RECORD_KEYS.has(key)) return undefined;
+  const { seq, at, through } = r;
+  if (!isSeq(seq) || !isMs(at) || !('body' in r)) return undefined;
+  if (through !== undefined && !isSeq(through)) return undefined;
+  let body: unknown;
+  if (kind === 'node') {
+    if (!isNodeBody(r.body)) return undefined;
+    body = r.body;
+  } else {
+    const rows = readingsBodyRows(r.body);
+    if (rows === undefined) return undefined;
+    body = { rows };
+  }
+  if (through !== undefined && !throughFits(seq, through, kind, body)) return undefined;
+  return (through === undefined ? { seq, kind, at, body } : { seq, kind, at, through, body }) as SyncRecord;
+}
+
+export const syncRecordSchema = z.unknown().transform((input, ctx): SyncRecord => {
+  const fast = fastRecord(input);
+  if (fast) return fast;
+  const parsed = syncRecordZod.safeParse(input);
+  if (parsed.success) return parsed.data;
+  for (const issue of parsed.error.issues) ctx.addIssue(issue as never);
+  return z.NEVER;
+});
 
 /** An inclusive run `[first, last]` of sequence numbers dropped for the disk budget. */
 export const seqRange = z.tuple([seqNumber, seqNumber]);
