@@ -128,6 +128,36 @@ const BUCKET_COLUMNS = [
   'wind_direction_cos_sum',
   'wind_direction_count',
 ].join(', ');
+/**
+ * The history cache's one statement per request (history-cache.ts): the site's acknowledged
+ * sequence and the oldest time the batches after $2 changed (none looked at for $2 < 0), then
+ * the series' buckets from max($4, min($5, that time's bucket)) to $6, at most $7 ($8: the
+ * bucket's length). One row with null bucket columns when no bucket is loaded; none when the
+ * site is not registered.
+ */
+const CHECKED_LOAD_SQL = Object.fromEntries(
+  (['1h', '1d'] as const).map((interval) => [
+    interval,
+    `WITH site AS (
+       SELECT acked_seq,
+         (SELECT min(changed_from) FROM sync_batches b
+          WHERE $2::bigint >= 0 AND b.site_id = $1 AND b.first_seq > $2::bigint) AS changed_from
+       FROM sites WHERE site_id = $1
+     ), checked AS (
+       SELECT acked_seq, changed_from,
+         GREATEST($4::bigint, LEAST($5::bigint,
+           COALESCE(changed_from - ((changed_from % $8::bigint) + $8::bigint) % $8::bigint, $5::bigint))) AS load_from
+       FROM site
+     )
+     SELECT checked.acked_seq, checked.changed_from, checked.load_from, b.*
+     FROM checked LEFT JOIN LATERAL (
+       SELECT ${BUCKET_COLUMNS} FROM ${ROLLUP_TABLE[interval]}
+       WHERE site_id = $1 AND node_id = $3 AND bucket_start >= checked.load_from AND bucket_start < $6::bigint
+       ORDER BY bucket_start LIMIT $7
+     ) b ON true`,
+  ]),
+) as Record<'1h' | '1d', string>;
+
 const NODE_COLUMNS =
   'site_id, node_id, short_name, long_name, hw_model, latitude, longitude, altitude, last_heard, battery_level, snr';
 
@@ -138,18 +168,27 @@ export class UpstreamReadQueries {
     private readonly pool: pg.Pool,
     private readonly now: () => number = Date.now,
   ) {
-    this.historyCache = new UpstreamHistoryCache(pool, {
-      load: async (siteId, nodeId, interval, from, end, max) => {
-        const result = await this.pool.query<Record<string, unknown>>(
-          `SELECT ${BUCKET_COLUMNS} FROM ${ROLLUP_TABLE[interval]}
-           WHERE site_id = $1 AND node_id = $2 AND bucket_start >= $3 AND bucket_start < $4
-           ORDER BY bucket_start LIMIT $5`,
-          [siteId, nodeId, from, end, max],
-        );
-        return result.rows.map((row) => {
-          const start = Number(row.bucket_start);
-          return [start, JSON.stringify(bucketJson(readingStart(siteId, nodeId, start), row))];
+    this.historyCache = new UpstreamHistoryCache({
+      checkAndLoad: async (siteId, nodeId, interval, q) => {
+        const result = await this.pool.query<Record<string, unknown>>({
+          name: `meshhub-history-${interval}`,
+          text: CHECKED_LOAD_SQL[interval],
+          values: [siteId, q.seen, nodeId, q.lower, q.from, q.end, q.max, BUCKET_MS[interval]],
         });
+        const first = result.rows[0];
+        if (!first) return { changedFrom: null, loadedFrom: q.lower, rows: [] };
+        const rows: Array<[number, string]> = [];
+        for (const row of result.rows) {
+          if (row.bucket_start === null) continue;
+          const start = Number(row.bucket_start);
+          rows.push([start, JSON.stringify(bucketJson(readingStart(siteId, nodeId, start), row))]);
+        }
+        return {
+          ackedSeq: Number(first.acked_seq),
+          changedFrom: first.changed_from === null ? null : Number(first.changed_from),
+          loadedFrom: Number(first.load_from),
+          rows,
+        };
       },
     });
   }
