@@ -164,11 +164,9 @@ export const sourceHealthSchema = z.object({
     .object({
       endpoint: z.string().meta({ description: 'The SIEM_WEBHOOK_URL host (no path, no secret).' }),
       format: z.enum(['meshhub-json', 'splunk-hec']),
-      status: z
-        .string()
-        .meta({
-          description: '`idle`, `delivering`, `retrying` (backing off) or `held` (refused; nothing skipped).',
-        }),
+      status: z.string().meta({
+        description: '`idle`, `delivering`, `retrying` (backing off) or `held` (refused; nothing skipped).',
+      }),
       checkpoint: z
         .string()
         .nullable()
