@@ -112,13 +112,29 @@ async function publishUntilClosed(client: MqttClient): Promise<void> {
   });
 }
 
+/** Connections that ended in an error before or while connecting (printed with the counts). */
+const connectErrors: string[] = [];
+
+/**
+ * A sensor's connection. A sensor whose connection fails tries again, as a real one does: once
+ * (CI, 13:20), a connection made right after a restart failed in the client's parser ("Invalid
+ * header flag bits … puback"), not reproduced since; it is counted and printed, never hidden.
+ */
 async function connectSensor(): Promise<MqttClient> {
-  return connectAsync(`mqtt://127.0.0.1:${hub.mqttPort}`, {
-    clientId: `rel-sensor-${hub.starts}`,
-    reconnectPeriod: 0,
-    connectTimeout: 5_000,
-    clean: true,
-  });
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await connectAsync(`mqtt://127.0.0.1:${hub.mqttPort}`, {
+        clientId: `rel-sensor-${hub.starts}-${attempt}`,
+        reconnectPeriod: 0,
+        connectTimeout: 5_000,
+        clean: true,
+      });
+    } catch (error) {
+      connectErrors.push((error as Error).message);
+      if (attempt >= 3) throw error;
+      await pause(200);
+    }
+  }
 }
 
 // biome-ignore lint/suspicious/noExplicitAny: JSON bodies of the history API
@@ -193,20 +209,28 @@ describe('SIGKILL during MQTT QoS 1 ingest (the built hub as a child process)', 
       for (const i of thisRound) checked.add(i);
     }
     // The last round: the sensor sends what is still unacknowledged, and the hub stays up.
-    const client = await connectSensor();
-    const last = resend.splice(0);
-    await Promise.all(
-      last.map((i) =>
-        client
-          .publishAsync('meshhub/ingest/readings', JSON.stringify(reading(i)), { qos: 1 })
-          .then(() => acked.add(i)),
-      ),
-    );
-    await client.endAsync();
+    for (let attempt = 1; resend.length > 0; attempt++) {
+      const client = await connectSensor();
+      const last = resend.splice(0);
+      const failed: number[] = [];
+      await Promise.all(
+        last.map((i) =>
+          client.publishAsync('meshhub/ingest/readings', JSON.stringify(reading(i)), { qos: 1 }).then(
+            () => acked.add(i),
+            () => failed.push(i),
+          ),
+        ),
+      );
+      await client.endAsync(true).catch(() => {});
+      resend.push(...failed);
+      if (failed.length > 0) connectErrors.push(`${failed.length} publishes of the last round failed`);
+      if (attempt >= 3) expect(resend, 'the last round could not deliver').toEqual([]);
+    }
 
     console.log(
       `[reliability] kill during MQTT ingest: ${ROUNDS} kills at ${script.join(', ')} (ms after connect / acked so far); ` +
-        `${next} readings published, ${acked.size} acknowledged; restart to healthy ${Math.min(...restarts)}–${Math.max(...restarts)} ms`,
+        `${next} readings published, ${acked.size} acknowledged; restart to healthy ${Math.min(...restarts)}–${Math.max(...restarts)} ms; ` +
+        `connections that failed and were made again: ${connectErrors.length}${connectErrors.length ? ` (${connectErrors.join('; ')})` : ''}`,
     );
 
     // Exact counts: every reading published is acknowledged and stored, each exactly once.
