@@ -6,24 +6,33 @@
  * query itself; the hub is as fast only because it does not decode them again either.
  *
  * Several upstream processes share one database, so a process cannot learn of changes from its
- * own batch applies alone. Every applied batch records the oldest time it changed
- * (`sync_batches.changed_from`). Each request asks PostgreSQL once, in ONE round trip, both
- * - the check: the site's acknowledged sequence and, when batches arrived since this process
- *   last looked (`seen`), the oldest time they changed; every cached bucket of the site from
- *   there on is dropped (batches tile the sequence, no gaps, no overlaps, so those after `seen`
- *   are the ones with `first_seq > seen`), and
- * - the buckets the answer lacks: from the end of the cached range, or from the first bucket the
- *   check drops if that is earlier (computed by PostgreSQL in the same statement), to the end
- *   asked for. Usually none, or the one a new reading changed.
- * So an answer is never older than the request: whatever any process committed before the
- * request came is in it. (Listening for notifications instead would skip the round trip, but a
- * notification reaches a process some time after the commit: measured up to 152 ms on the
- * loaded 2-core VM, and a request in that window would be answered from before the batch.)
+ * own batch applies alone. Two ways, the first whenever it can be trusted:
+ * - Notified (history-changes.ts, UPSTREAM_HISTORY_LISTEN): every batch that changes buckets
+ *   NOTIFYs its site and the oldest time it changed, at its commit; this process drops the site's
+ *   cached buckets from there on as the notification arrives. While the listening connection
+ *   provably delivers (`liveEpoch()`), a site checked against PostgreSQL once on that connection
+ *   is answered from memory when the cache holds the whole answer: no query at all. An answer
+ *   may then miss a batch whose notification is still on its way (history-changes.ts says how
+ *   long that can be).
+ * - Checked: otherwise (no listener, the connection down, reconnecting or silent, a site not yet
+ *   checked on this connection, buckets to load) each request asks PostgreSQL once, in ONE round
+ *   trip, both
+ *   - the check: the site's acknowledged sequence and, when batches arrived since this process
+ *     last looked (`seen`), the oldest time they changed (`sync_batches.changed_from`); every
+ *     cached bucket of the site from there on is dropped (batches tile the sequence, no gaps, no
+ *     overlaps, so those after `seen` are the ones with `first_seq > seen`), and
+ *   - the buckets the answer lacks: from the end of the cached range, or from the first bucket
+ *     the check drops if that is earlier (computed by PostgreSQL in the same statement), to the
+ *     end asked for. Usually none, or the one a new reading changed.
+ *   So a checked answer is never older than the request: whatever any process committed before
+ *   the request came is in it.
  *
- * Requests of one site run one after another (a promise chain per site): a load that started
- * before a truncation can never append buckets the truncation meant to drop.
+ * Requests and notified drops of one site run one after another (a promise chain per site): a
+ * load that started before a drop can never append buckets the drop meant to remove, and a
+ * request that comes after a notification is answered after its drop.
  */
 import { BucketCache, CachedRange, lowerBound } from '../../src/weather/bucket-cache.js';
+import type { HistoryChangeFeed } from './history-changes.js';
 
 export type RollupInterval = '1h' | '1d';
 
@@ -77,6 +86,13 @@ const bucketStart = (ts: number, interval: RollupInterval) =>
 
 const EMPTY = new CachedRange(0, 0).body(0, 0);
 
+/** True when `range` holds every bucket of a page from `lower` to `end` of at most `max` - 1 (and
+ * whether one more follows). */
+function holds(range: CachedRange, lower: number, end: number, max: number): boolean {
+  if (end <= range.to) return true;
+  return range.starts.length - lowerBound(range.starts, lower) >= max;
+}
+
 interface HeldBody {
   range: CachedRange;
   first: number;
@@ -95,13 +111,26 @@ export class UpstreamHistoryCache {
   private readonly bodies = new Map<string, HeldBody>();
   private bodyBytes = 0;
   private readonly maxBodyBytes: number;
+  /** Per site: the feed's epoch in which it was last checked against PostgreSQL. */
+  private readonly checked = new Map<string, number>();
+  /** Requests answered with a PostgreSQL query (the rest came from memory alone). */
+  queries = 0;
 
   constructor(
     private readonly source: BucketSource,
     maxBytes = 32_000_000,
+    private readonly feed?: HistoryChangeFeed,
   ) {
     this.buckets = new BucketCache(maxBytes);
     this.maxBodyBytes = maxBytes / 4;
+    feed?.subscribe((siteId, from) => this.changed(siteId, from));
+  }
+
+  /** A batch (of any process) changed the site's buckets from `from` on: drop them, in turn. */
+  private changed(siteId: string, from: number): void {
+    // Nothing cached and nothing under way: nothing to drop.
+    if (!this.keys.has(siteId) && !this.queues.has(siteId)) return;
+    void this.enqueue(siteId, async () => this.truncateSite(siteId, from));
   }
 
   /** One page of buckets with a start in [floor(start), end) (after `after`), at most `limit`. */
@@ -111,8 +140,12 @@ export class UpstreamHistoryCache {
     interval: RollupInterval,
     query: { start: number; end: number; limit: number; after?: number },
   ): Promise<BucketPage> {
+    return this.enqueue(siteId, () => this.pageNow(siteId, nodeId, interval, query));
+  }
+
+  /** Runs `run` after everything queued for the site before it. */
+  private enqueue<T>(siteId: string, run: () => Promise<T>): Promise<T> {
     const previous = this.queues.get(siteId) ?? Promise.resolve();
-    const run = () => this.pageNow(siteId, nodeId, interval, query);
     const next = previous.then(run, run);
     const tail = next.catch(() => {});
     this.queues.set(siteId, tail);
@@ -137,6 +170,11 @@ export class UpstreamHistoryCache {
     const cached = this.buckets.get(key);
     const fresh = !cached || lower < cached.from || lower > cached.to;
     const max = limit + 1;
+    const live = this.feed?.liveEpoch();
+    if (!fresh && live !== undefined && this.checked.get(siteId) === live && holds(cached, lower, end, max)) {
+      return this.answer(key, cached, lower, end, limit);
+    }
+    this.queries++;
     const checked = await this.source.checkAndLoad(siteId, nodeId, interval, {
       seen: seen ?? -1,
       lower,
@@ -144,6 +182,8 @@ export class UpstreamHistoryCache {
       end,
       max,
     });
+    // Listening since before the query began: whatever the query did not see will be notified.
+    if (live !== undefined && this.feed?.liveEpoch() === live) this.checked.set(siteId, live);
     if (checked.ackedSeq === undefined) return { body: EMPTY };
     // The check: what batches since the last look changed goes, in every series of the site.
     const acked = checked.ackedSeq;
@@ -177,6 +217,11 @@ export class UpstreamHistoryCache {
       this.buckets.set(key, range);
       this.remember(siteId, key);
     }
+    return this.answer(key, range, lower, end, limit);
+  }
+
+  /** The page of the key's range from `lower` to `end`, at most `limit` buckets. */
+  private answer(key: string, range: CachedRange, lower: number, end: number, limit: number): BucketPage {
     const first = lowerBound(range.starts, lower);
     const stop = Math.min(lowerBound(range.starts, end), first + limit + 1);
     const more = stop - first > limit;

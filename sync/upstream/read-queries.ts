@@ -20,6 +20,7 @@ import { circularMeanDegrees } from '../../src/store/rollups.js';
 import { type HistoryQuery, roundMean, wholeDegrees } from '../../src/weather/weather-service.js';
 import { LINEAR_METRIC_COLUMNS, METRIC_COLUMNS } from './db/schema.js';
 import { UpstreamHistoryCache } from './history-cache.js';
+import type { HistoryChangeFeed } from './history-changes.js';
 
 /** Bound on latest and nodes answers (one row per site and node). */
 export const MAX_LISTED_ROWS = 10_000;
@@ -167,30 +168,42 @@ export class UpstreamReadQueries {
   constructor(
     private readonly pool: pg.Pool,
     private readonly now: () => number = Date.now,
+    /** Batches applied by any process, as they commit (history-changes.ts); without it every
+     * history request checks with PostgreSQL. */
+    historyChanges?: HistoryChangeFeed,
   ) {
-    this.historyCache = new UpstreamHistoryCache({
-      checkAndLoad: async (siteId, nodeId, interval, q) => {
-        const result = await this.pool.query<Record<string, unknown>>({
-          name: `meshhub-history-${interval}`,
-          text: CHECKED_LOAD_SQL[interval],
-          values: [siteId, q.seen, nodeId, q.lower, q.from, q.end, q.max, BUCKET_MS[interval]],
-        });
-        const first = result.rows[0];
-        if (!first) return { changedFrom: null, loadedFrom: q.lower, rows: [] };
-        const rows: Array<[number, string]> = [];
-        for (const row of result.rows) {
-          if (row.bucket_start === null) continue;
-          const start = Number(row.bucket_start);
-          rows.push([start, JSON.stringify(bucketJson(readingStart(siteId, nodeId, start), row))]);
-        }
-        return {
-          ackedSeq: Number(first.acked_seq),
-          changedFrom: first.changed_from === null ? null : Number(first.changed_from),
-          loadedFrom: Number(first.load_from),
-          rows,
-        };
+    this.historyCache = new UpstreamHistoryCache(
+      {
+        checkAndLoad: async (siteId, nodeId, interval, q) => {
+          const result = await this.pool.query<Record<string, unknown>>({
+            name: `meshhub-history-${interval}`,
+            text: CHECKED_LOAD_SQL[interval],
+            values: [siteId, q.seen, nodeId, q.lower, q.from, q.end, q.max, BUCKET_MS[interval]],
+          });
+          const first = result.rows[0];
+          if (!first) return { changedFrom: null, loadedFrom: q.lower, rows: [] };
+          const rows: Array<[number, string]> = [];
+          for (const row of result.rows) {
+            if (row.bucket_start === null) continue;
+            const start = Number(row.bucket_start);
+            rows.push([start, JSON.stringify(bucketJson(readingStart(siteId, nodeId, start), row))]);
+          }
+          return {
+            ackedSeq: Number(first.acked_seq),
+            changedFrom: first.changed_from === null ? null : Number(first.changed_from),
+            loadedFrom: Number(first.load_from),
+            rows,
+          };
+        },
       },
-    });
+      undefined,
+      historyChanges,
+    );
+  }
+
+  /** History requests this process answered with a PostgreSQL query (the rest from memory). */
+  get historyQueries(): number {
+    return this.historyCache.queries;
   }
 
   /**

@@ -37,6 +37,7 @@ import { ensurePartitions } from './db/partitions.js';
 import { isTransientDatabaseError, openPool } from './db/pool.js';
 import { METRIC_COLUMNS } from './db/schema.js';
 import { DownlinkQueue } from './downlink-queue.js';
+import { HistoryChangeListener } from './history-changes.js';
 import { openUpstreamIdentity, type UpstreamIdentity } from './identity.js';
 import { messagingOnAck, upstreamMessagingRoutes } from './messaging/routes.js';
 import { type UpstreamNodeJson, type UpstreamReadingJson, UpstreamReadQueries } from './read-queries.js';
@@ -140,7 +141,11 @@ export async function createUpstream(
     onAck: messagingOnAck(pool),
     log: log.child({ component: 'downlink-queue' }),
   });
-  const queries = new UpstreamReadQueries(pool);
+  // Batches applied by any process reach this one's history cache as they commit.
+  const historyChanges = settings.UPSTREAM_HISTORY_LISTEN
+    ? new HistoryChangeListener(databaseUrl, { log: log.child({ component: 'history' }) })
+    : undefined;
+  const queries = new UpstreamReadQueries(pool, Date.now, historyChanges);
   const users = new UpstreamUsers(pool);
   const metrics = new UpstreamMetrics({ defaultMetrics: options.defaultMetrics });
   // The dashboard's stream (the web UI in upstream mode); batches applied by other processes
@@ -161,7 +166,14 @@ export async function createUpstream(
   const downlinkConnections = () => onDownlink.stats().connectedSites.length;
   /** Sockets handed to the downlink handler: the HTTP server no longer tracks them. */
   const downlinks = new Set<Duplex>();
-  metrics.watch({ sites: () => siteCounts(pool), downlinks: downlinkConnections });
+  metrics.watch({
+    sites: () => siteCounts(pool),
+    downlinks: downlinkConnections,
+    history: () => ({
+      listening: historyChanges?.liveEpoch() !== undefined,
+      queries: queries.historyQueries,
+    }),
+  });
 
   // Billing runs here when enabled (PLUGINS=billing): BTCPay's webhooks reach the upstream.
   const billing = settings.billing
@@ -273,6 +285,7 @@ export async function createUpstream(
       }, PARTITIONS_EVERY_MS);
       partitionsTimer.unref();
       await queue.start();
+      await historyChanges?.start();
       await billing?.start();
       boundPort = await listen();
       log.info({ host: settings.HTTP_HOST, port: boundPort, version }, 'upstream listening');
@@ -303,6 +316,7 @@ export async function createUpstream(
       for (const socket of downlinks) socket.destroy();
       downlinks.clear();
       await queue.stop();
+      await historyChanges?.stop();
       await billing?.stop();
       await tiles.archive?.close().catch((err: unknown) => log.warn({ err }, 'closing the map tiles failed'));
       await pool.end();

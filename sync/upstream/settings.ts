@@ -62,6 +62,14 @@ export const upstreamSettings = z.object({
    * Only set it when a proxy you run always sets that header.
    */
   HTTP_TRUST_PROXY: flag.prefault('false'),
+  /**
+   * History answers follow the batches any upstream process applies through one LISTEN
+   * connection (sync/upstream/history-changes.ts): a cached year of history is answered with no
+   * PostgreSQL query, and may miss a batch whose notification is still on its way (milliseconds;
+   * never more than 3 s). false: every history request asks PostgreSQL once and is never older
+   * than the request.
+   */
+  UPSTREAM_HISTORY_LISTEN: flag.prefault('true'),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   /** An external identity provider, as on the hub (all three together). */
   AUTH_JWKS_URL: z.string().optional(),

@@ -21,6 +21,10 @@ export class UpstreamMetrics {
   readonly registry = new Registry();
   private sitesSource: (() => Promise<{ active: number; revoked: number }>) | undefined;
   private downlinkSource: () => number = () => 0;
+  private historySource: () => { listening: boolean; queries: number } = () => ({
+    listening: false,
+    queries: 0,
+  });
 
   readonly httpDuration = httpDurationHistogram(this.registry, 'meshhub_upstream_');
 
@@ -58,6 +62,23 @@ export class UpstreamMetrics {
         this.set(self.downlinkSource());
       },
     });
+    new Gauge({
+      name: 'meshhub_upstream_history_listening',
+      help: 'History answers follow the batches of every process by notification (1), or every history request asks PostgreSQL (0: UPSTREAM_HISTORY_LISTEN=false, or its connection down)',
+      registers: [this.registry],
+      collect() {
+        this.set(self.historySource().listening ? 1 : 0);
+      },
+    });
+    new Counter({
+      name: 'meshhub_upstream_history_queries_total',
+      help: 'History requests of hourly or daily means this process answered with a PostgreSQL query (the others came from its cache alone)',
+      registers: [this.registry],
+      collect() {
+        this.reset();
+        this.inc(self.historySource().queries);
+      },
+    });
     if (options.defaultMetrics !== false)
       collectDefaultMetrics({ register: this.registry, prefix: 'meshhub_upstream_' });
   }
@@ -66,9 +87,11 @@ export class UpstreamMetrics {
   watch(sources: {
     sites: () => Promise<{ active: number; revoked: number }>;
     downlinks: () => number;
+    history?: () => { listening: boolean; queries: number };
   }): void {
     this.sitesSource = sources.sites;
     this.downlinkSource = sources.downlinks;
+    if (sources.history) this.historySource = sources.history;
   }
 
   async render(): Promise<{ contentType: string; body: string }> {

@@ -1,9 +1,11 @@
 /**
- * The upstream's history cache (sync/upstream/history-cache.ts) against PostgreSQL: two upstream
- * instances on one database, the way several stateless processes share it. What one applies
- * must be in the other's very next answer, however much that one had cached (no waiting, no
- * notification to wait for); and a cached answer is byte for byte the answer of an uncached
- * query of the same rows (UpstreamReadQueries.history, which reads PostgreSQL every time).
+ * The upstream's history cache (sync/upstream/history-cache.ts) against PostgreSQL, checked on
+ * every request (UPSTREAM_HISTORY_LISTEN=false): two upstream instances on one database, the way
+ * several stateless processes share it. What one applies must be in the other's very next
+ * answer, however much that one had cached (no waiting, no notification to wait for); and a
+ * cached answer is byte for byte the answer of an uncached query of the same rows
+ * (UpstreamReadQueries.history, which reads PostgreSQL every time). The notified way (the
+ * default) is tested in history-notified.test.ts.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -67,6 +69,7 @@ describe.skipIf(skip)('upstream history cache, two upstream instances on one dat
         HTTP_PORT: '0',
         DATA_DIR: dir,
         WEB_ROOT: join(dir, 'no-web'),
+        UPSTREAM_HISTORY_LISTEN: 'false',
       }),
       { log: pino({ level: 'silent' }), defaultMetrics: false },
     );
