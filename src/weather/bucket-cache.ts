@@ -84,6 +84,11 @@ export class BucketCache {
     return this.bytes;
   }
 
+  /** The key's range without counting it as used (eviction order unchanged). */
+  peek(key: string): CachedRange | undefined {
+    return this.ranges.get(key);
+  }
+
   get(key: string): CachedRange | undefined {
     const range = this.ranges.get(key);
     if (range) {

@@ -38,6 +38,9 @@ export type RollupInterval = '1h' | '1d';
 
 const BUCKET_MS: Record<RollupInterval, number> = { '1h': 3_600_000, '1d': 86_400_000 };
 
+/** A series asked for within this long is loaded again as soon as a notification drops from it. */
+const REFILL_ASKED_WITHIN_MS = 60_000;
+
 export interface BucketPage {
   body: Uint8Array;
   /** Set when more buckets remain: the `after` of the next page. */
@@ -113,24 +116,78 @@ export class UpstreamHistoryCache {
   private readonly maxBodyBytes: number;
   /** Per site: the feed's epoch in which it was last checked against PostgreSQL. */
   private readonly checked = new Map<string, number>();
+  /** Per key: when it was last asked for (what a notified drop loads again at once). */
+  private readonly asked = new Map<string, number>();
   /** Requests answered with a PostgreSQL query (the rest came from memory alone). */
   queries = 0;
+  /** Queries run to load again what a notified drop removed from a series asked for lately. */
+  refills = 0;
 
   constructor(
     private readonly source: BucketSource,
     maxBytes = 32_000_000,
     private readonly feed?: HistoryChangeFeed,
+    private readonly now: () => number = Date.now,
   ) {
     this.buckets = new BucketCache(maxBytes);
     this.maxBodyBytes = maxBytes / 4;
     feed?.subscribe((siteId, from) => this.changed(siteId, from));
   }
 
-  /** A batch (of any process) changed the site's buckets from `from` on: drop them, in turn. */
+  /**
+   * A batch (of any process) changed the site's buckets from `from` on: drop them, in turn, and
+   * load again at once what a series asked for within the last minute held (a dashboard that
+   * follows a node asks again soon: its answer is then ready, with no query of its own).
+   */
   private changed(siteId: string, from: number): void {
     // Nothing cached and nothing under way: nothing to drop.
     if (!this.keys.has(siteId) && !this.queues.has(siteId)) return;
-    void this.enqueue(siteId, async () => this.truncateSite(siteId, from));
+    void this.enqueue(siteId, async () => {
+      const refill: Array<[key: string, to: number]> = [];
+      const now = this.now();
+      const keys = this.keys.get(siteId) ?? new Set<string>();
+      for (const key of keys) {
+        const range = this.buckets.peek(key);
+        if (!range) {
+          // Evicted for other series: nothing of it to drop or load.
+          keys.delete(key);
+          this.asked.delete(key);
+        } else if (now - (this.asked.get(key) ?? 0) <= REFILL_ASKED_WITHIN_MS) refill.push([key, range.to]);
+      }
+      this.truncateSite(siteId, from);
+      for (const [key, to] of refill) await this.refill(siteId, key, to);
+    });
+  }
+
+  /** Loads the buckets of `key` up to `to` (where its range ended before a drop). */
+  private async refill(siteId: string, key: string, to: number): Promise<void> {
+    const range = this.buckets.peek(key);
+    if (!range || range.to >= to) return;
+    const [, interval, nodeId] = key.split('\u0000') as [string, RollupInterval, string];
+    const seen = this.seen.get(siteId);
+    const max = Math.ceil((to - range.to) / BUCKET_MS[interval]) + 1;
+    this.refills++;
+    const checked = await this.source.checkAndLoad(siteId, nodeId, interval, {
+      seen: seen ?? -1,
+      lower: range.from,
+      from: range.to,
+      end: to,
+      max,
+    });
+    if (checked.ackedSeq === undefined) return;
+    this.takeCheck(siteId, seen, checked);
+    if (this.buckets.peek(key) !== range || range.to !== checked.loadedFrom) return;
+    this.forgetBody(key);
+    this.buckets.extend(key, range, (r) => this.append(r, checked.rows, to, max));
+  }
+
+  /** What a check found: every series of the site loses what batches since `seen` changed. */
+  private takeCheck(siteId: string, seen: number | undefined, checked: CheckedLoad): void {
+    const acked = checked.ackedSeq!;
+    if (seen !== undefined && acked > seen && checked.changedFrom !== null) {
+      this.truncateSite(siteId, checked.changedFrom);
+    }
+    if (seen === undefined || acked > seen) this.seen.set(siteId, acked);
   }
 
   /** One page of buckets with a start in [floor(start), end) (after `after`), at most `limit`. */
@@ -166,6 +223,7 @@ export class UpstreamHistoryCache {
     const lower = query.after === undefined ? start : Math.max(start, query.after + 1);
     if (lower >= end) return { body: EMPTY };
     const key = `${siteId}\u0000${interval}\u0000${nodeId}`;
+    this.asked.set(key, this.now());
     const seen = this.seen.get(siteId);
     const cached = this.buckets.get(key);
     const fresh = !cached || lower < cached.from || lower > cached.to;
@@ -185,12 +243,8 @@ export class UpstreamHistoryCache {
     // Listening since before the query began: whatever the query did not see will be notified.
     if (live !== undefined && this.feed?.liveEpoch() === live) this.checked.set(siteId, live);
     if (checked.ackedSeq === undefined) return { body: EMPTY };
-    // The check: what batches since the last look changed goes, in every series of the site.
     const acked = checked.ackedSeq;
-    if (seen !== undefined && acked > seen && checked.changedFrom !== null) {
-      this.truncateSite(siteId, checked.changedFrom);
-    }
-    if (seen === undefined || acked > seen) this.seen.set(siteId, acked);
+    this.takeCheck(siteId, seen, checked);
 
     let range = this.buckets.get(key);
     if (!fresh && range === cached && range.to === checked.loadedFrom) {

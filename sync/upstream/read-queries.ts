@@ -198,12 +198,18 @@ export class UpstreamReadQueries {
       },
       undefined,
       historyChanges,
+      now,
     );
   }
 
   /** History requests this process answered with a PostgreSQL query (the rest from memory). */
   get historyQueries(): number {
     return this.historyCache.queries;
+  }
+
+  /** Queries that loaded again, at a notification, what a series asked for lately lost. */
+  get historyRefills(): number {
+    return this.historyCache.refills;
   }
 
   /**

@@ -172,6 +172,7 @@ export async function createUpstream(
     history: () => ({
       listening: historyChanges?.liveEpoch() !== undefined,
       queries: queries.historyQueries,
+      refills: queries.historyRefills,
     }),
   });
 

@@ -21,9 +21,10 @@ export class UpstreamMetrics {
   readonly registry = new Registry();
   private sitesSource: (() => Promise<{ active: number; revoked: number }>) | undefined;
   private downlinkSource: () => number = () => 0;
-  private historySource: () => { listening: boolean; queries: number } = () => ({
+  private historySource: () => { listening: boolean; queries: number; refills: number } = () => ({
     listening: false,
     queries: 0,
+    refills: 0,
   });
 
   readonly httpDuration = httpDurationHistogram(this.registry, 'meshhub_upstream_');
@@ -72,11 +73,14 @@ export class UpstreamMetrics {
     });
     new Counter({
       name: 'meshhub_upstream_history_queries_total',
-      help: 'History requests of hourly or daily means this process answered with a PostgreSQL query (the others came from its cache alone)',
+      help: 'PostgreSQL queries of the history cache: cause="request", a request of hourly or daily means that needed one (the others came from the cache alone); cause="refill", a notified change loaded again for a series asked for within the last minute',
+      labelNames: ['cause'] as const,
       registers: [this.registry],
       collect() {
         this.reset();
-        this.inc(self.historySource().queries);
+        const source = self.historySource();
+        this.inc({ cause: 'request' }, source.queries);
+        this.inc({ cause: 'refill' }, source.refills);
       },
     });
     if (options.defaultMetrics !== false)
@@ -87,7 +91,7 @@ export class UpstreamMetrics {
   watch(sources: {
     sites: () => Promise<{ active: number; revoked: number }>;
     downlinks: () => number;
-    history?: () => { listening: boolean; queries: number };
+    history?: () => { listening: boolean; queries: number; refills: number };
   }): void {
     this.sitesSource = sources.sites;
     this.downlinkSource = sources.downlinks;
