@@ -211,7 +211,25 @@ describeInBrowser('audit console', () => {
     await expect
       .poll(async () => (await api(hub, `/api/events/${id}`)).tags)
       .toEqual(['reviewed', 'suspicious']);
+    await expect
+      .poll(() => drawer.locator('.chips .chip').allTextContents())
+      .toEqual(['reviewed×', 'suspicious×']);
     await drawer.getByRole('button', { name: 'Remove reviewed' }).click();
+    await expect.poll(async () => (await api(hub, `/api/events/${id}`)).tags).toEqual(['suspicious']);
+    // Quick edits, each before the server answered the one before: every one counts, in order.
+    const tagBox = drawer.getByLabel('Add a tag', { exact: true });
+    await tagBox.fill('quick-1');
+    await tagBox.press('Enter');
+    await tagBox.fill('quick-2');
+    await tagBox.press('Enter');
+    await drawer.getByRole('button', { name: 'Remove quick-1' }).click();
+    await expect
+      .poll(async () => (await api(hub, `/api/events/${id}`)).tags)
+      .toEqual(['suspicious', 'quick-2']);
+    await expect
+      .poll(() => drawer.locator('.chips .chip').allTextContents())
+      .toEqual(['suspicious×', 'quick-2×']);
+    await drawer.getByRole('button', { name: 'Remove quick-2' }).click();
     await expect.poll(async () => (await api(hub, `/api/events/${id}`)).tags).toEqual(['suspicious']);
 
     await drawer.getByLabel('Add a comment').fill('Checked with Dave: expected.');

@@ -171,30 +171,48 @@ function EventTags({
   const { options } = useStore(auditFeaturesStore);
   const [error, setError] = useState<unknown>();
   const [busy, setBusy] = useState(false);
-  const save = (tags: string[]) => {
+  // Shown at once, before the server answers: a second tag added (or one removed) quickly after
+  // the first builds on what the user sees, not on the event as last loaded.
+  const [tags, setTags] = useState(event.tags);
+  useEffect(() => setTags(event.tags), [event.tags]);
+  // Each PATCH sets the whole list: they go one after another, and only the newest one's answer
+  // is shown (an older answer arriving last would take a tag away again).
+  const queue = useRef<Promise<unknown>>(Promise.resolve());
+  const newest = useRef(0);
+  const save = (next: string[]) => {
+    setTags(next);
     setBusy(true);
     setError(undefined);
-    auditJson<AuditEventDetail>(`/api/events/${event.id}/tags`, { method: 'PATCH', body: { tags } }).then(
-      (updated) => {
-        setBusy(false);
-        onUpdated({ ...event, ...updated, raw: event.raw });
-        refreshOptions();
-      },
-      (e: unknown) => {
-        setBusy(false);
-        setError(e);
-      },
-    );
+    const n = ++newest.current;
+    const send = () =>
+      auditJson<AuditEventDetail>(`/api/events/${event.id}/tags`, {
+        method: 'PATCH',
+        body: { tags: next },
+      }).then(
+        (updated) => {
+          if (n !== newest.current) return;
+          setBusy(false);
+          onUpdated({ ...event, ...updated, raw: event.raw });
+          refreshOptions();
+        },
+        (e: unknown) => {
+          if (n !== newest.current) return;
+          setBusy(false);
+          setError(e);
+          setTags(event.tags);
+        },
+      );
+    queue.current = queue.current.then(send, send);
   };
   const words = error === undefined ? undefined : (fieldError(error, 'tags') ?? auditWords(error));
   return (
     <section class="drawer-section" aria-labelledby="tags-title" aria-busy={busy}>
       <h3 id="tags-title">Tags</h3>
-      {!event.tags.length && <p class="muted small">No tags yet.</p>}
+      {!tags.length && <p class="muted small">No tags yet.</p>}
       <TagInput
         id="event-tags"
         label="Add a tag"
-        tags={event.tags}
+        tags={tags}
         suggestions={options?.tags ?? []}
         onChange={save}
         error={words}
