@@ -206,6 +206,9 @@ describeInBrowser('audit console', () => {
     await expect.poll(() => drawer.locator('.chips .chip').allTextContents()).toEqual(['reviewed×']);
     const id = new URL(page.url()).searchParams.get('event')!;
     await expect.poll(async () => (await api(hub, `/api/events/${id}`)).tags).toEqual(['reviewed']);
+    // The table behind reloaded with the tag, and the keyboard stayed in the tag box.
+    await expect.poll(() => rows(page).first().locator('.chip').allTextContents()).toEqual(['reviewed']);
+    expect(await page.evaluate(() => document.activeElement?.id)).toBe('event-tags');
     await drawer.getByLabel('Add a tag', { exact: true }).fill('suspicious');
     await drawer.getByLabel('Add a tag', { exact: true }).press('Enter');
     await expect

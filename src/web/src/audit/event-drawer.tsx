@@ -37,18 +37,22 @@ export function EventDrawer({
     return () => controller.abort();
   }, [id]);
 
+  // The parent passes a new onClose on every render (a tag saved reloads its list): read it
+  // through a ref, so focus moves only when the drawer opens and closes, never while typing.
+  const close = useRef(onClose);
+  close.current = onClose;
   useEffect(() => {
     const before = document.activeElement as HTMLElement | null;
     closeButton.current?.focus();
     const onKey = (e: KeyboardEvent) => {
-      if (e.key === 'Escape') onClose();
+      if (e.key === 'Escape') close.current();
     };
     document.addEventListener('keydown', onKey);
     return () => {
       document.removeEventListener('keydown', onKey);
       if (before?.isConnected) before.focus();
     };
-  }, [onClose]);
+  }, []);
 
   const event = state.id === id ? state.event : undefined;
   const error = state.id === id ? state.error : undefined;
