@@ -21,7 +21,7 @@ import {
   openPage,
   screenshot,
 } from './helpers/browser.js';
-import type { DomElement } from './helpers/dom.js';
+import type { BrowserWindow, DomElement } from './helpers/dom.js';
 import { startUiHub } from './helpers/hubs.js';
 
 const MIN = 60_000;
@@ -208,7 +208,9 @@ describeInBrowser('audit console', () => {
     await expect.poll(async () => (await api(hub, `/api/events/${id}`)).tags).toEqual(['reviewed']);
     // The table behind reloaded with the tag, and the keyboard stayed in the tag box.
     await expect.poll(() => rows(page).first().locator('.chip').allTextContents()).toEqual(['reviewed']);
-    expect(await page.evaluate(() => document.activeElement?.id)).toBe('event-tags');
+    expect(
+      await page.evaluate(() => (globalThis as unknown as BrowserWindow).document.activeElement?.id),
+    ).toBe('event-tags');
     await drawer.getByLabel('Add a tag', { exact: true }).fill('suspicious');
     await drawer.getByLabel('Add a tag', { exact: true }).press('Enter');
     await expect

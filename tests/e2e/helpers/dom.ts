@@ -23,6 +23,7 @@ export interface DomCanvas {
 
 export interface BrowserWindow {
   document: {
+    activeElement: DomElement | null;
     documentElement: DomElement;
     querySelector(selector: string): DomElement | null;
     querySelectorAll(selector: string): ArrayLike<DomElement> & Iterable<DomElement>;
