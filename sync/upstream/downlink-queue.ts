@@ -14,7 +14,7 @@
  * An acknowledgement is recorded once (the first wins) and then handed to `onAck` (messaging
  * marks the upstream's copy of a rejected text `failed`).
  */
-import pg from 'pg';
+import type pg from 'pg';
 import type { Logger } from '../../src/log.js';
 import {
   COMMAND_BODIES,
@@ -23,6 +23,7 @@ import {
   type CommandKind,
   type DownlinkCommand,
 } from '../protocol.js';
+import { ListeningConnection } from './db/listening-connection.js';
 import { APPLICATION_NAME } from './db/pool.js';
 
 export const DOWNLINK_CHANNEL = 'meshhub_downlink';
@@ -64,107 +65,53 @@ export interface DownlinkQueueOptions {
 export class DownlinkQueue {
   private readonly now: () => number;
   private readonly subscribers = new Map<string, Set<() => void>>();
-  private listener: pg.Client | undefined;
-  private running = false;
-  private retryTimer: NodeJS.Timeout | undefined;
-  private failures = 0;
-  /** The backend pid of the listening connection (diagnostics, tests); undefined while it is down. */
-  listenerPid: number | undefined;
-  /** Times the listening connection was (re)opened. */
-  connects = 0;
+  private readonly connection: ListeningConnection;
 
   constructor(
     private readonly pool: pg.Pool,
-    private readonly databaseUrl: string,
+    databaseUrl: string,
     private readonly options: DownlinkQueueOptions = {},
   ) {
     this.now = options.now ?? Date.now;
+    this.connection = new ListeningConnection({
+      databaseUrl,
+      applicationName: `${APPLICATION_NAME}-listen`,
+      channels: [DOWNLINK_CHANNEL],
+      what: 'the downlink listening connection',
+      log: options.log,
+      reconnectMs: options.reconnectMs,
+      onNotification: (message) => {
+        if (message.channel === DOWNLINK_CHANNEL && message.payload) this.wake(message.payload);
+      },
+      // Whatever was notified while no connection listened is found by re-reading.
+      onUp: (_client, connects) => {
+        if (connects > 1) for (const siteId of this.subscribers.keys()) this.wake(siteId);
+      },
+    });
+  }
+
+  /** The backend pid of the listening connection (diagnostics, tests); undefined while it is down. */
+  get listenerPid(): number | undefined {
+    return this.connection.pid;
+  }
+
+  /** Times the listening connection was (re)opened. */
+  get connects(): number {
+    return this.connection.connects;
   }
 
   /** Opens the listening connection; resolves once it listens (throws if the first attempt fails). */
-  async start(): Promise<void> {
-    if (this.running) return;
-    this.running = true;
-    try {
-      await this.listen();
-    } catch (error) {
-      this.running = false;
-      throw error;
-    }
+  start(): Promise<void> {
+    return this.connection.start();
   }
 
-  async stop(): Promise<void> {
-    this.running = false;
-    clearTimeout(this.retryTimer);
-    const listener = this.listener;
-    this.listener = undefined;
-    this.listenerPid = undefined;
-    await listener?.end().catch(() => {});
-  }
-
-  private async listen(): Promise<void> {
-    const client = new pg.Client({
-      connectionString: this.databaseUrl,
-      application_name: `${APPLICATION_NAME}-listen`,
-      connectionTimeoutMillis: 10_000,
-      keepAlive: true,
-    });
-    client.on('notification', (message) => {
-      if (message.channel === DOWNLINK_CHANNEL && message.payload) this.wake(message.payload);
-    });
-    client.on('error', (error) => {
-      this.options.log?.warn({ err: error }, 'the downlink listening connection failed');
-      this.lost(client);
-    });
-    client.on('end', () => this.lost(client));
-    try {
-      await client.connect();
-      await client.query(`LISTEN ${DOWNLINK_CHANNEL}`);
-      const { rows } = await client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
-      if (!this.running) {
-        await client.end().catch(() => {});
-        return;
-      }
-      this.listener = client;
-      this.listenerPid = rows[0]?.pid;
-      this.failures = 0;
-      this.connects++;
-    } catch (error) {
-      client.removeAllListeners('end');
-      await client.end().catch(() => {});
-      throw error;
-    }
-    // Whatever was notified while no connection listened is found by re-reading.
-    if (this.connects > 1) for (const siteId of this.subscribers.keys()) this.wake(siteId);
-  }
-
-  private lost(client: pg.Client): void {
-    if (this.listener !== client) return;
-    this.listener = undefined;
-    this.listenerPid = undefined;
-    client.end().catch(() => {});
-    this.scheduleReconnect();
-  }
-
-  private scheduleReconnect(): void {
-    if (!this.running || this.retryTimer) return;
-    const { min, max } = this.options.reconnectMs ?? { min: 500, max: 30_000 };
-    const delay = Math.min(max, min * 2 ** this.failures) * (0.5 + Math.random() / 2);
-    this.failures++;
-    this.retryTimer = setTimeout(() => {
-      this.retryTimer = undefined;
-      if (!this.running) return;
-      this.listen().catch((error: unknown) => {
-        this.options.log?.warn({ err: error }, 'reopening the downlink listening connection failed');
-        this.scheduleReconnect();
-      });
-    }, delay);
-    this.retryTimer.unref();
+  stop(): Promise<void> {
+    return this.connection.stop();
   }
 
   /** True while the listening connection is up. */
   get listening(): boolean {
-    return this.listener !== undefined;
+    return this.connection.client !== undefined;
   }
 
   private wake(siteId: string): void {

@@ -26,8 +26,9 @@
  * request sets UPSTREAM_HISTORY_LISTEN=false: one PostgreSQL round trip more per request.
  */
 import { randomBytes } from 'node:crypto';
-import pg from 'pg';
+import type pg from 'pg';
 import type { Logger } from '../../src/log.js';
+import { ListeningConnection } from './db/listening-connection.js';
 import { APPLICATION_NAME } from './db/pool.js';
 
 export const HISTORY_CHANNEL = 'meshhub_history';
@@ -64,34 +65,66 @@ export class HistoryChangeListener implements HistoryChangeFeed {
   /** Pings go on a channel of this listener's own: other processes never see them. */
   private readonly pingChannel = `${HISTORY_CHANNEL}_ping_${randomBytes(6).toString('hex')}`;
   private readonly subscribers = new Set<(siteId: string, from: number) => void>();
-  private client: pg.Client | undefined;
-  private running = false;
-  private retryTimer: NodeJS.Timeout | undefined;
+  private readonly connection: ListeningConnection;
   private pingTimer: NodeJS.Timeout | undefined;
-  private failures = 0;
   private epoch = 0;
   /** Pings sent on the current connection and not echoed yet: number → time sent. */
   private readonly pings = new Map<number, number>();
   private pingCount = 0;
+  /** When the newest connection's LISTEN was sent: every change committed after it is delivered. */
+  private listenedFrom = 0;
   /** Every change committed before this time (ms) has been delivered; undefined while down. */
   private confirmedAt: number | undefined;
-  /** Times the connection was (re)opened (tests, diagnostics). */
-  connects = 0;
-  /** The listening backend's pid while connected (tests: to cut the connection). */
-  backendPid: number | undefined;
 
   constructor(
-    private readonly databaseUrl: string,
+    databaseUrl: string,
     private readonly options: HistoryChangeListenerOptions = {},
   ) {
     this.now = options.now ?? Date.now;
     this.pingMs = options.pingMs ?? 1_000;
     this.maxSilenceMs = options.maxSilenceMs ?? 3 * this.pingMs;
     this.deadAfterMs = options.deadAfterMs ?? 10 * this.pingMs;
+    this.connection = new ListeningConnection({
+      databaseUrl,
+      applicationName: `${APPLICATION_NAME}-history`,
+      channels: [HISTORY_CHANNEL, this.pingChannel],
+      what: 'the history listening connection',
+      log: options.log,
+      reconnectMs: options.reconnectMs,
+      beforeListen: async (client) => {
+        // The pings commit a transaction each: they need not wait for the WAL on disk.
+        await client.query('SET synchronous_commit = off');
+        this.listenedFrom = this.now();
+      },
+      onNotification: (message, client) => this.heard(client, message),
+      onUp: (client) => {
+        this.epoch++;
+        this.pings.clear();
+        this.confirmedAt = this.listenedFrom;
+        this.pingTimer = setInterval(() => this.ping(client), this.pingMs);
+        this.pingTimer.unref();
+      },
+      onDown: () => {
+        clearInterval(this.pingTimer);
+        this.pingTimer = undefined;
+        this.confirmedAt = undefined;
+        this.pings.clear();
+      },
+    });
+  }
+
+  /** Times the connection was (re)opened (tests, diagnostics). */
+  get connects(): number {
+    return this.connection.connects;
+  }
+
+  /** The listening backend's pid while connected (tests: to cut the connection). */
+  get backendPid(): number | undefined {
+    return this.connection.pid;
   }
 
   liveEpoch(): number | undefined {
-    if (this.client === undefined || this.confirmedAt === undefined) return undefined;
+    if (this.connection.client === undefined || this.confirmedAt === undefined) return undefined;
     return this.now() - this.confirmedAt <= this.maxSilenceMs ? this.epoch : undefined;
   }
 
@@ -102,70 +135,15 @@ export class HistoryChangeListener implements HistoryChangeFeed {
 
   /** Opens the connection. A first attempt that fails is retried in the background, not thrown:
    * until it listens, the caches check with PostgreSQL on every request. */
-  async start(): Promise<void> {
-    if (this.running) return;
-    this.running = true;
-    try {
-      await this.listen();
-    } catch (error) {
-      this.options.log?.warn({ err: error }, 'the history listening connection could not be opened');
-      this.scheduleReconnect();
-    }
+  start(): Promise<void> {
+    return this.connection.start({ retryFirst: true });
   }
 
-  async stop(): Promise<void> {
-    this.running = false;
-    clearTimeout(this.retryTimer);
-    this.retryTimer = undefined;
-    const client = this.client;
-    this.down();
-    await client?.end().catch(() => {});
-  }
-
-  private async listen(): Promise<void> {
-    const client = new pg.Client({
-      connectionString: this.databaseUrl,
-      application_name: `${APPLICATION_NAME}-history`,
-      connectionTimeoutMillis: 10_000,
-      keepAlive: true,
-    });
-    client.on('notification', (message) => this.heard(client, message));
-    client.on('error', (error) => {
-      this.options.log?.warn({ err: error }, 'the history listening connection failed');
-      this.lost(client);
-    });
-    client.on('end', () => this.lost(client));
-    try {
-      await client.connect();
-      // The pings commit a transaction each: they need not wait for the WAL on disk.
-      await client.query('SET synchronous_commit = off');
-      // Taken from the time LISTEN was sent: every change committed after it is delivered.
-      const listenedFrom = this.now();
-      await client.query(`LISTEN ${HISTORY_CHANNEL}; LISTEN ${this.pingChannel}`);
-      const { rows } = await client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
-      if (!this.running) {
-        client.removeAllListeners('end');
-        await client.end().catch(() => {});
-        return;
-      }
-      this.epoch++;
-      this.connects++;
-      this.failures = 0;
-      this.client = client;
-      this.backendPid = rows[0]?.pid;
-      this.pings.clear();
-      this.confirmedAt = listenedFrom;
-      this.pingTimer = setInterval(() => this.ping(client), this.pingMs);
-      this.pingTimer.unref();
-    } catch (error) {
-      client.removeAllListeners('end');
-      await client.end().catch(() => {});
-      throw error;
-    }
+  stop(): Promise<void> {
+    return this.connection.stop();
   }
 
   private heard(client: pg.Client, message: pg.Notification): void {
-    if (client !== this.client) return;
     if (message.channel === this.pingChannel) {
       const sentAt = this.pings.get(Number(message.payload));
       if (sentAt === undefined) return;
@@ -184,18 +162,18 @@ export class HistoryChangeListener implements HistoryChangeFeed {
     if (space <= 0 || !Number.isFinite(from)) {
       // Not ours to read: this connection can no longer say what changed.
       this.options.log?.warn({ payload: message.payload }, 'an unreadable history notification');
-      this.lost(client);
+      this.connection.drop(client);
       return;
     }
     for (const onChange of this.subscribers) onChange(siteId, from);
   }
 
   private ping(client: pg.Client): void {
-    if (client !== this.client) return;
+    if (client !== this.connection.client) return;
     const oldest = this.pings.values().next().value;
     if (oldest !== undefined && this.now() - oldest > this.deadAfterMs) {
       this.options.log?.warn('the history listening connection stopped answering; opening it again');
-      this.lost(client);
+      this.connection.drop(client);
       return;
     }
     const n = ++this.pingCount;
@@ -203,37 +181,5 @@ export class HistoryChangeListener implements HistoryChangeFeed {
     client.query('SELECT pg_notify($1, $2)', [this.pingChannel, String(n)]).catch(() => {
       // The connection's own error/end events take it down.
     });
-  }
-
-  private down(): void {
-    clearInterval(this.pingTimer);
-    this.pingTimer = undefined;
-    this.client = undefined;
-    this.backendPid = undefined;
-    this.confirmedAt = undefined;
-    this.pings.clear();
-  }
-
-  private lost(client: pg.Client): void {
-    if (this.client !== client) return;
-    this.down();
-    client.end().catch(() => {});
-    this.scheduleReconnect();
-  }
-
-  private scheduleReconnect(): void {
-    if (!this.running || this.retryTimer) return;
-    const { min, max } = this.options.reconnectMs ?? { min: 500, max: 30_000 };
-    const delay = Math.min(max, min * 2 ** this.failures) * (0.5 + Math.random() / 2);
-    this.failures++;
-    this.retryTimer = setTimeout(() => {
-      this.retryTimer = undefined;
-      if (!this.running) return;
-      this.listen().catch((error: unknown) => {
-        this.options.log?.warn({ err: error }, 'reopening the history listening connection failed');
-        this.scheduleReconnect();
-      });
-    }, delay);
-    this.retryTimer.unref();
   }
 }
