@@ -142,7 +142,7 @@ export class UpstreamHistoryCache {
   private changed(siteId: string, from: number): void {
     // Nothing cached and nothing under way: nothing to drop.
     if (!this.keys.has(siteId) && !this.queues.has(siteId)) return;
-    void this.enqueue(siteId, async () => {
+    this.enqueue(siteId, async () => {
       const refill: Array<[key: string, to: number]> = [];
       const now = this.now();
       const keys = this.keys.get(siteId) ?? new Set<string>();
@@ -156,6 +156,8 @@ export class UpstreamHistoryCache {
       }
       this.truncateSite(siteId, from);
       for (const [key, to] of refill) await this.refill(siteId, key, to);
+    }).catch(() => {
+      // PostgreSQL did not answer: the drop is done, and the next request loads what it lacks.
     });
   }
 

@@ -102,4 +102,32 @@ describe('upstream history cache, at a notification', () => {
     expect(cache.refills).toBe(1);
     expect(cache.queries).toBe(2);
   });
+
+  it('a load again that PostgreSQL does not answer leaves the drop done and the next request loading what it lacks', async () => {
+    const memory = memorySource();
+    const { feed, notify } = liveFeed();
+    const cache = new UpstreamHistoryCache(
+      {
+        checkAndLoad: (...args) => {
+          if (failing) return Promise.reject(new Error('Connection terminated'));
+          return memory.source.checkAndLoad(...args);
+        },
+      },
+      32_000_000,
+      feed,
+    );
+    let failing = false;
+    const ask = () => cache.page(SITE, NODE, '1h', { start: 0, end: 48 * HOUR, limit: 100 });
+    await ask();
+    failing = true;
+    memory.change(47 * HOUR, 470);
+    notify(47 * HOUR);
+    // The failed load again must not surface as an unhandled rejection (vitest fails the run).
+    await new Promise((r) => setTimeout(r, 20));
+    expect(cache.refills).toBe(1);
+    failing = false;
+    const page = JSON.parse(text(await ask())).data as Array<{ t: number; v: number }>;
+    expect(page[47]).toEqual({ t: 47 * HOUR, v: 470 });
+    expect(cache.queries).toBe(2);
+  });
 });
