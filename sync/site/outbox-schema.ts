@@ -93,6 +93,20 @@ export const SYNC_MIGRATIONS: readonly ComponentMigration[] = [
       WHERE kind = 'reading' AND body IS NOT NULL;
     `,
   },
+  {
+    version: 3,
+    name: 'node entries carry their node id: an unsent one takes the newer state of its node',
+    // A radio site writes a node update with nearly every packet (last_heard, snr): offline for
+    // a week, 50 nodes make 100,000 of them, each a record to send and apply, though the
+    // upstream keeps only the newest state of a node. The triggers now put the newest state
+    // into the node's newest entry while that entry has not been read for a batch yet
+    // (seq > the READ_THROUGH_KEY state, set by Outbox.readBatch), and append an entry otherwise: nothing already read is
+    // ever changed, so a batch sent again is the batch sent before.
+    up: `
+      ALTER TABLE sync_outbox ADD COLUMN node_id TEXT;
+      CREATE INDEX sync_outbox_node ON sync_outbox (node_id, seq) WHERE node_id IS NOT NULL;
+    `,
+  },
 ];
 
 /** Creates or updates the sync tables (no triggers): what reading the outbox needs. */
@@ -143,6 +157,27 @@ const changed = (columns: readonly string[]) => columns.map((c) => `NEW.${c} IS 
 const outboxInsert = (kind: string, body: string) =>
   `INSERT INTO sync_outbox (kind, at, body) VALUES ('${kind}', ${SQL_NOW_MS}, ${body});`;
 
+/** The `sync_state` key of the newest entry read for a batch (sync/site/outbox.ts). */
+export const READ_THROUGH_KEY = 'read_through';
+
+/** The node's newest entry while no batch has read it yet (a seq, or no row). */
+const UNREAD_NODE_ENTRY = `
+  SELECT seq FROM sync_outbox
+  WHERE seq = (SELECT max(seq) FROM sync_outbox WHERE node_id = NEW.node_id)
+    AND seq > coalesce((SELECT CAST(value AS INTEGER) FROM sync_state WHERE key = '${READ_THROUGH_KEY}'), 0)`;
+
+/**
+ * A node's state: into its newest entry while no batch has read that entry, else a new entry
+ * (migration 3 says why). The upstream keeps only a node's newest state, so one entry carrying
+ * it stands for every update it took in.
+ */
+const nodeEntry = `
+  UPDATE sync_outbox SET at = ${SQL_NOW_MS}, body = ${columnsObject('NEW', NODE_COLUMNS)}
+  WHERE seq IN (${UNREAD_NODE_ENTRY});
+  INSERT INTO sync_outbox (kind, at, body, node_id)
+  SELECT 'node', ${SQL_NOW_MS}, ${columnsObject('NEW', NODE_COLUMNS)}, NEW.node_id
+  WHERE NOT EXISTS (${UNREAD_NODE_ENTRY});`;
+
 /** A subscription's whole state (row + its node ids, ordered) from `subscriptions s`. */
 const SUBSCRIPTION_SELECT = `
   SELECT 'subscription', ${SQL_NOW_MS}, json_object(
@@ -174,16 +209,8 @@ const TRIGGER_GROUPS: readonly TriggerGroup[] = [
   {
     tables: ['nodes'],
     triggers: [
-      trigger(
-        'nodes_insert',
-        'AFTER INSERT ON nodes',
-        outboxInsert('node', columnsObject('NEW', NODE_COLUMNS)),
-      ),
-      trigger(
-        'nodes_update',
-        `AFTER UPDATE ON nodes WHEN ${changed(NODE_COLUMNS)}`,
-        outboxInsert('node', columnsObject('NEW', NODE_COLUMNS)),
-      ),
+      trigger('nodes_insert', 'AFTER INSERT ON nodes', nodeEntry),
+      trigger('nodes_update', `AFTER UPDATE ON nodes WHEN ${changed(NODE_COLUMNS)}`, nodeEntry),
     ],
   },
   {

@@ -20,7 +20,7 @@
 import type { Database, Statement } from '../../src/store/database.js';
 import { bucketStart, ROLLUP_COLUMNS, ROLLUP_TABLE, type RollupInterval } from '../../src/store/rollups.js';
 import { MAX_READINGS_ROWS, type ReadingRow } from '../protocol.js';
-import { migrateSyncTables, READINGS_KIND } from './outbox-schema.js';
+import { migrateSyncTables, READ_THROUGH_KEY, READINGS_KIND } from './outbox-schema.js';
 
 /** One record of a batch, without its body (which only `recordsJson` carries). */
 export interface OutboxRecordRef {
@@ -300,6 +300,9 @@ export class Outbox {
     }
     close();
     if (last === start) return undefined;
+    // From now on the triggers leave these entries as read (a node's newer state goes into a
+    // new entry), so this batch, sent again, is this batch.
+    if (last > this.readThrough()) this.putStateStmt.run(READ_THROUGH_KEY, String(last));
     return {
       firstSeq: start + 1,
       lastSeq: last,
@@ -377,6 +380,11 @@ export class Outbox {
       if (dropped === 0) return total;
       total += dropped;
     }
+  }
+
+  /** The newest entry read for a batch: the node triggers change none up to it. */
+  private readThrough(): number {
+    return Number(this.getStateStmt.get(READ_THROUGH_KEY) ?? 0);
   }
 
   getState(key: string): string | undefined {

@@ -146,8 +146,7 @@ describe('outbox records', () => {
     for (const record of batch.records) expect(syncRecordSchema.parse(record)).toEqual(record);
     expect(batch.records.map((r) => r.kind)).toEqual([
       'readings', // the new row, then the field the second write filled
-      'node',
-      'node',
+      'node', // inserted, then updated before any batch read it: one entry, the newest state
       'subscription', // the row
       'subscription', // + !0000000a
       'subscription', // + !0000000b
@@ -170,7 +169,7 @@ describe('outbox records', () => {
         [A, T0, null, 40, null, null, null, null, null, null],
       ],
     });
-    expect(body(3)).toEqual({
+    expect(body(2)).toEqual({
       node_num: 10,
       node_id: A,
       short_name: 'A',
@@ -184,7 +183,7 @@ describe('outbox records', () => {
       snr: 7.25,
       updated_at: T0 + MINUTE,
     });
-    expect(body(6)).toEqual({
+    expect(body(5)).toEqual({
       id: sub.id,
       subscriber: 'alice',
       all_nodes: false,
@@ -196,8 +195,8 @@ describe('outbox records', () => {
       created_at: T0,
       updated_at: T0,
     });
-    expect(body(7)).toMatchObject({ subscriber: 'bob', all_nodes: true, node_ids: [], expires_at: T0 + 1 });
-    expect(body(10)).toEqual({
+    expect(body(6)).toMatchObject({ subscriber: 'bob', all_nodes: true, node_ids: [], expires_at: T0 + 1 });
+    expect(body(9)).toEqual({
       id: out.id,
       owner: 'alice',
       owner_name: 'Alice',
@@ -212,8 +211,8 @@ describe('outbox records', () => {
       created_at: T0,
       updated_at: T0 + 1,
     });
-    expect(body(11)).toEqual({ message_id: out.id, seq: 2, status: 'failed', reason: 'no ACK', at: T0 + 1 });
-    expect(body(14)).toEqual({
+    expect(body(10)).toEqual({ message_id: out.id, seq: 2, status: 'failed', reason: 'no ACK', at: T0 + 1 });
+    expect(body(13)).toEqual({
       source: 'directory',
       source_key: 'evt-1',
       ts: T0,
@@ -226,8 +225,8 @@ describe('outbox records', () => {
       raw: auditEvent('evt-1', T0).raw,
       ingested_at: expect.any(Number),
     });
-    expect(body(15)).toEqual({ source: 'directory', source_key: 'evt-1', tags: ['reviewed', 'field'] });
-    expect(body(16)).toEqual({
+    expect(body(14)).toEqual({ source: 'directory', source_key: 'evt-1', tags: ['reviewed', 'field'] });
+    expect(body(15)).toEqual({
       source: 'directory',
       source_key: 'evt-1',
       comment_id: 1,
@@ -502,12 +501,17 @@ describe('readBatch', () => {
   it('respects maxRecords and maxBytes, keeps order, and batches cover the sequence exactly once', () => {
     enableOutbox(db);
     const outbox = new Outbox(db);
-    // Readings alternating with node updates: nothing to merge, one record per entry.
+    // Readings alternating with node updates (each of another node, so none takes in another):
+    // nothing to merge, one record per entry.
     const writer = new ReadingWriter(db);
     const nodes = new NodeRepository(db);
     for (let i = 0; i < 10; i++) {
       writer.write([{ nodeId: A, timestamp: T0 + i * MINUTE, temperatureC: i }]);
-      nodes.upsert({ nodeNum: 0xa, nodeId: A, snr: i }, T0 + i * MINUTE);
+      const num = 0x100 + i;
+      nodes.upsert(
+        { nodeNum: num, nodeId: `!${num.toString(16).padStart(8, '0')}`, snr: i },
+        T0 + i * MINUTE,
+      );
     }
     const first = outbox.readBatch({ maxRecords: 7, maxBytes: 1_000_000 })!;
     expect(first.records.map((r) => r.seq)).toEqual([1, 2, 3, 4, 5, 6, 7]);
