@@ -53,6 +53,7 @@ import { copyFrom } from './db/copy-from.js';
 import { ensurePartitions } from './db/partitions.js';
 import { withTransaction } from './db/pool.js';
 import { METRIC_COLUMNS } from './db/schema.js';
+import { notifyHistoryChanged } from './history-changes.js';
 import { sendSubscriptionsForNewNodes } from './subscription-fanout.js';
 
 export type ApplyRefusal =
@@ -998,6 +999,9 @@ export class BatchApplier {
       }
       const { messageIds, nodes } = await this.applyRecords(client, siteId, records, now);
       await client.query(end ?? endBatchQuery(siteId, batch, readings, now, contact));
+      // Every process's history cache drops what this batch changed, at its commit.
+      const changed = changedFrom(batch);
+      if (changed !== null) await notifyHistoryChanged(client, siteId, changed);
       const changes: AppliedChanges = {
         readingCount: readings.count,
         latestReadings: readings.newest(),

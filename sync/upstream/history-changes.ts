@@ -4,8 +4,11 @@
  * PostgreSQL on every request (UPSTREAM_HISTORY_LISTEN, on by default).
  *
  * - Every batch that changes rollup buckets NOTIFYs `meshhub_history` with "<site> <oldest changed
- *   ms>": a trigger on `sync_batches` (schema migration 4), so the notification goes out exactly
- *   when the batch commits, whichever code path applied it, and never for a batch rolled back.
+ *   ms>" in its own transaction (`notifyHistoryChanged`, called by batch-apply.ts after the
+ *   batch's last statement), so the notification goes out exactly when the batch commits, and
+ *   never for a batch rolled back. A statement of the session, not a trigger: on Citus a trigger
+ *   would fire on the worker holding the shard, and notifications are local to a node, while
+ *   the listeners connect to the coordinator.
  * - Every process LISTENs on one dedicated connection (`HistoryChangeListener`). PostgreSQL
  *   delivers a connection's notifications in commit order and loses none while the connection
  *   lasts, so "listening since epoch e" means: every change committed since then has been (or
@@ -32,6 +35,22 @@ import { ListeningConnection } from './db/listening-connection.js';
 import { APPLICATION_NAME } from './db/pool.js';
 
 export const HISTORY_CHANNEL = 'meshhub_history';
+
+/**
+ * In a batch's transaction, once its rollups are written: tells every process's history cache
+ * that the site's buckets from `changedFrom` (ms) on changed.
+ */
+export async function notifyHistoryChanged(
+  client: pg.ClientBase,
+  siteId: string,
+  changedFrom: number,
+): Promise<void> {
+  await client.query({
+    name: 'meshhub-history-notify',
+    text: 'SELECT pg_notify($1, $2)',
+    values: [HISTORY_CHANNEL, `${siteId} ${changedFrom}`],
+  });
+}
 
 /** What a history cache needs of the listener. */
 export interface HistoryChangeFeed {

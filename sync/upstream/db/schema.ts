@@ -375,23 +375,6 @@ export const PG_MIGRATIONS: readonly PgMigration[] = [
       CREATE INDEX billing_deliveries_received ON billing_deliveries (received_at);
     `,
   },
-  {
-    version: 4,
-    name: 'a batch that changed history notifies every upstream process',
-    sql: `
-      -- At the commit of every batch that changed a rollup bucket: "<site> <oldest changed ms>"
-      -- on meshhub_history, which every process's history cache listens to
-      -- (sync/upstream/history-changes.ts). A trigger, so no way of applying a batch forgets it.
-      CREATE FUNCTION meshhub_history_notify() RETURNS trigger LANGUAGE plpgsql AS $$
-      BEGIN
-        PERFORM pg_notify('meshhub_history', NEW.site_id || ' ' || NEW.changed_from);
-        RETURN NULL;
-      END
-      $$;
-      CREATE TRIGGER sync_batches_history_notify AFTER INSERT ON sync_batches
-        FOR EACH ROW WHEN (NEW.changed_from IS NOT NULL) EXECUTE FUNCTION meshhub_history_notify();
-    `,
-  },
 ];
 
 export const METRIC_COLUMNS = METRICS;
