@@ -95,6 +95,7 @@ export class RadioActor extends Actor {
       onFromRadio: (message, receivedAt) => this.onFromRadio(message, receivedAt),
       onLogLine: (line) => log.debug({ device: line }, 'device log'),
       onFrameError: (kind) => this.frameError(kind),
+      onQuietEnded: (quietSince) => this.deps.bus.emit('radio.quietEnded', { quietSince }),
     });
     await this.link.start();
   }

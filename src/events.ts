@@ -32,6 +32,8 @@ export interface HubEvents {
    * node (from the device, or remembered from the last connection while the link is down).
    */
   'radio.status': RadioStatus;
+  /** The radio answered again after being silent since `quietSince` (ms) without the link dropping. */
+  'radio.quietEnded': { quietSince: number };
   /** Retained. Where the built-in simulator listens, once it does. */
   'simulator.listening': { host: string; port: number };
   /** A decoded MeshPacket, for whoever cares about port numbers (metrics, messaging). */

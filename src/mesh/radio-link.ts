@@ -43,6 +43,11 @@ export interface RadioLinkOptions {
    * `kind` is a bounded set (fit for a metric label); `detail` is free text for the log.
    */
   onFrameError?(kind: FrameErrorKind, detail: string): void;
+  /**
+   * The device spoke again after leaving a packet unanswered for more than QUIET_NOTICE_MS
+   * (a stall too short to drop the link): `quietSince` is when that packet was written.
+   */
+  onQuietEnded?(quietSince: number): void;
 }
 
 interface Session {
@@ -60,6 +65,8 @@ interface Session {
   lastDataAt: number;
   /** Set after a packet is written; cleared by any byte from the device (see ANSWER_TIMEOUT_MS). */
   answerTimer?: NodeJS.Timeout;
+  /** When the packet the device has not answered yet was written. */
+  unansweredSince?: number;
   /** Sends want_config_id again while the device stays silent during the handshake. */
   configRetryTimer?: NodeJS.Timeout;
   drained?: Promise<void>;
@@ -84,7 +91,12 @@ const STOP_CLOSE_BOUND_MS = 2_000;
  * nothing at all this long after one has stopped answering (hung firmware, a dead Wi-Fi route)
  * though its connection is open. The link drops it and reconnects (issue 17, "radio stalling").
  */
-const ANSWER_TIMEOUT_MS = 8_000;
+export const ANSWER_TIMEOUT_MS = 8_000;
+/**
+ * Longer than this between a packet and the device's first answer (it answers every packet at
+ * once) means the radio was silent: `onQuietEnded` tells the owner when it speaks again.
+ */
+const QUIET_NOTICE_MS = 2_000;
 /**
  * During the handshake, want_config_id is sent again this often while the device has said
  * nothing since it was sent (a radio coming back from a stall answers the next one); a device
@@ -155,6 +167,7 @@ export class RadioLink {
   /** After a packet: the device must say something within ANSWER_TIMEOUT_MS, or the link is dropped. */
   private expectAnswer(session: Session): void {
     if (session.answerTimer || session.closed) return;
+    session.unansweredSince = Date.now();
     session.answerTimer = setTimeout(() => {
       session.answerTimer = undefined;
       if (session.closed) return;
@@ -296,6 +309,10 @@ export class RadioLink {
     session.lastDataAt = receivedAt;
     clearTimeout(session.answerTimer);
     session.answerTimer = undefined;
+    const quietSince = session.unansweredSince;
+    session.unansweredSince = undefined;
+    if (quietSince !== undefined && receivedAt - quietSince > QUIET_NOTICE_MS && session.connected)
+      this.callback('onQuietEnded', () => this.options.onQuietEnded?.(quietSince));
     for (const event of session.framer.push(chunk)) {
       if (session.closed) return;
       if (event.kind === 'frame') this.onFrame(session, event.payload, receivedAt);

@@ -7,6 +7,7 @@ import type { Mailbox } from '../kernel/mailbox.js';
 import type { Logger } from '../log.js';
 import { nodeIdFromNum, nodeNumFromId } from '../mesh/node.js';
 import type { MeshRoutingReport, MeshText } from '../mesh/packet-decoder.js';
+import { ANSWER_TIMEOUT_MS } from '../mesh/radio-link.js';
 import type { Database } from '../store/database.js';
 import { NodeRepository } from '../store/nodes-repository.js';
 import { pauseAfterSendMs, textAirtimeMs } from './airtime.js';
@@ -23,6 +24,7 @@ type GatewayEvent =
   | { kind: 'routing'; report: MeshRoutingReport }
   | { kind: 'text'; text: MeshText }
   | { kind: 'heard'; nodeNum: number }
+  | { kind: 'radioBack'; since: number }
   | { kind: 'expire' }
   | { kind: 'created' }
   | { kind: 'pump' };
@@ -71,6 +73,8 @@ export class MessageGatewayActor extends Actor {
   private clock: MessagingClock;
   private pruneTimer: NodeJS.Timeout | undefined;
   private blockedUntil = 0;
+  /** When the link to the radio went, while it is away. */
+  private linkLostAt: number | undefined;
   /** Ends the airtime pause early (on stop: the next send waits in SQLite, not in a timer). */
   private stopping = new AbortController();
 
@@ -119,6 +123,10 @@ export class MessageGatewayActor extends Actor {
     };
     // Replayed: the link's current state (and the hub's node number) arrives at once.
     bus.on(this.name, 'radio.status', (status) => post({ kind: 'status', status }), { replay: true });
+    // The radio link keeps wall-clock time; the texts keep the gateway's clock.
+    bus.on(this.name, 'radio.quietEnded', ({ quietSince }) =>
+      post({ kind: 'radioBack', since: this.clock.now() - (Date.now() - quietSince) }),
+    );
     bus.on(this.name, 'mesh.routing', (report) => post({ kind: 'routing', report }));
     bus.on(this.name, 'mesh.text', (text) => post({ kind: 'text', text }));
     // Every packet passes here: only those from a node that texts wait for reach the inbox.
@@ -197,6 +205,9 @@ export class MessageGatewayActor extends Actor {
         }
         break;
       }
+      case 'radioBack':
+        this.releaseHeld(event.since);
+        break;
       case 'expire': {
         const now = this.clock.now();
         this.publish(this.tracker!.expire(now));
@@ -221,9 +232,28 @@ export class MessageGatewayActor extends Actor {
   private onRadioStatus(status: RadioStatus): void {
     if (status.myNodeNum !== undefined) this.myNodeNum = status.myNodeNum >>> 0;
     const connected = status.state === 'connected';
+    if (!connected && this.connected) this.linkLostAt = this.clock.now();
     if (connected && !this.connected) this.blockedUntil = 0;
     this.connected = connected;
+    if (connected && this.linkLostAt !== undefined) {
+      // A stalled radio is dropped ANSWER_TIMEOUT_MS after it went quiet.
+      this.releaseHeld(this.linkLostAt - ANSWER_TIMEOUT_MS);
+      this.linkLostAt = undefined;
+    }
     if (connected) this.pump();
+  }
+
+  /**
+   * Our own radio was silent or away since `since`: a text that missed its ACK from then on was
+   * held as if its node were out of range, and burnt its quick retries, for nothing the node did.
+   * It goes again now (and its followers with it), not when the node is next heard.
+   */
+  private releaseHeld(since: number): void {
+    const released = this.repo?.releaseHeldSince(since, this.clock.now()) ?? 0;
+    if (released === 0) return;
+    this.deps.log.info({ texts: released }, 'our radio answers again; texts held meanwhile are due');
+    this.refreshHeldNodes();
+    this.pump();
   }
 
   private onText(text: MeshText): void {

@@ -126,6 +126,9 @@ export class MessageRepository {
         AND status = 'queued' AND ack_deadline IS NULL AND ${HEAD_OF_NODE}`),
       holdFollowers: p(`UPDATE messages SET held_since = ? WHERE node_id = ? AND owner = ?
         AND direction = 'outbound' AND status = 'queued' AND held_since IS NULL AND id > ?`),
+      releaseHeldSince:
+        p(`UPDATE messages SET held_since = NULL, next_attempt_at = ? WHERE direction = 'outbound'
+        AND status = 'queued' AND held_since IS NOT NULL AND held_since >= ? AND ack_deadline IS NULL`),
       wakeHeld: p(`UPDATE messages SET next_attempt_at = ? WHERE node_id = ? AND direction = 'outbound'
         AND status = 'queued' AND held_since IS NOT NULL AND ack_deadline IS NULL AND next_attempt_at > ?
         AND updated_at <= ?`),
@@ -314,6 +317,14 @@ export class MessageRepository {
    * WAKE_MIN_GAP_MS ago (a node we hear but cannot reach must not cost an attempt per packet).
    * Returns how many were woken.
    */
+  /**
+   * Texts held since `from` are held no longer and due at `at`: they missed their ACK while our
+   * own radio was silent or away, which says nothing of their node. Returns how many.
+   */
+  releaseHeldSince(from: number, at: number): number {
+    return this.stmt('releaseHeldSince').run(at, from).changes;
+  }
+
   wakeHeld(nodeId: string, at: number): number {
     return this.stmt('wakeHeld').run(at, nodeId, at, at - WAKE_MIN_GAP_MS).changes;
   }

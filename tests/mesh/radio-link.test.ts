@@ -10,6 +10,7 @@ import { RadioLink, type RadioLinkOptions } from '../../src/mesh/radio-link.js';
 import type { PacketResponder } from '../../src/mesh/simulator/responder.js';
 import { MeshSimulator } from '../../src/mesh/simulator/simulator.js';
 import { type RadioTransport, tcpTransport } from '../../src/mesh/transport.js';
+import { RadioProxy } from '../reliability/helpers/radio-proxy.js';
 import { frameFromRadio, silentLog, startServer, trackTimers, waitFor } from './helpers.js';
 
 const CENTER = { latitude: 47.3769, longitude: 8.5417 };
@@ -146,6 +147,49 @@ describe('RadioLink against the simulator', () => {
     await r.link.send(packet);
     await waitFor(() => received.length === 1, 'the packet at the simulator');
     expect(received[0]?.id).toBe(4242);
+  });
+});
+
+describe('RadioLink and a radio that goes quiet without closing', () => {
+  it('says when the radio answers again after leaving a packet unanswered for over 2 s, and not for a prompt answer', async () => {
+    const sim = simulator();
+    const { port } = await sim.start();
+    const proxy = new RadioProxy(port);
+    const proxyPort = await proxy.start();
+    cleanups.push(() => proxy.stop());
+    const quiet: number[] = [];
+    const r = link(proxyPort, { onQuietEnded: (since) => quiet.push(since) });
+    r.link.start();
+    await waitFor(() => r.link.status.state === 'connected', 'connected');
+    const text = (id: number) =>
+      create(Mesh.ToRadioSchema, {
+        payloadVariant: {
+          case: 'packet',
+          value: {
+            to: 0xffffffff,
+            id,
+            payloadVariant: {
+              case: 'decoded',
+              value: { portnum: Portnums.PortNum.TEXT_MESSAGE_APP, payload: new TextEncoder().encode('hi') },
+            },
+          },
+        },
+      });
+    await r.link.send(text(1));
+    await new Promise((done) => setTimeout(done, 300));
+    expect(quiet).toEqual([]);
+
+    proxy.stall();
+    const sentAt = Date.now();
+    await r.link.send(text(2));
+    await new Promise((done) => setTimeout(done, 2_500));
+    expect(quiet).toEqual([]);
+    await proxy.restore();
+    await waitFor(() => quiet.length === 1, 'the quiet noticed when the radio answers');
+    expect(quiet[0]).toBeGreaterThanOrEqual(sentAt - 5);
+    expect(quiet[0]).toBeLessThan(sentAt + 200);
+    // The link was never dropped (a stall under 8 s).
+    expect(r.link.status.state).toBe('connected');
   });
 });
 

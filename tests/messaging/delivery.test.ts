@@ -217,6 +217,35 @@ describe('DeliveryTracker', () => {
     expect(failed?.message.failureReason).toBe('the radio has no such channel [NO_CHANNEL]');
   });
 
+  it('releases texts held since our own radio went quiet: due at once, no longer waiting for their node', () => {
+    const early = queue(24, '!0000beef');
+    attempt1(early);
+    tracker.onRouting({ from: HUB, requestId: packetOf(early), ...MAX_RETRANSMIT }, tick(1_000));
+    const quietSince = tick(60_000);
+    const first = queue(24);
+    const second = queue(24);
+    attempt1(first);
+    // Not reached while our radio was silent (the texts cannot tell): held as if its node were
+    // away, and the node's second text waits behind it.
+    tracker.onRouting({ from: HUB, requestId: packetOf(first), ...MAX_RETRANSMIT }, tick(1_000));
+    expect(repo.getByRowId(first.rowId)?.heldSince).toBe(now);
+    expect(repo.getByRowId(second.rowId)?.heldSince).toBe(now);
+    // As after the quick retries: the next blind attempts are 10 min away.
+    db.prepare('UPDATE messages SET next_attempt_at = ? WHERE id IN (?, ?)').run(
+      now + 600_000,
+      first.rowId,
+      early.rowId,
+    );
+    expect(repo.nextDue(now)).toBeUndefined();
+    // The radio answers again: what was held since it went quiet is due now; what was held
+    // before (a node really away) still waits for its node.
+    expect(repo.releaseHeldSince(quietSince, tick(1_000))).toBe(2);
+    expect(repo.getByRowId(first.rowId)).toMatchObject({ status: 'queued', heldSince: null });
+    expect(repo.nextDue(now)?.rowId).toBe(first.rowId);
+    expect(repo.getByRowId(early.rowId)?.heldSince).not.toBeNull();
+    expect(repo.heldNodes()).toEqual(['!0000beef']);
+  });
+
   it('keeps texts to one node in order, and a node heard again makes its held texts due', () => {
     const first = queue(24);
     const second = queue(24);
