@@ -313,11 +313,6 @@ export class MessageRepository {
   }
 
   /**
-   * The node was heard: its held texts are due now, unless their last attempt ended less than
-   * WAKE_MIN_GAP_MS ago (a node we hear but cannot reach must not cost an attempt per packet).
-   * Returns how many were woken.
-   */
-  /**
    * Texts held since `from` are held no longer and due at `at`: they missed their ACK while our
    * own radio was silent or away, which says nothing of their node. Returns how many.
    */
@@ -325,6 +320,11 @@ export class MessageRepository {
     return this.stmt('releaseHeldSince').run(at, from).changes;
   }
 
+  /**
+   * The node was heard: its held texts are due now, unless their last attempt ended less than
+   * WAKE_MIN_GAP_MS ago (a node we hear but cannot reach must not cost an attempt per packet).
+   * Returns how many were woken.
+   */
   wakeHeld(nodeId: string, at: number): number {
     return this.stmt('wakeHeld').run(at, nodeId, at, at - WAKE_MIN_GAP_MS).changes;
   }
