@@ -1,15 +1,17 @@
 /**
  * The audit plugin's settings: its own slice of the environment, validated with zod when the
  * plugin is created. Every invalid value is reported at once, by name, and the hub does not
- * start (CONVENTIONS.md, from zigbee2mqtt). Missing auth settings with AUTH_ENABLED are not an
+ * start. Missing auth settings with AUTH_ENABLED are not an
  * error but the "misconfigured" state the spec asks for (spec "Authentication" 6).
  */
 import { z } from 'zod';
+import { ADMIN_ROLE, SUBSCRIBER_ROLE } from '../../src/auth/users.js';
 import { ConfigError, settingsProblems } from '../../src/config/load.js';
 import { parseDuration } from '../../src/config/schema.js';
 import { Secret } from '../../src/config/secret.js';
-import { checkOutboundUrl, OutboundUrlError } from '../../src/http/outbound-url.js';
+import { checkOutboundUrl, isLoopbackHost, OutboundUrlError } from '../../src/http/outbound-url.js';
 import { cronSetting } from '../../src/kernel/scheduler.js';
+import { MQTT_ROLES } from '../../src/mqtt/acl.js';
 import {
   type AlertConfig,
   alertConfigFrom,
@@ -19,6 +21,7 @@ import {
 import { type AiConfig, aiConfigFrom, aiSettingsShape, refineAiSettings } from './ask/settings.js';
 import { refineSiemSettings, type SiemConfig, siemConfigFrom, siemSettingsShape } from './siem/settings.js';
 import { isSourceName, SOURCE_NAMES, type SourceName } from './sources.js';
+import { knownServiceKey, knownServiceNames } from './store/service-names.js';
 
 export type RateLimitTier = 'fetch' | 'ask' | 'write' | 'default';
 export const RATE_LIMIT_TIERS: readonly RateLimitTier[] = ['fetch', 'ask', 'write', 'default'];
@@ -57,6 +60,15 @@ const rateLimit = text.transform((v, ctx): RateLimitRule => {
   }
   return { limit: Number(m[1]), windowMs };
 });
+/**
+ * Roles that never reach audit data, whatever the settings: messaging subscribers (with billing,
+ * paying strangers) and the machine roles the MQTT broker knows (src/mqtt/acl.ts), `admin` aside.
+ */
+export const NEVER_AUDIT_ROLES: readonly string[] = [
+  SUBSCRIBER_ROLE,
+  ...MQTT_ROLES.filter((role) => role !== ADMIN_ROLE),
+];
+const ROLE_LISTS = ['AUDIT_READER_ROLES', 'AUDIT_ADMIN_ROLES'] as const;
 const BASE_URLS = ['AUDIT_LOGIN_BASE_URL', 'AUDIT_GRAPH_BASE_URL', 'AUDIT_MANAGEMENT_BASE_URL'] as const;
 const CREDENTIALS = ['AUDIT_TENANT_ID', 'AUDIT_CLIENT_ID', 'AUDIT_CLIENT_SECRET'] as const;
 
@@ -100,7 +112,10 @@ export const auditSettings = z
     AUTH_ENABLED: bool.default(false),
     AUTH_CLIENT_ID: text.min(1).optional(),
     AUDIT_ROLES_CLAIM: text.min(1).optional(),
-    AUDIT_ADMIN_ROLES: list.default([]),
+    // Who reads the audit data, and who changes it (README "Who reads the audit data").
+    AUDIT_READER_ROLES: list.default(['admin', 'auditor']),
+    AUDIT_ADMIN_ROLES: list.default(['admin']),
+    AUDIT_ALLOW_ANONYMOUS: bool.default(false),
     CORS_ORIGINS: list.default([]),
     WEBHOOK_CLIENT_SECRET: z.string().min(16, 'must be at least 16 characters').max(128).optional(),
     PRIVACY_SENSITIVE_OPERATIONS: list.default([]),
@@ -148,6 +163,7 @@ export const auditSettings = z
         }
       }
       checkIssue14Settings(c, ctx);
+      checkAccessSettings(c, ctx);
       refineAiSettings(c, ctx);
       refineAlertSettings(c, ctx);
       refineSiemSettings(c, ctx);
@@ -173,6 +189,57 @@ export const auditSettings = z
   );
 
 export type AuditSettings = z.output<typeof auditSettings>;
+
+/**
+ * Issue 23: the reader and admin role lists name at least one role and none of the hub's
+ * subscriber or machine roles; PRIVACY_SERVICES names known services only (product names or
+ * stored keys, as search takes them).
+ */
+function checkAccessSettings(c: Partial<Record<string, unknown>>, ctx: z.RefinementCtx): void {
+  for (const name of ROLE_LISTS) {
+    const roles = c[name];
+    if (!Array.isArray(roles)) continue;
+    if (!roles.length) {
+      ctx.addIssue({
+        code: 'custom',
+        path: [name],
+        message: 'must name at least one role (leave it unset for the default)',
+      });
+      continue;
+    }
+    const refused = (roles as string[]).filter((r) => NEVER_AUDIT_ROLES.includes(r.toLowerCase()));
+    if (refused.length) {
+      ctx.addIssue({
+        code: 'custom',
+        path: [name],
+        message: `must not name ${refused.join(', ')}: messaging subscribers and machine accounts (${NEVER_AUDIT_ROLES.join(', ')}) never read audit data; give people a role of their own, such as auditor`,
+      });
+    }
+  }
+  const services = c.PRIVACY_SERVICES;
+  if (Array.isArray(services)) {
+    const unknown = (services as string[]).filter((s) => knownServiceKey(s) === undefined);
+    if (unknown.length) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['PRIVACY_SERVICES'],
+        message: `unknown service ${unknown.map((s) => `"${s}"`).join(', ')}; known services: ${knownServiceNames()}`,
+      });
+    }
+  }
+}
+
+/**
+ * Issue 23: anonymous audit access only on this machine. With AUTH_ENABLED off and the hub
+ * listening beyond loopback (HTTP_HOST, default 0.0.0.0), anyone on the LAN could read and change
+ * the audit data: the plugin refuses to start unless AUDIT_ALLOW_ANONYMOUS=true says so by name.
+ * The one-line problem, or undefined when the start may go on.
+ */
+export function anonymousAccessProblem(config: AuditConfig, listenHost: string): string | undefined {
+  if (config.auth.state !== 'off' || config.auth.allowAnonymous || isLoopbackHost(listenHost))
+    return undefined;
+  return `AUTH_ENABLED: the audit plugin will not serve audit data without sign-in to the network (HTTP_HOST is ${listenHost}); set AUTH_ENABLED=true with an identity provider, or HTTP_HOST=127.0.0.1 for this machine only, or AUDIT_ALLOW_ANONYMOUS=true to let anyone who reaches the hub read and change the audit data`;
+}
 
 /** Issue 14's cross-setting checks: WEBHOOK_PUBLIC_URL is https (or loopback) and needs the client state. */
 function checkIssue14Settings(c: Partial<Record<string, unknown>>, ctx: z.RefinementCtx): void {
@@ -212,7 +279,12 @@ export interface AuthSettings {
   audience?: string;
   clientId?: string;
   rolesClaim: string;
+  /** AUDIT_READER_ROLES: who reads the audit data (admins read it too). Never empty. */
+  readerRoles: string[];
+  /** AUDIT_ADMIN_ROLES: who changes it (tags, comments, rules), fetches, reads the trail. Never empty. */
   adminRoles: string[];
+  /** AUDIT_ALLOW_ANONYMOUS: auth off on a non-loopback HTTP_HOST, chosen by name (a warning at every start). */
+  allowAnonymous: boolean;
 }
 
 export interface AuditConfig {
@@ -349,13 +421,16 @@ export function auditConfigFrom(
         : {}),
       ...(c.AUTH_CLIENT_ID ? { clientId: c.AUTH_CLIENT_ID } : {}),
       rolesClaim: c.AUDIT_ROLES_CLAIM ?? provider?.rolesClaim ?? 'roles',
+      readerRoles: c.AUDIT_READER_ROLES,
       adminRoles: c.AUDIT_ADMIN_ROLES,
+      allowAnonymous: c.AUDIT_ALLOW_ANONYMOUS,
     },
     corsOrigins: c.CORS_ORIGINS,
     ...(c.WEBHOOK_CLIENT_SECRET ? { webhookClientSecret: new Secret(c.WEBHOOK_CLIENT_SECRET) } : {}),
     privacy: {
       sensitiveOperations: c.PRIVACY_SENSITIVE_OPERATIONS,
-      services: c.PRIVACY_SERVICES,
+      // Stored keys (`device_management` for `Intune`): what events carry and every read path compares.
+      services: [...new Set(c.PRIVACY_SERVICES.map((s) => knownServiceKey(s) ?? s))],
       roles: c.PRIVACY_SERVICE_ROLES,
     },
     rateLimits: {

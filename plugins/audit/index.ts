@@ -7,13 +7,20 @@
  */
 
 import { openApiRoutes } from '../../src/http/api-docs.js';
+import { isLoopbackHost } from '../../src/http/outbound-url.js';
 import type { Logger } from '../../src/log.js';
 import { defineModule } from '../../src/module.js';
 import { createAlerting } from './alerts/index.js';
 import { createAiFeatures, openCacheBackend } from './ask/features.js';
 import { AuditCacheStoreActor } from './cache/actor.js';
 import { AuditCollectorActor } from './collector-actor.js';
-import { type AuditConfig, auditConfigFrom, auditSettings } from './config.js';
+import {
+  type AuditConfig,
+  AuditConfigError,
+  anonymousAccessProblem,
+  auditConfigFrom,
+  auditSettings,
+} from './config.js';
 import { auditOpenApiDocument } from './http/openapi.js';
 import { PrivacyPolicy } from './http/privacy.js';
 import { RateLimiter } from './http/rate-limit.js';
@@ -24,7 +31,13 @@ import { GraphSubscriptionActor } from './microsoft/graph-subscription.js';
 import { SiemForwarderActor } from './siem/forwarder.js';
 import { AuditStore } from './store/audit-store.js';
 
-function warnAboutSettings(log: Logger, config: AuditConfig): void {
+function warnAboutSettings(log: Logger, config: AuditConfig, listenHost: string): void {
+  if (config.auth.state === 'off' && config.auth.allowAnonymous && !isLoopbackHost(listenHost)) {
+    log.warn(
+      { http_host: listenHost },
+      'AUDIT_ALLOW_ANONYMOUS is true and AUTH_ENABLED is false: anyone who reaches the hub can read and change the audit data',
+    );
+  }
   if (config.auth.state === 'misconfigured') {
     log.warn(
       { missing: config.auth.missing },
@@ -63,11 +76,14 @@ export const auditModule = defineModule({
       ctx.auth.providerMissing,
     );
     const { version } = ctx.hub;
+    // Issue 23: no anonymous audit data beyond this machine unless AUDIT_ALLOW_ANONYMOUS says so.
+    const anonymous = anonymousAccessProblem(config, ctx.hub.listenHost);
+    if (anonymous) throw new AuditConfigError([anonymous]);
     ctx.log.info(
       { auth_enabled: config.auth.enabled, version, sources: config.sources },
       'audit plugin starting',
     );
-    warnAboutSettings(ctx.log, config);
+    warnAboutSettings(ctx.log, config, ctx.hub.listenHost);
 
     const store = new AuditStore(() => ctx.db);
     const metrics = new AuditMetrics(ctx.metrics, () => store.repos().sources.all());

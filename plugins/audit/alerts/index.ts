@@ -8,7 +8,6 @@ import type { HubBus } from '../../../src/events.js';
 import type { KernelLogger } from '../../../src/kernel/actor.js';
 import type { ModuleMetrics } from '../../../src/module.js';
 import type { AuditConfig } from '../config.js';
-import { requireAnyRole } from '../http/auth.js';
 import type { AuditEnv } from '../http/context.js';
 import type { AuditStore } from '../store/audit-store.js';
 import { AlertActor, type AlertActorDeps } from './alert-actor.js';
@@ -61,20 +60,26 @@ export function alertFeatures(alerting: Alerting | undefined) {
     : null;
 }
 
-/** The route groups, each behind the admin check (with AUTH_ENABLED: AUDIT_ADMIN_ROLES, default `admin`). */
+/**
+ * The route groups (issue 23): rules are read with a reader role and written with an admin role
+ * (AUDIT_READER_ROLES, AUDIT_ADMIN_ROLES); alerts carry the firing event's actor and target,
+ * outside privacy gating, so they stay with the admins.
+ */
 export function alertRouteGroups(
   alerting: Alerting,
-  group: (register: (app: Hono<AuditEnv>) => void) => Hono,
+  checks: {
+    group: (register: (app: Hono<AuditEnv>) => void) => Hono;
+    /** Reads need a reader role, writes an admin role. */
+    rules: MiddlewareHandler<AuditEnv>;
+    admins: MiddlewareHandler<AuditEnv>;
+  },
 ): Array<{ path: string; app: Hono }> {
-  const { auth } = alerting.config;
-  const admins: MiddlewareHandler<AuditEnv> = requireAnyRole(
-    auth.state === 'on' ? (auth.adminRoles.length ? auth.adminRoles : ['admin']) : [],
-  );
+  const { group, rules, admins } = checks;
   return [
     {
       path: '/api/rules',
       app: group((app) => {
-        app.use('*', admins);
+        app.use('*', rules);
         rulesRoutes(alerting, app);
       }),
     },

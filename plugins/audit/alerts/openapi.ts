@@ -19,9 +19,13 @@ const idPath = z.object({
 });
 
 export function alertOperations(signedIn: Record<number, ResponseSpec>): OperationSpec[] {
+  // Rules are read with a reader role (`signedIn` says so) and written with an admin role.
+  const reader = signedIn;
   const admin = {
     ...signedIn,
-    403: problem('This needs an administrator role (AUDIT_ADMIN_ROLES, default `admin`).'),
+    403: problem(
+      'This needs an administrator role (AUDIT_ADMIN_ROLES, default `admin`); `access` (`admin`) and `roles` say which.',
+    ),
   };
   const noRule = problem('No rule with this id.');
   const clash = problem(
@@ -40,7 +44,7 @@ export function alertOperations(signedIn: Record<number, ResponseSpec>): Operati
       tag: 'alerts',
       summary: 'Every alert rule',
       security: 'optional-bearer',
-      responses: { 200: { description: 'The rules, oldest first.', body: ruleListSchema }, ...admin },
+      responses: { 200: { description: 'The rules, oldest first.', body: ruleListSchema }, ...reader },
     },
     {
       method: 'post',
@@ -75,7 +79,7 @@ export function alertOperations(signedIn: Record<number, ResponseSpec>): Operati
       responses: {
         200: { description: 'The rule.', body: ruleSchema },
         400: badInput,
-        ...admin,
+        ...reader,
         404: noRule,
       },
     },

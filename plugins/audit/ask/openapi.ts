@@ -80,7 +80,9 @@ export function aiOperations(signedIn: Record<number, ResponseSpec>): OperationS
         200: { description: 'The explanation.', body: explainAnswerSchema },
         400: badInput,
         ...signedIn,
-        403: problem('The event is privacy-gated and the caller’s roles do not allow it.'),
+        403: problem(
+          'The event is privacy-gated and the caller’s roles do not allow it, or the caller has no reader role (`access`: `read`).',
+        ),
         404: problem('No event with this id.'),
         429: limited,
       },

@@ -14,7 +14,7 @@ import type { SiemForwarderActor } from '../siem/forwarder.js';
 import type { SourceName } from '../sources.js';
 import type { AuditStore } from '../store/audit-store.js';
 import { filterOptions } from '../store/filter-options.js';
-import { fetchRoles, holdsAnyRole } from './auth.js';
+import { mayAccess } from './auth.js';
 import { type AuditEnv, callerOf, jsonBody } from './context.js';
 import type { PrivacyPolicy } from './privacy.js';
 import { fetchBodySchema } from './schemas.js';
@@ -49,7 +49,7 @@ export function sourceHealthRoutes(
     return c.json({
       collection: deps.collector.configured ? 'on' : 'not_configured',
       // Issue 15: the console shows "Fetch now" only to callers the fetch route would let through.
-      fetch_allowed: holdsAnyRole(callerOf(c), fetchRoles(deps.config.auth)),
+      fetch_allowed: mayAccess(callerOf(c), deps.config.auth, 'admin'),
       siem,
       data: rows.map((r) => ({
         source: r.source,

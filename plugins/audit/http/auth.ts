@@ -6,6 +6,10 @@
  *
  * Enabled but incomplete ("misconfigured") fails closed: 503 for every route that needs a token,
  * rather than letting requests through. Client errors are generic; the reason goes to the log.
+ *
+ * Then the role check (issue 23): every audit data route needs a reader role, every change an
+ * admin role (requireAccess below); with auth off the anonymous caller has full access, which
+ * the plugin allows only on loopback or with AUDIT_ALLOW_ANONYMOUS (config.ts).
  */
 import type { MiddlewareHandler } from 'hono';
 import { AuthError, bearerToken, rolesFrom, type TokenVerifier } from '../../../src/auth/jwt-verifier.js';
@@ -64,28 +68,56 @@ export function authenticate(options: {
   };
 }
 
-/** Who administers (the trail, rules): with auth on, AUDIT_ADMIN_ROLES or `admin`; with it off, anyone. */
-export function auditAdminRoles(auth: AuthSettings): readonly string[] {
-  if (auth.state !== 'on') return [];
-  return auth.adminRoles.length ? auth.adminRoles : ['admin'];
+/**
+ * What a route needs (issue 23, README "Who reads the audit data"): `read` the audit data
+ * (AUDIT_READER_ROLES, and the admins), or `admin`: change it (tags, comments, bulk tags, rules),
+ * fetch, read the trail and the alerts (AUDIT_ADMIN_ROLES).
+ */
+export type AuditAccess = 'read' | 'admin';
+
+/** The roles that grant `access`. Never empty: an empty list would mean "anyone". */
+export function rolesFor(auth: AuthSettings, access: AuditAccess): readonly string[] {
+  return access === 'admin' ? auth.adminRoles : [...new Set([...auth.readerRoles, ...auth.adminRoles])];
 }
 
-/** Who may `POST /api/fetch`: with auth on, AUDIT_ADMIN_ROLES (empty: any caller); with it off, anyone. */
-export function fetchRoles(auth: AuthSettings): readonly string[] {
-  return auth.state === 'on' ? auth.adminRoles : [];
+/**
+ * Whether the caller may have `access`. With AUTH_ENABLED off (HTTP_HOST on loopback, or
+ * AUDIT_ALLOW_ANONYMOUS) the anonymous caller has it all; otherwise a verified caller holding one
+ * of the roles. Subscriber and machine roles never are in the lists (config.ts refuses them).
+ */
+export function mayAccess(caller: Caller, auth: AuthSettings, access: AuditAccess): boolean {
+  if (auth.state === 'off') return true;
+  if (auth.state !== 'on' || !caller.authenticated) return false;
+  const roles = rolesFor(auth, access);
+  return caller.roles.some((r) => roles.includes(r));
 }
 
-/** Whether the caller holds one of `roles` (an empty list lets every caller through). */
-export function holdsAnyRole(caller: Caller, roles: readonly string[]): boolean {
-  return !roles.length || caller.roles.some((r) => roles.includes(r));
+/** The 403 for a caller without `access`; `access` and `roles` let the console say what to ask for. */
+export function accessProblem(auth: AuthSettings, access: AuditAccess): ProblemError {
+  const roles = rolesFor(auth, access);
+  return new ProblemError(
+    403,
+    access === 'read'
+      ? 'your account is not allowed to read the audit data (it needs a role in AUDIT_READER_ROLES)'
+      : 'your account is not allowed to change the audit data, fetch or read the trail (it needs a role in AUDIT_ADMIN_ROLES)',
+    { access, roles: [...roles] },
+  );
 }
 
-/** 403 unless the caller holds one of `roles` (an empty list lets every caller through). */
-export function requireAnyRole(roles: readonly string[]): MiddlewareHandler<AuditEnv> {
-  return async function requireAnyRoleMiddleware(c, next) {
-    if (!holdsAnyRole(callerOf(c), roles)) {
-      throw new ProblemError(403, 'this action needs an administrator role');
-    }
+/** 403 unless the caller may have `access` (runs after the bearer check). */
+export function requireAccess(auth: AuthSettings, access: AuditAccess): MiddlewareHandler<AuditEnv> {
+  return async function requireAccessMiddleware(c, next) {
+    if (!mayAccess(callerOf(c), auth, access)) throw accessProblem(auth, access);
     return next();
+  };
+}
+
+/** Reads (GET, HEAD) need `read`; every other method changes something and needs `admin`. */
+export function requireAccessByMethod(auth: AuthSettings): MiddlewareHandler<AuditEnv> {
+  const read = requireAccess(auth, 'read');
+  const admin = requireAccess(auth, 'admin');
+  return async function requireAccessByMethodMiddleware(c, next) {
+    const method = c.req.method;
+    return method === 'GET' || method === 'HEAD' ? read(c, next) : admin(c, next);
   };
 }

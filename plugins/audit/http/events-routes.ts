@@ -6,7 +6,7 @@
  * "prev_cursor": string|null, "limit": n }`, newest first. `next_cursor` leads to older events,
  * `prev_cursor` back to newer ones; each is null when there is nothing more that way.
  */
-import type { Hono } from 'hono';
+import type { Hono, MiddlewareHandler } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { ProblemError, validationProblem } from '../../../src/http/problem.js';
 import { MAX_TAGS_PER_EVENT, TooManyTagsError } from '../store/annotations.js';
@@ -34,8 +34,16 @@ export function bodyTooLarge(maxBytes = MAX_BODY_BYTES) {
   });
 }
 
-export function eventsRoutes(deps: { store: AuditStore; privacy: PrivacyPolicy }, app: Hono<AuditEnv>): void {
-  const { store, privacy } = deps;
+export function eventsRoutes(
+  deps: {
+    store: AuditStore;
+    privacy: PrivacyPolicy;
+    /** The admin role check (issue 23): tags, comments and bulk tags change the audit data. */
+    admins: MiddlewareHandler<AuditEnv>;
+  },
+  app: Hono<AuditEnv>,
+): void {
+  const { store, privacy, admins } = deps;
 
   /** The event, if it exists and the caller may see it; 404 / 403 otherwise. */
   const visibleEvent = (c: AuditContext, id: string): EventRow => {
@@ -73,7 +81,7 @@ export function eventsRoutes(deps: { store: AuditStore; privacy: PrivacyPolicy }
     });
   });
 
-  app.post('/bulk-tags', bodyTooLarge(), async (c) => {
+  app.post('/bulk-tags', admins, bodyTooLarge(), async (c) => {
     const parsed = bulkTagsBodySchema.safeParse(await jsonBody(c));
     if (!parsed.success) throw validationProblem(parsed.error);
     const { tags, mode } = parsed.data;
@@ -128,7 +136,7 @@ export function eventsRoutes(deps: { store: AuditStore; privacy: PrivacyPolicy }
     return c.json({ ...toApiEvent(row, repos.dictionaries, comments), raw: raw ? JSON.parse(raw) : null });
   });
 
-  app.patch('/:id/tags', bodyTooLarge(), async (c) => {
+  app.patch('/:id/tags', admins, bodyTooLarge(), async (c) => {
     const row = visibleEvent(c, c.req.param('id'));
     const parsed = tagsBodySchema.safeParse(await jsonBody(c));
     if (!parsed.success) throw validationProblem(parsed.error);
@@ -149,7 +157,7 @@ export function eventsRoutes(deps: { store: AuditStore; privacy: PrivacyPolicy }
     return c.json(toApiEvent(updated, repos.dictionaries, comments));
   });
 
-  app.post('/:id/comments', bodyTooLarge(), async (c) => {
+  app.post('/:id/comments', admins, bodyTooLarge(), async (c) => {
     const row = visibleEvent(c, c.req.param('id'));
     const parsed = commentBodySchema.safeParse(await jsonBody(c));
     if (!parsed.success) throw validationProblem(parsed.error);

@@ -41,13 +41,25 @@ const { badInput, tooLarge, notJson } = COMMON_PROBLEMS;
 const limited = problem('A rate-limit tier (fetch, write, default) is exceeded; `tier` names it.', {
   'Retry-After': HEADERS.retryAfter,
 });
-/** The answers of every route behind the bearer check (AUTH_ENABLED). */
+/** The answers of every route behind the bearer check (AUTH_ENABLED) and the role check. */
 const signedIn = {
   401: problem('AUTH_ENABLED and no valid bearer token.', { 'WWW-Authenticate': HEADERS.wwwAuthenticate }),
+  403: problem(
+    'The caller’s roles do not allow this: reading needs a role in AUDIT_READER_ROLES (default `admin`, `auditor`) or AUDIT_ADMIN_ROLES. `access` (`read`) and `roles` say what would.',
+  ),
   429: limited,
   503: problem('Sign-in is misconfigured, or the identity provider’s keys cannot be fetched.'),
 };
-const restricted = problem('The event is privacy-gated and the caller’s roles do not allow it.');
+const restricted = problem(
+  'The event is privacy-gated and the caller’s roles do not allow it, or the caller has no reader role (`access`: `read`).',
+);
+/** A change: an admin role (AUDIT_ADMIN_ROLES), and the event visible to the caller. */
+const changeRefused = problem(
+  'The caller has no admin role (AUDIT_ADMIN_ROLES, default `admin`; `access`: `admin`), no reader role, or the event is privacy-gated.',
+);
+const adminOnly = problem(
+  'This needs an administrator role (AUDIT_ADMIN_ROLES, default `admin`); `access` (`admin`) and `roles` say which.',
+);
 const noEvent = problem('No event with this id.');
 
 export function auditOpenApiDocument(version: string, features: { ai?: boolean } = {}): OpenApiDocument {
@@ -56,13 +68,18 @@ export function auditOpenApiDocument(version: string, features: { ai?: boolean }
     version,
     description:
       'Audit events collected from Microsoft 365: search with cursor paging, tags, comments, export, source health. ' +
-      'With AUTH_ENABLED every route but /api/config/* and the webhook needs a bearer token from the identity provider. ' +
+      'With AUTH_ENABLED every route but /api/config/* and the webhook needs a bearer token from the identity provider, ' +
+      'with a role in AUDIT_READER_ROLES to read and in AUDIT_ADMIN_ROLES to change anything. ' +
       'Errors are RFC 9457 problem details; mutations are recorded in an internal audit trail.',
     tags: [
       { name: 'events', description: 'Search, one event, tags, comments, export.' },
       { name: 'operations', description: 'Filter options, source health, fetching, frontend configuration.' },
       { name: 'webhooks', description: 'Microsoft Graph change notifications.' },
-      { name: 'alerts', description: 'Alert rules and the alerts they fired (administrators).' },
+      {
+        name: 'alerts',
+        description:
+          'Alert rules (read by readers, written by administrators) and the alerts they fired (administrators).',
+      },
       ...(features.ai
         ? [
             {
@@ -121,6 +138,7 @@ export function auditOpenApiDocument(version: string, features: { ai?: boolean }
           200: { description: 'What changed.', body: bulkTagsResultSchema },
           400: badInput,
           ...signedIn,
+          403: changeRefused,
           413: tooLarge,
           415: notJson,
           422: problem('No event matches, or an event would carry too many tags; nothing was tagged.'),
@@ -155,7 +173,7 @@ export function auditOpenApiDocument(version: string, features: { ai?: boolean }
           200: { description: 'The event afterwards.', body: eventSchema },
           400: badInput,
           ...signedIn,
-          403: restricted,
+          403: changeRefused,
           404: noEvent,
           413: tooLarge,
           415: notJson,
@@ -178,7 +196,7 @@ export function auditOpenApiDocument(version: string, features: { ai?: boolean }
           },
           400: badInput,
           ...signedIn,
-          403: restricted,
+          403: changeRefused,
           404: noEvent,
           413: tooLarge,
           415: notJson,
@@ -218,7 +236,7 @@ export function auditOpenApiDocument(version: string, features: { ai?: boolean }
           },
           400: badInput,
           ...signedIn,
-          403: problem('This needs an administrator role (AUDIT_ADMIN_ROLES).'),
+          403: adminOnly,
           409: problem('Collection is not configured.'),
           415: notJson,
           503: problem('The collector is busy, sign-in is misconfigured, or the identity provider is down.', {

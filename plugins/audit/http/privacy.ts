@@ -2,12 +2,15 @@
  * Privacy gating (spec "Privacy gating"): operations in PRIVACY_SENSITIVE_OPERATIONS (across all
  * services) and whole services in PRIVACY_SERVICES are visible only to callers holding a role in
  * PRIVACY_SERVICE_ROLES. Every read path asks this policy: search, single event, filter options,
- * export — and, later, ask, explain and MCP. Names compare case-insensitively.
+ * export, ask, explain and MCP. Operations compare case-insensitively; services go through the
+ * plugin's one service-name mapping (store/service-names.ts), so `Intune` and `Entra ID` hide
+ * the stored `device_management` and `directory` (issue 23).
  *
  * With AUTH_ENABLED off every caller is anonymous and holds no role, so gated events stay
  * hidden: the gate fails closed.
  */
 import type { PrivacyScope } from '../store/event-query.js';
+import { serviceKey } from '../store/service-names.js';
 import type { Caller } from './context.js';
 
 export class PrivacyPolicy {
@@ -19,8 +22,8 @@ export class PrivacyPolicy {
     private readonly settings: { sensitiveOperations: string[]; services: string[]; roles: string[] },
   ) {
     this.operations = new Set(settings.sensitiveOperations.map((o) => o.toLowerCase()));
-    this.services = new Set(settings.services.map((s) => s.toLowerCase()));
-    this.scope = { hiddenOperations: settings.sensitiveOperations, hiddenServices: settings.services };
+    this.services = new Set(settings.services.map(serviceKey));
+    this.scope = { hiddenOperations: settings.sensitiveOperations, hiddenServices: [...this.services] };
   }
 
   get active(): boolean {

@@ -19,7 +19,7 @@ import type { AuditMetrics } from '../metrics.js';
 import type { SiemForwarderActor } from '../siem/forwarder.js';
 import type { AuditStore } from '../store/audit-store.js';
 import { configRoutes, fetchRoutes, filterOptionsRoutes, sourceHealthRoutes } from './admin-routes.js';
-import { auditAdminRoles, authenticate, requireAnyRole } from './auth.js';
+import { authenticate, requireAccess, requireAccessByMethod } from './auth.js';
 import { ANONYMOUS, type AuditEnv } from './context.js';
 import { eventsRoutes } from './events-routes.js';
 import { ExportSlots, exportRoutes } from './export.js';
@@ -78,46 +78,61 @@ export function auditRouteGroups(deps: AuditRouteDeps): AuditRouteGroup[] {
     register(app);
     return app as unknown as Hono;
   };
+  // Issue 23: every data route needs a reader role; changes, fetches and the trail an admin role.
+  const readers = requireAccess(config.auth, 'read');
+  const admins = requireAccess(config.auth, 'admin');
+  /** A group of audit data: the bearer check, then the reader check, then the routes. */
+  const data = (register: (app: Hono<AuditEnv>) => void): Hono =>
+    group(true, (app) => {
+      app.use('*', readers);
+      register(app);
+    });
 
   return [
     {
       path: '/api/events',
-      app: group(true, (app) => {
+      app: data((app) => {
         // Registered before /:id, which would otherwise take "export" for an id.
         exportRoutes(
           { store, privacy: deps.privacy, maxConcurrent: config.exportMaxConcurrent, log, slots },
           app,
         );
-        eventsRoutes({ store, privacy: deps.privacy }, app);
+        eventsRoutes({ store, privacy: deps.privacy, admins }, app);
         if (deps.ai) explainRoutes(deps.ai, app);
       }),
     },
-    ...(deps.alerting ? alertRouteGroups(deps.alerting, (register) => group(true, register)) : []),
+    ...(deps.alerting
+      ? alertRouteGroups(deps.alerting, {
+          group: (register) => group(true, register),
+          rules: requireAccessByMethod(config.auth),
+          admins,
+        })
+      : []),
     ...(deps.ai
       ? [
-          { path: '/api/ask', app: group(true, (app) => askRoutes(deps.ai!, app)) },
-          { path: '/api/jobs', app: group(true, (app) => jobRoutes(deps.ai!, app)) },
+          { path: '/api/ask', app: data((app) => askRoutes(deps.ai!, app)) },
+          { path: '/api/jobs', app: data((app) => jobRoutes(deps.ai!, app)) },
         ]
       : []),
     {
       // Issue 14: the readable trail, for administrators (AUDIT_ADMIN_ROLES, default `admin`).
       path: '/api/audit-trail',
       app: group(true, (app) => {
-        app.use('*', requireAnyRole(auditAdminRoles(config.auth)));
+        app.use('*', admins);
         trailRoutes({ store, slots, log }, app);
       }),
     },
-    { path: '/api/filter-options', app: group(true, (app) => filterOptionsRoutes(deps, app)) },
+    { path: '/api/filter-options', app: data((app) => filterOptionsRoutes(deps, app)) },
     {
       path: '/api/source-health',
-      app: group(true, (app) =>
+      app: data((app) =>
         sourceHealthRoutes({ store, collector: deps.collector, config, siem: deps.siem }, app),
       ),
     },
     {
       path: '/api/fetch',
       app: group(true, (app) => {
-        app.use('*', requireAnyRole(config.auth.state === 'on' ? config.auth.adminRoles : []));
+        app.use('*', admins);
         fetchRoutes({ collector: deps.collector, config }, app);
       }),
     },

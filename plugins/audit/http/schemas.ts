@@ -158,7 +158,7 @@ export const sourceHealthSchema = z.object({
   collection: z.enum(['on', 'not_configured']),
   fetch_allowed: z.boolean().meta({
     description:
-      'Whether this caller may POST /api/fetch (the console shows "Fetch now" only then): with AUTH_ENABLED a role in AUDIT_ADMIN_ROLES (any caller when it is empty); with auth off, anyone.',
+      'Whether this caller may POST /api/fetch (the console shows "Fetch now" only then): with AUTH_ENABLED a role in AUDIT_ADMIN_ROLES (default `admin`); with auth off, anyone.',
   }),
   siem: z
     .object({

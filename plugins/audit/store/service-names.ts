@@ -47,3 +47,20 @@ export function serviceDisplayName(key: string): string {
   const words = key.replace(/_+/g, ' ').trim();
   return words ? words[0]!.toUpperCase() + words.slice(1) : key;
 }
+
+/** The services the plugin's sources store under a name of their own (PRIVACY_SERVICES names one of these). */
+export const KNOWN_SERVICE_KEYS: readonly string[] = Object.keys(DISPLAY_NAMES);
+
+/** The known services in words, for a message: `Entra ID (directory), Intune (device_management), Exchange, …`. */
+export function knownServiceNames(): string {
+  const product: Record<string, string> = { directory: 'Entra ID', device_management: 'Intune' };
+  return KNOWN_SERVICE_KEYS.map((key) =>
+    product[key] ? `${product[key]} (${key})` : DISPLAY_NAMES[key],
+  ).join(', ');
+}
+
+/** The stored key of a known service as typed (`Intune`, `Entra ID`, `exchange`), else undefined. */
+export function knownServiceKey(typed: string): string | undefined {
+  const key = serviceKey(typed);
+  return KNOWN_SERVICE_KEYS.includes(key) ? key : undefined;
+}

@@ -64,6 +64,7 @@ beforeAll(async () => {
     AUTH_AUDIENCE: idp.audience,
     PRIVACY_SERVICES: 'teams',
     PRIVACY_SERVICE_ROLES: 'Audit.Privacy',
+    AUDIT_READER_ROLES: 'Audit.Reader',
     AI_FEATURES_ENABLED: 'true',
     LLM_BASE_URL: fake.baseUrl,
     LLM_MODEL: 'test-model',
@@ -86,7 +87,7 @@ beforeAll(async () => {
   ]);
   alice = await idp.token({ sub: 'alice', roles: ['Audit.Reader'] });
   bob = await idp.token({ sub: 'bob', preferred_username: 'bob@contoso.com', roles: ['Audit.Reader'] });
-  privileged = await idp.token({ sub: 'carol', roles: ['Audit.Privacy'] });
+  privileged = await idp.token({ sub: 'carol', roles: ['Audit.Reader', 'Audit.Privacy'] });
 });
 afterAll(async () => {
   await t.close();

@@ -38,8 +38,8 @@ beforeAll(async () => {
     { at: T0 + 8000, service: 'Exchange', operation: 'Send' },
     { at: T0 + 9000, service: 'Device Management', operation: 'Wipe device' },
   ]);
-  privileged = await idp.token({ roles: ['Audit.Privacy'] });
-  plain = await idp.token({ roles: [] });
+  privileged = await idp.token({ roles: ['admin', 'Audit.Privacy'] });
+  plain = await idp.token({ roles: ['auditor'] });
   const tag = async (seq: number, tags: string[]) =>
     expect(
       (await t.json(`/api/events/${seq}/tags`, as(privileged, jsonInit('PATCH', { tags })))).status,

@@ -45,6 +45,8 @@ export interface AuditTestApp {
   /** Every actor the plugin returned, in start order. */
   actors: Actor[];
   request(path: string, init?: RequestInit): Promise<Response>;
+  /** A token of the hub's own issuer (what `meshhub token` and POST /api/v1/auth/token give a local user). */
+  hubToken(username: string, roles: readonly string[]): Promise<string>;
   // biome-ignore lint/suspicious/noExplicitAny: tests read problem and event bodies of many shapes
   json(path: string, init?: RequestInit): Promise<{ status: number; headers: Headers; body: any }>;
   close(): Promise<void>;
@@ -52,7 +54,11 @@ export interface AuditTestApp {
 
 export async function auditApp(
   env: Record<string, string> = {},
-  options: { log?: pino.Logger } = {},
+  options: {
+    log?: pino.Logger;
+    /** HTTP_HOST as the plugin sees it (default loopback); nothing listens here, the app is called in-process. */
+    listenHost?: string;
+  } = {},
 ): Promise<AuditTestApp> {
   const dir = mkdtempSync(join(tmpdir(), 'meshhub-audit-'));
   const db = openDatabase(join(dir, 'hub.sqlite'));
@@ -67,7 +73,7 @@ export async function auditApp(
           ...(all.AUTH_ROLES_CLAIM ? { rolesClaim: all.AUTH_ROLES_CLAIM } : {}),
         }
       : undefined;
-  const { host, mounts, metrics, scheduler } = await standaloneModuleHost({
+  const { host, mounts, metrics, scheduler, identity } = await standaloneModuleHost({
     db,
     dataDir: dir,
     log: options.log ?? silent,
@@ -77,7 +83,22 @@ export async function auditApp(
   const input = Object.fromEntries(
     Object.entries(all).filter(([key, value]) => key in auditSettings.shape && value.trim() !== ''),
   );
-  const actors = await host.create(auditModule, auditSettings.parse(input), { plugin: true });
+  const module =
+    options.listenHost === undefined
+      ? auditModule
+      : {
+          ...auditModule,
+          create: (ctx: Parameters<typeof auditModule.create>[0]) =>
+            auditModule.create({ ...ctx, hub: { ...ctx.hub, listenHost: options.listenHost! } }),
+        };
+  let actors: Actor[];
+  try {
+    actors = await host.create(module, auditSettings.parse(input), { plugin: true });
+  } catch (error) {
+    closeDatabase(db);
+    rmSync(dir, { recursive: true, force: true });
+    throw error;
+  }
   for (const actor of actors) await actor.start();
   // As in the hub: the scheduler starts after the actors its jobs drive.
   await scheduler.start();
@@ -93,6 +114,8 @@ export async function auditApp(
     registry: metrics.registry,
     actors,
     request,
+    hubToken: async (username, roles) =>
+      (await identity.localIssuer.issue({ username, roles: [...roles] }, 600)).accessToken,
     async json(path, init) {
       const res = await request(path, init);
       const text = await res.text();

@@ -147,6 +147,15 @@ describe('meshhub mcp', () => {
     expect(gated.error).toContain('restricted; MCP_ROLES does not allow it');
   });
 
+  it('hides services named as products in PRIVACY_SERVICES (issue 23: "Entra ID" is the directory)', async () => {
+    const client = await connect({ PRIVACY_SERVICES: 'Entra ID,Intune' });
+    const found = await call(client, 'search_events', { limit: 10 });
+    expect(found.events.map((e: { operation: string }) => e.operation)).toEqual(['MemberAdded']);
+    // Event 1 is the first seeded one, a directory event.
+    expect((await call(client, 'get_event', { id: '1' })).error).toContain('restricted');
+    expect(await call(client, 'get_summary', {})).toMatchObject({ total: 1, by_service: { teams: 1 } });
+  });
+
   it('shows gated events with a role in MCP_ROLES', async () => {
     const client = await connect({ MCP_ROLES: 'Audit.Privacy', PRIVACY_SERVICE_ROLES: 'Audit.Privacy' });
     expect((await call(client, 'get_summary', {})).total).toBe(3);

@@ -29,11 +29,14 @@ beforeAll(async () => {
     PRIVACY_SENSITIVE_OPERATIONS: 'mailitemsaccessed',
     PRIVACY_SERVICES: 'teams',
     PRIVACY_SERVICE_ROLES: 'Audit.Privacy',
+    AUDIT_READER_ROLES: 'Audit.Reader',
+    AUDIT_ADMIN_ROLES: 'Audit.Admin',
     RATE_LIMIT_DEFAULT: '100000/1m',
     RATE_LIMIT_WRITE: '100000/1m',
   });
   seed(t.repos, SEEDED);
-  plain = await idp.token({ roles: ['Audit.Reader'] });
+  // An administrator of the audit data (reads, tags) without the privacy role.
+  plain = await idp.token({ roles: ['Audit.Reader', 'Audit.Admin'] });
   privileged = await idp.token({ roles: ['Audit.Reader', 'Audit.Privacy'] });
 });
 afterAll(async () => {

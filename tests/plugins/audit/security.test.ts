@@ -49,7 +49,7 @@ describe('bearer authentication (AUTH_ENABLED)', () => {
       expect(res.body.detail).toBe('the bearer token is not valid');
       expect(res.headers.get('www-authenticate')).toContain('error="invalid_token"');
     }
-    expect((await t.json('/api/events', bearer(await idp.token()))).status).toBe(200);
+    expect((await t.json('/api/events', bearer(await idp.token({ roles: ['auditor'] })))).status).toBe(200);
   });
 
   it('leaves the frontend config routes and the webhook open', async () => {
@@ -93,7 +93,7 @@ describe('bearer authentication (AUTH_ENABLED)', () => {
       AUDIT_ROLES_CLAIM: 'realm_access.roles',
       AUDIT_ADMIN_ROLES: 'Audit.Admin',
     });
-    const reader = await idp.token({ realm_access: { roles: ['Audit.Reader'] } });
+    const reader = await idp.token({ realm_access: { roles: ['auditor'] } });
     const admin = await idp.token({ realm_access: { roles: ['Audit.Admin'] } });
     expect((await t.json('/api/fetch', bearer(reader, { method: 'POST' }))).status).toBe(403);
     // Allowed through, then 409: this hub has no Microsoft credentials.
@@ -108,7 +108,7 @@ describe('the internal audit trail', () => {
     const token = await idp.token({
       sub: 'user-42',
       preferred_username: 'carol@contoso.com',
-      roles: ['Audit.Reader'],
+      roles: ['admin'],
     });
     await t.json('/api/events/1/tags', bearer(token, jsonInit('PATCH', { tags: ['reviewed'] })));
     await t.json('/api/events/1/comments', jsonInit('POST', { text: 'no token' }));
@@ -122,7 +122,7 @@ describe('the internal audit trail', () => {
       subject: 'user-42',
       username: 'carol@contoso.com',
       issuer: idp.issuer,
-      roles: '["Audit.Reader"]',
+      roles: '["admin"]',
     });
     expect(JSON.parse(rows[0]!.detail!)).toEqual({
       action: 'set-tags',
