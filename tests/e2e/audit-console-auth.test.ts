@@ -8,8 +8,9 @@
  * tokens never in localStorage; an expired token (seen by the page, or refused by the hub) sends
  * the user to sign in and back to the same search; privacy-gated events invisible to a user
  * without the role; the CSP allowing the provider's origin for connect, frame and form-action
- * only; "Fetch now" only for a user the hub lets fetch (AUDIT_ADMIN_ROLES). Every page fails its
- * test on a console error.
+ * only; "Fetch now" only for a user the hub lets fetch (AUDIT_ADMIN_ROLES); a signed-in user
+ * without a reader role told "not allowed" in plain words, and a reader's change refused in plain
+ * words (issue 23). Every page fails its test on a console error.
  */
 import type { Browser, Page, Request } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
@@ -56,6 +57,8 @@ describeInBrowser('audit console sign-in', () => {
     oidc = await startFakeOidc({ audience: 'meshhub-console' });
     oidc.users.set('ana', { name: 'Ana Auditor', roles: ['auditor'] });
     oidc.users.set('pia', { name: 'Pia Privacy', roles: ['auditor', 'privacy-officer', 'audit-admin'] });
+    // Issue 23: a messaging subscriber signed in with the same provider reads no audit data.
+    oidc.users.set('sam', { name: 'Sam Subscriber', roles: ['subscriber'] });
     const now = Date.now();
     for (let i = 0; i < EVENTS; i++) {
       microsoft.directoryAudits.push(
@@ -380,6 +383,40 @@ describeInBrowser('audit console sign-in', () => {
     await expect
       .poll(() => second.getByTestId('fetch-status').textContent())
       .toMatch(/^(Fetch started for directory\.|A fetch was already queued; it runs shortly\.)$/);
+  });
+
+  it('tells a signed-in user without a reader role that the account is not allowed, in plain words', async () => {
+    guarded = await openPage(browser);
+    const { page } = guarded;
+    guarded.expectFailedRequests(/\/api\/(events|filter-options)(\?.*)?$/);
+    await page.goto(`${hub.baseUrl}/audit`);
+    await signIn(page, 'sam');
+    const refusal = page.getByRole('alert').first();
+    await expect.poll(() => refusal.getByRole('heading').textContent()).toBe('Not allowed');
+    expect(await refusal.locator('p').textContent()).toBe(
+      'Your account is not allowed to read audit events. Ask an administrator for the auditor role.',
+    );
+    expect(await rows(page).count()).toBe(0);
+  });
+
+  it('refuses a reader’s change in plain words, and the tags stay as they were', async () => {
+    guarded = await openPage(browser);
+    const { page } = guarded;
+    await page.goto(`${hub.baseUrl}/audit?actor=erin`);
+    await signIn(page, 'ana');
+    await expect.poll(() => rows(page).count()).toBeGreaterThan(0);
+    const id = await rows(page).first().getAttribute('data-event-id');
+    guarded.expectFailedRequests(/\/api\/events\/\d+\/tags$/);
+    await rows(page).first().click();
+    const drawer = page.getByRole('dialog');
+    await drawer.getByLabel('Add a tag', { exact: true }).fill('reviewed');
+    await drawer.getByLabel('Add a tag', { exact: true }).press('Enter');
+    await expect.poll(() => drawer.getByText(/^Your account may not change audit data/).count()).toBe(1);
+    const pia = await oidc.mint('pia');
+    const event = (await (
+      await fetch(`${hub.baseUrl}/api/events/${id}`, { headers: { authorization: `Bearer ${pia}` } })
+    ).json()) as { tags: string[] };
+    expect(event.tags).toEqual([]);
   });
 
   it('allows the identity provider’s origin in the CSP for connect-src, frame-src and form-action, and nowhere else', async () => {

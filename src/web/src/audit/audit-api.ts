@@ -6,6 +6,7 @@
  */
 import { type ApiOptions, type ApiResponse, request } from '../api/client.js';
 import { ApiError, plainWords } from '../lib/problem.js';
+import { accessWords } from './access-words.js';
 import { auditAuthStore, auditToken, expired, SignInRedirect } from './audit-session.js';
 
 export async function auditRequest<T>(path: string, options: ApiOptions = {}): Promise<ApiResponse<T>> {
@@ -38,7 +39,7 @@ export function auditWords(error: unknown): string | undefined {
       ? 'Your sign-in is no longer valid. Please sign in again.'
       : 'Sign in to see the audit events.';
   }
-  if (status === 403) return `Not allowed: ${error.detail}.`;
+  if (status === 403) return accessWords(error) ?? `Not allowed: ${error.detail}.`;
   if (status === 409) return `${capitalise(error.detail)}.`;
   if (status === 503) {
     if (/sign-in is not available|authentication settings/.test(error.detail))

@@ -6,8 +6,10 @@
  */
 import { useEffect, useState } from 'preact/hooks';
 import { useStore, useTitle } from '../hooks.js';
+import { ApiError } from '../lib/problem.js';
 import type { AuditView } from '../lib/routes.js';
 import { Link, navigate } from '../router.js';
+import { accessWords } from './access-words.js';
 import { AlertsView, RulesView } from './alerts-view.js';
 import { AskView } from './ask-panel.js';
 import { auditWords } from './audit-api.js';
@@ -91,7 +93,8 @@ export function AuditConsole({ view, search }: { view: AuditView; search: string
         </p>
       ) : features.error && !features.features ? (
         <section class="panel notice notice-error" role="alert">
-          <h1>The audit API did not answer</h1>
+          {/* Issue 23: a caller without a reader role is told so, not that the API failed. */}
+          <h1>{refusedAccess(features.error) ? 'Not allowed' : 'The audit API did not answer'}</h1>
           <p>{auditWords(features.error)}</p>
         </section>
       ) : view === 'search' ? (
@@ -206,4 +209,9 @@ function SignInCallback({ search }: { search: string }) {
       </p>
     </section>
   );
+}
+
+/** A 403 from the hub's role check (not another failure). */
+function refusedAccess(error: unknown): boolean {
+  return error instanceof ApiError && error.status === 403 && accessWords(error) !== undefined;
 }
