@@ -24,6 +24,7 @@ import { ProblemError } from '../../src/http/problem.js';
 import { refuseUpgrade, serveWithoutUpgrade } from '../../src/http/refuse-upgrade.js';
 import { requestId } from '../../src/http/request-id.js';
 import type { Logger } from '../../src/log.js';
+import { secureDataDir } from '../../src/store/data-dir.js';
 import { mapRoutes } from '../../src/ui-server/map-routes.js';
 import { tileOrigins } from '../../src/ui-server/map-tiles-setting.js';
 import { DEFAULT_WEB_ROOT, openConfiguredMapTiles } from '../../src/ui-server/mount.js';
@@ -156,6 +157,8 @@ export async function createUpstream(
   const version = readVersion();
   const startedAt = Date.now();
   const databaseUrl = settings.UPSTREAM_DATABASE_URL.reveal();
+  // The signing key's folder is private before the key is read or made (README "Files on disk").
+  secureDataDir(settings.DATA_DIR);
   const identity = await openUpstreamIdentity(settings, { warn: (message) => log.warn(message) });
   // MAP_TILES naming a file that cannot be used stops the start like any bad setting.
   const tiles = await openConfiguredMapTiles(settings.MAP_TILES);
