@@ -340,6 +340,8 @@ async function readEvents(
     }
     expect(await page.locator('.node-marker').count()).toBe(0);
     expect(await page.getByTestId('reconnecting').count()).toBe(0);
+    expect(await page.getByText('Connecting to the hub…').count()).toBe(0);
+    expect(await page.getByTestId('upstream-state').innerText()).toMatch(/Upstream\s*·\s*sign in to see/);
     // Nothing was asked that the upstream would refuse (the version and the map's tiles are open).
     const refusable = asked.filter(
       (p) => p.startsWith('/api/') && p !== '/api/version' && !p.startsWith('/api/v1/map/'),
