@@ -14,7 +14,7 @@
  *
  * A file we cannot tighten (another user owns it) stops the start with one line naming it.
  */
-import { chmodSync, closeSync, lstatSync, mkdirSync, openSync, readdirSync } from 'node:fs';
+import { chmodSync, closeSync, type Dirent, lstatSync, mkdirSync, openSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { ConfigError } from '../config/load.js';
 
@@ -47,7 +47,15 @@ function tighten(path: string, mode: number, setting: string): void {
 
 function tightenTree(dir: string): void {
   tighten(dir, PRIVATE_DIR_MODE, 'DATA_DIR');
-  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+  let entries: Dirent[];
+  try {
+    entries = readdirSync(dir, { withFileTypes: true });
+  } catch (error) {
+    // A private folder of another user (a file system's lost+found): nothing in it is ours.
+    if ((error as NodeJS.ErrnoException).code === 'EACCES') return;
+    throw error;
+  }
+  for (const entry of entries) {
     const path = join(dir, entry.name);
     if (entry.isDirectory()) tightenTree(path);
     else if (entry.isFile()) tighten(path, PRIVATE_FILE_MODE, 'DATA_DIR');

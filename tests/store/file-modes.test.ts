@@ -7,7 +7,16 @@
  * hub cannot tighten stops the start with one line naming it.
  */
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
-import { chmodSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  chownSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino } from 'pino';
@@ -175,15 +184,9 @@ describe('files in DATA_DIR', () => {
   });
 
   // Only root can make a file another user owns; an unprivileged run skips this one.
-  it.skipIf(process.getuid?.() !== 0)('stops with one line naming a folder it cannot tighten', () => {
-    const parent = tempDir();
-    chmodSync(parent, 0o755);
-    const dataDir = join(parent, 'data');
-    mkdirSync(dataDir, { mode: 0o755 });
-    chmodSync(dataDir, 0o755);
-    writeFileSync(join(dataDir, 'meshhub.sqlite'), '', { mode: 0o644 });
-    chmodSync(join(dataDir, 'meshhub.sqlite'), 0o644);
-    // As an unprivileged user (nobody) who owns neither: it refuses, naming the folder.
+  /** Runs secureDataDir(dataDir) as the unprivileged user nobody; prints its problem, if any. */
+  function secureAsNobody(dataDir: string): string {
+    const module = JSON.stringify(join(process.cwd(), 'dist', 'src', 'store', 'data-dir.js'));
     const run = spawnSync(
       'setpriv',
       [
@@ -192,12 +195,38 @@ describe('files in DATA_DIR', () => {
         '--clear-groups',
         process.execPath,
         '-e',
-        `import(${JSON.stringify(join(process.cwd(), 'dist', 'src', 'store', 'data-dir.js'))}).then((m) => { try { m.secureDataDir(${JSON.stringify(dataDir)}); } catch (e) { console.log(e.problems.join('|')); } })`,
+        `import(${module}).then((m) => { try { m.secureDataDir(${JSON.stringify(dataDir)}); console.log('ok'); } catch (e) { console.log(e.problems?.join('|') ?? e.message); } })`,
       ],
       { encoding: 'utf8' },
     );
-    expect(run.stdout.trim()).toBe(
+    return run.stdout.trim();
+  }
+
+  // Only root can make a file another user owns; an unprivileged run skips these.
+  it.skipIf(process.getuid?.() !== 0)('stops with one line naming a folder it cannot tighten', () => {
+    const parent = tempDir();
+    chmodSync(parent, 0o755);
+    const dataDir = join(parent, 'data');
+    mkdirSync(dataDir, { mode: 0o755 });
+    chmodSync(dataDir, 0o755);
+    // Owned by root: the hub runs as nobody.
+    expect(secureAsNobody(dataDir)).toBe(
       `DATA_DIR: ${dataDir} is readable by other users (mode 755) and this user cannot change it; run as its owner, or chmod 700 it`,
     );
+  });
+
+  it.skipIf(process.getuid?.() !== 0)('leaves alone a private folder of another user (lost+found)', () => {
+    const parent = tempDir();
+    chmodSync(parent, 0o755);
+    const dataDir = join(parent, 'data');
+    mkdirSync(join(dataDir, 'lost+found'), { recursive: true });
+    chmodSync(join(dataDir, 'lost+found'), 0o700);
+    writeFileSync(join(dataDir, 'meshhub.sqlite'), '');
+    chmodSync(join(dataDir, 'meshhub.sqlite'), 0o644);
+    chownSync(dataDir, 65534, 65534);
+    chownSync(join(dataDir, 'meshhub.sqlite'), 65534, 65534);
+    expect(secureAsNobody(dataDir)).toBe('ok');
+    expect(modes(dataDir)).toEqual({ 'lost+found': '700', 'meshhub.sqlite': '600' });
+    expect(mode(dataDir)).toBe('700');
   });
 });
