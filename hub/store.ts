@@ -1,5 +1,7 @@
+import { dirname } from 'node:path';
 import { Actor } from '../src/kernel/actor.js';
 import type { Logger } from '../src/log.js';
+import { secureDataDir } from '../src/store/data-dir.js';
 import { closeDatabase, type Database, openDatabase } from '../src/store/database.js';
 
 /**
@@ -12,8 +14,14 @@ export class StoreActor extends Actor {
   readonly name = 'store';
   override readonly restartable = false;
 
-  /** Opens the database file (running migrations); the modules' contexts need it before start. */
+  /**
+   * Opens the database file (running migrations); the modules' contexts need it before start.
+   * First its folder, DATA_DIR, is made private: umask 077 for the process, the folder 0700 and
+   * every file in it 0600, the signing key the hub made a moment before included (README "Files
+   * on disk"). A file it cannot tighten stops the start (a ConfigError naming it).
+   */
   static open(file: string, log: Logger): StoreActor {
+    secureDataDir(dirname(file));
     return new StoreActor(file, openDatabase(file), log);
   }
 

@@ -187,6 +187,8 @@ async function serveChild(role: Role): Promise<void> {
       LOG_LEVEL: 'silent',
       MESSAGE_RATE_PER_SUBSCRIBER: '1000000/1m',
       MESSAGE_RATE_PER_NODE: '1000000/1m',
+      // The history bench reads anonymously, as the hub is read; series carry no positions.
+      UPSTREAM_PUBLIC_READ: 'true',
     });
     const upstream = await createUpstream(settings, { log: silent, defaultMetrics: false });
     await upstream.start();

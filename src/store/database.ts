@@ -5,6 +5,7 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
+import { PRIVATE_DIR_MODE, privateDatabaseFile } from './data-dir.js';
 import { migrate } from './migrations.js';
 
 export type Database = BetterSqlite3.Database;
@@ -22,11 +23,18 @@ export interface OpenDatabaseOptions {
   migrate?: boolean;
 }
 
-/** Opens (creating when needed) the database file, tunes the connection and migrates it. `:memory:` works too. */
+/**
+ * Opens (creating when needed) the database file, tunes the connection and migrates it. `:memory:`
+ * works too. The file and SQLite's files beside it are private (0600; its folder, when made here,
+ * 0700), whoever opens it: the hub, or a CLI command under any umask (data-dir.ts).
+ */
 export function openDatabase(file: string, options: OpenDatabaseOptions = {}): Database {
   const { busyTimeoutMs = 5_000, cacheSizeKib = 16_000 } = options;
   const inMemory = file === ':memory:' || file === '';
-  if (!inMemory) mkdirSync(dirname(file), { recursive: true });
+  if (!inMemory) {
+    mkdirSync(dirname(file), { recursive: true, mode: PRIVATE_DIR_MODE });
+    privateDatabaseFile(file);
+  }
   const db = new BetterSqlite3(file, { timeout: busyTimeoutMs });
   try {
     // WAL: readers (the HTTP routes) never wait for the writer; NORMAL: durable across a process

@@ -15,14 +15,16 @@ import type { IncomingMessage, Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { createAdaptorServer, type ServerType } from '@hono/node-server';
-import { type ErrorHandler, Hono } from 'hono';
+import { type ErrorHandler, Hono, type MiddlewareHandler } from 'hono';
 import type pg from 'pg';
+import { requireAuth, verifiedIdentity } from '../../src/auth/require-auth.js';
 import { jwksRoutes, tokenRoutes } from '../../src/auth/routes.js';
 import { createErrorHandler, notFound, problemResponse } from '../../src/http/error-handler.js';
 import { ProblemError } from '../../src/http/problem.js';
 import { refuseUpgrade, serveWithoutUpgrade } from '../../src/http/refuse-upgrade.js';
 import { requestId } from '../../src/http/request-id.js';
 import type { Logger } from '../../src/log.js';
+import { secureDataDir } from '../../src/store/data-dir.js';
 import { mapRoutes } from '../../src/ui-server/map-routes.js';
 import { tileOrigins } from '../../src/ui-server/map-tiles-setting.js';
 import { DEFAULT_WEB_ROOT, openConfiguredMapTiles } from '../../src/ui-server/mount.js';
@@ -40,10 +42,11 @@ import { DownlinkQueue } from './downlink-queue.js';
 import { HistoryChangeListener } from './history-changes.js';
 import { openUpstreamIdentity, type UpstreamIdentity } from './identity.js';
 import { messagingOnAck, upstreamMessagingRoutes } from './messaging/routes.js';
+import { type ReadAccess, type ReadEnv, readAccess } from './read-access.js';
 import { type UpstreamNodeJson, type UpstreamReadingJson, UpstreamReadQueries } from './read-queries.js';
 import { DOWNLINK_PATH, downlinkUpgradeHandler } from './routes/downlink-socket.js';
 import { healthRoutes, siteCounts, UpstreamMetrics, upstreamAccessMetrics } from './routes/health-routes.js';
-import { upstreamLiveRoutes } from './routes/live-routes.js';
+import { type UpstreamLive, upstreamLiveRoutes } from './routes/live-routes.js';
 import { upstreamNodesRoutes } from './routes/nodes-routes.js';
 import { sitesRoutes } from './routes/sites-routes.js';
 import { syncRoutes } from './routes/sync-routes.js';
@@ -123,6 +126,29 @@ function liveNode(siteId: string, node: RecordBody<'node'>): UpstreamNodeJson {
   return out;
 }
 
+/** `routes` with `guard` in front of every one of them. */
+function behind(guard: MiddlewareHandler<ReadEnv>, routes: Hono<ReadEnv> | Hono): Hono<ReadEnv> {
+  const app = new Hono<ReadEnv>();
+  app.use('*', guard);
+  app.route('/', routes as Hono<ReadEnv>);
+  return app;
+}
+
+/**
+ * `/api/v1/live`: the stream behind read access (a `?ticket=` counts as a token), and
+ * `POST /tickets` for a signed-in caller whose EventSource cannot send the token.
+ */
+function liveRoutes(access: ReadAccess, identity: UpstreamIdentity, live: UpstreamLive): Hono {
+  const app = new Hono();
+  app.post('/tickets', requireAuth(identity.verifier), async (c) => {
+    const { ticket, expiresIn } = await access.issueTicket(identity.principalOf(verifiedIdentity(c)).id);
+    return c.json({ ticket, expires_in: expiresIn }, 201, { 'cache-control': 'no-store' });
+  });
+  app.use('/', access.liveMiddleware as MiddlewareHandler);
+  app.route('/', live.app as unknown as Hono);
+  return app;
+}
+
 export async function createUpstream(
   settings: UpstreamSettings,
   options: UpstreamOptions,
@@ -131,6 +157,8 @@ export async function createUpstream(
   const version = readVersion();
   const startedAt = Date.now();
   const databaseUrl = settings.UPSTREAM_DATABASE_URL.reveal();
+  // The signing key's folder is private before the key is read or made (README "Files on disk").
+  secureDataDir(settings.DATA_DIR);
   const identity = await openUpstreamIdentity(settings, { warn: (message) => log.warn(message) });
   // MAP_TILES naming a file that cannot be used stops the start like any bad setting.
   const tiles = await openConfiguredMapTiles(settings.MAP_TILES);
@@ -192,10 +220,22 @@ export async function createUpstream(
   const assets = StaticAssets.load(webRoot);
   if (!assets) log.warn({ webRoot }, 'the web app is not built (run npm run build); serving the API only');
 
+  const access = readAccess(identity, { publicRead: settings.UPSTREAM_PUBLIC_READ });
   const app = new Hono();
   app.use(requestId());
   app.use(upstreamAccessMetrics(metrics));
-  app.route('/', healthRoutes({ pool, metrics, version, startedAt, downlinkConnections }));
+  app.route(
+    '/',
+    healthRoutes({
+      pool,
+      metrics,
+      version,
+      startedAt,
+      downlinkConnections,
+      metricsToken: settings.UPSTREAM_METRICS_TOKEN,
+      publicRead: settings.UPSTREAM_PUBLIC_READ,
+    }),
+  );
   app.route(SYNC_API, syncRoutes({ sites, applier, log: log.child({ component: 'sync' }) }));
   // The hub's issuer over HTTP, for the upstream's own users. Its login throttle is per process:
   // behind a load balancer of N processes an attacker gets up to N times the attempts. With
@@ -211,9 +251,10 @@ export async function createUpstream(
     }),
   );
   app.route('/.well-known', jwksRoutes(identity));
-  app.route('/api/v1/sites', sitesRoutes(queries));
-  app.route('/api/v1/weather', upstreamWeatherRoutes(queries));
-  app.route('/api/v1/nodes', upstreamNodesRoutes(queries));
+  // Every read needs a token unless UPSTREAM_PUBLIC_READ (read-access.ts).
+  app.route('/api/v1/sites', behind(access.middleware, sitesRoutes(queries)));
+  app.route('/api/v1/weather', behind(access.middleware, upstreamWeatherRoutes(queries)));
+  app.route('/api/v1/nodes', behind(access.middleware, upstreamNodesRoutes(queries)));
   app.route(
     '/api/v1/messages',
     upstreamMessagingRoutes({
@@ -223,7 +264,7 @@ export async function createUpstream(
     }),
   );
   if (billing) app.route('/api/v1/billing', billing.routes);
-  app.route('/api/v1/live', live.app);
+  app.route('/api/v1/live', liveRoutes(access, identity, live));
   app.route('/api/v1/map', mapRoutes(tiles.setting, tiles.archive));
   // Last: the web app's files, and index.html for browser routes (SPA fallback).
   app.route('/', uiRoutes({ assets, tileOrigins: tileOrigins(tiles.setting) }));

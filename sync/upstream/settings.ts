@@ -70,6 +70,22 @@ export const upstreamSettings = z.object({
    * than the request.
    */
   UPSTREAM_HISTORY_LISTEN: flag.prefault('true'),
+  /**
+   * The read API (`/api/v1/nodes`, `/sites`, `/weather/*`, `/live`) needs a signed-in user's
+   * bearer token by default: node positions are those of people in the field. true opens it to
+   * anonymous callers, who get positions rounded to 0.01° (read-access.ts); signed-in callers
+   * always get them exact. README "The upstream's reads".
+   */
+  UPSTREAM_PUBLIC_READ: flag.prefault('false'),
+  /**
+   * The bearer secret Prometheus sends to `/metrics` (its `authorization` setting). Unset:
+   * `/metrics` refuses every caller. At least 32 characters; never echoed.
+   */
+  UPSTREAM_METRICS_TOKEN: z
+    .string()
+    .min(32, 'must be at least 32 characters (e.g. openssl rand -hex 32)')
+    .transform((value) => new Secret(value))
+    .optional(),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   /** An external identity provider, as on the hub (all three together). */
   AUTH_JWKS_URL: z.string().optional(),
@@ -105,7 +121,7 @@ export type UpstreamSettings = z.output<typeof upstreamSettings> & {
 export type UpstreamDatabaseSettings = z.output<typeof upstreamDatabaseSettings>;
 
 /** Settings whose value is never shown in a problem (it may hold a password). */
-const NEVER_ECHOED = new Set(['UPSTREAM_DATABASE_URL']);
+const NEVER_ECHOED = new Set(['UPSTREAM_DATABASE_URL', 'UPSTREAM_METRICS_TOKEN']);
 
 function parseSlice<S extends z.ZodObject<z.ZodRawShape>>(
   schema: S,

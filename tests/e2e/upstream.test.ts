@@ -5,7 +5,8 @@
  * offline three hours ago; node A is heard by both. The map shows every site's nodes (A once,
  * naming both sites), the Sites page says how each site is doing and filters the map to one, the
  * node page charts one site's series, and the chat, which has no messaging stream here, sends a
- * text that is queued for North and follows its status by polling.
+ * text that is queued for North and follows its status by polling. Reading the upstream needs a
+ * sign-in (README "The upstream's reads"): an anonymous visitor gets the sign-in form, not errors.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -188,6 +189,16 @@ async function readEvents(
     expect(outcome.kind).toBe('applied');
   }
 
+  /** A page whose user signed in, as the map asks an anonymous visitor to. */
+  async function signedInPage(path: string, size?: { width: number; height: number }): Promise<GuardedPage> {
+    const opened = await openPage(browser, size);
+    await opened.page.goto(`${base}${path}`);
+    await opened.page.getByLabel('Username').fill('ana');
+    await opened.page.getByLabel('Password').fill(PASSWORD);
+    await opened.page.getByRole('button', { name: 'Sign in' }).click();
+    return opened;
+  }
+
   beforeAll(async () => {
     browser = await launchBrowser();
     schema = await createTestSchema('e2e_up');
@@ -262,8 +273,17 @@ async function readEvents(
   });
 
   it('greets the page as the upstream, with its sites, on the live stream', async () => {
+    const signIn = await fetch(`${base}/api/v1/auth/token`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ username: 'ana', password: PASSWORD }),
+    });
+    const { access_token } = (await signIn.json()) as { access_token: string };
     const controller = new AbortController();
-    const res = await fetch(`${base}/api/v1/live`, { signal: controller.signal });
+    const res = await fetch(`${base}/api/v1/live`, {
+      signal: controller.signal,
+      headers: { authorization: `Bearer ${access_token}` },
+    });
     expect(res.headers.get('content-type')).toBe('text/event-stream; charset=utf-8');
     const events = await readEvents(res.body!, (seen) => seen.length >= 2);
     controller.abort();
@@ -309,10 +329,29 @@ async function readEvents(
     expect(events[3]?.data).toEqual(node);
   });
 
-  it('maps every site’s nodes, one marker per node, naming the sites that heard each', async () => {
+  it('asks an anonymous visitor to sign in instead of showing errors', async () => {
     guarded = await openPage(browser);
     const { page } = guarded;
-    await page.goto(`${base}/`);
+    const asked: string[] = [];
+    page.on('request', (r) => asked.push(new URL(r.url()).pathname));
+    for (const path of ['/', `/nodes/${A}`, '/sites']) {
+      await page.goto(`${base}${path}`);
+      await expect.poll(() => page.locator('h1').first().innerText()).toBe('Sign in to see the mesh');
+    }
+    expect(await page.locator('.node-marker').count()).toBe(0);
+    expect(await page.getByTestId('reconnecting').count()).toBe(0);
+    expect(await page.getByText('Connecting to the hub…').count()).toBe(0);
+    expect(await page.getByTestId('upstream-state').innerText()).toMatch(/Upstream\s*·\s*sign in to see/);
+    // Nothing was asked that the upstream would refuse (the version and the map's tiles are open).
+    const refusable = asked.filter(
+      (p) => p.startsWith('/api/') && p !== '/api/version' && !p.startsWith('/api/v1/map/'),
+    );
+    expect(refusable).toEqual([]);
+  });
+
+  it('maps every site’s nodes, one marker per node, naming the sites that heard each', async () => {
+    guarded = await signedInPage('/');
+    const { page } = guarded;
     const markers = page.locator('.node-marker');
     await expect.poll(() => markers.count(), { timeout: 15_000 }).toBe(3);
     const onMap = await markers.evaluateAll((els) =>
@@ -345,9 +384,8 @@ async function readEvents(
   });
 
   it('lists the sites with their health, and shows one site’s nodes on the map', async () => {
-    guarded = await openPage(browser);
+    guarded = await signedInPage('/');
     const { page } = guarded;
-    await page.goto(`${base}/`);
     await page.getByRole('link', { name: 'Sites', exact: true }).click();
     await page.waitForURL(`${base}/sites`);
     const card = (id: string) => page.locator(`.site-card[data-site-id="${id}"]`);
@@ -389,14 +427,13 @@ async function readEvents(
   });
 
   it('fits a 360-px-wide phone: the header with its Sites link, the map and the Sites page', async () => {
-    guarded = await openPage(browser, { width: 360, height: 740 });
+    guarded = await signedInPage('/', { width: 360, height: 740 });
     const { page } = guarded;
     const widths = () =>
       page.evaluate(() => {
         const { document } = globalThis as unknown as BrowserWindow;
         return [document.documentElement.scrollWidth, document.querySelector('main')!.scrollWidth];
       });
-    await page.goto(`${base}/`);
     await expect.poll(() => page.locator('.node-marker').count(), { timeout: 15_000 }).toBe(3);
     await expect.poll(() => page.getByTestId('upstream-state').innerText()).toMatch(/2 sites, 1 offline/);
     for (const name of ['Map', 'Chat', 'Sites'])
@@ -409,9 +446,8 @@ async function readEvents(
   });
 
   it('charts a node’s history, from the site that heard it last or from the one chosen', async () => {
-    guarded = await openPage(browser);
+    guarded = await signedInPage(`/nodes/${A}`);
     const { page } = guarded;
-    await page.goto(`${base}/nodes/${A}`);
     await expect.poll(() => page.locator('h1').first().innerText()).toContain('Ridge Station');
     const sites = page.getByTestId('node-page-sites');
     await expect.poll(() => sites.innerText()).toMatch(/Sites\s*North Farm, South Ridge/);

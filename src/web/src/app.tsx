@@ -1,5 +1,6 @@
 import type { ComponentChildren } from 'preact';
 import { useEffect, useRef } from 'preact/hooks';
+import { SignIn } from './chat/sign-in.js';
 import { Banners } from './components/banners.js';
 import { ErrorBoundary } from './components/error-boundary.js';
 import { Header } from './components/header.js';
@@ -9,6 +10,7 @@ import { useStore, useTitle } from './hooks.js';
 import { matchRoute } from './lib/routes.js';
 import { Link, locationStore } from './router.js';
 import { hubStore } from './state/hub.js';
+import { sessionStore } from './state/session.js';
 
 const loadNodePage = () => import('./node-page/node-page.js').then((m) => m.NodePage);
 const loadChatPage = () => import('./chat/chat-page.js').then((m) => m.ChatPage);
@@ -32,7 +34,8 @@ function NotFound({ path }: { path: string }) {
 export function App() {
   const location = useStore(locationStore);
   const route = matchRoute(location.pathname, location.search);
-  const { plugins, mode } = useStore(hubStore);
+  const { plugins, mode, signInToRead } = useStore(hubStore);
+  const { notice } = useStore(sessionStore);
   // Unknown until the live stream's hello; the billing pages wait for it rather than guess.
   const billingOn = plugins?.includes('billing');
   const main = useRef<HTMLElement>(null);
@@ -49,7 +52,16 @@ export function App() {
   }, [location.pathname]);
 
   let view: ComponentChildren;
-  if (route.page === 'dashboard') view = <Dashboard focus={route.focus} site={route.site} />;
+  // An upstream whose reads need a sign-in: the map, node and sites pages ask for one first.
+  if (signInToRead && (route.page === 'dashboard' || route.page === 'node' || route.page === 'sites'))
+    view = (
+      <SignIn
+        notice={notice}
+        heading="Sign in to see the mesh"
+        intro="The map shows where the people carrying the nodes are: only signed-in users may see it."
+      />
+    );
+  else if (route.page === 'dashboard') view = <Dashboard focus={route.focus} site={route.site} />;
   else if (route.page === 'node')
     view = <LazyView load={loadNodePage} props={{ nodeId: route.nodeId, search: location.search }} />;
   else if (route.page === 'chat') view = <LazyView load={loadChatPage} props={{ nodeId: route.nodeId }} />;

@@ -1,17 +1,25 @@
 /**
  * The upstream's operational routes and its few metrics:
- * - `GET /health`: `{ status, version, role: "upstream", uptime_s, database, sites,
- *   downlink_connections }`. `degraded` (still 200) when PostgreSQL does not answer within
- *   HEALTH_DB_TIMEOUT_MS: every process shares the database, so taking one out of a load
- *   balancer would not help; the status says what is wrong.
- * - `GET /metrics`: Prometheus text from this process's registry (prefix `meshhub_upstream_`).
- * - `GET /api/version`: `{ version }`, as on a hub.
+ * - `GET /health`: `{ status }` to anyone (liveness: `ok`, or `degraded`, still 200, when
+ *   PostgreSQL does not answer within HEALTH_DB_TIMEOUT_MS: every process shares the database,
+ *   so taking one out of a load balancer would not help). With the metrics token as a bearer
+ *   token, also `version, role: "upstream", uptime_s, database, sites, downlink_connections`.
+ * - `GET /metrics`: Prometheus text from this process's registry (prefix `meshhub_upstream_`),
+ *   only with `Authorization: Bearer <UPSTREAM_METRICS_TOKEN>` (Prometheus' `authorization`
+ *   setting); 401 without it, 404 when no token is set. README "The upstream's reads".
+ * - `GET /api/version`: `{ version, role: "upstream", public_read }`: the hub's answer, plus what
+ *   the web UI needs before it opens the live stream (sign in first, or read anonymously).
  */
+import { createHash, timingSafeEqual } from 'node:crypto';
 import type { MiddlewareHandler } from 'hono';
 import { Hono } from 'hono';
 import type pg from 'pg';
 import { Counter, collectDefaultMetrics, Gauge, Registry } from 'prom-client';
+import { bearerToken } from '../../../src/auth/jwt-verifier.js';
+import { bearerChallenge } from '../../../src/auth/require-auth.js';
+import type { Secret } from '../../../src/config/secret.js';
 import { accessMetrics } from '../../../src/http/access-metrics.js';
+import { ProblemError } from '../../../src/http/problem.js';
 import { httpDurationHistogram } from '../../../src/metrics.js';
 import { SYNC_API } from '../../protocol.js';
 
@@ -123,8 +131,12 @@ function within<T>(promise: Promise<T>, ms: number): Promise<T> {
   return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }
 
-export interface UpstreamHealth {
+/** What anyone may see of /health: liveness. */
+export interface UpstreamLiveness {
   status: 'ok' | 'degraded';
+}
+
+export interface UpstreamHealth extends UpstreamLiveness {
   version: string;
   role: 'upstream';
   uptime_s: number;
@@ -141,6 +153,19 @@ export interface HealthRoutesOptions {
   startedAt: number;
   downlinkConnections: () => number;
   dbTimeoutMs?: number;
+  /** UPSTREAM_METRICS_TOKEN: unlocks /metrics and /health's detail; unset, /metrics is off. */
+  metricsToken?: Secret | undefined;
+  /** UPSTREAM_PUBLIC_READ, for /api/version. */
+  publicRead?: boolean;
+}
+
+const sha256 = (text: string) => createHash('sha256').update(text).digest();
+
+/** Whether the request carries `Authorization: Bearer <token>`, compared in constant time. */
+function carriesToken(header: string | undefined, token: Secret | undefined): boolean {
+  const sent = bearerToken(header);
+  if (!token || !sent) return false;
+  return timingSafeEqual(sha256(sent), sha256(token.reveal()));
 }
 
 export async function siteCounts(pool: pg.Pool): Promise<{ active: number; revoked: number }> {
@@ -163,8 +188,13 @@ export function healthRoutes(options: HealthRoutesOptions): Hono {
     } catch {
       sites = null;
     }
+    const status = sites === null ? 'degraded' : 'ok';
+    if (!carriesToken(c.req.header('authorization'), options.metricsToken)) {
+      const liveness: UpstreamLiveness = { status };
+      return c.json(liveness, 200, { 'cache-control': 'no-store' });
+    }
     const body: UpstreamHealth = {
-      status: sites === null ? 'degraded' : 'ok',
+      status,
       version: options.version,
       role: 'upstream',
       uptime_s: Math.round((Date.now() - options.startedAt) / 1000),
@@ -174,8 +204,16 @@ export function healthRoutes(options: HealthRoutesOptions): Hono {
     };
     return c.json(body, 200, { 'cache-control': 'no-store' });
   });
-  app.get('/api/version', (c) => c.json({ version: options.version }));
+  app.get('/api/version', (c) =>
+    c.json({ version: options.version, role: 'upstream', public_read: options.publicRead ?? false }),
+  );
   app.get('/metrics', async (c) => {
+    if (!options.metricsToken) throw new ProblemError(404, 'metrics are off: set UPSTREAM_METRICS_TOKEN');
+    if (!carriesToken(c.req.header('authorization'), options.metricsToken)) {
+      throw new ProblemError(401, 'GET /metrics needs Authorization: Bearer <UPSTREAM_METRICS_TOKEN>', {
+        headers: { 'www-authenticate': bearerChallenge() },
+      });
+    }
     const { contentType, body } = await options.metrics.render();
     return c.body(body, 200, { 'content-type': contentType });
   });

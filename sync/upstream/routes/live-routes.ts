@@ -11,11 +11,18 @@
  *   another upstream process applied never reach this stream: the web UI fetches its snapshot
  *   again every 30 s in upstream mode;
  * - `ping`: every 15 s.
+ *
+ * Who may open it is read-access.ts's business (mounted in front, in server.ts): a verified
+ * caller's stream carries exact node positions, an anonymous one's (UPSTREAM_PUBLIC_READ=true)
+ * the coarsened ones, from a broadcaster of its own. Without that middleware the stream is the
+ * anonymous one.
  */
 import type { ServerResponse } from 'node:http';
 import { Hono } from 'hono';
 import { LiveBroadcaster, type LiveStreamLimits, sseEvent } from '../../../src/live/live-broadcaster.js';
 import type { HelloEvent } from '../../../src/live/schemas.js';
+import { coarsenNode, type ReadEnv } from '../read-access.js';
+import type { UpstreamNodeJson } from '../read-queries.js';
 
 /** The hub's hello, and the role that sends it (absent on a hub: the web UI reads that as `hub`). */
 export type UpstreamHelloEvent = HelloEvent & { mode: 'upstream' };
@@ -33,14 +40,15 @@ export interface UpstreamLiveDeps {
 
 /** What @hono/node-server passes as the environment: the response, to drop a stuck client. */
 export type LiveBindings = { outgoing?: ServerResponse };
+type LiveEnv = { Bindings: LiveBindings } & ReadEnv;
 
 export interface UpstreamLive {
   /** Mount at `/api/v1/live`. */
-  app: Hono<{ Bindings: LiveBindings }>;
+  app: Hono<LiveEnv>;
   /** Readings one batch stored, in the API's JSON (each with `site_id`). */
   publishReadings(readings: unknown[]): void;
-  /** A node item as `/api/v1/nodes` writes it (with `site_id`). */
-  publishNode(node: unknown): void;
+  /** A node item as `/api/v1/nodes` writes it (with `site_id`); anonymous streams get it coarsened. */
+  publishNode(node: UpstreamNodeJson): void;
   /** Ends every stream (the upstream is stopping). */
   closeAll(): void;
   /** Open streams (for /health and the tests). */
@@ -65,7 +73,11 @@ async function sitesWithin(listSites: () => Promise<unknown[]>, ms: number): Pro
 }
 
 export function upstreamLiveRoutes(deps: UpstreamLiveDeps): UpstreamLive {
-  const live = new LiveBroadcaster(deps.limits);
+  // Signed-in streams and anonymous ones: the same events, node positions at two precisions.
+  const exact = new LiveBroadcaster(deps.limits);
+  const anonymous = new LiveBroadcaster(deps.limits);
+  const both = [exact, anonymous];
+  const clientCount = () => exact.clientCount + anonymous.clientCount;
   const hello: UpstreamHelloEvent = {
     version: deps.version,
     started_at: new Date(deps.startedAt).toISOString(),
@@ -75,8 +87,9 @@ export function upstreamLiveRoutes(deps: UpstreamLiveDeps): UpstreamLive {
   };
   const helloChunk = sseEvent('hello', JSON.stringify(hello));
 
-  const app = new Hono<{ Bindings: LiveBindings }>();
+  const app = new Hono<LiveEnv>();
   app.get('/', async (c) => {
+    const live = c.get('readPrecision') === 'exact' ? exact : anonymous;
     const sites = await sitesWithin(deps.listSites, deps.sitesTimeoutMs ?? SITES_TIMEOUT_MS);
     // @hono/node-server hands over the ServerResponse: a stuck client's socket is destroyed outright.
     const outgoing = c.env?.outgoing;
@@ -96,15 +109,19 @@ export function upstreamLiveRoutes(deps: UpstreamLiveDeps): UpstreamLive {
     app,
     publishReadings(readings) {
       // Serialising costs real CPU at batch rates: only do it when someone is listening.
-      if (readings.length > 0 && live.clientCount > 0)
-        live.broadcast('readings', JSON.stringify({ data: readings }));
+      if (readings.length === 0 || clientCount() === 0) return;
+      const data = JSON.stringify({ data: readings });
+      for (const live of both) if (live.clientCount > 0) live.broadcast('readings', data);
     },
     publishNode(node) {
-      if (live.clientCount > 0) live.broadcast('node', JSON.stringify(node));
+      if (exact.clientCount > 0) exact.broadcast('node', JSON.stringify(node));
+      if (anonymous.clientCount > 0) anonymous.broadcast('node', JSON.stringify(coarsenNode(node)));
     },
-    closeAll: () => live.closeAll(),
+    closeAll: () => {
+      for (const live of both) live.closeAll();
+    },
     get clientCount() {
-      return live.clientCount;
+      return clientCount();
     },
   };
 }

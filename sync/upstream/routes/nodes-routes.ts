@@ -3,22 +3,26 @@
  * unknown fields left out, `last_heard` ISO 8601 UTC) with the `site_id` that knows them. A node
  * heard by two sites is listed once per site; ordered by node_id then site_id. `site` keeps one
  * site's nodes (a 400 naming `site` when it is not a site id; an unknown site answers `[]`).
+ * Positions are exact for a verified caller and coarsened for an anonymous one (read-access.ts,
+ * mounted in front in server.ts; without it every caller counts as anonymous).
  */
 import { Hono } from 'hono';
 import { z } from 'zod';
 import { validationProblem } from '../../../src/http/problem.js';
+import { nodesFor, type ReadEnv } from '../read-access.js';
 import type { UpstreamReadQueries } from '../read-queries.js';
 import { siteParam } from './weather-routes.js';
 
 export const upstreamNodesQuerySchema = z.object({ site: siteParam.optional() });
 
-export function upstreamNodesRoutes(queries: UpstreamReadQueries): Hono {
-  const app = new Hono();
+export function upstreamNodesRoutes(queries: UpstreamReadQueries): Hono<ReadEnv> {
+  const app = new Hono<ReadEnv>();
   app.get('/', async (c) => {
     const parsed = upstreamNodesQuerySchema.safeParse(c.req.query());
     if (!parsed.success) throw validationProblem(parsed.error);
     const { site } = parsed.data;
-    return c.json({ data: await queries.nodes(site === undefined ? {} : { siteId: site }) });
+    const nodes = await queries.nodes(site === undefined ? {} : { siteId: site });
+    return c.json({ data: nodesFor(c, nodes) });
   });
   return app;
 }

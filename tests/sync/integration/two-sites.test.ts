@@ -31,6 +31,7 @@ import { mqttOf, waitFor } from '../../helpers/hub.js';
 import { createTestSchema, skipWithoutPostgres, type TestSchema } from '../../helpers/postgres.js';
 import { call, FAST_MESSAGING, type Json } from '../../messaging/helpers.js';
 import { connect, endClients, envTelemetryEnvelope, meshTopic } from '../../mqtt/helpers.js';
+import { signedIn } from '../upstream/helpers.js';
 
 const skip = await skipWithoutPostgres();
 const silent = pino({ level: 'silent' });
@@ -48,6 +49,8 @@ interface Site {
 let schema: TestSchema;
 let upstream: UpstreamServer;
 let upstreamUrl: string;
+/** A signed-in user's Authorization header: the upstream's reads need one. */
+let reader: Record<string, string>;
 const scratch = mkdtempSync(join(tmpdir(), 'meshhub-two-sites-'));
 const north: Site = { id: 'north', seed: 11, dataDir: join(scratch, 'north') };
 const south: Site = { id: 'south', seed: 22, dataDir: join(scratch, 'south') };
@@ -144,6 +147,7 @@ beforeAll(async () => {
   );
   await upstream.start();
   upstreamUrl = `http://127.0.0.1:${upstream.port}`;
+  reader = { authorization: await signedIn(upstream) };
   const sites = new SiteRegistry(upstream.pool);
   for (const site of [north, south]) {
     // The site's identity is its hub's own key, made in its data directory on first start.
@@ -194,7 +198,7 @@ describe.skipIf(skip)('two sites and one upstream on PostgreSQL', () => {
     }
     await inStep(north);
     await inStep(south);
-    const sites = await call(upstreamUrl, 'GET', '/api/v1/sites');
+    const sites = await call(upstreamUrl, 'GET', '/api/v1/sites', { headers: reader });
     expect(sites.status).toBe(200);
     expect((sites.body.data as Json[]).map((s) => [s.site_id, s.node_count])).toEqual([
       ['north', hubCount(north, 'SELECT count(*) FROM nodes')],
@@ -225,7 +229,7 @@ describe.skipIf(skip)('two sites and one upstream on PostgreSQL', () => {
     await inStep(north);
     const nodes: Json[] = await waitFor(
       async () => {
-        const r = await call(upstreamUrl, 'GET', '/api/v1/nodes');
+        const r = await call(upstreamUrl, 'GET', '/api/v1/nodes', { headers: reader });
         const rows = (r.body.data as Json[]).filter((n) => n.node_id === shared.id);
         return rows.length === 2 ? rows : undefined;
       },
@@ -237,6 +241,7 @@ describe.skipIf(skip)('two sites and one upstream on PostgreSQL', () => {
       upstreamUrl,
       'GET',
       `/api/v1/weather/latest?node_id=${encodeURIComponent(shared.id)}`,
+      { headers: reader },
     );
     expect((latest.body.data as Json[]).map((r) => r.site_id)).toContain('north');
   });

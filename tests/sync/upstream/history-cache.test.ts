@@ -70,6 +70,8 @@ describe.skipIf(skip)('upstream history cache, two upstream instances on one dat
         DATA_DIR: dir,
         WEB_ROOT: join(dir, 'no-web'),
         UPSTREAM_HISTORY_LISTEN: 'false',
+        // Series carry no positions: anonymous reads answer the same (read-access.test.ts covers who may read).
+        UPSTREAM_PUBLIC_READ: 'true',
       }),
       { log: pino({ level: 'silent' }), defaultMetrics: false },
     );

@@ -26,6 +26,7 @@ import { SiteRegistry } from '../../../sync/upstream/sites.js';
 import { createTestSchema, skipWithoutPostgres, type TestSchema } from '../../helpers/postgres.js';
 
 const skip = await skipWithoutPostgres();
+const METRICS_TOKEN = 'history-notified-metrics-token-0123456789';
 
 const DAY = 86_400_000;
 const T0 = Date.UTC(2026, 8, 1);
@@ -111,12 +112,19 @@ describe.skipIf(skip)('upstream history answers, notified of every batch', () =>
         HTTP_PORT: '0',
         DATA_DIR: dir,
         WEB_ROOT: dir,
+        // Series carry no positions: anonymous reads answer the same (read-access.test.ts covers who may read).
+        UPSTREAM_PUBLIC_READ: 'true',
+        UPSTREAM_METRICS_TOKEN: METRICS_TOKEN,
       }),
       { log: pino({ level: 'silent' }), defaultMetrics: false },
     );
     await reader.start();
     const metric = async (series: string) => {
-      const text = await (await fetch(`http://127.0.0.1:${reader.port}/metrics`)).text();
+      const text = await (
+        await fetch(`http://127.0.0.1:${reader.port}/metrics`, {
+          headers: { authorization: `Bearer ${METRICS_TOKEN}` },
+        })
+      ).text();
       const line = text.split('\n').find((l) => l.startsWith(`${series} `));
       return Number(line?.slice(series.length + 1));
     };

@@ -24,6 +24,7 @@ import { createUpstream, type UpstreamServer } from '../../../sync/upstream/serv
 import { loadUpstreamSettings } from '../../../sync/upstream/settings.js';
 import { SiteRegistry } from '../../../sync/upstream/sites.js';
 import { createTestSchema, skipWithoutPostgres, type TestSchema } from '../../helpers/postgres.js';
+import { signedIn } from './helpers.js';
 
 // biome-ignore lint/suspicious/noExplicitAny: tests read bodies of many shapes and assert on them
 type Json = any;
@@ -127,6 +128,8 @@ describe.skipIf(skip)('upstream read API', () => {
   let dataDir: string;
   let upstream: UpstreamServer;
   let base: string;
+  /** A signed-in user's: the reads need one (read-access.test.ts). */
+  let authorization: string;
   let applier: BatchApplier;
   let registry: SiteRegistry;
   /** The hub that saw exactly what site "north" saw. */
@@ -138,7 +141,7 @@ describe.skipIf(skip)('upstream read API', () => {
   const southB = series(B, T0, 10, 3 * HOUR, 1);
 
   async function get(path: string): Promise<{ status: number; headers: Headers; body: Json }> {
-    const res = await fetch(`${base}${path}`);
+    const res = await fetch(`${base}${path}`, { headers: { authorization } });
     const text = await res.text();
     return { status: res.status, headers: res.headers, body: text ? JSON.parse(text) : undefined };
   }
@@ -168,6 +171,7 @@ describe.skipIf(skip)('upstream read API', () => {
     upstream = await createUpstream(settings, { log: pino({ level: 'silent' }), defaultMetrics: false });
     await upstream.start();
     base = `http://127.0.0.1:${upstream.port}`;
+    authorization = await signedIn(upstream);
     applier = new BatchApplier(upstream.pool);
     registry = new SiteRegistry(upstream.pool);
     const issuer = await LocalIssuer.open(join(dataDir, 'site-keys'));

@@ -32,6 +32,30 @@ describe('upstream settings', () => {
     expect(s.MESSAGE_RATE_PER_SUBSCRIBER).toEqual({ count: 10, windowMs: 300_000 });
     expect(s.MESSAGE_RATE_PER_NODE).toEqual({ count: 6, windowMs: 300_000 });
     expect(s.LOG_LEVEL).toBe('info');
+    // Reads need a token and /metrics is off until a token is set (README "The upstream's reads").
+    expect(s.UPSTREAM_PUBLIC_READ).toBe(false);
+    expect(s.UPSTREAM_METRICS_TOKEN).toBeUndefined();
+  });
+
+  it('keeps UPSTREAM_METRICS_TOKEN a secret of at least 32 characters, never echoed', () => {
+    const token = 'a-metrics-token-of-forty-characters-0123';
+    const s = loadUpstreamSettings({
+      UPSTREAM_DATABASE_URL: URL_WITH_PASSWORD,
+      UPSTREAM_METRICS_TOKEN: token,
+    });
+    expect(s.UPSTREAM_METRICS_TOKEN?.reveal()).toBe(token);
+    expect(JSON.stringify(s)).not.toContain(token);
+    const problems = problemsOf({
+      UPSTREAM_DATABASE_URL: URL_WITH_PASSWORD,
+      UPSTREAM_METRICS_TOKEN: 'short-secret',
+    });
+    expect(problems).toEqual([
+      expect.stringMatching(/^UPSTREAM_METRICS_TOKEN: must be at least 32 characters/),
+    ]);
+    expect(problems.join('\n')).not.toContain('short-secret');
+    expect(problemsOf({ UPSTREAM_DATABASE_URL: URL_WITH_PASSWORD, UPSTREAM_PUBLIC_READ: 'maybe' })).toEqual([
+      expect.stringMatching(/^UPSTREAM_PUBLIC_READ: expected true or false/),
+    ]);
   });
 
   it('keeps the database URL a secret that never prints', () => {

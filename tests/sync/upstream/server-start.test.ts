@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { Hono } from 'hono';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Secret } from '../../../src/config/secret.js';
 import { SYNC_API } from '../../../sync/protocol.js';
 import { openPool } from '../../../sync/upstream/db/pool.js';
 import { PG_MIGRATIONS } from '../../../sync/upstream/db/schema.js';
@@ -19,11 +20,14 @@ import { healthRoutes, UpstreamMetrics } from '../../../sync/upstream/routes/hea
 import { createUpstream, type UpstreamServer } from '../../../sync/upstream/server.js';
 import { loadUpstreamSettings } from '../../../sync/upstream/settings.js';
 import { createTestSchema, skipWithoutPostgres, type TestSchema } from '../../helpers/postgres.js';
+import { signedIn } from './helpers.js';
 
 // biome-ignore lint/suspicious/noExplicitAny: tests read bodies of many shapes and assert on them
 type Json = any;
 
 const skip = await skipWithoutPostgres();
+const METRICS_TOKEN = 'server-start-metrics-token-0123456789abcdef';
+const OPERATOR = { authorization: `Bearer ${METRICS_TOKEN}` };
 /** Nothing listens here: connections are refused at once. */
 const DEAD_DATABASE = 'postgres://meshhub:meshhub@127.0.0.1:1/nothing';
 
@@ -56,6 +60,7 @@ describe.skipIf(skip)('the upstream process', () => {
       HTTP_PORT: '0',
       DATA_DIR: dataDir,
       WEB_ROOT: webRoot,
+      UPSTREAM_METRICS_TOKEN: METRICS_TOKEN,
       ...extra,
     });
   }
@@ -117,7 +122,7 @@ describe.skipIf(skip)('the upstream process', () => {
       `INSERT INTO sites (site_id, public_jwks, created_at) VALUES ('h1', '{"keys":[]}', 1), ('h2', '{"keys":[]}', 1)`,
     );
     await upstream.pool.query(`UPDATE sites SET revoked_at = 2 WHERE site_id = 'h2'`);
-    const res = await fetch(`${base}/health`);
+    const res = await fetch(`${base}/health`, { headers: OPERATOR });
     expect(res.status).toBe(200);
     const body = (await res.json()) as Json;
     expect(body).toMatchObject({
@@ -129,12 +134,15 @@ describe.skipIf(skip)('the upstream process', () => {
     });
     expect(body.version).toMatch(/^\d+\.\d+\.\d+/);
     const version = await (await fetch(`${base}/api/version`)).json();
-    expect(version).toEqual({ version: body.version });
+    expect(version).toEqual({ version: body.version, role: 'upstream', public_read: false });
   });
 
   it('GET /metrics serves the Prometheus text with sites, batches and request latency', async () => {
-    await fetch(`${base}/api/v1/sites`);
-    const res = await fetch(`${base}/metrics`);
+    const sites = await fetch(`${base}/api/v1/sites`, {
+      headers: { authorization: await signedIn(upstream) },
+    });
+    expect(sites.status).toBe(200);
+    const res = await fetch(`${base}/metrics`, { headers: OPERATOR });
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toContain('text/plain');
     const text = await res.text();
@@ -185,7 +193,8 @@ describe.skipIf(skip)('the upstream process', () => {
   });
 
   it('answers 503 with Retry-After, not 500, when PostgreSQL does not answer', async () => {
-    const dead = await createUpstream(settingsFor(DEAD_DATABASE), {
+    // Anonymous reads (UPSTREAM_PUBLIC_READ) reach the database; the others are refused before.
+    const dead = await createUpstream(settingsFor(DEAD_DATABASE, { UPSTREAM_PUBLIC_READ: 'true' }), {
       log: pino({ level: 'silent' }),
       defaultMetrics: false,
     });
@@ -199,7 +208,7 @@ describe.skipIf(skip)('the upstream process', () => {
           detail: 'the database is not answering; try again shortly',
         });
       }
-      const health = await dead.app.request('/health');
+      const health = await dead.app.request('/health', { headers: OPERATOR });
       expect(health.status).toBe(200);
       expect(await health.json()).toMatchObject({ status: 'degraded', database: 'unreachable', sites: null });
     } finally {
@@ -217,10 +226,12 @@ describe.skipIf(skip)('the upstream process', () => {
         version: '1.2.3',
         startedAt: Date.now(),
         downlinkConnections: () => 3,
+        metricsToken: new Secret(METRICS_TOKEN),
       }),
     );
     try {
-      const body = await (await app.request('/health')).json();
+      expect(await (await app.request('/health')).json()).toEqual({ status: 'degraded' });
+      const body = await (await app.request('/health', { headers: OPERATOR })).json();
       expect(body).toMatchObject({
         status: 'degraded',
         version: '1.2.3',

@@ -17,58 +17,17 @@ import { createUpstream, type UpstreamServer } from '../../../sync/upstream/serv
 import { loadUpstreamSettings } from '../../../sync/upstream/settings.js';
 import { SiteRegistry } from '../../../sync/upstream/sites.js';
 import { createTestSchema, skipWithoutPostgres, type TestSchema } from '../../helpers/postgres.js';
+import { liveEvents, signedIn } from './helpers.js';
 
 const skip = await skipWithoutPostgres();
 const T0 = Date.UTC(2026, 10, 20, 8, 0, 0);
-
-/** Server-sent events as they come: `next(name)` resolves with the data of the next such event. */
-async function liveEvents(url: string) {
-  const controller = new AbortController();
-  const res = await fetch(url, { signal: controller.signal });
-  const reader = res.body!.getReader();
-  const decoder = new TextDecoder();
-  let buffer = '';
-  const events: { event: string; data: string }[] = [];
-  const pump = (async () => {
-    try {
-      for (;;) {
-        const { done, value } = await reader.read();
-        if (done) return;
-        buffer += decoder.decode(value, { stream: true });
-        for (let end = buffer.indexOf('\n\n'); end >= 0; end = buffer.indexOf('\n\n')) {
-          const block = buffer.slice(0, end);
-          buffer = buffer.slice(end + 2);
-          const event = /^event: (.*)$/m.exec(block)?.[1] ?? 'message';
-          const data = /^data: (.*)$/m.exec(block)?.[1] ?? '';
-          events.push({ event, data });
-        }
-      }
-    } catch {
-      // aborted
-    }
-  })();
-  return {
-    events,
-    async next(name: string, after = 0): Promise<unknown> {
-      for (let i = 0; i < 200; i++) {
-        const found = events.slice(after).find((e) => e.event === name);
-        if (found) return JSON.parse(found.data);
-        await new Promise((r) => setTimeout(r, 25));
-      }
-      throw new Error(`no ${name} event`);
-    },
-    async close() {
-      controller.abort();
-      await pump;
-    },
-  };
-}
 
 describe.skipIf(skip)('the live stream of batches applied', () => {
   let schema: TestSchema;
   let dir: string;
   let upstream: UpstreamServer;
   let site: LocalIssuer;
+  let authorization: string;
 
   beforeAll(async () => {
     schema = await createTestSchema('live');
@@ -80,6 +39,7 @@ describe.skipIf(skip)('the live stream of batches applied', () => {
     await upstream.start();
     site = await LocalIssuer.open(join(dir, 'site'));
     await new SiteRegistry(upstream.pool).add({ siteId: 'north', publicJwks: site.jwks() });
+    authorization = await signedIn(upstream);
   });
   afterAll(async () => {
     await upstream?.stop();
@@ -111,7 +71,7 @@ describe.skipIf(skip)('the live stream of batches applied', () => {
   }
 
   it('tells the newest reading per node and the nodes a batch applied; a retry tells nothing', async () => {
-    const live = await liveEvents(`http://127.0.0.1:${upstream.port}/api/v1/live`);
+    const live = await liveEvents(`http://127.0.0.1:${upstream.port}/api/v1/live`, { authorization });
     try {
       await live.next('hello');
       const batch = {

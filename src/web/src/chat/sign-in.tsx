@@ -15,7 +15,18 @@ function signInProblem(error: unknown): string {
   return plainWords(error);
 }
 
-export function SignIn({ notice, heading = 'Sign in to chat' }: { notice?: string; heading?: string }) {
+const CHAT_INTRO =
+  'Messages travel over the mesh radio to people carrying nodes in the field. You need an account on this hub.';
+
+export function SignIn({
+  notice,
+  heading = 'Sign in to chat',
+  intro = CHAT_INTRO,
+}: {
+  notice?: string | undefined;
+  heading?: string;
+  intro?: string;
+}) {
   const [username, setUsername] = useState('');
   const [password, setPassword] = useState('');
   const [busy, setBusy] = useState(false);
@@ -40,10 +51,7 @@ export function SignIn({ notice, heading = 'Sign in to chat' }: { notice?: strin
   return (
     <form class="panel sign-in" onSubmit={submit} aria-labelledby="sign-in-heading" noValidate>
       <h1 id="sign-in-heading">{heading}</h1>
-      <p class="muted">
-        Messages travel over the mesh radio to people carrying nodes in the field. You need an account on this
-        hub.
-      </p>
+      <p class="muted">{intro}</p>
       {notice && (
         <p class="notice notice-info" role="status" data-testid="sign-in-notice">
           {notice}

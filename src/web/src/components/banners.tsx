@@ -5,8 +5,10 @@ import { hubStore } from '../state/hub.js';
 export function Banners() {
   const hub = useStore(hubStore);
   const server = hub.mode === 'upstream' ? 'upstream' : 'hub';
+  // An upstream that waits for a sign-in has no stream to be connecting: the page asks for one.
+  const waiting = hub.signInToRead === true;
   const reconnecting =
-    hub.connection === 'reconnecting' || (hub.connection === 'connecting' && hub.everConnected);
+    !waiting && (hub.connection === 'reconnecting' || (hub.connection === 'connecting' && hub.everConnected));
   return (
     <div class="banners">
       <div role="status" aria-live="polite">
@@ -16,7 +18,7 @@ export function Banners() {
             Connection to the {server} lost. Reconnecting… The page updates again by itself once it is back.
           </p>
         )}
-        {hub.connection === 'connecting' && !hub.everConnected && (
+        {!waiting && hub.connection === 'connecting' && !hub.everConnected && (
           <p class="banner banner-quiet">Connecting to the hub…</p>
         )}
       </div>

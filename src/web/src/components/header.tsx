@@ -52,9 +52,11 @@ export function Header({ page }: { page: string }) {
   const upstream = hub.mode === 'upstream';
   const sitesView = useStore(sitesStore);
   const now = useNow(30_000) + sitesView.clockOffsetMs;
-  const status = upstream
-    ? upstreamSummary(sitesView.loaded ? sitesView.sites : undefined, hub.connection === 'open', now)
-    : radioSummary(hub.radio, hub.connection === 'open');
+  const status = hub.signInToRead
+    ? { text: 'sign in to see', tone: 'unknown', title: 'Sign in to see the sites and their nodes.' }
+    : upstream
+      ? upstreamSummary(sitesView.loaded ? sitesView.sites : undefined, hub.connection === 'open', now)
+      : radioSummary(hub.radio, hub.connection === 'open');
   const billing = !!hub.plugins?.includes('billing');
   const audit = !!hub.plugins?.includes('audit');
   const admin = !!session && tokenRoles(session.token).includes('admin');

@@ -7,6 +7,7 @@ import { request } from '../api/client.js';
 import type { HistoryPlan } from '../lib/history-plan.js';
 import { nextLink } from '../lib/link-header.js';
 import type { ReadingJson } from '../lib/metrics.js';
+import { readToken } from '../state/read-access.js';
 
 export const PAGE_LIMIT = 10_000;
 export const MAX_ROWS = 200_000;
@@ -35,7 +36,10 @@ export async function loadHistory(
   let path: string | undefined = `/api/v1/weather/history?${params}`;
   const rows: ReadingJson[] = [];
   while (path) {
-    const response: { body: { data: ReadingJson[] }; headers: Headers } = await request(path, { signal });
+    const response: { body: { data: ReadingJson[] }; headers: Headers } = await request(path, {
+      signal,
+      token: readToken(),
+    });
     const page = Array.isArray(response.body?.data) ? response.body.data : [];
     rows.push(...page);
     path = nextLink(response.headers.get('link'));

@@ -14,8 +14,10 @@ export interface HubState {
   everConnected: boolean;
   /** The plugins the hub runs (from `hello`): their pages show only then. */
   plugins?: readonly string[];
-  /** Hub or upstream (from `hello`); unknown until the first one. */
+  /** Hub or upstream (from `hello`, or from `/api/version` before it); unknown until then. */
   mode?: ServerMode;
+  /** An upstream whose reads need a sign-in, and nobody is signed in (state/read-access.ts). */
+  signInToRead?: boolean;
 }
 
 export const hubStore = createStore<HubState>({ connection: 'connecting', everConnected: false });

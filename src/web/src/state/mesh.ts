@@ -11,6 +11,7 @@ import {
 import type { ReadingJson } from '../lib/metrics.js';
 import type { ApiError } from '../lib/problem.js';
 import { createStore } from '../lib/store.js';
+import { readToken } from './read-access.js';
 
 export interface MeshView {
   mesh: MeshState;
@@ -34,8 +35,8 @@ export function refreshMesh(): Promise<void> {
   inFlight ??= (async () => {
     try {
       const [nodes, latest] = await Promise.all([
-        getJson<{ data: NodeJson[] }>('/api/v1/nodes'),
-        getJson<{ data: ReadingJson[] }>('/api/v1/weather/latest'),
+        getJson<{ data: NodeJson[] }>('/api/v1/nodes', { token: readToken() }),
+        getJson<{ data: ReadingJson[] }>('/api/v1/weather/latest', { token: readToken() }),
       ]);
       meshStore.set((view) => ({
         mesh: snapshot(

@@ -10,6 +10,7 @@ import type { ApiError } from '../lib/problem.js';
 import { siteLabel } from '../lib/site-health.js';
 import { createStore } from '../lib/store.js';
 import { refreshMesh } from './mesh.js';
+import { readToken } from './read-access.js';
 
 export interface SitesView {
   sites: SiteJson[];
@@ -42,7 +43,7 @@ export function refreshSites(): Promise<void> {
   inFlight ??= (async () => {
     try {
       const asked = Date.now();
-      const { body, headers } = await request<{ data?: unknown }>('/api/v1/sites');
+      const { body, headers } = await request<{ data?: unknown }>('/api/v1/sites', { token: readToken() });
       const serverNow = Date.parse(headers.get('date') ?? '');
       // Date has whole seconds: an offset under a few seconds is noise, not a wrong clock.
       const offset = Number.isFinite(serverNow) ? serverNow - (asked + Date.now()) / 2 : 0;

@@ -1,0 +1,72 @@
+/**
+ * Helpers of the upstream tests: a live stream read event by event, and a signed-in user's
+ * bearer token (the upstream's reads need one: README "The upstream's reads").
+ */
+import type { UpstreamServer } from '../../../sync/upstream/server.js';
+import { UpstreamUsers } from '../../../sync/upstream/users.js';
+
+export const READER_PASSWORD = 'reader-on-the-ridge-7';
+
+/**
+ * Adds a user (roles: subscriber unless given) and signs it in through POST /api/v1/auth/token,
+ * as the web UI does; answers the `Authorization` header value.
+ */
+export async function signedIn(
+  upstream: UpstreamServer,
+  username = 'reader',
+  roles: string[] = ['subscriber'],
+): Promise<string> {
+  await new UpstreamUsers(upstream.pool).add({ username, password: READER_PASSWORD, roles });
+  const res = await fetch(`http://127.0.0.1:${upstream.port}/api/v1/auth/token`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ username, password: READER_PASSWORD }),
+  });
+  if (res.status !== 200) throw new Error(`signing ${username} in answered ${res.status}`);
+  const { access_token } = (await res.json()) as { access_token: string };
+  return `Bearer ${access_token}`;
+}
+
+/** Server-sent events as they come: `next(name)` resolves with the data of the next such event. */
+export async function liveEvents(url: string, headers: Record<string, string> = {}) {
+  const controller = new AbortController();
+  const res = await fetch(url, { signal: controller.signal, headers });
+  if (res.status !== 200) throw new Error(`${url} answered ${res.status}`);
+  const reader = res.body!.getReader();
+  const decoder = new TextDecoder();
+  let buffer = '';
+  const events: { event: string; data: string }[] = [];
+  const pump = (async () => {
+    try {
+      for (;;) {
+        const { done, value } = await reader.read();
+        if (done) return;
+        buffer += decoder.decode(value, { stream: true });
+        for (let end = buffer.indexOf('\n\n'); end >= 0; end = buffer.indexOf('\n\n')) {
+          const block = buffer.slice(0, end);
+          buffer = buffer.slice(end + 2);
+          const event = /^event: (.*)$/m.exec(block)?.[1] ?? 'message';
+          const data = /^data: (.*)$/m.exec(block)?.[1] ?? '';
+          events.push({ event, data });
+        }
+      }
+    } catch {
+      // aborted
+    }
+  })();
+  return {
+    events,
+    async next(name: string, after = 0): Promise<unknown> {
+      for (let i = 0; i < 200; i++) {
+        const found = events.slice(after).find((e) => e.event === name);
+        if (found) return JSON.parse(found.data);
+        await new Promise((r) => setTimeout(r, 25));
+      }
+      throw new Error(`no ${name} event`);
+    },
+    async close() {
+      controller.abort();
+      await pump;
+    },
+  };
+}
