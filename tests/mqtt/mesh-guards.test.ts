@@ -15,6 +15,7 @@ import { create, toBinary } from '@bufbuild/protobuf';
 import { Mesh, Portnums } from '@meshtastic/protobufs';
 import type { MqttClient } from 'mqtt';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { ConfigError, loadConfig } from '../../src/config/load.js';
 import { getJson, mqttOf, waitFor } from '../helpers/hub.js';
 import {
   collect,
@@ -288,3 +289,27 @@ async function retainedOf(persistence: RetainedSource, pattern: string): Promise
   for await (const packet of persistence.createRetainedStream(pattern)) out.push(packet.payload.toString());
   return out;
 }
+
+describe('settings', () => {
+  it('MESH_TRUSTED_GATEWAYS trusts nobody by default; retained bounds are modest; bad values are named', () => {
+    const c = loadConfig({});
+    expect(c.MESH_TRUSTED_GATEWAYS.entries).toEqual([]);
+    expect(c.MESH_TRUSTED_GATEWAYS.trusts('!0000beef', undefined)).toBe(false);
+    expect(c).toMatchObject({ MQTT_RETAINED_MAX_MESSAGES: 100, MQTT_RETAINED_MAX_BYTES: 1_048_576 });
+    const bound = loadConfig({ MESH_TRUSTED_GATEWAYS: '!a1b2c3d4@farm-gw' }).MESH_TRUSTED_GATEWAYS;
+    expect(bound.trusts('!a1b2c3d4', 'farm-gw')).toBe(true);
+    expect(bound.trusts('!a1b2c3d4', 'other')).toBe(false);
+    let problems: string[] = [];
+    try {
+      loadConfig({ MESH_TRUSTED_GATEWAYS: '!a1b2c3d4, gateway-2', MQTT_RETAINED_MAX_MESSAGES: '-1' });
+    } catch (e) {
+      if (e instanceof ConfigError) problems = e.problems;
+    }
+    expect(problems).toEqual(
+      expect.arrayContaining([
+        expect.stringMatching(/^MESH_TRUSTED_GATEWAYS: "gateway-2" is not a gateway id/),
+        expect.stringMatching(/^MQTT_RETAINED_MAX_MESSAGES: /),
+      ]),
+    );
+  });
+});

@@ -322,6 +322,13 @@ export class MeshApiActor extends Actor {
       this.refuse(session, id, Mesh.Routing_Error.BAD_REQUEST);
       return;
     }
+    if (packet.payloadVariant.value.portnum === Portnums.PortNum.ROUTING_APP) {
+      // ACKs and NAKs are the firmware's to make; one sent to the hub's own node would come back
+      // from the radio as a verdict on a subscriber's text.
+      metrics.clientPackets.inc({ outcome: 'rejected' });
+      this.refuse(session, id, Mesh.Routing_Error.BAD_REQUEST);
+      return;
+    }
     const admin = classifyAdmin(packet);
     if (admin.kind === 'malformed' || (admin.kind === 'write' && !settings.MESH_API_ADMIN)) {
       metrics.clientPackets.inc({ outcome: 'refused_admin' });

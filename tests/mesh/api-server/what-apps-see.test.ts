@@ -213,6 +213,44 @@ describe('the mesh API keeps secrets and conversations from its clients (default
   });
 });
 
+describe('ACKs and NAKs from clients', () => {
+  it('refuses a ROUTING_APP packet with BAD_REQUEST and never hands it to the radio', async () => {
+    const { api, port } = await hub();
+    const app = await client(port);
+    await app.handshake(4714);
+    const me = api.mirror.myNodeNum!;
+    const sent: number[] = [];
+    api.mirror.subscribe((e) => {
+      if (e.kind === 'sent') sent.push(e.packet.id);
+    });
+    const nak = toBinary(
+      Mesh.RoutingSchema,
+      create(Mesh.RoutingSchema, { variant: { case: 'errorReason', value: Mesh.Routing_Error.NO_CHANNEL } }),
+    );
+    app.send({
+      payloadVariant: {
+        case: 'packet',
+        value: {
+          to: me,
+          id: 0x4000,
+          payloadVariant: {
+            case: 'decoded',
+            value: { portnum: Portnums.PortNum.ROUTING_APP, payload: nak, requestId: 0x1234 },
+          },
+        },
+      },
+    });
+    const refusal = await waitFor(() =>
+      app
+        .packets()
+        .find((p) => p.payloadVariant.case === 'decoded' && p.payloadVariant.value.requestId === 0x4000),
+    );
+    const routing = fromBinary(Mesh.RoutingSchema, (refusal.payloadVariant.value as Mesh.Data).payload);
+    expect(routing.variant).toEqual({ case: 'errorReason', value: Mesh.Routing_Error.BAD_REQUEST });
+    expect(sent).not.toContain(0x4000);
+  });
+});
+
 describe('MESH_API_SHOW_HUB_TEXTS=true', () => {
   it("shows the hub's texts with their ids and ACKs, and texts to the hub's node", async () => {
     const { t, api, port } = await hub({ MESSAGE_AIRTIME_PERCENT: '100', MESH_API_SHOW_HUB_TEXTS: 'true' });
