@@ -127,7 +127,11 @@ export class MessageGatewayActor extends Actor {
     bus.on(this.name, 'radio.quietEnded', ({ quietSince }) =>
       post({ kind: 'radioBack', since: this.clock.now() - (Date.now() - quietSince) }),
     );
-    bus.on(this.name, 'mesh.routing', (report) => post({ kind: 'routing', report }));
+    // Delivery is taken from the hub's own radio alone: an ACK "heard" over MQTT proves nothing
+    // (README "MQTT: mesh packets and retained messages"; the broker refuses them already).
+    bus.on(this.name, 'mesh.routing', (report) => {
+      if (report.via === 'radio') post({ kind: 'routing', report });
+    });
     bus.on(this.name, 'mesh.text', (text) => post({ kind: 'text', text }));
     // Every packet passes here: only those from a node that texts wait for reach the inbox.
     bus.on(this.name, 'mesh.packet', (packet) => {

@@ -7,6 +7,7 @@ import { Actor } from '../kernel/actor.js';
 import type { Logger } from '../log.js';
 import type { ChannelKey } from '../mesh/mqtt/channel-keys.js';
 import { ChannelKeyring } from '../mesh/mqtt/channel-keys.js';
+import type { TrustedGateways } from '../mesh/mqtt/trusted-gateways.js';
 import { MeshUplinkDecoder } from '../mesh/mqtt/uplink.js';
 import type { MeshFanOut } from '../mesh/packet-fanout.js';
 import {
@@ -23,6 +24,8 @@ import { MqttBroker, WEBSOCKET_PATH } from './broker.js';
 import { HubEventPublisher } from './event-publisher.js';
 import { MqttIngest } from './ingest-router.js';
 import { LatestReadings } from './latest-readings.js';
+import { RetainedLedger, type RetainedLimits } from './retained.js';
+import { mqttGuardMetrics } from './security-metrics.js';
 import { AUDIT_ALERTS_TOPIC } from './topics.js';
 
 interface IngestTally {
@@ -40,6 +43,10 @@ export interface MqttSettings {
   maxPacketBytes: number;
   drainTimeoutMs: number;
   channelKeys: ChannelKey[];
+  /** MESH_TRUSTED_GATEWAYS; none when absent. */
+  trustedGateways?: TrustedGateways;
+  /** Clients' retained messages kept at most (MQTT_RETAINED_MAX_*). */
+  retained: RetainedLimits;
   haDiscovery: boolean;
   offlineAfterMs: number;
 }
@@ -80,9 +87,13 @@ export class MqttBrokerActor extends Actor {
 
   async start(): Promise<void> {
     const { bus, log, metrics, settings } = this.deps;
+    const guards = mqttGuardMetrics(metrics.registry);
     const ingest = new MqttIngest({
       sink: this.deps.sink,
-      decoder: new MeshUplinkDecoder({ keys: new ChannelKeyring(settings.channelKeys) }),
+      decoder: new MeshUplinkDecoder({
+        keys: new ChannelKeyring(settings.channelKeys),
+        ...(settings.trustedGateways ? { trustedGateways: settings.trustedGateways } : {}),
+      }),
       fanOut: this.deps.fanOut,
       log,
       onMessage: (format, outcome) => {
@@ -97,7 +108,19 @@ export class MqttBrokerActor extends Actor {
       },
       onRejectedReadings: (reason, count) =>
         metrics.ingestRejectedReadings.inc({ source: 'mqtt', reason }, count),
+      onRefused: (reason) => guards.refusedMesh(reason),
     });
+    // Packets in the hub's own node's name are refused from MQTT: only its radio speaks for it.
+    bus.on(
+      this.name,
+      'radio.status',
+      (status) => {
+        if (status.myNodeNum !== undefined) ingest.hubNodeNum = status.myNodeNum >>> 0;
+      },
+      { replay: true },
+    );
+    const retained = new RetainedLedger(settings.retained);
+    guards.watchRetained(retained);
     const broker = new MqttBroker({
       authenticator: new MqttAuthenticator({
         ...(this.deps.checkPassword ? { checkPassword: this.deps.checkPassword } : {}),
@@ -105,6 +128,7 @@ export class MqttBrokerActor extends Actor {
         allowAnonymous: settings.allowAnonymous,
       }),
       ingest,
+      retained,
       log,
       maxConnections: settings.maxConnections,
       maxPacketBytes: settings.maxPacketBytes,
@@ -117,6 +141,7 @@ export class MqttBrokerActor extends Actor {
       onAuthFailure: (reason) => metrics.mqttAuthFailures.inc({ reason }),
       onDenied: (action) => metrics.mqttDenied.inc({ action }),
       onOversize: () => metrics.mqttOversizePackets.inc(),
+      onRetainedRefused: (reason) => guards.refusedRetained(reason),
     });
     this.broker = broker;
     this.stopTallies = metrics.onRender(() => this.flushTallies());

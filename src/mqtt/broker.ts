@@ -7,7 +7,9 @@
  * - `drainTimeout`: a subscriber that stops reading is disconnected, never buffered forever;
  * - a connection limit (CONNACK 3 "server unavailable" past it, and a hard cap on sockets);
  * - a packet size limit enforced on the fixed header, before the packet is buffered;
- * - a connect timeout, a client id length limit, Aedes' inbound QoS 2 window.
+ * - a connect timeout, a client id length limit, Aedes' inbound QoS 2 window;
+ * - retained messages: never kept from clients on the ingestion topics, bounded elsewhere
+ *   (retained.ts).
  *
  * Listens on TCP and, when asked, serves MQTT over WebSocket through `handleUpgrade` (the HTTP
  * server hands over upgrades of `/mqtt`).
@@ -24,6 +26,7 @@ import { mayPublishClass, maySubscribe, topicClass } from './acl.js';
 import { type MqttAuthenticator, MqttAuthFailure, type MqttIdentity } from './authenticator.js';
 import type { MqttIngest } from './ingest-router.js';
 import { guardConnection } from './packet-size-guard.js';
+import type { RetainedLedger, RetainedRefusal } from './retained.js';
 import { HA_STATUS_TOPIC } from './topics.js';
 
 /** Topics of message, billing and audit alert events: forwarded to admins only. */
@@ -40,6 +43,8 @@ const READ_BUFFER_BYTES = 64 * 1024;
 export interface MqttBrokerOptions {
   authenticator: MqttAuthenticator;
   ingest: MqttIngest;
+  /** What is held retained, and whether a client's retained publish may be kept. */
+  retained: RetainedLedger;
   log: Logger;
   maxConnections: number;
   maxPacketBytes: number;
@@ -52,6 +57,8 @@ export interface MqttBrokerOptions {
   onAuthFailure?: (reason: string) => void;
   onDenied?: (action: 'publish' | 'subscribe') => void;
   onOversize?: () => void;
+  /** A client's retained flag was stripped (the publish went on, live only). */
+  onRetainedRefused?: (reason: RetainedRefusal) => void;
 }
 
 export class MqttBroker {
@@ -165,9 +172,11 @@ export class MqttBroker {
 
   /** Publishes as the hub (no ACL applies): retained, QoS 0, so nothing queues for offline sessions. */
   publishRetained(topic: string, payload: string): Promise<void> {
+    const bytes = Buffer.from(payload);
+    this.options.retained.recordHub(topic, bytes.length);
     return new Promise((resolve, reject) => {
       this.aedes.publish(
-        { cmd: 'publish', topic, payload: Buffer.from(payload), qos: 0, retain: true, dup: false },
+        { cmd: 'publish', topic, payload: bytes, qos: 0, retain: true, dup: false },
         (error) => (error ? reject(error) : resolve()),
       );
     });
@@ -267,7 +276,7 @@ export class MqttBroker {
   private authorizePublish(
     client: Client | null,
     topic: string,
-    packet: { payload: Buffer | string; qos: number },
+    packet: { payload: Buffer | string; qos: number; retain?: boolean },
     done: (error?: Error | null) => void,
   ): void {
     const identity = client ? this.identities.get(client) : undefined;
@@ -282,12 +291,13 @@ export class MqttBroker {
       done(new Error(`not authorized to publish to ${topic}`));
       return;
     }
+    if (packet.retain) this.admitRetained(client, identity, topic, packet, kind === 'ingest');
     if (kind !== 'ingest') {
       done(null);
       return;
     }
     const payload = typeof packet.payload === 'string' ? Buffer.from(packet.payload) : packet.payload;
-    const committed = this.options.ingest.handle(topic, payload);
+    const committed = this.options.ingest.handle(topic, payload, identity.username);
     if (!committed) {
       // Nothing to store (bad input is counted and acknowledged: see ingest-router.ts).
       done(null);
@@ -309,6 +319,29 @@ export class MqttBroker {
       () => this.releaseAcks(committed, null),
       (error: unknown) =>
         this.releaseAcks(committed, error instanceof Error ? error : new Error(String(error))),
+    );
+  }
+
+  /**
+   * A client's retained publish: kept when retained.ts allows it, else the flag is cleared here,
+   * before Aedes stores it (the publish itself goes on to current subscribers).
+   */
+  private admitRetained(
+    client: Client | null,
+    identity: MqttIdentity,
+    topic: string,
+    packet: { payload: Buffer | string; retain?: boolean },
+    ingestTopic: boolean,
+  ): void {
+    const bytes =
+      typeof packet.payload === 'string' ? Buffer.byteLength(packet.payload) : packet.payload.length;
+    const refused = this.options.retained.admitClient(topic, bytes, ingestTopic);
+    if (!refused) return;
+    packet.retain = false;
+    this.options.onRetainedRefused?.(refused);
+    this.options.log.debug(
+      { clientId: client?.id, username: identity.username, topic, reason: refused },
+      'retained flag of a client publish cleared; not kept',
     );
   }
 

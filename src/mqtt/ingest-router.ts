@@ -5,6 +5,11 @@
  *   through any gateway, or the hub's own radio — feeds the same pipeline as the radio:
  *   `mesh.packet`, `node.updated`, `mesh.text`, `mesh.routing`, readings; later sightings are counted as duplicates and wait
  *   for the first one's commit, so no gateway is acknowledged before the data is stored.
+ * - What a gateway cannot vouch for is refused before the dedupe sees it, so the radio's own copy
+ *   still counts (README "MQTT: mesh packets and retained messages"): unencrypted packets from a
+ *   gateway not in MESH_TRUSTED_GATEWAYS, anything in the name of the hub's own node, every
+ *   ACK/NAK (delivery is taken from the hub's radio alone), and texts to the hub's node from an
+ *   untrusted gateway (the default channel key is public: anyone can encrypt one).
  * - `meshhub/ingest/readings`: plain JSON readings (reading-input.ts), the good ones stored,
  *   the bad ones counted by reason.
  *
@@ -21,7 +26,7 @@ import {
 } from '../ingest/reading-input.js';
 import type { ReadingSink } from '../ingest/reading-sink.js';
 import type { Logger } from '../log.js';
-import type { MeshUplinkDecoder } from '../mesh/mqtt/uplink.js';
+import type { MeshUplinkDecoder, UplinkPacket } from '../mesh/mqtt/uplink.js';
 import type { MeshFanOut } from '../mesh/packet-fanout.js';
 import { INGEST_READINGS_TOPIC, MESH_ROOT } from './topics.js';
 
@@ -37,7 +42,20 @@ export type IngestOutcome =
   | 'malformed_payload'
   | 'malformed_json'
   | 'invalid_readings'
-  | 'too_many_readings';
+  | 'too_many_readings'
+  /** A mesh packet the hub does not believe from MQTT (MeshRefusal says why). */
+  | 'refused';
+
+/** Why a mesh packet from MQTT was refused (`meshhub_mqtt_mesh_refused_total{reason}`). */
+export type MeshRefusal =
+  /** Unencrypted envelope or legacy JSON from a gateway not in MESH_TRUSTED_GATEWAYS. */
+  | 'unencrypted_untrusted'
+  /** `from` is the hub's own node: only its radio speaks for it. */
+  | 'from_hub_node'
+  /** An ACK/NAK: delivery is taken from the hub's own radio only. */
+  | 'routing'
+  /** A text to the hub's node from a gateway not in MESH_TRUSTED_GATEWAYS. */
+  | 'text_to_hub_untrusted';
 
 export interface MqttIngestOptions {
   sink: ReadingSink;
@@ -48,6 +66,7 @@ export interface MqttIngestOptions {
   now?: () => number;
   onMessage?: (format: IngestFormat, outcome: IngestOutcome) => void;
   onRejectedReadings?: (reason: ReadingRejectReason, count: number) => void;
+  onRefused?: (reason: MeshRefusal) => void;
 }
 
 const LOG_EVERY_MS = 10_000;
@@ -57,33 +76,45 @@ export class MqttIngest {
   /** Commits in flight per (from, id), for duplicates to wait on. */
   private readonly inflight = new Map<string, Promise<void>>();
   private readonly lastLogged = new Map<string, { at: number; suppressed: number }>();
+  /** The hub's own node number once the radio said it (`radio.status`); packets in its name are refused. */
+  hubNodeNum: number | undefined;
 
   constructor(private readonly options: MqttIngestOptions) {
     this.now = options.now ?? Date.now;
   }
 
-  handle(topic: string, payload: Buffer): Promise<void> | undefined {
+  /** `publisher`: the MQTT username (a gateway in MESH_TRUSTED_GATEWAYS may be bound to one). */
+  handle(topic: string, payload: Buffer, publisher?: string): Promise<void> | undefined {
     if (topic === INGEST_READINGS_TOPIC) return this.readingsJson(payload);
-    if (topic === MESH_ROOT || topic.startsWith(`${MESH_ROOT}/`)) return this.mesh(topic, payload);
+    if (topic === MESH_ROOT || topic.startsWith(`${MESH_ROOT}/`)) return this.mesh(topic, payload, publisher);
     this.options.onMessage?.('other', 'ignored');
     return undefined;
   }
 
-  private mesh(topic: string, payload: Buffer): Promise<void> | undefined {
+  private mesh(topic: string, payload: Buffer, publisher: string | undefined): Promise<void> | undefined {
     const now = this.now();
-    const result = this.options.decoder.decode(topic, payload, now);
+    const result = this.options.decoder.decode(topic, payload, now, publisher);
     const format: IngestFormat = topic.includes('/2/json/') ? 'legacy_json' : 'envelope';
     if (result.kind === 'ignored') {
       this.options.onMessage?.(format, 'ignored');
       return undefined;
     }
     if (result.kind === 'rejected') {
+      if (result.reason === 'unencrypted_untrusted') {
+        this.refuse(format, result.reason, { topic, publisher, detail: result.detail });
+        return undefined;
+      }
       this.options.onMessage?.(format, result.reason);
       this.warn(
         result.reason,
         { topic, reason: result.reason, detail: result.detail },
         'mesh uplink refused',
       );
+      return undefined;
+    }
+    const refusal = this.refusal(result);
+    if (refusal) {
+      this.refuse(format, refusal, { topic, publisher, from: result.from, id: result.id });
       return undefined;
     }
     const key = `${result.from}:${result.id}`;
@@ -100,6 +131,22 @@ export class MqttIngest {
       committed.then(forget, forget);
     }
     return committed;
+  }
+
+  /** Why the hub does not take this packet from MQTT, if it does not: a few comparisons, no allocation. */
+  private refusal(packet: UplinkPacket): MeshRefusal | undefined {
+    const hub = this.hubNodeNum;
+    if (hub !== undefined && packet.from === hub) return 'from_hub_node';
+    if (packet.routing) return 'routing';
+    if (packet.text && !packet.trusted && hub !== undefined && packet.text.to === hub)
+      return 'text_to_hub_untrusted';
+    return undefined;
+  }
+
+  private refuse(format: IngestFormat, reason: MeshRefusal, details: Record<string, unknown>): void {
+    this.options.onMessage?.(format, 'refused');
+    this.options.onRefused?.(reason);
+    this.warn(`refused:${reason}`, { ...details, reason }, 'mesh packet from MQTT refused');
   }
 
   private readingsJson(payload: Buffer): Promise<void> | undefined {

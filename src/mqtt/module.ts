@@ -32,6 +32,8 @@ export const mqttModule = defineModule({
         maxPacketBytes: s.MQTT_MAX_PACKET_BYTES,
         drainTimeoutMs: s.MQTT_DRAIN_TIMEOUT_SECONDS * 1000,
         channelKeys: s.MESH_CHANNEL_KEYS,
+        trustedGateways: s.MESH_TRUSTED_GATEWAYS,
+        retained: { maxMessages: s.MQTT_RETAINED_MAX_MESSAGES, maxBytes: s.MQTT_RETAINED_MAX_BYTES },
         haDiscovery: s.HA_DISCOVERY,
         offlineAfterMs: s.NODE_OFFLINE_AFTER,
       },

@@ -2,6 +2,8 @@
 import { z } from 'zod';
 import { duration, flag, parsedBy, port } from '../config/fields.js';
 import { parseChannelKeys } from '../mesh/mqtt/channel-keys.js';
+import { parseTrustedGateways } from '../mesh/mqtt/trusted-gateways.js';
+import { DEFAULT_RETAINED_LIMITS } from './retained.js';
 
 export const mqttSettings = z.object({
   /** MQTT listen address; defaults to HTTP_HOST (one knob for "LAN" or "this machine only"). */
@@ -18,6 +20,25 @@ export const mqttSettings = z.object({
   MQTT_DRAIN_TIMEOUT_SECONDS: z.coerce.number().int().min(1).max(600).default(30),
   /** Meshtastic channel keys for MQTT uplink, `Name=base64,…`; LongFast=AQ== is built in. */
   MESH_CHANNEL_KEYS: z.string().default('').transform(parsedBy(parseChannelKeys)),
+  /**
+   * Gateways whose unencrypted uplink is believed and whose texts to the hub's node may enter a
+   * conversation: `!a1b2c3d4` (any device login naming it) or `!a1b2c3d4@mqtt-user`; none by default.
+   */
+  MESH_TRUSTED_GATEWAYS: z.string().default('').transform(parsedBy(parseTrustedGateways)),
+  /** Retained messages kept from clients (outside msh/# and meshhub/ingest/#, where none are kept). */
+  MQTT_RETAINED_MAX_MESSAGES: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .max(100_000)
+    .default(DEFAULT_RETAINED_LIMITS.maxMessages),
+  /** Bytes (payload and topic) of clients' retained messages kept, all together. */
+  MQTT_RETAINED_MAX_BYTES: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .max(268_435_456)
+    .default(DEFAULT_RETAINED_LIMITS.maxBytes),
   /** Publish Home Assistant MQTT discovery configs for every node's metrics. */
   HA_DISCOVERY: flag.prefault('true'),
   /** A node not heard for this long is `offline` on its availability topic (and in Home Assistant). */

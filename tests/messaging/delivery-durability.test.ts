@@ -272,16 +272,17 @@ describe('inbound texts', () => {
 });
 
 describe('texts and ACKs heard only through an MQTT gateway', () => {
-  it('reach messaging as if the radio had heard them: the ACK delivers, the reply lands once', async () => {
+  it('an ACK/NAK over MQTT changes no message, and a text to the hub from an untrusted gateway enters no conversation', async () => {
     const sim = await controlledSim({ silent: true });
-    const t = await hubOn(sim, { MQTT_ALLOW_ANONYMOUS: 'true' });
+    const t = await hubOn(sim, { MQTT_ALLOW_ANONYMOUS: 'true', MESH_TRUSTED_GATEWAYS: '!0000cafe' });
     await knownNodes(t, 6);
     const alice = await subscriber(t, 'alice');
     const [a] = sim.network.nodes;
     const radio = sim.network.radio.num;
     const res = await send(t, alice, a!.id, 'is the gate open?');
     expect(res.status).toBe(202);
-    // The simulated mesh stays silent: whatever happens next came in over MQTT.
+    // The simulated mesh stays silent: whatever happens next came in over MQTT, until the test
+    // lets the radio hear something.
     const sent = await waitFor(() => sim.recorder.texts[0], 5_000, 'the text on the radio');
 
     const gateway = await connect(`mqtt://127.0.0.1:${mqttOf(t.hub).port}`);
@@ -289,33 +290,70 @@ describe('texts and ACKs heard only through an MQTT gateway', () => {
       gateway.publishAsync(meshTopic('LongFast', gatewayId), Buffer.from(envelopeOf(packet, { gatewayId })), {
         qos: 1,
       });
+    const refused = async (reason: string) => {
+      const text = await (await fetch(`${t.baseUrl}/metrics`)).text();
+      const line = text
+        .split('\n')
+        .find((l) => l.startsWith(`meshhub_mqtt_mesh_refused_total{reason="${reason}"}`));
+      return line ? Number(line.split(' ').pop()) : 0;
+    };
+    // An attacker who saw the packet id forges the destination's NAK (NO_CHANNEL fails a text at
+    // once), even through a trusted gateway, and its ACK: both refused, before the dedupe.
+    const nak = routingFrom(a!.num, radio, sent.id, Mesh.Routing_Error.NO_CHANNEL);
+    nak.id = 0x5eed0001;
+    await uplink(nak, '!0000cafe');
     const ack = routingFrom(a!.num, radio, sent.id, Mesh.Routing_Error.NONE);
-    ack.id = 0x5eed0001;
+    ack.id = 0x5eed0003;
     await uplink(ack, '!0000beef');
+    // The radio hears the real ACK (the same packet the gateway claimed): the message goes
+    // queued → sent → delivered, never through `failed`.
+    sim.recorder.client!.deliver(ack);
     const delivered = await waitForStatus(t, alice, res.body.id, 'delivered');
     expect(delivered.history.map((h: Json) => h.status)).toEqual(['queued', 'sent', 'delivered']);
+    expect(await refused('routing')).toBe(2);
+    expect(await refused('routing')).toBe(2);
 
-    const reply = textFrom(a!.num, radio, 'yes, it is open');
-    reply.id = 0x5eed0002;
-    // Two gateways hear the same reply: one message.
-    await uplink(reply, '!0000beef');
-    await uplink(reply, '!0000cafe');
+    // A "reply" through a gateway not in MESH_TRUSTED_GATEWAYS: refused; the conversation has no reply.
+    const conversation = async () => {
+      const r = await call(t.baseUrl, 'GET', `/api/v1/messages/conversations/${a!.id}`, { token: alice });
+      return (r.body.data as Json[]).filter((m) => m.direction === 'inbound').map((m) => m.text);
+    };
+    const forged = textFrom(a!.num, radio, 'no, it is shut');
+    forged.id = 0x5eed0002;
+    await uplink(forged, '!0000beef');
+    // The radio hears the real reply, with the id the forgery used: it is not taken for a
+    // duplicate of the refused copy, and it is the only reply in the conversation.
+    const real = textFrom(a!.num, radio, 'yes, it is open');
+    real.id = 0x5eed0002;
+    sim.recorder.client!.deliver(real);
+    expect(
+      await waitFor(async () => {
+        const texts = await conversation();
+        return texts.length ? texts : undefined;
+      }),
+    ).toEqual(['yes, it is open']);
+    expect(await refused('text_to_hub_untrusted')).toBe(1);
+
+    // A reply heard by the trusted gateway (twice, as by two gateways) lands once.
+    const trusted = textFrom(a!.num, radio, 'closing it now');
+    trusted.id = 0x5eed0004;
+    await uplink(trusted, '!0000cafe');
+    await uplink(trusted, '!0000cafe');
     const inbound = await waitFor(
       async () => {
-        const r = await call(t.baseUrl, 'GET', `/api/v1/messages/conversations/${a!.id}`, { token: alice });
-        const texts = (r.body.data as Json[]).filter((m) => m.direction === 'inbound').map((m) => m.text);
-        return texts.length ? texts : undefined;
+        const texts = await conversation();
+        return texts.length >= 2 ? texts : undefined;
       },
       5_000,
-      'the reply',
+      'the trusted reply',
     );
-    expect(inbound).toEqual(['yes, it is open']);
+    expect([...inbound].sort()).toEqual(['closing it now', 'yes, it is open']);
     await mqttOf(t.hub).settle();
     const count = t.hub.store.db
       .prepare("SELECT count(*) FROM messages WHERE direction = 'inbound'")
       .pluck()
       .get();
-    expect(count).toBe(1);
+    expect(count).toBe(2);
     await endClients();
   });
 });

@@ -16,6 +16,7 @@ import { MeshFanOut } from '../../src/mesh/packet-fanout.js';
 import { MqttAuthenticator } from '../../src/mqtt/authenticator.js';
 import { MqttBroker } from '../../src/mqtt/broker.js';
 import { MqttIngest } from '../../src/mqtt/ingest-router.js';
+import { DEFAULT_RETAINED_LIMITS, RetainedLedger } from '../../src/mqtt/retained.js';
 import type { Reading } from '../../src/weather/reading.js';
 import { waitFor } from '../helpers/hub.js';
 import { connect, endClients, refusedCode } from './helpers.js';
@@ -79,6 +80,7 @@ async function startBroker<S extends ReadingSink = ReturnType<typeof heldSink>>(
   const broker = new MqttBroker({
     authenticator: new MqttAuthenticator({ allowAnonymous: true }),
     ingest,
+    retained: new RetainedLedger(DEFAULT_RETAINED_LIMITS),
     log,
     maxConnections: options.maxConnections ?? 100,
     maxPacketBytes: options.maxPacketBytes ?? 65_536,

@@ -24,7 +24,13 @@ const FARM_KEY = Buffer.alloc(32, 7).toString('base64');
 let t: MqttTestHub;
 
 beforeAll(async () => {
-  t = await startMqttHub({ MQTT_ALLOW_ANONYMOUS: 'true', MESH_CHANNEL_KEYS: `Farm=${FARM_KEY}` });
+  // !0000beef (the helpers' gateway) is trusted: unencrypted envelopes and legacy JSON are read
+  // (mesh-guards.test.ts covers the gateways that are not).
+  t = await startMqttHub({
+    MQTT_ALLOW_ANONYMOUS: 'true',
+    MESH_CHANNEL_KEYS: `Farm=${FARM_KEY}`,
+    MESH_TRUSTED_GATEWAYS: '!0000beef',
+  });
 });
 afterEach(endClients);
 afterAll(() => t.stop());
@@ -75,7 +81,7 @@ describe('ServiceEnvelope uplink', () => {
     expect(rowsOf('!0badcafe')[0]).toMatchObject({ wind_speed_ms: 4.5, wind_direction: 270 });
   });
 
-  it('takes a packet on an unencrypted channel (decoded in the envelope)', async () => {
+  it('takes a packet on an unencrypted channel (decoded in the envelope) from a trusted gateway', async () => {
     const client = await connect(t.mqttUrl);
     const payload = envTelemetryEnvelope(0x00c0ffee, 0x3003, { temperature: -3.5 }, { psk: 'AA==' });
     await client.publishAsync(meshTopic(), Buffer.from(payload), { qos: 1 });
@@ -223,7 +229,7 @@ describe('ServiceEnvelope uplink', () => {
   });
 });
 
-describe('legacy JSON uplink (/2/json/)', () => {
+describe('legacy JSON uplink (/2/json/) from a trusted gateway', () => {
   it('stores telemetry with pm100 as PM10 and barometric_pressure in Pa', async () => {
     const client = await connect(t.mqttUrl);
     const message = {
@@ -270,7 +276,7 @@ describe('legacy JSON uplink (/2/json/)', () => {
       payload: { temperature: 8 },
       timestamp: 0,
     };
-    await client.publishAsync('msh/EU_868/2/json/LongFast/!00000002', JSON.stringify(json), { qos: 1 });
+    await client.publishAsync('msh/EU_868/2/json/LongFast/!0000beef', JSON.stringify(json), { qos: 1 });
     expect(rowsOf('!77778888')).toHaveLength(1);
   });
 

@@ -9,7 +9,12 @@
  *   nobody declared (refused by rule: README "Readings over HTTP and on meshhub/ingest/readings");
  * - the stream from the radio: random bytes (the device's log), frames with lengths past 512,
  *   frames cut short, and frames whose payload is no FromRadio;
- * - the hub's own Meshtastic TCP API (MESH_API_PORT), as a client: the same kinds of bytes.
+ * - the hub's own Meshtastic TCP API (MESH_API_PORT), as a client: the same kinds of bytes;
+ * - forgeries the hub refuses by rule (README "MQTT: mesh packets and retained messages"), with
+ *   one gateway in MESH_TRUSTED_GATEWAYS: well-formed unencrypted envelopes (node info, position,
+ *   telemetry, texts, ACKs) and legacy JSON from gateways that are not trusted (or whose envelope
+ *   names another gateway than the topic), and encrypted packets in the hub node's name, texts
+ *   to the hub's node and ACKs, from any gateway; every publish randomly retained.
  *
  * Generated inputs are bad by construction: where random bytes could by chance be a valid
  * message, the official protobuf schema (@meshtastic/protobufs) is the oracle and such inputs are
@@ -17,8 +22,8 @@
  * TCP API still serve a proper client, and every table's digest unchanged.
  */
 import { join } from 'node:path';
-import { fromBinary } from '@bufbuild/protobuf';
-import { Mesh, Mqtt } from '@meshtastic/protobufs';
+import { create, fromBinary, toBinary } from '@bufbuild/protobuf';
+import { Mesh, Mqtt, Portnums } from '@meshtastic/protobufs';
 import fc from 'fast-check';
 import { connectAsync, type MqttClient } from 'mqtt';
 import { pino } from 'pino';
@@ -28,13 +33,15 @@ import { alwaysPresent } from '../../src/mesh/simulator/presence.js';
 import { MeshSimulator } from '../../src/mesh/simulator/simulator.js';
 import { waitFor } from '../helpers/hub.js';
 import { RawClient } from '../mesh/helpers.js';
-import { envTelemetryEnvelope } from '../mqtt/helpers.js';
+import { envelope, envelopeOf, envTelemetryEnvelope, telemetryPayload } from '../mqtt/helpers.js';
 import { HubProcess, pause, removeDir, scenarioSeed, scratchDir } from './helpers/hub-process.js';
 import { changedTables, digestTables } from './helpers/leaks.js';
 import { RadioProxy } from './helpers/radio-proxy.js';
 
 const SEED = scenarioSeed('fuzz MQTT and the Meshtastic stream');
 const RUNS = Number(process.env.RELIABILITY_FUZZ_RUNS ?? 300);
+/** The one gateway in MESH_TRUSTED_GATEWAYS: its unencrypted uplink would be believed. */
+const TRUSTED_GATEWAY = '!0000cafe';
 
 const sim = new MeshSimulator({
   host: '127.0.0.1',
@@ -104,7 +111,11 @@ beforeAll(async () => {
   await proxy.start();
   hub = new HubProcess({
     dataDir,
-    env: { RADIO: `tcp:127.0.0.1:${proxy.port}`, MQTT_ALLOW_ANONYMOUS: 'true' },
+    env: {
+      RADIO: `tcp:127.0.0.1:${proxy.port}`,
+      MQTT_ALLOW_ANONYMOUS: 'true',
+      MESH_TRUSTED_GATEWAYS: TRUSTED_GATEWAY,
+    },
   });
   await hub.start();
   await waitFor(
@@ -142,7 +153,7 @@ describe('bad input on MQTT, the radio stream and the TCP API (fast-check, the b
         .tuple(
           fc.stringMatching(/^[A-Za-z0-9]{1,8}$/),
           fc.constantFrom('LongFast', 'MediumSlow', 'x', ''),
-          fc.stringMatching(/^![0-9a-f]{8}$/),
+          fc.oneof(fc.stringMatching(/^![0-9a-f]{8}$/), fc.constant(TRUSTED_GATEWAY)),
         )
         .map(([region, channel, gw]) => `msh/${region}/2/e/${channel}/${gw}`),
       fc.stringMatching(/^[A-Za-z0-9]{1,8}$/).map((r) => `msh/${r}/2/json/LongFast/!0000beef`),
@@ -178,33 +189,131 @@ describe('bad input on MQTT, the radio stream and the TCP API (fast-check, the b
       fc.jsonValue({ maxDepth: 3 }).map((v) => Buffer.from(JSON.stringify(v) ?? 'null')),
       fc.constantFrom(Buffer.from('online'), Buffer.from('offline'), Buffer.alloc(0)),
     );
+    // Forgeries: well-formed, and refused by rule whatever they say.
+    const atStart = (await (await fetch(`${hub.baseUrl}/health`)).json()) as { radio: { myNodeNum: number } };
+    const hubNode = atStart.radio.myNodeNum;
+    expect(hubNode).toBeGreaterThan(0);
+    const untrustedGateway = fc.stringMatching(/^![0-9a-f]{8}$/).filter((g) => g !== TRUSTED_GATEWAY);
+    const sender = fc.oneof(fc.integer({ min: 1, max: 0xfffffffe }), fc.constant(hubNode));
+    const name = fc.string({ minLength: 1, maxLength: 30 });
+    const dataOf = fc.oneof(
+      name.map((longName) => ({
+        portnum: Portnums.PortNum.NODEINFO_APP,
+        payload: toBinary(
+          Mesh.UserSchema,
+          create(Mesh.UserSchema, { longName, shortName: longName.slice(0, 4) }),
+        ),
+      })),
+      fc
+        .tuple(
+          fc.integer({ min: -900_000_000, max: 900_000_000 }),
+          fc.integer({ min: -1_800_000_000, max: 1_800_000_000 }),
+        )
+        .map(([latitudeI, longitudeI]) => ({
+          portnum: Portnums.PortNum.POSITION_APP,
+          payload: toBinary(Mesh.PositionSchema, create(Mesh.PositionSchema, { latitudeI, longitudeI })),
+        })),
+      fc.float({ min: -40, max: 50, noNaN: true }).map((temperature) => ({
+        portnum: Portnums.PortNum.TELEMETRY_APP,
+        payload: telemetryPayload({ variant: { case: 'environmentMetrics', value: { temperature } } }),
+      })),
+      name.map((text) => ({
+        portnum: Portnums.PortNum.TEXT_MESSAGE_APP,
+        payload: new TextEncoder().encode(text),
+      })),
+      fc.integer({ min: 1, max: 0xffffffff }).map((requestId) => ({
+        portnum: Portnums.PortNum.ROUTING_APP,
+        payload: toBinary(
+          Mesh.RoutingSchema,
+          create(Mesh.RoutingSchema, { variant: { case: 'errorReason', value: 0 } }),
+        ),
+        requestId,
+      })),
+    );
+    const packetId = fc.integer({ min: 1, max: 0xfffffffe });
+    const forgery: fc.Arbitrary<[string, Uint8Array]> = fc.oneof(
+      // Unencrypted, from a gateway not trusted, or naming another one in the envelope.
+      fc
+        .tuple(untrustedGateway, fc.boolean(), sender, packetId, dataOf)
+        .map(([gw, lies, from, id, data]): [string, Uint8Array] => {
+          const topicGateway = lies ? TRUSTED_GATEWAY : gw;
+          return [
+            `msh/EU_868/2/e/LongFast/${topicGateway}`,
+            envelope({ from, id, ...data, psk: 'AA==', gatewayId: lies ? gw : topicGateway }),
+          ];
+        }),
+      // Legacy JSON from a gateway not trusted.
+      fc
+        .tuple(untrustedGateway, sender, packetId, name)
+        .map(([gw, from, id, longname]): [string, Uint8Array] => [
+          `msh/EU_868/2/json/LongFast/${gw}`,
+          Buffer.from(JSON.stringify({ id, from, type: 'nodeinfo', payload: { longname, shortname: 'X' } })),
+        ]),
+      // Encrypted with the public default key: in the hub node's name, a text to the hub's node
+      // from a gateway not trusted, or an ACK, from any gateway.
+      fc
+        .tuple(
+          fc.oneof(untrustedGateway, fc.constant(TRUSTED_GATEWAY)),
+          packetId,
+          dataOf,
+          fc.integer({ min: 1, max: 0xfffffffe }),
+        )
+        .map(([gw, id, data, other]): [string, Uint8Array] => {
+          const kind =
+            data.portnum === Portnums.PortNum.ROUTING_APP
+              ? 'ack'
+              : data.portnum === Portnums.PortNum.TEXT_MESSAGE_APP && gw !== TRUSTED_GATEWAY
+                ? 'text'
+                : 'hub';
+          const packet = create(Mesh.MeshPacketSchema, {
+            from: kind === 'hub' ? hubNode : other,
+            to: kind === 'text' ? hubNode : 0xffffffff,
+            id,
+            payloadVariant: { case: 'decoded', value: data },
+          });
+          return [`msh/EU_868/2/e/LongFast/${gw}`, envelopeOf(packet, { gatewayId: gw })];
+        }),
+    );
+
     let client: MqttClient | undefined;
     const mqttUrl = `mqtt://127.0.0.1:${hub.mqttPort}`;
+    const input = fc.oneof(
+      fc.tuple(topic, payload).map(([t, p]): [string, Uint8Array] => [t, p]),
+      forgery,
+    );
     await fc.assert(
-      fc.asyncProperty(topic, payload, fc.constantFrom(0, 1) as fc.Arbitrary<0 | 1>, async (t, p, qos) => {
-        counts.mqtt++;
-        if (!client?.connected) {
-          client?.end(true);
-          client = await connectAsync(mqttUrl, { reconnectPeriod: 0, connectTimeout: 5_000 });
-        }
-        const c = client;
-        // Acknowledged, or the connection closed (a refused publish closes it: [MQTT-3.3.5-2]).
-        await new Promise<void>((resolve) => {
-          const closed = () => {
-            counts.disconnects++;
-            resolve();
-          };
-          c.once('close', closed);
-          c.publish(t, Buffer.from(p), { qos }, () => {
-            c.off('close', closed);
-            resolve();
+      fc.asyncProperty(
+        input,
+        fc.constantFrom(0, 1) as fc.Arbitrary<0 | 1>,
+        fc.boolean(),
+        async ([t, p], qos, retain) => {
+          counts.mqtt++;
+          if (!client?.connected) {
+            client?.end(true);
+            client = await connectAsync(mqttUrl, { reconnectPeriod: 0, connectTimeout: 5_000 });
+          }
+          const c = client;
+          // Acknowledged, or the connection closed (a refused publish closes it: [MQTT-3.3.5-2]).
+          await new Promise<void>((resolve) => {
+            const closed = () => {
+              counts.disconnects++;
+              resolve();
+            };
+            c.once('close', closed);
+            c.publish(t, Buffer.from(p), { qos, retain }, () => {
+              c.off('close', closed);
+              resolve();
+            });
           });
-        });
-      }),
+        },
+      ),
       { seed: SEED, numRuns: RUNS, endOnFailure: true },
     );
     client?.end(true);
     expect(changedTables(before, digestTables(db())), 'after MQTT').toEqual([]);
+    // Nothing a client published on msh/# or meshhub/ingest/# is kept retained.
+    const metrics = await (await fetch(`${hub.baseUrl}/metrics`)).text();
+    expect(metrics).toContain('meshhub_mqtt_retained_messages{origin="clients"} 0');
 
     // The radio stream: bytes injected between the radio's own frames.
     await fc.assert(

@@ -12,6 +12,7 @@ import { clone, create, type MessageInitShape } from '@bufbuild/protobuf';
 import { Mesh } from '@meshtastic/protobufs';
 import type { MeshNode } from '../node.js';
 import type { RadioMirror } from './radio-mirror.js';
+import { configWithoutSecrets, moduleConfigWithoutSecrets } from './secrets.js';
 
 export const SPECIAL_NONCE_ONLY_CONFIG = 69420;
 export const SPECIAL_NONCE_ONLY_NODES = 69421;
@@ -49,7 +50,11 @@ export function handshakeReplay(source: HandshakeSource, nonce: number): FromRad
     if (mirror.metadata) out.push({ case: 'metadata', value: mirror.metadata });
     for (const index of [...mirror.channels.keys()].sort((a, b) => a - b))
       out.push(mirror.channels.get(index)!);
-    out.push(...mirror.configs.values(), ...mirror.moduleConfigs.values());
+    // The private key, admin keys, WiFi and MQTT passwords never leave the hub (secrets.ts).
+    for (const { value } of mirror.configs.values())
+      out.push({ case: 'config', value: configWithoutSecrets(value) });
+    for (const { value } of mirror.moduleConfigs.values())
+      out.push({ case: 'moduleConfig', value: moduleConfigWithoutSecrets(value) });
   }
   if (!onlyConfig) for (const node of nodes.values()) out.push({ case: 'nodeInfo', value: node });
   out.push({ case: 'configCompleteId', value: nonce });

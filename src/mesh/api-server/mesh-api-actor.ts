@@ -10,6 +10,9 @@
  *   hub's airtime-paced send queue (`send`), keeps the client's own packet id, so the ROUTING_APP
  *   ACK the radio reports (request_id = that id) is the client's ACK.
  * - Admin writes are refused with Routing NOT_AUTHORIZED unless MESH_API_ADMIN=true.
+ * - Secrets never reach a client (secrets.ts); nor, unless MESH_API_SHOW_HUB_TEXTS=true, the
+ *   texts of subscribers' conversations: the hub's own sends (and the ACKs naming their packet
+ *   ids) and the texts addressed to the hub's node (README "What an app on the hub's radio can see").
  */
 import { randomInt } from 'node:crypto';
 import { createServer, type Server, type Socket } from 'node:net';
@@ -26,6 +29,7 @@ import { classifyAdmin } from './admin-policy.js';
 import { type ClientFrameError, ClientSession, type DropReason } from './client-session.js';
 import { handshakeReplay } from './handshake.js';
 import type { MirrorEvent, RadioMirror } from './radio-mirror.js';
+import { packetWithoutSecrets, restoreSecrets } from './secrets.js';
 import type { MeshApiSettings } from './settings.js';
 
 /** Hands a client's packet to the radio through the hub's airtime-paced queue; rejects when it cannot. */
@@ -37,6 +41,8 @@ export type ClientPacketOutcome = 'queued' | 'refused_admin' | 'rejected' | 'fai
 const MAX_QUEUED_PER_CLIENT = 16;
 /** Client packet ids remembered for routing queue status to their owner. */
 const MAX_OWNED_IDS = 4096;
+/** Packet ids of the hub's own sends remembered, so that their ACKs stay hidden too. */
+const MAX_HUB_IDS = 4096;
 const HANDSHAKE_DRAIN_MS = 30_000;
 /** A packet still unsent after this long (a stalled queue, a restarted gateway) is reported failed. */
 const SEND_TIMEOUT_MS = 5 * 60_000;
@@ -111,6 +117,8 @@ export class MeshApiActor extends Actor {
   private readonly queued = new Map<ClientSession, number>();
   /** Client packet id → the session that sent it (queue status and echo suppression). */
   private readonly owners = new Map<number, ClientSession>();
+  /** Ids of packets the hub sent for subscribers (hidden from clients, and so are their ACKs). */
+  private readonly hubIds = new Set<number>();
   private unsubscribe: (() => void) | undefined;
   private listening: string | undefined;
   private listenError: string | undefined;
@@ -242,13 +250,25 @@ export class MeshApiActor extends Actor {
   }
 
   private onMirror(event: MirrorEvent): void {
+    const showHubTexts = this.deps.settings.MESH_API_SHOW_HUB_TEXTS;
+    if (event.kind === 'sent' && event.origin === 'hub' && !showHubTexts) {
+      // Remembered even with no client connected: one may connect before the ACK comes.
+      this.hubIds.add(event.packet.id);
+      if (this.hubIds.size > MAX_HUB_IDS) this.hubIds.delete(this.hubIds.values().next().value!);
+      return;
+    }
     if (this.sessions.size === 0) return;
     if (event.kind === 'sent') {
       const owner = this.owners.get(event.packet.id);
-      this.broadcast({ case: 'packet', value: event.packet }, owner);
+      this.broadcast({ case: 'packet', value: packetWithoutSecrets(event.packet) }, owner);
       return;
     }
     const variant = event.message.payloadVariant;
+    if (variant.case === 'packet') {
+      if (!showHubTexts && this.conversational(variant.value)) return;
+      this.broadcast({ case: 'packet', value: packetWithoutSecrets(variant.value) });
+      return;
+    }
     if (variant.case === 'queueStatus') {
       // The radio's queue status names the packet it is about: only its sender cares.
       this.owners.get(variant.value.meshPacketId)?.send(variant);
@@ -261,6 +281,20 @@ export class MeshApiActor extends Actor {
     )
       return;
     this.broadcast(variant);
+  }
+
+  /**
+   * A packet of a subscriber's conversation: a text to the hub's node, or the ACK/NAK of a text
+   * the hub sent (it names the hidden packet id).
+   */
+  private conversational(packet: Mesh.MeshPacket): boolean {
+    const variant = packet.payloadVariant;
+    if (variant.case !== 'decoded') return false;
+    const { portnum, requestId } = variant.value;
+    if (portnum === Portnums.PortNum.ROUTING_APP) return requestId !== 0 && this.hubIds.has(requestId);
+    if (portnum !== Portnums.PortNum.TEXT_MESSAGE_APP) return false;
+    const me = this.deps.mirror.myNodeNum ?? this.deps.bus.last('radio.status')?.myNodeNum;
+    return me !== undefined && packet.to >>> 0 === me >>> 0;
   }
 
   /** Encodes once, writes to every configured client except `except`. */
@@ -288,6 +322,13 @@ export class MeshApiActor extends Actor {
       this.refuse(session, id, Mesh.Routing_Error.BAD_REQUEST);
       return;
     }
+    if (packet.payloadVariant.value.portnum === Portnums.PortNum.ROUTING_APP) {
+      // ACKs and NAKs are the firmware's to make; one sent to the hub's own node would come back
+      // from the radio as a verdict on a subscriber's text.
+      metrics.clientPackets.inc({ outcome: 'rejected' });
+      this.refuse(session, id, Mesh.Routing_Error.BAD_REQUEST);
+      return;
+    }
     const admin = classifyAdmin(packet);
     if (admin.kind === 'malformed' || (admin.kind === 'write' && !settings.MESH_API_ADMIN)) {
       metrics.clientPackets.inc({ outcome: 'refused_admin' });
@@ -310,6 +351,8 @@ export class MeshApiActor extends Actor {
     }
     // The radio stamps its own node number; a client may not speak as another node.
     packet.from = 0;
+    // An app saves a whole config section: the secrets it was never shown are filled back in.
+    if (admin.kind === 'write') packet = restoreSecrets(packet, this.deps.mirror);
     this.own(id, session);
     this.queued.set(session, queued + 1);
     metrics.clientPackets.inc({ outcome: 'queued' });

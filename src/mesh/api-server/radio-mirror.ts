@@ -8,14 +8,18 @@
  * reads it. It outlives restarts of either, so a restarted server still has the image.
  */
 import { clone } from '@bufbuild/protobuf';
-import { Mesh } from '@meshtastic/protobufs';
+import { type Config, Mesh, type ModuleConfig } from '@meshtastic/protobufs';
 import { TransportClosedError } from '../errors.js';
+import type { RadioSecrets } from './secrets.js';
 
 export type MirrorEvent =
   /** A FromRadio after the handshake (packets, queue status, notifications, a reboot). */
   | { kind: 'fromRadio'; message: Mesh.FromRadio; receivedAt: number }
-  /** A MeshPacket the hub handed to its radio (its own texts, clients' packets). */
-  | { kind: 'sent'; packet: Mesh.MeshPacket; at: number };
+  /**
+   * A MeshPacket the hub handed to its radio: `client`, a mesh API client's (through
+   * `transmit`); `hub`, the hub's own (subscribers' texts).
+   */
+  | { kind: 'sent'; packet: Mesh.MeshPacket; at: number; origin: 'client' | 'hub' };
 
 export type MirrorListener = (event: MirrorEvent) => void;
 
@@ -32,7 +36,7 @@ const HANDSHAKE_CASES = new Set<Mesh.FromRadio['payloadVariant']['case']>([
   'configCompleteId',
 ]);
 
-export class RadioMirror {
+export class RadioMirror implements RadioSecrets {
   myInfo: Mesh.MyNodeInfo | undefined;
   deviceUi: Mesh.FromRadio['payloadVariant'] | undefined;
   metadata: Mesh.DeviceMetadata | undefined;
@@ -45,6 +49,8 @@ export class RadioMirror {
   readonly nodeInfos = new Map<number, Mesh.NodeInfo>();
   private readonly listeners = new Set<MirrorListener>();
   private sender: ((packet: Mesh.MeshPacket) => Promise<void>) | undefined;
+  /** Packets handed over by `transmit` (mesh API clients'): their `sent` is a client's. */
+  private readonly fromClients = new WeakSet<Mesh.MeshPacket>();
   private readonly onListenerError: (error: unknown) => void;
 
   constructor(options: { onListenerError?: (error: unknown) => void } = {}) {
@@ -89,10 +95,11 @@ export class RadioMirror {
   /** A packet the radio actor handed to the radio. */
   sent(packet: Mesh.MeshPacket, at = Date.now()): void {
     if (this.listeners.size === 0) return;
+    const origin = this.fromClients.has(packet) ? 'client' : 'hub';
     const echo = clone(Mesh.MeshPacketSchema, packet);
     if (echo.from === 0 && this.myNodeNum !== undefined) echo.from = this.myNodeNum;
     if (echo.rxTime === 0) echo.rxTime = Math.floor(at / 1000);
-    this.emit({ kind: 'sent', packet: echo, at });
+    this.emit({ kind: 'sent', packet: echo, at, origin });
   }
 
   /** The radio actor's raw send while it runs; `undefined` detaches it. */
@@ -104,7 +111,17 @@ export class RadioMirror {
   async transmit(packet: Mesh.MeshPacket): Promise<void> {
     const sender = this.sender;
     if (!sender) throw new TransportClosedError();
+    this.fromClients.add(packet);
     await sender(packet);
+  }
+
+  /** The radio's own config section (for RadioSecrets: secrets a client left blank). */
+  config(section: 'security' | 'network'): Config.Config['payloadVariant'] | undefined {
+    return this.configs.get(section)?.value.payloadVariant;
+  }
+
+  moduleConfig(section: 'mqtt'): ModuleConfig.ModuleConfig['payloadVariant'] | undefined {
+    return this.moduleConfigs.get(section)?.value.payloadVariant;
   }
 
   subscribe(listener: MirrorListener): () => void {

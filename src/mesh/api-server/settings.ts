@@ -57,6 +57,11 @@ export const meshApiSettings = z.object({
   MESH_API_PORT: port.default(4403),
   /** Let clients change the radio (set_config, set_channel, set_owner, reboot, factory reset, …). */
   MESH_API_ADMIN: flag.prefault('false'),
+  /**
+   * Show clients the texts the hub sends for subscribers (and the ACKs for them) and the texts
+   * addressed to the hub's node; off: they are people's conversations, not the app's.
+   */
+  MESH_API_SHOW_HUB_TEXTS: flag.prefault('false'),
   /** Client addresses allowed to connect (IPs and CIDR ranges, comma-separated); empty: any. */
   MESH_API_ALLOW: z.string().default('').transform(parsedBy(parseClientAllowlist)),
   MESH_API_MAX_CLIENTS: z.coerce.number().int().min(1).max(1000).default(32),

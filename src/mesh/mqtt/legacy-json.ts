@@ -15,7 +15,12 @@ import { Portnums } from '@meshtastic/protobufs';
 import type { Reading } from '../../weather/reading.js';
 import { type NodeUpdate, nodeIdFromNum } from '../node.js';
 import { hardwareModelName } from '../packet-decoder.js';
-import type { UplinkResult } from './uplink.js';
+import type { UplinkPacket, UplinkResult } from './uplink.js';
+
+/** What the JSON says; the caller adds the gateway and its trust. */
+export type LegacyJsonResult =
+  | Omit<UplinkPacket, 'gatewayId' | 'trusted'>
+  | Exclude<UplinkResult, UplinkPacket>;
 
 const PORT_OF_TYPE: Record<string, number> = {
   text: Portnums.PortNum.TEXT_MESSAGE_APP,
@@ -54,7 +59,7 @@ export function decodeLegacyJson(
   payload: Uint8Array,
   nowMs: number,
   plausibleReceiveTime: (ms: number) => boolean,
-): UplinkResult {
+): LegacyJsonResult {
   let message: unknown;
   try {
     message = JSON.parse(Buffer.from(payload.buffer, payload.byteOffset, payload.length).toString('utf8'));

@@ -9,6 +9,11 @@
  *   known port: CTR carries no integrity check, so that is how a wrong key shows.
  * - `<root>/2/json/<channel>/<!gateway>`: firmware < 2.8 JSON (legacy-json.ts).
  *
+ * Unencrypted packets (a `decoded` MeshPacket in the envelope, and all legacy JSON) prove nothing:
+ * whoever may publish on `msh/#` can write one in any node's name. They are refused unless the
+ * gateway is in MESH_TRUSTED_GATEWAYS (trusted-gateways.ts); legacy JSON is refused before it is
+ * parsed. README "MQTT: mesh packets and retained messages".
+ *
  * Pure: no I/O, no clock but the one given. Every failure is a result with a reason, never a throw.
  */
 import { fromBinary } from '@bufbuild/protobuf';
@@ -18,6 +23,7 @@ import { decodeHeardPacket, type HeardPacket } from '../packet-decoder.js';
 import { channelCipher } from './channel-crypto.js';
 import type { ChannelKeyring } from './channel-keys.js';
 import { decodeLegacyJson } from './legacy-json.js';
+import { NO_TRUSTED_GATEWAYS, type TrustedGateways } from './trusted-gateways.js';
 
 export type MeshTopic =
   | { kind: 'envelope' | 'json'; channel: string; gatewayId: string }
@@ -40,13 +46,19 @@ export function parseMeshTopic(topic: string): MeshTopic {
 
 export interface UplinkPacket extends HeardPacket {
   kind: 'packet';
+  /** The gateway named by the topic. */
+  gatewayId: string;
+  /** The gateway is in MESH_TRUSTED_GATEWAYS (for the publishing MQTT user). */
+  trusted: boolean;
 }
 
 export type UplinkRejectReason =
   | 'malformed_envelope'
   | 'undecryptable'
   | 'malformed_payload'
-  | 'malformed_json';
+  | 'malformed_json'
+  /** Unencrypted (or legacy JSON) from a gateway not in MESH_TRUSTED_GATEWAYS. */
+  | 'unencrypted_untrusted';
 
 export type UplinkResult =
   | UplinkPacket
@@ -62,27 +74,43 @@ export interface UplinkDecoderOptions {
    * or 1970-plus-uptime. Default 10 minutes.
    */
   rxTimeToleranceMs?: number;
+  /** MESH_TRUSTED_GATEWAYS; none by default. */
+  trustedGateways?: TrustedGateways;
 }
 
 export class MeshUplinkDecoder {
   private readonly tolerance: number;
+  private readonly trust: TrustedGateways;
 
   constructor(private readonly options: UplinkDecoderOptions) {
     this.tolerance = options.rxTimeToleranceMs ?? 600_000;
+    this.trust = options.trustedGateways ?? NO_TRUSTED_GATEWAYS;
   }
 
-  decode(topic: string, payload: Uint8Array, nowMs: number): UplinkResult {
+  /** `publisher`: the MQTT username that published it (for gateways bound to a login). */
+  decode(topic: string, payload: Uint8Array, nowMs: number, publisher?: string): UplinkResult {
     const parsed = parseMeshTopic(topic);
-    if (parsed.kind === 'json') return decodeLegacyJson(payload, nowMs, (ms) => this.plausible(ms, nowMs));
-    if (parsed.kind === 'envelope') return this.decodeEnvelope(parsed.channel, payload, nowMs);
-    return { kind: 'ignored', reason: 'not_a_packet_topic' };
+    if (parsed.kind === 'other') return { kind: 'ignored', reason: 'not_a_packet_topic' };
+    const trusted = this.trust.trusts(parsed.gatewayId, publisher);
+    if (parsed.kind === 'json') {
+      if (!trusted) return untrusted(parsed.gatewayId, 'legacy JSON');
+      const result = decodeLegacyJson(payload, nowMs, (ms) => this.plausible(ms, nowMs));
+      return result.kind === 'packet' ? { ...result, gatewayId: parsed.gatewayId, trusted } : result;
+    }
+    return this.decodeEnvelope(parsed.channel, parsed.gatewayId, trusted, payload, nowMs);
   }
 
   private plausible(receivedMs: number, nowMs: number): boolean {
     return receivedMs > 0 && Math.abs(receivedMs - nowMs) <= this.tolerance;
   }
 
-  private decodeEnvelope(topicChannel: string, payload: Uint8Array, nowMs: number): UplinkResult {
+  private decodeEnvelope(
+    topicChannel: string,
+    gatewayId: string,
+    topicTrusted: boolean,
+    payload: Uint8Array,
+    nowMs: number,
+  ): UplinkResult {
     let envelope: Mqtt.ServiceEnvelope;
     try {
       envelope = fromBinary(Mqtt.ServiceEnvelopeSchema, payload);
@@ -94,9 +122,12 @@ export class MeshUplinkDecoder {
       return { kind: 'rejected', reason: 'malformed_envelope', detail: 'ServiceEnvelope.packet is missing' };
     if (packet.from === 0) return { kind: 'ignored', reason: 'no_sender' };
 
+    // The envelope must not name another gateway than the topic does (the trust is the topic's).
+    const trusted = topicTrusted && (envelope.gatewayId === '' || envelope.gatewayId === gatewayId);
     const variant = packet.payloadVariant;
     let data: Mesh.Data;
     if (variant.case === 'decoded') {
+      if (!trusted) return untrusted(gatewayId, 'an unencrypted packet');
       data = variant.value;
     } else if (variant.case === 'encrypted') {
       // PKI-encrypted direct messages need the recipient's private key, which the hub never has.
@@ -120,7 +151,7 @@ export class MeshUplinkDecoder {
     try {
       const receivedAt = packet.rxTime !== 0 ? packet.rxTime * 1000 : nowMs;
       const heard = decodeHeardPacket(packet, nowMs, 'mqtt', receivedAt)!;
-      return { kind: 'packet', ...heard };
+      return { kind: 'packet', ...heard, gatewayId, trusted };
     } catch (error) {
       if (!(error instanceof PayloadDecodeError)) throw error;
       return { kind: 'rejected', reason: 'malformed_payload', detail: error.message };
@@ -146,4 +177,12 @@ export class MeshUplinkDecoder {
     }
     return undefined;
   }
+}
+
+function untrusted(gatewayId: string, what: string): UplinkResult {
+  return {
+    kind: 'rejected',
+    reason: 'unencrypted_untrusted',
+    detail: `${what} from gateway ${gatewayId.slice(0, 32)}, which is not in MESH_TRUSTED_GATEWAYS`,
+  };
 }

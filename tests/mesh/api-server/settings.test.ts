@@ -21,7 +21,12 @@ describe('mesh API settings', () => {
       MESH_API_HOST: '127.0.0.1',
       MESH_API_PORT: 4403,
       MESH_API_ADMIN: false,
+      MESH_API_SHOW_HUB_TEXTS: false,
     });
+    expect(loadConfig({ MESH_API_SHOW_HUB_TEXTS: 'true' }).MESH_API_SHOW_HUB_TEXTS).toBe(true);
+    expect(problemsOf({ MESH_API_SHOW_HUB_TEXTS: 'perhaps' })).toEqual([
+      expect.stringMatching(/^MESH_API_SHOW_HUB_TEXTS: expected true or false/),
+    ]);
     expect(c.MESH_API_ALLOW.entries).toEqual([]);
     expect(loadConfig({ MESH_API: 'false' }).MESH_API).toBe(false);
   });

@@ -7,11 +7,15 @@ import { Mesh, Mqtt, Portnums } from '@meshtastic/protobufs';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { ChannelKeyring } from '../../../src/mesh/mqtt/channel-keys.js';
+import { parseTrustedGateways, type TrustedGateways } from '../../../src/mesh/mqtt/trusted-gateways.js';
 import { MeshUplinkDecoder, parseMeshTopic } from '../../../src/mesh/mqtt/uplink.js';
 import { envelope, envTelemetryEnvelope } from '../../mqtt/helpers.js';
 
 const NOW = Date.UTC(2026, 10, 21, 12, 0, 0);
 const decoder = new MeshUplinkDecoder({ keys: ChannelKeyring.fromConfig() });
+const trustedGateways = parseTrustedGateways('!0000beef, !0000cafe@farm-gw') as TrustedGateways;
+/** Trusts !0000beef from anyone and !0000cafe from MQTT user farm-gw. */
+const trusting = new MeshUplinkDecoder({ keys: ChannelKeyring.fromConfig(), trustedGateways });
 const topic = 'msh/EU_868/2/e/LongFast/!0000beef';
 
 describe('parseMeshTopic', () => {
@@ -98,11 +102,11 @@ describe('MeshUplinkDecoder', () => {
     });
   });
 
-  it('reads a legacy JSON position and node info', () => {
+  it('reads a legacy JSON position and node info from a trusted gateway', () => {
     const json = (body: object) => Buffer.from(JSON.stringify(body));
     const jsonTopic = 'msh/EU_868/2/json/LongFast/!0000beef';
     expect(
-      decoder.decode(
+      trusting.decode(
         jsonTopic,
         json({
           from: 42,
@@ -114,10 +118,12 @@ describe('MeshUplinkDecoder', () => {
       ),
     ).toMatchObject({
       kind: 'packet',
+      gatewayId: '!0000beef',
+      trusted: true,
       nodes: [{ nodeId: '!0000002a', latitude: 47.3769, longitude: 8.5417, altitude: 400 }],
     });
     expect(
-      decoder.decode(
+      trusting.decode(
         jsonTopic,
         json({
           from: 42,
@@ -132,10 +138,50 @@ describe('MeshUplinkDecoder', () => {
       portnum: Portnums.PortNum.NODEINFO_APP,
       nodes: [{ longName: 'Ridge', shortName: 'RDG', hwModel: 'TBEAM' }],
     });
-    expect(decoder.decode(jsonTopic, json({ from: -1, id: 2 }), NOW)).toMatchObject({
+    expect(trusting.decode(jsonTopic, json({ from: -1, id: 2 }), NOW)).toMatchObject({
       kind: 'rejected',
       reason: 'malformed_json',
     });
+  });
+
+  it('refuses unencrypted packets and legacy JSON unless the gateway is trusted (for its MQTT user)', () => {
+    const plain = envTelemetryEnvelope(0x40, 5, { temperature: 4 }, { psk: 'AA==', gatewayId: '!0000beef' });
+    const untrusted = { kind: 'rejected', reason: 'unencrypted_untrusted' };
+    expect(decoder.decode(topic, plain, NOW)).toMatchObject(untrusted);
+    expect(trusting.decode(topic, plain, NOW)).toMatchObject({ kind: 'packet', trusted: true });
+    // The envelope naming another gateway than the topic: the topic's trust does not carry over.
+    const other = envTelemetryEnvelope(0x40, 6, { temperature: 4 }, { psk: 'AA==', gatewayId: '!0000abcd' });
+    expect(trusting.decode(topic, other, NOW)).toMatchObject(untrusted);
+    // Bound to a login: only that MQTT user is believed.
+    const cafe = 'msh/EU_868/2/e/LongFast/!0000cafe';
+    const fromCafe = envTelemetryEnvelope(
+      0x40,
+      7,
+      { temperature: 4 },
+      { psk: 'AA==', gatewayId: '!0000cafe' },
+    );
+    expect(trusting.decode(cafe, fromCafe, NOW, 'someone-else')).toMatchObject(untrusted);
+    expect(trusting.decode(cafe, fromCafe, NOW)).toMatchObject(untrusted);
+    expect(trusting.decode(cafe, fromCafe, NOW, 'farm-gw')).toMatchObject({ kind: 'packet', trusted: true });
+    // Encrypted packets are read from any gateway, marked untrusted.
+    const sealed = envTelemetryEnvelope(0x40, 8, { temperature: 4 }, { gatewayId: '!00001234' });
+    expect(decoder.decode('msh/EU_868/2/e/LongFast/!00001234', sealed, NOW)).toMatchObject({
+      kind: 'packet',
+      trusted: false,
+      gatewayId: '!00001234',
+    });
+    const json = Buffer.from(
+      JSON.stringify({ from: 42, id: 3, type: 'nodeinfo', payload: { longname: 'X' } }),
+    );
+    expect(decoder.decode('msh/EU_868/2/json/LongFast/!0000beef', json, NOW)).toMatchObject(untrusted);
+  });
+
+  it('parses MESH_TRUSTED_GATEWAYS', () => {
+    expect(parseTrustedGateways('')).toMatchObject({ entries: [] });
+    expect(parseTrustedGateways('!A1B2C3D4').toString()).not.toContain('not a gateway id');
+    expect((parseTrustedGateways('!A1B2C3D4') as TrustedGateways).trusts('!a1b2c3d4', undefined)).toBe(true);
+    for (const bad of ['a1b2c3d4', '!a1b2', '!a1b2c3d4@', '!a1b2c3d4@a@b', '#'])
+      expect(parseTrustedGateways(bad)).toContain('is not a gateway id');
   });
 
   it('never throws on arbitrary bytes, on any uplink topic', () => {
@@ -144,8 +190,10 @@ describe('MeshUplinkDecoder', () => {
         fc.constantFrom(topic, 'msh/EU_868/2/json/LongFast/!0000beef', 'msh/x/2/c/Farm/!1'),
         fc.uint8Array({ maxLength: 300 }),
         (t, bytes) => {
-          const result = decoder.decode(t, bytes, NOW);
-          expect(['packet', 'rejected', 'ignored']).toContain(result.kind);
+          for (const d of [decoder, trusting]) {
+            const result = d.decode(t, bytes, NOW);
+            expect(['packet', 'rejected', 'ignored']).toContain(result.kind);
+          }
         },
       ),
       { numRuns: 2_000 },
