@@ -288,6 +288,7 @@ export async function createHub(config: HubConfig, options: HubOptions): Promise
         actors: supervisor.status(),
       }),
     componentPorts: config.HTTP_COMPONENT_PORTS,
+    allowedHosts: config.HTTP_ALLOWED_HOSTS,
   });
   const gateway = supervisor.actors.find((a) => a instanceof MessageGatewayActor);
   if (meshApi && mirror && gateway) {

@@ -5,6 +5,7 @@
  */
 import { z } from 'zod';
 import { authSettings } from '../auth/settings.js';
+import { parseAllowedHosts } from '../http/host-check.js';
 import { meshApiSettings } from '../mesh/api-server/settings.js';
 import { messagingSettings } from '../messaging/settings.js';
 import { mqttSettings } from '../mqtt/settings.js';
@@ -66,6 +67,11 @@ export const hubSettings = z.object({
   DATA_DIR: z.string().min(1).default('./data'),
   HTTP_HOST: z.string().min(1).default('0.0.0.0'),
   HTTP_PORT: port.default(8080),
+  /**
+   * Host names the HTTP listeners answer to besides IP literals, localhost and the machine's own
+   * name (`meshhub.example.org`, `*.example.org`); any other `Host` gets 421 (DNS rebinding).
+   */
+  HTTP_ALLOWED_HOSTS: z.string().default('').transform(parsedBy(parseAllowedHosts)),
   RADIO: z.string().default('auto').transform(parsedBy(parseRadioSpec)),
   /** Serial heartbeat interval; the firmware drops an API session that stays silent too long. */
   RADIO_HEARTBEAT_SECONDS: z.coerce.number().int().min(5).max(900).default(60),
