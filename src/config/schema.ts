@@ -6,6 +6,7 @@
 import { z } from 'zod';
 import { authSettings } from '../auth/settings.js';
 import { parseAllowedHosts } from '../http/host-check.js';
+import { liveSettings } from '../live/settings.js';
 import { meshApiSettings } from '../mesh/api-server/settings.js';
 import { messagingSettings } from '../messaging/settings.js';
 import { mqttSettings } from '../mqtt/settings.js';
@@ -137,6 +138,7 @@ export const configSchema = z
   .object({
     ...hubSettings.shape,
     ...authSettings.shape,
+    ...liveSettings.shape,
     ...meshApiSettings.shape,
     ...messagingSettings.shape,
     ...mqttSettings.shape,
