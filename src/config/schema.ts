@@ -94,6 +94,8 @@ export const hubSettings = z.object({
   AUTH_AUDIENCE: z.string().optional(),
   /** Dotted path of the roles claim in the provider's tokens, e.g. `realm_access.roles`. */
   AUTH_ROLES_CLAIM: z.string().min(1).default('roles'),
+  /** Let AUTH_JWKS_URL resolve to a private (LAN) address; off: public addresses and loopback only. */
+  AUTH_JWKS_ALLOW_PRIVATE_NETWORK: flag.prefault('false'),
   /** Also listen on the spec's component ports, each serving only its component's routes. */
   HTTP_COMPONENT_PORTS: z
     .union([z.boolean(), z.string()])

@@ -49,7 +49,7 @@ export class RefusedAddressError extends OutboundUrlError {
   ) {
     super(
       'private_address',
-      `${host === address ? `${host} is` : `host ${host} resolves to`} a non-public address (${address}); refused${setting ? ` (${setting}=true allows it)` : ''}`,
+      `${host === address ? `${host} is a non-public address` : `host ${host} resolves to a non-public address (${address})`}; refused${setting ? ` (${setting}=true allows it)` : ''}`,
     );
   }
 }

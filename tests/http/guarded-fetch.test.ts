@@ -138,7 +138,7 @@ describe('guardedFetch', () => {
       `http://[::1]:${s.port}/`,
     ]) {
       const refused = await refusal(client({ resolve })(url));
-      expect(refused.message).toMatch(/ is a non-public address .*; refused$/);
+      expect(refused.message).toMatch(/ is a non-public address; refused$/);
     }
     expect(resolve.calls).toEqual([]);
     expect((await client({ allowLoopback: true })(`http://127.0.0.1:${s.port}/`)).status).toBe(200);
