@@ -48,7 +48,7 @@ export function parseAllowedHosts(value: string): string[] | string {
     const wildcard = entry.startsWith('*.');
     const name = normaliseName(wildcard ? entry.slice(2) : entry);
     if (!NAME.test(name)) {
-      return `expected comma-separated host names without scheme or port, e.g. meshhub.example.org or *.example.org (got ${JSON.stringify(entry)})`;
+      return `${JSON.stringify(entry)} is not a host name: expected comma-separated names without scheme or port, e.g. meshhub.example.org or *.example.org`;
     }
     out.push(wildcard ? `*.${name}` : name);
   }
