@@ -5,8 +5,9 @@ import { type ServerType, serve } from '@hono/node-server';
 import type { Hono } from 'hono';
 import { createHttpApp } from '../src/http/app.js';
 import type { HealthReport } from '../src/http/health.js';
+import { HostAllowlist } from '../src/http/host-check.js';
 import type { HttpMounts } from '../src/http/mounts.js';
-import { refuseUpgrade, serveWithoutUpgrade } from '../src/http/refuse-upgrade.js';
+import { refuseMisdirectedUpgrade, refuseUpgrade, serveWithoutUpgrade } from '../src/http/refuse-upgrade.js';
 import type { Component } from '../src/http/routes.js';
 import { Actor } from '../src/kernel/actor.js';
 import type { Logger } from '../src/log.js';
@@ -15,7 +16,9 @@ import type { UpgradeHandler } from '../src/module.js';
 
 /**
  * Serves the HTTP API on HTTP_HOST:HTTP_PORT and, with HTTP_COMPONENT_PORTS, on one extra port
- * per component of the spec, each serving only the route groups of that component.
+ * per component of the spec, each serving only the route groups of that component. Every
+ * listener, WebSocket upgrades included, answers only to the hub's own names (HTTP_ALLOWED_HOSTS,
+ * src/http/host-check.ts).
  */
 export class HttpServerActor extends Actor {
   readonly name = 'http';
@@ -40,6 +43,8 @@ export class HttpServerActor extends Actor {
       health: () => HealthReport;
       /** HTTP_COMPONENT_PORTS: component → port (0: any free port). */
       componentPorts?: Partial<Record<Component, number>>;
+      /** HTTP_ALLOWED_HOSTS: names answered to besides IP literals, localhost and the machine's name. */
+      allowedHosts?: readonly string[];
     },
   ) {
     super();
@@ -54,12 +59,14 @@ export class HttpServerActor extends Actor {
   async start(): Promise<void> {
     const { log, mounts } = this.deps;
     const routes = mounts.ordered();
+    const allowedHosts = new HostAllowlist(this.deps.allowedHosts ?? []);
     this.app = createHttpApp({
       log,
       metrics: this.deps.metrics,
       version: this.deps.version,
       health: this.deps.health,
       routes,
+      allowedHosts,
     });
     this.boundPort = await this.listen(this.app, this.deps.port, (server) => {
       this.server = server;
@@ -70,6 +77,12 @@ export class HttpServerActor extends Actor {
     const server = this.server as Server | undefined;
     if (server) {
       server.on('upgrade', (request: IncomingMessage, socket: Duplex, head: Buffer) => {
+        // The same names as every other request (the app checks the h2c case itself).
+        const host = request.headers.host;
+        if (host !== undefined && !allowedHosts.allows(host)) {
+          refuseMisdirectedUpgrade(socket, host);
+          return;
+        }
         // Modules claim WebSocket upgrades per path. Any other upgrade (h2c from `curl --http2`)
         // is served as the plain request it also is; a WebSocket to a path nobody upgrades (any
         // path while MQTT_WEBSOCKET is off) gets a 404 problem.
@@ -88,7 +101,10 @@ export class HttpServerActor extends Actor {
         handler(request, socket, head);
       });
     }
-    log.info({ host: this.deps.host, port: this.boundPort }, 'http listening');
+    log.info(
+      { host: this.deps.host, port: this.boundPort, allowedHosts: allowedHosts.names },
+      'http listening (besides IP literals, answers only to these names: HTTP_ALLOWED_HOSTS adds more)',
+    );
     for (const [component, port] of Object.entries(this.deps.componentPorts ?? {}) as [Component, number][]) {
       const app = createHttpApp({
         log,
@@ -96,6 +112,7 @@ export class HttpServerActor extends Actor {
         version: this.deps.version,
         health: this.deps.health,
         routes: routes.filter((r) => r.component === component),
+        allowedHosts,
       });
       const entry: { server?: ServerType; port?: number } = {};
       entry.port = await this.listen(app, port, (server) => {

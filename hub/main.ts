@@ -163,6 +163,7 @@ export async function createHub(config: HubConfig, options: HubOptions): Promise
     issuer: config.AUTH_ISSUER,
     audience: config.AUTH_AUDIENCE,
     rolesClaim: config.AUTH_ROLES_CLAIM,
+    allowPrivateNetwork: config.AUTH_JWKS_ALLOW_PRIVATE_NETWORK,
   };
   // A half-configured identity provider is "misconfigured", not fatal: warn, trust only the
   // hub's own issuer, and let every module say so (issue 14). Bad values still stop the start.
@@ -288,6 +289,7 @@ export async function createHub(config: HubConfig, options: HubOptions): Promise
         actors: supervisor.status(),
       }),
     componentPorts: config.HTTP_COMPONENT_PORTS,
+    allowedHosts: config.HTTP_ALLOWED_HOSTS,
   });
   const gateway = supervisor.actors.find((a) => a instanceof MessageGatewayActor);
   if (meshApi && mirror && gateway) {

@@ -81,8 +81,9 @@ export class AuditCollectorActor extends Actor {
     this.session = { subscribed: new Set() };
     this.inbox.reopen();
     if (config.credentials) {
-      // Every Microsoft request passes the private-address check where it goes out (issue 14).
-      const guarded = addressGuardedFetch(this.deps.fetchImpl ?? fetch, {
+      // Every Microsoft request passes the private-address check where it goes out (issue 14),
+      // on the socket (src/http/guarded-fetch.ts); `fetchImpl` (tests) replaces the network.
+      const guarded = addressGuardedFetch(this.deps.fetchImpl, {
         allowedHosts: config.allowedHosts,
         allowPrivateNetwork: config.allowPrivateNetwork,
         ...(this.deps.resolve ? { resolve: this.deps.resolve } : {}),

@@ -71,6 +71,8 @@ export interface BillingConfig {
   storeId: string;
   apiKey: Secret;
   webhookSecret: Secret;
+  /** BTCPAY_ALLOW_PRIVATE_NETWORK: BTCPay may be on the LAN or loopback (checked at connect time too). */
+  allowPrivateNetwork?: boolean;
   timeoutMs: number;
   graceMs: number;
   redirectUrl?: string;
@@ -86,6 +88,7 @@ export function billingConfigFrom(s: BillingSettings): BillingConfig {
     storeId: s.BTCPAY_STORE_ID,
     apiKey: new Secret(s.BTCPAY_API_KEY),
     webhookSecret: new Secret(s.BTCPAY_WEBHOOK_SECRET),
+    allowPrivateNetwork: s.BTCPAY_ALLOW_PRIVATE_NETWORK,
     timeoutMs: s.BTCPAY_TIMEOUT_MS,
     graceMs: Math.round(s.BILLING_GRACE_HOURS * 3_600_000),
     ...(s.BILLING_REDIRECT_URL ? { redirectUrl: s.BILLING_REDIRECT_URL } : {}),

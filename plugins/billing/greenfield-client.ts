@@ -4,8 +4,14 @@
  * authorised with `Authorization: token <api key>`. Whatever goes wrong on the way (refused,
  * timed out, 4xx, 5xx, a body that is not the documented shape) is one typed error with a plain
  * reason: the routes turn it into 503 + Retry-After, the webhook into 503 so BTCPay redelivers.
+ *
+ * Requests go out through the hub's guarded client (src/http/guarded-fetch.ts): unless
+ * BTCPAY_ALLOW_PRIVATE_NETWORK=true, a BTCPAY_URL whose name resolves to a private, loopback or
+ * link-local address — now or later (DNS rebinding) — is refused on the socket, before the API
+ * key is sent.
  */
 import { z } from 'zod';
+import { type AddressPolicy, guardedFetch, refusedAddressOf } from '../../src/http/guarded-fetch.js';
 import type { BillingConfig } from './config.js';
 
 /** Invoice statuses (Greenfield `InvoiceStatus`). */
@@ -40,7 +46,22 @@ export class BtcpayUnavailableError extends Error {
 }
 
 export class GreenfieldClient {
-  constructor(private readonly config: Pick<BillingConfig, 'baseUrl' | 'storeId' | 'apiKey' | 'timeoutMs'>) {}
+  private readonly fetch: (url: string, init: RequestInit) => Promise<Response>;
+
+  constructor(
+    private readonly config: Pick<
+      BillingConfig,
+      'baseUrl' | 'storeId' | 'apiKey' | 'timeoutMs' | 'allowPrivateNetwork'
+    >,
+    /** DNS (tests). */
+    resolve?: AddressPolicy['resolve'],
+  ) {
+    this.fetch = guardedFetch({
+      allowPrivateNetwork: config.allowPrivateNetwork ?? false,
+      setting: 'BTCPAY_ALLOW_PRIVATE_NETWORK',
+      ...(resolve ? { resolve } : {}),
+    });
+  }
 
   private storePath(suffix: string): string {
     const { baseUrl, storeId } = this.config;
@@ -63,7 +84,7 @@ export class GreenfieldClient {
   private async call(method: string, url: string, body?: unknown): Promise<GreenfieldInvoice> {
     let res: Response;
     try {
-      res = await fetch(url, {
+      res = await this.fetch(url, {
         method,
         headers: {
           authorization: `token ${this.config.apiKey.reveal()}`,
@@ -75,6 +96,13 @@ export class GreenfieldClient {
         signal: AbortSignal.timeout(this.config.timeoutMs),
       });
     } catch (error) {
+      const refused = refusedAddressOf(error);
+      if (refused) {
+        // The reason reaches subscribers (503 detail): the setting, not the address.
+        throw new BtcpayUnavailableError(
+          'the payment server is at a non-public address; set BTCPAY_ALLOW_PRIVATE_NETWORK=true for a BTCPay on the LAN',
+        );
+      }
       const timedOut =
         error instanceof Error && (error.name === 'TimeoutError' || error.name === 'AbortError');
       throw new BtcpayUnavailableError(

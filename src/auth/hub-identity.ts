@@ -23,6 +23,8 @@ export interface ExternalIdentityProvider {
   issuer?: string | undefined;
   audience?: string | undefined;
   rolesClaim?: string | undefined;
+  /** AUTH_JWKS_ALLOW_PRIVATE_NETWORK (src/auth/jwt-verifier.ts). */
+  allowPrivateNetwork?: boolean | undefined;
 }
 
 export interface Principal {
@@ -81,7 +83,13 @@ export function externalTrustedIssuer(config: ExternalIdentityProvider): Trusted
   if (issuer?.startsWith('urn:meshhub:'))
     problems.push("AUTH_ISSUER: 'urn:meshhub:' is the hub's own issuer");
   if (problems.length) throw new ConfigError(problems);
-  return { issuer: issuer!, audience: audience!, keys: url!, rolesClaim: config.rolesClaim || 'roles' };
+  return {
+    issuer: issuer!,
+    audience: audience!,
+    keys: url!,
+    rolesClaim: config.rolesClaim || 'roles',
+    ...(config.allowPrivateNetwork ? { allowPrivateNetwork: true } : {}),
+  };
 }
 
 export function buildHubTokenVerifier(local: LocalIssuer, external?: TrustedIssuer): TokenVerifier {

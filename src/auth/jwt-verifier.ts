@@ -11,6 +11,7 @@
 import {
   createLocalJWKSet,
   createRemoteJWKSet,
+  customFetch,
   decodeProtectedHeader,
   errors,
   type JSONWebKeySet,
@@ -18,6 +19,7 @@ import {
   type JWTVerifyGetKey,
   jwtVerify,
 } from 'jose';
+import { guardedFetch, refusedAddressOf } from '../http/guarded-fetch.js';
 
 /** Asymmetric only: a symmetric algorithm would let anyone holding a public key mint tokens. */
 export const ALLOWED_ALGORITHMS = ['EdDSA', 'ES256', 'ES384', 'RS256', 'RS384', 'RS512', 'PS256'] as const;
@@ -64,6 +66,11 @@ export interface TrustedIssuer {
   keys: JSONWebKeySet | URL;
   /** Dotted path of the roles claim, e.g. `roles` or `realm_access.roles`. Default `roles`. */
   rolesClaim?: string;
+  /**
+   * AUTH_JWKS_ALLOW_PRIVATE_NETWORK: the JWKS URL may resolve to a private (LAN) address. Without
+   * it only public addresses and loopback are connected to (checked at connect time).
+   */
+  allowPrivateNetwork?: boolean;
 }
 
 export interface TokenVerifier {
@@ -117,6 +124,29 @@ function translate(error: unknown): AuthError {
 }
 
 /**
+ * The JWKS download, through the hub's guarded client (src/http/guarded-fetch.ts): the name is
+ * resolved on the socket and a non-public address (loopback excepted: a local identity provider,
+ * the tests) is refused unless AUTH_JWKS_ALLOW_PRIVATE_NETWORK=true; the refusal says so.
+ */
+function jwksFetch(allowPrivateNetwork: boolean) {
+  const keysFetch = guardedFetch({
+    allowLoopback: true,
+    allowPrivateNetwork,
+    setting: 'AUTH_JWKS_ALLOW_PRIVATE_NETWORK',
+  });
+  return async (url: string, init: RequestInit): Promise<Response> => {
+    try {
+      return await keysFetch(url, init);
+    } catch (error) {
+      const refused = refusedAddressOf(error);
+      if (refused)
+        throw new AuthError('keys_unavailable', `the signing keys could not be fetched: ${refused.message}`);
+      throw error;
+    }
+  };
+}
+
+/**
  * Verifies against several issuers: the token's `iss` picks the issuer (unverified at that
  * point, only used to choose keys; the signature and the claim are checked after).
  */
@@ -135,6 +165,7 @@ export function createTokenVerifier(
             timeoutDuration: 5_000,
             cooldownDuration: 30_000,
             cacheMaxAge: 600_000,
+            [customFetch]: jwksFetch(trusted.allowPrivateNetwork ?? false),
           })
         : createLocalJWKSet(trusted.keys);
     byIssuer.set(trusted.issuer, { trusted, keys });

@@ -5,6 +5,8 @@
  */
 import { z } from 'zod';
 import { authSettings } from '../auth/settings.js';
+import { parseAllowedHosts } from '../http/host-check.js';
+import { liveSettings } from '../live/settings.js';
 import { meshApiSettings } from '../mesh/api-server/settings.js';
 import { messagingSettings } from '../messaging/settings.js';
 import { mqttSettings } from '../mqtt/settings.js';
@@ -66,6 +68,11 @@ export const hubSettings = z.object({
   DATA_DIR: z.string().min(1).default('./data'),
   HTTP_HOST: z.string().min(1).default('0.0.0.0'),
   HTTP_PORT: port.default(8080),
+  /**
+   * Host names the HTTP listeners answer to besides IP literals, localhost and the machine's own
+   * name (`meshhub.example.org`, `*.example.org`); any other `Host` gets 421 (DNS rebinding).
+   */
+  HTTP_ALLOWED_HOSTS: z.string().default('').transform(parsedBy(parseAllowedHosts)),
   RADIO: z.string().default('auto').transform(parsedBy(parseRadioSpec)),
   /** Serial heartbeat interval; the firmware drops an API session that stays silent too long. */
   RADIO_HEARTBEAT_SECONDS: z.coerce.number().int().min(5).max(900).default(60),
@@ -87,6 +94,8 @@ export const hubSettings = z.object({
   AUTH_AUDIENCE: z.string().optional(),
   /** Dotted path of the roles claim in the provider's tokens, e.g. `realm_access.roles`. */
   AUTH_ROLES_CLAIM: z.string().min(1).default('roles'),
+  /** Let AUTH_JWKS_URL resolve to a private (LAN) address; off: public addresses and loopback only. */
+  AUTH_JWKS_ALLOW_PRIVATE_NETWORK: flag.prefault('false'),
   /** Also listen on the spec's component ports, each serving only its component's routes. */
   HTTP_COMPONENT_PORTS: z
     .union([z.boolean(), z.string()])
@@ -131,6 +140,7 @@ export const configSchema = z
   .object({
     ...hubSettings.shape,
     ...authSettings.shape,
+    ...liveSettings.shape,
     ...meshApiSettings.shape,
     ...messagingSettings.shape,
     ...mqttSettings.shape,

@@ -1,5 +1,6 @@
 /**
- * Assembles the hub's Hono app: request ids, latency metrics, the operational routes
+ * Assembles the hub's Hono app: request ids, latency metrics, the `Host` check (host-check.ts),
+ * the operational routes
  * (/health, /api/version, /metrics) and whatever route groups the hub mounts.
  * Errors become RFC 9457 problem details in the one onError.
  */
@@ -9,6 +10,7 @@ import type { HubMetrics } from '../metrics.js';
 import { accessMetrics } from './access-metrics.js';
 import { createErrorHandler, notFound } from './error-handler.js';
 import type { HealthReport } from './health.js';
+import { HostAllowlist, hostCheck } from './host-check.js';
 import { requestId } from './request-id.js';
 import type { RouteMount } from './routes.js';
 
@@ -20,12 +22,16 @@ export interface HttpAppOptions {
   version: string;
   health: () => HealthReport;
   routes: RouteMount[];
+  /** The names the app answers to (HTTP_ALLOWED_HOSTS and the machine's own); default: the machine's own. */
+  allowedHosts?: HostAllowlist;
 }
 
 export function createHttpApp(options: HttpAppOptions): Hono {
   const app = new Hono();
   app.use(requestId());
   app.use(accessMetrics({ metrics: options.metrics, log: options.log }));
+  // Before any route: a name the hub does not answer to (DNS rebinding) reads nothing.
+  app.use(hostCheck(options.allowedHosts ?? new HostAllowlist()));
 
   app.get('/health', (c) => {
     const report = options.health();

@@ -1,5 +1,6 @@
 import type { IncomingMessage, Server } from 'node:http';
 import type { Duplex } from 'node:stream';
+import { misdirected } from './host-check.js';
 
 /**
  * Upgrades nobody takes. Once a server listens for 'upgrade', Node hands it every request that
@@ -50,16 +51,25 @@ export function serveWithoutUpgrade(
  * with `status` (503 while the service behind the path is down), and the connection closed.
  */
 export function refuseUpgrade(socket: Duplex, pathname: string, status: 404 | 503 = 404): void {
-  const title = status === 404 ? 'Not Found' : 'Service Unavailable';
-  const body = JSON.stringify({
-    type: 'about:blank',
-    title,
+  writeProblem(
+    socket,
     status,
-    detail:
-      status === 404
-        ? `nothing here upgrades a connection at ${pathname}`
-        : `${pathname} cannot take a connection right now; try again shortly`,
-  });
+    status === 404
+      ? `nothing here upgrades a connection at ${pathname}`
+      : `${pathname} cannot take a connection right now; try again shortly`,
+  );
+}
+
+/** An upgrade sent to a name the hub does not answer to (host-check.ts): 421, and closed. */
+export function refuseMisdirectedUpgrade(socket: Duplex, host: string): void {
+  writeProblem(socket, 421, misdirected(host).detail);
+}
+
+const TITLES = { 404: 'Not Found', 421: 'Misdirected Request', 503: 'Service Unavailable' } as const;
+
+function writeProblem(socket: Duplex, status: keyof typeof TITLES, detail: string): void {
+  const title = TITLES[status];
+  const body = JSON.stringify({ type: 'about:blank', title, status, detail });
   socket.end(
     `HTTP/1.1 ${status} ${title}\r\ncontent-type: application/problem+json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
   );

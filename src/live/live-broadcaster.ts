@@ -12,6 +12,11 @@ import { ProblemError } from '../http/problem.js';
 export interface LiveStreamLimits {
   /** Open streams at most; the next one gets 503 with Retry-After. */
   maxClients: number;
+  /**
+   * Open streams of one client address at most (LIVE_MAX_STREAMS_PER_ADDRESS); the next one
+   * from that address gets 429 with Retry-After, so one address cannot take every slot.
+   */
+  maxClientsPerAddress: number;
   heartbeatMs: number;
   /** Bytes a client may leave unread before it is cut off. */
   maxBufferedBytes: number;
@@ -21,6 +26,7 @@ export interface LiveStreamLimits {
 
 export const DEFAULT_LIVE_LIMITS: LiveStreamLimits = {
   maxClients: 100,
+  maxClientsPerAddress: 8,
   heartbeatMs: 15_000,
   maxBufferedBytes: 1024 * 1024,
   retryMs: 3_000,
@@ -30,6 +36,8 @@ interface LiveClient {
   controller: ReadableStreamDefaultController<Uint8Array>;
   /** Drops the connection at once (the HTTP response's socket), when the server gives us one. */
   abort: (() => void) | undefined;
+  /** The client's address, when known (counted against maxClientsPerAddress). */
+  address: string | undefined;
 }
 
 const encoder = new TextEncoder();
@@ -42,6 +50,8 @@ export function sseEvent(event: string, data: string): Uint8Array {
 export class LiveBroadcaster {
   readonly limits: LiveStreamLimits;
   private readonly clients = new Set<LiveClient>();
+  /** Open streams by client address. */
+  private readonly perAddress = new Map<string, number>();
   private heartbeat: NodeJS.Timeout | undefined;
   /** Clients cut off for not reading (for /health and the tests). */
   droppedSlowClients = 0;
@@ -54,11 +64,23 @@ export class LiveBroadcaster {
     return this.clients.size;
   }
 
+  /** Open streams of one client address. */
+  clientsOf(address: string): number {
+    return this.perAddress.get(address) ?? 0;
+  }
+
   /**
-   * A new stream that starts with `first` (e.g. the hub's hello). Throws a 503 problem when
-   * `maxClients` streams are open.
+   * A new stream that starts with `first` (e.g. the hub's hello). Throws a 429 problem when
+   * `address` already holds `maxClientsPerAddress` streams, a 503 when `maxClients` are open.
    */
-  open(first: () => Uint8Array[], abort?: () => void): ReadableStream<Uint8Array> {
+  open(first: () => Uint8Array[], abort?: () => void, address?: string): ReadableStream<Uint8Array> {
+    if (address !== undefined && this.clientsOf(address) >= this.limits.maxClientsPerAddress) {
+      throw new ProblemError(
+        429,
+        `at most ${this.limits.maxClientsPerAddress} live streams per client address; close one (another tab or window) first`,
+        { headers: { 'retry-after': String(Math.ceil(this.limits.retryMs / 1000) * 10) } },
+      );
+    }
     if (this.clients.size >= this.limits.maxClients) {
       throw new ProblemError(503, 'too many live dashboards are open; try again in a moment', {
         headers: { 'retry-after': String(Math.ceil(this.limits.retryMs / 1000) * 10) },
@@ -68,8 +90,9 @@ export class LiveBroadcaster {
     return new ReadableStream<Uint8Array>(
       {
         start: (controller) => {
-          client = { controller, abort };
+          client = { controller, abort, address };
           this.clients.add(client);
+          if (address !== undefined) this.perAddress.set(address, this.clientsOf(address) + 1);
           this.startHeartbeat();
           controller.enqueue(encoder.encode(`retry: ${this.limits.retryMs}\n\n`));
           for (const chunk of first()) controller.enqueue(chunk);
@@ -120,7 +143,12 @@ export class LiveBroadcaster {
   }
 
   private remove(client: LiveClient): void {
-    this.clients.delete(client);
+    if (!this.clients.delete(client)) return;
+    if (client.address !== undefined) {
+      const left = this.clientsOf(client.address) - 1;
+      if (left > 0) this.perAddress.set(client.address, left);
+      else this.perAddress.delete(client.address);
+    }
     if (this.clients.size === 0 && this.heartbeat) {
       clearInterval(this.heartbeat);
       this.heartbeat = undefined;

@@ -1,13 +1,14 @@
 /** The dashboard's public live stream, `GET /api/v1/live` (see mount.ts for its events). */
-import { z } from 'zod';
 import { defineModule } from '../module.js';
 import { liveRoutes } from './mount.js';
+import { liveSettings } from './settings.js';
 
 export const liveModule = defineModule({
   name: 'live',
-  settings: z.object({}),
+  settings: liveSettings,
   create(ctx) {
-    ctx.mount('/api/v1/live', liveRoutes({ bus: ctx.bus, owner: ctx.owner, hub: ctx.hub }), {
+    const limits = { maxClientsPerAddress: ctx.settings.LIVE_MAX_STREAMS_PER_ADDRESS };
+    ctx.mount('/api/v1/live', liveRoutes({ bus: ctx.bus, owner: ctx.owner, hub: ctx.hub, limits }), {
       component: 'hub',
     });
     return {};

@@ -11,8 +11,11 @@
  * - `node`: a partial `/api/v1/nodes` item: only the fields one packet told (merge them);
  * - `radio`: the radio link status, as in `/health`;
  * - `ping`: every 15 s.
+ *
+ * At most 100 streams in all (503 past it) and LIVE_MAX_STREAMS_PER_ADDRESS per client address
+ * (429 past it), so one address cannot take every slot.
  */
-import type { ServerResponse } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Hono } from 'hono';
 import type { HubBus } from '../events.js';
 import type { HubFacts } from '../module.js';
@@ -27,6 +30,13 @@ export interface LiveStreamOptions {
   limits?: Partial<LiveStreamLimits>;
   /** Receives the broadcaster (tests and /health read its client count). */
   onBroadcaster?: (broadcaster: LiveBroadcaster) => void;
+}
+
+/** The peer's address, an IPv4-mapped IPv6 address as plain IPv4; undefined in-process. */
+export function clientAddress(incoming: IncomingMessage | undefined): string | undefined {
+  const address = incoming?.socket?.remoteAddress;
+  if (!address) return undefined;
+  return address.startsWith('::ffff:') && address.includes('.') ? address.slice(7) : address;
 }
 
 export function liveRoutes(options: LiveStreamOptions): Hono {
@@ -48,7 +58,8 @@ export function liveRoutes(options: LiveStreamOptions): Hono {
   const app = new Hono();
   app.get('/', (c) => {
     // @hono/node-server hands over the ServerResponse: a stuck client's socket is destroyed outright.
-    const outgoing = (c.env as { outgoing?: ServerResponse } | undefined)?.outgoing;
+    const env = c.env as { incoming?: IncomingMessage; outgoing?: ServerResponse } | undefined;
+    const outgoing = env?.outgoing;
     const stream = live.open(
       () => [
         sseEvent(
@@ -62,6 +73,7 @@ export function liveRoutes(options: LiveStreamOptions): Hono {
         ),
       ],
       outgoing ? () => outgoing.destroy() : undefined,
+      clientAddress(env?.incoming),
     );
     return c.body(stream, 200, {
       'content-type': 'text/event-stream; charset=utf-8',

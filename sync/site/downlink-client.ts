@@ -15,6 +15,7 @@
  */
 import { WebSocket } from 'ws';
 import type { HubBus } from '../../src/events.js';
+import { type AddressPolicy, guardedSocketConnect } from '../../src/http/guarded-fetch.js';
 import type { Logger } from '../../src/log.js';
 import { downlinkHelloSchema, SYNC_API } from '../protocol.js';
 import { type ClaimsSigner, signSiteRequest } from '../signing.js';
@@ -58,6 +59,11 @@ export interface DownlinkClientDeps {
   metrics: SyncMetrics;
   log: Logger;
   retryMaxMs: number;
+  /**
+   * Where the socket may connect (src/http/guarded-fetch.ts), checked on every connection.
+   * Default: public addresses and loopback.
+   */
+  addressPolicy?: AddressPolicy;
   /** Called on every state change (the actor reports it in /health and persists it). */
   onState?: (state: DownlinkState) => void;
   /** Called after a command was applied (what it stored waits in the outbox now). */
@@ -163,8 +169,14 @@ export class DownlinkClient {
     }
     if (!this.running) return;
     const sentAt = deps.clock.local();
-    const socket = new WebSocket(downlinkUrl(deps.upstream), {
+    const url = downlinkUrl(deps.upstream);
+    const socket = new WebSocket(url, {
       headers: { authorization: `Bearer ${token}` },
+      // The address check at connect time: a name that resolves into the LAN is refused.
+      createConnection: guardedSocketConnect(
+        deps.addressPolicy ?? { allowLoopback: true },
+        url.protocol === 'wss:',
+      ),
       handshakeTimeout: deps.handshakeTimeoutMs ?? 15_000,
       maxPayload: MAX_FRAME_BYTES,
       perMessageDeflate: false,

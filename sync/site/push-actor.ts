@@ -30,6 +30,12 @@ import { promisify } from 'node:util';
 import { gzip } from 'node:zlib';
 import type { z } from 'zod';
 import type { HubBus } from '../../src/events.js';
+import {
+  type AddressPolicy,
+  type GuardedFetch,
+  guardedFetch,
+  refusedAddressOf,
+} from '../../src/http/guarded-fetch.js';
 import { Actor } from '../../src/kernel/actor.js';
 import type { Logger } from '../../src/log.js';
 import { nodeIdFromNum } from '../../src/mesh/node.js';
@@ -168,6 +174,22 @@ export interface SyncActorDeps {
   now?: () => number;
   /** Tests: a faster heartbeat of the downlink. */
   downlinkHeartbeatMs?: number;
+  /** DNS for the address check of both connections (tests). */
+  resolve?: AddressPolicy['resolve'];
+}
+
+/**
+ * Where the site may connect for its upstream (README "Security", "Outbound connections"): a
+ * public address or loopback; a LAN address only with SYNC_ALLOW_PRIVATE_NETWORK=true. Checked
+ * on every connection of the pushes and the downlink (src/http/guarded-fetch.ts).
+ */
+export function upstreamAddressPolicy(deps: Pick<SyncActorDeps, 'config' | 'resolve'>): AddressPolicy {
+  return {
+    allowLoopback: true,
+    allowPrivateNetwork: deps.config.allowPrivateNetwork ?? false,
+    setting: 'SYNC_ALLOW_PRIVATE_NETWORK',
+    ...(deps.resolve ? { resolve: deps.resolve } : {}),
+  };
 }
 
 type CycleOutcome = 'idle' | 'unavailable' | 'refused' | 'stopped';
@@ -238,9 +260,12 @@ export class SyncPushActor extends Actor {
   /** The outbox's last sequence number when the running cycle began: it pushes up to there. */
   private cycleTarget = 0;
   private readonly now: () => number;
+  /** The upstream's HTTP client: every connection's address is checked (upstreamAddressPolicy). */
+  private readonly http: GuardedFetch;
 
   constructor(private readonly deps: SyncActorDeps) {
     super();
+    this.http = guardedFetch(upstreamAddressPolicy(deps));
     this.batchRecords = deps.config.batchMaxRecords;
     this.now = deps.now ?? Date.now;
   }
@@ -279,6 +304,7 @@ export class SyncPushActor extends Actor {
       metrics: deps.metrics,
       log: deps.log,
       retryMaxMs: deps.config.retryMaxMs,
+      addressPolicy: upstreamAddressPolicy(deps),
       onState: (state) => this.onDownlinkState(state),
       // A subscription or user command has no bus event of its own: its records go up now too.
       onApplied: () => this.requestWake('prompt'),
@@ -303,6 +329,7 @@ export class SyncPushActor extends Actor {
     await Promise.all([this.loop, this.downlink?.stop()]);
     this.loop = undefined;
     this.downlink = undefined;
+    await this.http.close();
   }
 
   /** Offline is normal for a site: the actor is ready as long as it runs. */
@@ -740,7 +767,7 @@ export class SyncPushActor extends Actor {
     const url = upstreamEndpoint(config.upstream, `${SYNC_API}${suffix}`);
     let res: Response;
     try {
-      res = await fetch(url, {
+      res = await this.http(url, {
         method,
         headers: {
           authorization: `Bearer ${token}`,
@@ -854,6 +881,8 @@ function networkReason(error: unknown, timeoutMs: number): string {
   const e = error as { name?: string; message?: string; cause?: { code?: string; message?: string } };
   if (e.name === 'TimeoutError') return `no answer within ${timeoutMs} ms`;
   if (e.name === 'AbortError') return 'aborted';
+  const refused = refusedAddressOf(error);
+  if (refused) return refused.message;
   return e.cause?.code ?? e.cause?.message ?? e.message ?? String(error);
 }
 

@@ -117,6 +117,8 @@ export interface SyncConfig {
   retryMaxMs: number;
   /** New readings and node updates are pushed this long after the first of them. */
   readingsDebounceMs: number;
+  /** SYNC_ALLOW_PRIVATE_NETWORK: the upstream may resolve to a LAN address (checked at connect time). */
+  allowPrivateNetwork?: boolean;
 }
 
 /** The sync configuration, or undefined when sync is off (SYNC_UPSTREAM_URL unset). */
@@ -132,6 +134,7 @@ export function syncConfigFrom(s: Partial<SyncSettings>): SyncConfig | undefined
     batchMaxBytes: s.SYNC_BATCH_MAX_BYTES ?? DEFAULT_BATCH_MAX_BYTES,
     retryMaxMs: s.SYNC_RETRY_MAX ?? 300_000,
     readingsDebounceMs: s.SYNC_READINGS_DEBOUNCE ?? 2_000,
+    allowPrivateNetwork: s.SYNC_ALLOW_PRIVATE_NETWORK ?? false,
   };
 }
 

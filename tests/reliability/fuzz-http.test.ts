@@ -12,7 +12,12 @@
  * (same process, /health 200) and the stored data is unchanged: every table's digest is the
  * same, except the few tables that record requests themselves (named below, with why) and the
  * tables an accepted write (a 2xx to a POST/PATCH) may legitimately change.
+ *
+ * The `Host` check (README "Security", "Host names the hub answers to") gets its own fuzzing over
+ * raw sockets: names, IP literals, ports, cases, trailing dots and garbage, on HTTP routes and on
+ * WebSocket upgrades. Never a 5xx or a crash; the hub's own names are served, other names get 421.
  */
+import { connect } from 'node:net';
 import { join } from 'node:path';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -87,6 +92,9 @@ beforeAll(async () => {
       BILLING_POLL_CRON: '0 0 1 1 *',
       BILLING_EXPIRY_CRON: '0 0 1 1 *',
       AUDIT_FETCH_ON_START: 'false',
+      // The settings of issue 23's HTTP part, not at their defaults.
+      HTTP_ALLOWED_HOSTS: 'meshhub.example.org,*.lan.example',
+      LIVE_MAX_STREAMS_PER_ADDRESS: '4',
     },
   });
   tokens = [hub.userToken('carol', ['subscriber']), hub.userToken('root', ['admin'])];
@@ -177,4 +185,113 @@ describe('bad input on every HTTP route (fast-check, the built hub as a child pr
     );
     expect(changed.filter((t) => !allowed.has(t))).toEqual([]);
   }, 900_000);
+
+  it(`fuzzed Host headers: no 5xx, no crash; own names served, others 421 (seed ${SEED})`, async () => {
+    const pid = hub.pid;
+    const port = hub.httpPort;
+    const withPort = (host: fc.Arbitrary<string>) =>
+      fc
+        .tuple(host, fc.option(fc.integer({ min: 0, max: 65_535 }), { nil: undefined }))
+        .map(([h, p]) => (p === undefined ? h : `${h}:${p}`));
+    const cased = (name: fc.Arbitrary<string>) =>
+      fc
+        .tuple(name, fc.boolean(), fc.boolean())
+        .map(([n, upper, dot]) => `${upper ? n.toUpperCase() : n}${dot ? '.' : ''}`);
+    const own = withPort(
+      fc.oneof(
+        fc.ipV4(),
+        fc.ipV6().map((v) => `[${v}]`),
+        cased(fc.constantFrom('localhost', 'meshhub.example.org')),
+        cased(fc.domain().map((d) => `${d}.lan.example`)),
+      ),
+    );
+    const foreign = withPort(
+      fc.oneof(
+        cased(fc.domain().filter((d) => !d.endsWith('lan.example') && d !== 'meshhub.example.org')),
+        cased(
+          fc.constantFrom(
+            'evil.example',
+            'localhost.evil.example',
+            'lan.example',
+            'meshhub.example.org.evil',
+          ),
+        ),
+      ),
+    );
+    const garbage = fc.oneof(
+      fc.string({ maxLength: 80 }),
+      fc.string({ unit: 'binary', maxLength: 80 }),
+      fc.constantFrom(
+        '',
+        '[',
+        ']',
+        '[::1',
+        '[::1]x',
+        ':',
+        ':8080',
+        '127.0.0.1:',
+        '1.2.3',
+        '::1',
+        '%00',
+        '*',
+        '..',
+      ),
+    );
+    const request = fc.record({
+      kind: fc.constantFrom('own', 'foreign', 'garbage'),
+      own,
+      foreign,
+      garbage: garbage.map((g) => g.replace(/[\r\n]/g, '')),
+      path: fc.constantFrom('/api/v1/nodes', '/health', '/', '/api/events', '/api/v1/billing/plans', '/mqtt'),
+      upgrade: fc.boolean(),
+    });
+    const statuses = new Map<string, number>();
+    await fc.assert(
+      fc.asyncProperty(request, async (r) => {
+        const host = r.kind === 'own' ? r.own : r.kind === 'foreign' ? r.foreign : r.garbage;
+        const upgrade = r.upgrade
+          ? 'Connection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n'
+          : 'Connection: close\r\n';
+        const answer = await rawExchange(port, `GET ${r.path} HTTP/1.1\r\nHost: ${host}\r\n${upgrade}\r\n`);
+        const status = Number(/^HTTP\/1\.1 (\d{3}) /.exec(answer)?.[1]);
+        const where = `Host ${JSON.stringify(host)} ${r.path}${r.upgrade ? ' (upgrade)' : ''} → ${answer.slice(0, 300)}`;
+        expect(status, where).toBeGreaterThanOrEqual(100);
+        expect(status, where).toBeLessThan(500);
+        if (r.kind === 'own') expect(status, where).not.toBe(421);
+        if (r.kind === 'foreign') expect(status, where).toBe(421);
+        if (status === 421) expect(answer, where).toContain('HTTP_ALLOWED_HOSTS');
+        expect(leakIn(answer, [dataDir, process.cwd()], host), where).toBeUndefined();
+        const key = `${r.kind} ${status}`;
+        statuses.set(key, (statuses.get(key) ?? 0) + 1);
+      }),
+      { seed: SEED, numRuns: RUNS * 5, endOnFailure: true },
+    );
+    expect(hub.running).toBe(true);
+    expect(hub.pid).toBe(pid);
+    expect((await fetch(`${hub.baseUrl}/health`)).status).toBe(200);
+    console.log(`[reliability] fuzz Host: ${JSON.stringify(Object.fromEntries([...statuses].sort()))}`);
+  }, 300_000);
 });
+
+/**
+ * Writes `head` (as latin1 bytes) and reads the answer's head: until the connection closes, or
+ * the blank line after the status and headers of a 101 (an upgrade that was taken stays open).
+ */
+function rawExchange(port: number, head: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const socket = connect(port, '127.0.0.1');
+    let text = '';
+    const done = () => {
+      socket.destroy();
+      resolve(text);
+    };
+    socket.setEncoding('latin1');
+    socket.on('data', (chunk: string) => {
+      text += chunk;
+      if (text.startsWith('HTTP/1.1 101 ') && text.includes('\r\n\r\n')) done();
+    });
+    socket.on('close', done);
+    socket.on('error', reject);
+    socket.write(Buffer.from(head, 'latin1'));
+  });
+}

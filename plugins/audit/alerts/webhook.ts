@@ -5,13 +5,16 @@
  * lose a stored alert or hold up the writer. Alerts still `pending` when the hub stopped are sent
  * after the next start.
  *
- * Every send passes the outbound check again (src/http/outbound-url.ts): https, the allowlist, and
- * no host resolving to a private address unless ALERT_ALLOW_PRIVATE_NETWORK=true. Redirects are
- * not followed (one could lead into the LAN). With ALERT_WEBHOOK_SECRET the body is signed:
+ * Every send passes the outbound check again (src/http/outbound-url.ts): https and the allowlist on
+ * the URL, and no host resolving to a private address unless ALERT_ALLOW_PRIVATE_NETWORK=true —
+ * checked on the socket, at connect time, by the hub's guarded client (src/http/guarded-fetch.ts),
+ * so a name that re-resolves into the LAN is refused too. Redirects are not followed (one could
+ * lead into the LAN). With ALERT_WEBHOOK_SECRET the body is signed:
  * `X-Meshhub-Signature: sha256=<hex HMAC-SHA256 of the body>`.
  */
 import { createHmac } from 'node:crypto';
-import { checkOutboundUrlResolved, OutboundUrlError } from '../../../src/http/outbound-url.js';
+import { type GuardedFetch, guardedFetch, refusedAddressOf } from '../../../src/http/guarded-fetch.js';
+import { checkOutboundUrl, OutboundUrlError } from '../../../src/http/outbound-url.js';
 import type { KernelLogger } from '../../../src/kernel/actor.js';
 import type { AlertRow, AlertStore } from './alert-store.js';
 import { toApiAlert } from './api-json.js';
@@ -24,6 +27,7 @@ export interface WebhookOptions {
   store: () => AlertStore;
   log: KernelLogger;
   onOutcome: (outcome: 'delivered' | 'failed' | 'dropped') => void;
+  /** Replaces the network (tests' fakes): then only the URL checks apply. */
   fetchImpl?: typeof fetch;
   resolve?: (host: string) => Promise<string[]>;
   /** Delays before the 2nd, 3rd… attempt. */
@@ -37,8 +41,18 @@ export class AlertWebhook {
   private running: Promise<void> | undefined;
   private abort = new AbortController();
   lastError: string | undefined;
+  private readonly network: GuardedFetch | undefined;
 
-  constructor(private readonly options: WebhookOptions) {}
+  constructor(private readonly options: WebhookOptions) {
+    this.network = options.fetchImpl
+      ? undefined
+      : guardedFetch({
+          allowLoopback: true,
+          allowPrivateNetwork: options.config.allowPrivateNetwork,
+          setting: 'ALERT_ALLOW_PRIVATE_NETWORK',
+          ...(options.resolve ? { resolve: options.resolve } : {}),
+        });
+  }
 
   start(): void {
     this.abort = new AbortController();
@@ -73,6 +87,7 @@ export class AlertWebhook {
     this.abort.abort();
     this.queue.length = 0;
     await this.running;
+    await this.network?.close();
   }
 
   private async drain(): Promise<void> {
@@ -118,11 +133,7 @@ export class AlertWebhook {
 
   private async send(alert: unknown): Promise<void> {
     const { config } = this.options;
-    const url = await checkOutboundUrlResolved(config.url, {
-      allowedHosts: config.allowedHosts,
-      refusePrivateAddresses: !config.allowPrivateNetwork,
-      ...(this.options.resolve ? { resolve: this.options.resolve } : {}),
-    });
+    const url = checkOutboundUrl(config.url, { allowedHosts: config.allowedHosts });
     const body = JSON.stringify(alert);
     const headers: Record<string, string> = {
       'content-type': 'application/json',
@@ -133,13 +144,14 @@ export class AlertWebhook {
         `sha256=${createHmac('sha256', config.secret.reveal()).update(body).digest('hex')}`;
     }
     const signal = AbortSignal.any([this.abort.signal, AbortSignal.timeout(config.timeoutMs)]);
-    const res = await (this.options.fetchImpl ?? fetch)(url, {
-      method: 'POST',
-      headers,
-      body,
-      redirect: 'manual',
-      signal,
-    });
+    const send = this.options.fetchImpl ?? this.network!;
+    let res: Response;
+    try {
+      res = await send(url, { method: 'POST', headers, body, redirect: 'manual', signal });
+    } catch (error) {
+      // A refused address is an OutboundUrlError: final, not retried.
+      throw refusedAddressOf(error) ?? error;
+    }
     await res.body?.cancel().catch(() => {});
     if (res.status >= 300 && res.status < 400)
       throw new DeliveryError(`redirect (${res.status}) not followed`);

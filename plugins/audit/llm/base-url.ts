@@ -2,19 +2,17 @@
  * Where the hub may send questions and events (spec "Authentication" 7; issue 13 "LLM client"):
  * LLM_BASE_URL must be https, on the allowlist when one is set, carry no credentials, and not
  * resolve to a private address — checked at start-up (`checkLlmBaseUrlResolved`) and again at
- * connect time (`guardedLookup`, so a name that re-resolves into the LAN — DNS rebinding — is
- * refused on the socket, not just on paper).
+ * connect time (the client's guarded agent, src/http/guarded-fetch.ts, so a name that re-resolves
+ * into the LAN — DNS rebinding — is refused on the socket, not just on paper).
  *
  * LLM_ALLOW_PRIVATE_NETWORK=true is the operator's explicit opt-in for a model on the LAN or on
  * loopback (llama.cpp's server, Ollama, vLLM): any address, plain http too. It is how a site with
  * no internet at all still gets answers.
  */
-import { lookup as dnsLookup, type LookupAddress, type LookupOptions } from 'node:dns';
 import { isIP } from 'node:net';
 import {
   checkOutboundUrl,
   checkOutboundUrlResolved,
-  isNonPublicAddress,
   OutboundUrlError,
 } from '../../../src/http/outbound-url.js';
 
@@ -57,35 +55,6 @@ export async function checkLlmBaseUrlResolved(input: string, policy: LlmUrlPolic
     allowLoopback: false,
     refusePrivateAddresses: true,
     ...(policy.resolve ? { resolve: policy.resolve } : {}),
-  });
-}
-
-type LookupCallback = (
-  error: NodeJS.ErrnoException | null,
-  address: string | LookupAddress[],
-  family?: number,
-) => void;
-
-/**
- * A `lookup` for the socket (net/tls `connect` options) that refuses non-public addresses: the
- * connect-time half of the private-address check. Literal IP hosts never reach a lookup; they
- * are checked once at start-up, and cannot change.
- */
-export function guardedLookup(hostname: string, options: LookupOptions, callback: LookupCallback): void {
-  dnsLookup(hostname, { ...options, all: true }, (error, addresses) => {
-    if (error) return callback(error, []);
-    const list = addresses as LookupAddress[];
-    const bad = list.find((a) => isNonPublicAddress(a.address));
-    if (bad || !list.length) {
-      const refused = Object.assign(
-        new OutboundUrlError('private_address', `host ${hostname} resolves to a non-public address`),
-        { code: 'ELLMPRIVATE' },
-      );
-      return callback(refused, []);
-    }
-    if (options.all) return callback(null, list);
-    const first = list[0]!;
-    return callback(null, first.address, first.family);
   });
 }
 

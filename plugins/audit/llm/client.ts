@@ -12,12 +12,16 @@
  * errors and timeouts, up to LLM_MAX_RETRIES, with jittered backoff; other 4xx fail at once.
  * Each attempt has LLM_TIMEOUT_MS; bodies over 1 MiB are refused. The key never reaches a log
  * (it is a Secret, and errors carry only the status and the provider's error type).
+ *
+ * Connections go through the hub's guarded agent (src/http/guarded-fetch.ts): without
+ * LLM_ALLOW_PRIVATE_NETWORK every connection re-checks where the name resolves (DNS rebinding),
+ * loopback included.
  */
-import { Agent, request } from 'undici';
+import { type Agent, request } from 'undici';
 import { z } from 'zod';
+import { guardedAgent, refusedAddressOf } from '../../../src/http/guarded-fetch.js';
 import type { LlmSettings } from '../ask/settings.js';
 import { backoffDelay, parseRetryAfter } from '../microsoft/upstream.js';
-import { guardedLookup } from './base-url.js';
 
 export type LlmFailure =
   | 'not_configured'
@@ -88,7 +92,7 @@ export const NO_MODEL: LanguageModel = {
 
 export class ChatCompletionsClient implements LanguageModel {
   readonly configured = true;
-  private agent: Agent | undefined;
+  private agent: Promise<Agent> | undefined;
   private readonly endpoint: URL;
 
   constructor(
@@ -98,13 +102,12 @@ export class ChatCompletionsClient implements LanguageModel {
     this.endpoint = new URL(`${settings.baseUrl.href.replace(/\/+$/, '')}/chat/completions`);
   }
 
-  private dispatcher(): Agent {
+  private dispatcher(): Promise<Agent> {
     // Without the opt-in, every connection re-checks where the name resolves (DNS rebinding).
-    this.agent ??= new Agent({
-      connect: this.settings.allowPrivateNetwork ? {} : { lookup: guardedLookup },
-      headersTimeout: this.settings.timeoutMs,
-      bodyTimeout: this.settings.timeoutMs,
-    });
+    this.agent ??= guardedAgent(
+      { allowPrivateNetwork: this.settings.allowPrivateNetwork, setting: 'LLM_ALLOW_PRIVATE_NETWORK' },
+      { headersTimeout: this.settings.timeoutMs, bodyTimeout: this.settings.timeoutMs },
+    );
     return this.agent;
   }
 
@@ -155,7 +158,7 @@ export class ChatCompletionsClient implements LanguageModel {
         method: 'POST',
         headers,
         body,
-        dispatcher: this.dispatcher(),
+        dispatcher: await this.dispatcher(),
         signal: AbortSignal.timeout(this.settings.timeoutMs),
       });
     } catch (error) {
@@ -200,7 +203,7 @@ export class ChatCompletionsClient implements LanguageModel {
   async close(): Promise<void> {
     const agent = this.agent;
     this.agent = undefined;
-    await agent?.close();
+    await (await agent)?.close();
   }
 }
 
@@ -238,7 +241,7 @@ async function readCapped(body: AsyncIterable<Buffer> & { destroy(): void }, max
 function classifyNetworkError(error: unknown): LlmError {
   const e = error as { name?: string; code?: string; cause?: { code?: string } };
   const code = e.code ?? e.cause?.code;
-  if (code === 'ELLMPRIVATE') {
+  if (refusedAddressOf(error)) {
     return new LlmError('refused_address', 'LLM_BASE_URL now resolves to a non-public address; refused');
   }
   if (

@@ -1,55 +1,64 @@
 /**
- * Every request to Microsoft passes `src/http/outbound-url.ts` again where it goes out (issue 14:
- * the private-address check existed but was not applied to the Microsoft endpoints): the host
- * must not resolve to a private, link-local or otherwise non-public address — a base URL or a
- * DNS answer pointing into the LAN would make the hub send its bearer token and client secret
- * there. Loopback stays allowed (the tests' fakes); `AUDIT_ALLOW_PRIVATE_NETWORK=true` opts out
- * (a proxy on the LAN). Resolutions are remembered for a minute per host.
+ * Every request to Microsoft (and to the SIEM) goes out through the hub's guarded client
+ * (src/http/guarded-fetch.ts): the allowlist and the scheme are checked on the URL, and where the
+ * host resolves is checked on the socket, by the lookup the connection itself uses — a base URL
+ * or a DNS answer pointing into the LAN (DNS rebinding included) would otherwise make the hub
+ * send its bearer token and client secret there. Loopback stays allowed (the tests' fakes);
+ * `AUDIT_ALLOW_PRIVATE_NETWORK=true` opts out (a proxy on the LAN).
  */
+import { guardedFetch, refusedAddressOf } from '../../../src/http/guarded-fetch.js';
 import {
-  checkOutboundUrlResolved,
+  checkOutboundUrl,
   OutboundUrlError,
   type OutboundUrlPolicy,
 } from '../../../src/http/outbound-url.js';
 import { UpstreamError } from './upstream.js';
 
-const REMEMBER_MS = 60_000;
-
 export interface AddressGuardPolicy {
   allowedHosts: readonly string[];
   allowPrivateNetwork: boolean;
   resolve?: OutboundUrlPolicy['resolve'];
-  now?: () => number;
+  /** The setting named in refusals. Default AUDIT_ALLOW_PRIVATE_NETWORK. */
+  setting?: string;
 }
 
-/** `fetch`, refusing (with an UpstreamError) any URL whose host is not a public address. */
-export function addressGuardedFetch(inner: typeof fetch, policy: AddressGuardPolicy): typeof fetch {
-  const checked = new Map<string, number>();
-  const now = policy.now ?? Date.now;
+/**
+ * `fetch`, refusing (with an UpstreamError `private_address`) any URL off the allowlist or whose
+ * host is not a public address. `inner` replaces the network (tests' fakes): then only the URL
+ * checks apply.
+ */
+export function addressGuardedFetch(
+  inner: typeof fetch | undefined,
+  policy: AddressGuardPolicy,
+): typeof fetch {
+  const setting = policy.setting ?? 'AUDIT_ALLOW_PRIVATE_NETWORK';
+  const network: (input: URL, init?: RequestInit) => Promise<Response> =
+    inner ??
+    guardedFetch({
+      allowLoopback: true,
+      allowPrivateNetwork: policy.allowPrivateNetwork,
+      setting,
+      ...(policy.resolve ? { resolve: policy.resolve } : {}),
+    });
   const guarded = async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
     const url = new URL(input instanceof Request ? input.url : String(input));
-    const until = checked.get(url.host);
-    if (until === undefined || until < now()) {
-      try {
-        await checkOutboundUrlResolved(url, {
-          allowedHosts: policy.allowedHosts,
-          refusePrivateAddresses: !policy.allowPrivateNetwork,
-          ...(policy.resolve ? { resolve: policy.resolve } : {}),
-        });
-      } catch (error) {
-        if (!(error instanceof OutboundUrlError)) throw error;
-        if (error.reason === 'unresolvable') {
-          throw new UpstreamError('network', `no answer from ${url.host} (${error.message})`);
-        }
-        throw new UpstreamError(
-          'private_address',
-          `refused to call ${url.host}: ${error.message} (AUDIT_ALLOW_PRIVATE_NETWORK=true allows it)`,
-        );
-      }
-      if (checked.size > 100) checked.clear();
-      checked.set(url.host, now() + REMEMBER_MS);
+    try {
+      checkOutboundUrl(url, { allowedHosts: policy.allowedHosts });
+    } catch (error) {
+      if (!(error instanceof OutboundUrlError)) throw error;
+      throw new UpstreamError(
+        'private_address',
+        `refused to call ${url.host}: ${error.message} (${setting}=true allows it)`,
+      );
     }
-    return inner(input, init);
+    try {
+      return await network(url, init);
+    } catch (error) {
+      const refused = refusedAddressOf(error);
+      if (refused)
+        throw new UpstreamError('private_address', `refused to call ${url.host}: ${refused.message}`);
+      throw error;
+    }
   };
   return guarded as typeof fetch;
 }

@@ -4,8 +4,8 @@
  * with SIEM_WEBHOOK_SECRET>`), and for Splunk HEC authorised with `Authorization: Splunk <token>`.
  *
  * Every request passes the outbound check again where it goes out (the audit plugin's address
- * guard): the allowlist, and no host resolving to a private address unless
- * SIEM_ALLOW_PRIVATE_NETWORK=true. Redirects are never followed (`redirect: "manual"`): a 3xx is
+ * guard, through the hub's guarded client): the allowlist, and no host resolving to a private
+ * address — checked on the socket, at connect time — unless SIEM_ALLOW_PRIVATE_NETWORK=true. Redirects are never followed (`redirect: "manual"`): a 3xx is
  * a configuration problem to report, and following one could lead into the LAN.
  *
  * The answer decides what the forwarder does (the issue's "4xx vs 5xx", decided here):
@@ -42,6 +42,7 @@ export interface PreparedRequest {
 export interface SenderOptions {
   config: SiemConfig;
   userAgent: string;
+  /** Replaces the network (tests' fakes): then only the URL checks apply. */
   fetchImpl?: typeof fetch;
   /** DNS for the address guard (tests). */
   resolve?: (host: string) => Promise<string[]>;
@@ -54,9 +55,10 @@ export class SiemSender {
   private readonly guarded: typeof fetch;
 
   constructor(private readonly options: SenderOptions) {
-    this.guarded = addressGuardedFetch(options.fetchImpl ?? fetch, {
+    this.guarded = addressGuardedFetch(options.fetchImpl, {
       allowedHosts: options.config.allowedHosts,
       allowPrivateNetwork: options.config.allowPrivateNetwork,
+      setting: 'SIEM_ALLOW_PRIVATE_NETWORK',
       ...(options.resolve ? { resolve: options.resolve } : {}),
     });
   }
@@ -103,7 +105,7 @@ export class SiemSender {
       });
     } catch (error) {
       if (error instanceof UpstreamError && error.kind === 'private_address') {
-        return { ok: false, kind: 'hold', message: error.message.replace('AUDIT_ALLOW', 'SIEM_ALLOW') };
+        return { ok: false, kind: 'hold', message: error.message };
       }
       const name = error instanceof Error ? error.name : '';
       const message =

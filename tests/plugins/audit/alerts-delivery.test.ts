@@ -175,7 +175,9 @@ describe('alerts to ALERT_WEBHOOK_URL', () => {
     const actor = (await h.call('/health')).body.actors.find(
       (a: { name: string }) => a.name === 'audit-alerts',
     );
-    expect(actor.webhook.last_error).toBe('host 10.20.30.40 resolves to a non-public address');
+    expect(actor.webhook.last_error).toBe(
+      '10.20.30.40 is a non-public address; refused (ALERT_ALLOW_PRIVATE_NETWORK=true allows it)',
+    );
   });
 
   it('does not follow a redirect', async () => {

@@ -76,14 +76,10 @@ describe('SIEM sender outbound checks', () => {
       SIEM_ALLOW_PRIVATE_NETWORK: String(allowPrivateNetwork),
     }).siem!;
 
-  it('holds (sends nothing) when the host resolves to a private address, unless opted in', async () => {
-    const sent: string[] = [];
-    const fetchImpl = (async (url: string | URL) => {
-      sent.push(String(url));
-      return new Response('{}', { status: 200 });
-    }) as typeof fetch;
+  it('holds (sends nothing) when the host resolves to a private address at connect time, unless opted in', async () => {
+    // The hub's guarded client, its lookup answering a private address: refused before connecting.
     const resolve = async () => ['10.1.2.3'];
-    const refused = await new SiemSender({ config: config(false), userAgent: 't', fetchImpl, resolve }).send(
+    const refused = await new SiemSender({ config: config(false), userAgent: 't', resolve }).send(
       Buffer.from('{}'),
       new AbortController().signal,
     );
@@ -91,7 +87,12 @@ describe('SIEM sender outbound checks', () => {
     expect((refused as { message: string }).message).toMatch(
       /non-public address.*SIEM_ALLOW_PRIVATE_NETWORK=true/,
     );
-    expect(sent).toEqual([]);
+    // Opted in, the request goes out (to a fake: no traffic to the private address).
+    const sent: string[] = [];
+    const fetchImpl = (async (url: string | URL) => {
+      sent.push(String(url));
+      return new Response('{}', { status: 200 });
+    }) as typeof fetch;
     const allowed = await new SiemSender({ config: config(true), userAgent: 't', fetchImpl, resolve }).send(
       Buffer.from('{}'),
       new AbortController().signal,
