@@ -5,7 +5,6 @@
  * other addresses), and no secret in the log.
  */
 import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
-import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
@@ -17,6 +16,7 @@ import { SIGNING_KEY_FILE } from '../../src/auth/local-issuer.js';
 import { LoginThrottle } from '../../src/auth/login-throttle.js';
 import { UserRepository } from '../../src/auth/users.js';
 import { loadConfig } from '../../src/config/load.js';
+import { postFrom } from '../helpers/post-from.js';
 import { call, type Json } from '../messaging/helpers.js';
 
 const PASSWORD = 'lantern-on-the-ridge';
@@ -259,39 +259,8 @@ describe('signing key', () => {
 });
 
 /** A login from a loopback address of our choosing: 127.0.0.2 and 127.0.0.3 are two clients. */
-function loginFrom(
-  base: string,
-  address: string,
-  username: string,
-  password: string,
-): Promise<{ status: number; headers: Headers; body: Json }> {
-  const url = new URL('/api/v1/auth/token', base);
-  return new Promise((resolve, reject) => {
-    const req = request(
-      {
-        host: url.hostname,
-        port: url.port,
-        path: url.pathname,
-        method: 'POST',
-        localAddress: address,
-        agent: false,
-        headers: { 'content-type': 'application/json' },
-      },
-      (res) => {
-        let text = '';
-        res.setEncoding('utf8');
-        res.on('data', (chunk: string) => (text += chunk));
-        res.on('end', () => {
-          const headers = new Headers();
-          for (const [k, v] of Object.entries(res.headers)) if (typeof v === 'string') headers.set(k, v);
-          resolve({ status: res.statusCode ?? 0, headers, body: JSON.parse(text) });
-        });
-      },
-    );
-    req.on('error', reject);
-    req.end(JSON.stringify({ username, password }));
-  });
-}
+const loginFrom = (base: string, address: string, username: string, password: string) =>
+  postFrom(`${base}/api/v1/auth/token`, address, { username, password });
 
 describe('login throttling', () => {
   it('does not let a stranger failing from one address lock the user out on another (issue 23, finding 8)', async () => {
