@@ -133,23 +133,17 @@ export async function createUpstream(
   const version = readVersion();
   const startedAt = Date.now();
   const databaseUrl = settings.UPSTREAM_DATABASE_URL.reveal();
-  // The pool connects lazily: made first, so the identity can read token versions from it.
+  // The pool connects lazily (nothing to close if the start stops below): made first, so the
+  // identity can read the users' token versions from it.
   const pool = openPool(databaseUrl, { max: settings.UPSTREAM_DB_POOL_MAX });
   const users = new UpstreamUsers(pool);
-  let identity: UpstreamIdentity;
-  let tiles: Awaited<ReturnType<typeof openConfiguredMapTiles>>;
-  try {
-    identity = await openUpstreamIdentity(settings, {
-      warn: (message) => log.warn(message),
-      users,
-      ...(options.now ? { now: options.now } : {}),
-    });
-    // MAP_TILES naming a file that cannot be used stops the start like any bad setting.
-    tiles = await openConfiguredMapTiles(settings.MAP_TILES);
-  } catch (error) {
-    await pool.end();
-    throw error;
-  }
+  const identity = await openUpstreamIdentity(settings, {
+    warn: (message) => log.warn(message),
+    users,
+    ...(options.now ? { now: options.now } : {}),
+  });
+  // MAP_TILES naming a file that cannot be used stops the start like any bad setting.
+  const tiles = await openConfiguredMapTiles(settings.MAP_TILES);
 
   const sites = new SiteRegistry(pool);
   const queue = new DownlinkQueue(pool, databaseUrl, {
