@@ -6,7 +6,9 @@
  * - Failures are counted per (username, client address) and per client address (any username).
  *   Past a few free failures each further attempt must wait: 1 s, 2 s, 4 s, … up to a cap. There
  *   is no lock a stranger can set: failing from address A never delays the user on address B.
- *   An IPv6 client counts by its /64 (one host usually holds a whole /64).
+ *   With `ipv6By64` (the upstream, on the internet, where one client usually holds a whole /64)
+ *   the per-address budget counts an IPv6 client by its /64; the hub, on a LAN whose hosts share
+ *   one /64, counts each address.
  * - An attempt counts as a failure from the moment it is let through (a burst of concurrent
  *   guesses cannot all slip in while the first one's scrypt runs); a success takes it back.
  * - A refused attempt costs no password check. At most `maxConcurrentChecks` checks (32 MiB of
@@ -29,6 +31,8 @@ export interface LoginThrottleOptions {
   maxEntries?: number;
   maxConcurrentChecks?: number;
   maxQueuedChecks?: number;
+  /** Count the per-address budget of IPv6 clients by their /64. */
+  ipv6By64?: boolean;
   now?: () => number;
 }
 
@@ -107,10 +111,10 @@ class FailureCounter {
   }
 }
 
-/** The part of an address the throttle counts by: an IPv4 address, or an IPv6 address's /64. */
-export function addressKey(address: string): string {
+/** The part of an address the throttle counts by: the address, or with `by64` an IPv6 address's /64. */
+export function addressKey(address: string, by64 = false): string {
   const plain = address.replace(/^::ffff:(?=\d+\.\d+\.\d+\.\d+$)/i, '').replace(/%.*$/, '');
-  if (!isIPv6(plain)) return plain.slice(0, 64);
+  if (!by64 || !isIPv6(plain)) return plain.slice(0, 64);
   const [head = '', tail] = plain.toLowerCase().split('::');
   const front = head ? head.split(':') : [];
   const back = tail ? tail.split(':') : [];
@@ -128,6 +132,7 @@ export class LoginThrottle {
   private readonly now: () => number;
   private readonly maxConcurrentChecks: number;
   private readonly maxQueuedChecks: number;
+  private readonly ipv6By64: boolean;
   private active = 0;
   private readonly queue: Array<() => void> = [];
   /** Password checks started (each one scrypt). */
@@ -157,6 +162,7 @@ export class LoginThrottle {
     this.now = options.now ?? Date.now;
     this.maxConcurrentChecks = Math.max(1, options.maxConcurrentChecks ?? 2);
     this.maxQueuedChecks = Math.max(0, options.maxQueuedChecks ?? 8);
+    this.ipv6By64 = options.ipv6By64 ?? false;
   }
 
   /**
@@ -170,7 +176,7 @@ export class LoginThrottle {
     check: () => Promise<U | undefined>,
   ): Promise<LoginResult<U>> {
     const pair = pairKey(username, address);
-    const addr = addressKey(address);
+    const addr = addressKey(address, this.ipv6By64);
     const now = this.now();
     const pairWait = this.byPair.waitFor(pair, now);
     const addrWait = this.byAddress.waitFor(addr, now);

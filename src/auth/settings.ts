@@ -22,7 +22,10 @@ export const authSettings = z.object({
 
 export type AuthSettings = z.output<typeof authSettings>;
 
-/** The process's one login throttle, from the settings above. */
+/**
+ * The process's one login throttle, from the settings above. `internet`: the upstream, whose
+ * IPv6 clients count by their /64 in the per-address budget (login-throttle.ts).
+ */
 export function loginThrottleFrom(
   settings: Pick<
     AuthSettings,
@@ -31,14 +34,15 @@ export function loginThrottleFrom(
     | 'AUTH_LOGIN_MAX_DELAY'
     | 'AUTH_LOGIN_CONCURRENCY'
   >,
-  now?: () => number,
+  options: { now?: (() => number) | undefined; internet?: boolean } = {},
 ): LoginThrottle {
   return new LoginThrottle({
+    ipv6By64: options.internet ?? false,
     failuresBeforeDelay: settings.AUTH_LOGIN_FREE_FAILURES,
     addressFailuresBeforeDelay: settings.AUTH_LOGIN_ADDRESS_FREE_FAILURES,
     maxDelayMs: Math.max(1_000, settings.AUTH_LOGIN_MAX_DELAY),
     maxConcurrentChecks: settings.AUTH_LOGIN_CONCURRENCY,
     maxQueuedChecks: 4 * settings.AUTH_LOGIN_CONCURRENCY,
-    ...(now ? { now } : {}),
+    ...(options.now ? { now: options.now } : {}),
   });
 }

@@ -42,6 +42,6 @@ export function openUpstreamIdentity(
     },
     ...(options.warn ? { warn: options.warn } : {}),
     tokenVersions: options.users,
-    logins: loginThrottleFrom(settings, options.now),
+    logins: loginThrottleFrom(settings, { now: options.now, internet: true }),
   });
 }

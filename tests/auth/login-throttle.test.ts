@@ -53,7 +53,7 @@ describe('LoginThrottle', () => {
 
   it('makes an address that guesses across many usernames wait; other addresses are untouched', async () => {
     const c = clock();
-    const throttle = new LoginThrottle({ addressFailuresBeforeDelay: 4, now: c.now });
+    const throttle = new LoginThrottle({ addressFailuresBeforeDelay: 4, ipv6By64: true, now: c.now });
     for (let i = 0; i < 4; i++)
       expect((await throttle.login(`user-${i}`, '10.0.0.9', WRONG)).outcome).toBe('failed');
     expect(await throttle.login('user-x', '10.0.0.9', RIGHT)).toEqual({
@@ -62,10 +62,19 @@ describe('LoginThrottle', () => {
       by: 'address',
     });
     expect((await throttle.login('user-x', '10.0.0.10', RIGHT)).outcome).toBe('ok');
-    // An IPv6 client counts by its /64: the next address in it shares the budget.
+    // With ipv6By64 (the upstream) an IPv6 client counts by its /64: the next address in it
+    // shares the budget …
     for (let i = 0; i < 4; i++) await throttle.login(`v6-${i}`, '2001:db8:1:2::1', WRONG);
     expect((await throttle.login('v6-x', '2001:db8:1:2:ffff::9', RIGHT)).outcome).toBe('throttled');
     expect((await throttle.login('v6-x', '2001:db8:1:3::1', RIGHT)).outcome).toBe('ok');
+    // … but not a (username, address) pair: a neighbour's failures for alice do not delay her.
+    const pairs = new LoginThrottle({ ipv6By64: true, now: c.now });
+    for (let i = 0; i < 10; i++) await pairs.login('alice', '2001:db8:9:9::666', WRONG);
+    expect((await pairs.login('alice', '2001:db8:9:9::1', RIGHT)).outcome).toBe('ok');
+    // On the hub (a LAN, whose hosts share one /64) every address counts on its own.
+    const lan = new LoginThrottle({ addressFailuresBeforeDelay: 4, now: c.now });
+    for (let i = 0; i < 4; i++) await lan.login(`v6-${i}`, 'fd00::66', WRONG);
+    expect((await lan.login('v6-x', 'fd00::67', RIGHT)).outcome).toBe('ok');
   });
 
   it('forgets failures after a quiet while; a success clears its pair', async () => {
@@ -139,10 +148,11 @@ describe('LoginThrottle', () => {
 
   it('keys IPv4, IPv4-mapped and IPv6 addresses', () => {
     expect(addressKey('192.0.2.1')).toBe('192.0.2.1');
-    expect(addressKey('::ffff:192.0.2.1')).toBe('192.0.2.1');
-    expect(addressKey('2001:db8:0:1:2:3:4:5')).toBe('2001:db8:0:1::/64');
-    expect(addressKey('2001:db8::1')).toBe('2001:db8:0:0::/64');
-    expect(addressKey('::1')).toBe('0:0:0:0::/64');
-    expect(addressKey('fe80::1%eth0')).toBe('fe80:0:0:0::/64');
+    expect(addressKey('::ffff:192.0.2.1', true)).toBe('192.0.2.1');
+    expect(addressKey('2001:db8::1')).toBe('2001:db8::1');
+    expect(addressKey('2001:db8:0:1:2:3:4:5', true)).toBe('2001:db8:0:1::/64');
+    expect(addressKey('2001:db8::1', true)).toBe('2001:db8:0:0::/64');
+    expect(addressKey('::1', true)).toBe('0:0:0:0::/64');
+    expect(addressKey('fe80::1%eth0', true)).toBe('fe80:0:0:0::/64');
   });
 });
