@@ -31,7 +31,7 @@ Commands:
       --backfill DUR      history replayed to each new client, e.g. 30d (SIM_BACKFILL, default 24h)
       --interval SECONDS  seconds between telemetry packets per node (SIM_TELEMETRY_SECONDS, default 300)
       --seed N            seed for names, positions and values (SIM_SEED, default 1)
-  user, token           Manage users and print access tokens (see below).
+  user, token           Manage users, print and revoke access tokens (see below).
   subscription          Grant and revoke which nodes a user may message (see below).
   plan                  Add, list and retire billing plans (PLUGINS=billing; see below).
                         These work while the hub runs, on the database in DATA_DIR.

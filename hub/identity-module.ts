@@ -1,7 +1,9 @@
 /**
- * The hub identity's HTTP face: `POST /api/v1/auth/token` (local users sign in) and
- * `/.well-known/jwks.json` (the hub's public keys). A module like any other, made for the one
- * identity the hub opened (it needs the local issuer, which no other module sees).
+ * The hub identity's HTTP face: `POST /api/v1/auth/token` (local users sign in),
+ * `POST /api/v1/auth/refresh` (they stay signed in) and `/.well-known/jwks.json` (the hub's
+ * public keys). A module like any other, made for the one identity the hub opened (it needs the
+ * local issuer, which no other module sees); its login throttle is the identity's, shared with
+ * MQTT logins.
  */
 import type { HubIdentity } from '../src/auth/hub-identity.js';
 import { jwksRoutes, tokenRoutes } from '../src/auth/routes.js';
@@ -14,13 +16,15 @@ export const identityModule = (identity: HubIdentity) =>
     name: 'identity',
     settings: authSettings,
     create(ctx) {
+      const users = new UserRepository(ctx.db);
       ctx.mount('/.well-known', jwksRoutes(identity), { component: 'hub' });
       ctx.mount(
         '/api/v1/auth',
         tokenRoutes({
           identity,
-          users: () => new UserRepository(ctx.db),
+          users: () => users,
           tokenTtlSeconds: ctx.settings.AUTH_TOKEN_TTL / 1000,
+          refreshTtlMs: ctx.settings.AUTH_REFRESH_TTL,
         }),
         { component: 'hub' },
       );

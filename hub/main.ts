@@ -8,6 +8,9 @@ import { join } from 'node:path';
 import { loadPlugins } from '../plugins/index.js';
 import { type HubIdentity, missingProviderSettings, openHubIdentity } from '../src/auth/hub-identity.js';
 import type { TokenVerifier } from '../src/auth/jwt-verifier.js';
+import type { LoginThrottle } from '../src/auth/login-throttle.js';
+import { loginThrottleFrom } from '../src/auth/settings.js';
+import { UserRepository } from '../src/auth/users.js';
 import { loadSlices } from '../src/config/load.js';
 import { type HubConfig, hubSettings } from '../src/config/schema.js';
 import { type HubBus, type HubEvents, type HubRequests, RETAINED_EVENTS } from '../src/events.js';
@@ -98,6 +101,8 @@ export interface HubOptions {
   env?: Readonly<Record<string, string | undefined>>;
   /** Replaces the hub identity's verifier (benches with a token signer of their own). */
   tokenVerifier?: TokenVerifier;
+  /** Replaces the login throttle made from the AUTH_LOGIN_* settings (tests with a clock of their own). */
+  logins?: LoginThrottle;
 }
 
 /** Resolves RADIO to a concrete plan; `auto` probes USB serial ports, else falls back to the simulator. */
@@ -174,10 +179,15 @@ export async function createHub(config: HubConfig, options: HubOptions): Promise
       'the identity provider is only partly configured: its tokens are refused until these are set',
     );
   }
+  // Local tokens are checked against their user's token version (README "Logins and tokens"):
+  // the users are read from the store, opened below before anything is served.
+  let users: UserRepository | undefined;
   const hubIdentity = await openHubIdentity({
     dataDir: config.DATA_DIR,
     external: providerMissing.length ? {} : external,
     warn: (message) => log.warn(message),
+    tokenVersions: { tokenVersion: (username) => users?.tokenVersion(username) },
+    logins: options.logins ?? loginThrottleFrom(config),
   });
   const verifier = options.tokenVerifier ?? hubIdentity.verifier;
   const identity = identityModule(hubIdentity);
@@ -188,6 +198,7 @@ export async function createHub(config: HubConfig, options: HubOptions): Promise
     ...modules,
   ]);
   const store = StoreActor.open(join(config.DATA_DIR, 'meshhub.sqlite'), log.child({ component: 'store' }));
+  users = new UserRepository(store.db);
   const scheduler = new SchedulerActor({
     log: log.child({ component: 'scheduler' }),
     ...(config.SCHEDULE_TIMEZONE ? { timezone: config.SCHEDULE_TIMEZONE } : {}),

@@ -8,6 +8,7 @@ import { pino } from 'pino';
 import { Counter, Gauge, Histogram } from 'prom-client';
 import { type HubIdentity, openHubIdentity } from '../src/auth/hub-identity.js';
 import { requireAuth } from '../src/auth/require-auth.js';
+import { UserRepository } from '../src/auth/users.js';
 import { type HubBus, RETAINED_EVENTS } from '../src/events.js';
 import { createHttpApp } from '../src/http/app.js';
 import { HttpMounts } from '../src/http/mounts.js';
@@ -89,6 +90,7 @@ export class ModuleHost {
     return {
       require: (roles = []) => requireAuth(identity.verifier, { roles }),
       verifier: identity.verifier,
+      logins: identity.logins,
       principalOf: (verified) => identity.principalOf(verified),
       signer: identity.localIssuer,
       ...(provider ? { provider } : {}),
@@ -137,8 +139,10 @@ export async function standaloneModuleHost(options: {
   const scheduler = new SchedulerActor({ log: options.log });
   const metrics = options.metrics ?? new HubMetrics({ defaultMetrics: false });
   const provider = options.provider ? { rolesClaim: 'roles', ...options.provider } : undefined;
+  const users = new UserRepository(options.db);
   const identity = await openHubIdentity({
     dataDir: options.dataDir,
+    tokenVersions: users,
     ...(provider
       ? {
           external: {

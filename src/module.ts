@@ -29,6 +29,7 @@ import type {
 import type { z } from 'zod';
 import type { Principal } from './auth/hub-identity.js';
 import type { TokenVerifier, VerifiedIdentity } from './auth/jwt-verifier.js';
+import type { LoginThrottle } from './auth/login-throttle.js';
 import type { AuthEnv } from './auth/require-auth.js';
 import type { HubBus } from './events.js';
 import type { Component } from './http/routes.js';
@@ -60,6 +61,8 @@ export interface ModuleAuth {
   require(roles?: readonly string[]): MiddlewareHandler<AuthEnv>;
   /** The same verifier, for protocols other than HTTP (MQTT passwords) or optional sign-in. */
   readonly verifier: TokenVerifier;
+  /** The one login throttle of the hub: every password login (HTTP, MQTT) goes through it. */
+  readonly logins: LoginThrottle;
   /** Who a verified caller is to the hub: a local user, or `idp:<sub>` from the identity provider. */
   principalOf(identity: VerifiedIdentity): Principal;
   /** The external identity provider, when AUTH_JWKS_URL, AUTH_ISSUER and AUTH_AUDIENCE are set. */

@@ -64,6 +64,7 @@ import type { Hub } from '../../hub/main.js';
 import { standaloneModuleHost } from '../../hub/module-host.js';
 import { HUB_NODE_FLAGS } from '../../hub/node-flags.js';
 import { LocalIssuer } from '../../src/auth/local-issuer.js';
+import { UserRepository } from '../../src/auth/users.js';
 import { createHttpApp } from '../../src/http/app.js';
 import type { HealthReport } from '../../src/http/health.js';
 import { HubMetrics } from '../../src/metrics.js';
@@ -87,6 +88,7 @@ import { ensurePartitions } from '../../sync/upstream/db/partitions.js';
 import { openPool } from '../../sync/upstream/db/pool.js';
 import { METRIC_COLUMNS } from '../../sync/upstream/db/schema.js';
 import { SiteRegistry } from '../../sync/upstream/sites.js';
+import { UpstreamUsers } from '../../sync/upstream/users.js';
 import { serveOnLoopback } from './lib/http.js';
 import { interleavedReadings, nodeId, tempDir } from './lib/readings.js';
 import { absolute, type BenchResult, compare, median, percentile } from './report.js';
@@ -963,12 +965,29 @@ async function textLatency(upstream: Upstream): Promise<BenchResult[]> {
        VALUES ('bench-internet', true, 'active', 'bench', $1, $1)`,
       [now],
     );
+    // Tokens name users that exist, at their token versions: both sides refuse any other.
+    const password = randomBytes(12).toString('base64url');
+    const lanUsers = new UserRepository(db);
+    await lanUsers.add({ username: 'bench-lan', password, roles: ['subscriber'] });
     const lanToken = (
-      await hub.identity.localIssuer.issue({ username: 'bench-lan', roles: ['subscriber'] }, 3600)
+      await hub.identity.localIssuer.issue(
+        { username: 'bench-lan', roles: ['subscriber'], tokenVersion: lanUsers.tokenVersion('bench-lan')! },
+        3600,
+      )
     ).accessToken;
+    const netUsers = new UpstreamUsers(upstream.pool);
+    await netUsers.add({ username: 'bench-internet', password, roles: ['subscriber'] });
     const upstreamIssuer = await LocalIssuer.open(upstream.dataDir);
-    const netToken = (await upstreamIssuer.issue({ username: 'bench-internet', roles: ['subscriber'] }, 3600))
-      .accessToken;
+    const netToken = (
+      await upstreamIssuer.issue(
+        {
+          username: 'bench-internet',
+          roles: ['subscriber'],
+          tokenVersion: (await netUsers.tokenVersion('bench-internet'))!,
+        },
+        3600,
+      )
+    ).accessToken;
 
     const post = async (base: string, token: string, target: string, text: string): Promise<PostedText> => {
       const t0 = performance.now();

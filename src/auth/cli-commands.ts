@@ -23,10 +23,16 @@ export const USER_HELP = `Usage:
                         Create a user; the password is read from stdin. Roles: subscriber (the
                         default), admin (--admin), or any others (--role device, --role ingest).
   meshhub user list     List users and their roles.
+  meshhub user roles <name> [--admin] [--role ROLE]...
+                        Replace the user's roles (subscriber when none is given).
   meshhub user passwd <name> --password-stdin
   meshhub user remove <name>
+                        Changing roles or the password, and removing a user, end every token
+                        and sign-in of theirs at once.
   meshhub token <name> [--ttl 1h]
                         Print an access token (JWT) for the user, valid for --ttl (max 365d).
+  meshhub token revoke <name>
+                        End every token and sign-in of the user now (the user stays).
 `;
 
 const MAX_TOKEN_TTL_MS = 365 * 86_400_000;
@@ -109,6 +115,20 @@ async function userCommand(args: string[], ctx: CommandContext): Promise<number>
       }
       return 0;
     }
+    case 'roles': {
+      const username = needName();
+      const roles = [...(values.role ?? [])];
+      if (values.admin) roles.push(ADMIN_ROLE);
+      if (roles.length === 0) roles.push(SUBSCRIBER_ROLE);
+      const changed = await withDatabase(ctx.dataDir, async (db) =>
+        new UserRepository(db).setRoles(username, roles),
+      );
+      if (!changed) throw new UsageError(`meshhub user roles: no user "${username}"`, 1);
+      ctx.out(
+        `roles of ${username.toLowerCase()} are now ${[...new Set(roles)].join(', ')} (their tokens were revoked)\n`,
+      );
+      return 0;
+    }
     case 'passwd': {
       const username = needName();
       if (!values['password-stdin'])
@@ -118,16 +138,14 @@ async function userCommand(args: string[], ctx: CommandContext): Promise<number>
         new UserRepository(db).setPassword(username, password),
       );
       if (!changed) throw new UsageError(`meshhub user passwd: no user "${username}"`, 1);
-      ctx.out(`password of ${username.toLowerCase()} changed\n`);
+      ctx.out(`password of ${username.toLowerCase()} changed (their tokens were revoked)\n`);
       return 0;
     }
     case 'remove': {
       const username = needName();
       const removed = await withDatabase(ctx.dataDir, async (db) => new UserRepository(db).remove(username));
       if (!removed) throw new UsageError(`meshhub user remove: no user "${username}"`, 1);
-      ctx.out(
-        `removed user ${username.toLowerCase()} (tokens already issued stay valid until they expire)\n`,
-      );
+      ctx.out(`removed user ${username.toLowerCase()} (their tokens were revoked)\n`);
       return 0;
     }
     default:
@@ -139,19 +157,24 @@ export async function runTokenCommand(args: string[], ctx: CommandContext): Prom
   try {
     const { values, positionals } = parseArgs({
       args,
-      options: { ttl: { type: 'string', default: '1h' } },
+      options: { ttl: { type: 'string' } },
       allowPositionals: true,
       strict: true,
     });
+    if (positionals[0] === 'revoke') return await revokeTokens(positionals.slice(1), values, ctx);
     const name = positionals[0];
     if (!name || positionals.length !== 1) throw new UsageError('meshhub token: expected one user name');
-    const ttlMs = parseDuration(values.ttl);
+    const ttlMs = parseDuration(values.ttl ?? '1h');
     if (ttlMs === undefined || ttlMs < 1000 || ttlMs > MAX_TOKEN_TTL_MS) {
       throw new UsageError(
         'meshhub token: --ttl expects a duration from 1s to 365d, like 90s, 15m, 24h or 30d',
       );
     }
-    const user = await withDatabase(ctx.dataDir, async (db) => new UserRepository(db).get(name));
+    const user = await withDatabase(ctx.dataDir, async (db) => {
+      const users = new UserRepository(db);
+      const found = users.get(name);
+      return found && { ...found, tokenVersion: users.tokenVersion(found.username) ?? 0 };
+    });
     if (!user) throw new UsageError(`meshhub token: no user "${name}"`, 1);
     const issuer = await LocalIssuer.open(ctx.dataDir, { warn: (m) => ctx.err(`meshhub: ${m}\n`) });
     const token = await issuer.issue(user, ttlMs / 1000);
@@ -160,6 +183,22 @@ export async function runTokenCommand(args: string[], ctx: CommandContext): Prom
   } catch (error) {
     return reportError(error, ctx);
   }
+}
+
+/** `meshhub token revoke <name>`: bumps the user's token version; the running hub sees it on the next request. */
+async function revokeTokens(
+  positionals: string[],
+  values: { ttl?: string | undefined },
+  ctx: CommandContext,
+): Promise<number> {
+  const name = positionals[0];
+  if (!name || positionals.length !== 1) throw new UsageError('meshhub token revoke: expected one user name');
+  if (values.ttl !== undefined)
+    throw new UsageError('meshhub token revoke: --ttl is only for issuing a token');
+  const revoked = await withDatabase(ctx.dataDir, async (db) => new UserRepository(db).revokeTokens(name));
+  if (!revoked) throw new UsageError(`meshhub token revoke: no user "${name}"`, 1);
+  ctx.out(`revoked every token and sign-in of ${name.toLowerCase()}\n`);
+  return 0;
 }
 
 export class UsageError extends Error {

@@ -7,16 +7,22 @@
  * Principals: a local token's subject is the username (`alice`); an external token's subject is
  * namespaced as `idp:<sub>`. Usernames cannot contain ':', so the two never collide, and
  * `meshhub subscription grant idp:<sub> …` grants to an identity-provider user.
+ *
+ * Local tokens are revocable (README "Logins and tokens"): given the user store's token
+ * versions, the verifier refuses a local token whose `token_version` is not its user's current
+ * one, or whose user is gone. Tokens of the identity provider are left to the provider.
  */
 import { ConfigError } from '../config/load.js';
 import type { VerifiedIdentity } from './jwt-verifier.js';
 import {
+  AuthError,
   createTokenVerifier,
   isAcceptableKeysUrl,
   type TokenVerifier,
   type TrustedIssuer,
 } from './jwt-verifier.js';
-import { LocalIssuer } from './local-issuer.js';
+import { LocalIssuer, TOKEN_VERSION_CLAIM } from './local-issuer.js';
+import { LoginThrottle } from './login-throttle.js';
 
 export interface ExternalIdentityProvider {
   jwksUrl?: string | undefined;
@@ -39,9 +45,17 @@ export interface Principal {
 
 export const EXTERNAL_PRINCIPAL_PREFIX = 'idp:';
 
+/** Where the verifier reads a local user's current token version (the hub's SQLite, the upstream's PostgreSQL). */
+export interface TokenVersions {
+  /** Undefined when the user is gone (or may not log in). */
+  tokenVersion(username: string): number | undefined | Promise<number | undefined>;
+}
+
 export interface HubIdentity {
   readonly localIssuer: LocalIssuer;
   readonly verifier: TokenVerifier;
+  /** The process's one login throttle: every password login (HTTP and MQTT) goes through it. */
+  readonly logins: LoginThrottle;
   /** The external issuer, when one is configured. */
   readonly externalIssuer: string | undefined;
   principalOf(identity: VerifiedIdentity): Principal;
@@ -96,20 +110,53 @@ export function buildHubTokenVerifier(local: LocalIssuer, external?: TrustedIssu
   return createTokenVerifier(external ? [local.trustedIssuer(), external] : [local.trustedIssuer()]);
 }
 
+/**
+ * `verifier`, plus for tokens of `localIssuer` the token version check. A token issued before
+ * versions existed carries none and counts as 0, the version of users made before then.
+ */
+export function revocableVerifier(
+  verifier: TokenVerifier,
+  localIssuer: string,
+  versions: TokenVersions,
+): TokenVerifier {
+  return {
+    async verify(token: string): Promise<VerifiedIdentity> {
+      const identity = await verifier.verify(token);
+      if (identity.issuer !== localIssuer) return identity;
+      const claimed = identity.claims[TOKEN_VERSION_CLAIM] ?? 0;
+      const current = await versions.tokenVersion(identity.subject);
+      if (current === undefined || claimed !== current) {
+        throw new AuthError('revoked', 'the token has been revoked');
+      }
+      return identity;
+    },
+  };
+}
+
 /** Loads (or creates) the hub's signing key in `dataDir` and builds the verifier. */
 export async function openHubIdentity(options: {
   dataDir: string;
   external?: ExternalIdentityProvider;
   warn?: (message: string) => void;
+  /**
+   * The user store's token versions. Every process that serves tokens passes it (the hub, the
+   * upstream); without it local tokens are not revocable (benches, tests of other parts).
+   */
+  tokenVersions?: TokenVersions;
+  logins?: LoginThrottle;
 }): Promise<HubIdentity> {
   const external = externalTrustedIssuer(options.external ?? {});
   const localIssuer = await LocalIssuer.open(options.dataDir, {
     ...(options.warn ? { warn: options.warn } : {}),
   });
-  const verifier = buildHubTokenVerifier(localIssuer, external);
+  const plain = buildHubTokenVerifier(localIssuer, external);
+  const verifier = options.tokenVersions
+    ? revocableVerifier(plain, localIssuer.issuer, options.tokenVersions)
+    : plain;
   return {
     localIssuer,
     verifier,
+    logins: options.logins ?? new LoginThrottle(),
     externalIssuer: external?.issuer,
     principalOf(identity) {
       const local = identity.issuer === localIssuer.issuer;

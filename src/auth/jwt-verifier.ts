@@ -34,6 +34,7 @@ export type AuthFailureReason =
   | 'not_yet_valid'
   | 'wrong_issuer'
   | 'wrong_audience'
+  | 'revoked'
   | 'keys_unavailable';
 
 export class AuthError extends Error {

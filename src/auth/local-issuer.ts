@@ -2,7 +2,8 @@
  * The hub's own token issuer (DESIGN.md "Decisions": Auth). An Ed25519 key pair is created in
  * DATA_DIR on first start (file mode 0600, never logged); its public half is served at
  * `/.well-known/jwks.json`. Tokens carry `sub` (the username), `iss`, `aud`, `iat`, `exp`,
- * `preferred_username` and `roles`.
+ * `preferred_username`, `roles` and `token_version` (the user's, when issued: a token of another
+ * version is refused, src/auth/hub-identity.ts).
  *
  * The issuer string is `urn:meshhub:<key thumbprint>`: unique per hub, so an upstream that trusts
  * several hubs can tell their tokens apart. Deleting the key file rotates the key (every token
@@ -25,6 +26,8 @@ import type { TrustedIssuer } from './jwt-verifier.js';
 
 export const SIGNING_KEY_FILE = 'jwt-signing-key.json';
 export const LOCAL_AUDIENCE = 'meshhub';
+/** The claim carrying the user's token version (README "Logins and tokens"). */
+export const TOKEN_VERSION_CLAIM = 'token_version';
 const ALGORITHM = 'EdDSA';
 
 type SigningKey = Awaited<ReturnType<typeof importJWK>>;
@@ -41,6 +44,11 @@ export interface TokenSubject {
   /** The local username; becomes `sub` and `preferred_username`. */
   username: string;
   roles: readonly string[];
+  /**
+   * The user's token version (users.ts): bumping it ends the token. Left out, the token counts
+   * as version 0, which no user made since versions exist has (they start at a random one).
+   */
+  tokenVersion?: number;
 }
 
 interface StoredKey {
@@ -149,7 +157,11 @@ export class LocalIssuer {
   async issue(subject: TokenSubject, ttlSeconds: number, nowMs = Date.now()): Promise<IssuedToken> {
     const iat = Math.floor(nowMs / 1000);
     const exp = iat + Math.max(1, Math.floor(ttlSeconds));
-    const accessToken = await new SignJWT({ preferred_username: subject.username, roles: [...subject.roles] })
+    const accessToken = await new SignJWT({
+      preferred_username: subject.username,
+      roles: [...subject.roles],
+      ...(subject.tokenVersion !== undefined ? { [TOKEN_VERSION_CLAIM]: subject.tokenVersion } : {}),
+    })
       .setProtectedHeader({ alg: ALGORITHM, kid: this.keyId, typ: 'JWT' })
       .setIssuer(this.issuer)
       .setSubject(subject.username)

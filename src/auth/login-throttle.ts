@@ -1,119 +1,247 @@
 /**
- * Login throttling for `POST /api/v1/auth/token`: failed attempts are counted per username and
- * per client address in a window that starts at the first failure. Past the limit, further
- * attempts are refused with 429 and Retry-After until the window ends, before any password is
- * checked. An attempt counts as a failure from the moment it starts (so a burst of concurrent
- * guesses cannot all slip in while scrypt runs); a success takes it back and clears the
- * username's count. Memory is bounded: at most `maxEntries` keys each.
+ * The one login throttle of a process: every password login goes through it, over HTTP
+ * (`POST /api/v1/auth/token` on the hub and on the upstream) and over MQTT (README "Logins and
+ * tokens").
+ *
+ * - Failures are counted per (username, client address) and per client address (any username).
+ *   Past a few free failures each further attempt must wait: 1 s, 2 s, 4 s, … up to a cap. There
+ *   is no lock a stranger can set: failing from address A never delays the user on address B.
+ *   With `ipv6By64` (the upstream, on the internet, where one client usually holds a whole /64)
+ *   the per-address budget counts an IPv6 client by its /64; the hub, on a LAN whose hosts share
+ *   one /64, counts each address.
+ * - An attempt counts as a failure from the moment it is let through (a burst of concurrent
+ *   guesses cannot all slip in while the first one's scrypt runs); a success takes it back.
+ * - A refused attempt costs no password check. At most `maxConcurrentChecks` checks (32 MiB of
+ *   scrypt each) run at once and `maxQueuedChecks` wait; beyond that the attempt is refused as
+ *   busy, so a flood from many addresses cannot exhaust memory.
+ * - Memory is bounded: at most `maxEntries` keys per counter, the least recently failed go first.
  */
+import { isIPv6 } from 'node:net';
 
 export interface LoginThrottleOptions {
-  maxFailuresPerUsername?: number;
-  maxFailuresPerAddress?: number;
-  windowMs?: number;
+  /** Failures of one username from one address before its delays start. */
+  failuresBeforeDelay?: number;
+  /** Failures from one address, whatever the usernames, before its delays start. */
+  addressFailuresBeforeDelay?: number;
+  /** The first delay; each further failure doubles it. */
+  baseDelayMs?: number;
+  maxDelayMs?: number;
+  /** A key's failures are forgotten this long after its last one (at least `maxDelayMs`). */
+  forgetAfterMs?: number;
   maxEntries?: number;
+  maxConcurrentChecks?: number;
+  maxQueuedChecks?: number;
+  /** Count the per-address budget of IPv6 clients by their /64. */
+  ipv6By64?: boolean;
   now?: () => number;
 }
 
-interface Window {
-  startedAt: number;
-  failures: number;
+export type LoginRefusal = {
+  outcome: 'throttled';
+  retryAfterSeconds: number;
+  /** What refused it: the (username, address) pair, the address, or a full password-check queue. */
+  by: 'username' | 'address' | 'busy';
+};
+
+export type LoginResult<U> = { outcome: 'ok'; user: U } | { outcome: 'failed' } | LoginRefusal;
+
+interface Failures {
+  count: number;
+  lastAt: number;
 }
 
-export type ThrottleVerdict =
-  | { allowed: true }
-  | { allowed: false; retryAfterSeconds: number; by: 'username' | 'address' };
-
 class FailureCounter {
-  private readonly windows = new Map<string, Window>();
+  private readonly entries = new Map<string, Failures>();
 
   constructor(
-    private readonly max: number,
-    private readonly windowMs: number,
+    private readonly free: number,
+    private readonly baseDelayMs: number,
+    private readonly maxDelayMs: number,
+    private readonly forgetAfterMs: number,
     private readonly maxEntries: number,
   ) {}
 
   get size(): number {
-    return this.windows.size;
+    return this.entries.size;
   }
 
-  /** Seconds until `key` may try again, or 0 when it may now. */
-  blockedFor(key: string, now: number): number {
-    const w = this.windows.get(key);
-    if (!w) return 0;
-    const endsAt = w.startedAt + this.windowMs;
-    if (endsAt <= now) {
-      this.windows.delete(key);
-      return 0;
-    }
-    return w.failures >= this.max ? Math.ceil((endsAt - now) / 1000) : 0;
+  /** The wait after `count` failures. */
+  delayAfter(count: number): number {
+    if (count < this.free) return 0;
+    return Math.min(this.maxDelayMs, this.baseDelayMs * 2 ** Math.min(count - this.free, 40));
+  }
+
+  /** Milliseconds until `key` may try again; 0 when it may now. */
+  waitFor(key: string, now: number): number {
+    const entry = this.live(key, now);
+    if (!entry) return 0;
+    return Math.max(0, entry.lastAt + this.delayAfter(entry.count) - now);
   }
 
   fail(key: string, now: number): void {
-    const w = this.windows.get(key);
-    if (w && w.startedAt + this.windowMs > now) {
-      w.failures++;
-      return;
+    const entry = this.live(key, now);
+    // Re-inserted: the Map's order is then least recently failed first.
+    this.entries.delete(key);
+    if (this.entries.size >= this.maxEntries) {
+      const oldest = this.entries.keys().next();
+      if (!oldest.done) this.entries.delete(oldest.value);
     }
-    this.windows.delete(key);
-    if (this.windows.size >= this.maxEntries) this.prune(now);
-    this.windows.set(key, { startedAt: now, failures: 1 });
+    this.entries.set(key, { count: (entry?.count ?? 0) + 1, lastAt: now });
+  }
+
+  /** Takes back one failure (an attempt that turned out right, or was not checked). */
+  undo(key: string): void {
+    const entry = this.entries.get(key);
+    if (!entry) return;
+    if (entry.count <= 1) this.entries.delete(key);
+    else entry.count--;
   }
 
   clear(key: string): void {
-    this.windows.delete(key);
+    this.entries.delete(key);
   }
 
-  undo(key: string, now: number): void {
-    const w = this.windows.get(key);
-    if (w && w.startedAt + this.windowMs > now && w.failures > 0) w.failures--;
-  }
-
-  private prune(now: number): void {
-    for (const [key, w] of this.windows) if (w.startedAt + this.windowMs <= now) this.windows.delete(key);
-    // Still full: forget the oldest windows (Map keeps insertion order).
-    for (const key of this.windows.keys()) {
-      if (this.windows.size < this.maxEntries) break;
-      this.windows.delete(key);
+  private live(key: string, now: number): Failures | undefined {
+    const entry = this.entries.get(key);
+    if (entry && now - entry.lastAt >= this.forgetAfterMs) {
+      this.entries.delete(key);
+      return undefined;
     }
+    return entry;
   }
 }
 
+/** The part of an address the throttle counts by: the address, or with `by64` an IPv6 address's /64. */
+export function addressKey(address: string, by64 = false): string {
+  const plain = address.replace(/^::ffff:(?=\d+\.\d+\.\d+\.\d+$)/i, '').replace(/%.*$/, '');
+  if (!by64 || !isIPv6(plain)) return plain.slice(0, 64);
+  const [head = '', tail] = plain.toLowerCase().split('::');
+  const front = head ? head.split(':') : [];
+  const back = tail ? tail.split(':') : [];
+  const groups =
+    tail === undefined ? front : [...front, ...Array(8 - front.length - back.length).fill('0'), ...back];
+  return `${groups
+    .slice(0, 4)
+    .map((g) => g.replace(/^0+(?=.)/, ''))
+    .join(':')}::/64`;
+}
+
 export class LoginThrottle {
-  private readonly byUsername: FailureCounter;
+  private readonly byPair: FailureCounter;
   private readonly byAddress: FailureCounter;
   private readonly now: () => number;
+  private readonly maxConcurrentChecks: number;
+  private readonly maxQueuedChecks: number;
+  private readonly ipv6By64: boolean;
+  private active = 0;
+  private readonly queue: Array<() => void> = [];
+  /** Password checks started (each one scrypt). */
+  checks = 0;
+  /** Attempts refused without a check, by what refused them. */
+  readonly refused = { username: 0, address: 0, busy: 0 };
 
   constructor(options: LoginThrottleOptions = {}) {
-    const windowMs = options.windowMs ?? 15 * 60_000;
+    const baseDelayMs = options.baseDelayMs ?? 1_000;
+    const maxDelayMs = Math.max(baseDelayMs, options.maxDelayMs ?? 5 * 60_000);
+    const forgetAfterMs = Math.max(maxDelayMs, options.forgetAfterMs ?? 15 * 60_000);
     const maxEntries = options.maxEntries ?? 10_000;
-    this.byUsername = new FailureCounter(options.maxFailuresPerUsername ?? 5, windowMs, maxEntries);
-    this.byAddress = new FailureCounter(options.maxFailuresPerAddress ?? 20, windowMs, maxEntries);
+    this.byPair = new FailureCounter(
+      options.failuresBeforeDelay ?? 3,
+      baseDelayMs,
+      maxDelayMs,
+      forgetAfterMs,
+      maxEntries,
+    );
+    this.byAddress = new FailureCounter(
+      options.addressFailuresBeforeDelay ?? 20,
+      baseDelayMs,
+      maxDelayMs,
+      forgetAfterMs,
+      maxEntries,
+    );
     this.now = options.now ?? Date.now;
+    this.maxConcurrentChecks = Math.max(1, options.maxConcurrentChecks ?? 2);
+    this.maxQueuedChecks = Math.max(0, options.maxQueuedChecks ?? 8);
+    this.ipv6By64 = options.ipv6By64 ?? false;
   }
 
-  /** Refuses a throttled attempt; otherwise counts it as a failure until `succeeded` says otherwise. */
-  attempt(username: string, address: string): ThrottleVerdict {
+  /**
+   * Runs `check` (the password check) unless the attempt is throttled or too many checks are
+   * under way. `check` resolves with the user, or undefined for wrong credentials; if it
+   * throws, the attempt is taken back and the error passed on.
+   */
+  async login<U>(
+    username: string,
+    address: string,
+    check: () => Promise<U | undefined>,
+  ): Promise<LoginResult<U>> {
+    const pair = pairKey(username, address);
+    const addr = addressKey(address, this.ipv6By64);
     const now = this.now();
-    const user = this.byUsername.blockedFor(username, now);
-    const addr = this.byAddress.blockedFor(address, now);
-    if (user || addr) {
-      return user >= addr
-        ? { allowed: false, retryAfterSeconds: user, by: 'username' }
-        : { allowed: false, retryAfterSeconds: addr, by: 'address' };
+    const pairWait = this.byPair.waitFor(pair, now);
+    const addrWait = this.byAddress.waitFor(addr, now);
+    if (pairWait > 0 || addrWait > 0) {
+      const by = pairWait >= addrWait ? 'username' : 'address';
+      this.refused[by]++;
+      return { outcome: 'throttled', retryAfterSeconds: seconds(Math.max(pairWait, addrWait)), by };
     }
-    this.byUsername.fail(username, now);
-    this.byAddress.fail(address, now);
-    return { allowed: true };
+    if (this.active >= this.maxConcurrentChecks && this.queue.length >= this.maxQueuedChecks) {
+      this.refused.busy++;
+      return { outcome: 'throttled', retryAfterSeconds: 1, by: 'busy' };
+    }
+    this.byPair.fail(pair, now);
+    this.byAddress.fail(addr, now);
+    const takeBack = () => {
+      this.byPair.undo(pair);
+      this.byAddress.undo(addr);
+    };
+    await this.slot();
+    let user: U | undefined;
+    try {
+      this.checks++;
+      user = await check();
+    } catch (error) {
+      takeBack();
+      throw error;
+    } finally {
+      this.release();
+    }
+    if (user === undefined) return { outcome: 'failed' };
+    this.byPair.clear(pair);
+    this.byAddress.undo(addr);
+    return { outcome: 'ok', user };
   }
 
-  /** Usernames and addresses currently remembered (bounded by `maxEntries` each). */
+  /** Keys remembered (bounded by `maxEntries` per counter). */
   get trackedKeys(): number {
-    return this.byUsername.size + this.byAddress.size;
+    return this.byPair.size + this.byAddress.size;
   }
 
-  succeeded(username: string, address: string): void {
-    this.byUsername.clear(username);
-    this.byAddress.undo(address, this.now());
+  /** Password checks running and waiting. */
+  get pendingChecks(): number {
+    return this.active + this.queue.length;
   }
+
+  private slot(): Promise<void> {
+    if (this.active < this.maxConcurrentChecks) {
+      this.active++;
+      return Promise.resolve();
+    }
+    // The slot passes straight from release() to the next in line: `active` stays counted.
+    return new Promise((resolve) => this.queue.push(resolve));
+  }
+
+  private release(): void {
+    const next = this.queue.shift();
+    if (next) next();
+    else this.active--;
+  }
+}
+
+function pairKey(username: string, address: string): string {
+  return `${addressKey(address)} ${username.trim().toLowerCase().slice(0, 64)}`;
+}
+
+function seconds(ms: number): number {
+  return Math.max(1, Math.ceil(ms / 1000));
 }

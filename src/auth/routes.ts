@@ -1,22 +1,26 @@
 /**
- * The hub's issuer over HTTP:
+ * The hub's issuer over HTTP (README "Logins and tokens"):
  * - `GET /.well-known/jwks.json`: the public signing keys;
  * - `POST /api/v1/auth/token`: `{ "username", "password" }` (JSON, or a form as OAuth clients
- *   send it, `grant_type=password` allowed) → `{ access_token, token_type: "Bearer", expires_in }`.
- *   Wrong credentials are a 401 that does not say whether the user exists; throttled attempts a 429
- *   with Retry-After (login-throttle.ts). The client address is the TCP peer: the hub serves the
- *   LAN directly, so X-Forwarded-For is not trusted (`trustProxy`, off on the hub; the upstream
- *   turns it on with HTTP_TRUST_PROXY).
+ *   send it, `grant_type=password` allowed) → `{ access_token, token_type: "Bearer", expires_in,
+ *   refresh_token }`. Wrong credentials are a 401 that does not say whether the user exists;
+ *   attempts the login throttle refuses a 429 with Retry-After, before any password is checked
+ *   (login-throttle.ts). The client address is the TCP peer: the hub serves the LAN directly,
+ *   so X-Forwarded-For is not trusted (`trustProxy`, off on the hub; the upstream turns it on
+ *   with HTTP_TRUST_PROXY).
+ * - `POST /api/v1/auth/refresh`: `{ "refresh_token" }` → the same answer with a new access token
+ *   and a new refresh token; the one sent is used up. 401 when it is unknown, used, expired or
+ *   revoked (its user's token version changed).
  */
 import { getConnInfo } from '@hono/node-server/conninfo';
 import { type Context, Hono } from 'hono';
 import { ProblemError } from '../http/problem.js';
 import type { HubIdentity } from './hub-identity.js';
-import { LoginThrottle } from './login-throttle.js';
+import type { RefreshTokenStore } from './refresh-tokens.js';
 import { bodyProblem, limitBody, readJsonOrFormBody } from './request-body.js';
 import { bearerChallenge } from './require-auth.js';
-import { type TokenResponseJson, tokenRequestSchema } from './schemas.js';
-import type { AuthenticatedUser } from './users.js';
+import { refreshRequestSchema, type TokenResponseJson, tokenRequestSchema } from './schemas.js';
+import type { LoginUser } from './users.js';
 
 /** The TCP peer, or with `trustProxy` the last X-Forwarded-For entry (the address the proxy saw). */
 function clientAddress(c: Context, trustProxy = false): string {
@@ -32,51 +36,84 @@ function clientAddress(c: Context, trustProxy = false): string {
   }
 }
 
-/** What the token endpoint needs of a user store: the hub's UserRepository, the upstream's users. */
-export interface PasswordChecker {
-  checkPassword(username: string, password: string): Promise<AuthenticatedUser | undefined>;
+/** What the token routes need of a user store: the hub's UserRepository, the upstream's users. */
+export interface LoginStore extends RefreshTokenStore {
+  checkPassword(username: string, password: string): Promise<LoginUser | undefined>;
 }
 
 export interface AuthRoutesOptions {
-  identity: Pick<HubIdentity, 'localIssuer'>;
-  users: () => PasswordChecker;
+  identity: Pick<HubIdentity, 'localIssuer' | 'logins'>;
+  users: () => LoginStore;
+  /** Lifetime of the access tokens these routes issue. */
   tokenTtlSeconds: number;
+  /** Lifetime of refresh tokens, renewed by each use; 0: none are issued. */
+  refreshTtlMs: number;
   /** Take the client address from X-Forwarded-For (behind a trusted proxy); default false. */
   trustProxy?: boolean;
-  throttle?: LoginThrottle;
+  now?: () => number;
+}
+
+function noStore(): Record<string, string> {
+  return { 'cache-control': 'no-store', pragma: 'no-cache' };
 }
 
 export function tokenRoutes(options: AuthRoutesOptions): Hono {
-  const throttle = options.throttle ?? new LoginThrottle();
+  const { identity } = options;
+  const now = options.now ?? Date.now;
   const app = new Hono();
-  app.post('/token', limitBody(4096), async (c) => {
-    const parsed = tokenRequestSchema.safeParse(await readJsonOrFormBody(c));
-    if (!parsed.success) throw bodyProblem(parsed.error);
-    const username = parsed.data.username.trim().toLowerCase();
-    const address = clientAddress(c, options.trustProxy);
-    const verdict = throttle.attempt(username, address);
-    if (!verdict.allowed) {
-      throw new ProblemError(429, `too many failed logins; try again in ${verdict.retryAfterSeconds} s`, {
-        headers: { 'retry-after': String(verdict.retryAfterSeconds) },
-      });
-    }
-    const user = await options.users().checkPassword(username, parsed.data.password);
-    if (!user) {
-      throw new ProblemError(401, 'wrong username or password', {
-        headers: { 'www-authenticate': bearerChallenge() },
-      });
-    }
-    throttle.succeeded(username, address);
-    const issued = await options.identity.localIssuer.issue(user, options.tokenTtlSeconds);
+
+  const answer = async (c: Context, user: LoginUser) => {
+    const issued = await identity.localIssuer.issue(user, options.tokenTtlSeconds, now());
     const body: TokenResponseJson = {
       access_token: issued.accessToken,
       token_type: 'Bearer',
       expires_in: issued.expiresIn,
     };
-    return c.json(body, 200, {
-      'cache-control': 'no-store',
-      pragma: 'no-cache',
-    });
+    if (options.refreshTtlMs > 0) {
+      body.refresh_token = await options.users().createRefreshToken(user, now() + options.refreshTtlMs);
+    }
+    return c.json(body, 200, noStore());
+  };
+
+  app.post('/token', limitBody(4096), async (c) => {
+    const parsed = tokenRequestSchema.safeParse(await readJsonOrFormBody(c));
+    if (!parsed.success) throw bodyProblem(parsed.error);
+    const username = parsed.data.username.trim().toLowerCase();
+    const result = await identity.logins.login(username, clientAddress(c, options.trustProxy), () =>
+      options.users().checkPassword(username, parsed.data.password),
+    );
+    if (result.outcome === 'throttled') {
+      const detail =
+        result.by === 'busy'
+          ? 'too many sign-ins at once; try again in a second'
+          : `too many failed sign-ins; try again in ${result.retryAfterSeconds} s`;
+      throw new ProblemError(429, detail, { headers: { 'retry-after': String(result.retryAfterSeconds) } });
+    }
+    if (result.outcome === 'failed') {
+      throw new ProblemError(401, 'wrong username or password', {
+        headers: { 'www-authenticate': bearerChallenge() },
+      });
+    }
+    return answer(c, result.user);
+  });
+
+  app.post('/refresh', limitBody(4096), async (c) => {
+    const parsed = refreshRequestSchema.safeParse(await readJsonOrFormBody(c));
+    if (!parsed.success) throw bodyProblem(parsed.error);
+    const user =
+      options.refreshTtlMs > 0
+        ? await options.users().redeemRefreshToken(parsed.data.refresh_token, now())
+        : undefined;
+    if (!user) {
+      throw new ProblemError(
+        401,
+        'the refresh token is not valid (used, expired or revoked); sign in again',
+        {
+          headers: { 'www-authenticate': bearerChallenge('invalid_token', 'the refresh token is not valid') },
+        },
+      );
+    }
+    return answer(c, user);
   });
   return app;
 }
@@ -88,5 +125,3 @@ export function jwksRoutes(identity: HubIdentity): Hono {
   );
   return app;
 }
-
-/** `/.well-known/jwks.json` and `/api/v1/auth/token`. */

@@ -3,7 +3,12 @@
  * OpenAPI 3.0.3"): every route the hub serves under /api/v1, /.well-known, /health,
  * /api/version and /metrics, from the schemas in each area's schemas.ts.
  */
-import { jwksSchema, tokenRequestSchema, tokenResponseSchema } from '../auth/schemas.js';
+import {
+  jwksSchema,
+  refreshRequestSchema,
+  tokenRequestSchema,
+  tokenResponseSchema,
+} from '../auth/schemas.js';
 import { ingestBodySchema, ingestRejectedSchema, ingestResultSchema } from '../ingest/schemas.js';
 import { helloEventSchema, LIVE_EVENTS_DESCRIPTION } from '../live/schemas.js';
 import {
@@ -154,7 +159,31 @@ export function meshOpenApiDocument(version: string): OpenApiDocument {
           }),
           413: tooLarge,
           415: notJson,
-          429: problem('Too many failed sign-ins.', { 'Retry-After': HEADERS.retryAfter }),
+          429: problem('Too many failed sign-ins from this address, or too many at once: wait Retry-After.', {
+            'Retry-After': HEADERS.retryAfter,
+          }),
+        },
+      },
+      {
+        method: 'post',
+        path: '/api/v1/auth/refresh',
+        operationId: 'refreshToken',
+        tag: 'auth',
+        summary: 'A new access token (and refresh token) for a refresh token',
+        description:
+          'Each refresh token works once: the answer carries the next one. It stops working when it expires (AUTH_REFRESH_TTL) or its user is removed, changes password or roles, or has their tokens revoked.',
+        body: {
+          schema: refreshRequestSchema,
+          contentTypes: ['application/json', 'application/x-www-form-urlencoded'],
+        },
+        responses: {
+          200: { description: 'The new tokens.', body: tokenResponseSchema },
+          400: badInput,
+          401: problem('The refresh token is unknown, used, expired or revoked: sign in again.', {
+            'WWW-Authenticate': HEADERS.wwwAuthenticate,
+          }),
+          413: tooLarge,
+          415: notJson,
         },
       },
       {

@@ -4,14 +4,20 @@
  *
  * - a password that is a JWT (`eyJ….….…`) is verified by the injected TokenVerifier (the hub's
  *   issuer or a trusted identity provider); roles come from its claims, the username is ignored;
- * - any other username + password goes to the injected `checkPassword` (the hub's user store);
+ * - any other username + password goes to the injected `checkPassword` (the hub's user store)
+ *   through the hub's one login throttle (src/auth/login-throttle.ts), which HTTP logins share:
+ *   an attempt it refuses costs no password check and gets CONNACK 3 (server unavailable: try
+ *   again later);
  * - no username and no password is anonymous: refused unless `allowAnonymous`, then a `device`.
  *
- * A known user without any MQTT role is refused too. Failures carry the CONNACK return code
- * (4 bad username or password, 5 not authorized) and a reason for logs and metrics; the
- * password itself is never logged.
+ * A known user without any MQTT role is refused with the same CONNACK 4 as a wrong password, so
+ * the answer does not tell a subscriber's right password from a wrong one; the reason
+ * (`no_mqtt_role`) still reaches the log and the metrics. Failures carry the CONNACK return code
+ * (3 server unavailable, 4 bad username or password, 5 not authorized: anonymous) and a reason;
+ * the password itself is never logged.
  */
 import { AuthError, type TokenVerifier } from '../auth/jwt-verifier.js';
+import { type LoginResult, LoginThrottle } from '../auth/login-throttle.js';
 import { hasMqttRole } from './acl.js';
 
 export interface MqttIdentity {
@@ -31,6 +37,7 @@ export type MqttAuthFailureReason =
   | 'bad_credentials'
   | 'bad_token'
   | 'no_mqtt_role'
+  | 'throttled'
   | 'unavailable';
 
 export class MqttAuthFailure extends Error {
@@ -49,6 +56,8 @@ export interface MqttAuthenticatorOptions {
   checkPassword?: CheckPassword;
   tokenVerifier?: TokenVerifier;
   allowAnonymous?: boolean;
+  /** The hub's login throttle (shared with HTTP logins); default: one of this authenticator's own. */
+  throttle?: LoginThrottle;
 }
 
 const JWT_SHAPE = /^eyJ[A-Za-z0-9_-]*\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/;
@@ -56,10 +65,18 @@ const JWT_SHAPE = /^eyJ[A-Za-z0-9_-]*\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/;
 export const rejectAllPasswords: CheckPassword = async () => undefined;
 
 export class MqttAuthenticator {
-  constructor(private readonly options: MqttAuthenticatorOptions = {}) {}
+  private readonly throttle: LoginThrottle;
 
-  /** Resolves with the identity, or rejects with MqttAuthFailure. */
-  async authenticate(username: string | undefined, password: Buffer | undefined): Promise<MqttIdentity> {
+  constructor(private readonly options: MqttAuthenticatorOptions = {}) {
+    this.throttle = options.throttle ?? new LoginThrottle();
+  }
+
+  /** Resolves with the identity, or rejects with MqttAuthFailure; `address` is the client's, for the throttle. */
+  async authenticate(
+    username: string | undefined,
+    password: Buffer | undefined,
+    address = 'unknown',
+  ): Promise<MqttIdentity> {
     const secret = password?.toString('utf8') ?? '';
     if (!username && !secret) {
       if (!this.options.allowAnonymous) {
@@ -69,9 +86,9 @@ export class MqttAuthenticator {
     }
     const identity = JWT_SHAPE.test(secret)
       ? await this.fromToken(secret)
-      : await this.fromPassword(username ?? '', secret);
+      : await this.fromPassword(username ?? '', secret, address);
     if (!hasMqttRole(identity.roles)) {
-      throw new MqttAuthFailure('no_mqtt_role', 5, `${identity.username} has no MQTT role`);
+      throw new MqttAuthFailure('no_mqtt_role', 4, `${identity.username} has no MQTT role`);
     }
     return identity;
   }
@@ -89,15 +106,23 @@ export class MqttAuthenticator {
     }
   }
 
-  private async fromPassword(username: string, password: string): Promise<MqttIdentity> {
+  private async fromPassword(username: string, password: string, address: string): Promise<MqttIdentity> {
     const check = this.options.checkPassword ?? rejectAllPasswords;
-    let user: Awaited<ReturnType<CheckPassword>>;
+    let result: LoginResult<{ username: string; roles: string[] }>;
     try {
-      user = await check(username, password);
+      result = await this.throttle.login(username, address, () => check(username, password));
     } catch {
       throw new MqttAuthFailure('unavailable', 3, 'the user store could not be asked');
     }
-    if (!user) throw new MqttAuthFailure('bad_credentials', 4, 'bad username or password');
-    return { username: user.username, roles: user.roles, via: 'password' };
+    if (result.outcome === 'throttled') {
+      throw new MqttAuthFailure(
+        'throttled',
+        3,
+        `too many failed logins (${result.by}); try again in ${result.retryAfterSeconds} s`,
+      );
+    }
+    if (result.outcome === 'failed')
+      throw new MqttAuthFailure('bad_credentials', 4, 'bad username or password');
+    return { username: result.user.username, roles: result.user.roles, via: 'password' };
   }
 }

@@ -1,6 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { TokenVerifier } from '../auth/jwt-verifier.js';
+import type { LoginThrottle } from '../auth/login-throttle.js';
 import type { HubBus } from '../events.js';
 import type { ReadingSink } from '../ingest/reading-sink.js';
 import { Actor } from '../kernel/actor.js';
@@ -79,6 +80,8 @@ export class MqttBrokerActor extends Actor {
       checkPassword?: CheckPassword;
       /** Verifies hub-issued (or IdP) JWTs sent as the MQTT password; none: token logins are refused. */
       tokenVerifier?: TokenVerifier;
+      /** The hub's login throttle, shared with HTTP logins. */
+      logins?: LoginThrottle;
       version: string;
     },
   ) {
@@ -125,6 +128,7 @@ export class MqttBrokerActor extends Actor {
       authenticator: new MqttAuthenticator({
         ...(this.deps.checkPassword ? { checkPassword: this.deps.checkPassword } : {}),
         ...(this.deps.tokenVerifier ? { tokenVerifier: this.deps.tokenVerifier } : {}),
+        ...(this.deps.logins ? { throttle: this.deps.logins } : {}),
         allowAnonymous: settings.allowAnonymous,
       }),
       ingest,

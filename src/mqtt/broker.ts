@@ -257,7 +257,7 @@ export class MqttBroker {
       refuse(new MqttAuthFailure('unavailable', 3, 'too many connections'));
       return;
     }
-    this.options.authenticator.authenticate(username, password).then(
+    this.options.authenticator.authenticate(username, password, remoteAddress(client)).then(
       (identity) => {
         this.identities.set(client, identity);
         this.options.log.debug(

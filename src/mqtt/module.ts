@@ -39,6 +39,7 @@ export const mqttModule = defineModule({
       },
       checkPassword: (username, password) => users.checkPassword(username, password),
       tokenVerifier: ctx.auth.verifier,
+      logins: ctx.auth.logins,
       version: ctx.hub.version,
     });
     if (s.MQTT_WEBSOCKET)

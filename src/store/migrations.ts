@@ -244,7 +244,29 @@ export const MIGRATIONS: readonly Migration[] = [
       ALTER TABLE message_transitions ADD COLUMN code TEXT;
     `,
   },
-  // Append new migrations here: { version: 4, name: '...', up: `CREATE TABLE ...` },
+  {
+    version: 4,
+    name: 'revocable tokens: a token version per user, refresh tokens',
+    up: `
+      -- Every token the hub issues carries its user's token_version (README "Logins and
+      -- tokens"); removing the user, changing roles or password, or "meshhub token revoke"
+      -- bumps it, and tokens of another version are refused. 0 for users made before: tokens
+      -- issued before this version carry none and count as 0 until the first bump.
+      ALTER TABLE users ADD COLUMN token_version INTEGER NOT NULL DEFAULT 0;
+      -- Refresh tokens: only their SHA-256 is kept; single use (rotated), valid while the user's
+      -- token_version is still the one they were issued at.
+      CREATE TABLE refresh_tokens (
+        token_hash TEXT NOT NULL PRIMARY KEY,
+        username TEXT NOT NULL,
+        token_version INTEGER NOT NULL,
+        expires_at INTEGER NOT NULL,
+        created_at INTEGER NOT NULL
+      ) WITHOUT ROWID;
+      CREATE INDEX refresh_tokens_by_user ON refresh_tokens (username, created_at);
+      CREATE INDEX refresh_tokens_by_expiry ON refresh_tokens (expires_at);
+    `,
+  },
+  // Append new migrations here: { version: 5, name: '...', up: `CREATE TABLE ...` },
 ];
 
 export class SchemaTooNewError extends Error {

@@ -385,7 +385,7 @@ async function userCommand(args: string[], ctx: UpstreamCommandContext): Promise
         const told = await new UpstreamUsers(pool).disable(username);
         if (told === undefined) throw new UpstreamCommandError(`${usage}: no user "${username}"`, 1);
         ctx.out(
-          `disabled ${username.toLowerCase()}: no new tokens; ${told} site(s) will revoke their subscriptions (tokens already issued stay valid until they expire)\n`,
+          `disabled ${username.toLowerCase()}: no new tokens; ${told} site(s) will revoke their subscriptions (their tokens were revoked)\n`,
         );
         return 0;
       });

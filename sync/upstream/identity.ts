@@ -6,8 +6,13 @@
  *
  * Principals: a local user is its username (`alice`), an identity-provider user `idp:<sub>`;
  * at a site the same subscriber appears as `upstream:<principal>` (protocol.ts).
+ *
+ * Local tokens are revocable: the verifier asks PostgreSQL for the user's token version on every
+ * local token (users.ts `tokenVersion`), so a revocation holds at once in every process behind
+ * the load balancer. The login throttle is per process (AUTH_LOGIN_* settings).
  */
-import { type HubIdentity, openHubIdentity } from '../../src/auth/hub-identity.js';
+import { type HubIdentity, openHubIdentity, type TokenVersions } from '../../src/auth/hub-identity.js';
+import { loginThrottleFrom } from '../../src/auth/settings.js';
 import type { UpstreamSettings } from './settings.js';
 
 export type UpstreamIdentity = HubIdentity;
@@ -15,9 +20,17 @@ export type UpstreamIdentity = HubIdentity;
 export function openUpstreamIdentity(
   settings: Pick<
     UpstreamSettings,
-    'DATA_DIR' | 'AUTH_JWKS_URL' | 'AUTH_ISSUER' | 'AUTH_AUDIENCE' | 'AUTH_ROLES_CLAIM'
+    | 'DATA_DIR'
+    | 'AUTH_JWKS_URL'
+    | 'AUTH_ISSUER'
+    | 'AUTH_AUDIENCE'
+    | 'AUTH_ROLES_CLAIM'
+    | 'AUTH_LOGIN_FREE_FAILURES'
+    | 'AUTH_LOGIN_ADDRESS_FREE_FAILURES'
+    | 'AUTH_LOGIN_MAX_DELAY'
+    | 'AUTH_LOGIN_CONCURRENCY'
   >,
-  options: { warn?: (message: string) => void } = {},
+  options: { warn?: (message: string) => void; users: TokenVersions; now?: () => number },
 ): Promise<UpstreamIdentity> {
   return openHubIdentity({
     dataDir: settings.DATA_DIR,
@@ -28,5 +41,7 @@ export function openUpstreamIdentity(
       rolesClaim: settings.AUTH_ROLES_CLAIM,
     },
     ...(options.warn ? { warn: options.warn } : {}),
+    tokenVersions: options.users,
+    logins: loginThrottleFrom(settings, { now: options.now, internet: true }),
   });
 }

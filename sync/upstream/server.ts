@@ -78,6 +78,8 @@ export interface UpstreamOptions {
   log: Logger;
   /** Process metrics (CPU, memory, event loop) in /metrics; tests leave them out. */
   defaultMetrics?: boolean;
+  /** The login throttle's clock (tests). */
+  now?: () => number;
 }
 
 function upstreamErrorHandler(log: Logger): ErrorHandler {
@@ -157,12 +159,19 @@ export async function createUpstream(
   const version = readVersion();
   const startedAt = Date.now();
   const databaseUrl = settings.UPSTREAM_DATABASE_URL.reveal();
+  // The pool connects lazily (nothing to close if the start stops below): made first, so the
+  // identity can read the users' token versions from it.
+  const pool = openPool(databaseUrl, { max: settings.UPSTREAM_DB_POOL_MAX });
+  const users = new UpstreamUsers(pool);
   // The signing key's folder is private before the key is read or made (README "Files on disk").
   secureDataDir(settings.DATA_DIR);
-  const identity = await openUpstreamIdentity(settings, { warn: (message) => log.warn(message) });
+  const identity = await openUpstreamIdentity(settings, {
+    warn: (message) => log.warn(message),
+    users,
+    ...(options.now ? { now: options.now } : {}),
+  });
   // MAP_TILES naming a file that cannot be used stops the start like any bad setting.
   const tiles = await openConfiguredMapTiles(settings.MAP_TILES);
-  const pool = openPool(databaseUrl, { max: settings.UPSTREAM_DB_POOL_MAX });
 
   const sites = new SiteRegistry(pool);
   const queue = new DownlinkQueue(pool, databaseUrl, {
@@ -174,7 +183,6 @@ export async function createUpstream(
     ? new HistoryChangeListener(databaseUrl, { log: log.child({ component: 'history' }) })
     : undefined;
   const queries = new UpstreamReadQueries(pool, Date.now, historyChanges);
-  const users = new UpstreamUsers(pool);
   const metrics = new UpstreamMetrics({ defaultMetrics: options.defaultMetrics });
   // The dashboard's stream (the web UI in upstream mode); batches applied by other processes
   // do not reach it, the page refetches its snapshot instead.
@@ -247,6 +255,7 @@ export async function createUpstream(
       identity,
       users: () => users,
       tokenTtlSeconds: settings.AUTH_TOKEN_TTL / 1000,
+      refreshTtlMs: settings.AUTH_REFRESH_TTL,
       trustProxy: settings.HTTP_TRUST_PROXY,
     }),
   );

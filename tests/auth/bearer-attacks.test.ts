@@ -20,6 +20,7 @@ import {
 } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SIGNING_KEY_FILE } from '../../src/auth/local-issuer.js';
+import { UserRepository } from '../../src/auth/users.js';
 import { SubscriptionRepository } from '../../src/messaging/subscription-repository.js';
 import { startTestHub, type TestHub } from '../helpers/hub.js';
 import { call, FAST_MESSAGING, knownNodes, send, subscriber } from '../messaging/helpers.js';
@@ -67,8 +68,10 @@ afterAll(async () => {
 
 const now = () => Math.floor(Date.now() / 1000);
 
+/** A token signed with the hub's key; it carries alice's token version, as the hub's own tokens do. */
 function localToken(claims: JWTPayload = {}, header: Record<string, unknown> = {}, key: Key = localKey) {
-  return new SignJWT({ roles: ['subscriber'], ...claims })
+  const version = new UserRepository(t.hub.store.db).tokenVersion('alice');
+  return new SignJWT({ roles: ['subscriber'], token_version: version, ...claims })
     .setProtectedHeader({ alg: 'EdDSA', kid: localKid, ...header })
     .setIssuer((claims.iss as string) ?? localIssuer)
     .setSubject('alice')
@@ -98,6 +101,21 @@ async function expectInvalidToken(token: string, reason: RegExp) {
 describe('bearer token attacks: 401 with WWW-Authenticate', () => {
   it('a forged token with our own key works (the baseline of every attack below)', async () => {
     expect((await conversations(`Bearer ${await localToken()}`)).status).toBe(200);
+  });
+
+  it('a token of another token version, without one, or of no such user: 401 revoked', async () => {
+    const version = new UserRepository(t.hub.store.db).tokenVersion('alice')!;
+    await expectInvalidToken(await localToken({ token_version: version - 1 }), /revoked/);
+    await expectInvalidToken(await localToken({ token_version: String(version) }), /revoked/);
+    await expectInvalidToken(await localToken({ token_version: undefined }), /revoked/);
+    const ghost = await new SignJWT({ roles: ['admin'] })
+      .setProtectedHeader({ alg: 'EdDSA', kid: localKid })
+      .setIssuer(localIssuer)
+      .setSubject('nobody-at-all')
+      .setAudience('meshhub')
+      .setExpirationTime(now() + 300)
+      .sign(localKey);
+    await expectInvalidToken(ghost, /revoked/);
   });
 
   it('no token: 401 with a challenge but no error code (RFC 6750 §3.1)', async () => {

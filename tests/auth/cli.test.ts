@@ -1,15 +1,18 @@
 /**
  * `meshhub user|token|subscription` as real processes (the built CLI) against the data
- * directory of a hub that is running at the same time: what they write, the running hub sees.
+ * directory of a hub that is running at the same time: what they write, the running hub sees,
+ * revocations included (issue 23, finding 14: a token issued before `user remove`, `user roles`,
+ * `user passwd` or `token revoke` is refused over HTTP and MQTT right after).
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { decodeJwt } from 'jose';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { UserRepository } from '../../src/auth/users.js';
-import { startTestHub, type TestHub } from '../helpers/hub.js';
+import { mqttOf, startTestHub, type TestHub } from '../helpers/hub.js';
 import { call, FAST_MESSAGING, knownNodes, PASSWORD, send, tokenFor } from '../messaging/helpers.js';
+import { connect, endClients, refusedCode } from '../mqtt/helpers.js';
 
 const CLI = join(process.cwd(), 'dist', 'hub', 'cli.js');
 let t: TestHub;
@@ -83,6 +86,89 @@ describe('meshhub user', () => {
     const short = await meshhub(['user', 'add', bob, '--password-stdin'], 'short\n');
     expect(short).toMatchObject({ code: 1, err: 'meshhub: password must be at least 8 characters\n' });
     expect((await meshhub(['user', 'frobnicate'])).code).toBe(2);
+  });
+});
+
+describe('revoking tokens from the CLI while the hub runs', () => {
+  afterEach(endClients);
+
+  /** A user with an MQTT role too, and a token of theirs that works on HTTP and MQTT. */
+  async function signedIn(prefix: string) {
+    const username = uniqueName(prefix);
+    await new UserRepository(t.hub.store.db).add({
+      username,
+      password: PASSWORD,
+      roles: ['subscriber', 'device'],
+    });
+    const token = await tokenFor(t.baseUrl, username);
+    const mqttUrl = `mqtt://127.0.0.1:${mqttOf(t.hub).port}`;
+    const http = async (bearer = token) =>
+      (await call(t.baseUrl, 'GET', '/api/v1/messages/conversations', { token: bearer })).status;
+    expect(await http()).toBe(200);
+    expect((await connect(mqttUrl, { username, password: token })).connected).toBe(true);
+    await endClients();
+    return {
+      username,
+      token,
+      http,
+      mqtt: (bearer = token) => refusedCode(mqttUrl, { username, password: bearer }),
+    };
+  }
+
+  it('meshhub token revoke <user>: the old token gets 401 and CONNACK 4; a new sign-in works', async () => {
+    const u = await signedIn('rev');
+    const res = await meshhub(['token', 'revoke', u.username]);
+    expect(res).toMatchObject({ code: 0, out: `revoked every token and sign-in of ${u.username}\n` });
+    expect(await u.http()).toBe(401);
+    expect(await u.mqtt()).toBe(4);
+    expect(await u.http(await tokenFor(t.baseUrl, u.username))).toBe(200);
+    expect(await meshhub(['token', 'revoke', 'nobody'])).toMatchObject({
+      code: 1,
+      err: 'meshhub token revoke: no user "nobody"\n',
+    });
+    expect((await meshhub(['token', 'revoke'])).code).toBe(2);
+  });
+
+  it("meshhub user remove: the removed user's token gets 401 and CONNACK 4", async () => {
+    const u = await signedIn('gone');
+    expect((await meshhub(['user', 'remove', u.username])).code).toBe(0);
+    expect(await u.http()).toBe(401);
+    expect(await u.mqtt()).toBe(4);
+  });
+
+  it('meshhub user passwd: tokens from before the change get 401 and CONNACK 4', async () => {
+    const u = await signedIn('pw');
+    const res = await meshhub(['user', 'passwd', u.username, '--password-stdin'], 'a-brand-new-password\n');
+    expect(res.code).toBe(0);
+    expect(await u.http()).toBe(401);
+    expect(await u.mqtt()).toBe(4);
+    expect(await u.http(await tokenFor(t.baseUrl, u.username, 'a-brand-new-password'))).toBe(200);
+  });
+
+  it("meshhub user roles: a demoted user's old token gets 401 and CONNACK 4; the new one has the new roles", async () => {
+    const u = await signedIn('demote');
+    const res = await meshhub(['user', 'roles', u.username, '--role', 'subscriber']);
+    expect(res).toMatchObject({
+      code: 0,
+      out: `roles of ${u.username} are now subscriber (their tokens were revoked)\n`,
+    });
+    expect(await u.http()).toBe(401);
+    expect(await u.mqtt()).toBe(4);
+    const fresh = await tokenFor(t.baseUrl, u.username);
+    expect(decodeJwt(fresh).roles).toEqual(['subscriber']);
+    expect(await u.http(fresh)).toBe(200);
+    expect(await meshhub(['user', 'roles', 'nobody'])).toMatchObject({ code: 1 });
+  });
+
+  it('a machine token from meshhub token keeps its lifetime and is revoked the same way', async () => {
+    const u = await signedIn('machine');
+    const machine = (await meshhub(['token', u.username, '--ttl', '30d'])).out.trim();
+    const claims = decodeJwt(machine);
+    expect(claims.exp! - claims.iat!).toBe(30 * 86_400);
+    expect(await u.http(machine)).toBe(200);
+    expect((await meshhub(['token', 'revoke', u.username])).code).toBe(0);
+    expect(await u.http(machine)).toBe(401);
+    expect(await u.mqtt(machine)).toBe(4);
   });
 });
 

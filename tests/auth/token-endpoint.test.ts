@@ -1,6 +1,8 @@
 /**
- * The hub's own issuer over real HTTP: POST /api/v1/auth/token, GET /.well-known/jwks.json,
- * login throttling per username and per client address, and no secret in the log.
+ * The hub's own issuer over real HTTP: POST /api/v1/auth/token and /refresh,
+ * GET /.well-known/jwks.json, login throttling per (username, address) and per address with
+ * growing delays (an injected clock, never a sleep; clients on 127.0.0.2, 127.0.0.3, … are
+ * other addresses), and no secret in the log.
  */
 import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -8,17 +10,19 @@ import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { decodeJwt, decodeProtectedHeader } from 'jose';
 import { pino } from 'pino';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createHub, type Hub } from '../../hub/main.js';
 import { SIGNING_KEY_FILE } from '../../src/auth/local-issuer.js';
+import { LoginThrottle } from '../../src/auth/login-throttle.js';
 import { UserRepository } from '../../src/auth/users.js';
 import { loadConfig } from '../../src/config/load.js';
+import { postFrom } from '../helpers/post-from.js';
 import { call, type Json } from '../messaging/helpers.js';
 
 const PASSWORD = 'lantern-on-the-ridge';
 
 /** A hub with no radio, three users, and its log kept as text. */
-async function startAuthHub() {
+async function startAuthHub(options: { logins?: LoginThrottle; env?: Record<string, string> } = {}) {
   const dataDir = mkdtempSync(join(tmpdir(), 'meshhub-auth-'));
   const config = loadConfig({
     DATA_DIR: dataDir,
@@ -27,6 +31,7 @@ async function startAuthHub() {
     MQTT_PORT: '0',
     RADIO: 'none',
     AUTH_TOKEN_TTL: '10m',
+    ...options.env,
   });
   const log = { text: '' };
   const sink = new Writable({
@@ -35,7 +40,11 @@ async function startAuthHub() {
       done();
     },
   });
-  const hub = await createHub(config, { log: pino({ level: 'trace' }, sink), defaultMetrics: false });
+  const hub = await createHub(config, {
+    log: pino({ level: 'trace' }, sink),
+    defaultMetrics: false,
+    ...(options.logins ? { logins: options.logins } : {}),
+  });
   await hub.start();
   const users = new UserRepository(hub.store.db);
   await users.add({ username: 'alice', password: PASSWORD, roles: ['subscriber'] });
@@ -71,7 +80,12 @@ describe('POST /api/v1/auth/token', () => {
     const res = await login({ username: 'ops', password: PASSWORD });
     expect(res.status).toBe(200);
     expect(res.headers.get('cache-control')).toBe('no-store');
-    expect(res.body).toEqual({ access_token: expect.any(String), token_type: 'Bearer', expires_in: 600 });
+    expect(res.body).toEqual({
+      access_token: expect.any(String),
+      token_type: 'Bearer',
+      expires_in: 600,
+      refresh_token: expect.stringMatching(/^[A-Za-z0-9_-]{43}$/),
+    });
     const claims = decodeJwt(res.body.access_token);
     expect(claims).toMatchObject({
       sub: 'ops',
@@ -138,6 +152,80 @@ describe('POST /api/v1/auth/token', () => {
   });
 });
 
+describe('POST /api/v1/auth/refresh', () => {
+  const refresh = (body: unknown) => call(baseUrl, 'POST', '/api/v1/auth/refresh', { body });
+  const conversations = (token: string) => call(baseUrl, 'GET', '/api/v1/messages/conversations', { token });
+
+  it('trades a refresh token for a new access token and a new refresh token; the old one is refused', async () => {
+    const first = await login({ username: 'alice', password: PASSWORD });
+    const next = await refresh({ refresh_token: first.body.refresh_token });
+    expect(next.status).toBe(200);
+    expect(next.headers.get('cache-control')).toBe('no-store');
+    expect(next.body).toEqual({
+      access_token: expect.any(String),
+      token_type: 'Bearer',
+      expires_in: 600,
+      refresh_token: expect.stringMatching(/^[A-Za-z0-9_-]{43}$/),
+    });
+    expect(next.body.refresh_token).not.toBe(first.body.refresh_token);
+    expect(decodeJwt(next.body.access_token)).toMatchObject({ sub: 'alice', roles: ['subscriber'] });
+    expect((await conversations(next.body.access_token)).status).toBe(200);
+    // Used once: the old refresh token is gone.
+    const again = await refresh({ refresh_token: first.body.refresh_token });
+    expect(again.status).toBe(401);
+    expect(again.body).toMatchObject({ status: 401, detail: expect.stringContaining('refresh token') });
+    // An OAuth client's form works too.
+    const form = await call(baseUrl, 'POST', '/api/v1/auth/refresh', {
+      raw: new URLSearchParams({
+        grant_type: 'refresh_token',
+        refresh_token: next.body.refresh_token,
+      }).toString(),
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    });
+    expect(form.status).toBe(200);
+  });
+
+  it('refuses tokens and refresh tokens issued before a role change; fresh ones carry the new roles', async () => {
+    const users = new UserRepository(hub.store.db);
+    await users.add({ username: 'demoted', password: PASSWORD, roles: ['admin', 'subscriber'] });
+    const before = await login({ username: 'demoted', password: PASSWORD });
+    expect((await conversations(before.body.access_token)).status).toBe(200);
+    users.setRoles('demoted', ['subscriber']);
+    const refused = await conversations(before.body.access_token);
+    expect(refused.status).toBe(401);
+    expect(refused.body.detail).toBe('the token has been revoked');
+    expect(refused.headers.get('www-authenticate')).toContain('invalid_token');
+    expect((await refresh({ refresh_token: before.body.refresh_token })).status).toBe(401);
+    const after = await login({ username: 'demoted', password: PASSWORD });
+    expect(decodeJwt(after.body.access_token).roles).toEqual(['subscriber']);
+    expect((await conversations(after.body.access_token)).status).toBe(200);
+  });
+
+  const badBodies: Array<[string, unknown, string]> = [
+    ['no refresh_token', {}, 'refresh_token'],
+    ['a number', { refresh_token: 42 }, 'refresh_token'],
+    ['an empty one', { refresh_token: '' }, 'refresh_token'],
+    ['an extra field', { refresh_token: 'x', password: 'y' }, 'password'],
+    ['another grant type', { refresh_token: 'x', grant_type: 'password' }, 'grant_type'],
+  ];
+  it.each(badBodies)('400 for %s, naming the field', async (_name, body, field) => {
+    const res = await refresh(body);
+    expect(res.status).toBe(400);
+    expect(res.body.errors.map((e: Json) => e.field)).toContain(field);
+  });
+
+  it('401 for an unknown or malformed refresh token, 415 for text, 413 for a huge body', async () => {
+    expect((await refresh({ refresh_token: 'A'.repeat(43) })).status).toBe(401);
+    expect((await refresh({ refresh_token: 'not a token at all' })).status).toBe(401);
+    const text = await call(baseUrl, 'POST', '/api/v1/auth/refresh', {
+      raw: 'token',
+      headers: { 'content-type': 'text/plain' },
+    });
+    expect(text.status).toBe(415);
+    expect((await refresh({ refresh_token: 'x'.repeat(10_000) })).status).toBe(413);
+  });
+});
+
 describe('signing key', () => {
   it('serves only the public key at /.well-known/jwks.json', async () => {
     const res = await call(baseUrl, 'GET', '/.well-known/jwks.json');
@@ -170,35 +258,73 @@ describe('signing key', () => {
   });
 });
 
-// Each throttling test uses up its client address (loopback), so each gets a hub of its own.
+/** A login from a loopback address of our choosing: 127.0.0.2 and 127.0.0.3 are two clients. */
+const loginFrom = (base: string, address: string, username: string, password: string) =>
+  postFrom(`${base}/api/v1/auth/token`, address, { username, password });
+
 describe('login throttling', () => {
-  let own: Awaited<ReturnType<typeof startAuthHub>>;
-  beforeEach(async () => {
-    own = await startAuthHub();
+  it('does not let a stranger failing from one address lock the user out on another (issue 23, finding 8)', async () => {
+    const own = await startAuthHub();
+    try {
+      const statuses: number[] = [];
+      for (let i = 0; i < 12; i++)
+        statuses.push((await loginFrom(own.baseUrl, '127.0.0.2', 'locked', `guess-${i}`)).status);
+      expect(statuses.slice(0, 3)).toEqual([401, 401, 401]);
+      expect(statuses.slice(3)).toContain(429);
+      // The stranger's address is held back, even with the right password …
+      expect((await loginFrom(own.baseUrl, '127.0.0.2', 'locked', PASSWORD)).status).toBe(429);
+      // … the user on theirs is not.
+      const real = await loginFrom(own.baseUrl, '127.0.0.3', 'locked', PASSWORD);
+      expect(real.status).toBe(200);
+      expect(real.body.access_token).toMatch(/^ey/);
+    } finally {
+      await own.stop();
+    }
   });
-  afterEach(() => own?.stop());
 
-  it('throttles a username after 5 failures: 429 with Retry-After, even for the right password', async () => {
-    const attempt = (username: string, password: string) => login({ username, password }, {}, own.baseUrl);
-    for (let i = 0; i < 5; i++) expect((await attempt('locked', `guess-${i}`)).status).toBe(401);
-    const blocked = await attempt('locked', PASSWORD);
-    expect(blocked.status).toBe(429);
-    const retryAfter = Number(blocked.headers.get('retry-after'));
-    expect(retryAfter).toBeGreaterThan(800);
-    expect(retryAfter).toBeLessThanOrEqual(900);
-    // Another account from the same address is not locked by it.
-    expect((await attempt('alice', PASSWORD)).status).toBe(200);
+  it('makes each further attempt wait longer, 429 problem details with Retry-After 1, 2, 4 s', async () => {
+    let now = Date.now();
+    const own = await startAuthHub({ logins: new LoginThrottle({ now: () => now }) });
+    try {
+      const attempt = (password: string) => loginFrom(own.baseUrl, '127.0.0.4', 'alice', password);
+      for (let i = 0; i < 3; i++) expect((await attempt(`guess-${i}`)).status).toBe(401);
+      const waits: string[] = [];
+      for (let i = 0; i < 3; i++) {
+        const refused = await attempt(PASSWORD);
+        expect(refused.status).toBe(429);
+        expect(refused.headers.get('content-type')).toMatch(/^application\/problem\+json/);
+        expect(refused.body).toMatchObject({
+          status: 429,
+          detail: expect.stringMatching(/try again in \d+ s/),
+        });
+        waits.push(refused.headers.get('retry-after')!);
+        now += Number(refused.headers.get('retry-after')) * 1000;
+        expect((await attempt(`late-guess-${i}`)).status).toBe(401);
+      }
+      expect(waits).toEqual(['1', '2', '4']);
+      expect((await attempt(PASSWORD)).status).toBe(429);
+      now += 8_000;
+      expect((await attempt(PASSWORD)).status).toBe(200);
+    } finally {
+      await own.stop();
+    }
   });
 
-  it('throttles an address that guesses across many accounts', async () => {
-    const attempt = (username: string, password: string) => login({ username, password }, {}, own.baseUrl);
-    // 20 failures per address per 15 minutes: the 21st attempt is refused.
-    const statuses: number[] = [];
-    for (let i = 0; i < 21; i++) statuses.push((await attempt(`user-${i}`, 'guess')).status);
-    expect(statuses.slice(0, 20).every((s) => s === 401)).toBe(true);
-    expect(statuses[20]).toBe(429);
-    const any = await attempt('alice', PASSWORD);
-    expect(any.status).toBe(429);
-    expect(Number(any.headers.get('retry-after'))).toBeGreaterThan(0);
+  it('makes an address that guesses across many accounts wait; other addresses go on', async () => {
+    const own = await startAuthHub();
+    try {
+      // 20 failures per address: the 21st attempt from it waits, for any account.
+      const statuses: number[] = [];
+      for (let i = 0; i < 21; i++)
+        statuses.push((await loginFrom(own.baseUrl, '127.0.0.5', `user-${i}`, 'guess')).status);
+      expect(statuses.slice(0, 20).every((s) => s === 401)).toBe(true);
+      expect(statuses[20]).toBe(429);
+      const any = await loginFrom(own.baseUrl, '127.0.0.5', 'alice', PASSWORD);
+      expect(any.status).toBe(429);
+      expect(Number(any.headers.get('retry-after'))).toBeGreaterThan(0);
+      expect((await loginFrom(own.baseUrl, '127.0.0.6', 'alice', PASSWORD)).status).toBe(200);
+    } finally {
+      await own.stop();
+    }
   });
 });

@@ -55,8 +55,18 @@ describe('UserRepository', () => {
 
   it('checkPassword: the user and roles for the right password; undefined otherwise', async () => {
     await users.add({ username: 'ops', password: 'long enough', roles: ['admin'] });
-    expect(await users.checkPassword('ops', 'long enough')).toEqual({ username: 'ops', roles: ['admin'] });
-    expect(await users.checkPassword('OPS', 'long enough')).toEqual({ username: 'ops', roles: ['admin'] });
+    const tokenVersion = users.tokenVersion('ops');
+    expect(tokenVersion).toEqual(expect.any(Number));
+    expect(await users.checkPassword('ops', 'long enough')).toEqual({
+      username: 'ops',
+      roles: ['admin'],
+      tokenVersion,
+    });
+    expect(await users.checkPassword('OPS', 'long enough')).toEqual({
+      username: 'ops',
+      roles: ['admin'],
+      tokenVersion,
+    });
     expect(await users.checkPassword('ops', 'long enougH')).toBeUndefined();
     expect(await users.checkPassword('nobody', 'long enough')).toBeUndefined();
     expect(await users.checkPassword('ops', 'x'.repeat(5000))).toBeUndefined();
@@ -91,5 +101,44 @@ describe('UserRepository', () => {
     expect(users.remove('bob')).toBe(true);
     expect(users.remove('bob')).toBe(false);
     expect(await users.setPassword('bob', 'third password')).toBe(false);
+  });
+
+  it('bumps the token version on a password or role change and on revokeTokens; a new namesake starts elsewhere', async () => {
+    await users.add({ username: 'eve', password: 'first password', roles: ['subscriber'] });
+    const seen = [users.tokenVersion('eve')];
+    await users.setPassword('eve', 'second password');
+    seen.push(users.tokenVersion('eve'));
+    users.setRoles('eve', ['admin']);
+    seen.push(users.tokenVersion('eve'));
+    expect(users.revokeTokens('eve')).toBe(true);
+    seen.push(users.tokenVersion('eve'));
+    expect(new Set(seen).size).toBe(4);
+    users.remove('eve');
+    expect(users.tokenVersion('eve')).toBeUndefined();
+    expect(users.revokeTokens('eve')).toBe(false);
+    await users.add({ username: 'eve', password: 'first password', roles: ['admin'] });
+    expect(seen).not.toContain(users.tokenVersion('eve'));
+  });
+
+  it('refresh tokens: single use, stored hashed, void after a bump, the expired ones and the surplus dropped', async () => {
+    await users.add({ username: 'fay', password: 'long enough', roles: ['subscriber'] });
+    const fay = (await users.checkPassword('fay', 'long enough'))!;
+    const now = Date.now();
+    const token = users.createRefreshToken(fay, now + 60_000);
+    expect(token).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    const stored = db.prepare('SELECT token_hash FROM refresh_tokens').pluck().all();
+    expect(stored).toHaveLength(1);
+    expect(stored).not.toContain(token);
+    expect(users.redeemRefreshToken(token, now)).toEqual(fay);
+    expect(users.redeemRefreshToken(token, now)).toBeUndefined();
+    const expiring = users.createRefreshToken(fay, now + 1_000);
+    expect(users.redeemRefreshToken(expiring, now + 1_000)).toBeUndefined();
+    const beforeBump = users.createRefreshToken(fay, now + 60_000);
+    users.revokeTokens('fay');
+    expect(users.redeemRefreshToken(beforeBump, now)).toBeUndefined();
+    const bumped = { ...fay, tokenVersion: users.tokenVersion('fay')! };
+    for (let i = 0; i < 30; i++) users.createRefreshToken(bumped, Date.now() + 60_000);
+    expect(db.prepare('SELECT count(*) FROM refresh_tokens').pluck().get()).toBe(20);
+    expect(users.redeemRefreshToken('not a token', now)).toBeUndefined();
   });
 });

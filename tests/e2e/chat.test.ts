@@ -321,7 +321,8 @@ describeInBrowser('chat', () => {
       );
       (globalThis as unknown as BrowserWindow).sessionStorage.setItem(
         'meshhub.session',
-        JSON.stringify({ ...session, token, expiresAt: Date.now() + 3_600_000 }),
+        // Without its refresh token: a session that can no longer be refreshed.
+        JSON.stringify({ ...session, token, expiresAt: Date.now() + 3_600_000, refreshToken: undefined }),
       );
     }, expired.accessToken);
     await page.reload();
@@ -345,7 +346,7 @@ describeInBrowser('chat', () => {
       );
       (globalThis as unknown as BrowserWindow).sessionStorage.setItem(
         'meshhub.session',
-        JSON.stringify({ ...session, expiresAt: Date.now() + 1_500 }),
+        JSON.stringify({ ...session, expiresAt: Date.now() + 1_500, refreshToken: undefined }),
       );
     });
     await page.reload();

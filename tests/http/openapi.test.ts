@@ -262,6 +262,16 @@ describe('the document and the hub agree', () => {
         401,
       );
     },
+    'POST /api/v1/auth/refresh': async () => {
+      const login = await call('post', '/api/v1/auth/token', '/api/v1/auth/token', {
+        body: { username: 'alice', password: 'field-radio-42' },
+      });
+      const path = '/api/v1/auth/refresh';
+      const refresh_token = (login.json() as { refresh_token: string }).refresh_token;
+      expect((await call('post', path, path, { body: { refresh_token } })).status).toBe(200);
+      expect((await call('post', path, path, { body: { refresh_token } })).status).toBe(401);
+      expect((await call('post', path, path, { body: {} })).status).toBe(400);
+    },
     'GET /.well-known/jwks.json': async () => {
       expect((await call('get', '/.well-known/jwks.json', '/.well-known/jwks.json')).status).toBe(200);
     },

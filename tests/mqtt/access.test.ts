@@ -71,8 +71,14 @@ describe('logging in', () => {
     expect(await refusedCode(t.mqttUrl, { username: 'nobody', password: PASSWORDS.sensor })).toBe(4);
   });
 
-  it('refuses a user without any MQTT role (CONNACK 5)', async () => {
-    expect(await refusedCode(t.mqttUrl, { username: 'viewer', password: PASSWORDS.viewer })).toBe(5);
+  it('refuses a user without any MQTT role with the CONNACK of a wrong password (4); the metric tells them apart', async () => {
+    const right = await refusedCode(t.mqttUrl, { username: 'viewer', password: PASSWORDS.viewer });
+    const wrong = await refusedCode(t.mqttUrl, { username: 'viewer', password: 'not the password' });
+    expect(right).toBe(4);
+    expect(wrong).toBe(right);
+    expect(await metric('meshhub_mqtt_auth_failures_total', 'reason="no_mqtt_role"')).toBeGreaterThanOrEqual(
+      1,
+    );
   });
 
   it('takes a hub-issued JWT as the password, roles from its claims', async () => {

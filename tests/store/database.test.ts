@@ -52,6 +52,7 @@ describe('openDatabase', () => {
         'readings_daily',
         'readings_hourly',
         'readings_latest',
+        'refresh_tokens',
         'subscription_nodes',
         'subscriptions',
         'users',

@@ -375,6 +375,26 @@ export const PG_MIGRATIONS: readonly PgMigration[] = [
       CREATE INDEX billing_deliveries_received ON billing_deliveries (received_at);
     `,
   },
+  {
+    version: 4,
+    name: 'revocable tokens: a token version per user, refresh tokens',
+    sql: `
+      -- As on a hub (src/store/migrations.ts, version 4; README "Logins and tokens"): tokens
+      -- carry their user's token_version, which a password or role change and disabling bump
+      -- (sync/upstream/users.ts). 0 for users made before.
+      ALTER TABLE users ADD COLUMN token_version INTEGER NOT NULL DEFAULT 0;
+      -- Refresh tokens: only their SHA-256, single use, valid at their user's token_version.
+      CREATE TABLE refresh_tokens (
+        token_hash TEXT PRIMARY KEY,
+        username TEXT NOT NULL,
+        token_version INTEGER NOT NULL,
+        expires_at BIGINT NOT NULL,
+        created_at BIGINT NOT NULL
+      );
+      CREATE INDEX refresh_tokens_by_user ON refresh_tokens (username, created_at);
+      CREATE INDEX refresh_tokens_by_expiry ON refresh_tokens (expires_at);
+    `,
+  },
 ];
 
 export const METRIC_COLUMNS = METRICS;

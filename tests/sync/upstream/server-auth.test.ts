@@ -2,7 +2,10 @@
  * The upstream's own issuer over real HTTP, as on a hub: POST /api/v1/auth/token (JSON or an
  * OAuth form) for users in PostgreSQL, the same 400/401/429 problems, tokens the upstream's
  * verifier (and so its messaging API) accepts, /.well-known/jwks.json; disabled users get no
- * token, and disabling one tells every active site in the same transaction.
+ * token, and disabling one tells every active site in the same transaction. Issue 23: a
+ * stranger failing from one address does not lock the user out on another (findings 8), delays
+ * grow (an injected clock), and tokens and refresh tokens end with a password or role change,
+ * disabling or a revocation (finding 14).
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -13,6 +16,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createUpstream, type UpstreamServer } from '../../../sync/upstream/server.js';
 import { loadUpstreamSettings } from '../../../sync/upstream/settings.js';
 import { InvalidUserError, UpstreamUsers, UserExistsError } from '../../../sync/upstream/users.js';
+import { postFrom } from '../../helpers/post-from.js';
 import { createTestSchema, skipWithoutPostgres, type TestSchema } from '../../helpers/postgres.js';
 
 // biome-ignore lint/suspicious/noExplicitAny: tests read bodies of many shapes and assert on them
@@ -27,6 +31,8 @@ describe.skipIf(skip)('upstream auth', () => {
   let upstream: UpstreamServer;
   let users: UpstreamUsers;
   let base: string;
+  /** The login throttle's clock: the real one until a test moves it. */
+  let clockOffset = 0;
 
   async function token(
     body: string,
@@ -50,7 +56,11 @@ describe.skipIf(skip)('upstream auth', () => {
       AUTH_TOKEN_TTL: '10m',
       WEB_ROOT: join(dataDir, 'no-web'),
     });
-    upstream = await createUpstream(settings, { log: pino({ level: 'silent' }), defaultMetrics: false });
+    upstream = await createUpstream(settings, {
+      log: pino({ level: 'silent' }),
+      defaultMetrics: false,
+      now: () => Date.now() + clockOffset,
+    });
     await upstream.start();
     base = `http://127.0.0.1:${upstream.port}`;
     users = new UpstreamUsers(upstream.pool);
@@ -68,7 +78,12 @@ describe.skipIf(skip)('upstream auth', () => {
     const res = await token(JSON.stringify({ username: 'alice', password: PASSWORD }));
     expect(res.status).toBe(200);
     expect(res.headers.get('cache-control')).toBe('no-store');
-    expect(res.body).toEqual({ access_token: expect.any(String), token_type: 'Bearer', expires_in: 600 });
+    expect(res.body).toEqual({
+      access_token: expect.any(String),
+      token_type: 'Bearer',
+      expires_in: 600,
+      refresh_token: expect.any(String),
+    });
     const verified = await upstream.identity.verifier.verify(res.body.access_token);
     expect(upstream.identity.principalOf(verified)).toEqual({
       id: 'alice',
@@ -106,16 +121,93 @@ describe.skipIf(skip)('upstream auth', () => {
     expect(text.status).toBe(415);
   });
 
-  it('throttles repeated failures of one username with 429 and Retry-After', async () => {
+  const loginFrom = (address: string, username: string, password: string) =>
+    postFrom(`${base}/api/v1/auth/token`, address, { username, password });
+  const conversations = async (bearer: string) =>
+    (
+      await fetch(`${base}/api/v1/messages/conversations`, {
+        headers: { authorization: `Bearer ${bearer}` },
+      })
+    ).status;
+  const refresh = (refreshToken: string) =>
+    postFrom(`${base}/api/v1/auth/refresh`, '127.0.0.1', {
+      refresh_token: refreshToken,
+    });
+
+  it('does not let a stranger failing from one address lock the user out on another', async () => {
     await users.add({ username: 'target', password: PASSWORD, roles: ['subscriber'] });
-    for (let i = 0; i < 5; i++) {
-      expect((await token(JSON.stringify({ username: 'target', password: `guess-${i}-guess` }))).status).toBe(
-        401,
-      );
-    }
-    const throttled = await token(JSON.stringify({ username: 'target', password: PASSWORD }));
+    const statuses: number[] = [];
+    for (let i = 0; i < 10; i++)
+      statuses.push((await loginFrom('127.0.0.2', 'target', `guess-${i}-guess`)).status);
+    expect(statuses.slice(0, 3)).toEqual([401, 401, 401]);
+    expect(statuses.slice(3)).toContain(429);
+    const throttled = await loginFrom('127.0.0.2', 'target', PASSWORD);
     expect(throttled.status).toBe(429);
     expect(Number(throttled.headers.get('retry-after'))).toBeGreaterThan(0);
+    expect((await loginFrom('127.0.0.3', 'target', PASSWORD)).status).toBe(200);
+  });
+
+  it('makes each further failed attempt wait longer: Retry-After 1, 2, 4 s', async () => {
+    await users.add({ username: 'patient', password: PASSWORD, roles: ['subscriber'] });
+    const attempt = (password: string) => loginFrom('127.0.0.4', 'patient', password);
+    for (let i = 0; i < 3; i++) expect((await attempt(`guess-${i}-guess`)).status).toBe(401);
+    const waits: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      const refused = await attempt(PASSWORD);
+      expect(refused.status).toBe(429);
+      expect(refused.body).toMatchObject({ status: 429 });
+      waits.push(refused.headers.get('retry-after')!);
+      clockOffset += Number(refused.headers.get('retry-after')) * 1000;
+      expect((await attempt(`late-guess-${i}`)).status).toBe(401);
+    }
+    expect(waits).toEqual(['1', '2', '4']);
+    clockOffset += 8_000;
+    expect((await attempt(PASSWORD)).status).toBe(200);
+  });
+
+  it('ends tokens and refresh tokens with a password or role change, disabling and revokeTokens', async () => {
+    await users.add({ username: 'tenant', password: PASSWORD, roles: ['subscriber'] });
+    const signIn = async (password = PASSWORD) => {
+      const res = await loginFrom('127.0.0.7', 'tenant', password);
+      expect(res.status).toBe(200);
+      expect(await conversations(res.body.access_token)).toBe(200);
+      return res.body as { access_token: string; refresh_token: string };
+    };
+    const changes: Array<[string, () => Promise<unknown>, string?]> = [
+      ['revokeTokens', () => users.revokeTokens('tenant')],
+      ['setRoles', () => users.setRoles('tenant', ['subscriber', 'device'])],
+      ['setPassword', () => users.setPassword('tenant', 'a-second-password'), 'a-second-password'],
+    ];
+    let password = PASSWORD;
+    for (const [what, change, next] of changes) {
+      const before = await signIn(password);
+      await change();
+      expect([what, await conversations(before.access_token)]).toEqual([what, 401]);
+      expect([what, (await refresh(before.refresh_token)).status]).toEqual([what, 401]);
+      password = next ?? password;
+    }
+    const before = await signIn(password);
+    await users.disable('tenant');
+    expect(await conversations(before.access_token)).toBe(401);
+    expect((await refresh(before.refresh_token)).status).toBe(401);
+    await users.enable('tenant');
+    expect(await conversations(before.access_token)).toBe(401);
+    await signIn(password);
+  });
+
+  it('rotates refresh tokens: a new pair for each, the old one refused; bad input is a 400', async () => {
+    await users.add({ username: 'stayer', password: PASSWORD, roles: ['subscriber'] });
+    const first = (await loginFrom('127.0.0.8', 'stayer', PASSWORD)).body;
+    expect(first.refresh_token).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    const second = await refresh(first.refresh_token);
+    expect(second.status).toBe(200);
+    expect(second.body.refresh_token).not.toBe(first.refresh_token);
+    expect(await conversations(second.body.access_token)).toBe(200);
+    expect((await refresh(first.refresh_token)).status).toBe(401);
+    expect((await refresh(second.body.refresh_token)).status).toBe(200);
+    const bad = await postFrom(`${base}/api/v1/auth/refresh`, '127.0.0.1', { token: 'x' });
+    expect(bad.status).toBe(400);
+    expect(bad.body.errors.map((e: Json) => e.field)).toEqual(['refresh_token', 'token']);
   });
 
   it('gives a disabled user no token, and tells every active site in the same transaction', async () => {

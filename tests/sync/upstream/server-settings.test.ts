@@ -26,7 +26,8 @@ describe('upstream settings', () => {
     expect(s.DATA_DIR).toBe('./upstream-data');
     expect(s.UPSTREAM_DB_POOL_MAX).toBe(10);
     expect(s.AUTH_ROLES_CLAIM).toBe('roles');
-    expect(s.AUTH_TOKEN_TTL).toBe(3_600_000);
+    expect(s.AUTH_TOKEN_TTL).toBe(15 * 60_000);
+    expect(s.AUTH_REFRESH_TTL).toBe(14 * 86_400_000);
     expect(s.HTTP_TRUST_PROXY).toBe(false);
     expect(s.WEB_ROOT).toBeUndefined();
     expect(s.MESSAGE_RATE_PER_SUBSCRIBER).toEqual({ count: 10, windowMs: 300_000 });

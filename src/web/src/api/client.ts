@@ -1,7 +1,8 @@
 /**
  * Every call to the hub goes through here: JSON in and out, problem details turned into an
- * ApiError, no answer at all into an ApiError with status 0, and a 401 on a signed-in call
- * reported to the session (which signs out with a message).
+ * ApiError, no answer at all into an ApiError with status 0. A 401 on a signed-in call first
+ * asks the session for a fresh token (its refresh token) and, given one, sends the call once
+ * more with it; otherwise the 401 is reported to the session (which signs out with a message).
  */
 import { ApiError, apiErrorFrom, retryAfterSeconds } from '../lib/problem.js';
 
@@ -21,25 +22,52 @@ export interface ApiResponse<T> {
 }
 
 let onUnauthorized: (error: ApiError) => void = () => {};
+let refreshToken: (rejected: string) => Promise<string | undefined> = async () => undefined;
 
 /** The session registers how a rejected token is handled (sign out, back to sign-in). */
 export function setUnauthorizedHandler(handler: (error: ApiError) => void): void {
   onUnauthorized = handler;
 }
 
+/** The session registers how a rejected token is replaced: a new one, or undefined when it cannot be. */
+export function setTokenRefresher(refresher: (rejected: string) => Promise<string | undefined>): void {
+  refreshToken = refresher;
+}
+
 export async function request<T>(path: string, options: ApiOptions = {}): Promise<ApiResponse<T>> {
+  try {
+    return await send<T>(path, options);
+  } catch (error) {
+    if (!(error instanceof ApiError) || error.status !== 401 || !options.token) throw error;
+    const fresh = await refreshToken(options.token).catch(() => undefined);
+    if (!fresh) {
+      onUnauthorized(error);
+      throw error;
+    }
+    try {
+      return await send<T>(path, { ...options, token: fresh });
+    } catch (again) {
+      if (again instanceof ApiError && again.status === 401) onUnauthorized(again);
+      throw again;
+    }
+  }
+}
+
+async function send<T>(path: string, options: ApiOptions): Promise<ApiResponse<T>> {
   const headers: Record<string, string> = { accept: 'application/json', ...options.headers };
   if (options.token) headers.authorization = `Bearer ${options.token}`;
   if (options.body !== undefined) headers['content-type'] = 'application/json';
+  // `cache` is spelled out in the type: the tests (tests/web) compile this file without the DOM library.
+  const init: RequestInit & { cache?: 'no-store' } = {
+    method: options.method ?? 'GET',
+    headers,
+    cache: 'no-store',
+    ...(options.body !== undefined ? { body: JSON.stringify(options.body) } : {}),
+    ...(options.signal ? { signal: options.signal } : {}),
+  };
   let response: Response;
   try {
-    response = await fetch(path, {
-      method: options.method ?? 'GET',
-      headers,
-      cache: 'no-store',
-      ...(options.body !== undefined ? { body: JSON.stringify(options.body) } : {}),
-      ...(options.signal ? { signal: options.signal } : {}),
-    });
+    response = await fetch(path, init);
   } catch (error) {
     if (options.signal?.aborted) throw error;
     throw new ApiError(0, 'the hub cannot be reached');
@@ -57,7 +85,6 @@ export async function request<T>(path: string, options: ApiOptions = {}): Promis
       body,
       retryAfterSeconds(response.headers.get('retry-after'), Date.now()),
     );
-    if (response.status === 401 && options.token) onUnauthorized(error);
     throw error;
   }
   return { body: body as T, headers: response.headers, status: response.status };

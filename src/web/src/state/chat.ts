@@ -296,17 +296,18 @@ export function initChat(): void {
   let signedInAs: string | undefined;
   let following: Following = 'nothing';
   const follow = () => {
-    const token = sessionStore.get().session?.token;
+    // By user, not by token: a refreshed token (every few minutes) keeps the stream as it is.
+    const user = sessionStore.get().session?.username;
     const mode = hubStore.get().mode;
-    const way: Following = !token
+    const way: Following = !user
       ? 'nothing'
       : mode === undefined
         ? 'waiting'
         : mode === 'upstream'
           ? 'polling'
           : 'stream';
-    if (token === signedInAs && way === following) return;
-    signedInAs = token;
+    if (user === signedInAs && way === following) return;
+    signedInAs = user;
     following = way;
     if (way === 'nothing') stopStream();
     else if (way === 'stream') startStream();
