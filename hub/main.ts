@@ -35,6 +35,7 @@ import type { HubModule, UpgradeHandler } from '../src/module.js';
 import { mqttModule } from '../src/mqtt/module.js';
 import { nodesModule } from '../src/nodes/module.js';
 import { retentionModule } from '../src/retention/module.js';
+import { secureDataDir } from '../src/store/data-dir.js';
 import { webUiModule } from '../src/ui-server/module.js';
 import { readVersion } from '../src/version.js';
 import { weatherModule } from '../src/weather/module.js';
@@ -182,6 +183,8 @@ export async function createHub(config: HubConfig, options: HubOptions): Promise
   // Local tokens are checked against their user's token version (README "Logins and tokens"):
   // the users are read from the store, opened below before anything is served.
   let users: UserRepository | undefined;
+  // DATA_DIR is private before the signing key is read or made in it (README "Files on disk").
+  secureDataDir(config.DATA_DIR);
   const hubIdentity = await openHubIdentity({
     dataDir: config.DATA_DIR,
     external: providerMissing.length ? {} : external,

@@ -148,6 +148,19 @@ function jwksFetch(allowPrivateNetwork: boolean) {
 }
 
 /**
+ * Keys from a JWKS URL (an identity provider's, a site's on the upstream), fetched through the
+ * guarded client, cached and rate-limited by jose.
+ */
+export function remoteJwks(url: URL, allowPrivateNetwork: boolean): JWTVerifyGetKey {
+  return createRemoteJWKSet(url, {
+    timeoutDuration: 5_000,
+    cooldownDuration: 30_000,
+    cacheMaxAge: 600_000,
+    [customFetch]: jwksFetch(allowPrivateNetwork),
+  });
+}
+
+/**
  * Verifies against several issuers: the token's `iss` picks the issuer (unverified at that
  * point, only used to choose keys; the signature and the claim are checked after).
  */
@@ -162,12 +175,7 @@ export function createTokenVerifier(
     }
     const keys =
       trusted.keys instanceof URL
-        ? createRemoteJWKSet(trusted.keys, {
-            timeoutDuration: 5_000,
-            cooldownDuration: 30_000,
-            cacheMaxAge: 600_000,
-            [customFetch]: jwksFetch(trusted.allowPrivateNetwork ?? false),
-          })
+        ? remoteJwks(trusted.keys, trusted.allowPrivateNetwork ?? false)
         : createLocalJWKSet(trusted.keys);
     byIssuer.set(trusted.issuer, { trusted, keys });
   }

@@ -68,7 +68,9 @@ export function secureDataDir(dir: string): void {
   try {
     mkdirSync(dir, { recursive: true, mode: PRIVATE_DIR_MODE });
   } catch (error) {
-    throw new ConfigError([`DATA_DIR: cannot create ${dir} (${(error as NodeJS.ErrnoException).code})`]);
+    throw new ConfigError([
+      `DATA_DIR: cannot create ${dir} (${(error as NodeJS.ErrnoException).code}); make its parent writable by this user, or set DATA_DIR to a folder it owns`,
+    ]);
   }
   if (!lstatSync(dir).isDirectory()) throw new ConfigError([`DATA_DIR: ${dir} is not a directory`]);
   tightenTree(dir);

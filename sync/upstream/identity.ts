@@ -25,6 +25,7 @@ export function openUpstreamIdentity(
     | 'AUTH_ISSUER'
     | 'AUTH_AUDIENCE'
     | 'AUTH_ROLES_CLAIM'
+    | 'AUTH_JWKS_ALLOW_PRIVATE_NETWORK'
     | 'AUTH_LOGIN_FREE_FAILURES'
     | 'AUTH_LOGIN_ADDRESS_FREE_FAILURES'
     | 'AUTH_LOGIN_MAX_DELAY'
@@ -39,6 +40,7 @@ export function openUpstreamIdentity(
       issuer: settings.AUTH_ISSUER,
       audience: settings.AUTH_AUDIENCE,
       rolesClaim: settings.AUTH_ROLES_CLAIM,
+      allowPrivateNetwork: settings.AUTH_JWKS_ALLOW_PRIVATE_NETWORK,
     },
     ...(options.warn ? { warn: options.warn } : {}),
     tokenVersions: options.users,

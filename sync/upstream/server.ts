@@ -173,7 +173,7 @@ export async function createUpstream(
   // MAP_TILES naming a file that cannot be used stops the start like any bad setting.
   const tiles = await openConfiguredMapTiles(settings.MAP_TILES);
 
-  const sites = new SiteRegistry(pool);
+  const sites = new SiteRegistry(pool, { allowPrivateNetwork: settings.AUTH_JWKS_ALLOW_PRIVATE_NETWORK });
   const queue = new DownlinkQueue(pool, databaseUrl, {
     onAck: messagingOnAck(pool),
     log: log.child({ component: 'downlink-queue' }),

@@ -92,6 +92,8 @@ export const upstreamSettings = z.object({
   AUTH_ISSUER: z.string().optional(),
   AUTH_AUDIENCE: z.string().optional(),
   AUTH_ROLES_CLAIM: z.string().min(1).default('roles'),
+  /** The provider's and the sites' JWKS URLs may resolve to LAN addresses (README "Outbound connections"). */
+  AUTH_JWKS_ALLOW_PRIVATE_NETWORK: flag.prefault('false'),
   ...authSettings.shape,
   ...webUiSettings.shape,
   MESSAGE_RATE_PER_SUBSCRIBER: messagingSettings.shape.MESSAGE_RATE_PER_SUBSCRIBER,

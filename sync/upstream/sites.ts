@@ -10,8 +10,10 @@
  * on every request, so every upstream process honours it at once; only the remote JWKS fetcher
  * is cached (per site and URL), as jose's fetcher caches and rate-limits its fetches itself.
  */
-import { createRemoteJWKSet, importJWK, type JSONWebKeySet, type JWK, type JWTVerifyGetKey } from 'jose';
+
+import { importJWK, type JSONWebKeySet, type JWK, type JWTVerifyGetKey } from 'jose';
 import type pg from 'pg';
+import { remoteJwks } from '../../src/auth/jwt-verifier.js';
 import { siteIdSchema } from '../protocol.js';
 import type { RegisteredSiteKeys } from '../signing.js';
 
@@ -51,6 +53,8 @@ export interface SiteRegistryOptions {
   now?: () => number;
   /** How a JWKS URL becomes a key resolver (tests); default jose's createRemoteJWKSet. */
   fetchJwks?: (url: string) => JWTVerifyGetKey;
+  /** AUTH_JWKS_ALLOW_PRIVATE_NETWORK: a site's JWKS URL may resolve to a LAN address (loopback always may). */
+  allowPrivateNetwork?: boolean;
 }
 
 interface SiteDbRow {
@@ -148,7 +152,8 @@ export class SiteRegistry {
     options: SiteRegistryOptions = {},
   ) {
     this.now = options.now ?? Date.now;
-    this.fetchJwks = options.fetchJwks ?? ((url) => createRemoteJWKSet(new URL(url)));
+    this.fetchJwks =
+      options.fetchJwks ?? ((url) => remoteJwks(new URL(url), options.allowPrivateNetwork ?? false));
   }
 
   /**

@@ -3,6 +3,7 @@
  * SQLite file, its routes mounted on the hub's real HTTP app (request ids, problem details), and
  * a local ES256 identity provider serving its JWKS on loopback.
  */
+
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
@@ -19,6 +20,7 @@ import type { AuditMaintenanceActor } from '../../../plugins/audit/maintenance-a
 import { normalizeRecord } from '../../../plugins/audit/normalize.js';
 import type { SourceName } from '../../../plugins/audit/sources.js';
 import { type AuditRepositories, openAuditRepositories } from '../../../plugins/audit/store/audit-store.js';
+import { UserRepository } from '../../../src/auth/users.js';
 import type { Actor } from '../../../src/kernel/actor.js';
 import { createLogger } from '../../../src/log.js';
 import { closeDatabase, type Database, openDatabase } from '../../../src/store/database.js';
@@ -104,6 +106,7 @@ export async function auditApp(
   await scheduler.start();
   const app = standaloneApp(mounts, metrics, '9.9.9');
   const repos = openAuditRepositories(db);
+  const users = new UserRepository(db);
   const request = (path: string, init?: RequestInit) => Promise.resolve(app.request(path, init));
   return {
     app,
@@ -114,8 +117,18 @@ export async function auditApp(
     registry: metrics.registry,
     actors,
     request,
-    hubToken: async (username, roles) =>
-      (await identity.localIssuer.issue({ username, roles: [...roles] }, 600)).accessToken,
+    // A token of a user the hub knows: local tokens of unknown users are refused (revocation).
+    hubToken: async (username, roles) => {
+      if (!users.get(username)) await users.add({ username, password: 'a-test-password', roles });
+      else users.setRoles(username, roles);
+      const tokenVersion = users.tokenVersion(username);
+      const subject = {
+        username,
+        roles: [...roles],
+        ...(tokenVersion === undefined ? {} : { tokenVersion }),
+      };
+      return (await identity.localIssuer.issue(subject, 600)).accessToken;
+    },
     async json(path, init) {
       const res = await request(path, init);
       const text = await res.text();
