@@ -49,6 +49,8 @@ export const UPSTREAM_HELP = `Usage (the upstream role; configured by UPSTREAM_D
                         Create a user; the password comes from MESHHUB_PASSWORD or stdin.
   meshhub upstream user list
   meshhub upstream user passwd <name>
+  meshhub upstream user revoke <name>
+                        End every token and sign-in of the user now (they sign in again).
   meshhub upstream user disable <name>
                         Refuse the user's logins and revoke their subscriptions at every site.
   meshhub upstream user enable <name>
@@ -376,6 +378,17 @@ async function userCommand(args: string[], ctx: UpstreamCommandContext): Promise
         if (!(await new UpstreamUsers(pool).setPassword(username, password)))
           throw new UpstreamCommandError(`${usage}: no user "${username}"`, 1);
         ctx.out(`password of ${username.toLowerCase()} changed\n`);
+        return 0;
+      });
+    }
+    case 'revoke': {
+      const username = one(positionals, 'user name', usage);
+      return withPool(ctx, async (pool) => {
+        if (!(await new UpstreamUsers(pool).revokeTokens(username)))
+          throw new UpstreamCommandError(`${usage}: no user "${username}"`, 1);
+        ctx.out(
+          `every token of ${username.toLowerCase()} is revoked; they sign in again with their password\n`,
+        );
         return 0;
       });
     }

@@ -223,6 +223,23 @@ describe.skipIf(skip)('meshhub upstream commands', () => {
     expect(rows).toEqual([]);
   });
 
+  it('user revoke bumps the token version (every older token dies); an unknown user is refused', async () => {
+    expect((await run(['user', 'add', 'revokee'], { env: { MESHHUB_PASSWORD: PASSWORD } })).code).toBe(0);
+    const version = async () =>
+      (await pool.query('SELECT token_version FROM users WHERE username = $1', ['revokee'])).rows[0]
+        ?.token_version as number;
+    const before = await version();
+    expect(await run(['user', 'revoke', 'Revokee'])).toEqual({
+      code: 0,
+      out: 'every token of revokee is revoked; they sign in again with their password\n',
+      err: '',
+    });
+    expect(await version()).toBe(before + 1);
+    const unknown = await run(['user', 'revoke', 'nobody-here']);
+    expect(unknown.code).toBe(1);
+    expect(unknown.err).toContain('no user "nobody-here"');
+  });
+
   it('subscription grant stores it and queues it for the sites that heard the nodes (every site for all)', async () => {
     await run(['site', 'add', 'south', '--public-key', keyFile]);
     await run(['user', 'add', 'dana'], { env: { MESHHUB_PASSWORD: PASSWORD } });
