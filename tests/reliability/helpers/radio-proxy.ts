@@ -5,12 +5,20 @@
  * nothing either way (firmware hung, a black-holed route), `restore()` brings it back.
  */
 import { connect, createServer, type Server, type Socket } from 'node:net';
+import { encodeFrame, StreamFramer } from '../../../src/mesh/framing.js';
+import { decodeFromRadio } from '../../../src/mesh/packet-decoder.js';
 
 export class RadioProxy {
   private server: Server | undefined;
   private readonly pairs = new Set<{ client: Socket; radio: Socket }>();
   private stalled = false;
-  /** The radio's own bytes are dropped (the mesh goes quiet); the hub's still reach it. */
+  /**
+   * The mesh goes quiet: what the radio tells of the mesh (`FromRadio.packet`, and the node
+   * database it replays in a handshake, `node_info`: the simulator's nodes keep being heard) is
+   * dropped; its own answers (my_info, config, channels, config_complete_id, queue status) still
+   * pass, so a hub that asks for its config again (after a `rebooted` a test injected) gets it.
+   * The hub's bytes still reach the radio.
+   */
   quiet = false;
   /** Connections the proxy accepted from the hub (each one a radio connection attempt). */
   accepted = 0;
@@ -50,8 +58,21 @@ export class RadioProxy {
     client.on('data', (d) => {
       if (!this.stalled) radio.write(d);
     });
-    radio.on('data', (d) => {
-      if (!this.stalled && !this.quiet) client.write(d);
+    const framer = new StreamFramer();
+    radio.on('data', (d: Buffer) => {
+      // Framed even when not quiet, so a frame split across chunks is whole when quiet starts.
+      const events = framer.push(d);
+      if (this.stalled) return;
+      if (!this.quiet) {
+        client.write(d);
+        return;
+      }
+      for (const event of events) {
+        if (event.kind !== 'frame') continue;
+        const kind = decodeFromRadio(event.payload).payloadVariant.case;
+        if (kind === 'packet' || kind === 'nodeInfo') continue;
+        client.write(encodeFrame(event.payload));
+      }
     });
   }
 
