@@ -6,12 +6,13 @@
 import { parseArgs } from 'node:util';
 import { loadPlugins, UnknownPluginError } from '../plugins/index.js';
 import { runTokenCommand, runUserCommand, USER_HELP } from '../src/auth/cli-commands.js';
-import { ConfigError, loadConfig, loadSettings } from '../src/config/load.js';
-import { parseDuration } from '../src/config/schema.js';
+import { parseDuration } from '../src/config/fields.js';
+import { ConfigError } from '../src/config/load.js';
 import { createLogger } from '../src/log.js';
 import { MeshSimulator } from '../src/mesh/simulator/simulator.js';
 import { runSubscriptionCommand, SUBSCRIPTION_HELP } from '../src/messaging/subscription-commands.js';
 import { readVersion } from '../src/version.js';
+import { loadConfig, loadHubSettings } from './config.js';
 import { createHub, SLICED_CORE_MODULES } from './main.js';
 import { hubAnswers, SystemdNotifier } from './sd-notify.js';
 import { simulatorOptionsFrom } from './simulator.js';
@@ -87,7 +88,7 @@ async function loadHubSettingsOrExit() {
     .filter(Boolean);
   try {
     const plugins = await loadPlugins(names);
-    return loadSettings(process.env, [...SLICED_CORE_MODULES, ...plugins]);
+    return loadHubSettings(process.env, [...SLICED_CORE_MODULES, ...plugins]);
   } catch (error) {
     if (error instanceof UnknownPluginError) fail(`meshhub: invalid configuration:\n  - ${error.message}`, 1);
     if (error instanceof ConfigError) fail(`meshhub: ${error.message}`, 1);
@@ -239,6 +240,7 @@ export async function main(argv: string[]): Promise<void> {
       const { syncCommand } = await import('../sync/site/commands.js');
       const code: unknown = await syncCommand(rest, {
         env: process.env,
+        dataDir: () => loadConfig(process.env).DATA_DIR,
         out: (text: string) => process.stdout.write(text),
       });
       if (typeof code === 'number') process.exitCode = code;

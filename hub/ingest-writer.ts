@@ -1,4 +1,4 @@
-import type { HubBus, HubRequests } from '../src/events.js';
+import type { HubBus, HubRequests } from '../src/domain/events.js';
 import { Actor } from '../src/kernel/actor.js';
 import type { Mailbox } from '../src/kernel/mailbox.js';
 import type { Logger } from '../src/log.js';

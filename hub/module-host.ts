@@ -9,7 +9,7 @@ import { Counter, Gauge, Histogram } from 'prom-client';
 import { type HubIdentity, openHubIdentity } from '../src/auth/hub-identity.js';
 import { requireAuth } from '../src/auth/require-auth.js';
 import { UserRepository } from '../src/auth/users.js';
-import { type HubBus, RETAINED_EVENTS } from '../src/events.js';
+import { type HubBus, RETAINED_EVENTS } from '../src/domain/events.js';
 import { createHttpApp } from '../src/http/app.js';
 import { HttpMounts } from '../src/http/mounts.js';
 import type { Actor } from '../src/kernel/actor.js';

@@ -1,6 +1,7 @@
 import { create } from '@bufbuild/protobuf';
 import { Mesh } from '@meshtastic/protobufs';
-import type { HubBus, RadioSendRequest, RadioStatus } from '../src/events.js';
+import type { HubBus } from '../src/domain/events.js';
+import type { RadioSendRequest, RadioStatus } from '../src/domain/radio.js';
 import { Actor } from '../src/kernel/actor.js';
 import type { Logger } from '../src/log.js';
 import type { RadioMirror } from '../src/mesh/api-server/radio-mirror.js';

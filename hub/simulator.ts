@@ -1,9 +1,9 @@
-import type { HubConfig } from '../src/config/schema.js';
-import type { HubBus } from '../src/events.js';
+import type { HubBus } from '../src/domain/events.js';
 import { Actor } from '../src/kernel/actor.js';
 import type { Logger } from '../src/log.js';
 import { createMessagingResponder } from '../src/mesh/simulator/messaging-responder.js';
 import { MeshSimulator, type MeshSimulatorOptions } from '../src/mesh/simulator/simulator.js';
+import type { HubConfig } from './config.js';
 
 /** The simulator's options from the SIM_* settings: one place for the hub's built-in simulator and `meshhub sim`. */
 export function simulatorOptionsFrom(config: HubConfig): Omit<MeshSimulatorOptions, 'log'> {

@@ -14,11 +14,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino } from 'pino';
 import { type Browser, chromium } from 'playwright-core';
+import { loadConfig } from '../hub/config.js';
 import { createHub } from '../hub/main.js';
 import { normalizeRecord } from '../plugins/audit/normalize.js';
 import type { SourceName } from '../plugins/audit/sources.js';
 import { openAuditRepositories } from '../plugins/audit/store/audit-store.js';
-import { loadConfig } from '../src/config/load.js';
 import { projectRoot } from '../src/version.js';
 import { prng } from './bench/lib/readings.js';
 

@@ -31,7 +31,8 @@ import type { Principal } from './auth/hub-identity.js';
 import type { TokenVerifier, VerifiedIdentity } from './auth/jwt-verifier.js';
 import type { LoginThrottle } from './auth/login-throttle.js';
 import type { AuthEnv } from './auth/require-auth.js';
-import type { HubBus } from './events.js';
+import type { HubBus } from './domain/events.js';
+import type { MeshPacketFanOut } from './domain/mesh.js';
 import type { Component } from './http/routes.js';
 import {
   MODULE_API_VERSION,
@@ -41,7 +42,6 @@ import {
 } from './kernel/module.js';
 import type { ScheduledJob } from './kernel/scheduler.js';
 import type { Logger } from './log.js';
-import type { MeshFanOut } from './mesh/packet-fanout.js';
 import type { HubMetrics } from './metrics.js';
 import type { Database } from './store/database.js';
 
@@ -109,7 +109,7 @@ export interface ModuleContext {
   readonly log: Logger;
   readonly hub: HubFacts;
   /** Announces a heard mesh packet on the bus once, whichever way (radio, MQTT gateway) it came. */
-  readonly mesh: MeshFanOut;
+  readonly mesh: MeshPacketFanOut;
   /** Runs `job` on a cron schedule while the hub runs; the expression is checked now. */
   schedule(name: string, cron: string, job: ScheduledJob): void;
   /**

@@ -6,8 +6,8 @@
  */
 import { z } from 'zod';
 import { ADMIN_ROLE, SUBSCRIBER_ROLE } from '../../src/auth/users.js';
+import { parseDuration } from '../../src/config/fields.js';
 import { ConfigError, settingsProblems } from '../../src/config/load.js';
-import { parseDuration } from '../../src/config/schema.js';
 import { Secret } from '../../src/config/secret.js';
 import { checkOutboundUrl, isLoopbackHost, OutboundUrlError } from '../../src/http/outbound-url.js';
 import { cronSetting } from '../../src/kernel/scheduler.js';

@@ -1,5 +1,5 @@
 /** A stored billing change as announced after its commit (`billing.changed` on a hub's bus). */
-import type { BillingChange } from '../../src/events.js';
+import type { BillingChange } from '../../src/domain/events.js';
 import type { BillingStatus, BillingSubscription } from './billing-store.js';
 
 export function changeOf(

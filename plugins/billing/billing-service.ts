@@ -16,7 +16,7 @@
  * locks.
  */
 import { randomBytes } from 'node:crypto';
-import type { BillingChange } from '../../src/events.js';
+import type { BillingChange } from '../../src/domain/events.js';
 import { ProblemError } from '../../src/http/problem.js';
 import type { Logger } from '../../src/log.js';
 import { changeOf } from './billing-changes.js';

@@ -6,7 +6,7 @@
  * (src/messaging/subscription-repository.ts, source `billing`). README "Billing". The same
  * service runs on the upstream over PostgreSQL (sync/upstream/billing, docs/sync.md).
  */
-import type { BillingChange } from '../../src/events.js';
+import type { BillingChange } from '../../src/domain/events.js';
 import { openApiRoutes } from '../../src/http/api-docs.js';
 import { defineModule } from '../../src/module.js';
 import { migrateComponent } from '../../src/store/component-migrations.js';

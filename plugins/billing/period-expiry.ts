@@ -8,7 +8,7 @@
  * process holds, and the upstream runs each job under an advisory lock).
  */
 import { setImmediate as yieldToLoop } from 'node:timers/promises';
-import type { BillingChange } from '../../src/events.js';
+import type { BillingChange } from '../../src/domain/events.js';
 import { changeOf } from './billing-changes.js';
 import type { BillingStorage } from './billing-storage.js';
 import type { BillingStatus } from './billing-store.js';

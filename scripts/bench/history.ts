@@ -8,10 +8,10 @@
  */
 import { Agent, get as httpGet } from 'node:http';
 import { Hono } from 'hono';
+import type { Reading } from '../../src/domain/reading.js';
 import { createErrorHandler, notFound } from '../../src/http/error-handler.js';
 import { closeDatabase, type Database, openDatabase } from '../../src/store/database.js';
 import { ReadingWriter } from '../../src/store/reading-writer.js';
-import type { Reading } from '../../src/weather/reading.js';
 import { weatherRoutes } from '../../src/weather/routes.js';
 import { WeatherService } from '../../src/weather/weather-service.js';
 import { serveOnLoopback } from './lib/http.js';

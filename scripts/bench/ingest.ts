@@ -11,8 +11,8 @@
  */
 import { type ChildProcess, fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import type { Reading } from '../../src/domain/reading.js';
 import { closeDatabase, type Database, openDatabase } from '../../src/store/database.js';
-import type { Reading } from '../../src/weather/reading.js';
 import { interleavedReadings, rawBatchedInsert, tempDir } from './lib/readings.js';
 import { type BenchResult, compare } from './report.js';
 
@@ -26,7 +26,7 @@ async function serveChild(): Promise<void> {
   const { pino } = await import('pino');
   const { exportJWK, generateKeyPair, SignJWT } = await import('jose');
   const { createTokenVerifier } = await import('../../src/auth/jwt-verifier.js');
-  const { loadConfig } = await import('../../src/config/load.js');
+  const { loadConfig } = await import('../../hub/config.js');
   const { createHub } = await import('../../hub/main.js');
   const { privateKey, publicKey } = await generateKeyPair('ES256');
   const jwk = { ...(await exportJWK(publicKey)), kid: 'bench', alg: 'ES256' };

@@ -17,8 +17,8 @@
 import { readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { MqttClient } from 'mqtt';
+import type { Reading } from '../../src/domain/reading.js';
 import { closeDatabase, openDatabase } from '../../src/store/database.js';
-import type { Reading } from '../../src/weather/reading.js';
 import { freePort, sleep, startHub, tempData, writeBytes } from './lib/hub-process.js';
 import { rawBatchedInsert } from './lib/readings.js';
 import { absolute, type BenchResult, compare } from './report.js';

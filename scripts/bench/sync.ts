@@ -65,6 +65,7 @@ import { standaloneModuleHost } from '../../hub/module-host.js';
 import { HUB_NODE_FLAGS } from '../../hub/node-flags.js';
 import { LocalIssuer } from '../../src/auth/local-issuer.js';
 import { UserRepository } from '../../src/auth/users.js';
+import type { Reading } from '../../src/domain/reading.js';
 import { createHttpApp } from '../../src/http/app.js';
 import type { HealthReport } from '../../src/http/health.js';
 import { HubMetrics } from '../../src/metrics.js';
@@ -72,7 +73,6 @@ import type { MqttBrokerActor } from '../../src/mqtt/broker-actor.js';
 import { closeDatabase, type Database, openDatabase } from '../../src/store/database.js';
 import { NodeRepository } from '../../src/store/nodes-repository.js';
 import { ReadingWriter } from '../../src/store/reading-writer.js';
-import type { Reading } from '../../src/weather/reading.js';
 import { weatherRoutes } from '../../src/weather/routes.js';
 import { WeatherService } from '../../src/weather/weather-service.js';
 import { batchSchema, SYNC_API, SYNC_PROTOCOL_VERSION } from '../../sync/protocol.js';
@@ -197,7 +197,7 @@ async function serveChild(role: Role): Promise<void> {
     port = upstream.port;
     close = () => upstream.stop();
   } else {
-    const { loadConfig } = await import('../../src/config/load.js');
+    const { loadConfig } = await import('../../hub/config.js');
     const { createHub } = await import('../../hub/main.js');
     // As scripts/bench/mqtt.ts runs its hub, plus the SYNC_* settings of the sync side.
     const env = {
@@ -873,7 +873,7 @@ interface PostedText {
 }
 
 async function textLatency(upstream: Upstream): Promise<BenchResult[]> {
-  const { loadConfig } = await import('../../src/config/load.js');
+  const { loadConfig } = await import('../../hub/config.js');
   const { createHub } = await import('../../hub/main.js');
   const { SubscriptionRepository } = await import('../../src/messaging/subscription-repository.js');
   const dir = tempDir('sync-texts');

@@ -6,11 +6,11 @@
  * transactions. Target: ours ≥ 50% of the baseline's rows/s.
  */
 
+import type { Reading } from '../../src/domain/reading.js';
 import { BatchingWriter } from '../../src/store/batching-writer.js';
 import type { Database } from '../../src/store/database.js';
 import { closeDatabase, openDatabase } from '../../src/store/database.js';
 import { ReadingWriter } from '../../src/store/reading-writer.js';
-import type { Reading } from '../../src/weather/reading.js';
 import { interleavedReadings, rawBatchedInsert, tempDir } from './lib/readings.js';
 import { type BenchResult, compare } from './report.js';
 

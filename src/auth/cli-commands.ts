@@ -6,7 +6,7 @@
  */
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { parseDuration } from '../config/schema.js';
+import { parseDuration } from '../config/fields.js';
 import { type Database, openDatabase } from '../store/database.js';
 import { LocalIssuer } from './local-issuer.js';
 import { ADMIN_ROLE, InvalidUserError, SUBSCRIBER_ROLE, UserExistsError, UserRepository } from './users.js';

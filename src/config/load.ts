@@ -1,6 +1,5 @@
 import { readFileSync } from 'node:fs';
 import type { z } from 'zod';
-import { CONFIG_KEYS, configSchema, type HubConfig } from './schema.js';
 
 export class ConfigError extends Error {
   override readonly name = 'ConfigError';
@@ -15,20 +14,24 @@ export interface SettingsSlice {
   settings: z.ZodObject<z.ZodRawShape>;
 }
 
-export interface LoadedSettings {
-  config: HubConfig;
+export interface LoadedSettings<C> {
+  config: C;
   /** Each slice's parsed settings, by module name. */
   slices: Map<string, unknown>;
 }
 
 /**
  * Builds the config from the environment and, when `CONFIG_FILE` is set, a JSON file of the
- * same keys: the hub's settings, its core modules' and each given slice's (the enabled
- * plugins'), every invalid one reported at once. Unknown keys in the file are errors (a typo
+ * same keys: the application's own settings (`core`, a strict schema: the hub's is hub/config.ts)
+ * and each given slice's (the enabled plugins'), every invalid one reported at once. Unknown keys in the file are errors (a typo
  * should not be silently ignored); unknown environment variables are not (the environment holds
  * much else). Empty values count as unset.
  */
-export function loadSettings(env: NodeJS.ProcessEnv, slices: readonly SettingsSlice[]): LoadedSettings {
+export function loadSettings<S extends z.ZodObject<z.ZodRawShape>>(
+  env: NodeJS.ProcessEnv,
+  core: S,
+  slices: readonly SettingsSlice[],
+): LoadedSettings<z.output<S>> {
   const problems: string[] = [];
   let fromFile: Record<string, unknown> = {};
   const file = env.CONFIG_FILE;
@@ -55,12 +58,12 @@ export function loadSettings(env: NodeJS.ProcessEnv, slices: readonly SettingsSl
   };
 
   const sliceKeys = new Set(slices.flatMap((slice) => Object.keys(slice.settings.shape)));
-  const coreInput = inputFor(CONFIG_KEYS);
+  const coreInput = inputFor(Object.keys(core.shape));
   // Keys of the file that no slice reads go to the hub's strict schema, which names them.
   for (const key of Object.keys(fromFile)) {
     if (!sliceKeys.has(key) && !(key in coreInput)) coreInput[key] = fromFile[key];
   }
-  const result = configSchema.safeParse(coreInput);
+  const result = core.safeParse(coreInput);
   if (!result.success) problems.push(...settingsProblems(result.error, coreInput));
 
   const parsedSlices = parseSlices(slices, inputFor, problems);
@@ -100,11 +103,6 @@ function parseSlices(
     else problems.push(...settingsProblems(result.error, input));
   }
   return parsed;
-}
-
-/** The hub's and its core modules' settings (see loadSettings). */
-export function loadConfig(env: NodeJS.ProcessEnv = process.env): HubConfig {
-  return loadSettings(env, []).config;
 }
 
 /** A secret's value is never echoed back, not even in an error. */

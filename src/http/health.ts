@@ -1,5 +1,5 @@
 import type { z } from 'zod';
-import type { RadioStatus } from '../events.js';
+import type { RadioStatus } from '../domain/radio.js';
 import type { ActorStatus } from '../kernel/supervisor.js';
 import type { healthReportSchema } from './schemas.js';
 

@@ -1,5 +1,5 @@
 import type { Hono } from 'hono';
-import type { HubBus } from '../events.js';
+import type { HubBus } from '../domain/events.js';
 
 /** Which of the spec's logical components a route group belongs to (for HTTP_COMPONENT_PORTS). */
 export type Component = 'ingestion' | 'weather' | 'gateway' | 'billing' | 'hub';

@@ -15,7 +15,7 @@
  *   `wind_direction` is an integer; at least one metric is present;
  * - any other field is refused, so a typo (`temprature_c`) is never silently dropped.
  */
-import { METRIC_API_NAMES, READING_METRICS, type Reading, type ReadingMetric } from '../weather/reading.js';
+import { METRIC_API_NAMES, READING_METRICS, type Reading, type ReadingMetric } from '../domain/reading.js';
 
 export const READING_REJECT_REASONS = [
   'not_an_object',

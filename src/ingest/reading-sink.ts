@@ -8,10 +8,10 @@
  * never answers, and a sender must not wait forever. A failed commit fails every submission of
  * its group (each sender then sends again).
  */
-import type { HubBus, ReadingSource } from '../events.js';
+import type { HubBus, ReadingSource } from '../domain/events.js';
+import type { Reading } from '../domain/reading.js';
 import { AskTimeoutError, NoHandlerError } from '../kernel/bus.js';
 import { GroupCommit } from '../kernel/group-commit.js';
-import type { Reading } from '../weather/reading.js';
 
 export class CommitTimeoutError extends Error {
   override readonly name = 'CommitTimeoutError';

@@ -16,7 +16,7 @@
 import { Hono } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { AuthError, bearerToken, type TokenVerifier, type VerifiedIdentity } from '../auth/jwt-verifier.js';
-import type { ReadingSource } from '../events.js';
+import type { ReadingSource } from '../domain/events.js';
 import { ProblemError } from '../http/problem.js';
 import type { Logger } from '../log.js';
 import { isStorageFull, STORAGE_FULL_DETAIL } from '../store/storage-full.js';

@@ -4,8 +4,8 @@
  * states the same contract for the API document; a test keeps the two in agreement.
  */
 import { z } from 'zod';
+import { METRIC_API_NAMES, READING_METRICS, type ReadingMetric } from '../domain/reading.js';
 import { problemSchema } from '../http/schemas.js';
-import { METRIC_API_NAMES, READING_METRICS, type ReadingMetric } from '../weather/reading.js';
 import {
   FUTURE_TOLERANCE_MS,
   LIMITS,

@@ -2,10 +2,11 @@
  * What the live stream says, in the API's JSON shapes (spec "Reading"; README "/api/v1/nodes"),
  * so the dashboard merges live events into what it fetched with the same code.
  */
-import type { RadioStatus } from '../events.js';
-import type { NodeUpdate } from '../mesh/node.js';
+
+import type { NodeUpdate } from '../domain/node.js';
+import type { RadioStatus } from '../domain/radio.js';
+import { METRIC_API_NAMES, READING_METRICS, type Reading } from '../domain/reading.js';
 import { nodeJson } from '../nodes/routes.js';
-import { METRIC_API_NAMES, READING_METRICS, type Reading } from '../weather/reading.js';
 
 /** One Reading as `/weather/latest` and `/weather/history` write it: absent metrics left out. */
 export function readingJson(reading: Reading): Record<string, string | number> {

@@ -17,7 +17,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Hono } from 'hono';
-import type { HubBus } from '../events.js';
+import type { HubBus } from '../domain/events.js';
 import type { HubFacts } from '../module.js';
 import { LiveBroadcaster, type LiveStreamLimits, sseEvent } from './live-broadcaster.js';
 import { nodeEventData, radioEventData, readingsEventData } from './live-json.js';

@@ -8,9 +8,10 @@
  */
 import { type DescMessage, fromBinary, type MessageShape, toBinary } from '@bufbuild/protobuf';
 import { Mesh, Portnums, Telemetry } from '@meshtastic/protobufs';
-import type { Reading } from '../weather/reading.js';
+import type { HeardPacket, MeshRoutingReport, MeshText } from '../domain/mesh.js';
+import { type NodeUpdate, nodeIdFromNum } from '../domain/node.js';
+import type { Reading } from '../domain/reading.js';
 import { PayloadDecodeError } from './errors.js';
-import { type NodeUpdate, nodeIdFromNum } from './node.js';
 
 export interface DecodedPacket {
   readings: Reading[];
@@ -77,34 +78,6 @@ export function decodeMeshPacket(packet: Mesh.MeshPacket, hubNowMs: number): Dec
     }
   }
   return { readings, nodes: [node] };
-}
-
-/** A TEXT_MESSAGE_APP packet: `text` is Data.payload as UTF-8. */
-export interface MeshText {
-  from: number;
-  to: number;
-  /** MeshPacket.id: with `from`, identifies the packet across duplicates. */
-  id: number;
-  channel: number;
-  text: string;
-  /** Data.reply_id: the packet this one answers, 0 when none. */
-  replyId: number;
-  /** The hub's clock when it arrived (ms). */
-  receivedAt: number;
-  via: 'radio' | 'mqtt';
-}
-
-/** A ROUTING_APP packet answering `requestId` (Data.request_id): an ACK when `errorReason` is 0 (NONE). */
-export interface MeshRoutingReport {
-  from: number;
-  to: number;
-  requestId: number;
-  /** Routing.error_reason (Routing_Error); 0 = NONE. */
-  errorReason: number;
-  /** The Routing_Error name: `NONE`, `MAX_RETRANSMIT`, `NO_RESPONSE`, ... */
-  errorName: string;
-  receivedAt: number;
-  via: 'radio' | 'mqtt';
 }
 
 const utf8 = new TextDecoder('utf-8');
@@ -266,20 +239,6 @@ function decodeOrThrow<Desc extends DescMessage>(
 }
 
 /** Everything the hub takes from one decoded MeshPacket, whichever way it was heard. */
-export interface HeardPacket {
-  from: number;
-  to: number;
-  /** MeshPacket.id: with `from`, the dedupe key. */
-  id: number;
-  portnum: number;
-  receivedAt: number;
-  readings: Reading[];
-  nodes: NodeUpdate[];
-  /** A text message (to the hub, someone else or the channel: messaging decides). */
-  text?: MeshText;
-  /** An ACK/NAK (messaging applies the ones for its packets). */
-  routing?: MeshRoutingReport;
-}
 
 /**
  * Decodes a MeshPacket whose payload is `decoded` into what the hub uses; throws

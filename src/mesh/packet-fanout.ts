@@ -9,13 +9,11 @@
  * hub could not decrypt must never hide a copy it can read.
  */
 import { Portnums } from '@meshtastic/protobufs';
-import type { HubBus } from '../events.js';
-import type { HeardPacket } from './packet-decoder.js';
+import type { HubBus } from '../domain/events.js';
+import type { HeardPacket, HeardVia, MeshPacketFanOut } from '../domain/mesh.js';
 import type { PacketDedupe } from './packet-dedupe.js';
 
-export type HeardVia = 'radio' | 'mqtt';
-
-export class MeshFanOut {
+export class MeshFanOut implements MeshPacketFanOut {
   constructor(
     private readonly deps: {
       bus: HubBus;

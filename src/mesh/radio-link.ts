@@ -12,7 +12,7 @@ import { randomInt } from 'node:crypto';
 import type { Duplex } from 'node:stream';
 import { create } from '@bufbuild/protobuf';
 import { Mesh } from '@meshtastic/protobufs';
-import type { RadioLinkState, RadioStatus } from '../events.js';
+import type { RadioLinkState, RadioStatus } from '../domain/radio.js';
 import { pause, waitForDrain, withTimeout } from '../kernel/timing.js';
 import type { Logger } from '../log.js';
 import { HandshakeTimeoutError, TransportClosedError } from './errors.js';

@@ -20,7 +20,7 @@
  * PKI_FAILED, …). A text without a hold (hold_hours 0) fails after the retries, as before.
  * A late real ACK still wins (`failed` → `delivered`): the node did get it.
  */
-import { nodeNumFromId } from '../mesh/node.js';
+import { nodeNumFromId } from '../domain/node.js';
 import {
   ACK_TIMEOUT_CODE,
   describeAckTimeout,

@@ -1,12 +1,13 @@
 import { randomInt } from 'node:crypto';
 import { Portnums } from '@meshtastic/protobufs';
 import PQueue from 'p-queue';
-import type { HubBus, RadioStatus } from '../events.js';
+import type { HubBus } from '../domain/events.js';
+import type { MeshRoutingReport, MeshText } from '../domain/mesh.js';
+import { nodeIdFromNum, nodeNumFromId } from '../domain/node.js';
+import type { RadioStatus } from '../domain/radio.js';
 import { Actor } from '../kernel/actor.js';
 import type { Mailbox } from '../kernel/mailbox.js';
 import type { Logger } from '../log.js';
-import { nodeIdFromNum, nodeNumFromId } from '../mesh/node.js';
-import type { MeshRoutingReport, MeshText } from '../mesh/packet-decoder.js';
 import { ANSWER_TIMEOUT_MS } from '../mesh/radio-link.js';
 import type { Database } from '../store/database.js';
 import { NodeRepository } from '../store/nodes-repository.js';

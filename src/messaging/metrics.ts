@@ -3,7 +3,7 @@
  * reason, the time from POST to the destination's acknowledgement, and the send queue's depth
  * (read from SQLite at scrape time: the `queued` rows are the queue).
  */
-import type { HubBus } from '../events.js';
+import type { HubBus } from '../domain/events.js';
 import type { HubMetrics } from '../metrics.js';
 import type { Database } from '../store/database.js';
 

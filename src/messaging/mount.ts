@@ -1,7 +1,7 @@
 import type { Hono } from 'hono';
 import type { AuthEnv } from '../auth/require-auth.js';
-import type { HubBus } from '../events.js';
-import { nodeIdFromNum } from '../mesh/node.js';
+import type { HubBus } from '../domain/events.js';
+import { nodeIdFromNum } from '../domain/node.js';
 import type { ModuleAuth } from '../module.js';
 import type { Database } from '../store/database.js';
 import { NodeRepository } from '../store/nodes-repository.js';

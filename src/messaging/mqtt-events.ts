@@ -6,7 +6,7 @@
  * could otherwise break the topic tree or an ACL). Not retained: the broker keeps retained
  * messages in memory, and messages are unbounded; the API holds their state.
  */
-import type { BillingChange } from '../events.js';
+import type { BillingChange } from '../domain/events.js';
 import { type MessageChange, messageDetailJson } from './message.js';
 
 export const MESSAGES_TOPIC_ROOT = 'meshhub/messages';

@@ -2,7 +2,8 @@ import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { TokenVerifier } from '../auth/jwt-verifier.js';
 import type { LoginThrottle } from '../auth/login-throttle.js';
-import type { HubBus } from '../events.js';
+import type { HubBus } from '../domain/events.js';
+import type { MeshPacketFanOut } from '../domain/mesh.js';
 import type { ReadingSink } from '../ingest/reading-sink.js';
 import { Actor } from '../kernel/actor.js';
 import type { Logger } from '../log.js';
@@ -10,7 +11,6 @@ import type { ChannelKey } from '../mesh/mqtt/channel-keys.js';
 import { ChannelKeyring } from '../mesh/mqtt/channel-keys.js';
 import type { TrustedGateways } from '../mesh/mqtt/trusted-gateways.js';
 import { MeshUplinkDecoder } from '../mesh/mqtt/uplink.js';
-import type { MeshFanOut } from '../mesh/packet-fanout.js';
 import {
   billingEventPayload,
   billingEventTopic,
@@ -73,7 +73,7 @@ export class MqttBrokerActor extends Actor {
       log: Logger;
       metrics: HubMetrics;
       db: Database;
-      fanOut: MeshFanOut;
+      fanOut: MeshPacketFanOut;
       sink: ReadingSink;
       settings: MqttSettings;
       /** The hub's user store; until one is wired, every password login is refused. */

@@ -14,10 +14,11 @@
  * readings costs one message per node. At start everything known is published again: the
  * broker keeps retained messages in memory only.
  */
+
+import type { MeshNode } from '../domain/node.js';
+import type { ReadingMetric } from '../domain/reading.js';
 import type { Logger } from '../log.js';
-import type { MeshNode } from '../mesh/node.js';
 import { nodeJson } from '../nodes/routes.js';
-import type { ReadingMetric } from '../weather/reading.js';
 import { type DiscoveryDevice, discoveryMessage } from './ha-discovery.js';
 import type { LatestReading, LatestReadings } from './latest-readings.js';
 import { availabilityTopic, HUB_STATUS_TOPIC, nodeTopic, readingTopic } from './topics.js';

@@ -10,7 +10,7 @@
  * `wind_direction` class with the `measurement_angle` state class (HA 2025.3 and newer), and gas
  * resistance, which has no device class, is a plain measurement in kΩ.
  */
-import { METRIC_API_NAMES, type ReadingMetric } from '../weather/reading.js';
+import { METRIC_API_NAMES, type ReadingMetric } from '../domain/reading.js';
 import { availabilityTopic, HA_PREFIX, HUB_STATUS_TOPIC, haSafeId, readingTopic } from './topics.js';
 
 interface SensorSpec {

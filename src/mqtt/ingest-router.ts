@@ -18,6 +18,8 @@
  * logged — a sensor resending garbage forever helps nobody); only a failed commit does, and the
  * broker then drops the connection without PUBACK so the client sends again.
  */
+
+import type { MeshPacketFanOut } from '../domain/mesh.js';
 import {
   MAX_READINGS_PER_BATCH,
   payloadItems,
@@ -27,7 +29,6 @@ import {
 import type { ReadingSink } from '../ingest/reading-sink.js';
 import type { Logger } from '../log.js';
 import type { MeshUplinkDecoder, UplinkPacket } from '../mesh/mqtt/uplink.js';
-import type { MeshFanOut } from '../mesh/packet-fanout.js';
 import { INGEST_READINGS_TOPIC, MESH_ROOT } from './topics.js';
 
 export type IngestFormat = 'envelope' | 'legacy_json' | 'readings_json' | 'other';
@@ -61,7 +62,7 @@ export interface MqttIngestOptions {
   sink: ReadingSink;
   decoder: MeshUplinkDecoder;
   /** Announces first sightings on the bus, shared with the radio path. */
-  fanOut: MeshFanOut;
+  fanOut: MeshPacketFanOut;
   log: Logger;
   now?: () => number;
   onMessage?: (format: IngestFormat, outcome: IngestOutcome) => void;

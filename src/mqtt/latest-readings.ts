@@ -4,9 +4,10 @@
  * `GET /api/v1/weather/latest`: snake_case fields, absent metrics left out, `timestamp` the
  * newest reading as ISO 8601 UTC, `wind_direction` whole degrees in [0, 360).
  */
+
+import { READING_METRICS, type ReadingMetric } from '../domain/reading.js';
 import type { Database, Statement } from '../store/database.js';
 import { METRIC_COLUMNS, WIND_DIRECTION_SLOT } from '../store/rollups.js';
-import { READING_METRICS, type ReadingMetric } from '../weather/reading.js';
 
 export interface LatestReading {
   nodeId: string;

@@ -1,7 +1,7 @@
-import type { HubBus } from '../events.js';
+import type { HubBus } from '../domain/events.js';
+import type { NodeUpdate } from '../domain/node.js';
 import { Actor } from '../kernel/actor.js';
 import type { Mailbox } from '../kernel/mailbox.js';
-import type { NodeUpdate } from '../mesh/node.js';
 import type { Database } from '../store/database.js';
 import { NodeRepository } from '../store/nodes-repository.js';
 

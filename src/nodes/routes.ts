@@ -4,7 +4,7 @@
  * API's snake_case, with unknown fields omitted and `last_heard` as ISO 8601 UTC (schemas.ts).
  */
 import { Hono } from 'hono';
-import type { MeshNode } from '../mesh/node.js';
+import type { MeshNode } from '../domain/node.js';
 import type { NodeRepository } from '../store/nodes-repository.js';
 import type { NodeJson } from './schemas.js';
 

@@ -16,8 +16,8 @@
  *   transactions is still written: readings are idempotent, and a sender told of the failure
  *   may resend them all.)
  */
-import type { ReadingSource } from '../events.js';
-import type { Reading } from '../weather/reading.js';
+import type { ReadingSource } from '../domain/events.js';
+import type { Reading } from '../domain/reading.js';
 import type { ReadingWriter } from './reading-writer.js';
 
 /** Readings of one source and who to tell once they are committed (or failed to be). */

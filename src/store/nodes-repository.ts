@@ -4,7 +4,7 @@
  * merges only the fields it carries: a known name or position is never overwritten by an
  * absent one, and `last_heard` only moves forward (a late relayed packet does not age a node).
  */
-import { type MeshNode, type NodeUpdate, nodeIdFromNum } from '../mesh/node.js';
+import { type MeshNode, type NodeUpdate, nodeIdFromNum } from '../domain/node.js';
 import type { Database, Statement } from './database.js';
 
 type NodeRow = [

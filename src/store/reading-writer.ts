@@ -18,7 +18,7 @@
  * Input is not trusted: non-finite numbers are dropped, timestamps are floored to whole ms, and a
  * reading without a node id, a timestamp a Date can hold or any finite metric is skipped.
  */
-import { READING_METRICS, type Reading } from '../weather/reading.js';
+import { READING_METRICS, type Reading } from '../domain/reading.js';
 import type { Database, Statement } from './database.js';
 import { MAX_ROWS_PER_STATEMENT, MultiRowStatement, placeholders } from './multi-row-statement.js';
 import { readingsObservers, type StoredReadingRow } from './reading-observers.js';

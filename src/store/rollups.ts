@@ -3,7 +3,7 @@
  * service (which reads means out of them). Buckets are UTC-aligned: an hour starts at
  * floor(ts / 3 600 000) × 3 600 000, a day at UTC midnight (epoch days have no leap seconds).
  */
-import { READING_METRICS } from '../weather/reading.js';
+import { READING_METRICS } from '../domain/reading.js';
 
 export type RollupInterval = '1h' | '1d';
 

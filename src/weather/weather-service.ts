@@ -15,6 +15,8 @@
  * API objects use the spec's snake_case names; absent metrics are omitted; timestamps are ISO
  * 8601 UTC with Z; wind_direction (an integer in the spec) is rounded into [0, 360).
  */
+
+import { METRIC_API_NAMES, READING_METRICS, type Reading } from '../domain/reading.js';
 import type { Database, Statement } from '../store/database.js';
 import {
   bucketStart,
@@ -25,7 +27,6 @@ import {
   WIND_DIRECTION_SLOT,
 } from '../store/rollups.js';
 import { BucketCache, CachedRange, lowerBound } from './bucket-cache.js';
-import { METRIC_API_NAMES, READING_METRICS, type Reading } from './reading.js';
 import type { HistoryInterval } from './schemas.js';
 
 export {

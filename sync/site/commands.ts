@@ -11,7 +11,7 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { LocalIssuer } from '../../src/auth/local-issuer.js';
-import { ConfigError, loadConfig } from '../../src/config/load.js';
+import { ConfigError } from '../../src/config/load.js';
 import { componentSchemaVersion } from '../../src/store/component-migrations.js';
 import { openDatabase } from '../../src/store/database.js';
 import { Outbox } from './outbox.js';
@@ -30,6 +30,8 @@ const DATABASE_FILE = 'meshhub.sqlite';
 
 export interface SyncCommandIo {
   env: NodeJS.ProcessEnv;
+  /** The hub's DATA_DIR from its validated settings (hub/cli.ts); throws ConfigError when they are invalid. */
+  dataDir: () => string;
   out: (line: string) => void;
 }
 
@@ -45,7 +47,7 @@ export async function syncCommand(args: string[], io: SyncCommandIo): Promise<nu
   }
   let dataDir: string;
   try {
-    dataDir = loadConfig(io.env).DATA_DIR;
+    dataDir = io.dataDir();
   } catch (error) {
     if (error instanceof ConfigError) {
       io.out(`meshhub: ${error.message}`);

@@ -14,7 +14,7 @@
  * clock is off corrects the clock (the push side shares it) before the next try.
  */
 import { WebSocket } from 'ws';
-import type { HubBus } from '../../src/events.js';
+import type { HubBus } from '../../src/domain/events.js';
 import { type AddressPolicy, guardedSocketConnect } from '../../src/http/guarded-fetch.js';
 import type { Logger } from '../../src/log.js';
 import { downlinkHelloSchema, SYNC_API } from '../protocol.js';

@@ -29,7 +29,8 @@
 import { promisify } from 'node:util';
 import { gzip } from 'node:zlib';
 import type { z } from 'zod';
-import type { HubBus } from '../../src/events.js';
+import type { HubBus } from '../../src/domain/events.js';
+import { nodeIdFromNum } from '../../src/domain/node.js';
 import {
   type AddressPolicy,
   type GuardedFetch,
@@ -38,7 +39,6 @@ import {
 } from '../../src/http/guarded-fetch.js';
 import { Actor } from '../../src/kernel/actor.js';
 import type { Logger } from '../../src/log.js';
-import { nodeIdFromNum } from '../../src/mesh/node.js';
 import type { Database } from '../../src/store/database.js';
 import {
   type BatchAck,

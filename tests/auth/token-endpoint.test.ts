@@ -11,11 +11,11 @@ import { Writable } from 'node:stream';
 import { decodeJwt, decodeProtectedHeader } from 'jose';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../hub/config.js';
 import { createHub, type Hub } from '../../hub/main.js';
 import { SIGNING_KEY_FILE } from '../../src/auth/local-issuer.js';
 import { LoginThrottle } from '../../src/auth/login-throttle.js';
 import { UserRepository } from '../../src/auth/users.js';
-import { loadConfig } from '../../src/config/load.js';
 import { postFrom } from '../helpers/post-from.js';
 import { call, type Json } from '../messaging/helpers.js';
 

@@ -2,8 +2,9 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig } from '../../src/config/load.js';
-import { parseDuration, parseRadioSpec } from '../../src/config/schema.js';
+import { loadConfig, parseRadioSpec } from '../../hub/config.js';
+import { parseDuration } from '../../src/config/fields.js';
+import { ConfigError } from '../../src/config/load.js';
 
 const problemsOf = (env: NodeJS.ProcessEnv): string[] => {
   try {

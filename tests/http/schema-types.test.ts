@@ -5,12 +5,12 @@
  */
 import { describe, expect, expectTypeOf, it } from 'vitest';
 import type { z } from 'zod';
-import type { RadioStatus } from '../../src/events.js';
+import type { RadioStatus } from '../../src/domain/radio.js';
+import { METRIC_API_NAMES, READING_METRICS } from '../../src/domain/reading.js';
 import type { radioStatusSchema } from '../../src/http/schemas.js';
 import type { InboundStatus, MessageStatus, OutboundStatus } from '../../src/messaging/message.js';
 import type { TileJson } from '../../src/ui-server/schemas.js';
 import type { TileArchiveInfo } from '../../src/ui-server/tile-archive.js';
-import { METRIC_API_NAMES, READING_METRICS } from '../../src/weather/reading.js';
 import { type ReadingJson, readingSchema } from '../../src/weather/schemas.js';
 import type { MetricKey } from '../../src/web/src/lib/metrics.js';
 

@@ -6,7 +6,7 @@
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Reading } from '../../src/weather/reading.js';
+import type { Reading } from '../../src/domain/reading.js';
 import { getJson, startTestHub, type TestHub, waitFor } from '../helpers/hub.js';
 
 const SIM_ENV = { SIM_TELEMETRY_SECONDS: '2', SIM_BACKFILL: '6h' };

@@ -4,8 +4,8 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { METRIC_API_NAMES, READING_METRICS } from '../../src/domain/reading.js';
 import { LIMITS, parseIsoDateTime, payloadItems, validateReadings } from '../../src/ingest/reading-input.js';
-import { METRIC_API_NAMES, READING_METRICS } from '../../src/weather/reading.js';
 
 const NOW = Date.UTC(2026, 10, 21, 12, 0, 0);
 const one = (item: unknown) => validateReadings([item], { nowMs: NOW, array: false });

@@ -1,9 +1,9 @@
 /** Handing readings to the writer and waiting for the commit: group commit, failures, timeouts. */
 import { describe, expect, it, vi } from 'vitest';
-import type { HubBus, HubEvents, HubRequests, ReadingSource } from '../../src/events.js';
+import type { HubBus, HubEvents, HubRequests, ReadingSource } from '../../src/domain/events.js';
+import type { Reading } from '../../src/domain/reading.js';
 import { busReadingSink, CommitTimeoutError, WriterUnavailableError } from '../../src/ingest/reading-sink.js';
 import { Bus } from '../../src/kernel/bus.js';
-import type { Reading } from '../../src/weather/reading.js';
 
 const reading = (t: number) => ({ nodeId: 'n', timestamp: t, temperatureC: 1 });
 const turn = () => new Promise((r) => setImmediate(r));

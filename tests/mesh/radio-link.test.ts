@@ -2,7 +2,7 @@ import type { Duplex } from 'node:stream';
 import { create, fromBinary } from '@bufbuild/protobuf';
 import { Mesh, Portnums } from '@meshtastic/protobufs';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { RadioStatus } from '../../src/events.js';
+import type { RadioStatus } from '../../src/domain/radio.js';
 import { TransportClosedError } from '../../src/mesh/errors.js';
 import { StreamFramer } from '../../src/mesh/framing.js';
 import { decodeMeshPacket } from '../../src/mesh/packet-decoder.js';

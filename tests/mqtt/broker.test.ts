@@ -6,7 +6,8 @@
 import { connect as netConnect, type Socket } from 'node:net';
 import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { HubBus } from '../../src/events.js';
+import type { HubBus } from '../../src/domain/events.js';
+import type { Reading } from '../../src/domain/reading.js';
 import type { ReadingSink } from '../../src/ingest/reading-sink.js';
 import { Bus } from '../../src/kernel/bus.js';
 import { ChannelKeyring } from '../../src/mesh/mqtt/channel-keys.js';
@@ -17,7 +18,6 @@ import { MqttAuthenticator } from '../../src/mqtt/authenticator.js';
 import { MqttBroker } from '../../src/mqtt/broker.js';
 import { MqttIngest } from '../../src/mqtt/ingest-router.js';
 import { DEFAULT_RETAINED_LIMITS, RetainedLedger } from '../../src/mqtt/retained.js';
-import type { Reading } from '../../src/weather/reading.js';
 import { waitFor } from '../helpers/hub.js';
 import { connect, endClients, refusedCode } from './helpers.js';
 

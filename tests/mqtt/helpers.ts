@@ -14,10 +14,10 @@ import { Mesh, Mqtt, Portnums, Telemetry } from '@meshtastic/protobufs';
 import { exportJWK, generateKeyPair, type JWK, SignJWT } from 'jose';
 import { connectAsync, type IClientOptions, type MqttClient } from 'mqtt';
 import { pino } from 'pino';
+import { loadConfig } from '../../hub/config.js';
 import { createHub, type Hub } from '../../hub/main.js';
 import { createTokenVerifier, type TokenVerifier } from '../../src/auth/jwt-verifier.js';
 import { UserRepository } from '../../src/auth/users.js';
-import { loadConfig } from '../../src/config/load.js';
 import { channelCipher, channelHash, expandChannelKey } from '../../src/mesh/mqtt/channel-crypto.js';
 import { mqttOf } from '../helpers/hub.js';
 

@@ -15,7 +15,8 @@ import { create, toBinary } from '@bufbuild/protobuf';
 import { Mesh, Portnums } from '@meshtastic/protobufs';
 import type { MqttClient } from 'mqtt';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig } from '../../src/config/load.js';
+import { loadConfig } from '../../hub/config.js';
+import { ConfigError } from '../../src/config/load.js';
 import { getJson, mqttOf, waitFor } from '../helpers/hub.js';
 import {
   collect,

@@ -1,10 +1,10 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import type { ReadingSource } from '../../src/events.js';
+import type { ReadingSource } from '../../src/domain/events.js';
+import type { Reading } from '../../src/domain/reading.js';
 import type { ReadingBatch } from '../../src/store/batching-writer.js';
 import { BatchingWriter, type StoredReadings, WriterClosedError } from '../../src/store/batching-writer.js';
 import { closeDatabase, type Database } from '../../src/store/database.js';
 import { ReadingWriter } from '../../src/store/reading-writer.js';
-import type { Reading } from '../../src/weather/reading.js';
 import { memoryDb, reading, T0 } from './fixtures.js';
 
 let db: Database;

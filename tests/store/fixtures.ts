@@ -1,8 +1,8 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { Reading } from '../../src/domain/reading.js';
 import { type Database, openDatabase } from '../../src/store/database.js';
-import type { Reading } from '../../src/weather/reading.js';
 
 /** A temp directory removed by the returned cleanup. */
 export function tempDir(): { dir: string; cleanup: () => void } {

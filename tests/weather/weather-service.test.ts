@@ -1,9 +1,9 @@
 import fc from 'fast-check';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { Reading } from '../../src/domain/reading.js';
 import { closeDatabase, type Database } from '../../src/store/database.js';
 import { ReadingWriter } from '../../src/store/reading-writer.js';
 import { BucketCache, CachedRange } from '../../src/weather/bucket-cache.js';
-import type { Reading } from '../../src/weather/reading.js';
 import { type HistoryQuery, WeatherService } from '../../src/weather/weather-service.js';
 import { DAY, HOUR, iso, memoryDb, reading, T0 } from '../store/fixtures.js';
 

@@ -3,7 +3,7 @@
  * the writer commits it (engine.ts), then announces each alert on the bus — the MQTT broker
  * publishes it on `meshhub/audit/alerts` for admins — and hands it to the webhook (webhook.ts).
  */
-import type { HubBus } from '../../../src/events.js';
+import type { HubBus } from '../../../src/domain/events.js';
 import { Actor, type KernelLogger } from '../../../src/kernel/actor.js';
 import type { ModuleMetrics } from '../../../src/module.js';
 import type { AuditStore } from '../store/audit-store.js';

@@ -9,7 +9,7 @@
  * backtrack: `(a+)+$` in `contains` is those six characters.
  */
 import { z } from 'zod';
-import { parseDuration } from '../../../src/config/schema.js';
+import { parseDuration } from '../../../src/config/fields.js';
 import { tagSchema } from '../http/filters.js';
 import { serviceKey } from '../store/service-names.js';
 

@@ -4,7 +4,7 @@
  * with ALERTS_ENABLED=true (the AlertActor). `/api/config/features` reports which.
  */
 import type { Hono, MiddlewareHandler } from 'hono';
-import type { HubBus } from '../../../src/events.js';
+import type { HubBus } from '../../../src/domain/events.js';
 import type { KernelLogger } from '../../../src/kernel/actor.js';
 import type { ModuleMetrics } from '../../../src/module.js';
 import type { AuditConfig } from '../config.js';

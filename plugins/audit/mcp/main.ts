@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import type { Readable, Writable } from 'node:stream';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { pino } from 'pino';
-import { loadConfig } from '../../../src/config/load.js';
+import { loadConfig } from '../../../hub/config.js';
 import { closeDatabase, openDatabase } from '../../../src/store/database.js';
 import { readVersion } from '../../../src/version.js';
 import { createAiFeatures } from '../ask/features.js';

@@ -4,8 +4,8 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { Reading } from '../../../src/domain/reading.js';
 import type { Database } from '../../../src/store/database.js';
-import type { Reading } from '../../../src/weather/reading.js';
 
 /** A small deterministic PRNG (mulberry32), so every run measures the same data. */
 export function prng(seed: number): () => number {

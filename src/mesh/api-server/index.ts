@@ -5,7 +5,7 @@
 import { toBinary } from '@bufbuild/protobuf';
 import { Mesh } from '@meshtastic/protobufs';
 import type { Registry } from 'prom-client';
-import type { HubBus } from '../../events.js';
+import type { HubBus } from '../../domain/events.js';
 import type { Logger } from '../../log.js';
 import type { Database } from '../../store/database.js';
 import { NodeRepository } from '../../store/nodes-repository.js';

@@ -12,8 +12,8 @@
  * - `nodeinfo`: `longname`, `shortname`, `hardware` (the HardwareModel number).
  */
 import { Portnums } from '@meshtastic/protobufs';
-import type { Reading } from '../../weather/reading.js';
-import { type NodeUpdate, nodeIdFromNum } from '../node.js';
+import { type NodeUpdate, nodeIdFromNum } from '../../domain/node.js';
+import type { Reading } from '../../domain/reading.js';
 import { hardwareModelName } from '../packet-decoder.js';
 import type { UplinkPacket, UplinkResult } from './uplink.js';
 

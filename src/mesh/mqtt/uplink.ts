@@ -18,8 +18,9 @@
  */
 import { fromBinary } from '@bufbuild/protobuf';
 import { Mesh, Mqtt, Portnums } from '@meshtastic/protobufs';
+import type { HeardPacket } from '../../domain/mesh.js';
 import { PayloadDecodeError } from '../errors.js';
-import { decodeHeardPacket, type HeardPacket } from '../packet-decoder.js';
+import { decodeHeardPacket } from '../packet-decoder.js';
 import { channelCipher } from './channel-crypto.js';
 import type { ChannelKeyring } from './channel-keys.js';
 import { decodeLegacyJson } from './legacy-json.js';

@@ -4,7 +4,7 @@
  * EnvironmentMetrics fields it sends, as real sensor boards send only what they measure.
  */
 import { Mesh } from '@meshtastic/protobufs';
-import { BROADCAST_NODE_NUM, nodeIdFromNum } from '../node.js';
+import { BROADCAST_NODE_NUM, nodeIdFromNum } from '../../domain/node.js';
 import type { PresenceSchedule } from './presence.js';
 import { hash32, seededRandom } from './random.js';
 

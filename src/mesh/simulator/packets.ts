@@ -5,7 +5,7 @@
  */
 import { create, type MessageInitShape, toBinary } from '@bufbuild/protobuf';
 import { Channel, Config, Mesh, Portnums, Telemetry } from '@meshtastic/protobufs';
-import { BROADCAST_NODE_NUM } from '../node.js';
+import { BROADCAST_NODE_NUM } from '../../domain/node.js';
 import type { SimDevice, SimNetwork, SimNode } from './nodes.js';
 import { hash32 } from './random.js';
 import { airQualityAt, deviceAt, environmentAt, type ModelPlace, rssiAt, snrAt } from './weather-model.js';

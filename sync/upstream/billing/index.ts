@@ -24,7 +24,7 @@ import { PeriodExpiry } from '../../../plugins/billing/period-expiry.js';
 import type { Principal } from '../../../src/auth/hub-identity.js';
 import type { TokenVerifier, VerifiedIdentity } from '../../../src/auth/jwt-verifier.js';
 import { type AuthEnv, requireAuth } from '../../../src/auth/require-auth.js';
-import type { BillingChange } from '../../../src/events.js';
+import type { BillingChange } from '../../../src/domain/events.js';
 import { openApiRoutes } from '../../../src/http/api-docs.js';
 import type { Logger } from '../../../src/log.js';
 import { type BillingJobName, BillingJobs } from './jobs.js';

@@ -10,9 +10,10 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../../hub/config.js';
 import { createHub } from '../../../hub/main.js';
 import { AuditConfigError, anonymousAccessProblem, loadAuditConfig } from '../../../plugins/audit/config.js';
-import { ConfigError, loadConfig } from '../../../src/config/load.js';
+import { ConfigError } from '../../../src/config/load.js';
 import { auditApp, capturingLogger, jsonInit, QUIET_ENV, seed } from './helpers.js';
 
 const CLI = join(process.cwd(), 'dist', 'hub', 'cli.js');

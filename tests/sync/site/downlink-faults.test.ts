@@ -14,7 +14,7 @@ import { Counter, Gauge, Histogram } from 'prom-client';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type WebSocket, WebSocketServer } from 'ws';
 import { LocalIssuer } from '../../../src/auth/local-issuer.js';
-import { type HubBus, RETAINED_EVENTS } from '../../../src/events.js';
+import { type HubBus, RETAINED_EVENTS } from '../../../src/domain/events.js';
 import { Bus } from '../../../src/kernel/bus.js';
 import { HubMetrics } from '../../../src/metrics.js';
 import type { ModuleMetrics } from '../../../src/module.js';

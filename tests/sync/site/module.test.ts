@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../../hub/config.js';
 import { standaloneModuleHost } from '../../../hub/module-host.js';
 import { StoreActor } from '../../../hub/store.js';
 import { LocalIssuer } from '../../../src/auth/local-issuer.js';
@@ -193,7 +194,13 @@ describe('the sync module', () => {
 
     const lines: string[] = [];
     const env = { DATA_DIR: h.dir, SYNC_UPSTREAM_URL: `http://127.0.0.1:${port}`, SYNC_SITE_ID: 'north' };
-    expect(await syncCommand(['status'], { env, out: (l) => lines.push(l) })).toBe(0);
+    expect(
+      await syncCommand(['status'], {
+        env,
+        dataDir: () => loadConfig(env).DATA_DIR,
+        out: (l) => lines.push(l),
+      }),
+    ).toBe(0);
     expect(lines).toEqual([
       `upstream:       http://127.0.0.1:${port}`,
       'site:           north',
@@ -215,7 +222,7 @@ describe('meshhub sync', () => {
   it('key prints the hub public key set, the same the hub signs with', async () => {
     const dir = tempDir();
     const lines: string[] = [];
-    expect(await syncCommand(['key'], { env: { DATA_DIR: dir }, out: (l) => lines.push(l) })).toBe(0);
+    expect(await syncCommand(['key'], { env: {}, dataDir: () => dir, out: (l) => lines.push(l) })).toBe(0);
     const printed = JSON.parse(lines.join('\n'));
     expect(printed).toEqual((await LocalIssuer.open(dir)).jwks());
     expect(printed.keys[0]).not.toHaveProperty('d');
@@ -225,13 +232,15 @@ describe('meshhub sync', () => {
     const dir = tempDir();
     const h = await moduleHost();
     const lines: string[] = [];
-    expect(await syncCommand(['status'], { env: { DATA_DIR: h.dir }, out: (l) => lines.push(l) })).toBe(0);
+    expect(await syncCommand(['status'], { env: {}, dataDir: () => h.dir, out: (l) => lines.push(l) })).toBe(
+      0,
+    );
     expect(lines).toEqual([
       'upstream:       not configured (SYNC_UPSTREAM_URL is unset)',
       'sync has never run on this hub: there is no outbox',
     ]);
     const usage: string[] = [];
-    expect(await syncCommand(['push'], { env: { DATA_DIR: dir }, out: (l) => usage.push(l) })).toBe(2);
+    expect(await syncCommand(['push'], { env: {}, dataDir: () => dir, out: (l) => usage.push(l) })).toBe(2);
     expect(usage[0]).toBe('meshhub sync: unknown subcommand "push"');
   });
 });

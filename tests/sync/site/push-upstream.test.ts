@@ -5,11 +5,11 @@
  * comes back, an acknowledgement lost on the way, and a site clock hours off.
  */
 import { describe, expect, it } from 'vitest';
+import type { Reading } from '../../../src/domain/reading.js';
 import { MessageRepository } from '../../../src/messaging/message-repository.js';
 import { SubscriptionRepository } from '../../../src/messaging/subscription-repository.js';
 import { NodeRepository } from '../../../src/store/nodes-repository.js';
 import { ReadingWriter } from '../../../src/store/reading-writer.js';
-import type { Reading } from '../../../src/weather/reading.js';
 import { Outbox } from '../../../sync/site/outbox.js';
 import { SYNC_STATE } from '../../../sync/site/push-actor.js';
 import { waitFor } from '../../helpers/hub.js';

@@ -7,10 +7,10 @@
  */
 import type pg from 'pg';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { METRIC_API_NAMES, READING_METRICS, type Reading } from '../../../src/domain/reading.js';
 import { closeDatabase, type Database, openDatabase } from '../../../src/store/database.js';
 import { ReadingWriter } from '../../../src/store/reading-writer.js';
 import { ROLLUP_COLUMNS } from '../../../src/store/rollups.js';
-import { METRIC_API_NAMES, READING_METRICS, type Reading } from '../../../src/weather/reading.js';
 import type { Batch, RecordBody, SyncRecord } from '../../../sync/protocol.js';
 import { BatchApplier } from '../../../sync/upstream/batch-apply.js';
 import { migrateUpstream } from '../../../sync/upstream/db/migrate.js';

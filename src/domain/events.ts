@@ -1,31 +1,26 @@
 /**
- * HubEvents: the one event map every actor talks through (CONVENTIONS.md, from zigbee2mqtt's
+ * HubEvents: the one event map every actor talks through (docs/architecture.md "The bus", after zigbee2mqtt's
  * EventBusMap). HubRequests: the requests answered with `bus.ask`.
  */
-import type { Bus } from './kernel/bus.js';
-import type { NodeUpdate } from './mesh/node.js';
-import type { MeshRoutingReport, MeshText } from './mesh/packet-decoder.js';
-import type { MessageChange } from './messaging/message.js';
-import type { Reading } from './weather/reading.js';
-
-export type RadioLinkState = 'disconnected' | 'connecting' | 'configuring' | 'connected';
-
-export interface RadioStatus {
-  state: RadioLinkState;
-  /** 'serial' | 'tcp'; 'none' when RADIO=none. */
-  transport: 'serial' | 'tcp' | 'none';
-  /** `/dev/ttyUSB0` or `127.0.0.1:4403`. */
-  address?: string;
-  /** True when the link is to the built-in simulator. */
-  simulated: boolean;
-  /** The hub's own node, once the device said (MyNodeInfo.my_node_num). */
-  myNodeNum?: number;
-  lastError?: string;
-}
+import type { Bus } from '../kernel/bus.js';
+import type { MeshRoutingReport, MeshText } from './mesh.js';
+import type { NodeUpdate } from './node.js';
+import type { RadioSendRequest, RadioStatus } from './radio.js';
+import type { Reading } from './reading.js';
 
 /** Where readings came from; counted in metrics. */
 export type ReadingSource = 'radio' | 'mqtt' | 'http' | 'sim';
 
+/**
+ * The core's events. A feature or plugin adds its own beside itself by declaration merging
+ * (src/messaging/events.ts, plugins/billing/events.ts):
+ *
+ * ```ts
+ * declare module '../domain/events.js' {
+ *   interface HubEvents { 'message.updated': MessageChange }
+ * }
+ * ```
+ */
 export interface HubEvents {
   /**
    * Retained. The radio link's state, owned by the radio actor; `myNodeNum` is the hub's own
@@ -51,10 +46,8 @@ export interface HubEvents {
   'node.updated': NodeUpdate;
   /** A TEXT_MESSAGE_APP packet (any destination: the gateway keeps those addressed to the hub). */
   'mesh.text': MeshText;
-  /** A ROUTING_APP packet: an ACK or NAK for `requestId` (DESIGN.md "Meshtastic facts"). */
+  /** A ROUTING_APP packet: an ACK or NAK for `requestId` (docs/architecture.md "Meshtastic facts"). */
   'mesh.routing': MeshRoutingReport;
-  /** A message was stored or changed status (created, sent, delivered, failed, read). */
-  'message.updated': MessageChange;
   /** A billing subscription changed state (the billing plugin, issue 11), after commit. */
   'billing.changed': BillingChange;
   /** An audit alert rule fired (the audit plugin, issue 14), after commit: MQTT `meshhub/audit/alerts`, admins only. */
@@ -80,18 +73,6 @@ export interface BillingChange {
 /** A stored audit alert, as the plugin's `GET /api/alerts` shows it (JSON-ready; the broker only serialises it). */
 export interface AuditAlertNotice {
   alert: Readonly<Record<string, unknown>>;
-}
-
-/** A MeshPacket for the radio to send (ToRadio.packet with Data `portnum`/`payload`). */
-export interface RadioSendRequest {
-  /** Destination node number; 0xFFFFFFFF is broadcast. */
-  to: number;
-  /** MeshPacket.id: a random non-zero uint32 chosen by the sender, echoed in ROUTING_APP request_id. */
-  id: number;
-  portnum: number;
-  payload: Uint8Array;
-  wantAck: boolean;
-  channel?: number;
 }
 
 /** Events whose last value the bus keeps (`bus.last`, `on(…, { replay: true })`). */

@@ -4,9 +4,9 @@
  * The document is built from the same zod schemas the routes validate with.
  */
 import { z } from 'zod';
-import { defineModule } from '../module.js';
-import { openApiRoutes } from './api-docs.js';
-import { meshOpenApiDocument } from './mesh-openapi.js';
+import { openApiRoutes } from '../src/http/api-docs.js';
+import { defineModule } from '../src/module.js';
+import { meshOpenApiDocument } from './openapi.js';
 
 export const apiDocsModule = defineModule({
   name: 'api-docs',

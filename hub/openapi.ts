@@ -8,9 +8,17 @@ import {
   refreshRequestSchema,
   tokenRequestSchema,
   tokenResponseSchema,
-} from '../auth/schemas.js';
-import { ingestBodySchema, ingestRejectedSchema, ingestResultSchema } from '../ingest/schemas.js';
-import { helloEventSchema, LIVE_EVENTS_DESCRIPTION } from '../live/schemas.js';
+} from '../src/auth/schemas.js';
+import {
+  COMMON_PROBLEMS,
+  HEADERS,
+  type OpenApiDocument,
+  openApiDocument,
+  problem,
+} from '../src/http/openapi.js';
+import { healthReportSchema, radioStatusSchema, versionSchema } from '../src/http/schemas.js';
+import { ingestBodySchema, ingestRejectedSchema, ingestResultSchema } from '../src/ingest/schemas.js';
+import { helloEventSchema, LIVE_EVENTS_DESCRIPTION } from '../src/live/schemas.js';
 import {
   conversationListSchema,
   conversationSummarySchema,
@@ -26,17 +34,15 @@ import {
   pageQuerySchema,
   streamQuerySchema,
   streamTicketSchema,
-} from '../messaging/schemas.js';
-import { nodeListSchema, nodeSchema } from '../nodes/schemas.js';
-import { tileJsonSchema, tilePathSchema } from '../ui-server/schemas.js';
+} from '../src/messaging/schemas.js';
+import { nodeListSchema, nodeSchema } from '../src/nodes/schemas.js';
+import { tileJsonSchema, tilePathSchema } from '../src/ui-server/schemas.js';
 import {
   historyQuerySchema,
   latestQuerySchema,
   readingListSchema,
   readingSchema,
-} from '../weather/schemas.js';
-import { COMMON_PROBLEMS, HEADERS, type OpenApiDocument, openApiDocument, problem } from './openapi.js';
-import { healthReportSchema, radioStatusSchema, versionSchema } from './schemas.js';
+} from '../src/weather/schemas.js';
 
 const { badInput, tooLarge, notJson } = COMMON_PROBLEMS;
 

@@ -4,17 +4,18 @@
  * reported at once, by name; the hub then exits non-zero instead of limping on.
  */
 import { z } from 'zod';
-import { authSettings } from '../auth/settings.js';
-import { parseAllowedHosts } from '../http/host-check.js';
-import { liveSettings } from '../live/settings.js';
-import { meshApiSettings } from '../mesh/api-server/settings.js';
-import { messagingSettings } from '../messaging/settings.js';
-import { mqttSettings } from '../mqtt/settings.js';
-import { retentionSettings } from '../retention/settings.js';
-import { webUiSettings } from '../ui-server/settings.js';
-import { duration, flag, parsedBy, port } from './fields.js';
+import { authSettings } from '../src/auth/settings.js';
+import { duration, flag, parsedBy, port } from '../src/config/fields.js';
+import { type LoadedSettings, loadSettings, type SettingsSlice } from '../src/config/load.js';
+import { parseAllowedHosts } from '../src/http/host-check.js';
+import { liveSettings } from '../src/live/settings.js';
+import { meshApiSettings } from '../src/mesh/api-server/settings.js';
+import { messagingSettings } from '../src/messaging/settings.js';
+import { mqttSettings } from '../src/mqtt/settings.js';
+import { retentionSettings } from '../src/retention/settings.js';
+import { webUiSettings } from '../src/ui-server/settings.js';
 
-export { parseDuration, parseRate } from './fields.js';
+export { parseDuration, parseRate } from '../src/config/fields.js';
 
 export type RadioSpec =
   | { kind: 'auto' }
@@ -152,3 +153,16 @@ export const configSchema = z
 export type HubConfig = z.output<typeof configSchema>;
 
 export const CONFIG_KEYS = Object.keys(configSchema.shape) as Array<keyof HubConfig>;
+
+/** The hub's and its core modules' settings, with the given slices (the enabled plugins'): see loadSettings. */
+export function loadHubSettings(
+  env: NodeJS.ProcessEnv,
+  slices: readonly SettingsSlice[],
+): LoadedSettings<HubConfig> {
+  return loadSettings(env, configSchema, slices);
+}
+
+/** The hub's and its core modules' settings (see loadSettings). */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): HubConfig {
+  return loadHubSettings(env, []).config;
+}
