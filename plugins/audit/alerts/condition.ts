@@ -12,15 +12,12 @@ import { z } from 'zod';
 import { parseDuration } from '../../../src/config/fields.js';
 import { tagSchema } from '../http/filters.js';
 import { serviceKey } from '../store/service-names.js';
+import { DAYS, RESULTS, SEVERITIES } from './schemas.js';
 
 // biome-ignore lint/suspicious/noControlCharactersInRegex: refusing control characters is the point
 const CONTROL = /[\u0000-\u001f\u007f]/;
 
-export const SEVERITIES = ['info', 'low', 'medium', 'high', 'critical'] as const;
-export type Severity = (typeof SEVERITIES)[number];
-export const RESULTS = ['success', 'failure', 'unknown'] as const;
-export const DAYS = ['mon', 'tue', 'wed', 'thu', 'fri', 'sat', 'sun'] as const;
-export type Day = (typeof DAYS)[number];
+export { DAYS, type Day, RESULTS, SEVERITIES, type Severity } from './schemas.js';
 
 /** A threshold window is at most this long (matches are kept that long). */
 export const MAX_WINDOW_MS = 7 * 86_400_000;

@@ -6,9 +6,9 @@ import {
   problem,
   type ResponseSpec,
 } from '../../../src/http/openapi.js';
-import { alertPageSchema, alertSchema, ruleListSchema, ruleSchema } from './api-json.js';
 import { ruleBodySchema } from './condition.js';
 import { alertsQuerySchema } from './query.js';
+import { alertPageSchema, alertSchema, ruleListSchema, ruleSchema } from './schemas.js';
 
 const { badInput, tooLarge, notJson } = COMMON_PROBLEMS;
 const idPath = z.object({

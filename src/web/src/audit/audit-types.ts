@@ -7,7 +7,7 @@ import type {
   alertPageSchema,
   ruleListSchema,
   ruleSchema,
-} from '../../../../plugins/audit/alerts/api-json.js';
+} from '../../../../plugins/audit/alerts/schemas.js';
 import type {
   askAcceptedSchema,
   askAnswerSchema,

@@ -10,7 +10,7 @@ import type {
   DAYS as HUB_DAYS,
   RESULTS as HUB_RESULTS,
   SEVERITIES as HUB_SEVERITIES,
-} from '../../../../plugins/audit/alerts/condition.js';
+} from '../../../../plugins/audit/alerts/schemas.js';
 import type { AlertRule } from './audit-types.js';
 
 export const SEVERITIES = ['info', 'low', 'medium', 'high', 'critical'] as const;
@@ -28,7 +28,7 @@ export const DAY_NAMES: Record<Day, string> = {
   sat: 'Sat',
   sun: 'Sun',
 };
-// The lists are the hub's (type-only import: condition.ts brings zod, which stays out of the
+// The lists are the hub's (type-only import: schemas.ts brings zod, which stays out of the
 // browser); a list that drifts from the hub's fails to compile here.
 type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
 const _sameLists: Same<Severity, (typeof HUB_SEVERITIES)[number]> &
