@@ -39,7 +39,7 @@ Commands:
   sync                  This hub's upstream sync: \`meshhub sync status\`, \`meshhub sync key\`.
   upstream              Run the upstream for many sites on PostgreSQL, and manage its sites,
                         users and subscriptions (\`meshhub upstream help\`).
-  mcp                   The audit plugin's MCP server on stdio, over the database in DATA_DIR
+  mcp                   The MCP server (mesh and audit tools) on stdio, over the database in DATA_DIR
                         (MCP_ROLES for privacy-gated events; stdout carries only the protocol).
   --version             Print the version.
   --help                Print this help.
@@ -225,7 +225,7 @@ export async function main(argv: string[]): Promise<void> {
     }
     case 'mcp': {
       // stdout is the MCP protocol: the security warning and every log line go to stderr.
-      const { runMcpServer } = await import('../plugins/audit/mcp/main.js');
+      const { runMcpServer } = await import('./mcp.js');
       let run: Awaited<ReturnType<typeof runMcpServer>>;
       try {
         run = await runMcpServer(process.env);

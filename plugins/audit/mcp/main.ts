@@ -1,78 +1,35 @@
 /**
- * `meshhub mcp`: the MCP server on stdio (spec "What the service does": "runs over stdio and
- * logs a security warning at startup"). It reads the hub's own SQLite file (DATA_DIR) beside a
- * running hub — SQLite's WAL lets both read — with the same settings as the hub: the audit
- * plugin's privacy gating with MCP_ROLES, and the ask tool when AI_FEATURES_ENABLED.
- *
- * stdout carries nothing but the protocol; the warning and every log line go to stderr.
- *
- * An MCP client's configuration (Claude Desktop, VS Code, …):
- *   { "mcpServers": { "meshhub": { "command": "meshhub", "args": ["mcp"],
- *       "env": { "DATA_DIR": "/var/lib/meshhub", "MCP_ROLES": "" } } } }
+ * The audit plugin's part of `meshhub mcp` (composed in hub/mcp.ts): its settings, read from the
+ * same environment as the hub's, and its tools over the hub's database — the audit store, the
+ * privacy gating with MCP_ROLES, and the ask tool when AI_FEATURES_ENABLED.
  */
-import { join } from 'node:path';
-import type { Readable, Writable } from 'node:stream';
-import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
-import { pino } from 'pino';
-import { loadConfig } from '../../../hub/config.js';
-import { closeDatabase, openDatabase } from '../../../src/store/database.js';
-import { readVersion } from '../../../src/version.js';
+
+import type { Logger } from '../../../src/log.js';
+import type { McpTools } from '../../../src/mcp/server.js';
+import type { Database } from '../../../src/store/database.js';
 import { createAiFeatures } from '../ask/features.js';
-import { loadAuditConfig } from '../config.js';
+import { type AuditConfig, loadAuditConfig } from '../config.js';
 import { PrivacyPolicy } from '../http/privacy.js';
 import { AuditStore } from '../store/audit-store.js';
-import { createMcpServer } from './server.js';
+import { auditTools } from './tools.js';
 
-export const MCP_SECURITY_WARNING =
-  'meshhub mcp: SECURITY WARNING: this server gives the connected MCP client (and the language model behind it) read access to the audit events, mesh nodes and readings of this hub. Privacy-gated events are visible only with the roles in MCP_ROLES; questions to the ask tool may go to LLM_BASE_URL. Connect only clients you trust.';
+/** The plugin's settings (a ConfigError when they are wrong), checked before the database is opened. */
+export const auditMcpSettings = (env: NodeJS.ProcessEnv): AuditConfig => loadAuditConfig(env);
 
-export interface McpRun {
-  /** Resolves when the client closes the connection. */
-  closed: Promise<void>;
-  close(): Promise<void>;
-}
-
-export async function runMcpServer(
-  env: NodeJS.ProcessEnv = process.env,
-  io: { stdin?: Readable; stdout?: Writable; stderr?: Writable } = {},
-): Promise<McpRun> {
-  const stderr = io.stderr ?? process.stderr;
-  // Log lines go to stderr (the given stream in tests), never stdout: that is the protocol's.
-  const log = pino({ level: env.LOG_LEVEL ?? 'warn' }, io.stderr ?? pino.destination({ fd: 2, sync: true }));
-  stderr.write(`${MCP_SECURITY_WARNING}\n`);
-  const hub = loadConfig(env);
-  const config = loadAuditConfig(env);
-  const db = openDatabase(join(hub.DATA_DIR, 'meshhub.sqlite'));
+export async function openAuditMcp(
+  config: AuditConfig,
+  deps: { db: Database; log: Logger },
+): Promise<{ tools: McpTools; close(): Promise<void> }> {
+  const { db, log } = deps;
   const store = new AuditStore(() => db);
   const privacy = new PrivacyPolicy(config.privacy);
   const ai = config.features.aiFeaturesEnabled
     ? await createAiFeatures({ config, store, privacy, log })
     : undefined;
-  const server = createMcpServer({
-    db,
-    store,
-    privacy,
-    ...(ai ? { ask: ai.service } : {}),
-    roles: config.ai.mcpRoles,
-    version: readVersion(),
-    log,
-  });
-  const transport = new StdioServerTransport(io.stdin, io.stdout);
-  let resolveClosed: () => void = () => {};
-  const closed = new Promise<void>((r) => {
-    resolveClosed = r;
-  });
-  let done = false;
-  const close = async () => {
-    if (done) return;
-    done = true;
-    await server.close().catch(() => undefined);
-    await ai?.backend.close();
-    closeDatabase(db);
-    resolveClosed();
+  return {
+    tools: auditTools({ store, privacy, ...(ai ? { ask: ai.service } : {}), roles: config.ai.mcpRoles }),
+    close: async () => {
+      await ai?.backend.close();
+    },
   };
-  transport.onclose = () => void close();
-  (io.stdin ?? process.stdin).once('end', () => void close());
-  await server.connect(transport);
-  return { closed, close };
 }

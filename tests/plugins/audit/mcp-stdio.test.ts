@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { MCP_SECURITY_WARNING } from '../../../plugins/audit/mcp/main.js';
+import { MCP_SECURITY_WARNING } from '../../../hub/mcp.js';
 import { AuditStore } from '../../../plugins/audit/store/audit-store.js';
 import { closeDatabase, openDatabase } from '../../../src/store/database.js';
 import { seed } from './helpers.js';

@@ -13,7 +13,7 @@ import { ReadBuffer, serializeMessage } from '@modelcontextprotocol/sdk/shared/s
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { MCP_SECURITY_WARNING, type McpRun, runMcpServer } from '../../../plugins/audit/mcp/main.js';
+import { MCP_SECURITY_WARNING, type McpRun, runMcpServer } from '../../../hub/mcp.js';
 import { AuditStore } from '../../../plugins/audit/store/audit-store.js';
 import { closeDatabase, openDatabase } from '../../../src/store/database.js';
 import { NodeRepository } from '../../../src/store/nodes-repository.js';
