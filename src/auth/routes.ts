@@ -14,12 +14,20 @@
  */
 import { getConnInfo } from '@hono/node-server/conninfo';
 import { type Context, Hono } from 'hono';
+import { COMMON_PROBLEMS, HEADERS, problem } from '../http/openapi.js';
+import { describeRoutes } from '../http/openapi-route.js';
 import { ProblemError } from '../http/problem.js';
 import type { HubIdentity } from './hub-identity.js';
 import type { RefreshTokenStore } from './refresh-tokens.js';
 import { bodyProblem, limitBody, readJsonOrFormBody } from './request-body.js';
 import { bearerChallenge } from './require-auth.js';
-import { refreshRequestSchema, type TokenResponseJson, tokenRequestSchema } from './schemas.js';
+import {
+  jwksSchema,
+  refreshRequestSchema,
+  type TokenResponseJson,
+  tokenRequestSchema,
+  tokenResponseSchema,
+} from './schemas.js';
 import type { LoginUser } from './users.js';
 
 /** The TCP peer, or with `trustProxy` the last X-Forwarded-For entry (the address the proxy saw). */
@@ -56,6 +64,55 @@ export interface AuthRoutesOptions {
 function noStore(): Record<string, string> {
   return { 'cache-control': 'no-store', pragma: 'no-cache' };
 }
+
+/** The OpenAPI operations of the routes below (src/http/openapi-route.ts). */
+export const tokenOperations = describeRoutes('/api/v1/auth', [
+  {
+    method: 'post',
+    path: '/token',
+    operationId: 'issueToken',
+    tag: 'auth',
+    summary: 'A bearer token for a user of this hub (password grant)',
+    body: {
+      schema: tokenRequestSchema,
+      contentTypes: ['application/json', 'application/x-www-form-urlencoded'],
+    },
+    responses: {
+      200: { description: 'The token.', body: tokenResponseSchema },
+      400: COMMON_PROBLEMS.badInput,
+      401: problem('Wrong username or password (it does not say which).', {
+        'WWW-Authenticate': HEADERS.wwwAuthenticate,
+      }),
+      413: COMMON_PROBLEMS.tooLarge,
+      415: COMMON_PROBLEMS.notJson,
+      429: problem('Too many failed sign-ins from this address, or too many at once: wait Retry-After.', {
+        'Retry-After': HEADERS.retryAfter,
+      }),
+    },
+  },
+  {
+    method: 'post',
+    path: '/refresh',
+    operationId: 'refreshToken',
+    tag: 'auth',
+    summary: 'A new access token (and refresh token) for a refresh token',
+    description:
+      'Each refresh token works once: the answer carries the next one. It stops working when it expires (AUTH_REFRESH_TTL) or its user is removed, changes password or roles, or has their tokens revoked.',
+    body: {
+      schema: refreshRequestSchema,
+      contentTypes: ['application/json', 'application/x-www-form-urlencoded'],
+    },
+    responses: {
+      200: { description: 'The new tokens.', body: tokenResponseSchema },
+      400: COMMON_PROBLEMS.badInput,
+      401: problem('The refresh token is unknown, used, expired or revoked: sign in again.', {
+        'WWW-Authenticate': HEADERS.wwwAuthenticate,
+      }),
+      413: COMMON_PROBLEMS.tooLarge,
+      415: COMMON_PROBLEMS.notJson,
+    },
+  },
+]);
 
 export function tokenRoutes(options: AuthRoutesOptions): Hono {
   const { identity } = options;
@@ -117,6 +174,18 @@ export function tokenRoutes(options: AuthRoutesOptions): Hono {
   });
   return app;
 }
+
+/** The OpenAPI operations of the routes below (src/http/openapi-route.ts). */
+export const jwksOperations = describeRoutes('/.well-known', [
+  {
+    method: 'get',
+    path: '/jwks.json',
+    operationId: 'getJwks',
+    tag: 'auth',
+    summary: 'The public keys the hub signs its tokens with',
+    responses: { 200: { description: 'A JWK Set (RFC 7517).', body: jwksSchema } },
+  },
+]);
 
 export function jwksRoutes(identity: HubIdentity): Hono {
   const app = new Hono();

@@ -11,8 +11,10 @@ import { accessMetrics } from './access-metrics.js';
 import { createErrorHandler, notFound } from './error-handler.js';
 import type { HealthReport } from './health.js';
 import { HostAllowlist, hostCheck } from './host-check.js';
+import { describeRoutes } from './openapi-route.js';
 import { requestId } from './request-id.js';
 import type { RouteMount } from './routes.js';
+import { healthReportSchema, versionSchema } from './schemas.js';
 
 export type { RouteMount };
 
@@ -25,6 +27,37 @@ export interface HttpAppOptions {
   /** The names the app answers to (HTTP_ALLOWED_HOSTS and the machine's own); default: the machine's own. */
   allowedHosts?: HostAllowlist;
 }
+
+/** The OpenAPI operations of the routes below (src/http/openapi-route.ts). */
+export const operationalOperations = describeRoutes('', [
+  {
+    method: 'get',
+    path: '/health',
+    operationId: 'getHealth',
+    tag: 'operations',
+    summary: 'Every actor’s state and the radio link',
+    responses: {
+      200: { description: 'ok or degraded.', body: healthReportSchema },
+      503: { description: 'down: a required actor is not running.', body: healthReportSchema },
+    },
+  },
+  {
+    method: 'get',
+    path: '/api/version',
+    operationId: 'getVersion',
+    tag: 'operations',
+    summary: 'The hub’s version (the VERSION file)',
+    responses: { 200: { description: 'The version.', body: versionSchema } },
+  },
+  {
+    method: 'get',
+    path: '/metrics',
+    operationId: 'getMetrics',
+    tag: 'operations',
+    summary: 'Prometheus metrics',
+    responses: { 200: { description: 'Prometheus text exposition format.', contentType: 'text/plain' } },
+  },
+]);
 
 export function createHttpApp(options: HttpAppOptions): Hono {
   const app = new Hono();

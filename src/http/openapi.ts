@@ -1,6 +1,6 @@
 /**
  * OpenAPI 3.0.3 documents built from the zod schemas the routes validate with and answer in
- * (CONVENTIONS.md "One place per fact"). An API is a list of operations — method, path,
+ * (one place per fact). An API is a list of operations — method, path,
  * parameters, body and responses, each a zod schema — and the builder turns it into the document.
  *
  * Request schemas are converted as the client sends them (zod "input": a query `limit` is a
@@ -123,6 +123,17 @@ export const HEADERS = {
     schema: { type: 'string' },
   },
 } satisfies Record<string, HeaderSpec>;
+
+/** The refusals of a bearer-protected route (src/auth/require-auth.ts), described once. */
+export const AUTH_PROBLEMS = {
+  unauthorized: problem('No bearer token, or a refused one.', {
+    'WWW-Authenticate': HEADERS.wwwAuthenticate,
+  }),
+  noRole: problem('The token does not carry a role this needs.'),
+  idpDown: problem('The identity provider’s keys cannot be fetched to check the token.', {
+    'Retry-After': HEADERS.retryAfter,
+  }),
+} as const;
 
 const BEARER = 'bearerAuth';
 

@@ -17,6 +17,8 @@ import { Hono } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { AuthError, bearerToken, type TokenVerifier, type VerifiedIdentity } from '../auth/jwt-verifier.js';
 import type { ReadingSource } from '../domain/events.js';
+import { AUTH_PROBLEMS, COMMON_PROBLEMS, HEADERS, problem } from '../http/openapi.js';
+import { describeRoutes } from '../http/openapi-route.js';
 import { ProblemError } from '../http/problem.js';
 import type { Logger } from '../log.js';
 import { isStorageFull, STORAGE_FULL_DETAIL } from '../store/storage-full.js';
@@ -27,6 +29,7 @@ import {
   validateReadings,
 } from './reading-input.js';
 import type { ReadingSink } from './reading-sink.js';
+import { ingestBodySchema, ingestRejectedSchema, ingestResultSchema } from './schemas.js';
 
 export const MAX_READINGS_PER_REQUEST = MAX_READINGS_PER_BATCH;
 export const MAX_INGEST_BODY_BYTES = 8 * 1024 * 1024;
@@ -82,6 +85,40 @@ const chunkedLimit = bodyLimit({
 
 /** `releaseIngest`: the request has handed its readings over (others may stop deferring to it). */
 type IngestEnv = { Variables: { releaseIngest: () => void } };
+
+/** The OpenAPI operations of the routes below (src/http/openapi-route.ts). */
+export const ingestOperations = describeRoutes('/api/v1/ingest', [
+  {
+    method: 'post',
+    path: '/readings',
+    operationId: 'ingestReadings',
+    tag: 'ingest',
+    summary: 'Store readings from a sensor (role ingest or admin)',
+    description:
+      'The same validation as the MQTT topic `meshhub/ingest/readings`. Answered once the accepted readings are committed; readings are idempotent on node and timestamp, so a batch may be resent as it is.',
+    security: 'bearer',
+    body: { schema: ingestBodySchema },
+    responses: {
+      202: {
+        description: 'Committed; rejected readings are listed in `errors`.',
+        body: ingestResultSchema,
+      },
+      400: problem('Malformed JSON, or an empty batch.'),
+      401: AUTH_PROBLEMS.unauthorized,
+      403: AUTH_PROBLEMS.noRole,
+      413: problem('More than 10000 readings, or a body over 8 MiB.'),
+      415: COMMON_PROBLEMS.notJson,
+      422: {
+        description: 'Every reading was rejected; nothing was stored.',
+        body: ingestRejectedSchema,
+        contentType: 'application/problem+json',
+      },
+      503: problem('The store cannot commit: send the readings again later.', {
+        'Retry-After': HEADERS.retryAfter,
+      }),
+    },
+  },
+]);
 
 export function ingestRoutes(options: IngestRoutesOptions): Hono<IngestEnv> {
   const app = new Hono<IngestEnv>();

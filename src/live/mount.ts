@@ -18,9 +18,12 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Hono } from 'hono';
 import type { HubBus } from '../domain/events.js';
+import { HEADERS, problem } from '../http/openapi.js';
+import { describeRoutes } from '../http/openapi-route.js';
 import type { HubFacts } from '../module.js';
 import { LiveBroadcaster, type LiveStreamLimits, sseEvent } from './live-broadcaster.js';
 import { nodeEventData, radioEventData, readingsEventData } from './live-json.js';
+import { LIVE_EVENTS_DESCRIPTION } from './schemas.js';
 
 export interface LiveStreamOptions {
   bus: HubBus;
@@ -38,6 +41,22 @@ export function clientAddress(incoming: IncomingMessage | undefined): string | u
   if (!address) return undefined;
   return address.startsWith('::ffff:') && address.includes('.') ? address.slice(7) : address;
 }
+
+/** The OpenAPI operations of the routes below (src/http/openapi-route.ts). */
+export const liveOperations = describeRoutes('/api/v1/live', [
+  {
+    method: 'get',
+    path: '/',
+    operationId: 'streamLive',
+    tag: 'operations',
+    summary: 'Live updates for the dashboard (Server-Sent Events; no sign-in)',
+    description: `${LIVE_EVENTS_DESCRIPTION}\nThe \`hello\` data is a LiveHello (components).`,
+    responses: {
+      200: { description: 'The event stream.', contentType: 'text/event-stream' },
+      503: problem('Too many dashboards are open.', { 'Retry-After': HEADERS.retryAfter }),
+    },
+  },
+]);
 
 export function liveRoutes(options: LiveStreamOptions): Hono {
   const { bus, owner } = options;

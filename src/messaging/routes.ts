@@ -21,6 +21,8 @@ import { AuthError, bearerToken } from '../auth/jwt-verifier.js';
 import { limitBody } from '../auth/request-body.js';
 import { type AuthEnv, authProblem, requireAuth, verifiedIdentity } from '../auth/require-auth.js';
 import { ADMIN_ROLE, SUBSCRIBER_ROLE } from '../auth/users.js';
+import { AUTH_PROBLEMS, COMMON_PROBLEMS, HEADERS, problem } from '../http/openapi.js';
+import { describeRoutes } from '../http/openapi-route.js';
 import { ProblemError } from '../http/problem.js';
 import type { ConversationRepository } from './conversation-repository.js';
 import type { MessageStreams } from './live-stream.js';
@@ -42,6 +44,22 @@ import {
 } from './paging.js';
 import type { RateLimiter } from './rate-limiter.js';
 import { idempotencyKeyReused, rateProblem, subscriptionRefusal } from './refusals.js';
+import {
+  conversationListSchema,
+  conversationSummarySchema,
+  idempotencyHeaderSchema,
+  messageDetailListSchema,
+  messageDetailSchema,
+  messageIdPathSchema,
+  messageRecordListSchema,
+  messageRecordSchema,
+  nicknameBodySchema,
+  nodeIdPathSchema,
+  outboundMessageSchema,
+  pageQuerySchema,
+  streamQuerySchema,
+  streamTicketSchema,
+} from './schemas.js';
 import type { StreamTickets } from './stream-tickets.js';
 import type { SubscriptionRepository } from './subscription-repository.js';
 import {
@@ -78,6 +96,156 @@ const MESSAGING_ROLES = [SUBSCRIBER_ROLE, ADMIN_ROLE];
 function isAdmin(principal: Principal): boolean {
   return principal.roles.includes(ADMIN_ROLE);
 }
+
+/** The refusals of every bearer-protected messaging route. */
+const messagingAuth = {
+  401: AUTH_PROBLEMS.unauthorized,
+  403: AUTH_PROBLEMS.noRole,
+  503: AUTH_PROBLEMS.idpDown,
+};
+
+/** The OpenAPI operations of the routes below (src/http/openapi-route.ts). */
+export const messagingOperations = describeRoutes('/api/v1/messages', [
+  {
+    method: 'post',
+    path: '/',
+    operationId: 'sendMessage',
+    tag: 'messaging',
+    summary: 'Send a text to a mesh node',
+    description:
+      'Checked in order: token, role, body, Idempotency-Key replay, the hub’s own node, unknown node, subscription, rate limits. A refused request stores nothing.',
+    security: 'bearer',
+    params: { header: idempotencyHeaderSchema },
+    body: { schema: outboundMessageSchema },
+    responses: {
+      202: {
+        description: 'Accepted and queued: the message record with `status: "queued"`.',
+        body: messageRecordSchema,
+        headers: {
+          Location: { description: '`/api/v1/messages/{id}`: the message’s current state.' },
+          'Idempotent-Replayed': { description: '`true` when this answers a retry with the same key.' },
+        },
+      },
+      400: COMMON_PROBLEMS.badInput,
+      ...messagingAuth,
+      403: problem('A role is missing, or the subscription does not allow messaging this node.'),
+      404: problem('No node with this id is known to the hub.'),
+      413: COMMON_PROBLEMS.tooLarge,
+      415: COMMON_PROBLEMS.notJson,
+      422: problem('This Idempotency-Key was used with another body.'),
+      429: problem('Rate limit exceeded, per subscriber or per node.', {
+        'Retry-After': HEADERS.retryAfter,
+      }),
+    },
+  },
+  {
+    method: 'get',
+    path: '/conversations',
+    operationId: 'listConversations',
+    tag: 'messaging',
+    summary: 'One summary per node the caller has talked with, newest first',
+    security: 'bearer',
+    params: { query: pageQuerySchema },
+    responses: {
+      200: { description: 'One page.', body: conversationListSchema, headers: { Link: HEADERS.link } },
+      400: COMMON_PROBLEMS.badInput,
+      ...messagingAuth,
+    },
+  },
+  {
+    method: 'get',
+    path: '/conversations/{node_id}',
+    operationId: 'getConversation',
+    tag: 'messaging',
+    summary: 'The conversation with a node, oldest first; marks its texts to the caller read',
+    security: 'bearer',
+    params: { path: nodeIdPathSchema, query: pageQuerySchema },
+    responses: {
+      200: { description: 'One page.', body: messageRecordListSchema, headers: { Link: HEADERS.link } },
+      400: COMMON_PROBLEMS.badInput,
+      ...messagingAuth,
+    },
+  },
+  {
+    method: 'patch',
+    path: '/conversations/{node_id}',
+    operationId: 'setConversationNickname',
+    tag: 'messaging',
+    summary: 'The caller’s own name for a node',
+    security: 'bearer',
+    params: { path: nodeIdPathSchema },
+    body: { schema: nicknameBodySchema },
+    responses: {
+      200: { description: 'The conversation summary afterwards.', body: conversationSummarySchema },
+      400: COMMON_PROBLEMS.badInput,
+      ...messagingAuth,
+      404: problem('The caller has no conversation with this node.'),
+      413: COMMON_PROBLEMS.tooLarge,
+      415: COMMON_PROBLEMS.notJson,
+    },
+  },
+  {
+    method: 'post',
+    path: '/stream/tickets',
+    operationId: 'issueStreamTicket',
+    tag: 'messaging',
+    summary: 'A single-use ticket to open the stream without a token in the URL (EventSource)',
+    security: 'bearer',
+    responses: {
+      201: { description: 'Valid for 30 s, once.', body: streamTicketSchema },
+      ...messagingAuth,
+    },
+  },
+  {
+    method: 'get',
+    path: '/stream',
+    operationId: 'streamMessages',
+    tag: 'messaging',
+    summary: 'The caller’s messages as they change (Server-Sent Events)',
+    description:
+      '`event: message`: a MessageDetail without `history`; `event: conversation`: that conversation’s summary afterwards; `: ping` comments every 15 s. Authenticate with a bearer token or `?ticket=`.',
+    security: 'optional-bearer',
+    params: { query: streamQuerySchema },
+    responses: {
+      200: { description: 'The event stream.', contentType: 'text/event-stream' },
+      401: AUTH_PROBLEMS.unauthorized,
+      403: AUTH_PROBLEMS.noRole,
+      429: problem('Too many streams open for this user.', { 'Retry-After': HEADERS.retryAfter }),
+      503: problem('Too many streams open, or the identity provider cannot be reached.', {
+        'Retry-After': HEADERS.retryAfter,
+      }),
+    },
+  },
+  {
+    method: 'get',
+    path: '/unmatched',
+    operationId: 'listUnmatchedMessages',
+    tag: 'messaging',
+    summary: 'Admins: inbound texts nobody could be matched with, newest first',
+    security: 'bearer',
+    params: { query: pageQuerySchema },
+    responses: {
+      200: { description: 'One page.', body: messageDetailListSchema, headers: { Link: HEADERS.link } },
+      400: COMMON_PROBLEMS.badInput,
+      ...messagingAuth,
+    },
+  },
+  {
+    method: 'get',
+    path: '/{id}',
+    operationId: 'getMessage',
+    tag: 'messaging',
+    summary: 'One of the caller’s messages with its delivery history',
+    security: 'bearer',
+    params: { path: messageIdPathSchema },
+    responses: {
+      200: { description: 'The message.', body: messageDetailSchema },
+      400: COMMON_PROBLEMS.badInput,
+      ...messagingAuth,
+      404: problem('No such message of the caller’s.'),
+    },
+  },
+]);
 
 export function messagingRoutes(deps: MessagingRoutesDeps): Hono<AuthEnv> {
   const { identity, messages, conversations, subscriptions } = deps;

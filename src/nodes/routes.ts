@@ -5,8 +5,10 @@
  */
 import { Hono } from 'hono';
 import type { MeshNode } from '../domain/node.js';
+import { describeRoutes } from '../http/openapi-route.js';
 import type { NodeRepository } from '../store/nodes-repository.js';
 import type { NodeJson } from './schemas.js';
+import { nodeListSchema } from './schemas.js';
 
 export type { NodeJson };
 
@@ -26,6 +28,18 @@ export function nodeJson(node: MeshNode): NodeJson {
   if (node.snr !== undefined) out.snr = node.snr;
   return out;
 }
+
+/** The OpenAPI operations of the routes below (src/http/openapi-route.ts). */
+export const nodesOperations = describeRoutes('/api/v1/nodes', [
+  {
+    method: 'get',
+    path: '/',
+    operationId: 'listNodes',
+    tag: 'nodes',
+    summary: 'Every node the hub has heard of, ordered by node_id',
+    responses: { 200: { description: 'The nodes; unknown fields left out.', body: nodeListSchema } },
+  },
+]);
 
 export function nodesRoutes(repo: NodeRepository): Hono {
   const app = new Hono();

@@ -8,9 +8,12 @@
  *   local file, 404.
  */
 import { Hono } from 'hono';
+import { COMMON_PROBLEMS, problem } from '../http/openapi.js';
+import { describeRoutes } from '../http/openapi-route.js';
 import { ProblemError } from '../http/problem.js';
 import { DEFAULT_MAP_TILES, type MapTilesSetting } from './map-tiles-setting.js';
 import type { TileJson } from './schemas.js';
+import { tileJsonSchema, tilePathSchema } from './schemas.js';
 import {
   RASTER_CONTENT_TYPES,
   sniffRasterFormat,
@@ -65,6 +68,31 @@ function coordinate(field: 'z' | 'x' | 'y', raw: string | undefined): number {
   }
   return Number(value);
 }
+
+/** The OpenAPI operations of the routes below (src/http/openapi-route.ts). */
+export const mapOperations = describeRoutes('/api/v1/map', [
+  {
+    method: 'get',
+    path: '/tilejson',
+    operationId: 'getTileJson',
+    tag: 'map',
+    summary: 'The tile source of the web map (TileJSON 3.0.0)',
+    responses: { 200: { description: 'The tile source.', body: tileJsonSchema } },
+  },
+  {
+    method: 'get',
+    path: '/tiles/{z}/{x}/{y}',
+    operationId: 'getTile',
+    tag: 'map',
+    summary: 'A tile of the hub’s local map file (MAP_TILES); a transparent PNG where it has none',
+    params: { path: tilePathSchema },
+    responses: {
+      200: { description: 'The tile.', contentType: ['image/png', 'image/jpeg', 'image/webp'] },
+      400: COMMON_PROBLEMS.badInput,
+      404: problem('The hub serves no tiles: MAP_TILES is an online URL.'),
+    },
+  },
+]);
 
 export function mapRoutes(setting: MapTilesSetting, archive: TileArchive | undefined): Hono {
   const app = new Hono();

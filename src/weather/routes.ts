@@ -7,13 +7,53 @@
  * unknown parameters are ignored; an unknown node is a 200 with `data: []`.
  */
 import { Hono } from 'hono';
+import { COMMON_PROBLEMS, HEADERS } from '../http/openapi.js';
+import { describeRoutes } from '../http/openapi-route.js';
 import { nextPageHeaders, readCursor } from '../http/paging.js';
 import { fieldProblem, validationProblem } from '../http/problem.js';
 import { encodeCursor, historyCursor } from './cursor.js';
-import { DEFAULT_HISTORY_LIMIT, historyQuerySchema, latestQuerySchema } from './schemas.js';
+import {
+  DEFAULT_HISTORY_LIMIT,
+  historyQuerySchema,
+  latestQuerySchema,
+  readingListSchema,
+} from './schemas.js';
 import type { WeatherService } from './weather-service.js';
 
 const JSON_TYPE = { 'content-type': 'application/json' };
+
+/** The OpenAPI operations of the routes below (src/http/openapi-route.ts). */
+export const weatherOperations = describeRoutes('/api/v1/weather', [
+  {
+    method: 'get',
+    path: '/latest',
+    operationId: 'getLatestReadings',
+    tag: 'weather',
+    summary: 'The newest value of every metric, one Reading per node, ordered by node_id',
+    description: '`timestamp` is the newest reading’s. An unknown node is an empty list.',
+    params: { query: latestQuerySchema },
+    responses: {
+      200: { description: 'The readings.', body: readingListSchema },
+      400: COMMON_PROBLEMS.badInput,
+    },
+  },
+  {
+    method: 'get',
+    path: '/history',
+    operationId: 'getReadingHistory',
+    tag: 'weather',
+    summary: 'A node’s readings in [start, end), ascending: raw, or hourly / daily means',
+    params: { query: historyQuerySchema },
+    responses: {
+      200: {
+        description: 'One page of readings.',
+        body: readingListSchema,
+        headers: { Link: HEADERS.link },
+      },
+      400: COMMON_PROBLEMS.badInput,
+    },
+  },
+]);
 
 export function weatherRoutes(service: WeatherService): Hono {
   const app = new Hono();
