@@ -7,7 +7,13 @@
  * `condition.actor.regex`), and changes nothing; a name another rule has is a 409.
  */
 import type { Hono } from 'hono';
-import type { z } from 'zod';
+import { z } from 'zod';
+import {
+  COMMON_PROBLEMS,
+  type OperationSpec,
+  problem,
+  type ResponseSpec,
+} from '../../../src/http/openapi.js';
 import { cursorCodec, readCursor } from '../../../src/http/paging.js';
 import { ProblemError } from '../../../src/http/problem.js';
 import { type AuditEnv, callerOf, fieldProblem, jsonBody } from '../http/context.js';
@@ -18,6 +24,7 @@ import { type AlertPosition, type AlertStore, RuleNameTakenError } from './alert
 import { toApiAlert, toApiRule } from './api-json.js';
 import { conditionJson, MAX_RULES, ruleBodySchema } from './condition.js';
 import { alertsPosition, alertsQuerySchema } from './query.js';
+import { alertPageSchema, alertSchema, ruleListSchema, ruleSchema } from './schemas.js';
 
 /** A 400 listing every invalid field; unknown fields are named one by one, by their full path. */
 export function ruleProblem(error: z.ZodError, prefix = ''): ProblemError {
@@ -39,6 +46,140 @@ const parseId = (value: string): number => {
   if (!/^[1-9][0-9]{0,15}$/.test(value)) throw fieldProblem('id', 'is not a rule id');
   return Number(value);
 };
+
+const idPath = z.object({
+  id: z
+    .string()
+    .regex(/^[1-9][0-9]{0,15}$/)
+    .meta({ description: 'A decimal id.' }),
+});
+
+/** The OpenAPI operations of `/api/rules` and `/api/alerts` (the routes below); `signedIn`: the refusals of the audit plugin's signed-in routes. */
+export function alertOperations(signedIn: Record<number, ResponseSpec>): OperationSpec[] {
+  // Rules are read with a reader role (`signedIn` says so) and written with an admin role.
+  const reader = signedIn;
+  const admin = {
+    ...signedIn,
+    403: problem(
+      'This needs an administrator role (AUDIT_ADMIN_ROLES, default `admin`); `access` (`admin`) and `roles` say which.',
+    ),
+  };
+  const noRule = problem('No rule with this id.');
+  const clash = problem(
+    'Another rule has this name (names are unique, case-insensitive); `errors` names `name`.',
+  );
+  const ruleBody = {
+    schema: ruleBodySchema,
+    description:
+      'Every object is strict: an unknown field is a 400 naming it (`condition.actor.regex`). Text matches are literal and case-insensitive; there are no patterns.',
+  };
+  return [
+    {
+      method: 'get',
+      path: '/api/rules',
+      operationId: 'listRules',
+      tag: 'alerts',
+      summary: 'Every alert rule',
+      security: 'optional-bearer',
+      responses: { 200: { description: 'The rules, oldest first.', body: ruleListSchema }, ...reader },
+    },
+    {
+      method: 'post',
+      path: '/api/rules',
+      operationId: 'createRule',
+      tag: 'alerts',
+      summary: 'Create an alert rule (it applies to the next stored event)',
+      security: 'optional-bearer',
+      body: ruleBody,
+      responses: {
+        201: {
+          description: 'The rule.',
+          body: ruleSchema,
+          headers: { Location: { description: '`/api/rules/{id}`.' } },
+        },
+        400: COMMON_PROBLEMS.badInput,
+        ...admin,
+        409: clash,
+        413: COMMON_PROBLEMS.tooLarge,
+        415: COMMON_PROBLEMS.notJson,
+        422: problem('There are 500 rules already.'),
+      },
+    },
+    {
+      method: 'get',
+      path: '/api/rules/{id}',
+      operationId: 'getRule',
+      tag: 'alerts',
+      summary: 'One alert rule',
+      security: 'optional-bearer',
+      params: { path: idPath },
+      responses: {
+        200: { description: 'The rule.', body: ruleSchema },
+        400: COMMON_PROBLEMS.badInput,
+        ...reader,
+        404: noRule,
+      },
+    },
+    {
+      method: 'put',
+      path: '/api/rules/{id}',
+      operationId: 'replaceRule',
+      tag: 'alerts',
+      summary: 'Replace an alert rule (a changed condition starts its threshold counts afresh)',
+      security: 'optional-bearer',
+      params: { path: idPath },
+      body: ruleBody,
+      responses: {
+        200: { description: 'The rule afterwards.', body: ruleSchema },
+        400: COMMON_PROBLEMS.badInput,
+        ...admin,
+        404: noRule,
+        409: clash,
+        413: COMMON_PROBLEMS.tooLarge,
+        415: COMMON_PROBLEMS.notJson,
+      },
+    },
+    {
+      method: 'delete',
+      path: '/api/rules/{id}',
+      operationId: 'deleteRule',
+      tag: 'alerts',
+      summary: 'Delete an alert rule (its alerts stay)',
+      security: 'optional-bearer',
+      params: { path: idPath },
+      responses: { 204: { description: 'Deleted.' }, 400: COMMON_PROBLEMS.badInput, ...admin, 404: noRule },
+    },
+    {
+      method: 'get',
+      path: '/api/alerts',
+      operationId: 'searchAlerts',
+      tag: 'alerts',
+      summary: 'Alerts, newest first, with cursor paging both ways',
+      security: 'optional-bearer',
+      params: { query: alertsQuerySchema },
+      responses: {
+        200: { description: 'One page.', body: alertPageSchema },
+        400: COMMON_PROBLEMS.badInput,
+        ...admin,
+      },
+    },
+    {
+      method: 'get',
+      path: '/api/alerts/{id}',
+      operationId: 'getAlert',
+      tag: 'alerts',
+      summary: 'One alert',
+      security: 'optional-bearer',
+      params: { path: idPath },
+      responses: {
+        200: { description: 'The alert.', body: alertSchema },
+        400: COMMON_PROBLEMS.badInput,
+        ...admin,
+        404: problem('No alert with this id.'),
+      },
+    },
+  ];
+}
 
 export function rulesRoutes(deps: { alerts: () => AlertStore }, app: Hono<AuditEnv>): void {
   const parseBody = async (c: Parameters<typeof jsonBody>[0]) => {

@@ -5,6 +5,13 @@
  * the hub's own.)
  */
 import type { Hono } from 'hono';
+import {
+  COMMON_PROBLEMS,
+  HEADERS,
+  type OperationSpec,
+  problem,
+  type ResponseSpec,
+} from '../../../src/http/openapi.js';
 import { ProblemError, validationProblem } from '../../../src/http/problem.js';
 import { type Alerting, alertFeatures } from '../alerts/index.js';
 import type { AiFeatures } from '../ask/routes.js';
@@ -17,7 +24,14 @@ import { filterOptions } from '../store/filter-options.js';
 import { mayAccess } from './auth.js';
 import { type AuditEnv, callerOf, jsonBody } from './context.js';
 import type { PrivacyPolicy } from './privacy.js';
-import { fetchBodySchema } from './schemas.js';
+import {
+  authConfigSchema,
+  featuresSchema,
+  fetchAcceptedSchema,
+  fetchBodySchema,
+  filterOptionsSchema,
+  sourceHealthSchema,
+} from './schemas.js';
 import { trailOf } from './trail.js';
 
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
@@ -26,6 +40,73 @@ const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOStrin
 function siemState(siem: SiemForwarderActor): { status: unknown; lag_events: unknown } {
   const d = siem.describe().siem as { status: unknown; lag_events: unknown };
   return { status: d.status, lag_events: d.lag_events };
+}
+
+/** The OpenAPI operations of filter options, source health, fetch and the frontend configuration (the routes below); `signedIn`: the refusals of the plugin's signed-in routes. */
+export function adminOperations(signedIn: Record<number, ResponseSpec>): OperationSpec[] {
+  const adminOnly = problem(
+    'This needs an administrator role (AUDIT_ADMIN_ROLES, default `admin`); `access` (`admin`) and `roles` say which.',
+  );
+  return [
+    {
+      method: 'get',
+      path: '/api/filter-options',
+      operationId: 'getFilterOptions',
+      tag: 'operations',
+      summary: 'Dropdown values for the filters (privacy-gated ones left out)',
+      security: 'optional-bearer',
+      responses: { 200: { description: 'The values.', body: filterOptionsSchema }, ...signedIn },
+    },
+    {
+      method: 'get',
+      path: '/api/source-health',
+      operationId: 'getSourceHealth',
+      tag: 'operations',
+      summary: 'Per source: the last attempt and success, errors, watermark and counts',
+      security: 'optional-bearer',
+      responses: { 200: { description: 'Every collected source.', body: sourceHealthSchema }, ...signedIn },
+    },
+    {
+      method: 'post',
+      path: '/api/fetch',
+      operationId: 'requestFetch',
+      tag: 'operations',
+      summary: 'Fetch now (administrators; rate-limit tier fetch)',
+      security: 'optional-bearer',
+      body: { schema: fetchBodySchema, required: false },
+      responses: {
+        202: {
+          description: 'Queued.',
+          body: fetchAcceptedSchema,
+          headers: { Location: { description: '`/api/source-health`: where to watch it.' } },
+        },
+        400: COMMON_PROBLEMS.badInput,
+        ...signedIn,
+        403: adminOnly,
+        409: problem('Collection is not configured.'),
+        415: COMMON_PROBLEMS.notJson,
+        503: problem('The collector is busy, sign-in is misconfigured, or the identity provider is down.', {
+          'Retry-After': HEADERS.retryAfter,
+        }),
+      },
+    },
+    {
+      method: 'get',
+      path: '/api/config/features',
+      operationId: 'getFeatures',
+      tag: 'operations',
+      summary: 'Feature flags for the frontend (no sign-in, no rate limit)',
+      responses: { 200: { description: 'The flags.', body: featuresSchema } },
+    },
+    {
+      method: 'get',
+      path: '/api/config/auth',
+      operationId: 'getAuthConfig',
+      tag: 'operations',
+      summary: 'Sign-in settings for the frontend (no sign-in, no rate limit)',
+      responses: { 200: { description: 'The settings.', body: authConfigSchema } },
+    },
+  ];
 }
 
 export function filterOptionsRoutes(

@@ -8,6 +8,12 @@
  */
 import type { Hono, MiddlewareHandler } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
+import {
+  COMMON_PROBLEMS,
+  type OperationSpec,
+  problem,
+  type ResponseSpec,
+} from '../../../src/http/openapi.js';
 import { ProblemError, validationProblem } from '../../../src/http/problem.js';
 import { MAX_TAGS_PER_EVENT, TooManyTagsError } from '../store/annotations.js';
 import type { AuditStore } from '../store/audit-store.js';
@@ -15,9 +21,20 @@ import type { EventRow } from '../store/event-query.js';
 import { type AuditContext, type AuditEnv, callerOf, fieldProblem, jsonBody } from './context.js';
 import { encodeCursor, readEventsCursor } from './cursor.js';
 import { parseEventId, toApiComment, toApiEvent } from './event-json.js';
-import { AUDIT_PAGE, parseSearchQuery, toEventFilters } from './filters.js';
+import { AUDIT_PAGE, parseSearchQuery, searchQuerySchema, toEventFilters } from './filters.js';
 import type { PrivacyPolicy } from './privacy.js';
-import { BULK_TAG_CAP, bulkTagsBodySchema, commentBodySchema, tagsBodySchema } from './schemas.js';
+import {
+  BULK_TAG_CAP,
+  bulkTagsBodySchema,
+  bulkTagsResultSchema,
+  commentBodySchema,
+  commentSchema,
+  eventDetailSchema,
+  eventIdPathSchema,
+  eventPageSchema,
+  eventSchema,
+  tagsBodySchema,
+} from './schemas.js';
 import { trailOf } from './trail.js';
 
 export { BULK_TAG_CAP, MAX_COMMENT_LENGTH } from './schemas.js';
@@ -32,6 +49,112 @@ export function bodyTooLarge(maxBytes = MAX_BODY_BYTES) {
       throw new ProblemError(413, `the request body must be at most ${Math.round(maxBytes / 1024)} KiB`);
     },
   });
+}
+
+/** The OpenAPI operations of `/api/events`: search, one event, bulk tags, tags, comments (the routes below); `signedIn`: the refusals of the plugin's signed-in routes. */
+export function eventsOperations(signedIn: Record<number, ResponseSpec>): OperationSpec[] {
+  const restricted = problem(
+    'The event is privacy-gated and the caller’s roles do not allow it, or the caller has no reader role (`access`: `read`).',
+  );
+  /** A change: an admin role (AUDIT_ADMIN_ROLES), and the event visible to the caller. */
+  const changeRefused = problem(
+    'The caller has no admin role (AUDIT_ADMIN_ROLES, default `admin`; `access`: `admin`), no reader role, or the event is privacy-gated.',
+  );
+  const noEvent = problem('No event with this id.');
+  return [
+    {
+      method: 'get',
+      path: '/api/events',
+      operationId: 'searchEvents',
+      tag: 'events',
+      summary: 'Search events, newest first, with cursor paging both ways',
+      description:
+        '`services`, `include_tags` and `exclude_tags` may repeat or be comma-separated; `actor`, `operation` and `result` are case-insensitive literal substrings. Privacy-gated events are left out for callers without the role.',
+      security: 'optional-bearer',
+      params: { query: searchQuerySchema },
+      responses: {
+        200: { description: 'One page.', body: eventPageSchema },
+        400: COMMON_PROBLEMS.badInput,
+        ...signedIn,
+      },
+    },
+    {
+      method: 'post',
+      path: '/api/events/bulk-tags',
+      operationId: 'bulkTagEvents',
+      tag: 'events',
+      summary: 'Tag every event matching the filters (append or replace), at most 10,000',
+      security: 'optional-bearer',
+      body: { schema: bulkTagsBodySchema },
+      responses: {
+        200: { description: 'What changed.', body: bulkTagsResultSchema },
+        400: COMMON_PROBLEMS.badInput,
+        ...signedIn,
+        403: changeRefused,
+        413: COMMON_PROBLEMS.tooLarge,
+        415: COMMON_PROBLEMS.notJson,
+        422: problem('No event matches, or an event would carry too many tags; nothing was tagged.'),
+      },
+    },
+    {
+      method: 'get',
+      path: '/api/events/{id}',
+      operationId: 'getEvent',
+      tag: 'events',
+      summary: 'One event, with its comments and the record as the source sent it',
+      security: 'optional-bearer',
+      params: { path: eventIdPathSchema },
+      responses: {
+        200: { description: 'The event.', body: eventDetailSchema },
+        400: COMMON_PROBLEMS.badInput,
+        ...signedIn,
+        403: restricted,
+        404: noEvent,
+      },
+    },
+    {
+      method: 'patch',
+      path: '/api/events/{id}/tags',
+      operationId: 'setEventTags',
+      tag: 'events',
+      summary: 'Set the tags of one event',
+      security: 'optional-bearer',
+      params: { path: eventIdPathSchema },
+      body: { schema: tagsBodySchema },
+      responses: {
+        200: { description: 'The event afterwards.', body: eventSchema },
+        400: COMMON_PROBLEMS.badInput,
+        ...signedIn,
+        403: changeRefused,
+        404: noEvent,
+        413: COMMON_PROBLEMS.tooLarge,
+        415: COMMON_PROBLEMS.notJson,
+      },
+    },
+    {
+      method: 'post',
+      path: '/api/events/{id}/comments',
+      operationId: 'addEventComment',
+      tag: 'events',
+      summary: 'Add a comment to one event',
+      security: 'optional-bearer',
+      params: { path: eventIdPathSchema },
+      body: { schema: commentBodySchema },
+      responses: {
+        201: {
+          description: 'The comment.',
+          body: commentSchema,
+          headers: { Location: { description: 'The event: `/api/events/{id}`.' } },
+        },
+        400: COMMON_PROBLEMS.badInput,
+        ...signedIn,
+        403: changeRefused,
+        404: noEvent,
+        413: COMMON_PROBLEMS.tooLarge,
+        415: COMMON_PROBLEMS.notJson,
+      },
+    },
+  ];
 }
 
 export function eventsRoutes(

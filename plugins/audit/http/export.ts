@@ -14,6 +14,14 @@
  * decides the export's events/s.
  */
 import type { Hono } from 'hono';
+import { z } from 'zod';
+import {
+  COMMON_PROBLEMS,
+  HEADERS,
+  type OperationSpec,
+  problem,
+  type ResponseSpec,
+} from '../../../src/http/openapi.js';
 import { ProblemError, validationProblem } from '../../../src/http/problem.js';
 import type { KernelLogger } from '../../../src/kernel/actor.js';
 import { parseTags } from '../store/annotations.js';
@@ -23,6 +31,7 @@ import { type AuditEnv, callerOf } from './context.js';
 import { toApiEvent } from './event-json.js';
 import { exportQuerySchema, queryObject, toEventFilters } from './filters.js';
 import type { PrivacyPolicy } from './privacy.js';
+import { eventSchema } from './schemas.js';
 
 const CHUNK_ROWS = 2_000;
 
@@ -132,6 +141,35 @@ export function exportStream<T>(options: {
     },
     { highWaterMark: 1 },
   );
+}
+
+/** The OpenAPI operations of `/api/events/export` (the routes below); `signedIn`: the refusals of the plugin's signed-in routes. */
+export function exportOperations(signedIn: Record<number, ResponseSpec>): OperationSpec[] {
+  return [
+    {
+      method: 'get',
+      path: '/api/events/export',
+      operationId: 'exportEvents',
+      tag: 'events',
+      summary: 'Every event matching the filters, as CSV or JSON (streamed)',
+      security: 'optional-bearer',
+      params: { query: exportQuerySchema },
+      responses: {
+        200: {
+          description: 'An attachment.',
+          headers: {
+            'Content-Disposition': { description: '`attachment; filename="audit-events-….csv"`' },
+          },
+          content: { 'text/csv': undefined, 'application/json': z.array(eventSchema) },
+        },
+        400: COMMON_PROBLEMS.badInput,
+        ...signedIn,
+        429: problem('Too many exports are running, or a rate limit is exceeded.', {
+          'Retry-After': HEADERS.retryAfter,
+        }),
+      },
+    },
+  ];
 }
 
 export function exportRoutes(

@@ -14,11 +14,17 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { Hono } from 'hono';
 import type { Secret } from '../../../src/config/secret.js';
+import {
+  COMMON_PROBLEMS,
+  type OperationSpec,
+  problem,
+  type ResponseSpec,
+} from '../../../src/http/openapi.js';
 import { ProblemError, validationProblem } from '../../../src/http/problem.js';
 import type { AuditCollectorActor } from '../collector-actor.js';
 import { type AuditEnv, fieldProblem, jsonBody } from './context.js';
 import { bodyTooLarge } from './events-routes.js';
-import { notificationsBodySchema } from './schemas.js';
+import { notificationsBodySchema, webhookQuerySchema } from './schemas.js';
 
 const MAX_VALIDATION_TOKEN = 4_096;
 
@@ -27,6 +33,36 @@ function sameSecret(given: string, secret: Secret): boolean {
   const a = createHash('sha256').update(given).digest();
   const b = createHash('sha256').update(secret.reveal()).digest();
   return timingSafeEqual(a, b);
+}
+
+/** The OpenAPI operations of the Microsoft Graph webhook (the routes below); `signedIn`: the refusals of the plugin's signed-in routes. */
+export function webhookOperations(signedIn: Record<number, ResponseSpec>): OperationSpec[] {
+  return [
+    {
+      method: 'post',
+      path: '/api/webhooks/directory',
+      operationId: 'receiveDirectoryNotifications',
+      tag: 'webhooks',
+      summary: 'Microsoft Graph change notifications, checked against WEBHOOK_CLIENT_SECRET',
+      description:
+        'With `?validationToken=` (subscription validation) the token is answered as text/plain; otherwise every notification must carry this hub’s `clientState`, and the directory is fetched early.',
+      params: { query: webhookQuerySchema },
+      body: { schema: notificationsBodySchema, required: false },
+      responses: {
+        200: { description: 'The validation token.', contentType: 'text/plain' },
+        202: { description: 'Accepted.' },
+        400: COMMON_PROBLEMS.badInput,
+        403: problem('A notification does not carry this hub’s client state.'),
+        404: problem('The webhook is not configured (WEBHOOK_CLIENT_SECRET).'),
+        409: problem(
+          'A valid notification, but collection is not configured or the directory is not collected.',
+        ),
+        413: COMMON_PROBLEMS.tooLarge,
+        415: COMMON_PROBLEMS.notJson,
+        429: signedIn[429]!,
+      },
+    },
+  ];
 }
 
 export function webhookRoutes(
