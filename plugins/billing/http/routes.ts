@@ -12,10 +12,11 @@
  *   the invoice is fetched from BTCPay (503 when it cannot be) and applied.
  */
 import { type Context, Hono, type MiddlewareHandler } from 'hono';
-import type { z } from 'zod';
+import { z } from 'zod';
 import { limitBody, readJsonBody } from '../../../src/auth/request-body.js';
 import { type AuthEnv, verifiedIdentity } from '../../../src/auth/require-auth.js';
 import { ADMIN_ROLE, SUBSCRIBER_ROLE } from '../../../src/auth/users.js';
+import { COMMON_PROBLEMS, HEADERS, type OperationSpec, problem } from '../../../src/http/openapi.js';
 import { ProblemError, validationProblem } from '../../../src/http/problem.js';
 import type { ModuleAuth } from '../../../src/module.js';
 import { type BillingService, unavailable } from '../billing-service.js';
@@ -26,12 +27,18 @@ import { PlanError } from '../plans.js';
 import { checkSignature } from '../webhook-signature.js';
 import { adminPlanJson, planJson, subscriptionJson } from './json.js';
 import {
+  adminPlanListSchema,
+  adminPlanSchema,
   newPlanBodySchema,
   planIdPathSchema,
   planListQuerySchema,
+  planListSchema,
   purchaseBodySchema,
   subscriptionIdPathSchema,
   subscriptionListQuerySchema,
+  subscriptionListSchema,
+  subscriptionSchema,
+  webhookAckSchema,
   webhookDeliverySchema,
 } from './schemas.js';
 
@@ -55,6 +62,166 @@ function parse<S extends z.ZodType>(schema: S, value: unknown, prefix = ''): z.o
 async function body<S extends z.ZodType>(c: Context, schema: S): Promise<z.output<S>> {
   return parse(schema, await readJsonBody(c));
 }
+
+const noToken = problem('No valid bearer token.', { 'WWW-Authenticate': HEADERS.wwwAuthenticate });
+const forbidden = problem('The token lacks the role this needs.', {
+  'WWW-Authenticate': HEADERS.wwwAuthenticate,
+});
+const paymentsDown = problem(
+  'BTCPay cannot be reached or answered an error; `detail` says which in plain words.',
+  {
+    'Retry-After': HEADERS.retryAfter,
+  },
+);
+
+/** The OpenAPI operations of the routes below (the document: openapi.ts). */
+export const billingOperations: OperationSpec[] = [
+  {
+    method: 'get',
+    path: '/api/v1/billing/plans',
+    operationId: 'listPlans',
+    tag: 'plans',
+    summary: 'The plans on offer (no sign-in); `?all=true` (admins) lists retired ones too',
+    security: 'optional-bearer',
+    params: { query: planListQuerySchema },
+    responses: {
+      200: {
+        description: 'Plans, by id. With `all=true`, each with `active` and `created_at`.',
+        body: planListSchema.or(adminPlanListSchema),
+      },
+      400: COMMON_PROBLEMS.badInput,
+      401: noToken,
+      403: forbidden,
+    },
+  },
+  {
+    method: 'post',
+    path: '/api/v1/billing/plans',
+    operationId: 'addPlan',
+    tag: 'plans',
+    summary: 'Add a plan (admins)',
+    security: 'bearer',
+    body: { schema: newPlanBodySchema },
+    responses: {
+      201: { description: 'The plan.', body: adminPlanSchema, headers: { Location: HEADERS.location } },
+      400: COMMON_PROBLEMS.badInput,
+      401: noToken,
+      403: forbidden,
+      409: problem('A plan with this id exists already.'),
+      413: COMMON_PROBLEMS.tooLarge,
+      415: COMMON_PROBLEMS.notJson,
+    },
+  },
+  {
+    method: 'post',
+    path: '/api/v1/billing/plans/{id}/retire',
+    operationId: 'retirePlan',
+    tag: 'plans',
+    summary: 'Stop offering a plan (admins); subscriptions bought on it keep being served',
+    security: 'bearer',
+    params: { path: planIdPathSchema },
+    responses: {
+      200: { description: 'The plan, now `active: false`.', body: adminPlanSchema },
+      400: COMMON_PROBLEMS.badInput,
+      401: noToken,
+      403: forbidden,
+      404: problem('No plan with this id.'),
+    },
+  },
+  {
+    method: 'post',
+    path: '/api/v1/billing/subscriptions',
+    operationId: 'buyPlan',
+    tag: 'subscriptions',
+    summary: 'Buy a plan: a subscription pending payment, with a BTCPay invoice to pay at `checkout_link`',
+    security: 'bearer',
+    body: { schema: purchaseBodySchema },
+    responses: {
+      201: {
+        description: 'A new subscription, `pending_payment`.',
+        body: subscriptionSchema,
+        headers: { Location: HEADERS.location },
+      },
+      200: {
+        description: 'The caller already has a purchase of this plan pending: that one.',
+        body: subscriptionSchema,
+        headers: { Location: HEADERS.location },
+      },
+      400: COMMON_PROBLEMS.badInput,
+      401: noToken,
+      403: forbidden,
+      404: problem('No plan with this id.'),
+      409: problem('The plan is retired.'),
+      413: COMMON_PROBLEMS.tooLarge,
+      415: COMMON_PROBLEMS.notJson,
+      503: paymentsDown,
+    },
+  },
+  {
+    method: 'get',
+    path: '/api/v1/billing/subscriptions',
+    operationId: 'listSubscriptions',
+    tag: 'subscriptions',
+    summary: "The caller's paid subscriptions; `?all=true` (admins): everyone's",
+    security: 'bearer',
+    params: { query: subscriptionListQuerySchema },
+    responses: {
+      200: { description: 'Oldest first.', body: subscriptionListSchema },
+      400: COMMON_PROBLEMS.badInput,
+      401: noToken,
+      403: forbidden,
+    },
+  },
+  {
+    method: 'post',
+    path: '/api/v1/billing/subscriptions/{id}/renew',
+    operationId: 'renewSubscription',
+    tag: 'subscriptions',
+    summary: 'Pay the next period: a renewal invoice (active, past due or expired subscriptions)',
+    description:
+      'A settled renewal extends `current_period_end` by the plan’s period from the later of now and the current end.',
+    security: 'bearer',
+    params: { path: subscriptionIdPathSchema },
+    responses: {
+      201: { description: 'A new renewal invoice is the latest invoice.', body: subscriptionSchema },
+      200: {
+        description: 'A renewal invoice is already open: the subscription with it.',
+        body: subscriptionSchema,
+      },
+      400: COMMON_PROBLEMS.badInput,
+      401: noToken,
+      403: forbidden,
+      404: problem('No subscription with this id is the caller’s.'),
+      409: problem('The subscription is pending payment or canceled.'),
+      503: paymentsDown,
+    },
+  },
+  {
+    method: 'post',
+    path: '/api/v1/billing/webhooks/btcpay',
+    operationId: 'btcpayWebhook',
+    tag: 'webhooks',
+    summary:
+      'A BTCPay Server webhook delivery, signed with `BTCPay-Sig: sha256=<hex HMAC-SHA256(secret, body)>`',
+    description:
+      'The body only names an invoice: the hub fetches it from BTCPay and checks store, status, amount and currency before anything changes. A delivery applied once (same `deliveryId`, or a redelivery of it) changes nothing again.',
+    params: { header: z.object({ 'BTCPay-Sig': z.string().describe('`sha256=` and 64 hex digits.') }) },
+    body: { schema: webhookDeliverySchema },
+    responses: {
+      200: {
+        description: '`applied`, `unchanged`, `duplicate`, or `ignored` (an invoice the hub did not create).',
+        body: webhookAckSchema,
+      },
+      400: problem('The body is not JSON, or not a webhook delivery.'),
+      401: problem('The signature is missing or wrong; nothing changed.'),
+      413: COMMON_PROBLEMS.tooLarge,
+      422: problem(
+        'Another store’s invoice, or an invoice whose amount or currency does not match the plan; nothing changed.',
+      ),
+      503: paymentsDown,
+    },
+  },
+];
 
 export function billingRoutes(deps: BillingRouteDeps): Hono<AuthEnv> {
   const { auth, service } = deps;
