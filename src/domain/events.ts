@@ -13,7 +13,7 @@ export type ReadingSource = 'radio' | 'mqtt' | 'http' | 'sim';
 
 /**
  * The core's events. A feature or plugin adds its own beside itself by declaration merging
- * (src/messaging/events.ts, plugins/billing/events.ts):
+ * (src/messaging/events.ts, plugins/audit/events.ts):
  *
  * ```ts
  * declare module '../domain/events.js' {
@@ -50,8 +50,6 @@ export interface HubEvents {
   'mesh.routing': MeshRoutingReport;
   /** A billing subscription changed state (the billing plugin, issue 11), after commit. */
   'billing.changed': BillingChange;
-  /** An audit alert rule fired (the audit plugin, issue 14), after commit: MQTT `meshhub/audit/alerts`, admins only. */
-  'audit.alert': AuditAlertNotice;
   'hub.stopping': Record<string, never>;
 }
 
@@ -68,11 +66,6 @@ export interface BillingChange {
   /** ms since the epoch. */
   at: number;
   currentPeriodEnd: number | null;
-}
-
-/** A stored audit alert, as the plugin's `GET /api/alerts` shows it (JSON-ready; the broker only serialises it). */
-export interface AuditAlertNotice {
-  alert: Readonly<Record<string, unknown>>;
 }
 
 /** Events whose last value the bus keeps (`bus.last`, `on(…, { replay: true })`). */
