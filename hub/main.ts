@@ -7,6 +7,7 @@
 import { join } from 'node:path';
 import { loadPlugins } from '../plugins/index.js';
 import { type HubIdentity, missingProviderSettings, openHubIdentity } from '../src/auth/hub-identity.js';
+import { identityModule } from '../src/auth/identity-module.js';
 import type { TokenVerifier } from '../src/auth/jwt-verifier.js';
 import type { LoginThrottle } from '../src/auth/login-throttle.js';
 import { loginThrottleFrom } from '../src/auth/settings.js';
@@ -25,6 +26,8 @@ import type { Logger } from '../src/log.js';
 import type { RadioMirror } from '../src/mesh/api-server/radio-mirror.js';
 import { PacketDedupe } from '../src/mesh/packet-dedupe.js';
 import { MeshFanOut } from '../src/mesh/packet-fanout.js';
+import { RadioActor, type RadioPlan } from '../src/mesh/radio-actor.js';
+import { SimulatorActor, simulatorOptionsFrom } from '../src/mesh/simulator/simulator-actor.js';
 import { probeSerialPorts, serialTransport, tcpTransport } from '../src/mesh/transport.js';
 import { MessageGatewayActor } from '../src/messaging/gateway-actor.js';
 import { messagingModule } from '../src/messaging/module.js';
@@ -34,6 +37,8 @@ import { mqttModule } from '../src/mqtt/module.js';
 import { nodesModule } from '../src/nodes/module.js';
 import { retentionModule } from '../src/retention/module.js';
 import { secureDataDir } from '../src/store/data-dir.js';
+import { IngestWriterActor } from '../src/store/ingest-writer-actor.js';
+import { StoreActor } from '../src/store/store-actor.js';
 import { webUiModule } from '../src/ui-server/module.js';
 import { readVersion } from '../src/version.js';
 import { weatherModule } from '../src/weather/module.js';
@@ -41,13 +46,8 @@ import { syncModule } from '../sync/site/module.js';
 import { apiDocsModule } from './api-docs-module.js';
 import { type HubConfig, hubSettings } from './config.js';
 import { HttpServerActor } from './http-server.js';
-import { identityModule } from './identity-module.js';
-import { IngestWriterActor } from './ingest-writer.js';
 import { MemoryTrimmer } from './memory-trim.js';
 import { ModuleHost, moduleOwner } from './module-host.js';
-import { RadioActor, type RadioPlan } from './radio.js';
-import { SimulatorActor, simulatorOptionsFrom } from './simulator.js';
-import { StoreActor } from './store.js';
 
 /** The hub's own features, in no particular order: the HTTP actor orders the routes. */
 export const CORE_MODULES: readonly HubModule[] = [

@@ -1,18 +1,18 @@
 import { create } from '@bufbuild/protobuf';
 import { Mesh } from '@meshtastic/protobufs';
-import type { HubBus } from '../src/domain/events.js';
-import type { RadioSendRequest, RadioStatus } from '../src/domain/radio.js';
-import { Actor } from '../src/kernel/actor.js';
-import type { Logger } from '../src/log.js';
-import type { RadioMirror } from '../src/mesh/api-server/radio-mirror.js';
-import { PayloadDecodeError, TransportClosedError } from '../src/mesh/errors.js';
-import { decodeHeardPacket, nodeUpdateFromNodeInfo } from '../src/mesh/packet-decoder.js';
-import type { MeshFanOut } from '../src/mesh/packet-fanout.js';
-import { RadioLink } from '../src/mesh/radio-link.js';
-import { type RadioTransport, tcpTransport } from '../src/mesh/transport.js';
-import type { HubMetrics } from '../src/metrics.js';
-import type { Database } from '../src/store/database.js';
-import { HubState } from '../src/store/hub-state.js';
+import type { HubBus } from '../domain/events.js';
+import type { RadioSendRequest, RadioStatus } from '../domain/radio.js';
+import { Actor } from '../kernel/actor.js';
+import type { Logger } from '../log.js';
+import type { HubMetrics } from '../metrics.js';
+import type { Database } from '../store/database.js';
+import { HubState } from '../store/hub-state.js';
+import type { RadioMirror } from './api-server/radio-mirror.js';
+import { PayloadDecodeError, TransportClosedError } from './errors.js';
+import { decodeHeardPacket, nodeUpdateFromNodeInfo } from './packet-decoder.js';
+import type { MeshFanOut } from './packet-fanout.js';
+import { RadioLink } from './radio-link.js';
+import { type RadioTransport, tcpTransport } from './transport.js';
 
 /** Where the radio is, once `RADIO` has been resolved (auto → a probed serial port or the simulator). */
 export type RadioPlan =
