@@ -22,6 +22,8 @@ const LAYERS = [
   ['src/nodes'],
   ['src/ingest'],
   ['src/messaging'],
+  // The mesh API: a module on the radio's tap and messaging's paced send (`messaging.sendPaced`).
+  ['src/mesh-api'],
   ['src/mqtt'],
   ['src/live'],
   ['src/retention'],

@@ -23,13 +23,12 @@ import { SchedulerActor } from '../src/kernel/scheduler.js';
 import { Supervisor } from '../src/kernel/supervisor.js';
 import { liveModule } from '../src/live/module.js';
 import type { Logger } from '../src/log.js';
-import type { RadioMirror } from '../src/mesh/api-server/radio-mirror.js';
 import { PacketDedupe } from '../src/mesh/packet-dedupe.js';
 import { MeshFanOut } from '../src/mesh/packet-fanout.js';
 import { RadioActor, type RadioPlan } from '../src/mesh/radio-actor.js';
 import { SimulatorActor, simulatorOptionsFrom } from '../src/mesh/simulator/simulator-actor.js';
 import { probeSerialPorts, serialTransport, tcpTransport } from '../src/mesh/transport.js';
-import { MessageGatewayActor } from '../src/messaging/gateway-actor.js';
+import { meshApiModule } from '../src/mesh-api/module.js';
 import { messagingModule } from '../src/messaging/module.js';
 import { HubMetrics } from '../src/metrics.js';
 import type { HubModule, UpgradeHandler } from '../src/module.js';
@@ -55,6 +54,7 @@ export const CORE_MODULES: readonly HubModule[] = [
   nodesModule,
   ingestModule,
   messagingModule,
+  meshApiModule,
   mqttModule,
   liveModule,
   retentionModule,
@@ -218,25 +218,20 @@ export async function createHub(config: HubConfig, options: HubOptions): Promise
   // The mesh API is the radio the apps see on 4403; the built-in simulator behind it moves aside.
   if (config.MESH_API && simOptions.port === config.MESH_API_PORT) simOptions.port = 0;
   const simulator = plan.kind === 'simulator' ? new SimulatorActor(simOptions, bus, log) : undefined;
-  // Loaded only when the mesh API is on: an idle hub without it keeps its memory (issue 17).
-  const meshApi = config.MESH_API ? await import('../src/mesh/api-server/index.js') : undefined;
-  const mirror: RadioMirror | undefined = meshApi
-    ? new meshApi.RadioMirror({ onListenerError: (err) => log.error({ err }, 'mesh API listener failed') })
-    : undefined;
+  const radio = new RadioActor({
+    bus,
+    log,
+    metrics,
+    db: store.db,
+    plan,
+    heartbeatMs: config.RADIO_HEARTBEAT_SECONDS * 1000,
+    fanOut,
+  });
   const kernelActors = [
     store,
     new IngestWriterActor({ bus, db: store.db, log, metrics }),
     ...(simulator ? [simulator] : []),
-    new RadioActor({
-      bus,
-      log,
-      metrics,
-      db: store.db,
-      plan,
-      heartbeatMs: config.RADIO_HEARTBEAT_SECONDS * 1000,
-      fanOut,
-      ...(mirror ? { mirror } : {}),
-    }),
+    radio,
   ];
   for (const actor of kernelActors) supervisor.add(actor);
 
@@ -260,6 +255,7 @@ export async function createHub(config: HubConfig, options: HubOptions): Promise
         }
       : {}),
     fanOut,
+    radio,
     hub: {
       version,
       startedAt,
@@ -305,21 +301,6 @@ export async function createHub(config: HubConfig, options: HubOptions): Promise
     componentPorts: config.HTTP_COMPONENT_PORTS,
     allowedHosts: config.HTTP_ALLOWED_HOSTS,
   });
-  const gateway = supervisor.actors.find((a) => a instanceof MessageGatewayActor);
-  if (meshApi && mirror && gateway) {
-    supervisor.add(
-      meshApi.createMeshApiActor({
-        settings: config,
-        bus,
-        log,
-        db: store.db,
-        registry: metrics.registry,
-        mirror,
-        // Clients' packets take turns in the gateway's airtime-paced queue, never straight to the radio.
-        airtime: gateway,
-      }),
-    );
-  }
   // Last in: jobs start once everything they drive is running.
   supervisor.add(http).add(scheduler);
 

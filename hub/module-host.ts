@@ -26,6 +26,7 @@ import type {
   ModuleContext,
   ModuleMetrics,
   ModuleMqtt,
+  ModuleRadio,
   MqttPublish,
   MqttTopicDeclaration,
   MqttTopicOptions,
@@ -50,7 +51,15 @@ export interface ModuleHostParts {
   hub: HubFacts;
   /** The modules' MQTT topics (made here when not given). */
   mqttTopics?: ModuleTopics;
+  /** The radio actor; none in a host without a radio (a tap is then refused). */
+  radio?: ModuleRadio;
 }
+
+const NO_RADIO: ModuleRadio = {
+  tap() {
+    throw new Error('this host has no radio to tap');
+  },
+};
 
 /** The one registry of the modules' MQTT topics (src/module.ts ModuleMqtt): declared here, read by the broker. */
 export class ModuleTopics implements MqttTopicRegistry {
@@ -124,6 +133,7 @@ export class ModuleHost {
       // A metric name allows [a-zA-Z0-9_:]: `packet-stats` counts as `meshhub_packet_stats_…`.
       metrics: this.metrics(plugin ? `meshhub_${name.replace(/[^a-zA-Z0-9_]/g, '_')}_` : 'meshhub_'),
       mqtt: this.mqtt(name, log),
+      radio: parts.radio ?? NO_RADIO,
     };
   }
 

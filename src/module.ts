@@ -33,6 +33,7 @@ import type { LoginThrottle } from './auth/login-throttle.js';
 import type { AuthEnv } from './auth/require-auth.js';
 import type { HubBus } from './domain/events.js';
 import type { MeshPacketFanOut } from './domain/mesh.js';
+import type { RadioTap } from './domain/radio.js';
 import type { Component } from './http/routes.js';
 import {
   MODULE_API_VERSION,
@@ -133,6 +134,12 @@ export interface ModuleMqtt {
   readonly registry: MqttTopicRegistry;
 }
 
+/** The hub's radio link, as a module may reach it beside the bus (`radio.send`, `radio.status`). */
+export interface ModuleRadio {
+  /** Taps the link: call it in `create` (before the hub starts), so the tap sees the handshake. */
+  tap(tap: RadioTap): void;
+}
+
 export interface HubFacts {
   readonly version: string;
   /** When the process started (ms since the epoch). */
@@ -170,6 +177,7 @@ export interface ModuleContext {
   readonly auth: ModuleAuth;
   readonly metrics: ModuleMetrics;
   readonly mqtt: ModuleMqtt;
+  readonly radio: ModuleRadio;
 }
 
 export type HubModule<S extends SettingsSchema = SettingsSchema> = ModuleDefinition<ModuleContext, S>;

@@ -73,7 +73,7 @@ export const RETAINED_EVENTS = ['radio.status', 'simulator.listening'] as const 
   keyof HubEvents
 >;
 
-export type HubRequests = {
+export interface HubRequests {
   /**
    * Commits readings; answers once they are durable. `urgent`: a sender waits for the answer
    * (a PUBACK, an HTTP response), so commit at the next turn instead of the writer's batching delay.
@@ -85,6 +85,6 @@ export type HubRequests = {
   };
   /** Hands a packet to the radio; rejects (TransportClosedError) while the link is down. */
   'radio.send': { request: RadioSendRequest; response: { id: number } };
-};
+}
 
 export type HubBus = Bus<HubEvents, HubRequests>;
