@@ -46,7 +46,7 @@ import { weatherModule } from '../src/weather/module.js';
 import { syncModule } from '../sync/site/module.js';
 import { apiDocsModule } from './api-docs-module.js';
 import { type HubConfig, hubSettings } from './config.js';
-import { HttpServerActor } from './http-server.js';
+import { HttpServerActor } from './http-server-actor.js';
 import { MemoryTrimmer } from './memory-trim.js';
 import { ModuleHost, type ModuleHostParts, moduleOwner } from './module-host.js';
 
