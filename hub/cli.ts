@@ -10,12 +10,12 @@ import { parseDuration } from '../src/config/fields.js';
 import { ConfigError } from '../src/config/load.js';
 import { createLogger } from '../src/log.js';
 import { MeshSimulator } from '../src/mesh/simulator/simulator.js';
+import { simulatorOptionsFrom } from '../src/mesh/simulator/simulator-actor.js';
 import { runSubscriptionCommand, SUBSCRIPTION_HELP } from '../src/messaging/subscription-commands.js';
 import { readVersion } from '../src/version.js';
 import { loadConfig, loadHubSettings } from './config.js';
 import { createHub, SLICED_CORE_MODULES } from './main.js';
 import { hubAnswers, SystemdNotifier } from './sd-notify.js';
-import { simulatorOptionsFrom } from './simulator.js';
 
 const HELP = `meshhub — edge hub for Meshtastic LoRa mesh networks
 

@@ -7,6 +7,7 @@
 import { join } from 'node:path';
 import { loadPlugins } from '../plugins/index.js';
 import { type HubIdentity, missingProviderSettings, openHubIdentity } from '../src/auth/hub-identity.js';
+import { identityModule } from '../src/auth/identity-module.js';
 import type { TokenVerifier } from '../src/auth/jwt-verifier.js';
 import type { LoginThrottle } from '../src/auth/login-throttle.js';
 import { loginThrottleFrom } from '../src/auth/settings.js';
@@ -16,17 +17,19 @@ import { type HubBus, type HubEvents, type HubRequests, RETAINED_EVENTS } from '
 import { buildHealthReport } from '../src/http/health.js';
 import { HttpMounts } from '../src/http/mounts.js';
 import { ingestModule } from '../src/ingest/module.js';
+import type { Actor } from '../src/kernel/actor.js';
 import { Bus } from '../src/kernel/bus.js';
 import { checkModules, MODULE_API_VERSION } from '../src/kernel/module.js';
 import { SchedulerActor } from '../src/kernel/scheduler.js';
 import { Supervisor } from '../src/kernel/supervisor.js';
 import { liveModule } from '../src/live/module.js';
 import type { Logger } from '../src/log.js';
-import type { RadioMirror } from '../src/mesh/api-server/radio-mirror.js';
 import { PacketDedupe } from '../src/mesh/packet-dedupe.js';
 import { MeshFanOut } from '../src/mesh/packet-fanout.js';
+import { RadioActor, type RadioPlan } from '../src/mesh/radio-actor.js';
+import { SimulatorActor, simulatorOptionsFrom } from '../src/mesh/simulator/simulator-actor.js';
 import { probeSerialPorts, serialTransport, tcpTransport } from '../src/mesh/transport.js';
-import { MessageGatewayActor } from '../src/messaging/gateway-actor.js';
+import { meshApiModule } from '../src/mesh-api/module.js';
 import { messagingModule } from '../src/messaging/module.js';
 import { HubMetrics } from '../src/metrics.js';
 import type { HubModule, UpgradeHandler } from '../src/module.js';
@@ -34,20 +37,18 @@ import { mqttModule } from '../src/mqtt/module.js';
 import { nodesModule } from '../src/nodes/module.js';
 import { retentionModule } from '../src/retention/module.js';
 import { secureDataDir } from '../src/store/data-dir.js';
+import type { Database } from '../src/store/database.js';
+import { IngestWriterActor } from '../src/store/ingest-writer-actor.js';
+import { StoreActor } from '../src/store/store-actor.js';
 import { webUiModule } from '../src/ui-server/module.js';
 import { readVersion } from '../src/version.js';
 import { weatherModule } from '../src/weather/module.js';
 import { syncModule } from '../sync/site/module.js';
 import { apiDocsModule } from './api-docs-module.js';
 import { type HubConfig, hubSettings } from './config.js';
-import { HttpServerActor } from './http-server.js';
-import { identityModule } from './identity-module.js';
-import { IngestWriterActor } from './ingest-writer.js';
+import { HttpServerActor } from './http-server-actor.js';
 import { MemoryTrimmer } from './memory-trim.js';
-import { ModuleHost, moduleOwner } from './module-host.js';
-import { RadioActor, type RadioPlan } from './radio.js';
-import { SimulatorActor, simulatorOptionsFrom } from './simulator.js';
-import { StoreActor } from './store.js';
+import { ModuleHost, type ModuleHostParts, moduleOwner } from './module-host.js';
 
 /** The hub's own features, in no particular order: the HTTP actor orders the routes. */
 export const CORE_MODULES: readonly HubModule[] = [
@@ -55,6 +56,7 @@ export const CORE_MODULES: readonly HubModule[] = [
   nodesModule,
   ingestModule,
   messagingModule,
+  meshApiModule,
   mqttModule,
   liveModule,
   retentionModule,
@@ -142,14 +144,9 @@ function coreSettings(config: HubConfig, module: HubModule): unknown {
   return Object.fromEntries(Object.keys(module.settings.shape).map((key) => [key, values[key]]));
 }
 
-export async function createHub(config: HubConfig, options: HubOptions): Promise<Hub> {
+/** The bus, the metrics and the supervisor: what every other part is wired to. */
+function kernelOf(options: HubOptions): { bus: HubBus; metrics: HubMetrics; supervisor: Supervisor } {
   const { log } = options;
-  const version = readVersion();
-  const startedAt = Date.now();
-  const plugins = await loadPlugins(config.PLUGINS);
-  const settingsOfSlices =
-    options.pluginSettings ?? loadSlices(options.env ?? process.env, [...SLICED_CORE_MODULES, ...plugins]);
-
   const bus: HubBus = new Bus<HubEvents, HubRequests>({
     onListenerError: ({ owner, event, error }) =>
       log.error({ owner, event, err: error }, 'event listener failed'),
@@ -163,7 +160,21 @@ export async function createHub(config: HubConfig, options: HubOptions): Promise
     onActorStopped: (actor) => bus.removeOwner(actor),
   });
   metrics.watchMailboxes(() => supervisor.actors.flatMap((a) => a.mailboxStats()));
+  return { bus, metrics, supervisor };
+}
 
+interface OpenedIdentity {
+  identity: HubIdentity;
+  verifier: TokenVerifier;
+  /** The identity provider's missing settings, when it is only partly configured. */
+  providerMissing: string[];
+  /** Local tokens are checked against their user's token version, read from the store once it is open. */
+  readUsersFrom(db: Database): void;
+}
+
+/** The hub's one identity: its signing key in DATA_DIR, and the external identity provider when set. */
+async function openIdentity(config: HubConfig, options: HubOptions): Promise<OpenedIdentity> {
+  const { log } = options;
   const external = {
     jwksUrl: config.AUTH_JWKS_URL,
     issuer: config.AUTH_ISSUER,
@@ -181,116 +192,124 @@ export async function createHub(config: HubConfig, options: HubOptions): Promise
     );
   }
   // Local tokens are checked against their user's token version (README "Logins and tokens"):
-  // the users are read from the store, opened below before anything is served.
+  // the users are read from the store, opened later, before anything is served.
   let users: UserRepository | undefined;
   // DATA_DIR is private before the signing key is read or made in it (README "Files on disk").
   secureDataDir(config.DATA_DIR);
-  const hubIdentity = await openHubIdentity({
+  const identity = await openHubIdentity({
     dataDir: config.DATA_DIR,
     external: providerMissing.length ? {} : external,
     warn: (message) => log.warn(message),
     tokenVersions: { tokenVersion: (username) => users?.tokenVersion(username) },
     logins: options.logins ?? loginThrottleFrom(config),
   });
-  const verifier = options.tokenVerifier ?? hubIdentity.verifier;
-  const identity = identityModule(hubIdentity);
-  const modules: HubModule[] = [identity, ...CORE_MODULES, ...SLICED_CORE_MODULES, ...plugins];
-  // The hub's own settings count as a module's here: no module may claim one of them.
-  checkModules([
-    { name: 'hub', apiVersion: MODULE_API_VERSION, settings: hubSettings, create: () => undefined },
-    ...modules,
-  ]);
-  const store = StoreActor.open(join(config.DATA_DIR, 'meshhub.sqlite'), log.child({ component: 'store' }));
-  users = new UserRepository(store.db);
-  const scheduler = new SchedulerActor({
-    log: log.child({ component: 'scheduler' }),
-    ...(config.SCHEDULE_TIMEZONE ? { timezone: config.SCHEDULE_TIMEZONE } : {}),
-  });
-  const mounts = new HttpMounts<UpgradeHandler>();
-  const fanOut = new MeshFanOut({
-    bus,
-    dedupe: new PacketDedupe(),
-    onPacket: (port, via) => metrics.meshPackets.inc({ port, via }),
-  });
+  return {
+    identity,
+    verifier: options.tokenVerifier ?? identity.verifier,
+    providerMissing,
+    readUsersFrom: (db) => {
+      users = new UserRepository(db);
+    },
+  };
+}
 
+/** The radio (and the built-in simulator when there is no radio) and the ingest writer, after the store. */
+async function kernelActorsOf(
+  config: HubConfig,
+  parts: { bus: HubBus; log: Logger; metrics: HubMetrics; store: StoreActor; fanOut: MeshFanOut },
+): Promise<{ actors: Actor[]; radio: RadioActor }> {
+  const { bus, log, metrics, store, fanOut } = parts;
   const plan = await resolveRadioPlan(config, log);
   const simOptions = simulatorOptionsFrom(config);
   // The mesh API is the radio the apps see on 4403; the built-in simulator behind it moves aside.
   if (config.MESH_API && simOptions.port === config.MESH_API_PORT) simOptions.port = 0;
   const simulator = plan.kind === 'simulator' ? new SimulatorActor(simOptions, bus, log) : undefined;
-  // Loaded only when the mesh API is on: an idle hub without it keeps its memory (issue 17).
-  const meshApi = config.MESH_API ? await import('../src/mesh/api-server/index.js') : undefined;
-  const mirror: RadioMirror | undefined = meshApi
-    ? new meshApi.RadioMirror({ onListenerError: (err) => log.error({ err }, 'mesh API listener failed') })
-    : undefined;
-  const kernelActors = [
+  const radio = new RadioActor({
+    bus,
+    log,
+    metrics,
+    db: store.db,
+    plan,
+    heartbeatMs: config.RADIO_HEARTBEAT_SECONDS * 1000,
+    fanOut,
+  });
+  const actors = [
     store,
     new IngestWriterActor({ bus, db: store.db, log, metrics }),
     ...(simulator ? [simulator] : []),
-    new RadioActor({
-      bus,
-      log,
-      metrics,
-      db: store.db,
-      plan,
-      heartbeatMs: config.RADIO_HEARTBEAT_SECONDS * 1000,
-      fanOut,
-      ...(mirror ? { mirror } : {}),
-    }),
+    radio,
   ];
-  for (const actor of kernelActors) supervisor.add(actor);
+  return { actors, radio };
+}
 
-  const host = new ModuleHost({
-    bus,
-    db: store.db,
-    log,
-    metrics,
-    mounts,
-    scheduler,
-    identity: { ...hubIdentity, verifier },
-    ...(providerMissing.length ? { providerMissing } : {}),
-    ...(config.AUTH_JWKS_URL && config.AUTH_ISSUER && config.AUTH_AUDIENCE
-      ? {
-          provider: {
-            jwksUrl: config.AUTH_JWKS_URL,
-            issuer: config.AUTH_ISSUER,
-            audience: config.AUTH_AUDIENCE,
-            rolesClaim: config.AUTH_ROLES_CLAIM,
-          },
-        }
-      : {}),
-    fanOut,
-    hub: {
-      version,
-      startedAt,
-      dataDir: config.DATA_DIR,
-      listenHost: config.HTTP_HOST,
-      apiDocs: config.API_DOCS,
-      plugins: config.PLUGINS,
-    },
-  });
-  try {
-    for (const module of [identity, ...CORE_MODULES]) {
-      for (const actor of await host.create(module, coreSettings(config, module))) supervisor.add(actor);
-    }
-    for (const module of SLICED_CORE_MODULES) {
-      for (const actor of await host.create(module, settingsOfSlices.get(module.name))) supervisor.add(actor);
-    }
-    for (const plugin of plugins) {
-      const actors = await host.create(plugin, settingsOfSlices.get(plugin.name), { plugin: true });
-      for (const actor of actors) supervisor.add(actor);
-    }
-  } catch (error) {
-    // A module that refuses to be built (a bad setting, a path taken twice) stops the start; the
-    // connection opened for the contexts is closed, not left to the process's end.
-    await store.stop();
-    throw error;
+/** The external identity provider's settings for the modules' contexts, when all three are set. */
+function providerOf(config: HubConfig): ModuleHostParts['provider'] {
+  return config.AUTH_JWKS_URL && config.AUTH_ISSUER && config.AUTH_AUDIENCE
+    ? {
+        jwksUrl: config.AUTH_JWKS_URL,
+        issuer: config.AUTH_ISSUER,
+        audience: config.AUTH_AUDIENCE,
+        rolesClaim: config.AUTH_ROLES_CLAIM,
+      }
+    : undefined;
+}
+
+/** Creates every module in its context (the identity's, the core's, the sliced core's, the plugins') and adds its actors. */
+async function createModules(
+  host: ModuleHost,
+  supervisor: Supervisor,
+  modules: {
+    identity: HubModule;
+    plugins: readonly HubModule[];
+    coreSettings: (module: HubModule) => unknown;
+    sliceSettings: Map<string, unknown>;
+  },
+): Promise<void> {
+  for (const module of [modules.identity, ...CORE_MODULES]) {
+    for (const actor of await host.create(module, modules.coreSettings(module))) supervisor.add(actor);
   }
+  for (const module of SLICED_CORE_MODULES) {
+    for (const actor of await host.create(module, modules.sliceSettings.get(module.name)))
+      supervisor.add(actor);
+  }
+  for (const plugin of modules.plugins) {
+    const actors = await host.create(plugin, modules.sliceSettings.get(plugin.name), { plugin: true });
+    for (const actor of actors) supervisor.add(actor);
+  }
+}
 
-  const http = new HttpServerActor({
-    log: log.child({ component: 'http' }),
-    metrics,
-    mounts,
+/** Memory back after start-up and after bursts, once the hub is quiet (hub/memory-trim.ts). */
+function memoryTrimmerOf(bus: HubBus, db: Database, log: Logger): MemoryTrimmer {
+  let storedReadings = 0;
+  bus.on('memory-trim', 'reading.stored', ({ readings }) => {
+    storedReadings += readings.length;
+  });
+  return new MemoryTrimmer({
+    db,
+    activity: () => storedReadings,
+    onTrim: (before, after) =>
+      log.debug({ rssBefore: before, rssAfter: after }, 'gave memory back after a quiet period'),
+  });
+}
+
+/** The HTTP server: every module's mounts, /health and /metrics, on HTTP_PORT (and the component ports). */
+function httpActorOf(
+  config: HubConfig,
+  parts: {
+    log: Logger;
+    metrics: HubMetrics;
+    mounts: HttpMounts<UpgradeHandler>;
+    bus: HubBus;
+    supervisor: Supervisor;
+    version: string;
+    startedAt: number;
+  },
+): HttpServerActor {
+  const { bus, supervisor, version, startedAt } = parts;
+  return new HttpServerActor({
+    log: parts.log.child({ component: 'http' }),
+    metrics: parts.metrics,
+    mounts: parts.mounts,
     dependsOn: ['store'],
     host: config.HTTP_HOST,
     port: config.HTTP_PORT,
@@ -305,35 +324,79 @@ export async function createHub(config: HubConfig, options: HubOptions): Promise
     componentPorts: config.HTTP_COMPONENT_PORTS,
     allowedHosts: config.HTTP_ALLOWED_HOSTS,
   });
-  const gateway = supervisor.actors.find((a) => a instanceof MessageGatewayActor);
-  if (meshApi && mirror && gateway) {
-    supervisor.add(
-      meshApi.createMeshApiActor({
-        settings: config,
-        bus,
-        log,
-        db: store.db,
-        registry: metrics.registry,
-        mirror,
-        // Clients' packets take turns in the gateway's airtime-paced queue, never straight to the radio.
-        airtime: gateway,
-      }),
-    );
+}
+
+export async function createHub(config: HubConfig, options: HubOptions): Promise<Hub> {
+  const { log } = options;
+  const version = readVersion();
+  const startedAt = Date.now();
+  const plugins = await loadPlugins(config.PLUGINS);
+  const sliceSettings =
+    options.pluginSettings ?? loadSlices(options.env ?? process.env, [...SLICED_CORE_MODULES, ...plugins]);
+  const { bus, metrics, supervisor } = kernelOf(options);
+  const opened = await openIdentity(config, options);
+  const identity = identityModule(opened.identity);
+  const modules: HubModule[] = [identity, ...CORE_MODULES, ...SLICED_CORE_MODULES, ...plugins];
+  // The hub's own settings count as a module's here: no module may claim one of them.
+  checkModules([
+    { name: 'hub', apiVersion: MODULE_API_VERSION, settings: hubSettings, create: () => undefined },
+    ...modules,
+  ]);
+  const store = StoreActor.open(join(config.DATA_DIR, 'meshhub.sqlite'), log.child({ component: 'store' }));
+  opened.readUsersFrom(store.db);
+  const scheduler = new SchedulerActor({
+    log: log.child({ component: 'scheduler' }),
+    ...(config.SCHEDULE_TIMEZONE ? { timezone: config.SCHEDULE_TIMEZONE } : {}),
+  });
+  const mounts = new HttpMounts<UpgradeHandler>();
+  const fanOut = new MeshFanOut({
+    bus,
+    dedupe: new PacketDedupe(),
+    onPacket: (port, via) => metrics.meshPackets.inc({ port, via }),
+  });
+  const kernel = await kernelActorsOf(config, { bus, log, metrics, store, fanOut });
+  for (const actor of kernel.actors) supervisor.add(actor);
+
+  const provider = providerOf(config);
+  const host = new ModuleHost({
+    bus,
+    db: store.db,
+    log,
+    metrics,
+    mounts,
+    scheduler,
+    identity: { ...opened.identity, verifier: opened.verifier },
+    ...(opened.providerMissing.length ? { providerMissing: opened.providerMissing } : {}),
+    ...(provider ? { provider } : {}),
+    fanOut,
+    radio: kernel.radio,
+    hub: {
+      version,
+      startedAt,
+      dataDir: config.DATA_DIR,
+      listenHost: config.HTTP_HOST,
+      apiDocs: config.API_DOCS,
+      plugins: config.PLUGINS,
+    },
+  });
+  try {
+    await createModules(host, supervisor, {
+      identity,
+      plugins,
+      coreSettings: (module) => coreSettings(config, module),
+      sliceSettings,
+    });
+  } catch (error) {
+    // A module that refuses to be built (a bad setting, a path taken twice) stops the start; the
+    // connection opened for the contexts is closed, not left to the process's end.
+    await store.stop();
+    throw error;
   }
+
+  const http = httpActorOf(config, { log, metrics, mounts, bus, supervisor, version, startedAt });
   // Last in: jobs start once everything they drive is running.
   supervisor.add(http).add(scheduler);
-
-  // Memory back after start-up and after bursts, once the hub is quiet (hub/memory-trim.ts).
-  let storedReadings = 0;
-  bus.on('memory-trim', 'reading.stored', ({ readings }) => {
-    storedReadings += readings.length;
-  });
-  const trimmer = new MemoryTrimmer({
-    db: store.db,
-    activity: () => storedReadings,
-    onTrim: (before, after) =>
-      log.debug({ rssBefore: before, rssAfter: after }, 'gave memory back after a quiet period'),
-  });
+  const trimmer = memoryTrimmerOf(bus, store.db, log);
 
   return {
     bus,
@@ -343,7 +406,7 @@ export async function createHub(config: HubConfig, options: HubOptions): Promise
     http,
     scheduler,
     mesh: fanOut,
-    identity: hubIdentity,
+    identity: opened.identity,
     version,
     actor: <A>(name: string) => supervisor.actors.find((a) => a.name === name) as A | undefined,
     async start() {

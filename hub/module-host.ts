@@ -25,6 +25,12 @@ import type {
   ModuleAuth,
   ModuleContext,
   ModuleMetrics,
+  ModuleMqtt,
+  ModuleRadio,
+  MqttPublish,
+  MqttTopicDeclaration,
+  MqttTopicOptions,
+  MqttTopicRegistry,
   UpgradeHandler,
 } from '../src/module.js';
 import type { Database } from '../src/store/database.js';
@@ -43,6 +49,45 @@ export interface ModuleHostParts {
   providerMissing?: readonly string[];
   fanOut: MeshFanOut;
   hub: HubFacts;
+  /** The modules' MQTT topics (made here when not given). */
+  mqttTopics?: ModuleTopics;
+  /** The radio actor; none in a host without a radio (a tap is then refused). */
+  radio?: ModuleRadio;
+}
+
+const NO_RADIO: ModuleRadio = {
+  tap() {
+    throw new Error('this host has no radio to tap');
+  },
+};
+
+/** The one registry of the modules' MQTT topics (src/module.ts ModuleMqtt): declared here, read by the broker. */
+export class ModuleTopics implements MqttTopicRegistry {
+  private readonly list: MqttTopicDeclaration[] = [];
+  private publisher: MqttPublish | undefined;
+
+  get declared(): readonly MqttTopicDeclaration[] {
+    return this.list;
+  }
+
+  get version(): number {
+    return this.list.length;
+  }
+
+  declare(module: string, filter: string, options: MqttTopicOptions): void {
+    if (!filter || filter.startsWith('$') || /(^|\/)#./.test(filter))
+      throw new Error(`module ${module}: "${filter}" is not an MQTT topic filter`);
+    this.list.push({ ...options, filter, module });
+  }
+
+  carry(publish: MqttPublish | undefined): void {
+    this.publisher = publish;
+  }
+
+  /** Publishes through the broker carrying them; undefined when none does (the publish is dropped). */
+  publish(topic: string, payload: string): Promise<void> | undefined {
+    return this.publisher?.(topic, payload);
+  }
 }
 
 const silentLog = pino({ level: 'silent' });
@@ -51,7 +96,11 @@ const silentLog = pino({ level: 'silent' });
 export const moduleOwner = (name: string) => `module:${name}`;
 
 export class ModuleHost {
-  constructor(private readonly parts: ModuleHostParts) {}
+  private readonly topics: ModuleTopics;
+
+  constructor(private readonly parts: ModuleHostParts) {
+    this.topics = parts.mqttTopics ?? new ModuleTopics();
+  }
 
   async create<M extends HubModule>(
     module: M,
@@ -66,12 +115,13 @@ export class ModuleHost {
   private contextFor(name: string, plugin: boolean): ModuleContext {
     const { parts } = this;
     const owner = moduleOwner(name);
+    const log = parts.log.child(plugin ? { plugin: name } : { module: name });
     return {
       name,
       bus: parts.bus,
       owner,
       db: parts.db,
-      log: parts.log.child(plugin ? { plugin: name } : { module: name }),
+      log,
       hub: parts.hub,
       mesh: parts.fanOut,
       schedule: (job, cron, run) => parts.scheduler.add(`${name}.${job}`, cron, run),
@@ -82,6 +132,21 @@ export class ModuleHost {
       auth: this.auth(),
       // A metric name allows [a-zA-Z0-9_:]: `packet-stats` counts as `meshhub_packet_stats_…`.
       metrics: this.metrics(plugin ? `meshhub_${name.replace(/[^a-zA-Z0-9_]/g, '_')}_` : 'meshhub_'),
+      mqtt: this.mqtt(name, log),
+      radio: parts.radio ?? NO_RADIO,
+    };
+  }
+
+  private mqtt(name: string, log: Logger): ModuleMqtt {
+    const { topics } = this;
+    return {
+      topic: (filter, options) => topics.declare(name, filter, options),
+      publish: (topic, payload) => {
+        topics.publish(topic, payload)?.catch((err: unknown) => {
+          log.warn({ err, topic }, 'publishing on MQTT failed');
+        });
+      },
+      registry: topics,
     };
   }
 

@@ -1,7 +1,7 @@
 /**
  * What a module of this hub sees (the module seam, src/kernel/module.ts, with the hub's types):
  * its typed settings, the typed bus, the database, a logger, the scheduler, the HTTP mounts,
- * the hub's one identity and a metrics factory. Core features and plugins alike are written
+ * the MQTT topics it publishes, the hub's one identity and a metrics factory. Core features and plugins alike are written
  * against this and nothing else of the hub:
  *
  * ```ts
@@ -33,6 +33,7 @@ import type { LoginThrottle } from './auth/login-throttle.js';
 import type { AuthEnv } from './auth/require-auth.js';
 import type { HubBus } from './domain/events.js';
 import type { MeshPacketFanOut } from './domain/mesh.js';
+import type { RadioTap } from './domain/radio.js';
 import type { Component } from './http/routes.js';
 import {
   MODULE_API_VERSION,
@@ -86,6 +87,59 @@ export interface ModuleMetrics {
   readonly core: HubMetrics;
 }
 
+/** Who hears a module's MQTT topic (README "MQTT access"). */
+export interface MqttTopicOptions {
+  /** `admin`: forwarded to admins only, whatever wildcard (`meshhub/#`) another client subscribed with. */
+  readers: 'admin';
+  /**
+   * Also refuse a non-admin who names these topics in a SUBSCRIBE (SUBACK 0x80); without it the
+   * subscription is granted and simply hears nothing.
+   */
+  refuseOthers?: boolean;
+}
+
+/** One topic filter a module declared (`meshhub/billing/#`). */
+export interface MqttTopicDeclaration extends MqttTopicOptions {
+  readonly filter: string;
+  readonly module: string;
+}
+
+/** Publishes as the hub (no ACL applies): not retained, QoS 0. */
+export type MqttPublish = (topic: string, payload: string) => Promise<void>;
+
+/** The hub's one registry of module topics: the broker's ACL and forwarding filter read it. */
+export interface MqttTopicRegistry {
+  /** Every topic filter declared so far, in order; `version` changes with each declaration. */
+  readonly declared: readonly MqttTopicDeclaration[];
+  readonly version: number;
+  /** The broker, once listening, carries the modules' publishes (undefined: it stopped; publishes are dropped). */
+  carry(publish: MqttPublish | undefined): void;
+}
+
+/**
+ * A module's MQTT topics: the broker names no feature. A module declares what it publishes and
+ * who may read it, then publishes there as the hub:
+ *
+ * ```ts
+ * ctx.mqtt.topic('meshhub/billing/#', { readers: 'admin' });
+ * ctx.bus.on(ctx.owner, 'billing.changed', (c) => ctx.mqtt.publish(billingEventTopic(c), billingEventPayload(c)));
+ * ```
+ */
+export interface ModuleMqtt {
+  /** Declares a topic filter the module publishes on (only the hub publishes there); call it in `create`. */
+  topic(filter: string, options: MqttTopicOptions): void;
+  /** Publishes as the hub, not retained, QoS 0; dropped while no broker runs, a failure is logged. */
+  publish(topic: string, payload: string): void;
+  /** The registry itself, for the broker module. */
+  readonly registry: MqttTopicRegistry;
+}
+
+/** The hub's radio link, as a module may reach it beside the bus (`radio.send`, `radio.status`). */
+export interface ModuleRadio {
+  /** Taps the link: call it in `create` (before the hub starts), so the tap sees the handshake. */
+  tap(tap: RadioTap): void;
+}
+
 export interface HubFacts {
   readonly version: string;
   /** When the process started (ms since the epoch). */
@@ -122,6 +176,8 @@ export interface ModuleContext {
   upgrade(path: string, handler: UpgradeHandler): void;
   readonly auth: ModuleAuth;
   readonly metrics: ModuleMetrics;
+  readonly mqtt: ModuleMqtt;
+  readonly radio: ModuleRadio;
 }
 
 export type HubModule<S extends SettingsSchema = SettingsSchema> = ModuleDefinition<ModuleContext, S>;

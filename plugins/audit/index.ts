@@ -21,6 +21,7 @@ import {
   auditConfigFrom,
   auditSettings,
 } from './config.js';
+import { AUDIT_ALERTS_TOPIC } from './events.js';
 import { auditOpenApiDocument } from './http/openapi.js';
 import { PrivacyPolicy } from './http/privacy.js';
 import { RateLimiter } from './http/rate-limit.js';
@@ -124,6 +125,11 @@ export const auditModule = defineModule({
       : undefined;
     // Issue 14: alert rules; evaluated (an actor) only with ALERTS_ENABLED.
     const alerting = createAlerting({ config, store, bus: ctx.bus, metrics: ctx.metrics, log: ctx.log });
+    // Alerts name people and what they did: admins only, and a non-admin naming them is refused.
+    ctx.mqtt.topic('meshhub/audit/#', { readers: 'admin', refuseOthers: true });
+    ctx.bus.on(ctx.owner, 'audit.alert', ({ alert }) =>
+      ctx.mqtt.publish(AUDIT_ALERTS_TOPIC, JSON.stringify(alert)),
+    );
     const groups = auditRouteGroups({
       config,
       store,

@@ -8,6 +8,11 @@
  */
 import type { BillingChange } from '../../src/domain/events.js';
 import { openApiRoutes } from '../../src/http/api-docs.js';
+import {
+  BILLING_TOPIC_ROOT,
+  billingEventPayload,
+  billingEventTopic,
+} from '../../src/messaging/mqtt-events.js';
 import { defineModule } from '../../src/module.js';
 import { migrateComponent } from '../../src/store/component-migrations.js';
 import { BillingService } from './billing-service.js';
@@ -29,6 +34,11 @@ export const billingModule = defineModule({
     const storage = new SqliteBillingStorage(ctx.db);
     const metrics = new BillingMetrics(ctx.metrics, () => storage.store.countPaid());
     const onChange = (change: BillingChange) => ctx.bus.emit('billing.changed', change);
+    // Issue 11: every paid subscription's state change on `meshhub/billing/<subscriber>`, admins only.
+    ctx.mqtt.topic(`${BILLING_TOPIC_ROOT}/#`, { readers: 'admin' });
+    ctx.bus.on(ctx.owner, 'billing.changed', (change) =>
+      ctx.mqtt.publish(billingEventTopic(change), billingEventPayload(change)),
+    );
     const service = new BillingService({
       storage,
       client: new GreenfieldClient(config),

@@ -13,7 +13,7 @@ export type ReadingSource = 'radio' | 'mqtt' | 'http' | 'sim';
 
 /**
  * The core's events. A feature or plugin adds its own beside itself by declaration merging
- * (src/messaging/events.ts, plugins/billing/events.ts):
+ * (src/messaging/events.ts, plugins/audit/events.ts):
  *
  * ```ts
  * declare module '../domain/events.js' {
@@ -50,8 +50,6 @@ export interface HubEvents {
   'mesh.routing': MeshRoutingReport;
   /** A billing subscription changed state (the billing plugin, issue 11), after commit. */
   'billing.changed': BillingChange;
-  /** An audit alert rule fired (the audit plugin, issue 14), after commit: MQTT `meshhub/audit/alerts`, admins only. */
-  'audit.alert': AuditAlertNotice;
   'hub.stopping': Record<string, never>;
 }
 
@@ -70,17 +68,12 @@ export interface BillingChange {
   currentPeriodEnd: number | null;
 }
 
-/** A stored audit alert, as the plugin's `GET /api/alerts` shows it (JSON-ready; the broker only serialises it). */
-export interface AuditAlertNotice {
-  alert: Readonly<Record<string, unknown>>;
-}
-
 /** Events whose last value the bus keeps (`bus.last`, `on(…, { replay: true })`). */
 export const RETAINED_EVENTS = ['radio.status', 'simulator.listening'] as const satisfies ReadonlyArray<
   keyof HubEvents
 >;
 
-export type HubRequests = {
+export interface HubRequests {
   /**
    * Commits readings; answers once they are durable. `urgent`: a sender waits for the answer
    * (a PUBACK, an HTTP response), so commit at the next turn instead of the writer's batching delay.
@@ -92,6 +85,6 @@ export type HubRequests = {
   };
   /** Hands a packet to the radio; rejects (TransportClosedError) while the link is down. */
   'radio.send': { request: RadioSendRequest; response: { id: number } };
-};
+}
 
 export type HubBus = Bus<HubEvents, HubRequests>;

@@ -1,7 +1,8 @@
 /**
  * The radio link as the rest of the hub sees it: its state (retained on the bus as
- * `radio.status`) and what a module hands the radio to send.
+ * `radio.status`), what a module hands the radio to send, and a tap on the link.
  */
+import type { Mesh } from '@meshtastic/protobufs';
 
 export type RadioLinkState = 'disconnected' | 'connecting' | 'configuring' | 'connected';
 
@@ -28,4 +29,15 @@ export interface RadioSendRequest {
   payload: Uint8Array;
   wantAck: boolean;
   channel?: number;
+}
+
+/**
+ * A second view of the radio link (the mesh API's mirror, src/mesh-api/radio-mirror.ts): the
+ * radio actor hands it every FromRadio and every packet the hub sent, and lends it a raw send.
+ */
+export interface RadioTap {
+  fromRadio(message: Mesh.FromRadio, receivedAt: number): void;
+  sent(packet: Mesh.MeshPacket): void;
+  /** The radio's raw send while the link runs; undefined once it stops. */
+  attachSender(sender: ((packet: Mesh.MeshPacket) => Promise<void>) | undefined): void;
 }

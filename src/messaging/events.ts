@@ -6,4 +6,16 @@ declare module '../domain/events.js' {
     /** A message was stored or changed status (created, sent, delivered, failed, read). */
     'message.updated': MessageChange;
   }
+  interface HubRequests {
+    /**
+     * A packet from outside messaging (a mesh API client) takes a turn in the gateway's
+     * airtime-paced send queue: `transmit` runs in the next free slot, which then stays taken
+     * for the airtime share of `payloadBytes`. Answered by the gateway actor while it runs.
+     */
+    'messaging.sendPaced': {
+      request: { payloadBytes: number; transmit: () => Promise<void> };
+      // biome-ignore lint/suspicious/noConfusingVoidType: the answer is "sent", nothing more
+      response: void;
+    };
+  }
 }

@@ -124,6 +124,9 @@ export class MessageGatewayActor extends Actor {
     };
     // Replayed: the link's current state (and the hub's node number) arrives at once.
     bus.on(this.name, 'radio.status', (status) => post({ kind: 'status', status }), { replay: true });
+    bus.handle(this.name, 'messaging.sendPaced', ({ payloadBytes, transmit }) =>
+      this.sendPaced(payloadBytes, transmit),
+    );
     // The radio link keeps wall-clock time; the texts keep the gateway's clock.
     bus.on(this.name, 'radio.quietEnded', ({ quietSince }) =>
       post({ kind: 'radioBack', since: this.clock.now() - (Date.now() - quietSince) }),
@@ -165,7 +168,7 @@ export class MessageGatewayActor extends Actor {
   }
 
   /**
-   * A packet from outside messaging (a mesh API client, src/mesh/api-server) takes a turn in the
+   * A packet from outside messaging (a mesh API client, src/mesh-api) takes a turn in the
    * same airtime-paced send queue as the hub's texts: `transmit` runs in the next free slot, then
    * the slot stays taken for the airtime share of `payloadBytes`. Rejects when the gateway is
    * stopped or `transmit` fails.

@@ -6,6 +6,7 @@ import { defineModule } from '../module.js';
 import { MessageGatewayActor } from './gateway-actor.js';
 import { watchMessageMetrics } from './metrics.js';
 import { messagingRoutesFor } from './mount.js';
+import { MESSAGES_TOPIC_ROOT, messageEventPayload, messageEventTopic } from './mqtt-events.js';
 import { messagingSettings } from './settings.js';
 
 export const messagingModule = defineModule({
@@ -25,6 +26,11 @@ export const messagingModule = defineModule({
         maxHoldHours: s.MESSAGE_HOLD_HOURS,
       }),
       { component: 'gateway' },
+    );
+    // Issue 4: every message transition on `meshhub/messages/<subscriber>/<node_id>`, admins only.
+    ctx.mqtt.topic(`${MESSAGES_TOPIC_ROOT}/#`, { readers: 'admin' });
+    ctx.bus.on(ctx.owner, 'message.updated', (change) =>
+      ctx.mqtt.publish(messageEventTopic(change), messageEventPayload(change)),
     );
     watchMessageMetrics({ bus: ctx.bus, metrics: ctx.metrics.core, db: ctx.db, owner: ctx.owner });
     const gateway = new MessageGatewayActor({

@@ -7,11 +7,12 @@
  * | `integration`         | `homeassistant/status` (HA's birth/will)  | `meshhub/#`, `homeassistant/#` |
  * | `admin`               | both of the above                         | everything, `$SYS/#` included |
  *
- * Nobody but the hub itself publishes on the hub's own event topics (HUB_OWNED_PATTERNS):
- * the hub publishes with `broker.publish`, which no ACL sees. `$`-topics are the broker's.
+ * Nobody but the hub itself publishes on the hub's own event topics (HUB_OWNED_PATTERNS and
+ * the topics modules declare, ModuleTopicRules): the hub publishes with `broker.publish`, which
+ * no ACL sees. `$`-topics are the broker's. A module's topic declared with `readers: 'admin'`
+ * reaches admins only; with `refuseOthers`, a non-admin naming it in a SUBSCRIBE is refused.
  */
 import {
-  ADMIN_ONLY_PATTERNS,
   EVENT_PATTERNS,
   filterWithin,
   HA_STATUS_TOPIC,
@@ -19,8 +20,12 @@ import {
   isHubOwnedTopic,
   isIngestTopic,
   MESH_ROOT,
+  ModuleTopicRules,
   type TopicPattern,
 } from './topics.js';
+
+/** No module topics: the core's own table alone. */
+const CORE_ONLY = new ModuleTopicRules();
 
 /** The roles the broker knows; any other role a user carries is ignored here. */
 export const MQTT_ROLES = ['device', 'ingest', 'integration', 'admin'] as const;
@@ -39,12 +44,12 @@ export function hasMqttRole(roles: readonly string[]): boolean {
 /** What a topic name is to the broker, worked out once per publish. */
 export type TopicClass = 'reserved' | 'ha-status' | 'hub' | 'ingest' | 'other';
 
-export function topicClass(topic: string): TopicClass {
+export function topicClass(topic: string, modules: ModuleTopicRules = CORE_ONLY): TopicClass {
   // The busiest topic first: every plain sensor publishes here.
   if (topic === INGEST_READINGS_TOPIC) return 'ingest';
   if (topic.startsWith('$')) return 'reserved';
   if (topic === HA_STATUS_TOPIC) return 'ha-status';
-  if (isHubOwnedTopic(topic)) return 'hub';
+  if (isHubOwnedTopic(topic) || modules.isDeclared(topic)) return 'hub';
   return isIngestTopic(topic) ? 'ingest' : 'other';
 }
 
@@ -53,14 +58,21 @@ export function mayPublishClass(roles: readonly string[], kind: TopicClass): boo
   return kind === 'ingest' && has(roles, 'device', 'ingest', 'admin');
 }
 
-export function mayPublish(roles: readonly string[], topic: string): boolean {
-  return mayPublishClass(roles, topicClass(topic));
+export function mayPublish(
+  roles: readonly string[],
+  topic: string,
+  modules: ModuleTopicRules = CORE_ONLY,
+): boolean {
+  return mayPublishClass(roles, topicClass(topic, modules));
 }
 
-export function maySubscribe(roles: readonly string[], filter: string): boolean {
+export function maySubscribe(
+  roles: readonly string[],
+  filter: string,
+  modules: ModuleTopicRules = CORE_ONLY,
+): boolean {
   if (has(roles, 'admin')) return true;
-  // Audit alerts name people and what they did: a non-admin asking for them by name is refused.
-  if (ADMIN_ONLY_PATTERNS.some((p) => filterWithin(filter, p))) return false;
+  if (modules.refusesNonAdmin(filter)) return false;
   if (has(roles, 'integration') && EVENT_PATTERNS.some((p) => filterWithin(filter, p))) return true;
   return has(roles, 'device', 'ingest') && DOWNLINK_PATTERNS.some((p) => filterWithin(filter, p));
 }

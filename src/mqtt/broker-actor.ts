@@ -11,13 +11,8 @@ import type { ChannelKey } from '../mesh/mqtt/channel-keys.js';
 import { ChannelKeyring } from '../mesh/mqtt/channel-keys.js';
 import type { TrustedGateways } from '../mesh/mqtt/trusted-gateways.js';
 import { MeshUplinkDecoder } from '../mesh/mqtt/uplink.js';
-import {
-  billingEventPayload,
-  billingEventTopic,
-  messageEventPayload,
-  messageEventTopic,
-} from '../messaging/mqtt-events.js';
 import type { HubMetrics } from '../metrics.js';
+import type { MqttTopicRegistry } from '../module.js';
 import type { Database } from '../store/database.js';
 import { NodeRepository } from '../store/nodes-repository.js';
 import { type CheckPassword, MqttAuthenticator } from './authenticator.js';
@@ -27,7 +22,7 @@ import { MqttIngest } from './ingest-router.js';
 import { LatestReadings } from './latest-readings.js';
 import { RetainedLedger, type RetainedLimits } from './retained.js';
 import { mqttGuardMetrics } from './security-metrics.js';
-import { AUDIT_ALERTS_TOPIC } from './topics.js';
+import { ModuleTopicRules } from './topics.js';
 
 interface IngestTally {
   labels: { format: string; outcome: string };
@@ -82,6 +77,8 @@ export class MqttBrokerActor extends Actor {
       tokenVerifier?: TokenVerifier;
       /** The hub's login throttle, shared with HTTP logins. */
       logins?: LoginThrottle;
+      /** The topics modules declared and publish on (src/module.ts ModuleMqtt); none when absent. */
+      moduleTopics?: MqttTopicRegistry;
       version: string;
     },
   ) {
@@ -138,6 +135,7 @@ export class MqttBrokerActor extends Actor {
       maxPacketBytes: settings.maxPacketBytes,
       drainTimeoutMs: settings.drainTimeoutMs,
       websocket: settings.websocket,
+      moduleTopics: new ModuleTopicRules(this.deps.moduleTopics),
       onHomeAssistantStatus: (payload) => {
         if (payload === 'online') this.publisher?.homeAssistantOnline();
       },
@@ -166,24 +164,8 @@ export class MqttBrokerActor extends Actor {
       publisher.readingsStored(readings.map((r) => r.nodeId)),
     );
     bus.on(this.name, 'node.updated', (update) => publisher.nodeUpdated(update.nodeId));
-    // Issue 4: every message transition on `meshhub/messages/<subscriber>/<node_id>` (admins only).
-    bus.on(this.name, 'message.updated', (change) => {
-      broker.publish(messageEventTopic(change), messageEventPayload(change)).catch((err: unknown) => {
-        log.warn({ err }, 'publishing a message event failed');
-      });
-    });
-    // Issue 11: every paid subscription's state change on `meshhub/billing/<subscriber>` (admins only).
-    bus.on(this.name, 'billing.changed', (change) => {
-      broker.publish(billingEventTopic(change), billingEventPayload(change)).catch((err: unknown) => {
-        log.warn({ err }, 'publishing a billing event failed');
-      });
-    });
-    // Issue 14: audit alerts on `meshhub/audit/alerts` (admins only; see acl.ts and broker.ts).
-    bus.on(this.name, 'audit.alert', ({ alert }) => {
-      broker.publish(AUDIT_ALERTS_TOPIC, JSON.stringify(alert)).catch((err: unknown) => {
-        log.warn({ err }, 'publishing an audit alert failed');
-      });
-    });
+    // Modules' own events (ctx.mqtt.publish): not retained, on the topics they declared.
+    this.deps.moduleTopics?.carry((topic, payload) => broker.publish(topic, payload));
     publisher.start();
     log.info(
       {
@@ -254,6 +236,7 @@ export class MqttBrokerActor extends Actor {
 
   async stop(): Promise<void> {
     this.deps.bus.removeOwner(this.name);
+    this.deps.moduleTopics?.carry(undefined);
     this.flushTallies();
     this.stopTallies?.();
     this.stopTallies = undefined;

@@ -27,10 +27,7 @@ import { type MqttAuthenticator, MqttAuthFailure, type MqttIdentity } from './au
 import type { MqttIngest } from './ingest-router.js';
 import { guardConnection } from './packet-size-guard.js';
 import type { RetainedLedger, RetainedRefusal } from './retained.js';
-import { HA_STATUS_TOPIC } from './topics.js';
-
-/** Topics of message, billing and audit alert events: forwarded to admins only. */
-const ADMIN_ONLY_PREFIXES = ['meshhub/messages/', 'meshhub/billing/', 'meshhub/audit/'];
+import { HA_STATUS_TOPIC, ModuleTopicRules } from './topics.js';
 export const WEBSOCKET_PATH = '/mqtt';
 /**
  * Socket read buffer (Node's default is 16 KiB). Aedes reads the next chunk only when every
@@ -51,6 +48,8 @@ export interface MqttBrokerOptions {
   drainTimeoutMs: number;
   /** Serve MQTT over WebSocket at /mqtt through `handleUpgrade`. */
   websocket: boolean;
+  /** The topics modules declared (who may read them); none when absent. */
+  moduleTopics?: ModuleTopicRules;
   /** Home Assistant published its status (`online` after it (re)started). */
   onHomeAssistantStatus?: (payload: string) => void;
   onClientsChanged?: (connected: number) => void;
@@ -74,8 +73,11 @@ export class MqttBroker {
    * (reading-sink.ts), so one handler per commit releases them all.
    */
   private readonly holding = new Map<Promise<void>, HeldAck[]>();
+  private readonly modules: ModuleTopicRules;
 
   constructor(private readonly options: MqttBrokerOptions) {
+    const modules = options.moduleTopics ?? new ModuleTopicRules();
+    this.modules = modules;
     this.aedes = new Aedes({
       id: 'meshhub',
       connectTimeout: 10_000,
@@ -83,15 +85,16 @@ export class MqttBroker {
       maxClientsIdLength: 128,
       authenticate: (client, username, password, done) => this.authenticate(client, username, password, done),
       authorizePublish: (client, packet, done) => this.authorizePublish(client, packet.topic, packet, done),
-      // Message and billing events carry subscribers' private texts and payments: an integration allowed `meshhub/#`
+      // Modules' admin-only topics (private texts, payments, …): an integration allowed `meshhub/#`
       // still gets them only when it is an admin (a subscribe ACL cannot split a wildcard).
       authorizeForward: (client, packet) => {
-        if (!ADMIN_ONLY_PREFIXES.some((p) => packet.topic.startsWith(p))) return packet;
+        if (!modules.isAdminOnly(packet.topic)) return packet;
         return this.identities.get(client)?.roles.includes('admin') ? packet : null;
       },
       authorizeSubscribe: (client, subscription, done) => {
         const identity = this.identities.get(client);
-        if (identity && maySubscribe(identity.roles, subscription.topic)) return done(null, subscription);
+        if (identity && maySubscribe(identity.roles, subscription.topic, modules))
+          return done(null, subscription);
         this.options.onDenied?.('subscribe');
         this.options.log.warn(
           { clientId: client.id, username: identity?.username, topic: subscription.topic },
@@ -280,7 +283,7 @@ export class MqttBroker {
     done: (error?: Error | null) => void,
   ): void {
     const identity = client ? this.identities.get(client) : undefined;
-    const kind = topicClass(topic);
+    const kind = topicClass(topic, this.modules);
     if (!identity || !mayPublishClass(identity.roles, kind)) {
       this.options.onDenied?.('publish');
       this.options.log.warn(

@@ -40,6 +40,7 @@ export const mqttModule = defineModule({
       checkPassword: (username, password) => users.checkPassword(username, password),
       tokenVerifier: ctx.auth.verifier,
       logins: ctx.auth.logins,
+      moduleTopics: ctx.mqtt.registry,
       version: ctx.hub.version,
     });
     if (s.MQTT_WEBSOCKET)

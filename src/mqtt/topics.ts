@@ -1,7 +1,10 @@
 /**
  * The broker's topic map (README "MQTT topics"). Ingestion topics are where readings come in;
- * event topics are where the hub tells what it knows, and only the hub publishes there.
+ * event topics are where the hub tells what it knows, and only the hub publishes there. Features'
+ * own event topics are not listed here: each module declares them (src/module.ts ModuleMqtt) and
+ * the broker reads them through ModuleTopicRules.
  */
+import type { MqttTopicRegistry } from '../module.js';
 
 /** Meshtastic gateways' uplink root (their MQTT module's default root topic is `msh/<region>`). */
 export const MESH_ROOT = 'msh';
@@ -16,8 +19,6 @@ export const HA_STATUS_TOPIC = `${HA_PREFIX}/status`;
 export const readingTopic = (nodeId: string) => `meshhub/readings/${nodeId}`;
 export const nodeTopic = (nodeId: string) => `meshhub/nodes/${nodeId}`;
 export const availabilityTopic = (nodeId: string) => `meshhub/nodes/${nodeId}/availability`;
-/** Audit alerts (the audit plugin, issue 14): admins only, for subscribing and forwarding alike. */
-export const AUDIT_ALERTS_TOPIC = 'meshhub/audit/alerts';
 
 /** Topic filters as level arrays: `['msh', '#']`. */
 export type TopicPattern = readonly string[];
@@ -27,18 +28,16 @@ const pattern = (filter: string): TopicPattern => filter.split('/');
 export const INGEST_PATTERNS: readonly TopicPattern[] = [pattern('msh/#'), pattern('meshhub/ingest/#')];
 /** What integrations may subscribe to. */
 export const EVENT_PATTERNS: readonly TopicPattern[] = [pattern('meshhub/#'), pattern(`${HA_PREFIX}/#`)];
-/** Published by the hub alone; a client publishing here is refused and disconnected. */
+/**
+ * Published by the hub alone; a client publishing here is refused and disconnected. With the
+ * topics modules declare (ModuleTopicRules).
+ */
 export const HUB_OWNED_PATTERNS: readonly TopicPattern[] = [
   pattern('meshhub/readings/#'),
   pattern('meshhub/nodes/#'),
   pattern(HUB_STATUS_TOPIC),
-  pattern('meshhub/messages/#'),
-  pattern('meshhub/billing/#'),
-  pattern('meshhub/audit/#'),
   pattern(`${HA_PREFIX}/#`),
 ];
-/** Topics only admins may subscribe to by name (a wildcard that covers them is filtered at forwarding). */
-export const ADMIN_ONLY_PATTERNS: readonly TopicPattern[] = [pattern('meshhub/audit/#')];
 
 /** True when topic name `topic` (no wildcards) matches `filter` ([MQTT-4.7]: `+` one level, `#` the rest, the parent included). */
 export function topicMatches(filter: TopicPattern, topic: string): boolean {
@@ -93,6 +92,47 @@ export function compileTopicPatterns(patterns: readonly TopicPattern[]): (topic:
 
 export const isIngestTopic = compileTopicPatterns(INGEST_PATTERNS);
 export const isHubOwnedTopic = compileTopicPatterns(HUB_OWNED_PATTERNS);
+
+/**
+ * The topics modules declared (src/module.ts ModuleMqtt), compiled for the broker: the one list
+ * the ACL (who may publish, who may name them in a SUBSCRIBE) and the forwarding filter read.
+ * Recompiled when a module declares another.
+ */
+export class ModuleTopicRules {
+  private compiledAt = -1;
+  private declaredTest: (topic: string) => boolean = () => false;
+  private adminOnlyTest: (topic: string) => boolean = () => false;
+  private refusedPatterns: readonly TopicPattern[] = [];
+
+  constructor(private readonly registry?: MqttTopicRegistry) {}
+
+  /** A topic a module publishes on: only the hub publishes there. */
+  isDeclared(topic: string): boolean {
+    return this.compiled().declaredTest(topic);
+  }
+
+  /** Forwarded to admins only (a subscribe ACL cannot split a wildcard such as `meshhub/#`). */
+  isAdminOnly(topic: string): boolean {
+    return this.compiled().adminOnlyTest(topic);
+  }
+
+  /** A non-admin naming this filter in a SUBSCRIBE is refused. */
+  refusesNonAdmin(filter: string): boolean {
+    return this.compiled().refusedPatterns.some((p) => filterWithin(filter, p));
+  }
+
+  private compiled(): this {
+    const registry = this.registry;
+    if (!registry || registry.version === this.compiledAt) return this;
+    const all = registry.declared;
+    this.declaredTest = compileTopicPatterns(all.map((d) => pattern(d.filter)));
+    const adminOnly = all.filter((d) => d.readers === 'admin');
+    this.adminOnlyTest = compileTopicPatterns(adminOnly.map((d) => pattern(d.filter)));
+    this.refusedPatterns = adminOnly.filter((d) => d.refuseOthers).map((d) => pattern(d.filter));
+    this.compiledAt = registry.version;
+    return this;
+  }
+}
 
 /**
  * A Home Assistant discovery `node_id`/`object_id` ([a-zA-Z0-9_-]): a mesh id `!a1b2c3d4` becomes

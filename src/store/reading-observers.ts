@@ -5,7 +5,7 @@
  * throws fails the whole write.
  *
  * Registered per database connection rather than per writer: the module that observes (sync) is
- * created apart from the actor that owns the writer (hub/ingest-writer.ts), and src/store must
+ * created apart from the actor that owns the writer (src/store/ingest-writer-actor.ts), and src/store must
  * not know who observes.
  */
 import type { Database } from './database.js';

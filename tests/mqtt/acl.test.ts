@@ -4,10 +4,11 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { ModuleTopics } from '../../hub/module-host.js';
 import { hasMqttRole, mayPublish, maySubscribe } from '../../src/mqtt/acl.js';
 import { MqttAuthenticator, MqttAuthFailure } from '../../src/mqtt/authenticator.js';
 import { MqttPacketSizeGuard } from '../../src/mqtt/packet-size-guard.js';
-import { filterWithin, haSafeId, topicMatches } from '../../src/mqtt/topics.js';
+import { filterWithin, haSafeId, ModuleTopicRules, topicMatches } from '../../src/mqtt/topics.js';
 
 describe('ACL', () => {
   it.each([
@@ -72,6 +73,36 @@ describe('ACL', () => {
       }),
       { numRuns: 2_000 },
     );
+  });
+});
+
+describe('module topics (ctx.mqtt.topic)', () => {
+  const registry = new ModuleTopics();
+  const rules = new ModuleTopicRules(registry);
+
+  it('are published by the hub alone, forwarded to admins only, and refused by name only when the module says so', () => {
+    expect(rules.isAdminOnly('meshhub/billing/alice')).toBe(false);
+    registry.declare('billing', 'meshhub/billing/#', { readers: 'admin' });
+    registry.declare('audit', 'meshhub/audit/#', { readers: 'admin', refuseOthers: true });
+    for (const roles of [['admin'], ['integration'], ['device']]) {
+      expect(mayPublish(roles, 'meshhub/billing/alice', rules)).toBe(false);
+      expect(mayPublish(roles, 'meshhub/audit/alerts', rules)).toBe(false);
+    }
+    expect(rules.isAdminOnly('meshhub/billing/alice')).toBe(true);
+    expect(rules.isAdminOnly('meshhub/audit/alerts')).toBe(true);
+    expect(rules.isAdminOnly('meshhub/readings/!01020304')).toBe(false);
+    expect(maySubscribe(['integration'], 'meshhub/billing/alice', rules)).toBe(true);
+    expect(maySubscribe(['integration'], 'meshhub/audit/alerts', rules)).toBe(false);
+    expect(maySubscribe(['integration'], 'meshhub/audit/#', rules)).toBe(false);
+    expect(maySubscribe(['integration'], 'meshhub/#', rules)).toBe(true);
+    expect(maySubscribe(['admin'], 'meshhub/audit/#', rules)).toBe(true);
+  });
+
+  it('refuses what is not a topic filter', () => {
+    expect(() => registry.declare('x', 'meshhub/#/more', { readers: 'admin' })).toThrow(
+      /not an MQTT topic filter/,
+    );
+    expect(() => registry.declare('x', '$SYS/#', { readers: 'admin' })).toThrow(/not an MQTT topic filter/);
   });
 });
 

@@ -197,7 +197,7 @@ describe.skipIf(cannotMount !== undefined)('a full disk (a 24 MB tmpfs under the
     await client2.publishAsync('meshhub/ingest/readings', JSON.stringify(mqttReading), { qos: 1 });
     acknowledged += 1;
     await client2.endAsync();
-    // `ok` again once writes have succeeded with no refusal for a while (hub/ingest-writer.ts:
+    // `ok` again once writes have succeeded with no refusal for a while (src/store/ingest-writer-actor.ts:
     // a small write fitting in the last free pages does not mean there is room).
     const recovered = Date.now();
     await waitFor(

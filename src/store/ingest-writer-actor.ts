@@ -1,12 +1,12 @@
-import type { HubBus, HubRequests } from '../src/domain/events.js';
-import { Actor } from '../src/kernel/actor.js';
-import type { Mailbox } from '../src/kernel/mailbox.js';
-import type { Logger } from '../src/log.js';
-import type { HubMetrics } from '../src/metrics.js';
-import { BatchingWriter, type ReadingBatch } from '../src/store/batching-writer.js';
-import type { Database } from '../src/store/database.js';
-import { ReadingWriter } from '../src/store/reading-writer.js';
-import { isStorageFull } from '../src/store/storage-full.js';
+import type { HubBus, HubRequests } from '../domain/events.js';
+import { Actor } from '../kernel/actor.js';
+import type { Mailbox } from '../kernel/mailbox.js';
+import type { Logger } from '../log.js';
+import type { HubMetrics } from '../metrics.js';
+import { BatchingWriter, type ReadingBatch } from './batching-writer.js';
+import type { Database } from './database.js';
+import { ReadingWriter } from './reading-writer.js';
+import { isStorageFull } from './storage-full.js';
 
 /** After a refusal for want of space, how long commits must succeed before the disk counts as having room. */
 const STORAGE_FULL_HOLD_MS = 15_000;

@@ -10,8 +10,8 @@
 import type { Socket } from 'node:net';
 import { create, fromBinary, type MessageInitShape, toBinary } from '@bufbuild/protobuf';
 import { Mesh } from '@meshtastic/protobufs';
-import { StreamClosedError, waitForDrain } from '../../kernel/timing.js';
-import { encodeFrame, StreamFramer } from '../framing.js';
+import { StreamClosedError, waitForDrain } from '../kernel/timing.js';
+import { encodeFrame, StreamFramer } from '../mesh/framing.js';
 
 type FromRadioVariant = MessageInitShape<typeof Mesh.FromRadioSchema>['payloadVariant'];
 

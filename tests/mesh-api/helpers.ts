@@ -5,9 +5,9 @@
 import { connect, type Socket } from 'node:net';
 import { create, fromBinary, type MessageInitShape, toBinary } from '@bufbuild/protobuf';
 import { Mesh } from '@meshtastic/protobufs';
-import type { MeshApiActor } from '../../../src/mesh/api-server/mesh-api-actor.js';
-import { encodeFrame, StreamFramer } from '../../../src/mesh/framing.js';
-import { startTestHub, type TestHub, waitFor } from '../../helpers/hub.js';
+import { encodeFrame, StreamFramer } from '../../src/mesh/framing.js';
+import type { MeshApiActor } from '../../src/mesh-api/mesh-api-actor.js';
+import { startTestHub, type TestHub, waitFor } from '../helpers/hub.js';
 
 export const MESH_API_ENV = {
   MESH_API_PORT: '0',

@@ -8,10 +8,10 @@ import { MeshDevice, Protobuf } from '@meshtastic/core';
 import { Admin, Mesh, Portnums } from '@meshtastic/protobufs';
 import { TransportNode } from '@meshtastic/transport-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { MeshApiActor } from '../../../src/mesh/api-server/mesh-api-actor.js';
-import { MessageGatewayActor } from '../../../src/messaging/gateway-actor.js';
-import { NodeRepository } from '../../../src/store/nodes-repository.js';
-import { type TestHub, waitFor } from '../../helpers/hub.js';
+import type { MeshApiActor } from '../../src/mesh-api/mesh-api-actor.js';
+import { MessageGatewayActor } from '../../src/messaging/gateway-actor.js';
+import { NodeRepository } from '../../src/store/nodes-repository.js';
+import { type TestHub, waitFor } from '../helpers/hub.js';
 import { RawClient, startMeshApiHub } from './helpers.js';
 
 const CONFIGURED = 7; // DeviceStatusEnum.DeviceConfigured

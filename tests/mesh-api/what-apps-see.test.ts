@@ -10,11 +10,11 @@
 import { create, fromBinary, toBinary } from '@bufbuild/protobuf';
 import { Admin, Config, Mesh, ModuleConfig, Portnums } from '@meshtastic/protobufs';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { MeshApiActor } from '../../../src/mesh/api-server/mesh-api-actor.js';
-import { RadioMirror } from '../../../src/mesh/api-server/radio-mirror.js';
-import { packetWithoutSecrets, restoreSecrets } from '../../../src/mesh/api-server/secrets.js';
-import { type TestHub, waitFor } from '../../helpers/hub.js';
-import { send, subscriber, waitForStatus } from '../../messaging/helpers.js';
+import type { MeshApiActor } from '../../src/mesh-api/mesh-api-actor.js';
+import { RadioMirror } from '../../src/mesh-api/radio-mirror.js';
+import { packetWithoutSecrets, restoreSecrets } from '../../src/mesh-api/secrets.js';
+import { type TestHub, waitFor } from '../helpers/hub.js';
+import { send, subscriber, waitForStatus } from '../messaging/helpers.js';
 import { RawClient, startMeshApiHub } from './helpers.js';
 
 const PRIVATE_KEY = new Uint8Array(32).fill(0x5a);

@@ -7,12 +7,12 @@ import { Admin, type Mesh, Portnums } from '@meshtastic/protobufs';
 import { pino } from 'pino';
 import { Registry } from 'prom-client';
 import { afterEach, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../../hub/config.js';
-import type { HubBus, HubEvents, HubRequests } from '../../../src/domain/events.js';
-import { Bus } from '../../../src/kernel/bus.js';
-import { MeshApiActor, meshApiMetrics } from '../../../src/mesh/api-server/mesh-api-actor.js';
-import { RadioMirror } from '../../../src/mesh/api-server/radio-mirror.js';
-import { waitFor } from '../../helpers/hub.js';
+import { loadConfig } from '../../hub/config.js';
+import type { HubBus, HubEvents, HubRequests } from '../../src/domain/events.js';
+import { Bus } from '../../src/kernel/bus.js';
+import { MeshApiActor, meshApiMetrics } from '../../src/mesh-api/mesh-api-actor.js';
+import { RadioMirror } from '../../src/mesh-api/radio-mirror.js';
+import { waitFor } from '../helpers/hub.js';
 import { RawClient } from './helpers.js';
 
 let actor: MeshApiActor | undefined;

@@ -1,14 +1,14 @@
 /**
- * Wiring of the mesh API for the composition root (hub/main.ts): the actor, its metrics, and
- * its paced send through the message gateway's airtime queue.
+ * Wiring of the mesh API, loaded by its module (module.ts) only when MESH_API is on: the actor,
+ * its metrics, and its paced send through the message gateway's airtime queue.
  */
 import { toBinary } from '@bufbuild/protobuf';
 import { Mesh } from '@meshtastic/protobufs';
 import type { Registry } from 'prom-client';
-import type { HubBus } from '../../domain/events.js';
-import type { Logger } from '../../log.js';
-import type { Database } from '../../store/database.js';
-import { NodeRepository } from '../../store/nodes-repository.js';
+import type { HubBus } from '../domain/events.js';
+import type { Logger } from '../log.js';
+import type { Database } from '../store/database.js';
+import { NodeRepository } from '../store/nodes-repository.js';
 import { MeshApiActor, meshApiMetrics } from './mesh-api-actor.js';
 import type { RadioMirror } from './radio-mirror.js';
 import type { MeshApiSettings } from './settings.js';
@@ -17,7 +17,7 @@ export { MeshApiActor } from './mesh-api-actor.js';
 export { RadioMirror } from './radio-mirror.js';
 export { type MeshApiSettings, meshApiSettings } from './settings.js';
 
-/** The hub's one airtime-paced send queue (MessageGatewayActor.sendPaced). */
+/** The hub's one airtime-paced send queue (the bus request `messaging.sendPaced`). */
 export interface AirtimeQueue {
   sendPaced(payloadBytes: number, transmit: () => Promise<void>): Promise<void>;
 }

@@ -1,18 +1,17 @@
 import { create } from '@bufbuild/protobuf';
 import { Mesh } from '@meshtastic/protobufs';
-import type { HubBus } from '../src/domain/events.js';
-import type { RadioSendRequest, RadioStatus } from '../src/domain/radio.js';
-import { Actor } from '../src/kernel/actor.js';
-import type { Logger } from '../src/log.js';
-import type { RadioMirror } from '../src/mesh/api-server/radio-mirror.js';
-import { PayloadDecodeError, TransportClosedError } from '../src/mesh/errors.js';
-import { decodeHeardPacket, nodeUpdateFromNodeInfo } from '../src/mesh/packet-decoder.js';
-import type { MeshFanOut } from '../src/mesh/packet-fanout.js';
-import { RadioLink } from '../src/mesh/radio-link.js';
-import { type RadioTransport, tcpTransport } from '../src/mesh/transport.js';
-import type { HubMetrics } from '../src/metrics.js';
-import type { Database } from '../src/store/database.js';
-import { HubState } from '../src/store/hub-state.js';
+import type { HubBus } from '../domain/events.js';
+import type { RadioSendRequest, RadioStatus, RadioTap } from '../domain/radio.js';
+import { Actor } from '../kernel/actor.js';
+import type { Logger } from '../log.js';
+import type { HubMetrics } from '../metrics.js';
+import type { Database } from '../store/database.js';
+import { HubState } from '../store/hub-state.js';
+import { PayloadDecodeError, TransportClosedError } from './errors.js';
+import { decodeHeardPacket, nodeUpdateFromNodeInfo } from './packet-decoder.js';
+import type { MeshFanOut } from './packet-fanout.js';
+import { RadioLink } from './radio-link.js';
+import { type RadioTransport, tcpTransport } from './transport.js';
 
 /** Where the radio is, once `RADIO` has been resolved (auto → a probed serial port or the simulator). */
 export type RadioPlan =
@@ -36,6 +35,8 @@ export class RadioActor extends Actor {
   private hubState: HubState | undefined;
   /** Config.LoRaConfig.hop_limit from the handshake: what our own packets start with. */
   private hopLimit = 3;
+  /** The mesh API's view of the radio: every FromRadio, every packet sent, and a raw send. */
+  private mirror: RadioTap | undefined;
 
   constructor(
     private readonly deps: {
@@ -47,8 +48,6 @@ export class RadioActor extends Actor {
       heartbeatMs: number;
       /** Shared with the MQTT path: a packet a gateway uplinked first is announced once. */
       fanOut: MeshFanOut;
-      /** The mesh API's view of the radio: every FromRadio, every packet sent, and a raw send. */
-      mirror?: RadioMirror;
     },
   ) {
     super();
@@ -65,6 +64,12 @@ export class RadioActor extends Actor {
     };
   }
 
+  /** Taps the link (the mesh API's mirror); before the hub starts, so the mirror sees the handshake. */
+  tap(mirror: RadioTap): void {
+    if (this.mirror) throw new Error('the radio is already tapped');
+    this.mirror = mirror;
+  }
+
   async start(): Promise<void> {
     const { plan, log, bus } = this.deps;
     this.hubState ??= new HubState(this.deps.db);
@@ -72,7 +77,7 @@ export class RadioActor extends Actor {
     if (remembered !== undefined && this.current.myNodeNum === undefined)
       this.current = { ...this.current, myNodeNum: remembered };
     bus.handle(this.name, 'radio.send', (request) => this.send(request));
-    this.deps.mirror?.attachSender((packet) => this.sendPacket(packet));
+    this.mirror?.attachSender((packet) => this.sendPacket(packet));
     if (plan.kind === 'none') {
       log.warn('RADIO=none: running without a radio');
       this.setStatus({ ...this.current, state: 'disconnected' });
@@ -102,7 +107,7 @@ export class RadioActor extends Actor {
   }
 
   async stop(): Promise<void> {
-    this.deps.mirror?.attachSender(undefined);
+    this.mirror?.attachSender(undefined);
     const link = this.link;
     this.link = undefined;
     await link?.stop();
@@ -126,7 +131,7 @@ export class RadioActor extends Actor {
       },
     });
     await link.send(packet);
-    if (packet.payloadVariant.case === 'packet') this.deps.mirror?.sent(packet.payloadVariant.value);
+    if (packet.payloadVariant.case === 'packet') this.mirror?.sent(packet.payloadVariant.value);
     return { id: request.id >>> 0 };
   }
 
@@ -136,7 +141,7 @@ export class RadioActor extends Actor {
     if (!link || this.current.state !== 'connected') throw new TransportClosedError();
     if (packet.hopLimit < 1 || packet.hopLimit > 7) packet.hopLimit = this.hopLimit;
     await link.send(create(Mesh.ToRadioSchema, { payloadVariant: { case: 'packet', value: packet } }));
-    this.deps.mirror?.sent(packet);
+    this.mirror?.sent(packet);
   }
 
   override describe(): Record<string, unknown> {
@@ -180,7 +185,7 @@ export class RadioActor extends Actor {
 
   private onFromRadio(message: Mesh.FromRadio, receivedAt: number): void {
     const { bus } = this.deps;
-    this.deps.mirror?.fromRadio(message, receivedAt);
+    this.mirror?.fromRadio(message, receivedAt);
     const variant = message.payloadVariant;
     if (variant.case === 'nodeInfo') {
       bus.emit('node.updated', nodeUpdateFromNodeInfo(variant.value));

@@ -1,8 +1,8 @@
 import { dirname } from 'node:path';
-import { Actor } from '../src/kernel/actor.js';
-import type { Logger } from '../src/log.js';
-import { secureDataDir } from '../src/store/data-dir.js';
-import { closeDatabase, type Database, openDatabase } from '../src/store/database.js';
+import { Actor } from '../kernel/actor.js';
+import type { Logger } from '../log.js';
+import { secureDataDir } from './data-dir.js';
+import { closeDatabase, type Database, openDatabase } from './database.js';
 
 /**
  * Owns the one SQLite connection. It is opened (and migrated) when the hub is composed, before

@@ -1,10 +1,10 @@
 /**
- * Settings of the mesh API (src/mesh/api-server): the hub's radio re-exposed to the official
+ * Settings of the mesh API (src/mesh-api): the hub's radio re-exposed to the official
  * Meshtastic apps over the stream protocol on TCP (issue 16, part 1).
  */
 import { BlockList, isIP } from 'node:net';
 import { z } from 'zod';
-import { duration, flag, parsedBy, port } from '../../config/fields.js';
+import { duration, flag, parsedBy, port } from '../config/fields.js';
 
 /** The addresses allowed to connect: `127.0.0.1, 192.168.1.0/24, fd00::/8`; empty allows any. */
 export interface ClientAllowlist {

@@ -5,11 +5,12 @@
  * local issuer, which no other module sees); its login throttle is the identity's, shared with
  * MQTT logins.
  */
-import type { HubIdentity } from '../src/auth/hub-identity.js';
-import { jwksRoutes, tokenRoutes } from '../src/auth/routes.js';
-import { authSettings } from '../src/auth/settings.js';
-import { UserRepository } from '../src/auth/users.js';
-import { defineModule } from '../src/module.js';
+
+import { defineModule } from '../module.js';
+import type { HubIdentity } from './hub-identity.js';
+import { jwksRoutes, tokenRoutes } from './routes.js';
+import { authSettings } from './settings.js';
+import { UserRepository } from './users.js';
 
 export const identityModule = (identity: HubIdentity) =>
   defineModule({

@@ -9,7 +9,7 @@
  */
 import { clone } from '@bufbuild/protobuf';
 import { type Config, Mesh, type ModuleConfig } from '@meshtastic/protobufs';
-import { TransportClosedError } from '../errors.js';
+import { TransportClosedError } from '../mesh/errors.js';
 import type { RadioSecrets } from './secrets.js';
 
 export type MirrorEvent =

@@ -1,8 +1,8 @@
 /** The mesh API's settings: defaults, every bad value named at start-up, and the address allowlist. */
 import { describe, expect, it } from 'vitest';
-import { loadConfig } from '../../../hub/config.js';
-import { ConfigError } from '../../../src/config/load.js';
-import { parseClientAllowlist } from '../../../src/mesh/api-server/settings.js';
+import { loadConfig } from '../../hub/config.js';
+import { ConfigError } from '../../src/config/load.js';
+import { parseClientAllowlist } from '../../src/mesh-api/settings.js';
 
 const problemsOf = (env: NodeJS.ProcessEnv): string[] => {
   try {

@@ -1,12 +1,24 @@
-import type { HubBus } from '../src/domain/events.js';
-import { Actor } from '../src/kernel/actor.js';
-import type { Logger } from '../src/log.js';
-import { createMessagingResponder } from '../src/mesh/simulator/messaging-responder.js';
-import { MeshSimulator, type MeshSimulatorOptions } from '../src/mesh/simulator/simulator.js';
-import type { HubConfig } from './config.js';
+import type { HubBus } from '../../domain/events.js';
+import { Actor } from '../../kernel/actor.js';
+import type { Logger } from '../../log.js';
+import { createMessagingResponder } from './messaging-responder.js';
+import { MeshSimulator, type MeshSimulatorOptions } from './simulator.js';
+
+/** The SIM_* settings (hub/config.ts). */
+export interface SimulatorSettings {
+  SIM_HOST: string;
+  SIM_PORT: number;
+  SIM_NODES: number;
+  SIM_CENTER: MeshSimulatorOptions['center'];
+  SIM_SEED: number;
+  SIM_TELEMETRY_SECONDS: number;
+  SIM_BACKFILL: number;
+  SIM_FAILURE_PERCENT: number;
+  SIM_ACK_DELAY_SCALE: number;
+}
 
 /** The simulator's options from the SIM_* settings: one place for the hub's built-in simulator and `meshhub sim`. */
-export function simulatorOptionsFrom(config: HubConfig): Omit<MeshSimulatorOptions, 'log'> {
+export function simulatorOptionsFrom(config: SimulatorSettings): Omit<MeshSimulatorOptions, 'log'> {
   return {
     host: config.SIM_HOST,
     port: config.SIM_PORT,

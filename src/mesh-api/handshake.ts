@@ -10,7 +10,7 @@
  */
 import { clone, create, type MessageInitShape } from '@bufbuild/protobuf';
 import { Mesh } from '@meshtastic/protobufs';
-import type { MeshNode } from '../../domain/node.js';
+import type { MeshNode } from '../domain/node.js';
 import type { RadioMirror } from './radio-mirror.js';
 import { configWithoutSecrets, moduleConfigWithoutSecrets } from './secrets.js';
 
