@@ -971,7 +971,11 @@ async function textLatency(upstream: Upstream): Promise<BenchResult[]> {
     await lanUsers.add({ username: 'bench-lan', password, roles: ['subscriber'] });
     const lanToken = (
       await hub.identity.localIssuer.issue(
-        { username: 'bench-lan', roles: ['subscriber'], tokenVersion: lanUsers.tokenVersion('bench-lan')! },
+        {
+          username: 'bench-lan',
+          roles: ['subscriber'],
+          tokenVersion: (await lanUsers.tokenVersion('bench-lan'))!,
+        },
         3600,
       )
     ).accessToken;

@@ -2,6 +2,7 @@ import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { TokenVerifier } from '../auth/jwt-verifier.js';
 import type { LoginThrottle } from '../auth/login-throttle.js';
+import { billingEventPayload, billingEventTopic } from '../billing/mqtt-events.js';
 import type { HubBus } from '../domain/events.js';
 import type { MeshPacketFanOut } from '../domain/mesh.js';
 import type { ReadingSink } from '../ingest/reading-sink.js';
@@ -11,12 +12,7 @@ import type { ChannelKey } from '../mesh/mqtt/channel-keys.js';
 import { ChannelKeyring } from '../mesh/mqtt/channel-keys.js';
 import type { TrustedGateways } from '../mesh/mqtt/trusted-gateways.js';
 import { MeshUplinkDecoder } from '../mesh/mqtt/uplink.js';
-import {
-  billingEventPayload,
-  billingEventTopic,
-  messageEventPayload,
-  messageEventTopic,
-} from '../messaging/mqtt-events.js';
+import { messageEventPayload, messageEventTopic } from '../messaging/mqtt-events.js';
 import type { HubMetrics } from '../metrics.js';
 import type { Database } from '../store/database.js';
 import { NodeRepository } from '../store/nodes-repository.js';

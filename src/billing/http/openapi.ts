@@ -9,7 +9,7 @@ import {
   type OpenApiDocument,
   openApiDocument,
   problem,
-} from '../../../src/http/openapi.js';
+} from '../../http/openapi.js';
 import {
   adminPlanListSchema,
   adminPlanSchema,
@@ -25,7 +25,7 @@ import {
   subscriptionSchema,
   webhookAckSchema,
   webhookDeliverySchema,
-} from './schemas.js';
+} from '../schemas.js';
 
 const { badInput, tooLarge, notJson } = COMMON_PROBLEMS;
 
