@@ -178,7 +178,7 @@ async function serveChild(role: Role): Promise<void> {
   let port: number;
   let close: () => Promise<void>;
   if (role === 'upstream') {
-    const { createUpstream } = await import('../../sync/upstream/server.js');
+    const { createUpstream } = await import('../../sync/upstream/main.js');
     const { loadUpstreamSettings } = await import('../../sync/upstream/settings.js');
     const settings = loadUpstreamSettings({
       UPSTREAM_DATABASE_URL: process.env.SYNC_BENCH_DATABASE_URL,
