@@ -4,7 +4,15 @@
  * (better-sqlite3); the writes that belong together are one transaction on the hub's connection.
  */
 import type { Database, Statement } from '../store/database.js';
-import type { LoginUser, StoredLogin, User, UserStorage } from './users.js';
+import type {
+  LoginUser,
+  NewRefreshToken,
+  NewUserRow,
+  StoredLogin,
+  User,
+  UserChange,
+  UserStorage,
+} from './users.js';
 
 type UserRow = { username: string; roles: string; created_at: number; updated_at: number };
 type LoginRow = { username: string; roles: string; token_version: number };
@@ -109,13 +117,7 @@ export class SqliteUserStorage implements UserStorage<User> {
     return row && { ...loginOf(row), passwordHash: row.password_hash, disabled: false };
   }
 
-  async insert(user: {
-    username: string;
-    passwordHash: string;
-    roles: string[];
-    tokenVersion: number;
-    at: number;
-  }): Promise<User | undefined> {
+  async insert(user: NewUserRow): Promise<User | undefined> {
     try {
       this.insertUser.run(
         user.username,
@@ -132,10 +134,7 @@ export class SqliteUserStorage implements UserStorage<User> {
     return { username: user.username, roles: user.roles, createdAt: user.at, updatedAt: user.at };
   }
 
-  async endTokens(
-    username: string,
-    change?: { passwordHash?: string; roles?: string[]; at: number },
-  ): Promise<boolean> {
+  async endTokens(username: string, change?: UserChange): Promise<boolean> {
     return this.bump(username, () => {
       if (change?.passwordHash !== undefined)
         return this.updatePassword.run(change.passwordHash, change.at, username).changes;
@@ -157,14 +156,7 @@ export class SqliteUserStorage implements UserStorage<User> {
     return this.versionOf.get(username);
   }
 
-  async addRefreshToken(token: {
-    hash: string;
-    username: string;
-    tokenVersion: number;
-    expiresAt: number;
-    at: number;
-    keep: number;
-  }): Promise<void> {
+  async addRefreshToken(token: NewRefreshToken): Promise<void> {
     this.db.transaction(() => {
       this.expireRefresh.run(token.at);
       this.insertRefresh.run(token.hash, token.username, token.tokenVersion, token.expiresAt, token.at);

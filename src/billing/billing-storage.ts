@@ -55,6 +55,15 @@ export interface InvoiceDecision {
   cause: string;
 }
 
+/** The service's rule for a fetched invoice, run by the store under its locks. */
+export type DecideInvoice = (state: InvoiceState) => InvoiceDecision | undefined;
+
+/** A BTCPay webhook delivery, recorded with the invoice it moved (a replay is then a duplicate). */
+export interface WebhookDelivery {
+  id: string;
+  type: string;
+}
+
 export interface AppliedInvoice {
   /** undefined: the invoice was where BTCPay says already; only the delivery was recorded. */
   decision: InvoiceDecision | undefined;
@@ -112,9 +121,9 @@ export interface BillingStorage {
    */
   applyInvoice(
     invoiceId: string,
-    delivery: { id: string; type: string } | undefined,
+    delivery: WebhookDelivery | undefined,
     at: number,
-    decide: (state: InvoiceState) => InvoiceDecision | undefined,
+    decide: DecideInvoice,
   ): Promise<AppliedInvoice | undefined>;
   /**
    * Moves up to `limit` subscriptions of the step, soonest ended first, each with its change

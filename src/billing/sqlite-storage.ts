@@ -7,12 +7,12 @@ import type { Database } from '../store/database.js';
 import type {
   AppliedInvoice,
   BillingStorage,
+  DecideInvoice,
   DueStep,
-  InvoiceDecision,
-  InvoiceState,
   NewInvoice,
   PlanStorage,
   PurchaseStart,
+  WebhookDelivery,
 } from './billing-storage.js';
 import { type BillingInvoice, BillingStore } from './billing-store.js';
 import { type NewPlan, PlanRepository } from './plans.js';
@@ -119,9 +119,9 @@ export class SqliteBillingStorage implements BillingStorage {
 
   async applyInvoice(
     invoiceId: string,
-    delivery: { id: string; type: string } | undefined,
+    delivery: WebhookDelivery | undefined,
     at: number,
-    decide: (state: InvoiceState) => InvoiceDecision | undefined,
+    decide: DecideInvoice,
   ): Promise<AppliedInvoice | undefined> {
     const { store, grants } = this;
     return this.atomically((): AppliedInvoice | undefined => {

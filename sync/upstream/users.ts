@@ -18,9 +18,12 @@ import type pg from 'pg';
 import {
   InvalidUserError,
   type LoginUser,
+  type NewRefreshToken,
+  type NewUserRow,
   normalizeUsername,
   type StoredLogin,
   type User,
+  type UserChange,
   UserExistsError,
   UserService,
   type UserStorage,
@@ -96,13 +99,7 @@ export class PgUserStorage implements UserStorage<UpstreamUser> {
     );
   }
 
-  async insert(user: {
-    username: string;
-    passwordHash: string;
-    roles: string[];
-    tokenVersion: number;
-    at: number;
-  }): Promise<UpstreamUser | undefined> {
+  async insert(user: NewUserRow): Promise<UpstreamUser | undefined> {
     const result = await this.pool.query<UserRow>(
       `INSERT INTO users (username, password_hash, roles, disabled, created_at, updated_at, token_version)
        VALUES ($1, $2, $3, false, $4, $4, $5)
@@ -114,10 +111,7 @@ export class PgUserStorage implements UserStorage<UpstreamUser> {
     return row ? fromRow(row) : undefined;
   }
 
-  async endTokens(
-    username: string,
-    change?: { passwordHash?: string; roles?: string[]; at: number },
-  ): Promise<boolean> {
+  async endTokens(username: string, change?: UserChange): Promise<boolean> {
     const set =
       change?.passwordHash !== undefined
         ? { sql: 'password_hash = $2, updated_at = $3, ', values: [change.passwordHash, change.at] }
@@ -142,14 +136,7 @@ export class PgUserStorage implements UserStorage<UpstreamUser> {
     return result.rows[0]?.token_version;
   }
 
-  async addRefreshToken(token: {
-    hash: string;
-    username: string;
-    tokenVersion: number;
-    expiresAt: number;
-    at: number;
-    keep: number;
-  }): Promise<void> {
+  async addRefreshToken(token: NewRefreshToken): Promise<void> {
     await withTransaction(this.pool, async (client) => {
       await client.query('DELETE FROM refresh_tokens WHERE expires_at <= $1', [token.at]);
       await client.query(

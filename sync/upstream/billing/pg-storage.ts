@@ -18,12 +18,12 @@ import type pg from 'pg';
 import type {
   AppliedInvoice,
   BillingStorage,
+  DecideInvoice,
   DueStep,
-  InvoiceDecision,
-  InvoiceState,
   NewInvoice,
   PlanStorage,
   PurchaseStart,
+  WebhookDelivery,
 } from '../../../src/billing/billing-storage.js';
 import type {
   BillingChangeRow,
@@ -256,9 +256,9 @@ export class PgBillingStorage implements BillingStorage {
 
   async applyInvoice(
     invoiceId: string,
-    delivery: { id: string; type: string } | undefined,
+    delivery: WebhookDelivery | undefined,
     at: number,
-    decide: (state: InvoiceState) => InvoiceDecision | undefined,
+    decide: DecideInvoice,
   ): Promise<AppliedInvoice | undefined> {
     return withTransaction(this.pool, async (client) => {
       const {
