@@ -201,7 +201,7 @@ export async function main(argv: string[]): Promise<void> {
         subscription: runSubscriptionCommand,
         // The billing plugin's code is loaded only when asked for (plugins/index.ts).
         plan: async (args: string[], c: typeof ctx) =>
-          (await import('../plugins/billing/plan-commands.js')).runPlanCommand(args, c),
+          (await import('../src/billing/plan-commands.js')).runPlanCommand(args, c),
       };
       process.exitCode = await commands[command](rest, ctx);
       return;
@@ -255,7 +255,7 @@ export async function main(argv: string[]): Promise<void> {
     case '-h':
     case 'help':
       process.stdout.write(
-        `${HELP}\n${USER_HELP}\n${SUBSCRIPTION_HELP}\n${(await import('../plugins/billing/plan-commands.js')).PLAN_HELP}\n${(await import('../sync/upstream/commands.js')).UPSTREAM_HELP}\n${(await import('../sync/upstream/billing/plan-commands.js')).UPSTREAM_PLAN_HELP}`,
+        `${HELP}\n${USER_HELP}\n${SUBSCRIPTION_HELP}\n${(await import('../src/billing/plan-commands.js')).PLAN_HELP}\n${(await import('../sync/upstream/commands.js')).UPSTREAM_HELP}\n${(await import('../sync/upstream/billing/plan-commands.js')).UPSTREAM_PLAN_HELP}`,
       );
       return;
     default:

@@ -1,29 +1,28 @@
 /**
  * The billing plugin (`PLUGINS=billing`, issue 11): subscribers buy messaging with invoices paid
  * in bitcoin through the operator's own BTCPay Server (Greenfield API v1). Plans, paid
- * subscriptions, invoices and every state change live in the hub's SQLite file (schema.ts); a
+ * subscriptions, invoices and every state change live in the hub's SQLite file
+ * (src/billing/sqlite-schema.ts); a
  * settled invoice grants messaging through the same subscription rows the CLI grants
- * (src/messaging/subscription-repository.ts, source `billing`). README "Billing". The same
- * service runs on the upstream over PostgreSQL (sync/upstream/billing, docs/sync.md).
+ * (src/messaging/subscription-repository.ts, source `billing`). README "Billing". The service
+ * itself is core (src/billing); this module wires it into the hub over SQLite. The same service
+ * runs on the upstream over PostgreSQL (sync/upstream/billing, docs/sync.md).
  */
-import type { BillingChange } from '../../src/domain/events.js';
+
+import { BillingService } from '../../src/billing/billing-service.js';
+import { billingConfigFrom, billingSettings } from '../../src/billing/config.js';
+import type { BillingChange } from '../../src/billing/events.js';
+import { GreenfieldClient } from '../../src/billing/greenfield-client.js';
+import { billingOpenApiDocument } from '../../src/billing/http/openapi.js';
+import { billingRoutes } from '../../src/billing/http/routes.js';
+import { BillingMetrics } from '../../src/billing/metrics.js';
+import { BILLING_TOPIC_ROOT, billingEventPayload, billingEventTopic } from '../../src/billing/mqtt-events.js';
+import { PeriodExpiry } from '../../src/billing/period-expiry.js';
+import { BILLING_COMPONENT, BILLING_MIGRATIONS } from '../../src/billing/sqlite-schema.js';
+import { SqliteBillingStorage } from '../../src/billing/sqlite-storage.js';
 import { openApiRoutes } from '../../src/http/api-docs.js';
-import {
-  BILLING_TOPIC_ROOT,
-  billingEventPayload,
-  billingEventTopic,
-} from '../../src/messaging/mqtt-events.js';
 import { defineModule } from '../../src/module.js';
 import { migrateComponent } from '../../src/store/component-migrations.js';
-import { BillingService } from './billing-service.js';
-import { SqliteBillingStorage } from './billing-storage.js';
-import { billingConfigFrom, billingSettings } from './config.js';
-import { GreenfieldClient } from './greenfield-client.js';
-import { billingOpenApiDocument } from './http/openapi.js';
-import { billingRoutes } from './http/routes.js';
-import { BillingMetrics } from './metrics.js';
-import { PeriodExpiry } from './period-expiry.js';
-import { BILLING_COMPONENT, BILLING_MIGRATIONS } from './schema.js';
 
 export const billingModule = defineModule({
   name: 'billing',

@@ -178,7 +178,7 @@ async function serveChild(role: Role): Promise<void> {
   let port: number;
   let close: () => Promise<void>;
   if (role === 'upstream') {
-    const { createUpstream } = await import('../../sync/upstream/server.js');
+    const { createUpstream } = await import('../../sync/upstream/main.js');
     const { loadUpstreamSettings } = await import('../../sync/upstream/settings.js');
     const settings = loadUpstreamSettings({
       UPSTREAM_DATABASE_URL: process.env.SYNC_BENCH_DATABASE_URL,
@@ -971,7 +971,11 @@ async function textLatency(upstream: Upstream): Promise<BenchResult[]> {
     await lanUsers.add({ username: 'bench-lan', password, roles: ['subscriber'] });
     const lanToken = (
       await hub.identity.localIssuer.issue(
-        { username: 'bench-lan', roles: ['subscriber'], tokenVersion: lanUsers.tokenVersion('bench-lan')! },
+        {
+          username: 'bench-lan',
+          roles: ['subscriber'],
+          tokenVersion: (await lanUsers.tokenVersion('bench-lan'))!,
+        },
         3600,
       )
     ).accessToken;

@@ -172,8 +172,8 @@ export async function runTokenCommand(args: string[], ctx: CommandContext): Prom
     }
     const user = await withDatabase(ctx.dataDir, async (db) => {
       const users = new UserRepository(db);
-      const found = users.get(name);
-      return found && { ...found, tokenVersion: users.tokenVersion(found.username) ?? 0 };
+      const found = await users.get(name);
+      return found && { ...found, tokenVersion: (await users.tokenVersion(found.username)) ?? 0 };
     });
     if (!user) throw new UsageError(`meshhub token: no user "${name}"`, 1);
     const issuer = await LocalIssuer.open(ctx.dataDir, { warn: (m) => ctx.err(`meshhub: ${m}\n`) });

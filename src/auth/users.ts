@@ -11,9 +11,14 @@
  * role change, removal and `revokeTokens` bump it, which ends their tokens and refresh tokens
  * (README "Logins and tokens"). A new user starts at a random version, so a token of a removed
  * user of the same name does not come back to life.
+ *
+ * One service, two stores (docs/architecture.md "The two applications"): `UserService` holds
+ * these rules over a `UserStorage`, which the hub implements over its SQLite file
+ * (sqlite-users.ts, `UserRepository` below) and the upstream over PostgreSQL
+ * (sync/upstream/users.ts).
  */
 import { randomInt } from 'node:crypto';
-import type { Database, Statement } from '../store/database.js';
+import type { Database } from '../store/database.js';
 import { hashPassword, passwordProblem, verifyPassword } from './passwords.js';
 import {
   MAX_REFRESH_TOKENS_PER_USER,
@@ -22,6 +27,7 @@ import {
   type RefreshTokenStore,
   refreshTokenHash,
 } from './refresh-tokens.js';
+import { SqliteUserStorage } from './sqlite-users.js';
 
 export const USERNAME_PATTERN = /^[a-z0-9][a-z0-9._-]{0,31}$/;
 export const ROLE_PATTERN = /^[a-z][a-z0-9_-]{0,31}$/;
@@ -79,210 +85,203 @@ export function usernameProblem(username: string): string | undefined {
     : "must be 1–32 characters of a-z, 0-9, '.', '_' or '-', starting with a letter or digit";
 }
 
-function checkRoles(roles: readonly string[]): string[] {
+export function checkRoles(roles: readonly string[]): string[] {
   const unique = [...new Set(roles)];
   const bad = unique.find((r) => !ROLE_PATTERN.test(r));
   if (bad !== undefined) throw new InvalidUserError('roles', `"${bad}" is not a valid role name`);
   return unique;
 }
 
-type UserRow = { username: string; roles: string; created_at: number; updated_at: number };
-type LoginRow = { username: string; roles: string; token_version: number };
-
-function parseRoles(json: string): string[] {
-  try {
-    const parsed: unknown = JSON.parse(json);
-    return Array.isArray(parsed) ? parsed.filter((r): r is string => typeof r === 'string') : [];
-  } catch {
-    return [];
-  }
+/** What a sign-in checks of a stored user. */
+export interface StoredLogin extends LoginUser {
+  passwordHash: string;
+  /** A disabled user (the upstream's) gets no token. */
+  disabled: boolean;
 }
 
-function fromRow(row: UserRow): User {
-  return {
-    username: row.username,
-    roles: parseRoles(row.roles),
-    createdAt: row.created_at,
-    updatedAt: row.updated_at,
-  };
+/** A new user as stored: the name normalized, the password hashed, the first token version. */
+export interface NewUserRow {
+  username: string;
+  passwordHash: string;
+  roles: string[];
+  tokenVersion: number;
+  at: number;
 }
+
+/** A change that ends the user's tokens: a new password hash or new roles, at `at`. */
+export interface UserChange {
+  passwordHash?: string;
+  roles?: string[];
+  at: number;
+}
+
+/** A refresh token's hash as stored, and how many of the user's newest tokens stay. */
+export interface NewRefreshToken {
+  hash: string;
+  username: string;
+  tokenVersion: number;
+  expiresAt: number;
+  at: number;
+  keep: number;
+}
+
+/**
+ * Where a `UserService` keeps its users and their refresh tokens. Names come normalized; each
+ * call that writes is one atomic step of the store (a transaction where it writes twice).
+ */
+export interface UserStorage<U extends User = User> {
+  get(username: string): Promise<U | undefined>;
+  /** The first `limit` users by name. */
+  list(limit: number): Promise<U[]>;
+  login(username: string): Promise<StoredLogin | undefined>;
+  /** Stores a new user; undefined when the name is taken. */
+  insert(user: NewUserRow): Promise<U | undefined>;
+  /**
+   * Applies the change (a new password hash or roles, with `updated_at`; none: only the bump),
+   * bumps the user's token version and forgets their refresh tokens, together; false when there
+   * is no such user.
+   */
+  endTokens(username: string, change?: UserChange): Promise<boolean>;
+  /** The version the user's tokens must carry; undefined: no such user, or a disabled one. */
+  tokenVersion(username: string): Promise<number | undefined>;
+  /**
+   * Stores a refresh token's hash, forgetting expired ones (`expires_at <= at`) and all but the
+   * user's `keep` newest (by creation, ties by hash).
+   */
+  addRefreshToken(token: NewRefreshToken): Promise<void>;
+  /**
+   * Takes the token out (single use: of two concurrent takes, one gets it) with its user as they
+   * are now (undefined: gone or disabled); undefined for an unknown token.
+   */
+  takeRefreshToken(
+    hash: string,
+  ): Promise<{ tokenVersion: number; expiresAt: number; user: LoginUser | undefined } | undefined>;
+}
+
+const MAX_LISTED_USERS = 10_000;
 
 // Compared against for unknown users: random bytes in the format of DEFAULT_SCRYPT, so the
 // unknown-user path costs exactly one scrypt like the known-user path.
 const UNKNOWN_USER_HASH = 'scrypt$15$8$1$wmaetCr--UtZ-ujpCCMSGQ$JEYs-ufwUmmpWoDLFlqfPA6jOq9gkM8d-wCzuRcQoeQ';
 
-export class UserRepository implements RefreshTokenStore {
-  private readonly insert: Statement;
-  private readonly byName: Statement<unknown[], UserRow & LoginRow & { password_hash: string }>;
-  private readonly versionOf: Statement<unknown[], number>;
-  private readonly all: Statement<unknown[], UserRow>;
-  private readonly updatePassword: Statement;
-  private readonly updateRoles: Statement;
-  private readonly bumpVersion: Statement;
-  private readonly deleteUser: Statement;
-  private readonly insertRefresh: Statement;
-  private readonly trimRefresh: Statement;
-  private readonly expireRefresh: Statement;
-  private readonly takeRefresh: Statement<
-    unknown[],
-    { username: string; token_version: number; expires_at: number }
-  >;
-  private readonly loginRow: Statement<unknown[], LoginRow>;
-  private readonly dropRefresh: Statement;
-  private readonly bump: (username: string, update: () => number) => boolean;
-  private readonly redeem: (hash: string, now: number) => LoginUser | undefined;
-
-  constructor(private readonly db: Database) {
-    this.insert = db.prepare(
-      'INSERT INTO users (username, password_hash, roles, created_at, updated_at, token_version) VALUES (?, ?, ?, ?, ?, ?)',
-    );
-    this.byName = db.prepare(
-      'SELECT username, password_hash, roles, created_at, updated_at, token_version FROM users WHERE username = ?',
-    ) as Statement<unknown[], UserRow & LoginRow & { password_hash: string }>;
-    this.versionOf = db.prepare('SELECT token_version FROM users WHERE username = ?').pluck() as Statement<
-      unknown[],
-      number
-    >;
-    this.all = db.prepare(
-      'SELECT username, roles, created_at, updated_at FROM users ORDER BY username LIMIT 10000',
-    ) as Statement<unknown[], UserRow>;
-    this.updatePassword = db.prepare('UPDATE users SET password_hash = ?, updated_at = ? WHERE username = ?');
-    this.updateRoles = db.prepare('UPDATE users SET roles = ?, updated_at = ? WHERE username = ?');
-    this.bumpVersion = db.prepare('UPDATE users SET token_version = token_version + 1 WHERE username = ?');
-    this.deleteUser = db.prepare('DELETE FROM users WHERE username = ?');
-    this.insertRefresh = db.prepare(
-      'INSERT INTO refresh_tokens (token_hash, username, token_version, expires_at, created_at) VALUES (?, ?, ?, ?, ?)',
-    );
-    // Keeps a user's newest tokens only (by creation, ties by hash: deterministic).
-    this.trimRefresh = db.prepare(
-      `DELETE FROM refresh_tokens WHERE username = @username AND token_hash NOT IN (
-         SELECT token_hash FROM refresh_tokens WHERE username = @username
-         ORDER BY created_at DESC, token_hash DESC LIMIT ${MAX_REFRESH_TOKENS_PER_USER})`,
-    );
-    this.expireRefresh = db.prepare('DELETE FROM refresh_tokens WHERE expires_at <= ?');
-    this.takeRefresh = db.prepare(
-      'DELETE FROM refresh_tokens WHERE token_hash = ? RETURNING username, token_version, expires_at',
-    ) as Statement<unknown[], { username: string; token_version: number; expires_at: number }>;
-    this.loginRow = db.prepare(
-      'SELECT username, roles, token_version FROM users WHERE username = ?',
-    ) as Statement<unknown[], LoginRow>;
-    this.dropRefresh = db.prepare('DELETE FROM refresh_tokens WHERE username = ?');
-    // A change that ends the user's tokens: the change, the bump and the end of their refresh
-    // tokens commit together.
-    this.bump = db.transaction((username: string, update: () => number) => {
-      if (update() !== 1) return false;
-      this.bumpVersion.run(username);
-      this.dropRefresh.run(username);
-      return true;
-    });
-    this.redeem = db.transaction((hash: string, now: number) => {
-      const taken = this.takeRefresh.get(hash);
-      if (!taken || taken.expires_at <= now) return undefined;
-      const row = this.loginRow.get(taken.username);
-      if (!row || row.token_version !== taken.token_version) return undefined;
-      return { username: row.username, roles: parseRoles(row.roles), tokenVersion: row.token_version };
-    });
-  }
+/** The rules of local accounts (the file's comment), over a hub's or the upstream's store. */
+export class UserService<U extends User = User> implements RefreshTokenStore {
+  constructor(
+    protected readonly storage: UserStorage<U>,
+    protected readonly now: () => number = Date.now,
+  ) {}
 
   /** Creates a user; throws InvalidUserError (naming the field) or UserExistsError. */
-  async add(input: { username: string; password: string; roles: readonly string[] }): Promise<User> {
+  async add(input: { username: string; password: string; roles: readonly string[] }): Promise<U> {
     const username = normalizeUsername(input.username);
     const nameProblem = usernameProblem(username);
     if (nameProblem) throw new InvalidUserError('username', nameProblem);
     const roles = checkRoles(input.roles);
     const pwProblem = passwordProblem(input.password);
     if (pwProblem) throw new InvalidUserError('password', pwProblem);
-    if (this.byName.get(username)) throw new UserExistsError(username);
-    const hash = await hashPassword(input.password);
-    const now = Date.now();
-    try {
-      this.insert.run(username, hash, JSON.stringify(roles), now, now, firstTokenVersion());
-    } catch (error) {
-      if ((error as { code?: string }).code === 'SQLITE_CONSTRAINT_PRIMARYKEY') {
-        throw new UserExistsError(username);
-      }
-      throw error;
-    }
-    return { username, roles, createdAt: now, updatedAt: now };
+    // Before the scrypt: a taken name costs no hash.
+    if (await this.storage.get(username)) throw new UserExistsError(username);
+    const passwordHash = await hashPassword(input.password);
+    const user = await this.storage.insert({
+      username,
+      passwordHash,
+      roles,
+      tokenVersion: firstTokenVersion(),
+      at: this.now(),
+    });
+    if (!user) throw new UserExistsError(username);
+    return user;
   }
 
-  get(username: string): User | undefined {
-    const row = this.byName.get(normalizeUsername(username));
-    return row ? fromRow(row) : undefined;
+  get(username: string): Promise<U | undefined> {
+    return this.storage.get(normalizeUsername(username));
   }
 
-  list(): User[] {
-    return this.all.all().map(fromRow);
+  list(): Promise<U[]> {
+    return this.storage.list(MAX_LISTED_USERS);
   }
 
+  /** Changes the password, ending the user's tokens; false when there is no such user. */
   async setPassword(username: string, password: string): Promise<boolean> {
     const problem = passwordProblem(password);
     if (problem) throw new InvalidUserError('password', problem);
-    const hash = await hashPassword(password);
-    const name = normalizeUsername(username);
-    return this.bump(name, () => this.updatePassword.run(hash, Date.now(), name).changes);
+    const passwordHash = await hashPassword(password);
+    return this.storage.endTokens(normalizeUsername(username), { passwordHash, at: this.now() });
   }
 
   /** Replaces the user's roles (ending their tokens, which carry the old ones); false when there is no such user. */
-  setRoles(username: string, roles: readonly string[]): boolean {
+  async setRoles(username: string, roles: readonly string[]): Promise<boolean> {
     const checked = checkRoles(roles);
-    const name = normalizeUsername(username);
-    return this.bump(name, () => this.updateRoles.run(JSON.stringify(checked), Date.now(), name).changes);
-  }
-
-  /** Removes the user; their tokens and refresh tokens end with them. */
-  remove(username: string): boolean {
-    const name = normalizeUsername(username);
-    return this.db.transaction(() => {
-      this.dropRefresh.run(name);
-      return this.deleteUser.run(name).changes === 1;
-    })();
+    return this.storage.endTokens(normalizeUsername(username), { roles: checked, at: this.now() });
   }
 
   /** Ends every token and refresh token issued to the user so far; false when there is no such user. */
-  revokeTokens(username: string): boolean {
-    const name = normalizeUsername(username);
-    return this.bump(name, () => this.versionOf.all(name).length);
+  revokeTokens(username: string): Promise<boolean> {
+    return this.storage.endTokens(normalizeUsername(username));
   }
 
   /**
-   * The version the user's tokens must carry, or undefined when there is no such user: one
-   * primary-key read, done for every local token the hub verifies (src/auth/hub-identity.ts).
+   * The version the user's tokens must carry, or undefined when there is no such user (or it is
+   * disabled): one primary-key read, done for every local token verified
+   * (src/auth/hub-identity.ts).
    */
-  tokenVersion(username: string): number | undefined {
-    return this.versionOf.get(username);
+  tokenVersion(username: string): Promise<number | undefined> {
+    return this.storage.tokenVersion(username);
   }
 
-  createRefreshToken(user: LoginUser, expiresAt: number): string {
+  async createRefreshToken(user: LoginUser, expiresAt: number): Promise<string> {
     const { token, hash } = newRefreshToken();
-    const now = Date.now();
-    this.db.transaction(() => {
-      this.expireRefresh.run(now);
-      this.insertRefresh.run(hash, user.username, user.tokenVersion, expiresAt, now);
-      this.trimRefresh.run({ username: user.username });
-    })();
+    await this.storage.addRefreshToken({
+      hash,
+      username: user.username,
+      tokenVersion: user.tokenVersion,
+      expiresAt,
+      at: this.now(),
+      keep: MAX_REFRESH_TOKENS_PER_USER,
+    });
     return token;
   }
 
-  redeemRefreshToken(token: string, now: number): LoginUser | undefined {
+  async redeemRefreshToken(token: string, now: number): Promise<LoginUser | undefined> {
     if (typeof token !== 'string' || !REFRESH_TOKEN_PATTERN.test(token)) return undefined;
-    return this.redeem(refreshTokenHash(token), now);
+    const taken = await this.storage.takeRefreshToken(refreshTokenHash(token));
+    if (!taken || taken.expiresAt <= now) return undefined;
+    const { user } = taken;
+    if (!user || user.tokenVersion !== taken.tokenVersion) return undefined;
+    return user;
   }
 
   /**
-   * The user and roles when the password is right, else undefined. An unknown user costs the
-   * same scrypt as a known one (against a throwaway hash), so timing does not reveal accounts.
+   * The user and roles when the password is right (and the user is not disabled), else
+   * undefined. An unknown user costs the same scrypt as a known one (against a throwaway hash),
+   * so timing does not reveal accounts.
    */
   async checkPassword(username: string, password: string): Promise<LoginUser | undefined> {
     if (typeof username !== 'string' || typeof password !== 'string') return undefined;
-    const row = username.length <= 64 ? this.byName.get(normalizeUsername(username)) : undefined;
+    const row = username.length <= 64 ? await this.storage.login(normalizeUsername(username)) : undefined;
     const candidate = password.length <= 1024 ? password : '';
     if (!row) {
       await verifyPassword(candidate, UNKNOWN_USER_HASH);
       return undefined;
     }
-    const ok = await verifyPassword(candidate, row.password_hash);
-    if (!ok || candidate !== password) return undefined;
-    return { username: row.username, roles: parseRoles(row.roles), tokenVersion: row.token_version };
+    const ok = await verifyPassword(candidate, row.passwordHash);
+    if (!ok || candidate !== password || row.disabled) return undefined;
+    return { username: row.username, roles: row.roles, tokenVersion: row.tokenVersion };
+  }
+}
+
+/** The hub's users, in its SQLite file (sqlite-users.ts). */
+export class UserRepository extends UserService<User> {
+  private readonly sqlite: SqliteUserStorage;
+
+  constructor(db: Database) {
+    const storage = new SqliteUserStorage(db);
+    super(storage);
+    this.sqlite = storage;
+  }
+
+  /** Removes the user; their tokens and refresh tokens end with them. */
+  async remove(username: string): Promise<boolean> {
+    return this.sqlite.remove(normalizeUsername(username));
   }
 }

@@ -13,7 +13,7 @@ export type ReadingSource = 'radio' | 'mqtt' | 'http' | 'sim';
 
 /**
  * The core's events. A feature or plugin adds its own beside itself by declaration merging
- * (src/messaging/events.ts, plugins/audit/events.ts):
+ * (src/messaging/events.ts, src/billing/events.ts, plugins/audit/events.ts):
  *
  * ```ts
  * declare module '../domain/events.js' {
@@ -48,24 +48,7 @@ export interface HubEvents {
   'mesh.text': MeshText;
   /** A ROUTING_APP packet: an ACK or NAK for `requestId` (docs/architecture.md "Meshtastic facts"). */
   'mesh.routing': MeshRoutingReport;
-  /** A billing subscription changed state (the billing plugin, issue 11), after commit. */
-  'billing.changed': BillingChange;
   'hub.stopping': Record<string, never>;
-}
-
-/** One stored state change of a paid subscription (`from === to` for invoice-only news: payment seen). */
-export interface BillingChange {
-  subscriptionId: string;
-  subscriber: string;
-  planId: string;
-  from: string | null;
-  to: string;
-  /** Why, in words: `invoice settled`, `period ended`, `payment seen, waiting for confirmation`. */
-  cause: string;
-  invoiceId: string | null;
-  /** ms since the epoch. */
-  at: number;
-  currentPeriodEnd: number | null;
 }
 
 /** Events whose last value the bus keeps (`bus.last`, `on(…, { replay: true })`). */

@@ -6,7 +6,6 @@
  * could otherwise break the topic tree or an ACL). Not retained: the broker keeps retained
  * messages in memory, and messages are unbounded; the API holds their state.
  */
-import type { BillingChange } from '../domain/events.js';
 import { type MessageChange, messageDetailJson } from './message.js';
 
 export const MESSAGES_TOPIC_ROOT = 'meshhub/messages';
@@ -28,27 +27,5 @@ export function messageEventPayload(change: MessageChange): string {
     event: change.kind,
     subscriber: change.message.owner,
     message: messageDetailJson(change.message),
-  });
-}
-
-/** Billing changes (issue 11): `meshhub/billing/<subscriber>`, admins only, not retained. */
-export const BILLING_TOPIC_ROOT = 'meshhub/billing';
-
-export function billingEventTopic(change: BillingChange): string {
-  return `${BILLING_TOPIC_ROOT}/${topicSegment(change.subscriber)}`;
-}
-
-export function billingEventPayload(change: BillingChange): string {
-  const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
-  return JSON.stringify({
-    subscription_id: change.subscriptionId,
-    subscriber: change.subscriber,
-    plan_id: change.planId,
-    from: change.from,
-    to: change.to,
-    cause: change.cause,
-    invoice_id: change.invoiceId,
-    at: iso(change.at),
-    current_period_end: iso(change.currentPeriodEnd),
   });
 }

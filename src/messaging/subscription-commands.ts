@@ -92,7 +92,10 @@ async function subscriptionCommand(args: string[], ctx: CommandContext): Promise
       }
       return 0;
     }
-    if (!subscriber.startsWith(EXTERNAL_PRINCIPAL_PREFIX) && !new UserRepository(db).get(subscriber)) {
+    if (
+      !subscriber.startsWith(EXTERNAL_PRINCIPAL_PREFIX) &&
+      !(await new UserRepository(db).get(subscriber))
+    ) {
       throw new UsageError(
         `meshhub subscription grant: no user "${subscriber}" (add it with meshhub user add)`,
         1,

@@ -1,12 +1,69 @@
 /**
+ * The upstream's composition root (docs/architecture.md "The two applications"): settings → the
+ * core (pool, users, identity, metrics, map tiles; server.ts) → the list of parts (parts.ts, and
+ * billing when PLUGINS=billing: sync/upstream/billing, BTCPay's webhooks reach the upstream),
+ * mounted and run by the upstream server. A new part is one function and one line here.
+ *
  * `meshhub upstream` as a process: settings (every problem at once, exit 1), the upstream
  * server, SIGTERM/SIGINT stop within a deadline (a second signal or the deadline exits at once),
  * and a non-zero exit when it cannot start, so the service manager restarts it.
  */
 import { ConfigError } from '../../src/config/load.js';
 import { createLogger, type Logger } from '../../src/log.js';
-import { createUpstream, type UpstreamServer } from './server.js';
+import type { UpstreamBilling } from './billing/index.js';
+import { identityPart, messagingPart, siteDataPart, webPart } from './parts.js';
+import {
+  openUpstreamCore,
+  type UpstreamCore,
+  type UpstreamOptions,
+  type UpstreamPart,
+  type UpstreamServer,
+  upstreamServer,
+} from './server.js';
 import { loadUpstreamSettings, type UpstreamSettings } from './settings.js';
+
+export type { UpstreamOptions, UpstreamServer };
+
+/** Billing, when enabled (PLUGINS=billing): loaded only then. */
+async function billingPart(core: UpstreamCore): Promise<UpstreamBilling | undefined> {
+  const { settings } = core;
+  if (!settings.billing) return undefined;
+  return (await import('./billing/index.js')).upstreamBilling({
+    settings: settings.billing,
+    pool: core.pool,
+    identity: core.identity,
+    log: core.log,
+    registry: core.metrics.registry,
+    version: core.version,
+  });
+}
+
+/**
+ * Builds the upstream (the pool connects lazily, the identity key is read or made); `start()`
+ * migrates, starts the parts and listens.
+ */
+export async function createUpstream(
+  settings: UpstreamSettings,
+  options: UpstreamOptions,
+): Promise<UpstreamServer> {
+  const core = await openUpstreamCore(settings, options);
+  const siteData = siteDataPart(core);
+  const billing = await billingPart(core);
+  const billingRoutes: UpstreamPart | undefined = billing && {
+    routes: [['/api/v1/billing', billing.routes]],
+    start: () => billing.start(),
+    stop: () => billing.stop(),
+  };
+  const parts: UpstreamPart[] = [
+    siteData.health,
+    siteData.part,
+    identityPart(core),
+    messagingPart(core),
+    ...(billingRoutes ? [billingRoutes] : []),
+    webPart(core),
+  ];
+  return upstreamServer(core, parts, siteData.upgrade, billing ? { billing } : {});
+}
 
 const STOP_DEADLINE_MS = 5_000;
 

@@ -8,9 +8,9 @@
  * an error.
  */
 import { z } from 'zod';
-import { type BillingSettings, billingSettings } from '../../plugins/billing/config.js';
 import { externalTrustedIssuer } from '../../src/auth/hub-identity.js';
 import { authSettings } from '../../src/auth/settings.js';
+import { type BillingSettings, billingSettings } from '../../src/billing/config.js';
 import { flag, port } from '../../src/config/fields.js';
 import { ConfigError, settingsProblems } from '../../src/config/load.js';
 import { Secret } from '../../src/config/secret.js';

@@ -69,8 +69,12 @@ afterAll(async () => {
 const now = () => Math.floor(Date.now() / 1000);
 
 /** A token signed with the hub's key; it carries alice's token version, as the hub's own tokens do. */
-function localToken(claims: JWTPayload = {}, header: Record<string, unknown> = {}, key: Key = localKey) {
-  const version = new UserRepository(t.hub.store.db).tokenVersion('alice');
+async function localToken(
+  claims: JWTPayload = {},
+  header: Record<string, unknown> = {},
+  key: Key = localKey,
+) {
+  const version = await new UserRepository(t.hub.store.db).tokenVersion('alice');
   return new SignJWT({ roles: ['subscriber'], token_version: version, ...claims })
     .setProtectedHeader({ alg: 'EdDSA', kid: localKid, ...header })
     .setIssuer((claims.iss as string) ?? localIssuer)
@@ -104,7 +108,7 @@ describe('bearer token attacks: 401 with WWW-Authenticate', () => {
   });
 
   it('a token of another token version, without one, or of no such user: 401 revoked', async () => {
-    const version = new UserRepository(t.hub.store.db).tokenVersion('alice')!;
+    const version = (await new UserRepository(t.hub.store.db).tokenVersion('alice'))!;
     await expectInvalidToken(await localToken({ token_version: version - 1 }), /revoked/);
     await expectInvalidToken(await localToken({ token_version: String(version) }), /revoked/);
     await expectInvalidToken(await localToken({ token_version: undefined }), /revoked/);

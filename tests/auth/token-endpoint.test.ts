@@ -190,7 +190,7 @@ describe('POST /api/v1/auth/refresh', () => {
     await users.add({ username: 'demoted', password: PASSWORD, roles: ['admin', 'subscriber'] });
     const before = await login({ username: 'demoted', password: PASSWORD });
     expect((await conversations(before.body.access_token)).status).toBe(200);
-    users.setRoles('demoted', ['subscriber']);
+    await users.setRoles('demoted', ['subscriber']);
     const refused = await conversations(before.body.access_token);
     expect(refused.status).toBe(401);
     expect(refused.body.detail).toBe('the token has been revoked');

@@ -47,15 +47,15 @@ describe('UserRepository', () => {
       roles: ['subscriber', 'device'],
     });
     expect(user).toMatchObject({ username: 'alice', roles: ['subscriber', 'device'] });
-    expect(users.get('ALICE')).toMatchObject({ username: 'alice', roles: ['subscriber', 'device'] });
+    expect(await users.get('ALICE')).toMatchObject({ username: 'alice', roles: ['subscriber', 'device'] });
     const row = db.prepare('SELECT password_hash FROM users').pluck().get() as string;
     expect(row).not.toContain('long enough');
-    expect(users.list().map((u) => u.username)).toEqual(['alice']);
+    expect((await users.list()).map((u) => u.username)).toEqual(['alice']);
   });
 
   it('checkPassword: the user and roles for the right password; undefined otherwise', async () => {
     await users.add({ username: 'ops', password: 'long enough', roles: ['admin'] });
-    const tokenVersion = users.tokenVersion('ops');
+    const tokenVersion = await users.tokenVersion('ops');
     expect(tokenVersion).toEqual(expect.any(Number));
     expect(await users.checkPassword('ops', 'long enough')).toEqual({
       username: 'ops',
@@ -88,7 +88,7 @@ describe('UserRepository', () => {
     expect(await field({ username: '', password: 'long enough', roles: [] })).toBe('username');
     expect(await field({ username: 'bob', password: 'short', roles: [] })).toBe('password');
     expect(await field({ username: 'bob', password: 'long enough', roles: ['Admin!'] })).toBe('roles');
-    expect(users.list()).toHaveLength(1);
+    expect(await users.list()).toHaveLength(1);
   });
 
   it('changes passwords and roles, and removes users', async () => {
@@ -96,49 +96,49 @@ describe('UserRepository', () => {
     expect(await users.setPassword('bob', 'second password')).toBe(true);
     expect(await users.checkPassword('bob', 'first password')).toBeUndefined();
     expect(await users.checkPassword('bob', 'second password')).toBeDefined();
-    expect(users.setRoles('bob', ['integration'])).toBe(true);
-    expect(users.get('bob')?.roles).toEqual(['integration']);
-    expect(users.remove('bob')).toBe(true);
-    expect(users.remove('bob')).toBe(false);
+    expect(await users.setRoles('bob', ['integration'])).toBe(true);
+    expect((await users.get('bob'))?.roles).toEqual(['integration']);
+    expect(await users.remove('bob')).toBe(true);
+    expect(await users.remove('bob')).toBe(false);
     expect(await users.setPassword('bob', 'third password')).toBe(false);
   });
 
   it('bumps the token version on a password or role change and on revokeTokens; a new namesake starts elsewhere', async () => {
     await users.add({ username: 'eve', password: 'first password', roles: ['subscriber'] });
-    const seen = [users.tokenVersion('eve')];
+    const seen = [await users.tokenVersion('eve')];
     await users.setPassword('eve', 'second password');
-    seen.push(users.tokenVersion('eve'));
-    users.setRoles('eve', ['admin']);
-    seen.push(users.tokenVersion('eve'));
-    expect(users.revokeTokens('eve')).toBe(true);
-    seen.push(users.tokenVersion('eve'));
+    seen.push(await users.tokenVersion('eve'));
+    await users.setRoles('eve', ['admin']);
+    seen.push(await users.tokenVersion('eve'));
+    expect(await users.revokeTokens('eve')).toBe(true);
+    seen.push(await users.tokenVersion('eve'));
     expect(new Set(seen).size).toBe(4);
-    users.remove('eve');
-    expect(users.tokenVersion('eve')).toBeUndefined();
-    expect(users.revokeTokens('eve')).toBe(false);
+    await users.remove('eve');
+    expect(await users.tokenVersion('eve')).toBeUndefined();
+    expect(await users.revokeTokens('eve')).toBe(false);
     await users.add({ username: 'eve', password: 'first password', roles: ['admin'] });
-    expect(seen).not.toContain(users.tokenVersion('eve'));
+    expect(seen).not.toContain(await users.tokenVersion('eve'));
   });
 
   it('refresh tokens: single use, stored hashed, void after a bump, the expired ones and the surplus dropped', async () => {
     await users.add({ username: 'fay', password: 'long enough', roles: ['subscriber'] });
     const fay = (await users.checkPassword('fay', 'long enough'))!;
     const now = Date.now();
-    const token = users.createRefreshToken(fay, now + 60_000);
+    const token = await users.createRefreshToken(fay, now + 60_000);
     expect(token).toMatch(/^[A-Za-z0-9_-]{43}$/);
     const stored = db.prepare('SELECT token_hash FROM refresh_tokens').pluck().all();
     expect(stored).toHaveLength(1);
     expect(stored).not.toContain(token);
-    expect(users.redeemRefreshToken(token, now)).toEqual(fay);
-    expect(users.redeemRefreshToken(token, now)).toBeUndefined();
-    const expiring = users.createRefreshToken(fay, now + 1_000);
-    expect(users.redeemRefreshToken(expiring, now + 1_000)).toBeUndefined();
-    const beforeBump = users.createRefreshToken(fay, now + 60_000);
-    users.revokeTokens('fay');
-    expect(users.redeemRefreshToken(beforeBump, now)).toBeUndefined();
-    const bumped = { ...fay, tokenVersion: users.tokenVersion('fay')! };
-    for (let i = 0; i < 30; i++) users.createRefreshToken(bumped, Date.now() + 60_000);
+    expect(await users.redeemRefreshToken(token, now)).toEqual(fay);
+    expect(await users.redeemRefreshToken(token, now)).toBeUndefined();
+    const expiring = await users.createRefreshToken(fay, now + 1_000);
+    expect(await users.redeemRefreshToken(expiring, now + 1_000)).toBeUndefined();
+    const beforeBump = await users.createRefreshToken(fay, now + 60_000);
+    await users.revokeTokens('fay');
+    expect(await users.redeemRefreshToken(beforeBump, now)).toBeUndefined();
+    const bumped = { ...fay, tokenVersion: (await users.tokenVersion('fay'))! };
+    for (let i = 0; i < 30; i++) await users.createRefreshToken(bumped, Date.now() + 60_000);
     expect(db.prepare('SELECT count(*) FROM refresh_tokens').pluck().get()).toBe(20);
-    expect(users.redeemRefreshToken('not a token', now)).toBeUndefined();
+    expect(await users.redeemRefreshToken('not a token', now)).toBeUndefined();
   });
 });

@@ -12,8 +12,8 @@ import { describe, expect, it } from 'vitest';
 import { ChatCompletionsClient, LlmError } from '../../plugins/audit/llm/client.js';
 import { addressGuardedFetch } from '../../plugins/audit/microsoft/address-guard.js';
 import { UpstreamError } from '../../plugins/audit/microsoft/upstream.js';
-import { BtcpayUnavailableError, GreenfieldClient } from '../../plugins/billing/greenfield-client.js';
 import { AuthError, createTokenVerifier } from '../../src/auth/jwt-verifier.js';
+import { BtcpayUnavailableError, GreenfieldClient } from '../../src/billing/greenfield-client.js';
 import { Secret } from '../../src/config/secret.js';
 import { guardedFetch, refusedAddressOf } from '../../src/http/guarded-fetch.js';
 import { upstreamAddressPolicy } from '../../sync/site/push-actor.js';
@@ -45,7 +45,7 @@ describe('every outbound HTTP client uses the guarded client', () => {
     .filter((p) => !p.startsWith('src/web/') && p !== 'src/http/guarded-fetch.ts');
 
   it('scans the hub’s, the plugins’ and the sync code', () => {
-    expect(files).toContain('plugins/billing/greenfield-client.ts');
+    expect(files).toContain('src/billing/greenfield-client.ts');
     expect(files).toContain('sync/site/downlink-client.ts');
     expect(files.length).toBeGreaterThan(100);
   });

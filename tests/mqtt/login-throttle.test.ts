@@ -65,20 +65,20 @@ describe('hub-issued tokens as the MQTT password', () => {
     const users = new UserRepository(t.hub.store.db);
     await users.add({ username: 'relay', password: PASSWORD, roles: ['device'] });
     const tokenOf = async (username: string) => {
-      const user = users.get(username)!;
+      const user = (await users.get(username))!;
       const issued = await t.hub.identity.localIssuer.issue(
-        { ...user, tokenVersion: users.tokenVersion(username)! },
+        { ...user, tokenVersion: (await users.tokenVersion(username))! },
         600,
       );
       return issued.accessToken;
     };
     const before = await tokenOf('relay');
     expect((await connect(t.mqttUrl, { username: 'relay', password: before })).connected).toBe(true);
-    users.revokeTokens('relay');
+    await users.revokeTokens('relay');
     expect(await refusedCode(t.mqttUrl, { username: 'relay', password: before })).toBe(4);
     const fresh = await tokenOf('relay');
     expect((await connect(t.mqttUrl, { username: 'relay', password: fresh })).connected).toBe(true);
-    users.remove('relay');
+    await users.remove('relay');
     expect(await refusedCode(t.mqttUrl, { username: 'relay', password: fresh })).toBe(4);
     expect(await metric('meshhub_mqtt_auth_failures_total', 'reason="bad_token"')).toBeGreaterThanOrEqual(2);
   });

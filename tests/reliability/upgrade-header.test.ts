@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SYNC_API } from '../../sync/protocol.js';
-import { createUpstream, type UpstreamServer } from '../../sync/upstream/server.js';
+import { createUpstream, type UpstreamServer } from '../../sync/upstream/main.js';
 import { loadUpstreamSettings } from '../../sync/upstream/settings.js';
 import { startTestHub, type TestHub } from '../helpers/hub.js';
 import { createTestSchema, skipWithoutPostgres, type TestSchema } from '../helpers/postgres.js';

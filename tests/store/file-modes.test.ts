@@ -21,7 +21,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino } from 'pino';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { createUpstream } from '../../sync/upstream/server.js';
+import { createUpstream } from '../../sync/upstream/main.js';
 import { loadUpstreamSettings } from '../../sync/upstream/settings.js';
 import { freePort, getJson, waitFor } from '../helpers/hub.js';
 

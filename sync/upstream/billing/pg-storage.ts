@@ -1,6 +1,6 @@
 /**
  * The billing store on the upstream's PostgreSQL (migration 3, db/schema.ts): the same
- * `BillingStorage` the hub's SQLite store implements (plugins/billing/billing-storage.ts), for
+ * `BillingStorage` the hub's SQLite store implements (src/billing/billing-storage.ts, SQLite in src/billing/sqlite-storage.ts), for
  * several upstream processes sharing one database.
  *
  * - `applyInvoice` locks the invoice's row, then its subscription's (`SELECT … FOR UPDATE`, in
@@ -18,102 +18,32 @@ import type pg from 'pg';
 import type {
   AppliedInvoice,
   BillingStorage,
+  DecideInvoice,
   DueStep,
-  InvoiceDecision,
-  InvoiceState,
   NewInvoice,
   PlanStorage,
-} from '../../../plugins/billing/billing-storage.js';
+  PurchaseStart,
+  WebhookDelivery,
+} from '../../../src/billing/billing-storage.js';
 import type {
   BillingChangeRow,
   BillingInvoice,
   BillingStatus,
   BillingSubscription,
-  InvoiceKind,
-  InvoiceStatus,
-} from '../../../plugins/billing/billing-store.js';
+} from '../../../src/billing/billing-store.js';
+import { checkNewPlan, type NewPlan, type Plan, planExists, planNodes } from '../../../src/billing/plans.js';
 import {
-  checkNewPlan,
-  type NewPlan,
-  type Plan,
-  planExists,
-  planNodes,
-} from '../../../plugins/billing/plans.js';
+  type InvoiceRow,
+  invoiceOf,
+  type PlanRow,
+  planOf,
+  type SubRow,
+  subscriptionOf as subOf,
+} from '../../../src/billing/rows.js';
 import { withTransaction } from '../db/pool.js';
 import { grantOrExtend } from './grants.js';
 
 type Queryable = Pick<pg.Pool, 'query'> | pg.PoolClient;
-
-interface SubRow {
-  id: string;
-  subscriber: string;
-  plan_id: string;
-  status: BillingStatus;
-  current_period_end: number | string | null;
-  grant_id: number | string | null;
-  created_at: number | string;
-  updated_at: number | string;
-}
-
-interface InvoiceRow {
-  id: string;
-  subscription_id: string;
-  kind: InvoiceKind;
-  status: InvoiceStatus;
-  amount: string;
-  currency: string;
-  checkout_link: string | null;
-  created_at: number | string;
-  updated_at: number | string;
-}
-
-interface PlanRow {
-  id: string;
-  name: string;
-  price: string;
-  currency: string;
-  period_days: number;
-  node_ids: string[] | null;
-  active: boolean;
-  created_at: number | string;
-}
-
-const num = (v: number | string): number => Number(v);
-const numOrNull = (v: number | string | null): number | null => (v === null ? null : Number(v));
-
-const subOf = (r: SubRow): BillingSubscription => ({
-  id: r.id,
-  subscriber: r.subscriber,
-  planId: r.plan_id,
-  status: r.status,
-  currentPeriodEnd: numOrNull(r.current_period_end),
-  grantId: numOrNull(r.grant_id),
-  createdAt: num(r.created_at),
-  updatedAt: num(r.updated_at),
-});
-
-const invoiceOf = (r: InvoiceRow): BillingInvoice => ({
-  id: r.id,
-  subscriptionId: r.subscription_id,
-  kind: r.kind,
-  status: r.status,
-  amount: r.amount,
-  currency: r.currency,
-  checkoutLink: r.checkout_link,
-  createdAt: num(r.created_at),
-  updatedAt: num(r.updated_at),
-});
-
-const planOf = (r: PlanRow): Plan => ({
-  id: r.id,
-  name: r.name,
-  price: r.price,
-  currency: r.currency,
-  periodDays: r.period_days,
-  nodes: r.node_ids === null ? 'all' : r.node_ids,
-  active: r.active,
-  createdAt: num(r.created_at),
-});
 
 const SUB_COLUMNS = 'id, subscriber, plan_id, status, current_period_end, grant_id, created_at, updated_at';
 const INVOICE_COLUMNS =
@@ -259,7 +189,7 @@ export class PgBillingStorage implements BillingStorage {
     }>('SELECT * FROM billing_changes WHERE subscription_id = $1 ORDER BY seq LIMIT 1000', [subscriptionId]);
     return rows.map((r) => ({
       subscriptionId: r.subscription_id,
-      at: num(r.at),
+      at: Number(r.at),
       from: r.from_status,
       to: r.to_status,
       cause: r.cause,
@@ -290,14 +220,9 @@ export class PgBillingStorage implements BillingStorage {
     return rowCount ?? 0;
   }
 
-  async startPurchase(input: {
-    id: string;
-    subscriber: string;
-    planId: string;
-    invoice: NewInvoice;
-    cause: string;
-    at: number;
-  }): Promise<{ subscription: BillingSubscription; created: boolean }> {
+  async startPurchase(
+    input: PurchaseStart,
+  ): Promise<{ subscription: BillingSubscription; created: boolean }> {
     const created = await withTransaction(this.pool, async (client) => {
       const { rows } = await client.query<SubRow>(
         `INSERT INTO billing_subscriptions (id, subscriber, plan_id, status, current_period_end, grant_id, created_at, updated_at)
@@ -331,9 +256,9 @@ export class PgBillingStorage implements BillingStorage {
 
   async applyInvoice(
     invoiceId: string,
-    delivery: { id: string; type: string } | undefined,
+    delivery: WebhookDelivery | undefined,
     at: number,
-    decide: (state: InvoiceState) => InvoiceDecision | undefined,
+    decide: DecideInvoice,
   ): Promise<AppliedInvoice | undefined> {
     return withTransaction(this.pool, async (client) => {
       const {

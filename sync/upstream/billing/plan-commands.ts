@@ -1,11 +1,12 @@
 /**
- * `meshhub upstream plan add|list|retire`: the hub's plan commands (plugins/billing/
+ * `meshhub upstream plan add|list|retire`: the hub's plan commands (src/billing/
  * plan-commands.ts) on the upstream's PostgreSQL (UPSTREAM_DATABASE_URL, migrated first), also
  * while upstream processes run. Exit codes as the other upstream commands: 0 done, 1 refused or
  * database unreachable, 2 usage.
  */
-import { PLAN_HELP, planCommandOn } from '../../../plugins/billing/plan-commands.js';
+
 import { UsageError } from '../../../src/auth/cli-commands.js';
+import { PLAN_HELP, planCommandOn } from '../../../src/billing/plan-commands.js';
 import { ConfigError } from '../../../src/config/load.js';
 import type { UpstreamCommandContext } from '../commands.js';
 import { migrateUpstream } from '../db/migrate.js';

@@ -119,9 +119,9 @@ export async function auditApp(
     request,
     // A token of a user the hub knows: local tokens of unknown users are refused (revocation).
     hubToken: async (username, roles) => {
-      if (!users.get(username)) await users.add({ username, password: 'a-test-password', roles });
-      else users.setRoles(username, roles);
-      const tokenVersion = users.tokenVersion(username);
+      if (!(await users.get(username))) await users.add({ username, password: 'a-test-password', roles });
+      else await users.setRoles(username, roles);
+      const tokenVersion = await users.tokenVersion(username);
       const subject = {
         username,
         roles: [...roles],

@@ -4,8 +4,8 @@
  */
 import { inspect } from 'node:util';
 import { describe, expect, it } from 'vitest';
-import { type BillingSettings, billingConfigFrom } from '../../../plugins/billing/config.js';
 import { billingModule } from '../../../plugins/billing/index.js';
+import { type BillingSettings, billingConfigFrom } from '../../../src/billing/config.js';
 import { ConfigError, loadSlices } from '../../../src/config/load.js';
 
 const GOOD = {

@@ -5,7 +5,7 @@
  */
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { billingOpenApiDocument } from '../../../plugins/billing/http/openapi.js';
+import { billingOpenApiDocument } from '../../../src/billing/http/openapi.js';
 import type { HttpMethod } from '../../../src/http/openapi.js';
 import type { FakeBtcpay } from '../../fakes/btcpay/fake-btcpay.js';
 import { Conformance, operationsOf } from '../../http/openapi-conformance.js';
@@ -105,7 +105,7 @@ describe('the document and the billing routes agree', () => {
     fake.webhookUrl = `${t.baseUrl}${hook}`;
     fake.setStatus(sub.invoice_id, 'Settled');
     const body = JSON.stringify(fake.payload(sub.invoice_id, 'InvoiceSettled'));
-    const { signBody } = await import('../../../plugins/billing/webhook-signature.js');
+    const { signBody } = await import('../../../src/billing/webhook-signature.js');
     const sig = signBody('whsec-billing-test-secret', body);
     await check('post', hook, hook, { raw: body, headers: { 'BTCPay-Sig': sig } });
     await check('post', hook, hook, { raw: body, headers: { 'BTCPay-Sig': sig } });

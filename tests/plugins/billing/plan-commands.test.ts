@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, expect, it } from 'vitest';
-import { runPlanCommand } from '../../../plugins/billing/plan-commands.js';
+import { runPlanCommand } from '../../../src/billing/plan-commands.js';
 
 let dataDir: string;
 let out: string[];

@@ -5,7 +5,7 @@
  * webhooks; a missed webhook settled by the poll; state changes on the bus and in /metrics.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { BillingChange } from '../../../src/domain/events.js';
+import type { BillingChange } from '../../../src/billing/events.js';
 import type { FakeBtcpay } from '../../fakes/btcpay/fake-btcpay.js';
 import {
   addPlan,

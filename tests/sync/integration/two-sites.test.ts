@@ -23,7 +23,7 @@ import { UserRepository } from '../../../src/auth/users.js';
 import { messagingRoles } from '../../../src/mesh/simulator/messaging-responder.js';
 import { createSimNetwork } from '../../../src/mesh/simulator/nodes.js';
 import { grantUpstreamSubscription } from '../../../sync/upstream/commands.js';
-import { createUpstream, type UpstreamServer } from '../../../sync/upstream/server.js';
+import { createUpstream, type UpstreamServer } from '../../../sync/upstream/main.js';
 import { loadUpstreamSettings } from '../../../sync/upstream/settings.js';
 import { SiteRegistry } from '../../../sync/upstream/sites.js';
 import { UpstreamUsers } from '../../../sync/upstream/users.js';

@@ -27,7 +27,7 @@ import { LocalIssuer } from '../../../src/auth/local-issuer.js';
 import { messagingRoles } from '../../../src/mesh/simulator/messaging-responder.js';
 import { createSimNetwork } from '../../../src/mesh/simulator/nodes.js';
 import { SubscriptionRepository } from '../../../src/messaging/subscription-repository.js';
-import { createUpstream, type UpstreamServer } from '../../../sync/upstream/server.js';
+import { createUpstream, type UpstreamServer } from '../../../sync/upstream/main.js';
 import { loadUpstreamSettings } from '../../../sync/upstream/settings.js';
 import { SiteRegistry } from '../../../sync/upstream/sites.js';
 import { UpstreamUsers } from '../../../sync/upstream/users.js';

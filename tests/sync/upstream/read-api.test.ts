@@ -20,7 +20,7 @@ import { WeatherService } from '../../../src/weather/weather-service.js';
 import { type Batch, batchSchema, SYNC_API, type SyncRecord } from '../../../sync/protocol.js';
 import { signSiteRequest } from '../../../sync/signing.js';
 import { BatchApplier } from '../../../sync/upstream/batch-apply.js';
-import { createUpstream, type UpstreamServer } from '../../../sync/upstream/server.js';
+import { createUpstream, type UpstreamServer } from '../../../sync/upstream/main.js';
 import { loadUpstreamSettings } from '../../../sync/upstream/settings.js';
 import { SiteRegistry } from '../../../sync/upstream/sites.js';
 import { createTestSchema, skipWithoutPostgres, type TestSchema } from '../../helpers/postgres.js';

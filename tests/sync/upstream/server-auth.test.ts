@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { decodeJwt } from 'jose';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createUpstream, type UpstreamServer } from '../../../sync/upstream/server.js';
+import { createUpstream, type UpstreamServer } from '../../../sync/upstream/main.js';
 import { loadUpstreamSettings } from '../../../sync/upstream/settings.js';
 import { InvalidUserError, UpstreamUsers, UserExistsError } from '../../../sync/upstream/users.js';
 import { postFrom } from '../../helpers/post-from.js';

@@ -13,7 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LocalIssuer } from '../../../src/auth/local-issuer.js';
 import { SYNC_API } from '../../../sync/protocol.js';
 import { signSiteRequest } from '../../../sync/signing.js';
-import { createUpstream, type UpstreamServer } from '../../../sync/upstream/server.js';
+import { createUpstream, type UpstreamServer } from '../../../sync/upstream/main.js';
 import { loadUpstreamSettings } from '../../../sync/upstream/settings.js';
 import { SiteRegistry } from '../../../sync/upstream/sites.js';
 import { createTestSchema, skipWithoutPostgres, type TestSchema } from '../../helpers/postgres.js';

@@ -4,12 +4,8 @@
  * reaches the browser bundle.
  */
 import type { z } from 'zod';
-import type {
-  adminPlanSchema,
-  planSchema,
-  subscriptionSchema,
-} from '../../../../plugins/billing/http/schemas.js';
 import type { tokenResponseSchema } from '../../../auth/schemas.js';
+import type { adminPlanSchema, planSchema, subscriptionSchema } from '../../../billing/schemas.js';
 import type { healthReportSchema, problemSchema, radioStatusSchema } from '../../../http/schemas.js';
 import type { HelloEvent as HubHelloEvent } from '../../../live/schemas.js';
 import type {

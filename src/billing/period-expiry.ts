@@ -8,10 +8,10 @@
  * process holds, and the upstream runs each job under an advisory lock).
  */
 import { setImmediate as yieldToLoop } from 'node:timers/promises';
-import type { BillingChange } from '../../src/domain/events.js';
 import { changeOf } from './billing-changes.js';
 import type { BillingStorage } from './billing-storage.js';
 import type { BillingStatus } from './billing-store.js';
+import type { BillingChange } from './events.js';
 
 /** How long applied webhook deliveries are remembered (BTCPay redelivers for about an hour). */
 export const DELIVERY_MEMORY_MS = 30 * 86_400_000;

@@ -13,19 +13,17 @@
  */
 import { type Context, Hono, type MiddlewareHandler } from 'hono';
 import { z } from 'zod';
-import { limitBody, readJsonBody } from '../../../src/auth/request-body.js';
-import { type AuthEnv, verifiedIdentity } from '../../../src/auth/require-auth.js';
-import { ADMIN_ROLE, SUBSCRIBER_ROLE } from '../../../src/auth/users.js';
-import { COMMON_PROBLEMS, HEADERS, type OperationSpec, problem } from '../../../src/http/openapi.js';
-import { ProblemError, validationProblem } from '../../../src/http/problem.js';
-import type { ModuleAuth } from '../../../src/module.js';
+import { limitBody, readJsonBody } from '../../auth/request-body.js';
+import { type AuthEnv, verifiedIdentity } from '../../auth/require-auth.js';
+import { ADMIN_ROLE, SUBSCRIBER_ROLE } from '../../auth/users.js';
+import { COMMON_PROBLEMS, HEADERS, type OperationSpec, problem } from '../../http/openapi.js';
+import { ProblemError, validationProblem } from '../../http/problem.js';
+import type { ModuleAuth } from '../../module.js';
 import { type BillingService, unavailable } from '../billing-service.js';
 import type { BillingConfig } from '../config.js';
 import { BtcpayUnavailableError } from '../greenfield-client.js';
 import type { BillingMetrics } from '../metrics.js';
 import { PlanError } from '../plans.js';
-import { checkSignature } from '../webhook-signature.js';
-import { adminPlanJson, planJson, subscriptionJson } from './json.js';
 import {
   adminPlanListSchema,
   adminPlanSchema,
@@ -40,7 +38,9 @@ import {
   subscriptionSchema,
   webhookAckSchema,
   webhookDeliverySchema,
-} from './schemas.js';
+} from '../schemas.js';
+import { checkSignature } from '../webhook-signature.js';
+import { adminPlanJson, planJson, subscriptionJson } from './json.js';
 
 /** BTCPay's deliveries are small JSON objects; anything bigger is not one. */
 export const WEBHOOK_MAX_BYTES = 64 * 1024;

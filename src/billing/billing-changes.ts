@@ -1,6 +1,7 @@
 /** A stored billing change as announced after its commit (`billing.changed` on a hub's bus). */
-import type { BillingChange } from '../../src/domain/events.js';
+
 import type { BillingStatus, BillingSubscription } from './billing-store.js';
+import type { BillingChange } from './events.js';
 
 export function changeOf(
   sub: BillingSubscription,

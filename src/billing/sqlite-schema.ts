@@ -2,7 +2,7 @@
  * The billing plugin's tables, owned through component migrations (src/store/component-migrations.ts).
  * Times are absolute milliseconds since the epoch, so expiry is exact across restarts.
  */
-import type { ComponentMigration } from '../../src/store/component-migrations.js';
+import type { ComponentMigration } from '../store/component-migrations.js';
 
 export const BILLING_COMPONENT = 'billing';
 

@@ -5,17 +5,12 @@
  * (sync/upstream/billing/plan-commands.ts).
  */
 import { parseArgs } from 'node:util';
-import {
-  type CommandContext,
-  openHubDatabase,
-  reportError,
-  UsageError,
-} from '../../src/auth/cli-commands.js';
-import { migrateComponent } from '../../src/store/component-migrations.js';
+import { type CommandContext, openHubDatabase, reportError, UsageError } from '../auth/cli-commands.js';
+import { migrateComponent } from '../store/component-migrations.js';
 import type { PlanStorage } from './billing-storage.js';
-import { SqliteBillingStorage } from './billing-storage.js';
 import { type Plan, PlanError } from './plans.js';
-import { BILLING_COMPONENT, BILLING_MIGRATIONS } from './schema.js';
+import { BILLING_COMPONENT, BILLING_MIGRATIONS } from './sqlite-schema.js';
+import { SqliteBillingStorage } from './sqlite-storage.js';
 
 export const PLAN_HELP = `Usage (billing plans, PLUGINS=billing):
   meshhub plan add <id> --name NAME --price PRICE --currency CUR --days N [--nodes all|!a1b2c3d4,...]

@@ -1,6 +1,6 @@
 /** The billing plugin's counters in /metrics (`meshhub_billing_…`). */
 import type { Counter } from 'prom-client';
-import type { ModuleMetrics } from '../../src/module.js';
+import type { ModuleMetrics } from '../module.js';
 
 export type WebhookRejectReason =
   | 'missing_signature'

@@ -11,7 +11,7 @@
  * key is sent.
  */
 import { z } from 'zod';
-import { type AddressPolicy, guardedFetch, refusedAddressOf } from '../../src/http/guarded-fetch.js';
+import { type AddressPolicy, guardedFetch, refusedAddressOf } from '../http/guarded-fetch.js';
 import type { BillingConfig } from './config.js';
 
 /** Invoice statuses (Greenfield `InvoiceStatus`). */

@@ -4,7 +4,7 @@
  * from these schemas too.
  */
 import { z } from 'zod';
-import { CURRENCY_PATTERN, PLAN_ID_PATTERN, PRICE_PATTERN, SUBSCRIPTION_ID_PATTERN } from '../ids.js';
+import { CURRENCY_PATTERN, PLAN_ID_PATTERN, PRICE_PATTERN, SUBSCRIPTION_ID_PATTERN } from './ids.js';
 
 const nodeId = z.string().regex(/^![0-9a-f]{8}$/);
 const nodes = z.union([z.literal('all'), z.array(nodeId).min(1).max(1000)]);

@@ -3,7 +3,8 @@
  * webhook deliveries already applied. Plain statements over the hub's one connection; the
  * service (billing-service.ts) wraps the writes that belong together in one transaction.
  */
-import type { Database, Statement } from '../../src/store/database.js';
+import type { Database, Statement } from '../store/database.js';
+import { type InvoiceRow, invoiceOf, type SubRow, subscriptionOf } from './rows.js';
 
 export type BillingStatus = 'pending_payment' | 'active' | 'past_due' | 'expired' | 'canceled';
 export type InvoiceKind = 'purchase' | 'renewal';
@@ -41,52 +42,6 @@ export interface BillingChangeRow {
   cause: string;
   invoiceId: string | null;
 }
-
-interface SubRow {
-  id: string;
-  subscriber: string;
-  plan_id: string;
-  status: BillingStatus;
-  current_period_end: number | null;
-  grant_id: number | null;
-  created_at: number;
-  updated_at: number;
-}
-
-interface InvoiceRow {
-  id: string;
-  subscription_id: string;
-  kind: InvoiceKind;
-  status: InvoiceStatus;
-  amount: string;
-  currency: string;
-  checkout_link: string | null;
-  created_at: number;
-  updated_at: number;
-}
-
-const sub = (r: SubRow): BillingSubscription => ({
-  id: r.id,
-  subscriber: r.subscriber,
-  planId: r.plan_id,
-  status: r.status,
-  currentPeriodEnd: r.current_period_end,
-  grantId: r.grant_id,
-  createdAt: r.created_at,
-  updatedAt: r.updated_at,
-});
-
-const invoice = (r: InvoiceRow): BillingInvoice => ({
-  id: r.id,
-  subscriptionId: r.subscription_id,
-  kind: r.kind,
-  status: r.status,
-  amount: r.amount,
-  currency: r.currency,
-  checkoutLink: r.checkout_link,
-  createdAt: r.created_at,
-  updatedAt: r.updated_at,
-});
 
 export class BillingStore {
   private readonly s: Record<string, Statement>;
@@ -154,19 +109,19 @@ export class BillingStore {
 
   subscription(id: string): BillingSubscription | undefined {
     const row = this.s.subById!.get(id) as SubRow | undefined;
-    return row ? sub(row) : undefined;
+    return row ? subscriptionOf(row) : undefined;
   }
 
   subscriptions(subscriber?: string): BillingSubscription[] {
     const rows = (
       subscriber === undefined ? this.s.subsAll!.all() : this.s.subsOf!.all(subscriber)
     ) as SubRow[];
-    return rows.map(sub);
+    return rows.map(subscriptionOf);
   }
 
   pendingPurchase(subscriber: string, planId: string): BillingSubscription | undefined {
     const row = this.s.pendingOf!.get(subscriber, planId) as SubRow | undefined;
-    return row ? sub(row) : undefined;
+    return row ? subscriptionOf(row) : undefined;
   }
 
   setStatus(id: string, status: BillingStatus, at: number): void {
@@ -183,7 +138,7 @@ export class BillingStore {
 
   /** Up to `limit` subscriptions in `status` whose period ended by `before`, soonest first. */
   due(status: BillingStatus, before: number, limit: number): BillingSubscription[] {
-    return (this.s.due!.all(status, before, limit) as SubRow[]).map(sub);
+    return (this.s.due!.all(status, before, limit) as SubRow[]).map(subscriptionOf);
   }
 
   countPaid(): number {
@@ -206,16 +161,16 @@ export class BillingStore {
 
   invoice(id: string): BillingInvoice | undefined {
     const row = this.s.invoiceById!.get(id) as InvoiceRow | undefined;
-    return row ? invoice(row) : undefined;
+    return row ? invoiceOf(row) : undefined;
   }
 
   latestInvoice(subscriptionId: string): BillingInvoice | undefined {
     const row = this.s.latestInvoice!.get(subscriptionId) as InvoiceRow | undefined;
-    return row ? invoice(row) : undefined;
+    return row ? invoiceOf(row) : undefined;
   }
 
   openInvoices(limit: number): BillingInvoice[] {
-    return (this.s.openInvoices!.all(limit) as InvoiceRow[]).map(invoice);
+    return (this.s.openInvoices!.all(limit) as InvoiceRow[]).map(invoiceOf);
   }
 
   setInvoiceStatus(id: string, status: InvoiceStatus, at: number): void {

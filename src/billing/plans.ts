@@ -2,8 +2,9 @@
  * Plans: what a subscriber can buy. Managed by admins (CLI and admin routes); a retired plan is
  * no longer offered but keeps serving the subscriptions bought on it.
  */
-import type { Database, Statement } from '../../src/store/database.js';
+import type { Database, Statement } from '../store/database.js';
 import { CURRENCY_PATTERN, PLAN_ID_PATTERN, PRICE_PATTERN } from './ids.js';
+import { planOf as fromRow, type PlanRow as Row } from './rows.js';
 
 export interface Plan {
   id: string;
@@ -35,28 +36,6 @@ export class PlanError extends Error {
     super(message);
   }
 }
-
-interface Row {
-  id: string;
-  name: string;
-  price: string;
-  currency: string;
-  period_days: number;
-  node_ids: string | null;
-  active: number;
-  created_at: number;
-}
-
-const fromRow = (r: Row): Plan => ({
-  id: r.id,
-  name: r.name,
-  price: r.price,
-  currency: r.currency,
-  periodDays: r.period_days,
-  nodes: r.node_ids === null ? 'all' : (JSON.parse(r.node_ids) as string[]),
-  active: r.active === 1,
-  createdAt: r.created_at,
-});
 
 /** The rules every plan store applies (SQLite on a hub, PostgreSQL on the upstream); throws PlanError naming the field. */
 export function checkNewPlan(plan: NewPlan): void {

@@ -2,7 +2,7 @@
 import type { z } from 'zod';
 import type { BillingInvoice, BillingSubscription } from '../billing-store.js';
 import type { Plan } from '../plans.js';
-import type { adminPlanSchema, planSchema, subscriptionSchema } from './schemas.js';
+import type { adminPlanSchema, planSchema, subscriptionSchema } from '../schemas.js';
 
 const isoOf = (ms: number) => new Date(ms).toISOString();
 

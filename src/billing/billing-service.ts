@@ -16,13 +16,13 @@
  * locks.
  */
 import { randomBytes } from 'node:crypto';
-import type { BillingChange } from '../../src/domain/events.js';
-import { ProblemError } from '../../src/http/problem.js';
-import type { Logger } from '../../src/log.js';
+import { ProblemError } from '../http/problem.js';
+import type { Logger } from '../log.js';
 import { changeOf } from './billing-changes.js';
 import type { BillingStorage, InvoiceDecision, InvoiceState, NewInvoice } from './billing-storage.js';
 import type { BillingStatus, BillingSubscription, InvoiceStatus } from './billing-store.js';
 import type { BillingConfig } from './config.js';
+import type { BillingChange } from './events.js';
 import {
   BtcpayUnavailableError,
   type GreenfieldClient,

@@ -2,9 +2,9 @@
  * The billing API's OpenAPI document (issue 11): the operations routes.ts declares beside its
  * handlers, with the tags and the named schemas. Served at /api/v1/billing/openapi.json.
  */
-import { type OpenApiDocument, openApiDocument } from '../../../src/http/openapi.js';
+import { type OpenApiDocument, openApiDocument } from '../../http/openapi.js';
+import { adminPlanSchema, planSchema, subscriptionSchema } from '../schemas.js';
 import { billingOperations } from './routes.js';
-import { adminPlanSchema, planSchema, subscriptionSchema } from './schemas.js';
 
 export function billingOpenApiDocument(version: string): OpenApiDocument {
   return openApiDocument({

@@ -6,9 +6,9 @@
 
 import { isIP } from 'node:net';
 import { z } from 'zod';
-import { Secret } from '../../src/config/secret.js';
-import { checkOutboundUrl, isNonPublicAddress, OutboundUrlError } from '../../src/http/outbound-url.js';
-import { cronSetting } from '../../src/kernel/scheduler.js';
+import { Secret } from '../config/secret.js';
+import { checkOutboundUrl, isNonPublicAddress, OutboundUrlError } from '../http/outbound-url.js';
+import { cronSetting } from '../kernel/scheduler.js';
 
 const text = z.string().trim();
 const bool = text
