@@ -18,16 +18,15 @@
  */
 import type pg from 'pg';
 import { BUCKET_MS, ROLLUP_TABLE } from '../../src/store/rollups.js';
+import type { HistoryPage, HistoryQuery, WeatherReads } from '../../src/weather/weather-reads.js';
 import {
   bucketJson,
   bucketLower,
   bucketMeanColumns,
-  type HistoryPage,
-  type HistoryQuery,
+  EMPTY_BODY,
   pageOf,
   rawLower,
   readingJson,
-  type WeatherReads,
 } from '../../src/weather/weather-reads.js';
 import { METRIC_COLUMNS } from './db/schema.js';
 import { UpstreamHistoryCache } from './history-cache.js';
@@ -290,7 +289,7 @@ export class UpstreamReadQueries implements WeatherReads<UpstreamLatestFilter, s
       return pageOf(result.rows, limit, (row, ts) => readingJson(nodeId, ts, row, 1, siteId));
     }
     const lower = bucketLower(query, interval);
-    if (lower >= end) return { body: '{"data":[]}' };
+    if (lower >= end) return { body: EMPTY_BODY };
     const result = await this.pool.query<unknown[]>({
       text: `SELECT ${BUCKET_COLUMNS} FROM ${ROLLUP_TABLE[interval]}
        WHERE site_id = $1 AND node_id = $2 AND bucket_start >= $3 AND bucket_start < $4
