@@ -1,5 +1,5 @@
 /**
- * The SQL schema, as an ordered list of migrations (CONVENTIONS.md: one place per fact).
+ * The SQL schema, as an ordered list of migrations (README: one place per fact).
  *
  * `PRAGMA user_version` holds the number of the last migration applied. Each pending migration
  * runs in its own transaction together with the bump of `user_version`, so a crash leaves the
@@ -8,6 +8,22 @@
  * `migrate` refuses a database written by a newer meshhub rather than guess at its schema.
  */
 import type { Database } from './database.js';
+import { latestColumnsDdl, readingColumnsDdl, rollupColumnsDdl } from './rollups.js';
+
+/**
+ * SQLite's types for the reading tables, whose columns rollups.ts lists (the upstream's
+ * PostgreSQL schema makes its own from the same lists). The columns of a released migration
+ * never change: a new metric is a new migration.
+ */
+const SQLITE_TYPES = { real: 'REAL', time: 'INTEGER' };
+const COLUMN_SEPARATOR = ',\n        ';
+
+const rollupTable = (name: string) => `CREATE TABLE ${name} (
+        node_id TEXT NOT NULL,
+        bucket_start INTEGER NOT NULL,
+        ${rollupColumnsDdl(SQLITE_TYPES).join(COLUMN_SEPARATOR)},
+        PRIMARY KEY (node_id, bucket_start)
+      ) WITHOUT ROWID;`;
 
 export interface Migration {
   /** 1, 2, 3, ...: the position in MIGRATIONS, also the `user_version` after it ran. */
@@ -26,14 +42,7 @@ export const MIGRATIONS: readonly Migration[] = [
       CREATE TABLE readings (
         node_id TEXT NOT NULL,
         ts INTEGER NOT NULL,
-        temperature_c REAL,
-        humidity_percent REAL,
-        pressure_pa REAL,
-        wind_speed_ms REAL,
-        wind_direction REAL,
-        pm25_ugm3 REAL,
-        pm10_ugm3 REAL,
-        gas_resistance_kohm REAL,
+        ${readingColumnsDdl(SQLITE_TYPES).join(COLUMN_SEPARATOR)},
         PRIMARY KEY (node_id, ts)
       ) WITHOUT ROWID;
 
@@ -42,49 +51,14 @@ export const MIGRATIONS: readonly Migration[] = [
       CREATE TABLE readings_latest (
         node_id TEXT NOT NULL PRIMARY KEY,
         ts INTEGER NOT NULL,
-        temperature_c REAL, temperature_c_ts INTEGER,
-        humidity_percent REAL, humidity_percent_ts INTEGER,
-        pressure_pa REAL, pressure_pa_ts INTEGER,
-        wind_speed_ms REAL, wind_speed_ms_ts INTEGER,
-        wind_direction REAL, wind_direction_ts INTEGER,
-        pm25_ugm3 REAL, pm25_ugm3_ts INTEGER,
-        pm10_ugm3 REAL, pm10_ugm3_ts INTEGER,
-        gas_resistance_kohm REAL, gas_resistance_kohm_ts INTEGER
+        ${latestColumnsDdl(SQLITE_TYPES).join(COLUMN_SEPARATOR)}
       ) WITHOUT ROWID;
 
       -- Rollups per UTC hour / UTC day: sum and count per metric (mean = sum / count); wind
       -- direction as sums of sin and cos for a circular mean. Kept when raw rows expire.
-      CREATE TABLE readings_hourly (
-        node_id TEXT NOT NULL,
-        bucket_start INTEGER NOT NULL,
-        temperature_c_sum REAL NOT NULL DEFAULT 0, temperature_c_count INTEGER NOT NULL DEFAULT 0,
-        humidity_percent_sum REAL NOT NULL DEFAULT 0, humidity_percent_count INTEGER NOT NULL DEFAULT 0,
-        pressure_pa_sum REAL NOT NULL DEFAULT 0, pressure_pa_count INTEGER NOT NULL DEFAULT 0,
-        wind_speed_ms_sum REAL NOT NULL DEFAULT 0, wind_speed_ms_count INTEGER NOT NULL DEFAULT 0,
-        pm25_ugm3_sum REAL NOT NULL DEFAULT 0, pm25_ugm3_count INTEGER NOT NULL DEFAULT 0,
-        pm10_ugm3_sum REAL NOT NULL DEFAULT 0, pm10_ugm3_count INTEGER NOT NULL DEFAULT 0,
-        gas_resistance_kohm_sum REAL NOT NULL DEFAULT 0, gas_resistance_kohm_count INTEGER NOT NULL DEFAULT 0,
-        wind_direction_sin_sum REAL NOT NULL DEFAULT 0,
-        wind_direction_cos_sum REAL NOT NULL DEFAULT 0,
-        wind_direction_count INTEGER NOT NULL DEFAULT 0,
-        PRIMARY KEY (node_id, bucket_start)
-      ) WITHOUT ROWID;
+      ${rollupTable('readings_hourly')}
 
-      CREATE TABLE readings_daily (
-        node_id TEXT NOT NULL,
-        bucket_start INTEGER NOT NULL,
-        temperature_c_sum REAL NOT NULL DEFAULT 0, temperature_c_count INTEGER NOT NULL DEFAULT 0,
-        humidity_percent_sum REAL NOT NULL DEFAULT 0, humidity_percent_count INTEGER NOT NULL DEFAULT 0,
-        pressure_pa_sum REAL NOT NULL DEFAULT 0, pressure_pa_count INTEGER NOT NULL DEFAULT 0,
-        wind_speed_ms_sum REAL NOT NULL DEFAULT 0, wind_speed_ms_count INTEGER NOT NULL DEFAULT 0,
-        pm25_ugm3_sum REAL NOT NULL DEFAULT 0, pm25_ugm3_count INTEGER NOT NULL DEFAULT 0,
-        pm10_ugm3_sum REAL NOT NULL DEFAULT 0, pm10_ugm3_count INTEGER NOT NULL DEFAULT 0,
-        gas_resistance_kohm_sum REAL NOT NULL DEFAULT 0, gas_resistance_kohm_count INTEGER NOT NULL DEFAULT 0,
-        wind_direction_sin_sum REAL NOT NULL DEFAULT 0,
-        wind_direction_cos_sum REAL NOT NULL DEFAULT 0,
-        wind_direction_count INTEGER NOT NULL DEFAULT 0,
-        PRIMARY KEY (node_id, bucket_start)
-      ) WITHOUT ROWID;
+      ${rollupTable('readings_daily')}
 
       -- Mesh nodes (NodeInfo, positions, device metrics); last_heard and updated_at in ms UTC.
       CREATE TABLE nodes (

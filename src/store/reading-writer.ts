@@ -1,6 +1,6 @@
 /**
  * Commits readings, each node's latest row and the hourly/daily rollups in ONE transaction
- * (DESIGN.md "Data flows" 1). This is the ingest hot path, so:
+ * (docs/architecture.md "Data flows" 1). This is the ingest hot path, so:
  *
  * - a reading newer than everything stored for its node cannot exist yet: those (live data,
  *   nearly all) go in with multi-row INSERTs; any other reading is one `INSERT OR IGNORE`, and
@@ -22,7 +22,14 @@ import { READING_METRICS, type Reading } from '../domain/reading.js';
 import type { Database, Statement } from './database.js';
 import { MAX_ROWS_PER_STATEMENT, MultiRowStatement, placeholders } from './multi-row-statement.js';
 import { readingsObservers, type StoredReadingRow } from './reading-observers.js';
-import { ACC_SIZE, accumulate, bucketStart, METRIC_COLUMNS, ROLLUP_COLUMNS } from './rollups.js';
+import {
+  ACC_SIZE,
+  addToRollups,
+  METRIC_COLUMNS,
+  type NodeRollups,
+  ROLLUP_COLUMNS,
+  RollupBuckets,
+} from './rollups.js';
 
 const SLOTS = METRIC_COLUMNS.length;
 // The observed rows are written out slot by slot (applyGroup).
@@ -41,30 +48,8 @@ interface LatestRow {
   times: number[];
 }
 
-/**
- * The buckets one node touches in one batch: nearly always one, so a short list with the last hit
- * remembered beats a Map (and allocates far less on the hot path).
- */
-class Buckets {
-  readonly starts: number[] = [];
-  readonly accs: number[][] = [];
-  private last = -1;
-
-  get(start: number): number[] {
-    if (this.last >= 0 && this.starts[this.last] === start) return this.accs[this.last]!;
-    let at = this.starts.indexOf(start);
-    if (at < 0) {
-      at = this.starts.push(start) - 1;
-      this.accs.push(new Array<number>(ACC_SIZE).fill(0));
-    }
-    this.last = at;
-    return this.accs[at]!;
-  }
-}
-
-interface NodeContribution {
-  hours: Buckets;
-  days: Buckets;
+/** One node's share of a transaction: its rollup buckets (rollups.ts) and its latest row. */
+interface NodeContribution extends NodeRollups {
   /** Copy-on-write: the merged latest row, committed to the map only after the transaction. */
   latest: LatestRow;
   latestChanged: boolean;
@@ -250,8 +235,8 @@ export class ReadingWriter {
       if (!contribution) {
         const current = this.latest.get(nodeId);
         contribution = {
-          hours: new Buckets(),
-          days: new Buckets(),
+          hours: new RollupBuckets(),
+          days: new RollupBuckets(),
           latest: current ? copyLatest(current) : emptyLatest(),
           latestChanged: false,
         };
@@ -299,8 +284,7 @@ export class ReadingWriter {
         ]);
       }
 
-      accumulate(contribution.hours.get(bucketStart(ts, '1h')), values);
-      accumulate(contribution.days.get(bucketStart(ts, '1d')), values);
+      addToRollups(contribution, ts, values);
       if (mergeLatest(contribution.latest, ts, values)) contribution.latestChanged = true;
     }
     return stored;

@@ -1,6 +1,9 @@
 /**
- * Rollup buckets and their arithmetic, shared by the writer (which adds to them) and the weather
- * service (which reads means out of them). Buckets are UTC-aligned: an hour starts at
+ * Rollup buckets and their arithmetic, the one rule of both applications (docs/architecture.md
+ * "The two applications"): the hub's writer (src/store/reading-writer.ts) and the upstream's batch
+ * apply (sync/upstream/apply-readings.ts) add to them, the weather reads take means out of them,
+ * and both schemas (src/store/migrations.ts, sync/upstream/db/schema.ts) make their reading,
+ * latest and rollup columns from the lists here. Buckets are UTC-aligned: an hour starts at
  * floor(ts / 3 600 000) × 3 600 000, a day at UTC midnight (epoch days have no leap seconds).
  */
 import { READING_METRICS } from '../domain/reading.js';
@@ -22,7 +25,7 @@ export function bucketStart(ts: number, interval: RollupInterval): number {
 }
 
 /** SQL column of each metric, in READING_METRICS order (the same words as the API's names). */
-export const METRIC_COLUMNS: readonly string[] = [
+export const METRIC_COLUMNS = [
   'temperature_c',
   'humidity_percent',
   'pressure_pa',
@@ -31,7 +34,14 @@ export const METRIC_COLUMNS: readonly string[] = [
   'pm25_ugm3',
   'pm10_ugm3',
   'gas_resistance_kohm',
-];
+] as const;
+
+export type MetricColumn = (typeof METRIC_COLUMNS)[number];
+
+/** The metrics averaged arithmetically (wind direction has sin/cos sums instead). */
+export const LINEAR_METRIC_COLUMNS: readonly MetricColumn[] = METRIC_COLUMNS.filter(
+  (c) => c !== 'wind_direction',
+);
 
 export const WIND_DIRECTION_SLOT = READING_METRICS.indexOf('windDirection');
 
@@ -51,10 +61,7 @@ const ACC_OFFSET: readonly number[] = METRIC_COLUMNS.map((_, slot) =>
 );
 
 export const ROLLUP_COLUMNS: readonly string[] = [
-  ...METRIC_COLUMNS.filter((_, slot) => slot !== WIND_DIRECTION_SLOT).flatMap((c) => [
-    `${c}_sum`,
-    `${c}_count`,
-  ]),
+  ...LINEAR_METRIC_COLUMNS.flatMap((c) => [`${c}_sum`, `${c}_count`]),
   'wind_direction_sin_sum',
   'wind_direction_cos_sum',
   'wind_direction_count',
@@ -89,4 +96,63 @@ export function circularMeanDegrees(sinSum: number, cosSum: number, count: numbe
   if (Math.hypot(sinSum, cosSum) / count < 1e-9) return undefined;
   const degrees = Math.round(Math.atan2(sinSum, cosSum) / DEG);
   return ((degrees % 360) + 360) % 360;
+}
+
+/**
+ * The buckets one node touches in one batch: nearly always one, a few hours and days at most,
+ * visited in time order, so a short list with the last hit remembered beats a Map (and allocates
+ * far less on the hot path). `get` gives a bucket's accumulator (for `accumulate`).
+ */
+export class RollupBuckets {
+  readonly starts: number[] = [];
+  readonly accs: number[][] = [];
+  private last = -1;
+
+  get(start: number): number[] {
+    if (this.last >= 0 && this.starts[this.last] === start) return this.accs[this.last]!;
+    let at = this.starts.lastIndexOf(start);
+    if (at < 0) {
+      at = this.starts.push(start) - 1;
+      this.accs.push(new Array<number>(ACC_SIZE).fill(0));
+    }
+    this.last = at;
+    return this.accs[at]!;
+  }
+}
+
+/** One node's hourly and daily buckets of a batch. */
+export interface NodeRollups {
+  hours: RollupBuckets;
+  days: RollupBuckets;
+}
+
+/** Adds one reading's values (slot order, null for absent) to its hour's and its day's bucket. */
+export function addToRollups(node: NodeRollups, ts: number, values: readonly (number | null)[]): void {
+  accumulate(node.hours.get(bucketStart(ts, '1h')), values);
+  accumulate(node.days.get(bucketStart(ts, '1d')), values);
+}
+
+// ---- the columns of both schemas (SQLite on the hub, PostgreSQL on the upstream) ----
+
+/** A SQL dialect's types for the reading tables. */
+export interface ReadingColumnTypes {
+  /** A metric's value, a sum. */
+  real: string;
+  /** A time (ms since the epoch). */
+  time: string;
+}
+
+/** `readings`: one nullable column per metric. */
+export function readingColumnsDdl(t: ReadingColumnTypes): string[] {
+  return METRIC_COLUMNS.map((c) => `${c} ${t.real}`);
+}
+
+/** `readings_latest`: each metric's newest value and its time. */
+export function latestColumnsDdl(t: ReadingColumnTypes): string[] {
+  return METRIC_COLUMNS.map((c) => `${c} ${t.real}, ${c}_ts ${t.time}`);
+}
+
+/** `readings_hourly` / `readings_daily`: ROLLUP_COLUMNS, sums real and counts INTEGER, 0 by default. */
+export function rollupColumnsDdl(t: ReadingColumnTypes): string[] {
+  return ROLLUP_COLUMNS.map((c) => `${c} ${c.endsWith('_count') ? 'INTEGER' : t.real} NOT NULL DEFAULT 0`);
 }

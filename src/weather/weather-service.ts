@@ -16,18 +16,22 @@
  * 8601 UTC with Z; wind_direction (an integer in the spec) is rounded into [0, 360).
  */
 
-import { METRIC_API_NAMES, READING_METRICS, type Reading } from '../domain/reading.js';
+import type { Reading } from '../domain/reading.js';
 import type { Database, Statement } from '../store/database.js';
-import {
-  bucketStart,
-  circularMeanDegrees,
-  METRIC_COLUMNS,
-  ROLLUP_TABLE,
-  type RollupInterval,
-  WIND_DIRECTION_SLOT,
-} from '../store/rollups.js';
+import { bucketStart, METRIC_COLUMNS, ROLLUP_TABLE, type RollupInterval } from '../store/rollups.js';
 import { BucketCache, CachedRange, lowerBound } from './bucket-cache.js';
-import type { HistoryInterval } from './schemas.js';
+import {
+  bucketJson,
+  bucketLower,
+  bucketMeanColumns,
+  EMPTY_BODY,
+  type HistoryPage,
+  type HistoryQuery,
+  pageOf,
+  rawLower,
+  readingJson,
+  type WeatherReads,
+} from './weather-reads.js';
 
 export {
   DEFAULT_HISTORY_LIMIT,
@@ -35,6 +39,7 @@ export {
   type HistoryInterval,
   MAX_HISTORY_LIMIT,
 } from './schemas.js';
+export type { HistoryPage, HistoryQuery } from './weather-reads.js';
 /** Bound on the latest query: far beyond any one site's mesh. */
 export const MAX_LATEST_NODES = 10_000;
 
@@ -44,53 +49,16 @@ export interface WeatherServiceOptions {
   cacheBytes?: number;
 }
 
-export interface HistoryQuery {
-  nodeId: string;
-  /** ms UTC, inclusive. */
-  start: number;
-  /** ms UTC, exclusive. */
-  end: number;
-  interval: HistoryInterval;
-  limit: number;
-  /** Continue after this timestamp (raw) or bucket start (1h/1d): the previous page's last one. */
-  after?: number;
-}
-
-export interface HistoryPage {
-  /** The serialized response body, `{"data":[...]}` (UTF-8 bytes when it comes from the cache). */
-  body: string | Uint8Array<ArrayBuffer>;
-  /** Set when more rows remain: the `after` of the next page. */
-  nextAfter?: number;
-}
-
-/** `"key":` prefixes of each metric, in slot order (the names are plain ASCII: no escaping needed). */
-const KEYS = READING_METRICS.map((m) => `,"${METRIC_API_NAMES[m]}":`);
-
-const EMPTY_BODY = '{"data":[]}';
-
 function cacheKey(interval: RollupInterval, nodeId: string): string {
   return `${interval}\u0000${nodeId}`;
 }
 
-/** A wind direction in whole degrees [0, 360), as the API writes it (the hub's and the upstream's). */
-export function wholeDegrees(value: number): number {
-  return ((Math.round(value) % 360) + 360) % 360;
-}
-
-/** Means to 6 decimals: beyond any sensor's resolution, and free of float noise (0.15000000000000002). */
-export function roundMean(value: number): number {
-  return Math.round(value * 1e6) / 1e6;
-}
-
-function objectStart(nodeId: string, ts: number): string {
-  return `{"node_id":${JSON.stringify(nodeId)},"timestamp":"${new Date(ts).toISOString()}"`;
-}
-
-export class WeatherService {
+/** The hub's WeatherReads over SQLite: `/latest` narrowed by node, one series per node. */
+export class WeatherService implements WeatherReads<string | undefined, undefined> {
   private readonly selectLatest: Statement<unknown[], unknown[]>;
   private readonly selectRaw: Statement<unknown[], unknown[]>;
   private readonly selectBuckets: Record<RollupInterval, Statement<unknown[], unknown[]>>;
-  private latestBody: string | undefined;
+  private latestAll: string | undefined;
   private latestByNode = new Map<string, string>();
   private readonly buckets: BucketCache;
 
@@ -107,13 +75,11 @@ export class WeatherService {
       )
       .raw(true) as Statement<unknown[], unknown[]>;
     // Means come out of SQLite (sum / 0 is NULL there: no value); wind direction as its sums.
-    const means = METRIC_COLUMNS.map((c, slot) =>
-      slot === WIND_DIRECTION_SLOT ? 'NULL' : `${c}_sum / ${c}_count`,
-    );
+    const means = bucketMeanColumns((sum, count) => `${sum} / ${count}`);
     const buckets = (interval: RollupInterval) =>
       db
         .prepare(
-          `SELECT bucket_start, ${means.join(', ')}, wind_direction_sin_sum, wind_direction_cos_sum, wind_direction_count
+          `SELECT bucket_start, ${means}
            FROM ${ROLLUP_TABLE[interval]}
            WHERE node_id = ? AND bucket_start >= ? AND bucket_start < ? ORDER BY bucket_start LIMIT ?`,
         )
@@ -126,7 +92,7 @@ export class WeatherService {
    * readings may have changed; without `readings`, every cached bucket.
    */
   invalidate(readings?: readonly Reading[]): void {
-    this.latestBody = undefined;
+    this.latestAll = undefined;
     if (readings === undefined) {
       this.buckets.clear();
       return;
@@ -139,10 +105,18 @@ export class WeatherService {
 
   /** The `/weather/latest` body: every node, or only `nodeId` (`{"data":[]}` when unknown). */
   latestJson(nodeId?: string): string {
-    if (this.latestBody === undefined) this.rebuildLatest();
-    if (nodeId === undefined) return this.latestBody!;
+    if (this.latestAll === undefined) this.rebuildLatest();
+    if (nodeId === undefined) return this.latestAll!;
     const one = this.latestByNode.get(nodeId);
     return one === undefined ? EMPTY_BODY : `{"data":[${one}]}`;
+  }
+
+  latestBody(nodeId: string | undefined): string {
+    return this.latestJson(nodeId);
+  }
+
+  historyPage(_series: undefined, query: HistoryQuery): HistoryPage {
+    return this.history(query);
   }
 
   private rebuildLatest(): void {
@@ -155,27 +129,20 @@ export class WeatherService {
       parts.push(json);
     }
     this.latestByNode = byNode;
-    this.latestBody = `{"data":[${parts.join(',')}]}`;
+    this.latestAll = `{"data":[${parts.join(',')}]}`;
   }
 
   history(query: HistoryQuery): HistoryPage {
     if (query.interval !== 'raw') return this.bucketHistory(query, query.interval);
     const { nodeId, end, limit } = query;
-    const lower = query.after === undefined ? query.start : Math.max(query.start, query.after + 1);
-    const rows = this.selectRaw.all(nodeId, lower, end, limit + 1);
-    const more = rows.length > limit;
-    if (more) rows.length = limit;
-    const parts = new Array<string>(rows.length);
-    for (let i = 0; i < rows.length; i++) parts[i] = readingJson(nodeId, rows[i]![0] as number, rows[i]!, 1);
-    const body = `{"data":[${parts.join(',')}]}`;
-    return more ? { body, nextAfter: rows[rows.length - 1]![0] as number } : { body };
+    const rows = this.selectRaw.all(nodeId, rawLower(query), end, limit + 1);
+    return pageOf(rows, limit, (row, ts) => readingJson(nodeId, ts, row, 1));
   }
 
   /** Buckets come from the cache where it covers them, else from the rollup table (and are cached). */
   private bucketHistory(query: HistoryQuery, interval: RollupInterval): HistoryPage {
     const { nodeId, end, limit } = query;
-    const from = bucketStart(query.start, interval);
-    const lower = query.after === undefined ? from : Math.max(from, query.after + 1);
+    const lower = bucketLower(query, interval);
     if (lower >= end) return { body: EMPTY_BODY };
     const key = cacheKey(interval, nodeId);
     let range = this.buckets.get(key);
@@ -205,35 +172,8 @@ export class WeatherService {
     max: number,
   ): void {
     const rows = this.selectBuckets[interval].all(nodeId, range.to, end, max);
-    for (const row of rows) range.append(row[0] as number, bucketJson(nodeId, row));
+    for (const row of rows) range.append(row[0] as number, bucketJson(nodeId, row[0] as number, row, 1));
     // A full result may stop short of `end`: it is complete only through its last bucket.
     range.to = rows.length === max ? range.starts[range.starts.length - 1]! + 1 : end;
   }
-}
-
-/** A Reading's JSON from the metric values in slot order at `row[first…]` (null: absent). */
-function readingJson(nodeId: string, ts: number, row: unknown[], first: number): string {
-  let json = objectStart(nodeId, ts);
-  for (let slot = 0; slot < KEYS.length; slot++) {
-    const v = row[first + slot] as number | null;
-    if (v === null) continue;
-    json += KEYS[slot]! + (slot === WIND_DIRECTION_SLOT ? wholeDegrees(v) : v);
-  }
-  return `${json}}`;
-}
-
-/** [bucket_start, ...means in slot order, wind sin sum, cos sum, count] → Reading JSON. */
-function bucketJson(nodeId: string, row: unknown[]): string {
-  let json = objectStart(nodeId, row[0] as number);
-  for (let slot = 0; slot < KEYS.length; slot++) {
-    if (slot === WIND_DIRECTION_SLOT) {
-      const at = 1 + KEYS.length;
-      const mean = circularMeanDegrees(row[at] as number, row[at + 1] as number, row[at + 2] as number);
-      if (mean !== undefined) json += KEYS[slot]! + mean;
-      continue;
-    }
-    const mean = row[1 + slot] as number | null;
-    if (mean !== null) json += KEYS[slot]! + roundMean(mean);
-  }
-  return `${json}}`;
 }

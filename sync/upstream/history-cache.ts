@@ -31,18 +31,15 @@
  * load that started before a drop can never append buckets the drop meant to remove, and a
  * request that comes after a notification is answered after its drop.
  */
+import { BUCKET_MS, bucketStart, type RollupInterval } from '../../src/store/rollups.js';
 import { BucketCache, CachedRange, lowerBound } from '../../src/weather/bucket-cache.js';
 import type { HistoryChangeFeed } from './history-changes.js';
-
-export type RollupInterval = '1h' | '1d';
-
-const BUCKET_MS: Record<RollupInterval, number> = { '1h': 3_600_000, '1d': 86_400_000 };
 
 /** A series asked for within this long is loaded again as soon as a notification drops from it. */
 const REFILL_ASKED_WITHIN_MS = 60_000;
 
 export interface BucketPage {
-  body: Uint8Array;
+  body: Uint8Array<ArrayBuffer>;
   /** Set when more buckets remain: the `after` of the next page. */
   nextAfter?: number;
 }
@@ -84,9 +81,6 @@ export interface BucketSource {
   ): Promise<CheckedLoad>;
 }
 
-const bucketStart = (ts: number, interval: RollupInterval) =>
-  Math.floor(ts / BUCKET_MS[interval]) * BUCKET_MS[interval];
-
 const EMPTY = new CachedRange(0, 0).body(0, 0);
 
 /** True when `range` holds every bucket of a page from `lower` to `end` of at most `max` - 1 (and
@@ -100,7 +94,7 @@ interface HeldBody {
   range: CachedRange;
   first: number;
   last: number;
-  body: Uint8Array;
+  body: Uint8Array<ArrayBuffer>;
 }
 
 export class UpstreamHistoryCache {
@@ -299,7 +293,7 @@ export class UpstreamHistoryCache {
    * buckets are asked again of an unchanged range (a chart of a year reloaded: no 2 MB copy
    * per request). Every change of a range (drop, load, replacement) forgets its body first.
    */
-  private body(key: string, range: CachedRange, first: number, last: number): Uint8Array {
+  private body(key: string, range: CachedRange, first: number, last: number): Uint8Array<ArrayBuffer> {
     const held = this.bodies.get(key);
     if (held && held.range === range && held.first === first && held.last === last) {
       this.bodies.delete(key);

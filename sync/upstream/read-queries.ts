@@ -1,7 +1,8 @@
 /**
  * The upstream's read API over PostgreSQL: sites, latest readings, history and nodes, written
- * exactly as the hub writes them (src/weather/weather-service.ts, src/nodes/routes.ts) plus a
- * `site_id` on every item, so a client reads the upstream like a hub with one more dimension.
+ * exactly as the hub writes them (readings by the shared writer of src/weather/weather-reads.ts,
+ * nodes as src/nodes/routes.ts) plus a `site_id` on every item, so a client reads the upstream
+ * like a hub with one more dimension.
  *
  * - Readings: `timestamp` ISO 8601 UTC with Z, absent metrics left out, `wind_direction` in
  *   whole degrees [0, 360); bucket means are sum / count to 6 decimals, wind direction the
@@ -16,19 +17,24 @@
  * as strings, read with Number: ms since the epoch stay far below 2^53).
  */
 import type pg from 'pg';
-import { circularMeanDegrees } from '../../src/store/rollups.js';
-import { type HistoryQuery, roundMean, wholeDegrees } from '../../src/weather/weather-service.js';
-import { LINEAR_METRIC_COLUMNS, METRIC_COLUMNS } from './db/schema.js';
+import { BUCKET_MS, ROLLUP_TABLE } from '../../src/store/rollups.js';
+import type { HistoryPage, HistoryQuery, WeatherReads } from '../../src/weather/weather-reads.js';
+import {
+  bucketJson,
+  bucketLower,
+  bucketMeanColumns,
+  EMPTY_BODY,
+  pageOf,
+  rawLower,
+  readingJson,
+} from '../../src/weather/weather-reads.js';
+import { METRIC_COLUMNS } from './db/schema.js';
 import { UpstreamHistoryCache } from './history-cache.js';
 import type { HistoryChangeFeed } from './history-changes.js';
 
 /** Bound on latest and nodes answers (one row per site and node). */
 export const MAX_LISTED_ROWS = 10_000;
 export const MAX_LISTED_SITES = 10_000;
-
-const WIND = METRIC_COLUMNS.indexOf('wind_direction');
-const ROLLUP_TABLE = { '1h': 'readings_hourly', '1d': 'readings_daily' } as const;
-const BUCKET_MS = { '1h': 3_600_000, '1d': 86_400_000 } as const;
 
 export interface SiteJson {
   site_id: string;
@@ -70,12 +76,6 @@ export interface UpstreamHistoryQuery extends HistoryQuery {
   siteId: string;
 }
 
-export interface UpstreamHistoryPage {
-  data: UpstreamReadingJson[];
-  /** Set when more rows remain: the `after` of the next page. */
-  nextAfter?: number;
-}
-
 type Numeric = string | number | null;
 
 function ms(value: Numeric): number | null {
@@ -87,48 +87,16 @@ function iso(value: Numeric): string | null {
   return at === null ? null : new Date(at).toISOString();
 }
 
-function readingStart(siteId: string, nodeId: string, ts: number): UpstreamReadingJson {
-  return { node_id: nodeId, site_id: siteId, timestamp: new Date(ts).toISOString() };
-}
-
-/** A raw reading or a latest row: the metric values in METRIC_COLUMNS order (null: absent). */
-function valuesJson(out: UpstreamReadingJson, row: Record<string, unknown>): UpstreamReadingJson {
-  for (let slot = 0; slot < METRIC_COLUMNS.length; slot++) {
-    const column = METRIC_COLUMNS[slot]!;
-    const v = row[column] as number | null | undefined;
-    if (v === null || v === undefined) continue;
-    out[column] = slot === WIND ? wholeDegrees(v) : v;
-  }
-  return out;
-}
-
-/** A rollup row: each linear metric's mean, wind direction's circular mean. */
-function bucketJson(out: UpstreamReadingJson, row: Record<string, unknown>): UpstreamReadingJson {
-  for (const column of METRIC_COLUMNS) {
-    if (column === 'wind_direction') {
-      const mean = circularMeanDegrees(
-        row.wind_direction_sin_sum as number,
-        row.wind_direction_cos_sum as number,
-        Number(row.wind_direction_count),
-      );
-      if (mean !== undefined) out[column] = mean;
-      continue;
-    }
-    const count = Number(row[`${column}_count`]);
-    if (count > 0) out[column] = roundMean((row[`${column}_sum`] as number) / count);
-  }
-  return out;
+/** Where `/latest` may be narrowed: one site, one node. */
+export interface UpstreamLatestFilter {
+  siteId?: string;
+  nodeId?: string;
 }
 
 const LATEST_COLUMNS = ['site_id', 'node_id', 'ts', ...METRIC_COLUMNS].join(', ');
 const RAW_COLUMNS = ['ts', ...METRIC_COLUMNS].join(', ');
-const BUCKET_COLUMNS = [
-  'bucket_start',
-  ...LINEAR_METRIC_COLUMNS.flatMap((c) => [`${c}_sum`, `${c}_count`]),
-  'wind_direction_sin_sum',
-  'wind_direction_cos_sum',
-  'wind_direction_count',
-].join(', ');
+/** A bucket's start and its means as the shared JSON writer takes them (weather-reads.ts). */
+const BUCKET_COLUMNS = `bucket_start, ${bucketMeanColumns((sum, count) => `${sum} / NULLIF(${count}, 0)`)}`;
 /**
  * The history cache's one statement per request (history-cache.ts): the site's acknowledged
  * sequence and the oldest time the batches after $2 changed (none looked at for $2 < 0), then
@@ -162,7 +130,11 @@ const CHECKED_LOAD_SQL = Object.fromEntries(
 const NODE_COLUMNS =
   'site_id, node_id, short_name, long_name, hw_model, latitude, longitude, altitude, last_heard, battery_level, snr';
 
-export class UpstreamReadQueries {
+/**
+ * The upstream's reads: the weather API's over PostgreSQL (WeatherReads: `/latest` narrowed by
+ * site and node, one history series per site), and sites and nodes.
+ */
+export class UpstreamReadQueries implements WeatherReads<UpstreamLatestFilter, string> {
   private readonly historyCache: UpstreamHistoryCache;
 
   constructor(
@@ -175,23 +147,25 @@ export class UpstreamReadQueries {
     this.historyCache = new UpstreamHistoryCache(
       {
         checkAndLoad: async (siteId, nodeId, interval, q) => {
-          const result = await this.pool.query<Record<string, unknown>>({
+          // [acked_seq, changed_from, load_from, then BUCKET_COLUMNS]
+          const result = await this.pool.query<unknown[]>({
             name: `meshhub-history-${interval}`,
             text: CHECKED_LOAD_SQL[interval],
             values: [siteId, q.seen, nodeId, q.lower, q.from, q.end, q.max, BUCKET_MS[interval]],
+            rowMode: 'array',
           });
           const first = result.rows[0];
           if (!first) return { changedFrom: null, loadedFrom: q.lower, rows: [] };
           const rows: Array<[number, string]> = [];
           for (const row of result.rows) {
-            if (row.bucket_start === null) continue;
-            const start = Number(row.bucket_start);
-            rows.push([start, JSON.stringify(bucketJson(readingStart(siteId, nodeId, start), row))]);
+            if (row[3] === null) continue;
+            const start = Number(row[3]);
+            rows.push([start, bucketJson(nodeId, start, row, 4, siteId)]);
           }
           return {
-            ackedSeq: Number(first.acked_seq),
-            changedFrom: first.changed_from === null ? null : Number(first.changed_from),
-            loadedFrom: Number(first.load_from),
+            ackedSeq: Number(first[0]),
+            changedFrom: first[1] === null ? null : Number(first[1]),
+            loadedFrom: Number(first[2]),
             rows,
           };
         },
@@ -216,12 +190,8 @@ export class UpstreamReadQueries {
    * One page of `/history` as the response body: buckets from this process's cache where it is
    * still valid (sync/upstream/history-cache.ts), raw readings straight from PostgreSQL.
    */
-  async historyBody(query: UpstreamHistoryQuery): Promise<{ body: Uint8Array; nextAfter?: number }> {
-    if (query.interval === 'raw') {
-      const page = await this.history(query);
-      const body = Buffer.from(JSON.stringify({ data: page.data }));
-      return page.nextAfter === undefined ? { body } : { body, nextAfter: page.nextAfter };
-    }
+  async historyBody(query: UpstreamHistoryQuery): Promise<HistoryPage> {
+    if (query.interval === 'raw') return this.history(query);
     return this.historyCache.page(query.siteId, query.nodeId, query.interval, {
       start: query.start,
       end: query.end,
@@ -264,21 +234,27 @@ export class UpstreamReadQueries {
     });
   }
 
-  /** One Reading per (site, node), each field its newest value; ordered by node_id, site_id. */
-  async latest(filter: { siteId?: string; nodeId?: string } = {}): Promise<UpstreamReadingJson[]> {
+  historyPage(siteId: string, query: HistoryQuery): Promise<HistoryPage> {
+    return this.historyBody({ ...query, siteId });
+  }
+
+  /** The `/latest` body: one Reading per (site, node), each field its newest value; ordered by node_id, site_id. */
+  async latestBody(filter: UpstreamLatestFilter = {}): Promise<string> {
     const where: string[] = [];
     const args: unknown[] = [];
     if (filter.siteId !== undefined) where.push(`site_id = $${args.push(filter.siteId)}`);
     if (filter.nodeId !== undefined) where.push(`node_id = $${args.push(filter.nodeId)}`);
-    const result = await this.pool.query<Record<string, unknown>>(
-      `SELECT ${LATEST_COLUMNS} FROM readings_latest
+    const result = await this.pool.query<unknown[]>({
+      text: `SELECT ${LATEST_COLUMNS} FROM readings_latest
        ${where.length ? `WHERE ${where.join(' AND ')}` : ''}
        ORDER BY node_id, site_id LIMIT ${MAX_LISTED_ROWS}`,
-      args,
+      values: args,
+      rowMode: 'array',
+    });
+    const parts = result.rows.map((row) =>
+      readingJson(row[1] as string, Number(row[2]), row, 3, row[0] as string),
     );
-    return result.rows.map((row) =>
-      valuesJson(readingStart(row.site_id as string, row.node_id as string, Number(row.ts)), row),
-    );
+    return `{"data":[${parts.join(',')}]}`;
   }
 
   /**
@@ -299,47 +275,29 @@ export class UpstreamReadQueries {
     return result.rows[0]?.site_id;
   }
 
-  /** One page of a site's series for a node, as the hub's WeatherService.history pages it. */
-  async history(query: UpstreamHistoryQuery): Promise<UpstreamHistoryPage> {
+  /** One page of a site's series for a node, read straight from PostgreSQL (no cache). */
+  async history(query: UpstreamHistoryQuery): Promise<HistoryPage> {
     const { siteId, nodeId, end, limit, interval } = query;
     if (interval === 'raw') {
-      const lower = query.after === undefined ? query.start : Math.max(query.start, query.after + 1);
-      const result = await this.pool.query<Record<string, unknown>>(
-        `SELECT ${RAW_COLUMNS} FROM readings
+      const result = await this.pool.query<unknown[]>({
+        text: `SELECT ${RAW_COLUMNS} FROM readings
          WHERE site_id = $1 AND node_id = $2 AND ts >= $3 AND ts < $4
          ORDER BY ts LIMIT $5`,
-        [siteId, nodeId, lower, end, limit + 1],
-      );
-      return this.page(result.rows, limit, 'ts', (row, ts) =>
-        valuesJson(readingStart(siteId, nodeId, ts), row),
-      );
+        values: [siteId, nodeId, rawLower(query), end, limit + 1],
+        rowMode: 'array',
+      });
+      return pageOf(result.rows, limit, (row, ts) => readingJson(nodeId, ts, row, 1, siteId));
     }
-    const size = BUCKET_MS[interval];
-    const from = Math.floor(query.start / size) * size;
-    const lower = query.after === undefined ? from : Math.max(from, query.after + 1);
-    if (lower >= end) return { data: [] };
-    const result = await this.pool.query<Record<string, unknown>>(
-      `SELECT ${BUCKET_COLUMNS} FROM ${ROLLUP_TABLE[interval]}
+    const lower = bucketLower(query, interval);
+    if (lower >= end) return { body: EMPTY_BODY };
+    const result = await this.pool.query<unknown[]>({
+      text: `SELECT ${BUCKET_COLUMNS} FROM ${ROLLUP_TABLE[interval]}
        WHERE site_id = $1 AND node_id = $2 AND bucket_start >= $3 AND bucket_start < $4
        ORDER BY bucket_start LIMIT $5`,
-      [siteId, nodeId, lower, end, limit + 1],
-    );
-    return this.page(result.rows, limit, 'bucket_start', (row, start) =>
-      bucketJson(readingStart(siteId, nodeId, start), row),
-    );
-  }
-
-  private page(
-    rows: Record<string, unknown>[],
-    limit: number,
-    timeColumn: 'ts' | 'bucket_start',
-    toJson: (row: Record<string, unknown>, at: number) => UpstreamReadingJson,
-  ): UpstreamHistoryPage {
-    const more = rows.length > limit;
-    if (more) rows.length = limit;
-    const data = rows.map((row) => toJson(row, Number(row[timeColumn])));
-    if (!more) return { data };
-    return { data, nextAfter: Number(rows[rows.length - 1]![timeColumn]) };
+      values: [siteId, nodeId, lower, end, limit + 1],
+      rowMode: 'array',
+    });
+    return pageOf(result.rows, limit, (row, start) => bucketJson(nodeId, start, row, 1, siteId));
   }
 
   /** Nodes as each site knows them (a node heard by two sites twice), ordered by node_id, site_id. */

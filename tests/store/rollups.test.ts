@@ -1,5 +1,14 @@
+import BetterSqlite3 from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
-import { bucketStart, circularMeanDegrees } from '../../src/store/rollups.js';
+import { MIGRATIONS } from '../../src/store/migrations.js';
+import {
+  ACC_SIZE,
+  bucketStart,
+  circularMeanDegrees,
+  METRIC_COLUMNS,
+  ROLLUP_COLUMNS,
+  RollupBuckets,
+} from '../../src/store/rollups.js';
 
 const DEG = Math.PI / 180;
 const mean = (...degrees: number[]) =>
@@ -36,5 +45,47 @@ describe('bucketStart', () => {
     expect(bucketStart(t, '1d')).toBe(Date.UTC(2025, 4, 1));
     expect(bucketStart(Date.UTC(2025, 4, 1) - 1, '1d')).toBe(Date.UTC(2025, 3, 30));
     expect(bucketStart(-1, '1h')).toBe(-3_600_000);
+  });
+});
+
+describe('RollupBuckets', () => {
+  it('gives one zeroed accumulator per bucket start, the same one again for the same start', () => {
+    const buckets = new RollupBuckets();
+    const a = buckets.get(0);
+    const b = buckets.get(3_600_000);
+    expect(a).toHaveLength(ACC_SIZE);
+    expect(a.every((v) => v === 0)).toBe(true);
+    expect(buckets.get(0)).toBe(a);
+    expect(buckets.get(3_600_000)).toBe(b);
+    expect(buckets.starts).toEqual([0, 3_600_000]);
+  });
+});
+
+describe('the reading tables of the SQLite schema', () => {
+  it('are made from the column lists: metrics, latest values and times, rollup sums and counts', () => {
+    const db = new BetterSqlite3(':memory:');
+    db.exec(MIGRATIONS[0]!.up as string);
+    const columns = (table: string) =>
+      (db.pragma(`table_info(${table})`) as { name: string; type: string }[]).map(
+        (c) => `${c.name} ${c.type}`,
+      );
+    expect(columns('readings')).toEqual([
+      'node_id TEXT',
+      'ts INTEGER',
+      ...METRIC_COLUMNS.map((c) => `${c} REAL`),
+    ]);
+    expect(columns('readings_latest')).toEqual([
+      'node_id TEXT',
+      'ts INTEGER',
+      ...METRIC_COLUMNS.flatMap((c) => [`${c} REAL`, `${c}_ts INTEGER`]),
+    ]);
+    for (const table of ['readings_hourly', 'readings_daily']) {
+      expect(columns(table)).toEqual([
+        'node_id TEXT',
+        'bucket_start INTEGER',
+        ...ROLLUP_COLUMNS.map((c) => `${c} ${c.endsWith('_count') ? 'INTEGER' : 'REAL'}`),
+      ]);
+    }
+    db.close();
   });
 });

@@ -10,34 +10,27 @@
  * catches anything outside (a site clock years off). Times are BIGINT ms since the epoch, as on
  * the hub; `received_at` is the upstream's own clock when the record arrived.
  */
+import { latestColumnsDdl, readingColumnsDdl, rollupColumnsDdl } from '../../../src/store/rollups.js';
+
 export interface PgMigration {
   version: number;
   name: string;
   sql: string;
 }
 
-const METRICS = [
-  'temperature_c',
-  'humidity_percent',
-  'pressure_pa',
-  'wind_speed_ms',
-  'wind_direction',
-  'pm25_ugm3',
-  'pm10_ugm3',
-  'gas_resistance_kohm',
-] as const;
-/** Metrics averaged arithmetically (wind direction has sin/cos sums instead). */
-const LINEAR = METRICS.filter((m) => m !== 'wind_direction');
+/** PostgreSQL's types for the reading tables, whose columns src/store/rollups.ts lists (as the hub's). */
+const PG_TYPES = { real: 'DOUBLE PRECISION', time: 'BIGINT' };
+const COLUMN_SEPARATOR = ',\n        ';
 
-const rollupColumns = [
-  ...LINEAR.flatMap((m) => [
-    `${m}_sum DOUBLE PRECISION NOT NULL DEFAULT 0`,
-    `${m}_count INTEGER NOT NULL DEFAULT 0`,
-  ]),
-  'wind_direction_sin_sum DOUBLE PRECISION NOT NULL DEFAULT 0',
-  'wind_direction_cos_sum DOUBLE PRECISION NOT NULL DEFAULT 0',
-  'wind_direction_count INTEGER NOT NULL DEFAULT 0',
-].join(',\n        ');
+/** A rollup table per UTC hour / day; its text as migration 1 always had it. */
+const rollupTable = (name: string) => `CREATE TABLE ${name} (
+        site_id TEXT NOT NULL,
+        node_id TEXT NOT NULL,
+        bucket_start BIGINT NOT NULL,
+        ${rollupColumnsDdl(PG_TYPES).join(COLUMN_SEPARATOR)},
+        from_site BOOLEAN NOT NULL DEFAULT false,
+        PRIMARY KEY (site_id, node_id, bucket_start)
+      );`;
 
 export const PG_MIGRATIONS: readonly PgMigration[] = [
   {
@@ -84,7 +77,7 @@ export const PG_MIGRATIONS: readonly PgMigration[] = [
         site_id TEXT NOT NULL,
         node_id TEXT NOT NULL,
         ts BIGINT NOT NULL,
-        ${METRICS.map((m) => `${m} DOUBLE PRECISION`).join(',\n        ')},
+        ${readingColumnsDdl(PG_TYPES).join(COLUMN_SEPARATOR)},
         received_at BIGINT NOT NULL,
         PRIMARY KEY (site_id, node_id, ts)
       ) PARTITION BY RANGE (ts);
@@ -93,29 +86,15 @@ export const PG_MIGRATIONS: readonly PgMigration[] = [
       -- Rollups per UTC hour / day, as on the hub (mean = sum / count; wind as sin/cos sums).
       -- from_site: the site sent this bucket whole (its raw readings were dropped from its outbox);
       -- the site's figures then stand and raw readings arriving later for it are not added.
-      CREATE TABLE readings_hourly (
-        site_id TEXT NOT NULL,
-        node_id TEXT NOT NULL,
-        bucket_start BIGINT NOT NULL,
-        ${rollupColumns},
-        from_site BOOLEAN NOT NULL DEFAULT false,
-        PRIMARY KEY (site_id, node_id, bucket_start)
-      );
-      CREATE TABLE readings_daily (
-        site_id TEXT NOT NULL,
-        node_id TEXT NOT NULL,
-        bucket_start BIGINT NOT NULL,
-        ${rollupColumns},
-        from_site BOOLEAN NOT NULL DEFAULT false,
-        PRIMARY KEY (site_id, node_id, bucket_start)
-      );
+      ${rollupTable('readings_hourly')}
+      ${rollupTable('readings_daily')}
 
       -- Per site and node: each metric's newest value and its time.
       CREATE TABLE readings_latest (
         site_id TEXT NOT NULL,
         node_id TEXT NOT NULL,
         ts BIGINT NOT NULL,
-        ${METRICS.map((m) => `${m} DOUBLE PRECISION, ${m}_ts BIGINT`).join(',\n        ')},
+        ${latestColumnsDdl(PG_TYPES).join(COLUMN_SEPARATOR)},
         PRIMARY KEY (site_id, node_id)
       );
 
@@ -397,5 +376,5 @@ export const PG_MIGRATIONS: readonly PgMigration[] = [
   },
 ];
 
-export const METRIC_COLUMNS = METRICS;
-export const LINEAR_METRIC_COLUMNS = LINEAR;
+/** The metric columns (as on the hub: src/store/rollups.ts). */
+export { LINEAR_METRIC_COLUMNS, METRIC_COLUMNS } from '../../../src/store/rollups.js';

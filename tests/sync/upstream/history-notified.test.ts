@@ -81,7 +81,7 @@ describe.skipIf(skip)('upstream history answers, notified of every batch', () =>
   });
 
   async function uncached(q: UpstreamHistoryQuery): Promise<string> {
-    return JSON.stringify({ data: (await new UpstreamReadQueries(pool).history(q)).data });
+    return String((await new UpstreamReadQueries(pool).history(q)).body);
   }
 
   beforeAll(async () => {
