@@ -21,8 +21,8 @@ import { ConversationRepository } from '../../src/messaging/conversation-reposit
 import { MessageStreams } from '../../src/messaging/live-stream.js';
 import { MessageRepository } from '../../src/messaging/message-repository.js';
 import { OutboundBatcher } from '../../src/messaging/outbound-batcher.js';
-import { RateLimiter } from '../../src/messaging/rate-limiter.js';
 import { messagingRoutes } from '../../src/messaging/routes.js';
+import { SqliteMessagingStore } from '../../src/messaging/sqlite-store.js';
 import { StreamTickets } from '../../src/messaging/stream-tickets.js';
 import { SubscriptionRepository } from '../../src/messaging/subscription-repository.js';
 import { closeDatabase, openDatabase } from '../../src/store/database.js';
@@ -107,16 +107,17 @@ async function serve(dataDir: string, file: string): Promise<void> {
     '/api/v1/messages',
     messagingRoutes({
       identity,
-      messages,
-      conversations,
-      outbound: new OutboundBatcher(db, messages),
-      subscriptions: new SubscriptionRepository(db),
-      nodeKnown: (nodeId) => nodes.get(nodeId) !== undefined,
-      hubNodeId: () => '!0f0f0f0f',
-      perSubscriber: new RateLimiter(unlimited),
-      perNode: new RateLimiter(unlimited),
-      streams: new MessageStreams(() => conversations),
-      tickets: new StreamTickets(),
+      store: new SqliteMessagingStore({
+        messages,
+        conversations,
+        outbound: new OutboundBatcher(db, messages),
+        subscriptions: new SubscriptionRepository(db),
+        nodeKnown: (nodeId) => nodes.get(nodeId) !== undefined,
+        hubNodeId: () => '!0f0f0f0f',
+      }),
+      rates: { perSubscriber: unlimited, perNode: unlimited },
+      maxHoldHours: 0,
+      live: { streams: new MessageStreams(() => conversations), tickets: new StreamTickets() },
       publish: () => {},
     }) as unknown as Hono,
   );

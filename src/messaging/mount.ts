@@ -2,6 +2,7 @@ import type { Hono } from 'hono';
 import type { AuthEnv } from '../auth/require-auth.js';
 import type { HubBus } from '../domain/events.js';
 import { nodeIdFromNum } from '../domain/node.js';
+import type { RateLimit } from '../kernel/rate-limit.js';
 import type { ModuleAuth } from '../module.js';
 import type { Database } from '../store/database.js';
 import { NodeRepository } from '../store/nodes-repository.js';
@@ -9,8 +10,8 @@ import { ConversationRepository } from './conversation-repository.js';
 import { MessageStreams } from './live-stream.js';
 import { MessageRepository } from './message-repository.js';
 import { OutboundBatcher } from './outbound-batcher.js';
-import { type RateLimit, RateLimiter } from './rate-limiter.js';
 import { messagingRoutes } from './routes.js';
+import { SqliteMessagingStore } from './sqlite-store.js';
 import { StreamTickets } from './stream-tickets.js';
 import { SubscriptionRepository } from './subscription-repository.js';
 
@@ -42,21 +43,22 @@ export function messagingRoutesFor(options: MessagingRoutesOptions): Hono<AuthEn
   bus.on(owner, 'hub.stopping', () => streams.closeAll());
   const app = messagingRoutes({
     identity: options.auth,
-    messages,
-    conversations,
-    outbound: new OutboundBatcher(db, messages),
-    subscriptions: new SubscriptionRepository(db),
-    nodeKnown: (nodeId) => nodes.get(nodeId) !== undefined,
-    hubNodeId: () => {
-      const num = bus.last('radio.status')?.myNodeNum;
-      return num === undefined ? null : nodeIdFromNum(num);
-    },
-    perSubscriber: new RateLimiter(options.perSubscriber),
-    perNode: new RateLimiter(options.perNode),
-    streams,
-    tickets: new StreamTickets(),
-    publish: (change) => bus.emit('message.updated', change),
+    store: new SqliteMessagingStore({
+      messages,
+      conversations,
+      outbound: new OutboundBatcher(db, messages),
+      subscriptions: new SubscriptionRepository(db),
+      nodeKnown: (nodeId) => nodes.get(nodeId) !== undefined,
+      hubNodeId: () => {
+        const num = bus.last('radio.status')?.myNodeNum;
+        return num === undefined ? null : nodeIdFromNum(num);
+      },
+    }),
+    rates: { perSubscriber: options.perSubscriber, perNode: options.perNode },
     maxHoldHours: options.maxHoldHours,
+    defaultHoldHours: options.maxHoldHours,
+    live: { streams, tickets: new StreamTickets() },
+    publish: (change) => bus.emit('message.updated', change),
   });
   return app;
 }

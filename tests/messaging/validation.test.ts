@@ -4,8 +4,8 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { RateLimiter } from '../../src/kernel/rate-limit.js';
 import { messageEventPayload, messageEventTopic } from '../../src/messaging/mqtt-events.js';
-import { RateLimiter } from '../../src/messaging/rate-limiter.js';
 import { outboundMessageSchema } from '../../src/messaging/validation.js';
 
 describe('outboundMessageSchema', () => {
@@ -44,18 +44,19 @@ describe('outboundMessageSchema', () => {
 describe('RateLimiter', () => {
   it('lets a burst of `count` pass, then one per window/count; check never consumes', () => {
     let now = 0;
-    const limiter = new RateLimiter({ count: 3, windowMs: 60_000 }, { now: () => now });
+    const limit = { count: 3, windowMs: 60_000 };
+    const limiter = new RateLimiter({ now: () => now });
     for (let i = 0; i < 3; i++) {
-      expect(limiter.check('alice')).toEqual({ ok: true });
-      limiter.consume('alice');
+      expect(limiter.check('alice', limit)).toEqual({ ok: true });
+      limiter.consume('alice', limit);
     }
-    expect(limiter.check('alice')).toEqual({ ok: false, retryAfterSeconds: 20 });
-    expect(limiter.check('alice')).toEqual({ ok: false, retryAfterSeconds: 20 });
-    expect(limiter.check('bob')).toEqual({ ok: true });
+    expect(limiter.check('alice', limit)).toEqual({ ok: false, retryAfterSeconds: 20 });
+    expect(limiter.check('alice', limit)).toEqual({ ok: false, retryAfterSeconds: 20 });
+    expect(limiter.check('bob', limit)).toEqual({ ok: true });
     now += 19_000;
-    expect(limiter.check('alice')).toEqual({ ok: false, retryAfterSeconds: 1 });
+    expect(limiter.check('alice', limit)).toEqual({ ok: false, retryAfterSeconds: 1 });
     now += 1_000;
-    expect(limiter.check('alice')).toEqual({ ok: true });
+    expect(limiter.check('alice', limit)).toEqual({ ok: true });
   });
 });
 
