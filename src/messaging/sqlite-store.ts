@@ -5,14 +5,16 @@
  */
 import { ProblemError } from '../http/problem.js';
 import { RateLimiter } from '../kernel/rate-limit.js';
-import type { ConversationCursor, ConversationRepository } from './conversation-repository.js';
+import type { Database } from '../store/database.js';
+import { NodeRepository } from '../store/nodes-repository.js';
+import { type ConversationCursor, ConversationRepository } from './conversation-repository.js';
 import { type Message, type MessageTransition, messageRecordJson } from './message.js';
-import type { MessageRepository } from './message-repository.js';
+import { MessageRepository } from './message-repository.js';
 import type { MessagingStore, PriorSend, SendInput, SendOutcome } from './messaging-store.js';
-import type { OutboundBatcher } from './outbound-batcher.js';
+import { OutboundBatcher } from './outbound-batcher.js';
 import { decodeRowCursor, encodeRowCursor } from './paging.js';
 import { nodeUnknown } from './refusals.js';
-import type { SubscriptionRepository } from './subscription-repository.js';
+import { SubscriptionRepository } from './subscription-repository.js';
 
 export interface SqliteMessagingStoreDeps {
   messages: MessageRepository;
@@ -36,6 +38,25 @@ export class SqliteMessagingStore implements MessagingStore<Message, number> {
   /** A message row id: conversations page oldest first after it, the unmatched list newest first before it. */
   readonly positions = { encode: (last: Message) => encodeRowCursor(last.rowId), decode: decodeRowCursor };
   private readonly limiter: RateLimiter;
+
+  /** The store of the hub database `db`, whose radio is `hubNodeId` (null while unknown). */
+  static open(db: Database, hubNodeId: () => string | null): SqliteMessagingStore {
+    const messages = new MessageRepository(db);
+    const nodes = new NodeRepository(db);
+    return new SqliteMessagingStore({
+      messages,
+      conversations: new ConversationRepository(db),
+      outbound: new OutboundBatcher(db, messages),
+      subscriptions: new SubscriptionRepository(db),
+      nodeKnown: (nodeId) => nodes.get(nodeId) !== undefined,
+      hubNodeId,
+    });
+  }
+
+  /** The conversation repository (the live stream reads summaries from it). */
+  get conversationRepository(): ConversationRepository {
+    return this.deps.conversations;
+  }
 
   constructor(private readonly deps: SqliteMessagingStoreDeps) {
     this.limiter = deps.limiter ?? new RateLimiter({ maxKeys: MAX_BUCKETS });
