@@ -14,12 +14,7 @@ import {
   MessagingTables,
   TRANSITION_SQL,
 } from './message-rows.js';
-
-/** Where a page of conversations ends: the next page starts after it. */
-export interface ConversationCursor {
-  latestAt: number;
-  nodeId: string;
-}
+import type { ConversationCursor } from './messaging-store.js';
 
 export class ConversationRepository extends MessagingTables {
   constructor(db: Database) {

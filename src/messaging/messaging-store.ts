@@ -11,12 +11,17 @@
 
 import type { ProblemError } from '../http/problem.js';
 import type { RateCheck } from '../kernel/rate-limit.js';
-import type { ConversationCursor } from './conversation-repository.js';
 import type { ConversationSummary, Message, MessageTransition } from './message.js';
 import type { IdempotencyInput } from './message-repository.js';
 import type { LapsedSubscription } from './refusals.js';
 
 type Awaitable<T> = T | Promise<T>;
+
+/** Where a page of conversations ends: the next page starts after it. */
+export interface ConversationCursor {
+  latestAt: number;
+  nodeId: string;
+}
 
 /** An earlier send under the same Idempotency-Key: its body's fingerprint and, when asked, its 202. */
 export interface PriorSend {

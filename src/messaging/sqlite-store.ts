@@ -7,10 +7,16 @@ import { ProblemError } from '../http/problem.js';
 import { RateLimiter } from '../kernel/rate-limit.js';
 import type { Database } from '../store/database.js';
 import { NodeRepository } from '../store/nodes-repository.js';
-import { type ConversationCursor, ConversationRepository } from './conversation-repository.js';
+import { ConversationRepository } from './conversation-repository.js';
 import { type Message, type MessageTransition, messageRecordJson } from './message.js';
 import { MessageRepository } from './message-repository.js';
-import type { MessagingStore, PriorSend, SendInput, SendOutcome } from './messaging-store.js';
+import type {
+  ConversationCursor,
+  MessagingStore,
+  PriorSend,
+  SendInput,
+  SendOutcome,
+} from './messaging-store.js';
 import { OutboundBatcher } from './outbound-batcher.js';
 import { decodeRowCursor, encodeRowCursor } from './paging.js';
 import { nodeUnknown } from './refusals.js';

@@ -14,9 +14,9 @@ import type pg from 'pg';
 import { z } from 'zod';
 import { cursorCodec, readCursor } from '../../../src/http/paging.js';
 import type { ProblemError } from '../../../src/http/problem.js';
-import type { ConversationCursor } from '../../../src/messaging/conversation-repository.js';
 import type { Message, MessageTransition } from '../../../src/messaging/message.js';
 import type {
+  ConversationCursor,
   MessagingStore,
   PriorSend,
   SendInput,
