@@ -17,12 +17,10 @@ import { createLocalJWKSet, type JWTPayload, jwtVerify } from 'jose';
 import { openHubIdentity } from '../../src/auth/hub-identity.js';
 import { LOCAL_AUDIENCE, LocalIssuer } from '../../src/auth/local-issuer.js';
 import { createErrorHandler, notFound } from '../../src/http/error-handler.js';
-import { ConversationRepository } from '../../src/messaging/conversation-repository.js';
 import { MessageStreams } from '../../src/messaging/live-stream.js';
 import { MessageRepository } from '../../src/messaging/message-repository.js';
-import { OutboundBatcher } from '../../src/messaging/outbound-batcher.js';
-import { RateLimiter } from '../../src/messaging/rate-limiter.js';
 import { messagingRoutes } from '../../src/messaging/routes.js';
+import { SqliteMessagingStore } from '../../src/messaging/sqlite-store.js';
 import { StreamTickets } from '../../src/messaging/stream-tickets.js';
 import { SubscriptionRepository } from '../../src/messaging/subscription-repository.js';
 import { closeDatabase, openDatabase } from '../../src/store/database.js';
@@ -98,25 +96,17 @@ async function serve(dataDir: string, file: string): Promise<void> {
   if (!process.send) throw new Error('the messages bench server must be forked');
   const db = openDatabase(file);
   const identity = await openHubIdentity({ dataDir });
-  const messages = new MessageRepository(db);
-  const conversations = new ConversationRepository(db);
-  const nodes = new NodeRepository(db);
+  const store = SqliteMessagingStore.open(db, () => '!0f0f0f0f');
   const unlimited = { count: 1_000_000_000, windowMs: 1_000 };
   const ours = new Hono();
   ours.route(
     '/api/v1/messages',
     messagingRoutes({
       identity,
-      messages,
-      conversations,
-      outbound: new OutboundBatcher(db, messages),
-      subscriptions: new SubscriptionRepository(db),
-      nodeKnown: (nodeId) => nodes.get(nodeId) !== undefined,
-      hubNodeId: () => '!0f0f0f0f',
-      perSubscriber: new RateLimiter(unlimited),
-      perNode: new RateLimiter(unlimited),
-      streams: new MessageStreams(() => conversations),
-      tickets: new StreamTickets(),
+      store,
+      rates: { perSubscriber: unlimited, perNode: unlimited },
+      maxHoldHours: 0,
+      live: { streams: new MessageStreams(() => store.conversationRepository), tickets: new StreamTickets() },
       publish: () => {},
     }) as unknown as Hono,
   );

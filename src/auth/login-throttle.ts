@@ -17,6 +17,7 @@
  * - Memory is bounded: at most `maxEntries` keys per counter, the least recently failed go first.
  */
 import { isIPv6 } from 'node:net';
+import { retryAfterSeconds } from '../kernel/rate-limit.js';
 
 export interface LoginThrottleOptions {
   /** Failures of one username from one address before its delays start. */
@@ -183,7 +184,7 @@ export class LoginThrottle {
     if (pairWait > 0 || addrWait > 0) {
       const by = pairWait >= addrWait ? 'username' : 'address';
       this.refused[by]++;
-      return { outcome: 'throttled', retryAfterSeconds: seconds(Math.max(pairWait, addrWait)), by };
+      return { outcome: 'throttled', retryAfterSeconds: retryAfterSeconds(Math.max(pairWait, addrWait)), by };
     }
     if (this.active >= this.maxConcurrentChecks && this.queue.length >= this.maxQueuedChecks) {
       this.refused.busy++;
@@ -240,8 +241,4 @@ export class LoginThrottle {
 
 function pairKey(username: string, address: string): string {
   return `${addressKey(address)} ${username.trim().toLowerCase().slice(0, 64)}`;
-}
-
-function seconds(ms: number): number {
-  return Math.max(1, Math.ceil(ms / 1000));
 }

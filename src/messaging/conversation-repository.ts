@@ -4,55 +4,45 @@
  * conversation an inbound text joins (inbound.ts). Reads are bounded.
  */
 import type { Database } from '../store/database.js';
-import { type Atomically, transactionOn } from './atomically.js';
 import type { ConversationSummary, Message } from './message.js';
-import { COLUMNS, fromRow, type MessageRow, type Stmt, TRANSITION_SQL } from './message-rows.js';
+import {
+  COLUMNS,
+  type ConversationSummaryRow,
+  conversationSummaryFromRow,
+  fromRow,
+  type MessageRow,
+  MessagingTables,
+  TRANSITION_SQL,
+} from './message-rows.js';
+import type { ConversationCursor } from './messaging-store.js';
 
-/** Where a page of conversations ends: the next page starts after it. */
-export interface ConversationCursor {
-  latestAt: number;
-  nodeId: string;
-}
-
-export class ConversationRepository {
-  private readonly s: Record<string, Stmt<never>>;
-  private readonly atomically: Atomically;
-
+export class ConversationRepository extends MessagingTables {
   constructor(db: Database) {
-    this.atomically = transactionOn(db);
-    const p = <R>(sql: string) => db.prepare(sql) as Stmt<R> as Stmt<never>;
-    this.s = {
-      lastWriter:
-        p(`SELECT owner, owner_name FROM conversations WHERE node_id = ? AND last_outbound_at IS NOT NULL
-        ORDER BY last_outbound_at DESC LIMIT 1`),
-      correspondent: p(`SELECT owner, owner_name FROM conversations WHERE node_id = ?
-        AND (owner = ? OR lower(owner_name) = ?) ORDER BY latest_at DESC LIMIT 1`),
-      // Raw rows (arrays): a thousand summaries per page, no per-row object to build twice.
-      conversations: (
-        p(`SELECT c.node_id, coalesce(c.nickname, n.long_name, n.short_name, c.node_id) AS nickname,
+    super(db, {
+      lastWriter: `SELECT owner, owner_name FROM conversations WHERE node_id = ? AND last_outbound_at IS NOT NULL
+        ORDER BY last_outbound_at DESC LIMIT 1`,
+      correspondent: `SELECT owner, owner_name FROM conversations WHERE node_id = ?
+        AND (owner = ? OR lower(owner_name) = ?) ORDER BY latest_at DESC LIMIT 1`,
+      conversations: `SELECT c.node_id, coalesce(c.nickname, n.long_name, n.short_name, c.node_id) AS nickname,
         c.latest_text, c.latest_at, c.unread_count
         FROM conversations c LEFT JOIN nodes n ON n.node_id = c.node_id
         WHERE c.owner = ? AND (c.latest_at < ? OR (c.latest_at = ? AND c.node_id > ?))
-        ORDER BY c.latest_at DESC, c.node_id LIMIT ?`) as Stmt<unknown>
-      ).raw(true) as Stmt<never>,
-      conversationOne:
-        p(`SELECT c.node_id, coalesce(c.nickname, n.long_name, n.short_name, c.node_id) AS nickname,
+        ORDER BY c.latest_at DESC, c.node_id LIMIT ?`,
+      conversationOne: `SELECT c.node_id, coalesce(c.nickname, n.long_name, n.short_name, c.node_id) AS nickname,
         c.latest_text, c.latest_at, c.unread_count
-        FROM conversations c LEFT JOIN nodes n ON n.node_id = c.node_id WHERE c.owner = ? AND c.node_id = ?`),
-      conversationMessages: p(`SELECT ${COLUMNS} FROM messages WHERE owner = ? AND node_id = ? AND id > ?
-        ORDER BY id LIMIT ?`),
-      unreadIds: p(`SELECT id FROM messages WHERE owner = ? AND node_id = ? AND direction = 'inbound'
-        AND status = 'received' ORDER BY id`),
-      markRead: p(`UPDATE messages SET status = 'read', updated_at = ? WHERE id = ? RETURNING ${COLUMNS}`),
-      clearUnread: p('UPDATE conversations SET unread_count = 0 WHERE owner = ? AND node_id = ?'),
-      nickname: p('UPDATE conversations SET nickname = ? WHERE owner = ? AND node_id = ?'),
-      unmatched: p(`SELECT ${COLUMNS} FROM messages WHERE owner IS NULL AND id < ? ORDER BY id DESC LIMIT ?`),
-      transition: p(TRANSITION_SQL),
-    };
-  }
-
-  private stmt<R>(name: string): Stmt<R> {
-    return this.s[name] as unknown as Stmt<R>;
+        FROM conversations c LEFT JOIN nodes n ON n.node_id = c.node_id WHERE c.owner = ? AND c.node_id = ?`,
+      conversationMessages: `SELECT ${COLUMNS} FROM messages WHERE owner = ? AND node_id = ? AND id > ?
+        ORDER BY id LIMIT ?`,
+      unreadIds: `SELECT id FROM messages WHERE owner = ? AND node_id = ? AND direction = 'inbound'
+        AND status = 'received' ORDER BY id`,
+      markRead: `UPDATE messages SET status = 'read', updated_at = ? WHERE id = ? RETURNING ${COLUMNS}`,
+      clearUnread: 'UPDATE conversations SET unread_count = 0 WHERE owner = ? AND node_id = ?',
+      nickname: 'UPDATE conversations SET nickname = ? WHERE owner = ? AND node_id = ?',
+      unmatched: `SELECT ${COLUMNS} FROM messages WHERE owner IS NULL AND id < ? ORDER BY id DESC LIMIT ?`,
+      transition: TRANSITION_SQL,
+    });
+    // Raw rows (arrays): a thousand summaries per page, no per-row object to build twice.
+    this.stmt('conversations').raw(true);
   }
 
   // --- inbound addressing ---
@@ -94,22 +84,8 @@ export class ConversationRepository {
   }
 
   conversation(owner: string, nodeId: string): ConversationSummary | undefined {
-    const r = this.stmt<{
-      node_id: string;
-      nickname: string;
-      latest_text: string;
-      latest_at: number;
-      unread_count: number;
-    }>('conversationOne').get(owner, nodeId);
-    return r
-      ? {
-          nodeId: r.node_id,
-          nickname: r.nickname,
-          latestText: r.latest_text,
-          latestAt: r.latest_at,
-          unreadCount: r.unread_count,
-        }
-      : undefined;
+    const row = this.stmt<ConversationSummaryRow>('conversationOne').get(owner, nodeId);
+    return row ? conversationSummaryFromRow(row) : undefined;
   }
 
   /** Messages of one conversation, oldest first, after the row id `afterRowId`. */

@@ -5,10 +5,9 @@
  * change stores a `message_transitions` row with its time. Reads are bounded.
  */
 import type { Database } from '../store/database.js';
-import { type Atomically, transactionOn } from './atomically.js';
 import type { Message, MessageStatus, MessageTransition } from './message.js';
 import { messageId } from './message-id.js';
-import { COLUMNS, fromRow, type MessageRow, type Stmt, TRANSITION_SQL } from './message-rows.js';
+import { COLUMNS, fromRow, type MessageRow, MessagingTables, TRANSITION_SQL } from './message-rows.js';
 
 /** What a send under an Idempotency-Key stores with its message (validation.ts `idempotencyFor`). */
 export interface IdempotencyInput {
@@ -79,24 +78,17 @@ export const WAKE_MIN_GAP_MS = 60_000;
 const HEAD_OF_NODE = `NOT EXISTS (SELECT 1 FROM messages e WHERE e.node_id = m.node_id AND e.owner = m.owner
   AND e.direction = 'outbound' AND e.status = 'queued' AND e.id < m.id)`;
 
-export class MessageRepository {
-  private readonly s: Record<string, Stmt<never>>;
-
-  private readonly atomically: Atomically;
-
+export class MessageRepository extends MessagingTables {
   constructor(db: Database) {
-    this.atomically = transactionOn(db);
-    const p = <R>(sql: string) => db.prepare(sql) as Stmt<R> as Stmt<never>;
-    this.s = {
-      insert: p(`INSERT INTO messages (public_id, owner, owner_name, node_id, direction, sender_node_id,
+    super(db, {
+      insert: `INSERT INTO messages (public_id, owner, owner_name, node_id, direction, sender_node_id,
         target_node_id, text, status, packet_id, next_attempt_at, created_at, updated_at, hold_until, held_since)
-        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING ${COLUMNS}`),
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING ${COLUMNS}`,
       // A new text to a node that the sender's texts already wait for waits behind them.
-      heldSinceOf: p(`SELECT min(held_since) AS at FROM messages WHERE node_id = ? AND owner = ?
-        AND direction = 'outbound' AND status = 'queued' AND held_since IS NOT NULL`),
-      transition: p(TRANSITION_SQL),
-      conversation:
-        p(`INSERT INTO conversations (owner, owner_name, node_id, latest_message_id, latest_text, latest_at,
+      heldSinceOf: `SELECT min(held_since) AS at FROM messages WHERE node_id = ? AND owner = ?
+        AND direction = 'outbound' AND status = 'queued' AND held_since IS NOT NULL`,
+      transition: TRANSITION_SQL,
+      conversation: `INSERT INTO conversations (owner, owner_name, node_id, latest_message_id, latest_text, latest_at,
           last_outbound_at, unread_count)
         VALUES (?, ?, ?, ?, ?, ?, ?, ?)
         ON CONFLICT (owner, node_id) DO UPDATE SET
@@ -104,61 +96,56 @@ export class MessageRepository {
           latest_message_id = excluded.latest_message_id, latest_text = excluded.latest_text,
           latest_at = max(latest_at, excluded.latest_at),
           last_outbound_at = coalesce(excluded.last_outbound_at, last_outbound_at),
-          unread_count = unread_count + excluded.unread_count`),
-      byPublicId: p(`SELECT ${COLUMNS} FROM messages WHERE public_id = ?`),
-      byRowId: p(`SELECT ${COLUMNS} FROM messages WHERE id = ?`),
-      history: p(
+          unread_count = unread_count + excluded.unread_count`,
+      byPublicId: `SELECT ${COLUMNS} FROM messages WHERE public_id = ?`,
+      byRowId: `SELECT ${COLUMNS} FROM messages WHERE id = ?`,
+      history:
         'SELECT status, reason, at, attempt, code FROM message_transitions WHERE message_id = ? ORDER BY seq LIMIT 1000',
-      ),
-      idempotencyGet: p(`SELECT k.request_hash, k.response, m.public_id FROM idempotency_keys k
-        JOIN messages m ON m.id = k.message_id WHERE k.owner = ? AND k.key = ? AND k.created_at >= ?`),
-      idempotencyPut:
-        p(`INSERT OR REPLACE INTO idempotency_keys (owner, key, request_hash, message_id, response, created_at)
-        VALUES (?, ?, ?, ?, ?, ?)`),
-      idempotencyPrune: p(`DELETE FROM idempotency_keys WHERE (owner, key) IN
-        (SELECT owner, key FROM idempotency_keys WHERE created_at < ? LIMIT 1000)`),
+      idempotencyGet: `SELECT k.request_hash, k.response, m.public_id FROM idempotency_keys k
+        JOIN messages m ON m.id = k.message_id WHERE k.owner = ? AND k.key = ? AND k.created_at >= ?`,
+      idempotencyPut: `INSERT OR REPLACE INTO idempotency_keys (owner, key, request_hash, message_id, response, created_at)
+        VALUES (?, ?, ?, ?, ?, ?)`,
+      idempotencyPrune: `DELETE FROM idempotency_keys WHERE (owner, key) IN
+        (SELECT owner, key FROM idempotency_keys WHERE created_at < ? LIMIT 1000)`,
       // Only the oldest queued text of each sender to each node may go (a conversation keeps its
       // order); while it waits for an acknowledgement, the later ones wait too.
-      nextDue: p(`SELECT ${COLUMNS} FROM messages m WHERE direction = 'outbound' AND status = 'queued'
+      nextDue: `SELECT ${COLUMNS} FROM messages m WHERE direction = 'outbound' AND status = 'queued'
         AND ack_deadline IS NULL AND next_attempt_at <= ? AND ${HEAD_OF_NODE}
-        ORDER BY next_attempt_at, id LIMIT 1`),
-      earliestDue: p(`SELECT min(next_attempt_at) AS at FROM messages m WHERE direction = 'outbound'
-        AND status = 'queued' AND ack_deadline IS NULL AND ${HEAD_OF_NODE}`),
-      holdFollowers: p(`UPDATE messages SET held_since = ? WHERE node_id = ? AND owner = ?
-        AND direction = 'outbound' AND status = 'queued' AND held_since IS NULL AND id > ?`),
-      releaseHeldSince:
-        p(`UPDATE messages SET held_since = NULL, next_attempt_at = ? WHERE direction = 'outbound'
-        AND status = 'queued' AND held_since IS NOT NULL AND held_since >= ? AND ack_deadline IS NULL`),
-      wakeHeld: p(`UPDATE messages SET next_attempt_at = ? WHERE node_id = ? AND direction = 'outbound'
+        ORDER BY next_attempt_at, id LIMIT 1`,
+      earliestDue: `SELECT min(next_attempt_at) AS at FROM messages m WHERE direction = 'outbound'
+        AND status = 'queued' AND ack_deadline IS NULL AND ${HEAD_OF_NODE}`,
+      holdFollowers: `UPDATE messages SET held_since = ? WHERE node_id = ? AND owner = ?
+        AND direction = 'outbound' AND status = 'queued' AND held_since IS NULL AND id > ?`,
+      releaseHeldSince: `UPDATE messages SET held_since = NULL, next_attempt_at = ? WHERE direction = 'outbound'
+        AND status = 'queued' AND held_since IS NOT NULL AND held_since >= ? AND ack_deadline IS NULL`,
+      wakeHeld: `UPDATE messages SET next_attempt_at = ? WHERE node_id = ? AND direction = 'outbound'
         AND status = 'queued' AND held_since IS NOT NULL AND ack_deadline IS NULL AND next_attempt_at > ?
-        AND updated_at <= ?`),
-      heldNodes: p(`SELECT DISTINCT node_id FROM messages WHERE direction = 'outbound' AND status = 'queued'
-        AND held_since IS NOT NULL LIMIT 10000`),
-      holdEnded: p(`SELECT ${COLUMNS} FROM messages WHERE direction = 'outbound' AND status = 'queued'
+        AND updated_at <= ?`,
+      heldNodes: `SELECT DISTINCT node_id FROM messages WHERE direction = 'outbound' AND status = 'queued'
+        AND held_since IS NOT NULL LIMIT 10000`,
+      holdEnded: `SELECT ${COLUMNS} FROM messages WHERE direction = 'outbound' AND status = 'queued'
         AND hold_until IS NOT NULL AND hold_until <= ? AND hold_until > created_at AND ack_deadline IS NULL
-        ORDER BY hold_until, id LIMIT 100`),
-      earliestHoldEnd: p(`SELECT min(hold_until) AS at FROM messages WHERE direction = 'outbound'
-        AND status = 'queued' AND hold_until IS NOT NULL AND hold_until > created_at AND ack_deadline IS NULL`),
-      defaultHold: p(`UPDATE messages SET hold_until = created_at + :hold WHERE direction = 'outbound'
-        AND status = 'queued' AND (hold_until IS NULL OR hold_until > created_at + :hold)`),
-      beginAttempt:
-        p(`UPDATE messages SET attempts = attempts + 1, packet_id = ?, ack_deadline = ?, updated_at = ?
-        WHERE id = ? AND status = 'queued' AND ack_deadline IS NULL`),
-      packetInsert: p(
+        ORDER BY hold_until, id LIMIT 100`,
+      earliestHoldEnd: `SELECT min(hold_until) AS at FROM messages WHERE direction = 'outbound'
+        AND status = 'queued' AND hold_until IS NOT NULL AND hold_until > created_at AND ack_deadline IS NULL`,
+      defaultHold: `UPDATE messages SET hold_until = created_at + :hold WHERE direction = 'outbound'
+        AND status = 'queued' AND (hold_until IS NULL OR hold_until > created_at + :hold)`,
+      beginAttempt: `UPDATE messages SET attempts = attempts + 1, packet_id = ?, ack_deadline = ?, updated_at = ?
+        WHERE id = ? AND status = 'queued' AND ack_deadline IS NULL`,
+      packetInsert:
         'INSERT INTO message_packets (packet_id, message_id, attempt, sent_at) VALUES (?, ?, ?, ?)',
-      ),
-      packetExists: p('SELECT 1 FROM message_packets WHERE packet_id = ?'),
-      packetDelete: p('DELETE FROM message_packets WHERE packet_id = ?'),
-      abandonAttempt: p(`UPDATE messages SET attempts = attempts - 1, ack_deadline = NULL, updated_at = ?
-        WHERE id = ? AND packet_id = ? AND status = 'queued' AND ack_deadline IS NOT NULL`),
-      byPacket: p(`SELECT p.attempt, m.* FROM message_packets p JOIN messages m ON m.id = p.message_id
-        WHERE p.packet_id = ?`),
-      update: p(`UPDATE messages SET status = ?, failure_code = ?, failure_reason = ?, ack_deadline = ?,
-        next_attempt_at = ?, held_since = ?, updated_at = ? WHERE id = ? RETURNING ${COLUMNS}`),
-      expired: p(`SELECT ${COLUMNS} FROM messages WHERE ack_deadline IS NOT NULL AND ack_deadline <= ?
-        ORDER BY ack_deadline LIMIT 100`),
-      earliestDeadline: p('SELECT min(ack_deadline) AS at FROM messages WHERE ack_deadline IS NOT NULL'),
-    };
+      packetExists: 'SELECT 1 FROM message_packets WHERE packet_id = ?',
+      packetDelete: 'DELETE FROM message_packets WHERE packet_id = ?',
+      abandonAttempt: `UPDATE messages SET attempts = attempts - 1, ack_deadline = NULL, updated_at = ?
+        WHERE id = ? AND packet_id = ? AND status = 'queued' AND ack_deadline IS NOT NULL`,
+      byPacket: `SELECT p.attempt, m.* FROM message_packets p JOIN messages m ON m.id = p.message_id
+        WHERE p.packet_id = ?`,
+      update: `UPDATE messages SET status = ?, failure_code = ?, failure_reason = ?, ack_deadline = ?,
+        next_attempt_at = ?, held_since = ?, updated_at = ? WHERE id = ? RETURNING ${COLUMNS}`,
+      expired: `SELECT ${COLUMNS} FROM messages WHERE ack_deadline IS NOT NULL AND ack_deadline <= ?
+        ORDER BY ack_deadline LIMIT 100`,
+      earliestDeadline: 'SELECT min(ack_deadline) AS at FROM messages WHERE ack_deadline IS NOT NULL',
+    });
   }
 
   private addTransition(
@@ -172,8 +159,25 @@ export class MessageRepository {
     this.stmt('transition').run({ id, status, reason, at, attempt, code });
   }
 
-  private stmt<R>(name: string): Stmt<R> {
-    return this.s[name] as unknown as Stmt<R>;
+  /** A new message is the latest of its conversation; an outbound one is its last write, an inbound one unread. */
+  private touchConversation(
+    owner: string,
+    ownerName: string | null,
+    message: Message,
+    direction: 'outbound' | 'inbound',
+  ): void {
+    const at = message.createdAt;
+    const outbound = direction === 'outbound';
+    this.stmt('conversation').run(
+      owner,
+      ownerName,
+      message.nodeId,
+      message.rowId,
+      message.text,
+      at,
+      outbound ? at : null,
+      outbound ? 0 : 1,
+    );
   }
 
   /** Stores a new outbound message as `queued` (and its idempotency key), in one transaction. */
@@ -200,16 +204,7 @@ export class MessageRepository {
       )!;
       const message = fromRow(row);
       this.addTransition(message.rowId, 'queued', null, input.at);
-      this.stmt('conversation').run(
-        input.owner,
-        input.ownerName,
-        input.nodeId,
-        message.rowId,
-        input.text,
-        input.at,
-        input.at,
-        0,
-      );
+      this.touchConversation(input.owner, input.ownerName, message, 'outbound');
       const idem = input.idempotency;
       if (idem) {
         this.stmt('idempotencyPut').run(
@@ -254,16 +249,7 @@ export class MessageRepository {
       const message = fromRow(row!);
       this.addTransition(message.rowId, 'received', null, input.at);
       if (input.owner !== null) {
-        this.stmt('conversation').run(
-          input.owner,
-          input.ownerName,
-          input.nodeId,
-          message.rowId,
-          input.text,
-          input.at,
-          null,
-          1,
-        );
+        this.touchConversation(input.owner, input.ownerName, message, 'inbound');
       }
       return message;
     });

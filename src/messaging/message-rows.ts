@@ -2,10 +2,26 @@
  * The `messages` row and its mapping, shared by the message and conversation repositories (and,
  * for the columns every `messages` table has, by the upstream's store).
  */
-import type { Statement } from '../store/database.js';
-import type { Message, MessageStatus } from './message.js';
+import type { Database, Statement } from '../store/database.js';
+import { type Atomically, transactionOn } from './atomically.js';
+import type { ConversationSummary, Message, MessageStatus } from './message.js';
 
 export type Stmt<R = unknown> = Statement<unknown[], R>;
+
+/** A repository's prepared statements by name, each typed by its row where it is used. */
+export type Statements = <R = unknown>(name: string) => Stmt<R>;
+
+/** A repository of the messaging tables: its statements, prepared once, and its transactions. */
+export abstract class MessagingTables {
+  protected readonly atomically: Atomically;
+  protected readonly stmt: Statements;
+
+  constructor(db: Database, sqls: Record<string, string>) {
+    this.atomically = transactionOn(db);
+    const prepared = new Map(Object.entries(sqls).map(([name, sql]) => [name, db.prepare(sql)]));
+    this.stmt = <R>(name: string) => prepared.get(name) as unknown as Stmt<R>;
+  }
+}
 
 export const COLUMNS = `id, public_id, owner, owner_name, node_id, direction, sender_node_id, target_node_id, text,
   status, failure_code, failure_reason, packet_id, attempts, ack_deadline, next_attempt_at, created_at, updated_at,
@@ -95,3 +111,23 @@ export function fromRow(r: MessageRow): Message {
 export const TRANSITION_SQL = `INSERT INTO message_transitions (message_id, seq, status, reason, at, attempt, code) VALUES
   (@id, (SELECT coalesce(max(seq), 0) + 1 FROM message_transitions WHERE message_id = @id), @status, @reason, @at,
   @attempt, @code)`;
+
+/** A conversation summary row wherever it is read (the hub's SQLite, the upstream's PostgreSQL). */
+export interface ConversationSummaryRow {
+  node_id: string;
+  nickname: string;
+  latest_text: string;
+  /** BIGINT: a string from a pool with pg's default int8 parser. */
+  latest_at: number | string;
+  unread_count: number;
+}
+
+export function conversationSummaryFromRow(r: ConversationSummaryRow): ConversationSummary {
+  return {
+    nodeId: r.node_id,
+    nickname: r.nickname,
+    latestText: r.latest_text,
+    latestAt: Number(r.latest_at),
+    unreadCount: r.unread_count,
+  };
+}

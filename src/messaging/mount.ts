@@ -2,17 +2,13 @@ import type { Hono } from 'hono';
 import type { AuthEnv } from '../auth/require-auth.js';
 import type { HubBus } from '../domain/events.js';
 import { nodeIdFromNum } from '../domain/node.js';
+import type { RateLimit } from '../kernel/rate-limit.js';
 import type { ModuleAuth } from '../module.js';
 import type { Database } from '../store/database.js';
-import { NodeRepository } from '../store/nodes-repository.js';
-import { ConversationRepository } from './conversation-repository.js';
 import { MessageStreams } from './live-stream.js';
-import { MessageRepository } from './message-repository.js';
-import { OutboundBatcher } from './outbound-batcher.js';
-import { type RateLimit, RateLimiter } from './rate-limiter.js';
 import { messagingRoutes } from './routes.js';
+import { SqliteMessagingStore } from './sqlite-store.js';
 import { StreamTickets } from './stream-tickets.js';
-import { SubscriptionRepository } from './subscription-repository.js';
 
 export interface MessagingRoutesOptions {
   db: Database;
@@ -34,29 +30,21 @@ export interface MessagingRoutesOptions {
  */
 export function messagingRoutesFor(options: MessagingRoutesOptions): Hono<AuthEnv> {
   const { db, bus, owner } = options;
-  const messages = new MessageRepository(db);
-  const nodes = new NodeRepository(db);
-  const conversations = new ConversationRepository(db);
-  const streams = new MessageStreams(() => conversations);
+  const store = SqliteMessagingStore.open(db, () => {
+    const num = bus.last('radio.status')?.myNodeNum;
+    return num === undefined ? null : nodeIdFromNum(num);
+  });
+  const streams = new MessageStreams(() => store.conversationRepository);
   bus.on(owner, 'message.updated', (change) => streams.publish(change));
   bus.on(owner, 'hub.stopping', () => streams.closeAll());
   const app = messagingRoutes({
     identity: options.auth,
-    messages,
-    conversations,
-    outbound: new OutboundBatcher(db, messages),
-    subscriptions: new SubscriptionRepository(db),
-    nodeKnown: (nodeId) => nodes.get(nodeId) !== undefined,
-    hubNodeId: () => {
-      const num = bus.last('radio.status')?.myNodeNum;
-      return num === undefined ? null : nodeIdFromNum(num);
-    },
-    perSubscriber: new RateLimiter(options.perSubscriber),
-    perNode: new RateLimiter(options.perNode),
-    streams,
-    tickets: new StreamTickets(),
-    publish: (change) => bus.emit('message.updated', change),
+    store,
+    rates: { perSubscriber: options.perSubscriber, perNode: options.perNode },
     maxHoldHours: options.maxHoldHours,
+    defaultHoldHours: options.maxHoldHours,
+    live: { streams, tickets: new StreamTickets() },
+    publish: (change) => bus.emit('message.updated', change),
   });
   return app;
 }

@@ -1,14 +1,19 @@
 /**
- * The problems POST /api/v1/messages refuses a send with: the 429 of a rate limit and the 403
- * of a send no subscription allows (with the lapsed wording). Shared by the hub's routes
- * (routes.ts) and the upstream's (sync/upstream/messaging), so both say the same.
+ * The problems POST /api/v1/messages refuses a send with: the 404 of an unknown node, the 429 of
+ * a rate limit and the 403 of a send no subscription allows (with the lapsed wording). The
+ * routes (routes.ts) serve the hub and the upstream, so both say the same.
  */
 import { ProblemError } from '../http/problem.js';
-import type { RateLimit } from './rate-limiter.js';
+import type { RateLimit } from '../kernel/rate-limit.js';
 import type { Subscription } from './subscription-repository.js';
 
 /** The subscription that would have covered the node had it not expired. */
 export type LapsedSubscription = Pick<Subscription, 'expiresAt' | 'source' | 'reference'>;
+
+/** The 404 of a text to a node nobody (`this hub`, `any site`) has heard of. */
+export function nodeUnknown(nodeId: string, knownTo: string): ProblemError {
+  return new ProblemError(404, `no node ${nodeId} is known to ${knownTo}`);
+}
 
 /** The 429: who is limited (`you may send`, `!a1b2c3d4 may receive`), the limit, and Retry-After. */
 export function rateProblem(limit: RateLimit, who: string, retryAfterSeconds: number): ProblemError {

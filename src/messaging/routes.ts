@@ -1,5 +1,5 @@
 /**
- * `/api/v1/messages` (spec "Endpoints", DESIGN.md "Data flows" 2–3). Every route needs a bearer
+ * `/api/v1/messages` (spec "Endpoints", docs/architecture.md "Data flows" 2–3). Every route needs a bearer
  * token with the role `subscriber` or `admin`; a subscriber only ever sees their own messages.
  *
  * - POST `/`: `{ target_node_id, text, hold_hours? }` → 202, the message record (`status: "queued"`) and
@@ -14,35 +14,40 @@
  * - GET `/stream`, POST `/stream/tickets`: the live stream (live-stream.ts, stream-tickets.ts).
  * - GET `/unmatched` (admins): inbound texts nobody could be matched with, newest first.
  * Lists page with `limit` and an opaque `cursor` announced in `Link: <…>; rel="next"`.
+ *
+ * The same routes serve the upstream's `/api/v1/messages` (sync/upstream/messaging), over its
+ * PostgreSQL store (messaging-store.ts is the interface): every check, its order, the JSON and
+ * the problems exist here once. Without `live` (the upstream) `/stream` and `/stream/tickets`
+ * answer 404.
  */
 import { type Context, Hono } from 'hono';
-import type { HubIdentity, Principal } from '../auth/hub-identity.js';
-import { AuthError, bearerToken } from '../auth/jwt-verifier.js';
+import type { Principal } from '../auth/hub-identity.js';
+import { AuthError, bearerToken, type TokenVerifier, type VerifiedIdentity } from '../auth/jwt-verifier.js';
 import { limitBody } from '../auth/request-body.js';
 import { type AuthEnv, authProblem, requireAuth, verifiedIdentity } from '../auth/require-auth.js';
 import { ADMIN_ROLE, SUBSCRIBER_ROLE } from '../auth/users.js';
 import { AUTH_PROBLEMS, COMMON_PROBLEMS, HEADERS, problem } from '../http/openapi.js';
 import { describeRoutes } from '../http/openapi-route.js';
 import { ProblemError } from '../http/problem.js';
-import type { ConversationRepository } from './conversation-repository.js';
+import type { RateLimit } from '../kernel/rate-limit.js';
 import type { MessageStreams } from './live-stream.js';
 import {
   conversationSummaryJson,
+  type Message,
   type MessageChange,
+  type MessageDetailJson,
+  type MessageTransition,
   messageDetailJson,
   messageRecordJson,
 } from './message.js';
-import type { MessageRepository } from './message-repository.js';
-import type { OutboundBatcher } from './outbound-batcher.js';
 import {
-  decodeConversationCursor,
-  decodeRowCursor,
-  encodeConversationCursor,
-  encodeRowCursor,
-  listPage,
-  pageLimit,
-} from './paging.js';
-import type { RateLimiter } from './rate-limiter.js';
+  type MessagingStore,
+  nodeScope,
+  type PriorSend,
+  type SendRateCheck,
+  subscriberScope,
+} from './messaging-store.js';
+import { decodeConversationCursor, encodeConversationCursor, listPage, pageLimit } from './paging.js';
 import { idempotencyKeyReused, rateProblem, subscriptionRefusal } from './refusals.js';
 import {
   conversationListSchema,
@@ -61,7 +66,6 @@ import {
   streamTicketSchema,
 } from './schemas.js';
 import type { StreamTickets } from './stream-tickets.js';
-import type { SubscriptionRepository } from './subscription-repository.js';
 import {
   idempotencyFor,
   parseMessageIdParam,
@@ -70,24 +74,19 @@ import {
   readSendRequest,
 } from './validation.js';
 
-export interface MessagingRoutesDeps {
-  identity: Pick<HubIdentity, 'verifier' | 'principalOf'>;
-  messages: MessageRepository;
-  conversations: ConversationRepository;
-  /** Stores new outbound messages, several per commit. */
-  outbound: OutboundBatcher;
-  subscriptions: SubscriptionRepository;
-  /** Whether the hub has heard of the node (the node table). */
-  nodeKnown: (nodeId: string) => boolean;
-  /** The hub radio's own node id, when known. */
-  hubNodeId: () => string | null;
-  perSubscriber: RateLimiter;
-  perNode: RateLimiter;
-  streams: MessageStreams;
-  tickets: StreamTickets;
-  publish: (change: MessageChange) => void;
-  /** MESSAGE_HOLD_HOURS: the default and the most `hold_hours` may ask for; 0: no holding. */
-  maxHoldHours?: number;
+export interface MessagingRoutesDeps<M extends Message, P> {
+  identity: { verifier: TokenVerifier; principalOf(v: VerifiedIdentity): Principal };
+  store: MessagingStore<M, P>;
+  /** The limits per subscriber and per node. */
+  rates: { perSubscriber: RateLimit; perNode: RateLimit };
+  /** The most `hold_hours` may ask for. */
+  maxHoldHours: number;
+  /** The hold of a send that asks for none; undefined: none (the carrier decides). */
+  defaultHoldHours?: number;
+  /** The live stream (the hub); without it `/stream` answers 404. */
+  live?: { streams: MessageStreams; tickets: StreamTickets };
+  /** Told of every message a route creates or changes. */
+  publish?: (change: MessageChange) => void;
   now?: () => number;
 }
 
@@ -247,90 +246,98 @@ export const messagingOperations = describeRoutes('/api/v1/messages', [
   },
 ]);
 
-export function messagingRoutes(deps: MessagingRoutesDeps): Hono<AuthEnv> {
-  const { identity, messages, conversations, subscriptions } = deps;
+/** The caller's own messages; for admins also the inbound ones nobody could be matched with. */
+function visibleTo(message: Message, owner: string | null, principal: Principal): boolean {
+  if (owner !== null) return owner === principal.id;
+  return message.owner === null && message.direction === 'inbound' && isAdmin(principal);
+}
+
+/** The 202 of an earlier send under the same Idempotency-Key, or 422 when its body was another. */
+async function replay(c: Context, prior: PriorSend, hash: string): Promise<Response> {
+  if (prior.requestHash !== undefined && prior.requestHash !== hash) throw idempotencyKeyReused();
+  const { response, messageId } = await prior.answer();
+  return c.body(response, 202, {
+    'content-type': 'application/json',
+    location: `/api/v1/messages/${messageId}`,
+    'idempotent-replayed': 'true',
+  });
+}
+
+export function messagingRoutes<M extends Message, P>(deps: MessagingRoutesDeps<M, P>): Hono<AuthEnv> {
+  const { identity, store, rates } = deps;
   const now = deps.now ?? Date.now;
   const app = new Hono<AuthEnv>();
   const auth = requireAuth(identity.verifier, { roles: MESSAGING_ROLES });
   const principalOf = (c: Context<AuthEnv>) => identity.principalOf(verifiedIdentity(c));
+  /** The hub knows a message's radio attempts; the upstream leaves the optional `attempts` out. */
+  const detailJson = (m: Message, history?: MessageTransition[]): MessageDetailJson => {
+    const json = messageDetailJson(m, history);
+    if (store.knowsAttempts) return json;
+    const { attempts: _radioOnly, ...rest } = json;
+    return rest;
+  };
 
   app.post('/', limitBody(4096), auth, async (c) => {
     const principal = principalOf(c);
-    const maxHold = deps.maxHoldHours ?? 0;
-    const { key, body, hash } = await readSendRequest(c, maxHold);
+    const { key, body, hash } = await readSendRequest(c, deps.maxHoldHours);
     if (key !== undefined) {
       // A retry: the first request's 202 again, whether it is committed or still waiting to be.
-      const waiting = deps.outbound.pending(principal.id, key);
-      const prior = waiting ? undefined : messages.findIdempotent(principal.id, key, now());
-      const priorHash = waiting?.requestHash ?? prior?.requestHash;
-      if (priorHash !== undefined && priorHash !== hash) {
-        throw idempotencyKeyReused();
-      }
-      if (waiting || prior) {
-        const first = waiting ? await waiting.stored : undefined;
-        const response = first ? JSON.stringify(messageRecordJson(first)) : prior!.response;
-        return c.body(response, 202, {
-          'content-type': 'application/json',
-          location: `/api/v1/messages/${first?.id ?? prior!.messageId}`,
-          'idempotent-replayed': 'true',
-        });
-      }
+      const prior = await store.findIdempotent(principal.id, key, now());
+      if (prior) return replay(c, prior, hash);
     }
     const target = body.target_node_id;
-    if (target === deps.hubNodeId()) {
-      throw new ProblemError(400, 'invalid target_node_id', {
-        errors: [{ field: 'target_node_id', message: "is the hub's own radio" }],
-      });
+    const refused = await store.targetProblem(target);
+    if (refused) throw refused;
+    if (!isAdmin(principal) && !(await store.subscriptionAllows(principal.id, target, now()))) {
+      throw subscriptionRefusal(target, await store.lapsedSubscription(principal.id, target, now()));
     }
-    if (!deps.nodeKnown(target)) throw new ProblemError(404, `no node ${target} is known to this hub`);
-    if (!isAdmin(principal) && !subscriptions.allows(principal.id, target, now())) {
-      throw subscriptionRefusal(target, subscriptions.lapsed(principal.id, target, now()));
-    }
-    // Both limits are checked before either is consumed: a refused request costs nothing.
-    const bySubscriber = deps.perSubscriber.check(principal.id);
-    if (!bySubscriber.ok)
-      throw rateProblem(deps.perSubscriber.limit, 'you may send', bySubscriber.retryAfterSeconds);
-    const byNode = deps.perNode.check(target);
-    if (!byNode.ok) throw rateProblem(deps.perNode.limit, `${target} may receive`, byNode.retryAfterSeconds);
-    deps.perSubscriber.consume(principal.id);
-    deps.perNode.consume(target);
-    const at = now();
-    const holdHours = body.hold_hours ?? maxHold;
-    const message = await deps.outbound.submit({
+    // Both limits are checked before either is taken: a refused request costs nothing.
+    const checks: SendRateCheck[] = [
+      { of: 'subscriber', key: subscriberScope(principal.id), limit: rates.perSubscriber },
+      { of: 'node', key: nodeScope(target), limit: rates.perNode },
+    ];
+    const outcome = await store.send({
       owner: principal.id,
       ownerName: principal.name,
       nodeId: target,
-      senderNodeId: deps.hubNodeId(),
       text: body.text,
-      at,
-      holdUntil: at + Math.round(holdHours * 3_600_000),
+      at: now(),
+      holdHours: body.hold_hours ?? deps.defaultHoldHours,
+      key,
       ...idempotencyFor(key, hash),
+      rates: checks,
     });
-    deps.publish({ message, kind: 'created' });
+    if (outcome.kind === 'prior') return replay(c, outcome.prior, hash);
+    if (outcome.kind === 'rate-limited') {
+      const who = outcome.refused.of === 'node' ? `${target} may receive` : 'you may send';
+      throw rateProblem(outcome.refused.limit, who, outcome.retryAfterSeconds);
+    }
+    const { message } = outcome;
+    deps.publish?.({ message, kind: 'created' });
     return c.json(messageRecordJson(message), 202, { location: `/api/v1/messages/${message.id}` });
   });
 
-  app.get('/conversations', auth, (c) => {
+  app.get('/conversations', auth, async (c) => {
     const principal = principalOf(c);
     const limit = pageLimit(c.req.query('limit'));
     const cursorParam = c.req.query('cursor');
     const after = cursorParam === undefined ? undefined : decodeConversationCursor(cursorParam);
-    const page = conversations.conversations(principal.id, limit + 1, after);
+    const page = await store.conversations(principal.id, limit + 1, after);
     const { rows, headers } = listPage(c.req.path, page, limit, encodeConversationCursor);
     return c.json({ data: rows.map(conversationSummaryJson) }, 200, headers);
   });
 
-  app.get('/conversations/:node_id', auth, (c) => {
+  app.get('/conversations/:node_id', auth, async (c) => {
     const principal = principalOf(c);
     const nodeId = parseNodeIdParam(c.req.param('node_id'));
     const limit = pageLimit(c.req.query('limit'));
     const cursorParam = c.req.query('cursor');
-    const afterRowId = cursorParam === undefined ? 0 : decodeRowCursor(cursorParam);
-    for (const message of conversations.markConversationRead(principal.id, nodeId, now())) {
-      deps.publish({ message, kind: 'status', previousStatus: 'received' });
+    const after = cursorParam === undefined ? undefined : store.positions.decode(cursorParam);
+    for (const message of await store.markConversationRead(principal.id, nodeId, now())) {
+      deps.publish?.({ message, kind: 'status', previousStatus: 'received' });
     }
-    const page = conversations.conversationMessages(principal.id, nodeId, limit + 1, afterRowId);
-    const { rows, headers } = listPage(c.req.path, page, limit, (last) => encodeRowCursor(last.rowId));
+    const page = await store.conversationMessages(principal.id, nodeId, limit + 1, after);
+    const { rows, headers } = listPage(c.req.path, page, limit, store.positions.encode);
     return c.json({ data: rows.map(messageRecordJson) }, 200, headers);
   });
 
@@ -338,62 +345,76 @@ export function messagingRoutes(deps: MessagingRoutesDeps): Hono<AuthEnv> {
     const principal = principalOf(c);
     const nodeId = parseNodeIdParam(c.req.param('node_id'));
     const nickname = await readNickname(c);
-    if (!conversations.setNickname(principal.id, nodeId, nickname)) {
+    if (!(await store.setNickname(principal.id, nodeId, nickname))) {
       throw new ProblemError(404, `you have no conversation with ${nodeId}`);
     }
-    return c.json(conversationSummaryJson(conversations.conversation(principal.id, nodeId)!));
+    return c.json(conversationSummaryJson((await store.conversation(principal.id, nodeId))!));
   });
 
-  app.post('/stream/tickets', auth, (c) => {
-    const { ticket, expiresIn } = deps.tickets.issue(principalOf(c));
-    return c.json({ ticket, expires_in: expiresIn }, 201, { 'cache-control': 'no-store' });
-  });
+  // Before `/:id`, which would otherwise take "stream" for a message id.
+  const live = deps.live;
+  if (live) {
+    app.post('/stream/tickets', auth, (c) => {
+      const { ticket, expiresIn } = live.tickets.issue(principalOf(c));
+      return c.json({ ticket, expires_in: expiresIn }, 201, { 'cache-control': 'no-store' });
+    });
 
-  app.get('/stream', async (c) => {
-    const ticket = c.req.query('ticket');
-    let principal: Principal;
-    if (ticket !== undefined) {
-      const redeemed = deps.tickets.redeem(ticket);
-      if (!redeemed)
-        throw authProblem(new AuthError('malformed', 'the stream ticket is unknown, used or expired'));
-      principal = redeemed;
-    } else {
-      const token = bearerToken(c.req.header('authorization'));
-      if (!token)
-        throw authProblem(new AuthError('missing', 'a bearer token or a stream ticket is required'));
-      try {
-        principal = identity.principalOf(await identity.verifier.verify(token));
-      } catch (error) {
-        if (error instanceof AuthError) throw authProblem(error);
-        throw error;
+    app.get('/stream', async (c) => {
+      const ticket = c.req.query('ticket');
+      let principal: Principal;
+      if (ticket !== undefined) {
+        const redeemed = live.tickets.redeem(ticket);
+        if (!redeemed)
+          throw authProblem(new AuthError('malformed', 'the stream ticket is unknown, used or expired'));
+        principal = redeemed;
+      } else {
+        const token = bearerToken(c.req.header('authorization'));
+        if (!token)
+          throw authProblem(new AuthError('missing', 'a bearer token or a stream ticket is required'));
+        try {
+          principal = identity.principalOf(await identity.verifier.verify(token));
+        } catch (error) {
+          if (error instanceof AuthError) throw authProblem(error);
+          throw error;
+        }
+        if (!principal.roles.some((r) => MESSAGING_ROLES.includes(r))) {
+          throw new ProblemError(403, 'this needs the role subscriber or admin');
+        }
       }
-      if (!principal.roles.some((r) => MESSAGING_ROLES.includes(r))) {
-        throw new ProblemError(403, 'this needs the role subscriber or admin');
-      }
-    }
-    return deps.streams.open(c, principal, isAdmin(principal));
-  });
+      return live.streams.open(c, principal, isAdmin(principal));
+    });
+  } else {
+    // The upstream: statuses and replies reach it in batches, so a client polls instead.
+    const noStream = () => {
+      throw new ProblemError(
+        404,
+        'the upstream has no live message stream; poll GET /api/v1/messages/conversations/{node_id} instead',
+      );
+    };
+    app.get('/stream', noStream);
+    app.post('/stream/tickets', noStream);
+  }
 
-  app.get('/unmatched', auth, (c) => {
+  app.get('/unmatched', auth, async (c) => {
     const principal = principalOf(c);
     if (!isAdmin(principal))
       throw new ProblemError(403, 'only admins see texts nobody could be matched with');
     const limit = pageLimit(c.req.query('limit'));
     const cursorParam = c.req.query('cursor');
-    const before = cursorParam === undefined ? undefined : decodeRowCursor(cursorParam);
-    const page = conversations.unmatched(limit + 1, before);
-    const { rows, headers } = listPage(c.req.path, page, limit, (last) => encodeRowCursor(last.rowId));
-    return c.json({ data: rows.map((m) => messageDetailJson(m)) }, 200, headers);
+    const before = cursorParam === undefined ? undefined : store.positions.decode(cursorParam);
+    const page = await store.unmatched(limit + 1, before);
+    const { rows, headers } = listPage(c.req.path, page, limit, store.positions.encode);
+    return c.json({ data: rows.map((m) => detailJson(m)) }, 200, headers);
   });
 
-  app.get('/:id', auth, (c) => {
+  app.get('/:id', auth, async (c) => {
     const principal = principalOf(c);
     const id = parseMessageIdParam(c.req.param('id'));
-    const message = messages.get(id);
-    const visible =
-      message && (message.owner === principal.id || (message.owner === null && isAdmin(principal)));
-    if (!message || !visible) throw new ProblemError(404, `no message ${id}`);
-    return c.json(messageDetailJson(message, messages.history(message.rowId)));
+    const message = await store.message(id);
+    if (!message || !visibleTo(message, store.ownerOf(message), principal)) {
+      throw new ProblemError(404, `no message ${id}`);
+    }
+    return c.json(detailJson(message, await store.history(message)));
   });
 
   return app;

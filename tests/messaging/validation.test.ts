@@ -1,11 +1,11 @@
 /**
  * The outbound message body: text limits in characters and in UTF-8 bytes, each named, as a
- * property over arbitrary text; and the message rate limiter.
+ * property over arbitrary text; and the message events for MQTT (the rate limiter's tests are
+ * tests/kernel/rate-limit.test.ts).
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { messageEventPayload, messageEventTopic } from '../../src/messaging/mqtt-events.js';
-import { RateLimiter } from '../../src/messaging/rate-limiter.js';
 import { outboundMessageSchema } from '../../src/messaging/validation.js';
 
 describe('outboundMessageSchema', () => {
@@ -38,24 +38,6 @@ describe('outboundMessageSchema', () => {
   it('refuses a lone surrogate (it has no UTF-8 form)', () => {
     const result = outboundMessageSchema.safeParse({ target_node_id: '!a1b2c3d4', text: 'ok \ud800' });
     expect(result.success).toBe(false);
-  });
-});
-
-describe('RateLimiter', () => {
-  it('lets a burst of `count` pass, then one per window/count; check never consumes', () => {
-    let now = 0;
-    const limiter = new RateLimiter({ count: 3, windowMs: 60_000 }, { now: () => now });
-    for (let i = 0; i < 3; i++) {
-      expect(limiter.check('alice')).toEqual({ ok: true });
-      limiter.consume('alice');
-    }
-    expect(limiter.check('alice')).toEqual({ ok: false, retryAfterSeconds: 20 });
-    expect(limiter.check('alice')).toEqual({ ok: false, retryAfterSeconds: 20 });
-    expect(limiter.check('bob')).toEqual({ ok: true });
-    now += 19_000;
-    expect(limiter.check('alice')).toEqual({ ok: false, retryAfterSeconds: 1 });
-    now += 1_000;
-    expect(limiter.check('alice')).toEqual({ ok: true });
   });
 });
 

@@ -10,17 +10,20 @@
  * are 429 with Retry-After (the seconds until the window closes). Refused requests count too, so
  * a client that keeps hammering stays refused until its window closes.
  *
+ * The verdict is the one rate limiter's fixed-window verdict (src/kernel/rate-limit.ts).
+ *
  * Fail-closed: when the store fails (Redis down or hanging, SQLite refusing), no request of a
  * limited tier passes — 503 with Retry-After, a problem naming the cause, never a 500.
  */
 import type { MiddlewareHandler } from 'hono';
 import { ProblemError } from '../../../src/http/problem.js';
+import { fixedWindowVerdict, type RateVerdict } from '../../../src/kernel/rate-limit.js';
 import type { RateCounter } from '../cache/store.js';
 import type { RateLimitRule, RateLimitTier } from '../config.js';
 import type { AuditEnv } from './context.js';
 import { clientAddress } from './context.js';
 
-export type Decision = { ok: true } | { ok: false; retryAfterMs: number };
+export type Decision = RateVerdict;
 
 /** The cache store could not count a request; the limiter refuses it. */
 export class RateLimitStoreError extends Error {
@@ -61,8 +64,11 @@ export class RateLimiter {
       }
       throw new RateLimitStoreError((error as Error).message);
     }
-    if (Number.isFinite(hit.count) && hit.count <= rule.limit) return { ok: true };
-    return { ok: false, retryAfterMs: Math.max(0, hit.resetAt - this.now()) };
+    return fixedWindowVerdict(
+      { count: rule.limit, windowMs: rule.windowMs },
+      { hits: hit.count, resetAt: hit.resetAt },
+      this.now(),
+    );
   }
 }
 
@@ -88,9 +94,8 @@ export function rateLimit(options: {
     }
     if (!decision.ok) {
       options.onLimited?.(tier);
-      const seconds = Math.max(1, Math.ceil(decision.retryAfterMs / 1000));
       throw new ProblemError(429, 'too many requests; try again later', {
-        headers: { 'retry-after': String(seconds) },
+        headers: { 'retry-after': String(decision.retryAfterSeconds) },
         tier,
       });
     }

@@ -14,10 +14,20 @@
  * parser reads them right too.
  */
 import type pg from 'pg';
-import type { Message, MessageStatus, MessageTransition } from '../../../src/messaging/message.js';
+import type {
+  ConversationSummary,
+  Message,
+  MessageStatus,
+  MessageTransition,
+} from '../../../src/messaging/message.js';
 import { messageId } from '../../../src/messaging/message-id.js';
 import { IDEMPOTENCY_TTL_MS, type IdempotencyInput } from '../../../src/messaging/message-repository.js';
-import { type MessageTextRow, messageTextFields } from '../../../src/messaging/message-rows.js';
+import {
+  type ConversationSummaryRow,
+  conversationSummaryFromRow,
+  type MessageTextRow,
+  messageTextFields,
+} from '../../../src/messaging/message-rows.js';
 import { type CommandBody, UPSTREAM_PRINCIPAL_PREFIX } from '../../protocol.js';
 import { enqueueCommand } from '../downlink-queue.js';
 
@@ -37,13 +47,7 @@ export interface MessagePosition {
   id: string;
 }
 
-export interface UpstreamConversationSummary {
-  nodeId: string;
-  nickname: string;
-  latestText: string;
-  latestAt: number;
-  unreadCount: number;
-}
+export type UpstreamConversationSummary = ConversationSummary;
 
 export interface StoredIdempotency {
   requestHash: string;
@@ -235,24 +239,6 @@ const SUMMARY_SQL = `
     ORDER BY last_heard DESC NULLS LAST, site_id LIMIT 1
   ) n ON true`;
 
-interface SummaryRow {
-  node_id: string;
-  nickname: string;
-  latest_text: string;
-  latest_at: string | number;
-  unread_count: number;
-}
-
-function summaryFromRow(r: SummaryRow): UpstreamConversationSummary {
-  return {
-    nodeId: r.node_id,
-    nickname: r.nickname,
-    latestText: r.latest_text,
-    latestAt: Number(r.latest_at),
-    unreadCount: r.unread_count,
-  };
-}
-
 /**
  * One summary per node the subscriber has messages with, on any site, newest first (ties by
  * node id), after `after`. Nickname: the subscriber's own, else the node's name as the site that
@@ -264,13 +250,13 @@ export async function listConversations(
   limit: number,
   after?: { latestAt: number; nodeId: string },
 ): Promise<UpstreamConversationSummary[]> {
-  const { rows } = await db.query<SummaryRow>(
+  const { rows } = await db.query<ConversationSummaryRow>(
     `${SUMMARY_SQL}
      WHERE c.latest_at < $3 OR (c.latest_at = $3 AND c.node_id > $4)
      ORDER BY c.latest_at DESC, c.node_id LIMIT $5`,
     [subscriber, null, after?.latestAt ?? Number.MAX_SAFE_INTEGER, after?.nodeId ?? '', limit],
   );
-  return rows.map(summaryFromRow);
+  return rows.map(conversationSummaryFromRow);
 }
 
 /** The subscriber's conversation with one node, or undefined when they have no message with it. */
@@ -279,31 +265,54 @@ export async function getConversation(
   subscriber: string,
   nodeId: string,
 ): Promise<UpstreamConversationSummary | undefined> {
-  const { rows } = await db.query<SummaryRow>(SUMMARY_SQL, [subscriber, nodeId]);
-  return rows[0] ? summaryFromRow(rows[0]) : undefined;
+  const { rows } = await db.query<ConversationSummaryRow>(SUMMARY_SQL, [subscriber, nodeId]);
+  return rows[0] ? conversationSummaryFromRow(rows[0]) : undefined;
+}
+
+/**
+ * A page of messages matching `where` (its parameters `$1…` are `params`), by position: oldest
+ * first after `from`, or newest first before it.
+ */
+async function messagesPage(
+  db: Queryable,
+  where: string,
+  params: unknown[],
+  order: 'oldest first' | 'newest first',
+  limit: number,
+  from: MessagePosition | undefined,
+): Promise<UpstreamMessage[]> {
+  const asc = order === 'oldest first';
+  const n = params.length;
+  const { rows } = await db.query<MessageRow>(
+    `SELECT ${COLUMNS} FROM messages WHERE ${where}
+       AND (created_at, id) ${asc ? '>' : '<'} ($${n + 1}::bigint, $${n + 2}::uuid)
+     ORDER BY created_at ${asc ? '' : 'DESC'}, id ${asc ? '' : 'DESC'} LIMIT $${n + 3}`,
+    [
+      ...params,
+      from?.createdAt ?? (asc ? Number.MIN_SAFE_INTEGER : Number.MAX_SAFE_INTEGER),
+      from?.id ?? (asc ? '00000000-0000-0000-0000-000000000000' : 'ffffffff-ffff-ffff-ffff-ffffffffffff'),
+      limit,
+    ],
+  );
+  return rows.map(fromRow);
 }
 
 /** The subscriber's messages with `nodeId`, from every site, oldest first, after `after`. */
-export async function conversationMessages(
+export function conversationMessages(
   db: Queryable,
   subscriber: string,
   nodeId: string,
   limit: number,
   after?: MessagePosition,
 ): Promise<UpstreamMessage[]> {
-  const { rows } = await db.query<MessageRow>(
-    `SELECT ${COLUMNS} FROM messages WHERE subscriber = $1 AND node_id = $2
-       AND (created_at, id) > ($3::bigint, $4::uuid)
-     ORDER BY created_at, id LIMIT $5`,
-    [
-      subscriber,
-      nodeId,
-      after?.createdAt ?? Number.MIN_SAFE_INTEGER,
-      after?.id ?? '00000000-0000-0000-0000-000000000000',
-      limit,
-    ],
+  return messagesPage(
+    db,
+    'subscriber = $1 AND node_id = $2',
+    [subscriber, nodeId],
+    'oldest first',
+    limit,
+    after,
   );
-  return rows.map(fromRow);
 }
 
 /**
@@ -366,23 +375,13 @@ export async function setNickname(
 }
 
 /** Inbound texts nobody could be matched with at any site (no owner there, no subscriber here), newest first. */
-export async function unmatchedMessages(
+export function unmatchedMessages(
   db: Queryable,
   limit: number,
   before?: MessagePosition,
 ): Promise<UpstreamMessage[]> {
-  const { rows } = await db.query<MessageRow>(
-    `SELECT ${COLUMNS} FROM messages
-     WHERE direction = 'inbound' AND subscriber IS NULL AND owner IS NULL
-       AND (created_at, id) < ($1::bigint, $2::uuid)
-     ORDER BY created_at DESC, id DESC LIMIT $3`,
-    [
-      before?.createdAt ?? Number.MAX_SAFE_INTEGER,
-      before?.id ?? 'ffffffff-ffff-ffff-ffff-ffffffffffff',
-      limit,
-    ],
-  );
-  return rows.map(fromRow);
+  const where = "direction = 'inbound' AND subscriber IS NULL AND owner IS NULL";
+  return messagesPage(db, where, [], 'newest first', limit, before);
 }
 
 // --- a site's answer to a text ---

@@ -8,16 +8,12 @@
  * lapsed wording that says when the subscription ended and how to renew it.
  */
 import type pg from 'pg';
+import type { LapsedSubscription as Lapsed } from '../../../src/messaging/refusals.js';
 
 type Queryable = Pick<pg.Pool, 'query'>;
 
-/** The subscription that would have covered the node had it not expired. */
-export interface LapsedSubscription {
-  id: number;
-  expiresAt: number;
-  source: string;
-  reference: string | null;
-}
+/** The subscription that would have covered the node had it not expired (and its upstream id). */
+export type LapsedSubscription = Lapsed & { id: number; expiresAt: number };
 
 /** Whether an active, unexpired subscription of `subscriber` covers `nodeId` at `now`. */
 export async function subscriptionAllows(

@@ -17,7 +17,7 @@ import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type HubIdentity, openHubIdentity } from '../../../src/auth/hub-identity.js';
 import { createErrorHandler, notFound } from '../../../src/http/error-handler.js';
-import { RateLimiter } from '../../../src/messaging/rate-limiter.js';
+import { RateLimiter } from '../../../src/kernel/rate-limit.js';
 import { messageDetailSchema, messageRecordSchema } from '../../../src/messaging/schemas.js';
 import { migrateUpstream } from '../../../sync/upstream/db/migrate.js';
 import { openPool, withTransaction } from '../../../sync/upstream/db/pool.js';
@@ -673,14 +673,14 @@ describe.skipIf(skip)('upstream messaging API', () => {
           }),
           async (gaps) => {
             let now = T0;
-            const hub = new RateLimiter(limit, { now: () => now });
+            const hub = new RateLimiter({ now: () => now });
             const scope = `subscriber:prop-${randomUUID()}`;
             for (const gap of gaps) {
               now += gap;
-              const expected = hub.check('k');
-              if (expected.ok) hub.consume('k');
+              const expected = hub.check('k', limit);
+              if (expected.ok) hub.consume('k', limit);
               const got = await withTransaction(poolA, (client) =>
-                takeRateTokens(client, [{ scope, limit }], now),
+                takeRateTokens(client, [{ key: scope, limit }], now),
               );
               expect(got.ok).toBe(expected.ok);
               if (!got.ok && !expected.ok) {
