@@ -7,6 +7,7 @@
  * the process. Giving up on an optional actor (a plugin) disables it; the hub runs on.
  */
 import type { Actor, ActorState, KernelLogger } from './actor.js';
+import { exponentialDelay } from './backoff.js';
 import { pause, withTimeout } from './timing.js';
 
 export interface RestartPolicy {
@@ -170,7 +171,7 @@ export class Supervisor {
       return this.giveUp(entry, error, 'past its restart budget');
     entry.restartTimes.push(now);
     entry.restarts++;
-    const delay = Math.min(this.policy.initialDelayMs * 2 ** entry.consecutive, this.policy.maxDelayMs);
+    const delay = exponentialDelay(entry.consecutive, this.policy.initialDelayMs, this.policy.maxDelayMs);
     entry.consecutive++;
     this.setState(entry, 'restarting');
     this.options.log.warn(

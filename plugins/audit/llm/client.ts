@@ -20,8 +20,9 @@
 import { type Agent, request } from 'undici';
 import { z } from 'zod';
 import { guardedAgent, refusedAddressOf } from '../../../src/http/guarded-fetch.js';
+import { equalJitter, exponentialDelay } from '../../../src/kernel/backoff.js';
 import type { LlmSettings } from '../ask/settings.js';
-import { backoffDelay, parseRetryAfter } from '../microsoft/upstream.js';
+import { parseRetryAfter } from '../microsoft/upstream.js';
 
 export type LlmFailure =
   | 'not_configured'
@@ -130,7 +131,10 @@ export class ChatCompletionsClient implements LanguageModel {
         if (!retryable || attempt >= this.settings.maxRetries) throw e;
         const wait =
           e.retryAfterMs ??
-          backoffDelay(attempt, this.options.backoffBaseMs ?? 500, 8_000, this.options.random);
+          equalJitter(
+            exponentialDelay(attempt, this.options.backoffBaseMs ?? 500, 8_000),
+            this.options.random,
+          );
         // A wait longer than an attempt may take is not worth holding the question for.
         if (wait > this.settings.timeoutMs) throw e;
         attempt++;
