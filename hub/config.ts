@@ -5,7 +5,7 @@
  */
 import { z } from 'zod';
 import { authSettings } from '../src/auth/settings.js';
-import { duration, flag, parsedBy, port } from '../src/config/fields.js';
+import { duration, flag, list, parsedBy, port } from '../src/config/fields.js';
 import { type LoadedSettings, loadSettings, type SettingsSlice } from '../src/config/load.js';
 import { parseAllowedHosts } from '../src/http/host-check.js';
 import { liveSettings } from '../src/live/settings.js';
@@ -80,15 +80,7 @@ export const hubSettings = z.object({
   /** How long `RADIO=auto` waits for each serial port to answer the handshake. */
   RADIO_PROBE_TIMEOUT_MS: z.coerce.number().int().min(200).max(30_000).default(2_500),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
-  PLUGINS: z
-    .string()
-    .default('')
-    .transform((v) =>
-      v
-        .split(',')
-        .map((s) => s.trim())
-        .filter(Boolean),
-    ),
+  PLUGINS: list.default([]),
   /** External identity provider (all three together): its JWKS URL, `iss` and the `aud` our tokens must carry. */
   AUTH_JWKS_URL: z.string().optional(),
   AUTH_ISSUER: z.string().optional(),

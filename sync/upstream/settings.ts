@@ -11,7 +11,7 @@ import { z } from 'zod';
 import { type BillingSettings, billingSettings } from '../../plugins/billing/config.js';
 import { externalTrustedIssuer } from '../../src/auth/hub-identity.js';
 import { authSettings } from '../../src/auth/settings.js';
-import { flag, port } from '../../src/config/fields.js';
+import { flag, list, port } from '../../src/config/fields.js';
 import { ConfigError, settingsProblems } from '../../src/config/load.js';
 import { Secret } from '../../src/config/secret.js';
 import { messagingSettings } from '../../src/messaging/settings.js';
@@ -102,15 +102,7 @@ export const upstreamSettings = z.object({
    * Plugins this upstream runs, as on a hub: `billing` (docs/sync.md "Billing on the upstream"),
    * with the hub's BTCPAY_* and BILLING_* settings, checked with the rest.
    */
-  PLUGINS: z
-    .string()
-    .default('')
-    .transform((v) =>
-      v
-        .split(',')
-        .map((s) => s.trim())
-        .filter(Boolean),
-    ),
+  PLUGINS: list.default([]),
 });
 
 /** The plugins an upstream can run. */

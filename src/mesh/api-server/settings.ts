@@ -4,7 +4,7 @@
  */
 import { BlockList, isIP } from 'node:net';
 import { z } from 'zod';
-import { duration, flag, parsedBy, port } from '../../config/fields.js';
+import { duration, flag, parsedBy, port, splitList } from '../../config/fields.js';
 
 /** The addresses allowed to connect: `127.0.0.1, 192.168.1.0/24, fd00::/8`; empty allows any. */
 export interface ClientAllowlist {
@@ -14,10 +14,7 @@ export interface ClientAllowlist {
 
 /** `MESH_API_ALLOW`: comma-separated IP addresses and CIDR ranges (IPv4 or IPv6). */
 export function parseClientAllowlist(value: string): ClientAllowlist | string {
-  const entries = value
-    .split(',')
-    .map((s) => s.trim())
-    .filter(Boolean);
+  const entries = splitList(value);
   const list = new BlockList();
   for (const entry of entries) {
     const [address = '', bits, extra] = entry.split('/');
