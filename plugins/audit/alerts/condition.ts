@@ -10,11 +10,9 @@
  */
 import { z } from 'zod';
 import { parseDuration } from '../../../src/config/fields.js';
+import { CONTROL_CHAR } from '../../../src/kernel/text.js';
 import { tagSchema } from '../http/filters.js';
 import { serviceKey } from '../store/service-names.js';
-
-// biome-ignore lint/suspicious/noControlCharactersInRegex: refusing control characters is the point
-const CONTROL = /[\u0000-\u001f\u007f]/;
 
 export const SEVERITIES = ['info', 'low', 'medium', 'high', 'critical'] as const;
 export type Severity = (typeof SEVERITIES)[number];
@@ -141,7 +139,7 @@ export const ruleBodySchema = z.strictObject({
     .trim()
     .min(1, 'must not be empty')
     .max(120, 'must be at most 120 characters')
-    .refine((v) => !CONTROL.test(v), 'must not contain control characters'),
+    .refine((v) => !CONTROL_CHAR.test(v), 'must not contain control characters'),
   description: z.string().trim().max(2_000, 'must be at most 2000 characters').default(''),
   severity: z.enum(SEVERITIES, { error: `must be one of ${SEVERITIES.join(', ')}` }).default('medium'),
   enabled: z.boolean({ error: 'must be true or false' }).default(true),
