@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { loadHubSettings } from '../../hub/config.js';
-import { auditSettings } from '../../plugins/audit/config.js';
+import { auditSettings } from '../../plugins/audit/settings.js';
 import { billingSettings } from '../../plugins/billing/config.js';
 
 const configFile = (values: Record<string, unknown>): string => {

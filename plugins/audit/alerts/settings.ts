@@ -1,6 +1,6 @@
 /**
  * Settings of the alert rules (issue 14), spread into the audit plugin's one settings schema so
- * every problem is reported at start-up with the others. ALERTS_ENABLED itself is in config.ts.
+ * every problem is reported at start-up with the others. ALERTS_ENABLED itself is in ../settings.ts.
  *
  * ALERT_WEBHOOK_URL passes src/http/outbound-url.ts as the other outbound URLs do: https (plain
  * http only to loopback), no credentials in it, ALERT_ALLOWED_HOSTS when set; and at every send,

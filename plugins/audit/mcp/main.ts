@@ -18,8 +18,8 @@ import { loadConfig } from '../../../hub/config.js';
 import { closeDatabase, openDatabase } from '../../../src/store/database.js';
 import { readVersion } from '../../../src/version.js';
 import { createAiFeatures } from '../ask/features.js';
-import { loadAuditConfig } from '../config.js';
 import { PrivacyPolicy } from '../http/privacy.js';
+import { loadAuditConfig } from '../settings.js';
 import { AuditStore } from '../store/audit-store.js';
 import { createMcpServer } from './server.js';
 

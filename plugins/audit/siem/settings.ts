@@ -1,6 +1,6 @@
 /**
  * Settings of SIEM forwarding (issue 14), spread into the audit plugin's one settings schema so
- * every problem is reported at start-up with the others. SIEM_ENABLED itself is in config.ts.
+ * every problem is reported at start-up with the others. SIEM_ENABLED itself is in ../settings.ts.
  *
  * SIEM_WEBHOOK_URL passes src/http/outbound-url.ts as the other outbound URLs do: https (plain
  * http only to loopback), no credentials in it, SIEM_ALLOWED_HOSTS when set; and at every send,
