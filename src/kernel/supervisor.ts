@@ -1,7 +1,7 @@
 /**
  * Starts actors in dependency order, restarts a crashed one with growing delays, gives up past
  * a restart budget, and stops everything in reverse order within a deadline
- * (DESIGN.md "Actors" 5).
+ * (docs/architecture.md "Actors" 5).
  *
  * Giving up on a required actor calls `onGiveUp`: the hub exits non-zero and systemd restarts
  * the process. Giving up on an optional actor (a plugin) disables it; the hub runs on.

@@ -1,5 +1,5 @@
 /**
- * The delivery state machine of outbound texts (DESIGN.md "Meshtastic facts", "Data flows" 2),
+ * The delivery state machine of outbound texts (docs/architecture.md "Meshtastic facts", "Data flows" 2),
  * over the message repository; the gateway actor feeds it and owns the timers and the radio.
  *
  * A ROUTING_APP packet whose Data.request_id is one of our packet ids:

@@ -38,7 +38,7 @@ const MAX_TIMER_MS = 2 ** 31 - 1;
 const utf8 = new TextEncoder();
 
 /**
- * The messaging gateway (DESIGN.md "Data flows" 2–3): sends queued texts through the radio
+ * The messaging gateway (docs/architecture.md "Data flows" 2–3): sends queued texts through the radio
  * actor and tracks their delivery; files inbound texts into conversations.
  *
  * The `queued` rows in SQLite are the send queue: nothing waits in memory but the one message

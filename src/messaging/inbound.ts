@@ -1,5 +1,5 @@
 /**
- * Whose conversation an inbound text belongs to (DESIGN.md "Data flows" 3):
+ * Whose conversation an inbound text belongs to (docs/architecture.md "Data flows" 3):
  * 1. an `@name` prefix picks a subscriber by name — one who has a conversation with the node, or
  *    whose subscription covers the node (so a field worker can start a conversation);
  * 2. otherwise (or when the name matches nobody) the subscriber who last wrote to the node;

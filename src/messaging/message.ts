@@ -1,7 +1,7 @@
 /**
  * Messages to and from mesh nodes, and their JSON (spec "Resources and their fields").
  *
- * Status (DESIGN.md "Decisions"): outbound `queued` → `sent` (implicit ACK: a relay was heard
+ * Status (docs/architecture.md "Decisions"): outbound `queued` → `sent` (implicit ACK: a relay was heard
  * repeating it) → `delivered` (the destination's own ACK) | `failed` (a routing error another
  * attempt cannot mend, or its hold ended: docs/held-texts.md); inbound `received` → `read`.
  */

@@ -1,5 +1,5 @@
 /**
- * `/api/v1/messages` (spec "Endpoints", DESIGN.md "Data flows" 2–3). Every route needs a bearer
+ * `/api/v1/messages` (spec "Endpoints", docs/architecture.md "Data flows" 2–3). Every route needs a bearer
  * token with the role `subscriber` or `admin`; a subscriber only ever sees their own messages.
  *
  * - POST `/`: `{ target_node_id, text, hold_hours? }` → 202, the message record (`status: "queued"`) and

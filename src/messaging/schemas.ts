@@ -1,6 +1,6 @@
 /**
  * `/api/v1/messages` in zod (spec "Outbound message", "Conversation summary", "Message record";
- * DESIGN.md "Decisions"). Plain zod: the web UI takes its types from here.
+ * docs/architecture.md "Decisions"). Plain zod: the web UI takes its types from here.
  *
  * The outbound body: `target_node_id` and `text`, both required, and the optional `hold_hours`
  * (docs/held-texts.md; at most MESSAGE_HOLD_HOURS, checked in validation.ts). Text: at most 200

@@ -1,6 +1,6 @@
 /**
  * Collects reading batches (the `readings.commit` asks) and commits them through one ReadingWriter in bounded
- * transactions (DESIGN.md "Actors" 6, "Data flows" 1).
+ * transactions (docs/architecture.md "Actors" 6, "Data flows" 1).
  *
  * - A commit happens once `maxBatchRows` rows wait, or `maxDelayMs` after the first row began
  *   waiting, or on `flush()` / `close()`.

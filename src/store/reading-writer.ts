@@ -1,6 +1,6 @@
 /**
  * Commits readings, each node's latest row and the hourly/daily rollups in ONE transaction
- * (DESIGN.md "Data flows" 1). This is the ingest hot path, so:
+ * (docs/architecture.md "Data flows" 1). This is the ingest hot path, so:
  *
  * - a reading newer than everything stored for its node cannot exist yet: those (live data,
  *   nearly all) go in with multi-row INSERTs; any other reading is one `INSERT OR IGNORE`, and

@@ -1,5 +1,5 @@
 /**
- * The history cursor's position (DESIGN.md "Decisions": an opaque cursor announced in `Link`):
+ * The history cursor's position (docs/architecture.md "Decisions": an opaque cursor announced in `Link`):
  * the last timestamp / bucket start of the previous page (`a`), bound to the interval it was
  * made for (`i`) — a cursor of `interval=1h` means nothing to `interval=raw`.
  */

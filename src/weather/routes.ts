@@ -3,7 +3,7 @@
  *
  * Bodies are exactly `{ "data": [...] }`. History pages with `limit` (1..10000, default 1000)
  * and, while more rows remain, a `Link: <…&cursor=…>; rel="next"` header repeating the request's
- * parameters (DESIGN.md "Decisions"). Every bad parameter is a 400 problem naming the field;
+ * parameters (docs/architecture.md "Decisions"). Every bad parameter is a 400 problem naming the field;
  * unknown parameters are ignored; an unknown node is a 200 with `data: []`.
  */
 import { Hono } from 'hono';

@@ -1,5 +1,5 @@
 /**
- * `/api/v1/weather` in zod (spec "Reading", "Endpoints"; DESIGN.md "Decisions"): the query
+ * `/api/v1/weather` in zod (spec "Reading", "Endpoints"; docs/architecture.md "Decisions"): the query
  * parameters the routes validate with, and the Reading they answer. Plain zod: the web UI takes
  * its types from here.
  */

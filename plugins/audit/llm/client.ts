@@ -1,6 +1,6 @@
 /**
- * The LLM client: OpenAI-compatible chat completions (issue 13; DESIGN.md "Decisions taken
- * since"), `POST {LLM_BASE_URL}/chat/completions` with undici. The same wire format is spoken by
+ * The LLM client: OpenAI-compatible chat completions (issue 13; docs/architecture.md
+ * "Decisions"), `POST {LLM_BASE_URL}/chat/completions` with undici. The same wire format is spoken by
  * OpenAI and most cloud gateways, and on the LAN by llama.cpp's `llama-server`, Ollama
  * (`http://host:11434/v1`) and vLLM — so LLM_BASE_URL ends with the API's version path (`/v1`).
  *

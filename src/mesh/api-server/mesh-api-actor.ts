@@ -1,7 +1,7 @@
 /**
  * The mesh API: the hub re-exposes its radio to any number of official Meshtastic clients (the
  * Android and iOS apps in TCP mode, the `meshtastic --host` CLI, @meshtastic/core) over the stream
- * protocol, as if each were the radio's only client (issue 16, part 1; DESIGN.md "Meshtastic facts").
+ * protocol, as if each were the radio's only client (issue 16, part 1; docs/architecture.md "Meshtastic facts").
  *
  * - `want_config_id` is answered from the hub's own state (handshake.ts), never by the radio.
  * - Every packet the radio hears and every packet the hub sends is written to every configured
