@@ -15,8 +15,6 @@ import { mqttSettings } from '../src/mqtt/settings.js';
 import { retentionSettings } from '../src/retention/settings.js';
 import { webUiSettings } from '../src/ui-server/settings.js';
 
-export { parseDuration, parseRate } from '../src/config/fields.js';
-
 export type RadioSpec =
   | { kind: 'auto' }
   | { kind: 'sim' }
@@ -143,8 +141,6 @@ export const configSchema = z
   .strict();
 
 export type HubConfig = z.output<typeof configSchema>;
-
-export const CONFIG_KEYS = Object.keys(configSchema.shape) as Array<keyof HubConfig>;
 
 /** The hub's and its core modules' settings, with the given slices (the enabled plugins'): see loadSettings. */
 export function loadHubSettings(

@@ -24,7 +24,6 @@ import { isSourceName, SOURCE_NAMES, type SourceName } from './sources.js';
 import { knownServiceKey, knownServiceNames } from './store/service-names.js';
 
 export type RateLimitTier = 'fetch' | 'ask' | 'write' | 'default';
-export const RATE_LIMIT_TIERS: readonly RateLimitTier[] = ['fetch', 'ask', 'write', 'default'];
 
 export interface RateLimitRule {
   limit: number;

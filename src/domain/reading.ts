@@ -43,7 +43,3 @@ export const METRIC_API_NAMES: Record<ReadingMetric, string> = {
   pm10Ugm3: 'pm10_ugm3',
   gasResistanceKohm: 'gas_resistance_kohm',
 };
-
-export function hasAnyMetric(reading: Reading): boolean {
-  return READING_METRICS.some((m) => reading[m] !== undefined);
-}

@@ -29,12 +29,6 @@ import {
 import { BucketCache, CachedRange, lowerBound } from './bucket-cache.js';
 import type { HistoryInterval } from './schemas.js';
 
-export {
-  DEFAULT_HISTORY_LIMIT,
-  HISTORY_INTERVALS,
-  type HistoryInterval,
-  MAX_HISTORY_LIMIT,
-} from './schemas.js';
 /** Bound on the latest query: far beyond any one site's mesh. */
 export const MAX_LATEST_NODES = 10_000;
 

@@ -146,7 +146,6 @@ export const ruleBodySchema = z.strictObject({
   condition: conditionSchema,
 });
 
-export type ConditionInput = z.input<typeof conditionSchema>;
 export type Condition = z.output<typeof conditionSchema>;
 export type RuleBody = z.output<typeof ruleBodySchema>;
 

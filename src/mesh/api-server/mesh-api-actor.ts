@@ -35,8 +35,6 @@ import type { MeshApiSettings } from './settings.js';
 /** Hands a client's packet to the radio through the hub's airtime-paced queue; rejects when it cannot. */
 export type PacedSend = (packet: Mesh.MeshPacket) => Promise<void>;
 
-export type ClientPacketOutcome = 'queued' | 'refused_admin' | 'rejected' | 'failed';
-
 /** Packets of one client waiting in the hub's send queue at most; more are refused at once. */
 const MAX_QUEUED_PER_CLIENT = 16;
 /** Client packet ids remembered for routing queue status to their owner. */
