@@ -128,19 +128,7 @@ export const auditSettings = z
       // any field here may be missing or of the wrong shape.
       const c = parsed as Partial<Record<string, unknown>>;
       const allowedHosts = Array.isArray(c.AUDIT_ALLOWED_HOSTS) ? (c.AUDIT_ALLOWED_HOSTS as string[]) : [];
-      for (const name of BASE_URLS) {
-        const value = c[name];
-        if (typeof value !== 'string') continue;
-        try {
-          checkOutboundUrl(value, { allowedHosts });
-        } catch (error) {
-          ctx.addIssue({
-            code: 'custom',
-            path: [name],
-            message: error instanceof OutboundUrlError ? error.message : 'invalid URL',
-          });
-        }
-      }
+      for (const name of BASE_URLS) checkOutboundSetting(c, name, allowedHosts, ctx);
       checkIssue14Settings(c, ctx);
       checkAccessSettings(c, ctx);
       refineAiSettings(c, ctx);
@@ -220,22 +208,29 @@ export function anonymousAccessProblem(config: AuditConfig, listenHost: string):
   return `AUTH_ENABLED: the audit plugin will not serve audit data without sign-in to the network (HTTP_HOST is ${listenHost}); set AUTH_ENABLED=true with an identity provider, or HTTP_HOST=127.0.0.1 for this machine only, or AUDIT_ALLOW_ANONYMOUS=true to let anyone who reaches the hub read and change the audit data`;
 }
 
+/** The outbound URL setting `name`, when set, passes src/http/outbound-url.ts (else one problem). */
+function checkOutboundSetting(
+  c: Partial<Record<string, unknown>>,
+  name: string,
+  allowedHosts: string[],
+  ctx: z.RefinementCtx,
+): void {
+  const value = c[name];
+  if (typeof value !== 'string') return;
+  try {
+    checkOutboundUrl(value, { allowedHosts });
+  } catch (error) {
+    ctx.addIssue({
+      code: 'custom',
+      path: [name],
+      message: error instanceof OutboundUrlError ? error.message : 'invalid URL',
+    });
+  }
+}
+
 /** Issue 14's cross-setting checks: WEBHOOK_PUBLIC_URL is https (or loopback) and needs the client state. */
 function checkIssue14Settings(c: Partial<Record<string, unknown>>, ctx: z.RefinementCtx): void {
-  const outbound = (name: string, allowedHosts: string[]) => {
-    const value = c[name];
-    if (typeof value !== 'string') return;
-    try {
-      checkOutboundUrl(value, { allowedHosts });
-    } catch (error) {
-      ctx.addIssue({
-        code: 'custom',
-        path: [name],
-        message: error instanceof OutboundUrlError ? error.message : 'invalid URL',
-      });
-    }
-  };
-  outbound('WEBHOOK_PUBLIC_URL', []);
+  checkOutboundSetting(c, 'WEBHOOK_PUBLIC_URL', [], ctx);
   if (typeof c.WEBHOOK_PUBLIC_URL === 'string' && c.WEBHOOK_CLIENT_SECRET === undefined) {
     ctx.addIssue({
       code: 'custom',
