@@ -6,7 +6,7 @@
 
 import { isIP } from 'node:net';
 import { z } from 'zod';
-import { flag, text } from '../../src/config/fields.js';
+import { flag, int, text } from '../../src/config/fields.js';
 import { Secret } from '../../src/config/secret.js';
 import { checkOutboundUrl, isNonPublicAddress, OutboundUrlError } from '../../src/http/outbound-url.js';
 import { cronSetting } from '../../src/kernel/scheduler.js';
@@ -18,7 +18,7 @@ export const billingSettings = z
     BTCPAY_API_KEY: z.string().min(1, 'required: a Greenfield API key of the store'),
     BTCPAY_WEBHOOK_SECRET: z.string().min(8, 'required: the webhook secret, at least 8 characters'),
     BTCPAY_ALLOW_PRIVATE_NETWORK: flag.default(false),
-    BTCPAY_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(10_000),
+    BTCPAY_TIMEOUT_MS: int(100, 60_000).default(10_000),
     BILLING_GRACE_HOURS: z.coerce
       .number()
       .min(0)

@@ -11,7 +11,7 @@ import { z } from 'zod';
 import { type BillingSettings, billingSettings } from '../../plugins/billing/config.js';
 import { externalTrustedIssuer } from '../../src/auth/hub-identity.js';
 import { authSettings } from '../../src/auth/settings.js';
-import { flag, list, port } from '../../src/config/fields.js';
+import { flag, int, list, port } from '../../src/config/fields.js';
 import { ConfigError, settingsProblems } from '../../src/config/load.js';
 import { Secret } from '../../src/config/secret.js';
 import { messagingSettings } from '../../src/messaging/settings.js';
@@ -41,7 +41,7 @@ export const upstreamDatabaseSettings = z.object({
   /** The PostgreSQL every upstream process shares (required). */
   UPSTREAM_DATABASE_URL: databaseUrl,
   /** Connections this process keeps open to PostgreSQL at most. */
-  UPSTREAM_DB_POOL_MAX: z.coerce.number().int().min(1).max(1000).default(10),
+  UPSTREAM_DB_POOL_MAX: int(1, 1000).default(10),
 });
 
 export const upstreamSettings = z.object({

@@ -7,7 +7,7 @@
  * the host must not resolve to a private address unless ALERT_ALLOW_PRIVATE_NETWORK=true.
  */
 import { z } from 'zod';
-import { flag, list, text } from '../../../src/config/fields.js';
+import { flag, int, list, text } from '../../../src/config/fields.js';
 import { Secret } from '../../../src/config/secret.js';
 import { checkOutboundUrl, OutboundUrlError } from '../../../src/http/outbound-url.js';
 import { isTimeZone } from './condition.js';
@@ -17,8 +17,8 @@ export const alertSettingsShape = {
   ALERT_WEBHOOK_SECRET: z.string().min(16, 'must be at least 16 characters').max(256).optional(),
   ALERT_ALLOWED_HOSTS: list.default([]),
   ALERT_ALLOW_PRIVATE_NETWORK: flag.default(false),
-  ALERT_WEBHOOK_TIMEOUT_MS: z.coerce.number().int().min(100).max(120_000).default(10_000),
-  ALERT_WEBHOOK_MAX_RETRIES: z.coerce.number().int().min(0).max(10).default(3),
+  ALERT_WEBHOOK_TIMEOUT_MS: int(100, 120_000).default(10_000),
+  ALERT_WEBHOOK_MAX_RETRIES: int(0, 10).default(3),
   ALERT_TIME_ZONE: text
     .refine(isTimeZone, 'expected an IANA time zone such as UTC or Europe/Berlin')
     .default('UTC'),
