@@ -6,7 +6,7 @@
 import { parseArgs } from 'node:util';
 import { loadPlugins, UnknownPluginError } from '../plugins/index.js';
 import { runTokenCommand, runUserCommand, USER_HELP } from '../src/auth/cli-commands.js';
-import { parseDuration } from '../src/config/fields.js';
+import { parseDuration, splitList } from '../src/config/fields.js';
 import { ConfigError } from '../src/config/load.js';
 import { createLogger } from '../src/log.js';
 import { MeshSimulator } from '../src/mesh/simulator/simulator.js';
@@ -82,10 +82,7 @@ function onShutdownSignals(
 
 /** The hub's settings and every enabled plugin's, all problems reported at once. */
 async function loadHubSettingsOrExit() {
-  const names = (process.env.PLUGINS ?? '')
-    .split(',')
-    .map((n) => n.trim())
-    .filter(Boolean);
+  const names = splitList(process.env.PLUGINS ?? '');
   try {
     const plugins = await loadPlugins(names);
     return loadHubSettings(process.env, [...SLICED_CORE_MODULES, ...plugins]);

@@ -5,7 +5,7 @@
  */
 import { z } from 'zod';
 import { authSettings } from '../src/auth/settings.js';
-import { duration, flag, parsedBy, port } from '../src/config/fields.js';
+import { duration, flag, int, list, parsedBy, port } from '../src/config/fields.js';
 import { type LoadedSettings, loadSettings, type SettingsSlice } from '../src/config/load.js';
 import { parseAllowedHosts } from '../src/http/host-check.js';
 import { liveSettings } from '../src/live/settings.js';
@@ -14,8 +14,6 @@ import { messagingSettings } from '../src/messaging/settings.js';
 import { mqttSettings } from '../src/mqtt/settings.js';
 import { retentionSettings } from '../src/retention/settings.js';
 import { webUiSettings } from '../src/ui-server/settings.js';
-
-export { parseDuration, parseRate } from '../src/config/fields.js';
 
 export type RadioSpec =
   | { kind: 'auto' }
@@ -76,19 +74,11 @@ export const hubSettings = z.object({
   HTTP_ALLOWED_HOSTS: z.string().default('').transform(parsedBy(parseAllowedHosts)),
   RADIO: z.string().default('auto').transform(parsedBy(parseRadioSpec)),
   /** Serial heartbeat interval; the firmware drops an API session that stays silent too long. */
-  RADIO_HEARTBEAT_SECONDS: z.coerce.number().int().min(5).max(900).default(60),
+  RADIO_HEARTBEAT_SECONDS: int(5, 900).default(60),
   /** How long `RADIO=auto` waits for each serial port to answer the handshake. */
-  RADIO_PROBE_TIMEOUT_MS: z.coerce.number().int().min(200).max(30_000).default(2_500),
+  RADIO_PROBE_TIMEOUT_MS: int(200, 30_000).default(2_500),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
-  PLUGINS: z
-    .string()
-    .default('')
-    .transform((v) =>
-      v
-        .split(',')
-        .map((s) => s.trim())
-        .filter(Boolean),
-    ),
+  PLUGINS: list.default([]),
   /** External identity provider (all three together): its JWKS URL, `iss` and the `aud` our tokens must carry. */
   AUTH_JWKS_URL: z.string().optional(),
   AUTH_ISSUER: z.string().optional(),
@@ -104,7 +94,7 @@ export const hubSettings = z.object({
     .transform(parsedBy(parseComponentPorts)),
   SIM_HOST: z.string().default('127.0.0.1'),
   SIM_PORT: port.default(4403),
-  SIM_NODES: z.coerce.number().int().min(1).max(5000).default(6),
+  SIM_NODES: int(1, 5000).default(6),
   /** Centre of the simulated mesh, `lat,lon`. */
   SIM_CENTER: z
     .string()
@@ -120,7 +110,7 @@ export const hubSettings = z.object({
   /** How much history the simulator replays to a newly connected client (0s for none). */
   SIM_BACKFILL: duration.prefault('24h'),
   /** Seconds between environment telemetry packets of each simulated node. */
-  SIM_TELEMETRY_SECONDS: z.coerce.number().int().min(1).max(86_400).default(300),
+  SIM_TELEMETRY_SECONDS: int(1, 86_400).default(300),
   SIM_SEED: z.coerce.number().int().default(1),
   /** Percent of texts to simulated nodes that fail with a routing error (MAX_RETRANSMIT, NO_RESPONSE). */
   SIM_FAILURE_PERCENT: z.coerce.number().min(0).max(100).default(10),
@@ -151,8 +141,6 @@ export const configSchema = z
   .strict();
 
 export type HubConfig = z.output<typeof configSchema>;
-
-export const CONFIG_KEYS = Object.keys(configSchema.shape) as Array<keyof HubConfig>;
 
 /** The hub's and its core modules' settings, with the given slices (the enabled plugins'): see loadSettings. */
 export function loadHubSettings(

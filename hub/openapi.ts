@@ -9,7 +9,7 @@ import { operationalOperations } from '../src/http/app.js';
 import { type OpenApiDocument, openApiDocument } from '../src/http/openapi.js';
 import { healthReportSchema, radioStatusSchema } from '../src/http/schemas.js';
 import { ingestOperations } from '../src/ingest/routes.js';
-import { liveOperations } from '../src/live/mount.js';
+import { liveOperations } from '../src/live/live-routes.js';
 import { helloEventSchema } from '../src/live/schemas.js';
 import { messagingOperations } from '../src/messaging/routes.js';
 import {

@@ -26,7 +26,6 @@ import type {
   Histogram,
   HistogramConfiguration,
 } from 'prom-client';
-import type { z } from 'zod';
 import type { Principal } from './auth/hub-identity.js';
 import type { TokenVerifier, VerifiedIdentity } from './auth/jwt-verifier.js';
 import type { LoginThrottle } from './auth/login-throttle.js';
@@ -188,5 +187,3 @@ export function defineModule<S extends SettingsSchema>(
 ): HubModule<S> {
   return { ...module, apiVersion: MODULE_API_VERSION };
 }
-
-export type SettingsOf<M> = M extends ModuleDefinition<ModuleContext, infer S> ? z.output<S> : never;

@@ -1,6 +1,6 @@
 /**
  * The sync wire protocol between a site (a hub) and the upstream (`meshhub upstream`), in one
- * place so both ends read the same definition (DESIGN.md "Data flows" 4–5).
+ * place so both ends read the same definition (docs/architecture.md "Data flows" 4–5).
  *
  * **Up: batches.** The site's outbox gives every stored record a gap-free sequence number. A
  * batch is a run of that sequence, `first_seq..last_seq`, POSTed gzip'd to

@@ -13,11 +13,11 @@ import type { Mailbox } from '../../src/kernel/mailbox.js';
 import { fetchGraphSource } from './collect/graph-fetcher.js';
 import { fetchManagementSource, type ManagementSession } from './collect/management-fetcher.js';
 import { emptyTotals, type SourceRun } from './collect/source-run.js';
-import type { AuditConfig } from './config.js';
 import type { AuditMetrics } from './metrics.js';
 import { addressGuardedFetch } from './microsoft/address-guard.js';
 import { ClientCredentialsTokens, defaultScope } from './microsoft/token-provider.js';
 import { UpstreamClient, UpstreamError } from './microsoft/upstream.js';
+import type { AuditConfig } from './settings.js';
 import { isGraphSource, type SourceName } from './sources.js';
 import type { AuditStore } from './store/audit-store.js';
 

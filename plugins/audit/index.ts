@@ -14,13 +14,6 @@ import { createAlerting } from './alerts/index.js';
 import { createAiFeatures, openCacheBackend } from './ask/features.js';
 import { AuditCacheStoreActor } from './cache/actor.js';
 import { AuditCollectorActor } from './collector-actor.js';
-import {
-  type AuditConfig,
-  AuditConfigError,
-  anonymousAccessProblem,
-  auditConfigFrom,
-  auditSettings,
-} from './config.js';
 import { AUDIT_ALERTS_TOPIC } from './events.js';
 import { auditOpenApiDocument } from './http/openapi.js';
 import { PrivacyPolicy } from './http/privacy.js';
@@ -29,6 +22,13 @@ import { auditRouteGroups } from './http/routes.js';
 import { AuditMaintenanceActor } from './maintenance-actor.js';
 import { AuditMetrics } from './metrics.js';
 import { GraphSubscriptionActor } from './microsoft/graph-subscription.js';
+import {
+  type AuditConfig,
+  AuditConfigError,
+  anonymousAccessProblem,
+  auditConfigFrom,
+  auditSettings,
+} from './settings.js';
 import { SiemForwarderActor } from './siem/forwarder.js';
 import { AuditStore } from './store/audit-store.js';
 

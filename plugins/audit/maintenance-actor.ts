@@ -4,7 +4,7 @@
  * each in bounded chunks (store/maintenance.ts).
  */
 import { Actor, type KernelLogger } from '../../src/kernel/actor.js';
-import type { AuditConfig } from './config.js';
+import type { AuditConfig } from './settings.js';
 import type { AuditStore } from './store/audit-store.js';
 import { type MaintenanceReport, runMaintenance } from './store/maintenance.js';
 

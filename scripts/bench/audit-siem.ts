@@ -30,8 +30,8 @@ import { isMainThread, parentPort, Worker, workerData } from 'node:worker_thread
 import { gunzipSync, gzip } from 'node:zlib';
 import { pino } from 'pino';
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
-import { loadAuditConfig } from '../../plugins/audit/config.js';
 import type { NormalizedEvent } from '../../plugins/audit/normalize.js';
+import { loadAuditConfig } from '../../plugins/audit/settings.js';
 import { SiemDeliveryStore } from '../../plugins/audit/siem/delivery-store.js';
 import { SiemForwarderActor } from '../../plugins/audit/siem/forwarder.js';
 import { buildBatch } from '../../plugins/audit/siem/payload.js';

@@ -34,7 +34,7 @@ import { loadConfig } from '../../hub/config.js';
 import { createHub } from '../../hub/main.js';
 import { openAuditRepositories } from '../../plugins/audit/store/audit-store.js';
 import { LiveBroadcaster, sseEvent } from '../../src/live/live-broadcaster.js';
-import { DEFAULT_WEB_ROOT } from '../../src/ui-server/mount.js';
+import { DEFAULT_WEB_ROOT } from '../../src/ui-server/map-tiles.js';
 import { projectRoot } from '../../src/version.js';
 import { normalizeAll, upstreamRecords } from './audit-fixture.js';
 import { serveOnLoopback } from './lib/http.js';

@@ -1,5 +1,5 @@
 /**
- * The hub's own token issuer (DESIGN.md "Decisions": Auth). An Ed25519 key pair is created in
+ * The hub's own token issuer (docs/architecture.md "Decisions": Auth). An Ed25519 key pair is created in
  * DATA_DIR on first start (file mode 0600, never logged); its public half is served at
  * `/.well-known/jwks.json`. Tokens carry `sub` (the username), `iss`, `aud`, `iat`, `exp`,
  * `preferred_username`, `roles` and `token_version` (the user's, when issued: a token of another

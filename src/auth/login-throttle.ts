@@ -17,6 +17,7 @@
  * - Memory is bounded: at most `maxEntries` keys per counter, the least recently failed go first.
  */
 import { isIPv6 } from 'node:net';
+import { exponentialDelay } from '../kernel/backoff.js';
 import { retryAfterSeconds } from '../kernel/rate-limit.js';
 
 export interface LoginThrottleOptions {
@@ -69,7 +70,7 @@ class FailureCounter {
   /** The wait after `count` failures. */
   delayAfter(count: number): number {
     if (count < this.free) return 0;
-    return Math.min(this.maxDelayMs, this.baseDelayMs * 2 ** Math.min(count - this.free, 40));
+    return exponentialDelay(count - this.free, this.baseDelayMs, this.maxDelayMs);
   }
 
   /** Milliseconds until `key` may try again; 0 when it may now. */

@@ -1,9 +1,7 @@
 /** Settings of the hub's (and the upstream's) logins and tokens (README "Logins and tokens"). */
 import { z } from 'zod';
-import { duration } from '../config/fields.js';
+import { duration, int } from '../config/fields.js';
 import { LoginThrottle } from './login-throttle.js';
-
-const count = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
 
 export const authSettings = z.object({
   /** Lifetime of access tokens from POST /api/v1/auth/token and /refresh (not of `meshhub token`). */
@@ -11,13 +9,13 @@ export const authSettings = z.object({
   /** Lifetime of a refresh token, renewed by each use; `0s`: no refresh tokens. */
   AUTH_REFRESH_TTL: duration.prefault('14d'),
   /** Failed logins of one username from one address before each further one must wait. */
-  AUTH_LOGIN_FREE_FAILURES: count(1, 100).default(3),
+  AUTH_LOGIN_FREE_FAILURES: int(1, 100).default(3),
   /** Failed logins from one address, any usernames, before each further one must wait. */
-  AUTH_LOGIN_ADDRESS_FREE_FAILURES: count(1, 10_000).default(20),
+  AUTH_LOGIN_ADDRESS_FREE_FAILURES: int(1, 10_000).default(20),
   /** The longest wait; the waits double from 1 s up to it. */
   AUTH_LOGIN_MAX_DELAY: duration.prefault('5m'),
   /** Password checks (scrypt, 32 MiB each) at once; a few more wait, the rest are refused as busy. */
-  AUTH_LOGIN_CONCURRENCY: count(1, 16).default(2),
+  AUTH_LOGIN_CONCURRENCY: int(1, 16).default(2),
 });
 
 export type AuthSettings = z.output<typeof authSettings>;

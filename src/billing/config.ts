@@ -6,15 +6,10 @@
 
 import { isIP } from 'node:net';
 import { z } from 'zod';
+import { flag, int, text } from '../config/fields.js';
 import { Secret } from '../config/secret.js';
 import { checkOutboundUrl, isNonPublicAddress, OutboundUrlError } from '../http/outbound-url.js';
 import { cronSetting } from '../kernel/scheduler.js';
-
-const text = z.string().trim();
-const bool = text
-  .toLowerCase()
-  .pipe(z.enum(['true', 'false', '1', '0', 'yes', 'no', 'on', 'off'], { error: 'expected true or false' }))
-  .transform((v) => v === 'true' || v === '1' || v === 'yes' || v === 'on');
 
 export const billingSettings = z
   .object({
@@ -22,8 +17,8 @@ export const billingSettings = z
     BTCPAY_STORE_ID: text.min(1, 'required: the store id from BTCPay (Store settings → General)'),
     BTCPAY_API_KEY: z.string().min(1, 'required: a Greenfield API key of the store'),
     BTCPAY_WEBHOOK_SECRET: z.string().min(8, 'required: the webhook secret, at least 8 characters'),
-    BTCPAY_ALLOW_PRIVATE_NETWORK: bool.default(false),
-    BTCPAY_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(10_000),
+    BTCPAY_ALLOW_PRIVATE_NETWORK: flag.default(false),
+    BTCPAY_TIMEOUT_MS: int(100, 60_000).default(10_000),
     BILLING_GRACE_HOURS: z.coerce
       .number()
       .min(0)

@@ -1,8 +1,26 @@
 /**
- * Field types shared by the settings schemas of the hub and its modules: ports, durations
+ * The settings kit: field types shared by the settings schemas of the hub, its modules, the
+ * plugins and the upstream: text, comma-separated lists, bounded integers, ports, durations
  * (`90s`, `15m`, `24h`, `30d`), rates (`10/5m`) and flags (`true`/`false`, `yes`/`no`, …).
  */
 import { z } from 'zod';
+
+/** A string, trimmed. */
+export const text = z.string().trim();
+
+/** `a, b,c` → `['a', 'b', 'c']` (blank entries dropped). */
+export function splitList(value: string): string[] {
+  return value
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
+}
+
+/** A comma-separated list. */
+export const list = text.transform(splitList);
+
+/** A whole number from `min` to `max`. */
+export const int = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
 
 /** `90s`, `15m`, `24h`, `30d` → milliseconds. */
 export function parseDuration(value: string): number | undefined {

@@ -1,6 +1,6 @@
 /**
  * A mesh node as the hub knows it (the node table behind `GET /api/v1/nodes`).
- * Node ids: `!` + 8 lower-case hex digits of the 32-bit node number (DESIGN.md).
+ * Node ids: `!` + 8 lower-case hex digits of the 32-bit node number (docs/architecture.md "Meshtastic facts").
  */
 
 export const BROADCAST_NODE_NUM = 0xffffffff;

@@ -1,6 +1,6 @@
 /**
  * An environmental reading, as the domain sees it (spec "Reading"). Units live in the names
- * (DESIGN.md "Decisions": °C, %, Pa, m/s, degrees, µg/m³, kΩ). Every metric is optional:
+ * (docs/architecture.md "Decisions": °C, %, Pa, m/s, degrees, µg/m³, kΩ). Every metric is optional:
  * a sensor sends what it has; absence is `undefined`, never 0.
  */
 export interface Reading {
@@ -43,7 +43,3 @@ export const METRIC_API_NAMES: Record<ReadingMetric, string> = {
   pm10Ugm3: 'pm10_ugm3',
   gasResistanceKohm: 'gas_resistance_kohm',
 };
-
-export function hasAnyMetric(reading: Reading): boolean {
-  return READING_METRICS.some((m) => reading[m] !== undefined);
-}

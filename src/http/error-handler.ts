@@ -1,5 +1,5 @@
 /**
- * The one place errors become responses (CONVENTIONS.md, Hono): a ProblemError keeps its status
+ * The one place errors become responses (docs/architecture.md "Decisions": errors): a ProblemError keeps its status
  * and detail; Hono's HTTPException keeps its status with a generic detail; anything else is a
  * generic 500 whose detail never leaks internals (the log has them, keyed by request id).
  */

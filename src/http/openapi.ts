@@ -1,6 +1,6 @@
 /**
  * OpenAPI 3.0.3 documents built from the zod schemas the routes validate with and answer in
- * (one place per fact). An API is a list of operations — method, path,
+ * (docs/architecture.md "Decisions": one place per fact). An API is a list of operations — method, path,
  * parameters, body and responses, each a zod schema — and the builder turns it into the document.
  *
  * Request schemas are converted as the client sends them (zod "input": a query `limit` is a

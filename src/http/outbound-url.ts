@@ -177,8 +177,3 @@ export async function checkOutboundUrlResolved(
   }
   return url;
 }
-
-/** Same scheme, host and port: a link handed to us by an upstream may only lead back to it. */
-export function sameOrigin(a: URL, b: URL): boolean {
-  return a.origin === b.origin;
-}

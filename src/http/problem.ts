@@ -1,5 +1,5 @@
 /**
- * RFC 9457 problem details (DESIGN.md "Errors"): `application/problem+json` with `type`,
+ * RFC 9457 problem details (docs/architecture.md "Decisions": errors): `application/problem+json` with `type`,
  * `title`, `status`, `detail`, `request_id`, and `errors` naming each invalid field.
  * Throw a `ProblemError` anywhere in a route; the app's one `onError` turns it into the body.
  */

@@ -5,7 +5,7 @@
  */
 import { z } from 'zod';
 
-/** One invalid field of a problem (DESIGN.md "Errors"); some endpoints add `reason` or `index`. */
+/** One invalid field of a problem (docs/architecture.md "Decisions": errors); some endpoints add `reason` or `index`. */
 export const fieldErrorSchema = z.looseObject({ field: z.string(), message: z.string() });
 
 /** RFC 9457 problem details as the one onError writes them; extension members are allowed. */

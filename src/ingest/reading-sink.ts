@@ -1,6 +1,6 @@
 /**
- * Hands readings to the one writer and resolves once they are committed (DESIGN.md "Data
- * flows" 1: an MQTT QoS 1 PUBACK and an HTTP 202 go out only after the commit).
+ * Hands readings to the one writer and resolves once they are committed (docs/architecture.md
+ * "Data flows" 1: an MQTT QoS 1 PUBACK and an HTTP 202 go out only after the commit).
  *
  * The readings of one source submitted during one event-loop turn are gathered (GroupCommit)
  * and committed with one `readings.commit` ask, which the ingest writer answers once they are

@@ -1,5 +1,5 @@
 /**
- * The actor base (DESIGN.md "Actors").
+ * The actor base (docs/architecture.md "Actors").
  *
  * The constructor only assigns; `start()` acquires resources, `stop()` releases them (the
  * supervisor bounds it with a deadline). An actor that cannot go on calls `crash(error)` and

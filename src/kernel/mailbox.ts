@@ -1,7 +1,7 @@
 /**
  * A bounded inbox, handled one message at a time.
  *
- * Overflow policies (DESIGN.md "Actors" 2):
+ * Overflow policies (docs/architecture.md "Actors" 2):
  * - `drop-oldest`: for telemetry, where the newest value matters most; the oldest waiting
  *   message is discarded to make room and counted.
  * - `reject`: for commands; `post` returns false and the sender must answer its caller.

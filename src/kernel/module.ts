@@ -1,5 +1,5 @@
 /**
- * The module seam (DESIGN.md "Layout"): every feature of the hub, core or plugin, is a module —
+ * The module seam (docs/architecture.md "The module seam"): every feature of the hub, core or plugin, is a module —
  * a name, a settings schema and `create(ctx)` returning the actors it runs. The context is the
  * only thing a module sees of the hub; its shape is defined by the hub (src/module.ts), and this
  * file knows nothing of the domain.

@@ -1,12 +1,13 @@
 /**
  * Starts actors in dependency order, restarts a crashed one with growing delays, gives up past
  * a restart budget, and stops everything in reverse order within a deadline
- * (DESIGN.md "Actors" 5).
+ * (docs/architecture.md "Actors" 5).
  *
  * Giving up on a required actor calls `onGiveUp`: the hub exits non-zero and systemd restarts
  * the process. Giving up on an optional actor (a plugin) disables it; the hub runs on.
  */
 import type { Actor, ActorState, KernelLogger } from './actor.js';
+import { exponentialDelay } from './backoff.js';
 import { pause, withTimeout } from './timing.js';
 
 export interface RestartPolicy {
@@ -170,7 +171,7 @@ export class Supervisor {
       return this.giveUp(entry, error, 'past its restart budget');
     entry.restartTimes.push(now);
     entry.restarts++;
-    const delay = Math.min(this.policy.initialDelayMs * 2 ** entry.consecutive, this.policy.maxDelayMs);
+    const delay = exponentialDelay(entry.consecutive, this.policy.initialDelayMs, this.policy.maxDelayMs);
     entry.consecutive++;
     this.setState(entry, 'restarting');
     this.options.log.warn(

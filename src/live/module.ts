@@ -1,6 +1,6 @@
-/** The dashboard's public live stream, `GET /api/v1/live` (see mount.ts for its events). */
+/** The dashboard's public live stream, `GET /api/v1/live` (see live-routes.ts for its events). */
 import { defineModule } from '../module.js';
-import { liveRoutes } from './mount.js';
+import { liveRoutes } from './live-routes.js';
 import { liveSettings } from './settings.js';
 
 export const liveModule = defineModule({

@@ -1,7 +1,7 @@
 /**
  * The mesh API: the hub re-exposes its radio to any number of official Meshtastic clients (the
  * Android and iOS apps in TCP mode, the `meshtastic --host` CLI, @meshtastic/core) over the stream
- * protocol, as if each were the radio's only client (issue 16, part 1; DESIGN.md "Meshtastic facts").
+ * protocol, as if each were the radio's only client (issue 16, part 1; docs/architecture.md "Meshtastic facts").
  *
  * - `want_config_id` is answered from the hub's own state (handshake.ts), never by the radio.
  * - Every packet the radio hears and every packet the hub sends is written to every configured
@@ -34,8 +34,6 @@ import type { MeshApiSettings } from './settings.js';
 
 /** Hands a client's packet to the radio through the hub's airtime-paced queue; rejects when it cannot. */
 export type PacedSend = (packet: Mesh.MeshPacket) => Promise<void>;
-
-export type ClientPacketOutcome = 'queued' | 'refused_admin' | 'rejected' | 'failed';
 
 /** Packets of one client waiting in the hub's send queue at most; more are refused at once. */
 const MAX_QUEUED_PER_CLIENT = 16;

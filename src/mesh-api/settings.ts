@@ -4,7 +4,7 @@
  */
 import { BlockList, isIP } from 'node:net';
 import { z } from 'zod';
-import { duration, flag, parsedBy, port } from '../config/fields.js';
+import { duration, flag, int, parsedBy, port, splitList } from '../config/fields.js';
 
 /** The addresses allowed to connect: `127.0.0.1, 192.168.1.0/24, fd00::/8`; empty allows any. */
 export interface ClientAllowlist {
@@ -14,10 +14,7 @@ export interface ClientAllowlist {
 
 /** `MESH_API_ALLOW`: comma-separated IP addresses and CIDR ranges (IPv4 or IPv6). */
 export function parseClientAllowlist(value: string): ClientAllowlist | string {
-  const entries = value
-    .split(',')
-    .map((s) => s.trim())
-    .filter(Boolean);
+  const entries = splitList(value);
   const list = new BlockList();
   for (const entry of entries) {
     const [address = '', bits, extra] = entry.split('/');
@@ -64,14 +61,9 @@ export const meshApiSettings = z.object({
   MESH_API_SHOW_HUB_TEXTS: flag.prefault('false'),
   /** Client addresses allowed to connect (IPs and CIDR ranges, comma-separated); empty: any. */
   MESH_API_ALLOW: z.string().default('').transform(parsedBy(parseClientAllowlist)),
-  MESH_API_MAX_CLIENTS: z.coerce.number().int().min(1).max(1000).default(32),
+  MESH_API_MAX_CLIENTS: int(1, 1000).default(32),
   /** Bytes a client may leave unread before it is dropped (the radio and other clients never wait). */
-  MESH_API_CLIENT_BUFFER_BYTES: z.coerce
-    .number()
-    .int()
-    .min(4096)
-    .max(64 * 1024 * 1024)
-    .default(1024 * 1024),
+  MESH_API_CLIENT_BUFFER_BYTES: int(4096, 64 * 1024 * 1024).default(1024 * 1024),
   /** A client that sends nothing (not even a heartbeat) for this long is dropped, as firmware does. */
   MESH_API_IDLE_TIMEOUT: duration.prefault('15m'),
 });

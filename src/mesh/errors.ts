@@ -1,5 +1,5 @@
 /**
- * Typed errors of the radio link (CONVENTIONS.md, after meshtastic/web's transport errors).
+ * Typed errors of the radio link (docs/architecture.md "Decisions": typed errors, after meshtastic/web's transport errors).
  */
 
 /** A write was attempted while no stream to the radio is open. */

@@ -6,6 +6,8 @@
  * Use a fresh `StreamFramer` for every connection: a half-read frame must never leak into the
  * next one.
  */
+
+import { CONTROL_CHAR_IN_TEXT } from '../kernel/text.js';
 import { PacketTooLargeError } from './errors.js';
 
 export const FRAME_START1 = 0x94;
@@ -44,8 +46,7 @@ type State = typeof IDLE | typeof AFTER_START1 | typeof LENGTH | typeof PAYLOAD;
 // Firmware colours its log levels with ANSI SGR sequences; other control bytes are line noise.
 // biome-ignore lint/suspicious/noControlCharactersInRegex: stripping terminal escapes is the point.
 const ANSI_ESCAPE = /\u001b\[[0-9;?]*[ -/]*[@-~]/g;
-// biome-ignore lint/suspicious/noControlCharactersInRegex: stripping control bytes is the point.
-const CONTROL_CHARS = /[\u0000-\u0008\u000b-\u001f\u007f]/g;
+const CONTROL_CHARS = new RegExp(CONTROL_CHAR_IN_TEXT.source, 'g');
 
 export class StreamFramer {
   private state: State = IDLE;

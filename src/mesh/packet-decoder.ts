@@ -1,6 +1,6 @@
 /**
  * MeshPacket → domain (Reading, NodeUpdate). Pure functions; units and presence rules as in
- * DESIGN.md "Meshtastic facts to get right":
+ * docs/architecture.md "Meshtastic facts":
  * - the receive time (`MeshPacket.rx_time`, else the hub's clock) is the reading's time, never
  *   the sender's `Telemetry.time`;
  * - metric fields are proto3 `optional`: an absent field stays absent, a 0 is a real 0;

@@ -1,7 +1,7 @@
 /**
  * Remembers which (sender, packet id) pairs the hub has seen lately, so that a packet heard
  * through several MQTT gateways, or through the radio and a gateway, is processed once
- * (DESIGN.md "Meshtastic facts": dedupe on (from, packet id)). One instance is shared by the
+ * (docs/architecture.md "Meshtastic facts": dedupe on (from, packet id)). One instance is shared by the
  * radio path and the MQTT path.
  *
  * Bounded two ways: a key is forgotten `windowMs` after it was first seen (the same packet

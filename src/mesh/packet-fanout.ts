@@ -1,6 +1,6 @@
 /**
  * One way from a heard mesh packet to the bus, for the radio and for MQTT gateways alike
- * (DESIGN.md "Meshtastic facts": the same packet arrives through several gateways, and through
+ * (docs/architecture.md "Meshtastic facts": the same packet arrives through several gateways, and through
  * the hub's own radio; dedupe on (from, packet id)).
  *
  * The first sighting of (from, id) is announced: `mesh.packet`, then `node.updated` for every

@@ -13,6 +13,7 @@ import type { Duplex } from 'node:stream';
 import { create } from '@bufbuild/protobuf';
 import { Mesh } from '@meshtastic/protobufs';
 import type { RadioLinkState, RadioStatus } from '../domain/radio.js';
+import { exponentialDelay } from '../kernel/backoff.js';
 import { pause, waitForDrain, withTimeout } from '../kernel/timing.js';
 import type { Logger } from '../log.js';
 import { HandshakeTimeoutError, TransportClosedError } from './errors.js';
@@ -179,18 +180,20 @@ export class RadioLink {
   private async run(): Promise<void> {
     const initialMs = this.options.reconnect?.initialMs ?? DEFAULT_RECONNECT_INITIAL_MS;
     const maxMs = this.options.reconnect?.maxMs ?? DEFAULT_RECONNECT_MAX_MS;
-    let delayMs = initialMs;
+    let retries = 0;
     while (!this.stopping) {
       const connected = await this.attempt();
       if (this.stopping) break;
-      if (connected) delayMs = initialMs;
+      if (connected) retries = 0;
+      // The first wait is initialMs even above maxMs; then it doubles, at most maxMs.
+      const delayMs = retries === 0 ? initialMs : exponentialDelay(retries, initialMs, maxMs);
+      retries++;
       this.setState('disconnected');
       this.options.log.debug(
         { address: this.options.transport.address, delayMs },
         'radio reconnect scheduled',
       );
       await pause(delayMs, this.halt.signal);
-      delayMs = Math.min(delayMs * 2, maxMs);
     }
     this.setState('disconnected');
   }

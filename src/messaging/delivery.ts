@@ -21,6 +21,7 @@
  * A late real ACK still wins (`failed` → `delivered`): the node did get it.
  */
 import { nodeNumFromId } from '../domain/node.js';
+import { exponentialDelay } from '../kernel/backoff.js';
 import {
   ACK_TIMEOUT_CODE,
   describeAckTimeout,
@@ -134,8 +135,8 @@ export class DeliveryTracker {
   retryDelayMs(retry: number): number {
     const { maxRetries, retryDelayMs, holdRetryMaxMs } = this.settings;
     if (retry <= maxRetries) return retryDelayMs;
-    const slow = HOLD_FIRST_RETRY_MS * 2 ** Math.min(20, retry - maxRetries - 1);
-    return Math.max(retryDelayMs, Math.min(holdRetryMaxMs, slow));
+    const slow = exponentialDelay(Math.min(20, retry - maxRetries - 1), HOLD_FIRST_RETRY_MS, holdRetryMaxMs);
+    return Math.max(retryDelayMs, slow);
   }
 
   private sent(message: Message, at: number): MessageChange[] {

@@ -4,8 +4,8 @@
  */
 import { defineModule } from '../module.js';
 import { MessageGatewayActor } from './gateway-actor.js';
+import { messagingRoutesFor } from './messaging-api.js';
 import { watchMessageMetrics } from './metrics.js';
-import { messagingRoutesFor } from './mount.js';
 import { MESSAGES_TOPIC_ROOT, messageEventPayload, messageEventTopic } from './mqtt-events.js';
 import { messagingSettings } from './settings.js';
 

@@ -10,6 +10,7 @@
  */
 import { z } from 'zod';
 import { CURSOR_DESCRIPTION, limitParam, type PageLimits } from '../http/schemas.js';
+import { CONTROL_CHAR_IN_MESSAGE } from '../kernel/text.js';
 
 export const NODE_ID_PATTERN = /^![0-9a-f]{8}$/;
 export const BROADCAST_NODE_ID = '!ffffffff';
@@ -20,9 +21,6 @@ export const MAX_NICKNAME_CHARACTERS = 40;
 export const MESSAGING_PAGE: PageLimits = { default: 1000, max: 10_000 };
 
 export const NODE_ID_HINT = 'must be a node id: "!" and 8 lower-case hex digits, e.g. !a1b2c3d4';
-// C0 controls but tab (09) and newline (0a), DEL and C1 controls.
-// biome-ignore lint/suspicious/noControlCharactersInRegex: matching control characters is the point
-const CONTROL = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/;
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
 /** False when the string holds an unpaired UTF-16 surrogate (it has no UTF-8 encoding). */
@@ -61,7 +59,7 @@ export const messageTextSchema = requiredString('a string')
       return;
     }
     if (text.trim() === '') ctx.addIssue({ code: 'custom', message: 'must not be empty or only whitespace' });
-    if (CONTROL.test(text)) {
+    if (CONTROL_CHAR_IN_MESSAGE.test(text)) {
       ctx.addIssue({
         code: 'custom',
         message: 'must not contain control characters other than tab and newline',
@@ -120,7 +118,7 @@ export const nicknameBodySchema = z
         .superRefine((value, ctx) => {
           if (value.trim() === '')
             ctx.addIssue({ code: 'custom', message: 'must not be empty; send null to clear it' });
-          if (CONTROL.test(value) || !isWellFormedText(value)) {
+          if (CONTROL_CHAR_IN_MESSAGE.test(value) || !isWellFormedText(value)) {
             ctx.addIssue({ code: 'custom', message: 'must be plain text' });
           }
           if (characterCount(value) > MAX_NICKNAME_CHARACTERS) {

@@ -1,6 +1,6 @@
 /** Settings of the messaging module: rate limits, airtime share, acknowledgements, retries and holds. */
 import { z } from 'zod';
-import { duration, rate } from '../config/fields.js';
+import { duration, int, rate } from '../config/fields.js';
 
 /** The longest hold any hub may configure (30 days); the upstream's bound for `hold_hours`. */
 export const MAX_HOLD_HOURS = 720;
@@ -15,7 +15,7 @@ export const messagingSettings = z.object({
   /** How long a sent packet waits for any acknowledgement before it is retried. */
   MESSAGE_ACK_TIMEOUT: duration.prefault('60s'),
   /** Retries after a timeout or a transient routing error (MAX_RETRANSMIT, NO_ROUTE, ...). */
-  MESSAGE_MAX_RETRIES: z.coerce.number().int().min(0).max(3).default(3),
+  MESSAGE_MAX_RETRIES: int(0, 3).default(3),
   /** Wait before each of the quick retries. */
   MESSAGE_RETRY_DELAY: duration.prefault('30s'),
   /**

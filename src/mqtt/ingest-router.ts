@@ -1,5 +1,5 @@
 /**
- * What the broker does with a publish on an ingestion topic (DESIGN.md "Data flows" 1):
+ * What the broker does with a publish on an ingestion topic (docs/architecture.md "Data flows" 1):
  *
  * - `msh/…/2/e|c|json/…`: a Meshtastic packet (uplink.ts). The first sighting of (from, id) —
  *   through any gateway, or the hub's own radio — feeds the same pipeline as the radio:

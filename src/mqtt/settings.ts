@@ -1,6 +1,6 @@
 /** Settings of the embedded MQTT broker and what it publishes. */
 import { z } from 'zod';
-import { duration, flag, parsedBy, port } from '../config/fields.js';
+import { duration, flag, int, parsedBy, port } from '../config/fields.js';
 import { parseChannelKeys } from '../mesh/mqtt/channel-keys.js';
 import { parseTrustedGateways } from '../mesh/mqtt/trusted-gateways.js';
 import { DEFAULT_RETAINED_LIMITS } from './retained.js';
@@ -13,11 +13,11 @@ export const mqttSettings = z.object({
   MQTT_WEBSOCKET: flag.prefault('false'),
   /** Anonymous clients may connect (as devices: publish readings only). */
   MQTT_ALLOW_ANONYMOUS: flag.prefault('false'),
-  MQTT_MAX_CONNECTIONS: z.coerce.number().int().min(1).max(100_000).default(1_000),
+  MQTT_MAX_CONNECTIONS: int(1, 100_000).default(1_000),
   /** Largest MQTT packet accepted; a client announcing a bigger one is disconnected. */
-  MQTT_MAX_PACKET_BYTES: z.coerce.number().int().min(1_024).max(16_777_216).default(262_144),
+  MQTT_MAX_PACKET_BYTES: int(1_024, 16_777_216).default(262_144),
   /** A subscriber that does not read for this long is disconnected (Aedes drainTimeout; never 0). */
-  MQTT_DRAIN_TIMEOUT_SECONDS: z.coerce.number().int().min(1).max(600).default(30),
+  MQTT_DRAIN_TIMEOUT_SECONDS: int(1, 600).default(30),
   /** Meshtastic channel keys for MQTT uplink, `Name=base64,…`; LongFast=AQ== is built in. */
   MESH_CHANNEL_KEYS: z.string().default('').transform(parsedBy(parseChannelKeys)),
   /**
@@ -26,19 +26,9 @@ export const mqttSettings = z.object({
    */
   MESH_TRUSTED_GATEWAYS: z.string().default('').transform(parsedBy(parseTrustedGateways)),
   /** Retained messages kept from clients (outside msh/# and meshhub/ingest/#, where none are kept). */
-  MQTT_RETAINED_MAX_MESSAGES: z.coerce
-    .number()
-    .int()
-    .min(0)
-    .max(100_000)
-    .default(DEFAULT_RETAINED_LIMITS.maxMessages),
+  MQTT_RETAINED_MAX_MESSAGES: int(0, 100_000).default(DEFAULT_RETAINED_LIMITS.maxMessages),
   /** Bytes (payload and topic) of clients' retained messages kept, all together. */
-  MQTT_RETAINED_MAX_BYTES: z.coerce
-    .number()
-    .int()
-    .min(0)
-    .max(268_435_456)
-    .default(DEFAULT_RETAINED_LIMITS.maxBytes),
+  MQTT_RETAINED_MAX_BYTES: int(0, 268_435_456).default(DEFAULT_RETAINED_LIMITS.maxBytes),
   /** Publish Home Assistant MQTT discovery configs for every node's metrics. */
   HA_DISCOVERY: flag.prefault('true'),
   /** A node not heard for this long is `offline` on its availability topic (and in Home Assistant). */

@@ -1,5 +1,5 @@
 /**
- * The one SQLite connection (DESIGN.md "Actors" 6): better-sqlite3 is synchronous, so every
+ * The one SQLite connection (docs/architecture.md "Actors" 6): better-sqlite3 is synchronous, so every
  * repository is a set of prepared statements over this connection, and every query is bounded.
  */
 import { mkdirSync } from 'node:fs';

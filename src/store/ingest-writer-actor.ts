@@ -19,7 +19,7 @@ export class WriterBusyError extends Error {
 }
 
 /**
- * The one writer of readings (DESIGN.md "Actors" 6): it answers `readings.commit` asks once the
+ * The one writer of readings (docs/architecture.md "Actors" 6): it answers `readings.commit` asks once the
  * readings are durable. Batches wait in a drop-oldest mailbox (telemetry: the newest matters
  * most; a dropped batch's ask times out), are batched into transactions, and `reading.stored`
  * announces what was new once it is committed. An urgent ask (someone waits for a PUBACK or an

@@ -1,5 +1,5 @@
 /**
- * The SQL schema, as an ordered list of migrations (README: one place per fact).
+ * The SQL schema, as an ordered list of migrations (docs/architecture.md "Decisions": one place per fact).
  *
  * `PRAGMA user_version` holds the number of the last migration applied. Each pending migration
  * runs in its own transaction together with the bump of `user_version`, so a crash leaves the

@@ -1,5 +1,5 @@
 /**
- * Deletes raw readings older than a cutoff, a bounded chunk at a time (DESIGN.md "Actors" 6:
+ * Deletes raw readings older than a cutoff, a bounded chunk at a time (docs/architecture.md "Actors" 6:
  * chunk long jobs). `readings` has no rowid and no index on `ts` alone, so a plain
  * `DELETE ... WHERE ts < ?` would scan the whole table inside one long transaction. Instead the
  * job walks the primary key node by node — the next node is one index seek, the old rows of a

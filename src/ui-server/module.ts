@@ -4,8 +4,8 @@
  */
 import { defineModule } from '../module.js';
 import { mapRoutes } from './map-routes.js';
+import { DEFAULT_WEB_ROOT, openConfiguredMapTiles } from './map-tiles.js';
 import { tileOrigins } from './map-tiles-setting.js';
-import { DEFAULT_WEB_ROOT, openConfiguredMapTiles } from './mount.js';
 import { webUiSettings } from './settings.js';
 import { StaticAssets } from './static-assets.js';
 import { uiRoutes } from './ui-routes.js';

@@ -16,6 +16,7 @@
 import { WebSocket } from 'ws';
 import type { HubBus } from '../../src/domain/events.js';
 import { type AddressPolicy, guardedSocketConnect } from '../../src/http/guarded-fetch.js';
+import { exponentialDelay, fullJitter } from '../../src/kernel/backoff.js';
 import type { Logger } from '../../src/log.js';
 import { downlinkHelloSchema, SYNC_API } from '../protocol.js';
 import { type ClaimsSigner, signSiteRequest } from '../signing.js';
@@ -88,9 +89,8 @@ export function downlinkUrl(upstream: URL): URL {
 }
 
 /** A delay before try number `failures` (1, 2, …): uniform in [0, min(cap, 1 s · 2^(failures−1))]. */
-export function fullJitter(failures: number, capMs: number, random: () => number = Math.random): number {
-  const ceiling = Math.min(capMs, RETRY_MIN_MS * 2 ** Math.min(30, Math.max(0, failures - 1)));
-  return Math.floor(random() * ceiling);
+export function retryDelay(failures: number, capMs: number, random: () => number = Math.random): number {
+  return fullJitter(exponentialDelay(failures - 1, RETRY_MIN_MS, capMs), random);
 }
 
 export class DownlinkClient {
@@ -258,7 +258,7 @@ export class DownlinkClient {
     if (!this.running) return;
     this.setState('disconnected');
     this.failures++;
-    const delay = fullJitter(this.failures, this.deps.retryMaxMs);
+    const delay = retryDelay(this.failures, this.deps.retryMaxMs);
     clearTimeout(this.retryTimer);
     this.retryTimer = setTimeout(() => void this.connect(), delay);
   }

@@ -57,7 +57,7 @@ import {
   type CorrectedClock,
   DownlinkClient,
   type DownlinkState,
-  fullJitter,
+  retryDelay,
   serverTimeOf,
 } from './downlink-client.js';
 import type { SyncMetrics } from './metrics.js';
@@ -471,7 +471,7 @@ export class SyncPushActor extends Actor {
       } else {
         failures++;
         delay =
-          outcome === 'refused' ? config.retryMaxMs : Math.max(fullJitter(failures, config.retryMaxMs), 50);
+          outcome === 'refused' ? config.retryMaxMs : Math.max(retryDelay(failures, config.retryMaxMs), 50);
       }
       const why = await this.wait(delay, outcome === 'idle');
       // Woken by new entries on a link that just worked: push at once; otherwise probe first.

@@ -9,7 +9,7 @@
  */
 import { isIP } from 'node:net';
 import { z } from 'zod';
-import { duration, flag } from '../../src/config/fields.js';
+import { duration, flag, int } from '../../src/config/fields.js';
 import {
   checkOutboundUrl,
   isLoopbackHost,
@@ -37,19 +37,9 @@ export const syncSettings = z
     /** Disk budget of the outbox; past it the oldest raw readings are dropped (their rollups still go). */
     SYNC_OUTBOX_MAX_MB: z.coerce.number().min(1).max(1_000_000).default(256),
     /** Most records in one batch (a `readings` record holds up to 1000 readings). */
-    SYNC_BATCH_MAX_RECORDS: z.coerce
-      .number()
-      .int()
-      .min(1)
-      .max(MAX_BATCH_RECORDS)
-      .default(DEFAULT_BATCH_MAX_RECORDS),
+    SYNC_BATCH_MAX_RECORDS: int(1, MAX_BATCH_RECORDS).default(DEFAULT_BATCH_MAX_RECORDS),
     /** Most JSON bytes (before gzip) in one batch. */
-    SYNC_BATCH_MAX_BYTES: z.coerce
-      .number()
-      .int()
-      .min(4096)
-      .max(MAX_BATCH_INFLATED_BYTES)
-      .default(DEFAULT_BATCH_MAX_BYTES),
+    SYNC_BATCH_MAX_BYTES: int(4096, MAX_BATCH_INFLATED_BYTES).default(DEFAULT_BATCH_MAX_BYTES),
     /**
      * How long new readings (and node updates) wait before a push on a live link, so they go up
      * in fewer, larger batches; texts, their statuses and subscriptions go within WAKE_DEBOUNCE_MS.

@@ -12,6 +12,7 @@ import type { JSONWebKeySet } from 'jose';
 import type pg from 'pg';
 import { EXTERNAL_PRINCIPAL_PREFIX } from '../../src/auth/hub-identity.js';
 import { ADMIN_ROLE, SUBSCRIBER_ROLE } from '../../src/auth/users.js';
+import { splitList } from '../../src/config/fields.js';
 import { ConfigError } from '../../src/config/load.js';
 import { NODE_ID_PATTERN } from '../../src/messaging/schemas.js';
 import { parseUntil } from '../../src/messaging/subscription-commands.js';
@@ -344,10 +345,7 @@ async function userCommand(args: string[], ctx: UpstreamCommandContext): Promise
   switch (sub) {
     case 'add': {
       const username = one(positionals, 'user name', usage);
-      const roles = (values.roles ?? SUBSCRIBER_ROLE)
-        .split(',')
-        .map((r) => r.trim())
-        .filter(Boolean);
+      const roles = splitList(values.roles ?? SUBSCRIBER_ROLE);
       if (roles.length === 0)
         throw new UpstreamCommandError(
           `${usage}: --roles expects e.g. subscriber or subscriber,${ADMIN_ROLE}`,
@@ -481,10 +479,7 @@ async function subscriptionCommand(args: string[], ctx: UpstreamCommandContext):
   let nodes: 'all' | string[];
   if (values.nodes.trim() === 'all') nodes = 'all';
   else {
-    nodes = values.nodes
-      .split(',')
-      .map((n) => n.trim())
-      .filter(Boolean);
+    nodes = splitList(values.nodes);
     const bad = nodes.find((n) => !NODE_ID_PATTERN.test(n));
     if (nodes.length === 0 || bad !== undefined) {
       throw new UpstreamCommandError(

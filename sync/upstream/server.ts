@@ -24,7 +24,7 @@ import { refuseUpgrade, serveWithoutUpgrade } from '../../src/http/refuse-upgrad
 import { requestId } from '../../src/http/request-id.js';
 import type { Logger } from '../../src/log.js';
 import { secureDataDir } from '../../src/store/data-dir.js';
-import { openConfiguredMapTiles } from '../../src/ui-server/mount.js';
+import { openConfiguredMapTiles } from '../../src/ui-server/map-tiles.js';
 import { readVersion } from '../../src/version.js';
 import type { UpstreamBilling } from './billing/index.js';
 import { migrateUpstream } from './db/migrate.js';

@@ -11,7 +11,7 @@ import { z } from 'zod';
 import { externalTrustedIssuer } from '../../src/auth/hub-identity.js';
 import { authSettings } from '../../src/auth/settings.js';
 import { type BillingSettings, billingSettings } from '../../src/billing/config.js';
-import { flag, port } from '../../src/config/fields.js';
+import { flag, int, list, port } from '../../src/config/fields.js';
 import { ConfigError, settingsProblems } from '../../src/config/load.js';
 import { Secret } from '../../src/config/secret.js';
 import { messagingSettings } from '../../src/messaging/settings.js';
@@ -41,7 +41,7 @@ export const upstreamDatabaseSettings = z.object({
   /** The PostgreSQL every upstream process shares (required). */
   UPSTREAM_DATABASE_URL: databaseUrl,
   /** Connections this process keeps open to PostgreSQL at most. */
-  UPSTREAM_DB_POOL_MAX: z.coerce.number().int().min(1).max(1000).default(10),
+  UPSTREAM_DB_POOL_MAX: int(1, 1000).default(10),
 });
 
 export const upstreamSettings = z.object({
@@ -102,15 +102,7 @@ export const upstreamSettings = z.object({
    * Plugins this upstream runs, as on a hub: `billing` (docs/sync.md "Billing on the upstream"),
    * with the hub's BTCPAY_* and BILLING_* settings, checked with the rest.
    */
-  PLUGINS: z
-    .string()
-    .default('')
-    .transform((v) =>
-      v
-        .split(',')
-        .map((s) => s.trim())
-        .filter(Boolean),
-    ),
+  PLUGINS: list.default([]),
 });
 
 /** The plugins an upstream can run. */

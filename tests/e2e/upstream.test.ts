@@ -15,7 +15,7 @@ import { pino } from 'pino';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { LocalIssuer } from '../../src/auth/local-issuer.js';
-import { DEFAULT_WEB_ROOT } from '../../src/ui-server/mount.js';
+import { DEFAULT_WEB_ROOT } from '../../src/ui-server/map-tiles.js';
 import { type Batch, batchSchema, type SyncRecord } from '../../sync/protocol.js';
 import { BatchApplier } from '../../sync/upstream/batch-apply.js';
 import { grantUpstreamSubscription } from '../../sync/upstream/commands.js';

@@ -12,7 +12,7 @@
  *
  * Exact counts at the end:
  * - every text posted (202) is stored once, and ends `delivered` or `failed`, or rests where
- *   DESIGN.md and docs/held-texts.md let it rest: `sent` (our radio heard a relay repeat it and
+ *   docs/architecture.md "Meshtastic facts" and docs/held-texts.md let it rest: `sent` (our radio heard a relay repeat it and
  *   the destination's ACK died with a killed hub; nothing retransmits after an implicit ACK) or
  *   `queued` and waiting for its node (held);
  * - over the radio: no packet id twice, every packet the radio received is an attempt the hub

@@ -193,7 +193,7 @@ describe('the radio link cut and restored, and stalled (the built hub, a TCP hop
         last = await statuses();
         // `sent` is where a text rests when our radio heard a relay repeat it (the implicit ACK)
         // and the destination's ACK was lost in the outage: nothing retransmits after that
-        // (DESIGN.md "Meshtastic facts", as in kill-sends).
+        // (docs/architecture.md "Meshtastic facts", as in kill-sends).
         return last.every((x) => x === 'delivered' || x === 'sent') ? last : undefined;
       },
       120_000,

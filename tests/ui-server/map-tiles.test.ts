@@ -15,8 +15,8 @@ import { ConfigError } from '../../src/config/load.js';
 import { createHttpApp } from '../../src/http/app.js';
 import { HubMetrics } from '../../src/metrics.js';
 import { mapRoutes } from '../../src/ui-server/map-routes.js';
+import { type MapTiles, openConfiguredMapTiles, openMapTiles } from '../../src/ui-server/map-tiles.js';
 import { DEFAULT_MAP_TILES, parseMapTiles, tileOrigins } from '../../src/ui-server/map-tiles-setting.js';
-import { type MapTiles, openConfiguredMapTiles, openMapTiles } from '../../src/ui-server/mount.js';
 import { type FixtureTile, tilePng, writeMbtiles, writePmtiles } from './fixtures.js';
 
 type Problem = { errors: Array<{ field: string }> };

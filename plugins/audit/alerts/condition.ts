@@ -10,12 +10,10 @@
  */
 import { z } from 'zod';
 import { parseDuration } from '../../../src/config/fields.js';
+import { CONTROL_CHAR } from '../../../src/kernel/text.js';
 import { tagSchema } from '../http/filters.js';
 import { serviceKey } from '../store/service-names.js';
 import { DAYS, RESULTS, SEVERITIES } from './schemas.js';
-
-// biome-ignore lint/suspicious/noControlCharactersInRegex: refusing control characters is the point
-const CONTROL = /[\u0000-\u001f\u007f]/;
 
 export { DAYS, type Day, RESULTS, SEVERITIES, type Severity } from './schemas.js';
 
@@ -138,14 +136,13 @@ export const ruleBodySchema = z.strictObject({
     .trim()
     .min(1, 'must not be empty')
     .max(120, 'must be at most 120 characters')
-    .refine((v) => !CONTROL.test(v), 'must not contain control characters'),
+    .refine((v) => !CONTROL_CHAR.test(v), 'must not contain control characters'),
   description: z.string().trim().max(2_000, 'must be at most 2000 characters').default(''),
   severity: z.enum(SEVERITIES, { error: `must be one of ${SEVERITIES.join(', ')}` }).default('medium'),
   enabled: z.boolean({ error: 'must be true or false' }).default(true),
   condition: conditionSchema,
 });
 
-export type ConditionInput = z.input<typeof conditionSchema>;
 export type Condition = z.output<typeof conditionSchema>;
 export type RuleBody = z.output<typeof ruleBodySchema>;
 

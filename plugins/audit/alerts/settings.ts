@@ -1,35 +1,24 @@
 /**
  * Settings of the alert rules (issue 14), spread into the audit plugin's one settings schema so
- * every problem is reported at start-up with the others. ALERTS_ENABLED itself is in config.ts.
+ * every problem is reported at start-up with the others. ALERTS_ENABLED itself is in ../settings.ts.
  *
  * ALERT_WEBHOOK_URL passes src/http/outbound-url.ts as the other outbound URLs do: https (plain
  * http only to loopback), no credentials in it, ALERT_ALLOWED_HOSTS when set; and at every send,
  * the host must not resolve to a private address unless ALERT_ALLOW_PRIVATE_NETWORK=true.
  */
 import { z } from 'zod';
+import { flag, int, list, text } from '../../../src/config/fields.js';
 import { Secret } from '../../../src/config/secret.js';
 import { checkOutboundUrl, OutboundUrlError } from '../../../src/http/outbound-url.js';
 import { isTimeZone } from './condition.js';
-
-const text = z.string().trim();
-const list = text.transform((v) =>
-  v
-    .split(',')
-    .map((s) => s.trim())
-    .filter(Boolean),
-);
-const bool = text
-  .toLowerCase()
-  .pipe(z.enum(['true', 'false', '1', '0', 'yes', 'no', 'on', 'off'], { error: 'expected true or false' }))
-  .transform((v) => v === 'true' || v === '1' || v === 'yes' || v === 'on');
 
 export const alertSettingsShape = {
   ALERT_WEBHOOK_URL: text.min(1).optional(),
   ALERT_WEBHOOK_SECRET: z.string().min(16, 'must be at least 16 characters').max(256).optional(),
   ALERT_ALLOWED_HOSTS: list.default([]),
-  ALERT_ALLOW_PRIVATE_NETWORK: bool.default(false),
-  ALERT_WEBHOOK_TIMEOUT_MS: z.coerce.number().int().min(100).max(120_000).default(10_000),
-  ALERT_WEBHOOK_MAX_RETRIES: z.coerce.number().int().min(0).max(10).default(3),
+  ALERT_ALLOW_PRIVATE_NETWORK: flag.default(false),
+  ALERT_WEBHOOK_TIMEOUT_MS: int(100, 120_000).default(10_000),
+  ALERT_WEBHOOK_MAX_RETRIES: int(0, 10).default(3),
   ALERT_TIME_ZONE: text
     .refine(isTimeZone, 'expected an IANA time zone such as UTC or Europe/Berlin')
     .default('UTC'),

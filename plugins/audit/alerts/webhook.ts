@@ -16,6 +16,7 @@ import { createHmac } from 'node:crypto';
 import { type GuardedFetch, guardedFetch, refusedAddressOf } from '../../../src/http/guarded-fetch.js';
 import { checkOutboundUrl, OutboundUrlError } from '../../../src/http/outbound-url.js';
 import type { KernelLogger } from '../../../src/kernel/actor.js';
+import { exponentialDelay } from '../../../src/kernel/backoff.js';
 import type { AlertRow, AlertStore } from './alert-store.js';
 import { toApiAlert } from './api-json.js';
 import type { AlertWebhookConfig } from './settings.js';
@@ -104,7 +105,7 @@ export class AlertWebhook {
     if (row?.delivery !== 'pending') return;
     const delays =
       this.options.retryDelaysMs ??
-      Array.from({ length: this.options.config.maxRetries }, (_, i) => Math.min(60_000, 1_000 * 2 ** i));
+      Array.from({ length: this.options.config.maxRetries }, (_, i) => exponentialDelay(i, 1_000, 60_000));
     for (let attempt = 0; ; attempt++) {
       try {
         await this.send(toApiAlert(row));

@@ -4,20 +4,18 @@
  * leaves both names open).
  */
 import { z } from 'zod';
+import { CONTROL_CHAR_IN_PASTED_TEXT } from '../../../src/kernel/text.js';
 import { filterShape, refineWindow } from '../http/filters.js';
 import { eventSchema } from '../http/schemas.js';
 
 export const MAX_QUESTION_LENGTH = 2_000;
-
-// biome-ignore lint/suspicious/noControlCharactersInRegex: refusing control characters (binary input) is the point
-const BINARY = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f\ufffd]/;
 
 export const askBodySchema = z
   .object({
     question: z
       .string({ error: 'is required (a string)' })
       .max(MAX_QUESTION_LENGTH, `must be at most ${MAX_QUESTION_LENGTH} characters`)
-      .refine((q) => !BINARY.test(q), 'must be text, without control characters')
+      .refine((q) => !CONTROL_CHAR_IN_PASTED_TEXT.test(q), 'must be text, without control characters')
       .transform((q) => q.trim())
       .refine((q) => q.length > 0, 'must not be empty')
       .meta({ description: 'The question, in plain language.' }),

@@ -9,22 +9,10 @@
  * loopback (llama.cpp's server, Ollama, vLLM), over plain http too.
  */
 import { z } from 'zod';
+import { flag, int, list, text } from '../../../src/config/fields.js';
 import { Secret } from '../../../src/config/secret.js';
 import { OutboundUrlError } from '../../../src/http/outbound-url.js';
 import { checkLlmBaseUrl } from '../llm/base-url.js';
-
-const text = z.string().trim();
-const list = text.transform((v) =>
-  v
-    .split(',')
-    .map((s) => s.trim())
-    .filter(Boolean),
-);
-const bool = text
-  .toLowerCase()
-  .pipe(z.enum(['true', 'false', '1', '0', 'yes', 'no', 'on', 'off'], { error: 'expected true or false' }))
-  .transform((v) => v === 'true' || v === '1' || v === 'yes' || v === 'on');
-const int = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
 
 export const DEFAULT_LLM_MAX_EVENTS = 200;
 
@@ -37,7 +25,7 @@ export const aiSettingsShape = {
   LLM_MAX_RETRIES: int(0, 5).default(2),
   LLM_MAX_EVENTS: int(1, 1_000).default(DEFAULT_LLM_MAX_EVENTS),
   LLM_ALLOWED_HOSTS: list.default([]),
-  LLM_ALLOW_PRIVATE_NETWORK: bool.default(false),
+  LLM_ALLOW_PRIVATE_NETWORK: flag.default(false),
   MCP_ROLES: list.default([]),
 };
 

@@ -4,10 +4,10 @@
  * shows a long run's progress, and a run cut short has still counted what it stored).
  */
 import type { KernelLogger } from '../../../src/kernel/actor.js';
-import type { AuditConfig } from '../config.js';
 import type { AuditMetrics } from '../metrics.js';
 import { type UpstreamClient, UpstreamError } from '../microsoft/upstream.js';
 import { type NormalizedEvent, normalizeRecord } from '../normalize.js';
+import type { AuditConfig } from '../settings.js';
 import type { SourceName } from '../sources.js';
 import type { AuditRepositories } from '../store/audit-store.js';
 

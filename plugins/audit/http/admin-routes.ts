@@ -16,7 +16,7 @@ import { ProblemError, validationProblem } from '../../../src/http/problem.js';
 import { type Alerting, alertFeatures } from '../alerts/index.js';
 import type { AiFeatures } from '../ask/routes.js';
 import type { AuditCollectorActor } from '../collector-actor.js';
-import type { AuditConfig } from '../config.js';
+import type { AuditConfig } from '../settings.js';
 import type { SiemForwarderActor } from '../siem/forwarder.js';
 import type { SourceName } from '../sources.js';
 import type { AuditStore } from '../store/audit-store.js';

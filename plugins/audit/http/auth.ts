@@ -9,13 +9,13 @@
  *
  * Then the role check (issue 23): every audit data route needs a reader role, every change an
  * admin role (requireAccess below); with auth off the anonymous caller has full access, which
- * the plugin allows only on loopback or with AUDIT_ALLOW_ANONYMOUS (config.ts).
+ * the plugin allows only on loopback or with AUDIT_ALLOW_ANONYMOUS (settings.ts).
  */
 import type { MiddlewareHandler } from 'hono';
 import { AuthError, bearerToken, rolesFrom, type TokenVerifier } from '../../../src/auth/jwt-verifier.js';
 import { ProblemError } from '../../../src/http/problem.js';
 import type { KernelLogger } from '../../../src/kernel/actor.js';
-import type { AuthSettings } from '../config.js';
+import type { AuthSettings } from '../settings.js';
 import { ANONYMOUS, type AuditEnv, type Caller, callerOf } from './context.js';
 
 const CHALLENGE = 'Bearer realm="meshhub-audit"';
@@ -83,7 +83,7 @@ export function rolesFor(auth: AuthSettings, access: AuditAccess): readonly stri
 /**
  * Whether the caller may have `access`. With AUTH_ENABLED off (HTTP_HOST on loopback, or
  * AUDIT_ALLOW_ANONYMOUS) the anonymous caller has it all; otherwise a verified caller holding one
- * of the roles. Subscriber and machine roles never are in the lists (config.ts refuses them).
+ * of the roles. Subscriber and machine roles never are in the lists (settings.ts refuses them).
  */
 export function mayAccess(caller: Caller, auth: AuthSettings, access: AuditAccess): boolean {
   if (auth.state === 'off') return true;

@@ -37,8 +37,6 @@ import {
 } from './schemas.js';
 import { trailOf } from './trail.js';
 
-export { BULK_TAG_CAP, MAX_COMMENT_LENGTH } from './schemas.js';
-
 const MAX_BODY_BYTES = 64 * 1024;
 
 /** 413 for a body over `maxBytes`, before it is read. */

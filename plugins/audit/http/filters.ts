@@ -12,6 +12,7 @@
 import { z } from 'zod';
 import { validationProblem } from '../../../src/http/problem.js';
 import { CURSOR_DESCRIPTION, limitParam, type PageLimits } from '../../../src/http/schemas.js';
+import { CONTROL_CHAR } from '../../../src/kernel/text.js';
 import type { EventFilters } from '../store/event-query.js';
 import { serviceKey } from '../store/service-names.js';
 
@@ -19,15 +20,12 @@ export const MAX_FILTER_VALUES = 20;
 export const MAX_TEXT_FILTER = 256;
 export const MAX_TAG_LENGTH = 64;
 
-// biome-ignore lint/suspicious/noControlCharactersInRegex: refusing control characters is the point
-const CONTROL = /[\u0000-\u001f\u007f]/;
-
 export const tagSchema = z
   .string()
   .trim()
   .min(1, 'a tag must not be empty')
   .max(MAX_TAG_LENGTH, `a tag must be at most ${MAX_TAG_LENGTH} characters`)
-  .refine((t) => !CONTROL.test(t), 'a tag must not contain control characters')
+  .refine((t) => !CONTROL_CHAR.test(t), 'a tag must not contain control characters')
   .refine((t) => !t.includes(','), 'a tag must not contain a comma');
 
 const serviceSchema = z
@@ -42,7 +40,7 @@ const serviceSchema = z
 const textFilter = z
   .string()
   .max(MAX_TEXT_FILTER, `must be at most ${MAX_TEXT_FILTER} characters`)
-  .refine((t) => !CONTROL.test(t), 'must not contain control characters')
+  .refine((t) => !CONTROL_CHAR.test(t), 'must not contain control characters')
   .transform((t) => (t.trim() === '' ? undefined : t.trim()));
 
 const dateTime = z.iso

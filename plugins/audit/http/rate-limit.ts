@@ -19,7 +19,7 @@ import type { MiddlewareHandler } from 'hono';
 import { ProblemError } from '../../../src/http/problem.js';
 import { fixedWindowVerdict, type RateVerdict } from '../../../src/kernel/rate-limit.js';
 import type { RateCounter } from '../cache/store.js';
-import type { RateLimitRule, RateLimitTier } from '../config.js';
+import type { RateLimitRule, RateLimitTier } from '../settings.js';
 import type { AuditEnv } from './context.js';
 import { clientAddress } from './context.js';
 

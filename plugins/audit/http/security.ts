@@ -6,7 +6,7 @@
  */
 import type { MiddlewareHandler } from 'hono';
 import { cors } from 'hono/cors';
-import type { AuthSettings } from '../config.js';
+import type { AuthSettings } from '../settings.js';
 import type { AuditEnv } from './context.js';
 
 /** Origins of the identity provider the browser talks to when signing in. */

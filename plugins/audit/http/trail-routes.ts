@@ -13,6 +13,7 @@ import { cursorCodec, readCursor } from '../../../src/http/paging.js';
 import { ProblemError } from '../../../src/http/problem.js';
 import { CURSOR_DESCRIPTION, limitParam } from '../../../src/http/schemas.js';
 import type { KernelLogger } from '../../../src/kernel/actor.js';
+import { CONTROL_CHAR } from '../../../src/kernel/text.js';
 import type { AuditStore } from '../store/audit-store.js';
 import type { TrailRow } from '../store/audit-trail.js';
 import { type TrailFilters, TrailQuery } from '../store/trail-query.js';
@@ -23,9 +24,6 @@ import { TRAIL_ACTIONS } from './trail.js';
 
 const TRAIL_RESULTS = ['success', 'failure', 'refused'] as const;
 const CHUNK_ROWS = 2_000;
-
-// biome-ignore lint/suspicious/noControlCharactersInRegex: refusing control characters is the point
-const CONTROL = /[\u0000-\u001f\u007f]/;
 
 const once = <T extends z.ZodType>(schema: T) =>
   z.preprocess((value, ctx) => {
@@ -57,7 +55,7 @@ const trailFilterShape = {
     z
       .string()
       .max(256, 'must be at most 256 characters')
-      .refine((t) => !CONTROL.test(t), 'must not contain control characters')
+      .refine((t) => !CONTROL_CHAR.test(t), 'must not contain control characters')
       .transform((t) => (t.trim() === '' ? undefined : t.trim())),
   )
     .optional()

@@ -9,7 +9,6 @@
  * loopback (llama.cpp's server, Ollama, vLLM): any address, plain http too. It is how a site with
  * no internet at all still gets answers.
  */
-import { isIP } from 'node:net';
 import {
   checkOutboundUrl,
   checkOutboundUrlResolved,
@@ -57,5 +56,3 @@ export async function checkLlmBaseUrlResolved(input: string, policy: LlmUrlPolic
     ...(policy.resolve ? { resolve: policy.resolve } : {}),
   });
 }
-
-export const isLiteralIp = (host: string) => isIP(host.replace(/^\[|\]$/g, '')) !== 0;

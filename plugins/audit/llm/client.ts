@@ -1,6 +1,6 @@
 /**
- * The LLM client: OpenAI-compatible chat completions (issue 13; DESIGN.md "Decisions taken
- * since"), `POST {LLM_BASE_URL}/chat/completions` with undici. The same wire format is spoken by
+ * The LLM client: OpenAI-compatible chat completions (issue 13; docs/architecture.md
+ * "Decisions"), `POST {LLM_BASE_URL}/chat/completions` with undici. The same wire format is spoken by
  * OpenAI and most cloud gateways, and on the LAN by llama.cpp's `llama-server`, Ollama
  * (`http://host:11434/v1`) and vLLM — so LLM_BASE_URL ends with the API's version path (`/v1`).
  *
@@ -20,8 +20,9 @@
 import { type Agent, request } from 'undici';
 import { z } from 'zod';
 import { guardedAgent, refusedAddressOf } from '../../../src/http/guarded-fetch.js';
+import { equalJitter, exponentialDelay } from '../../../src/kernel/backoff.js';
 import type { LlmSettings } from '../ask/settings.js';
-import { backoffDelay, parseRetryAfter } from '../microsoft/upstream.js';
+import { parseRetryAfter } from '../microsoft/upstream.js';
 
 export type LlmFailure =
   | 'not_configured'
@@ -130,7 +131,10 @@ export class ChatCompletionsClient implements LanguageModel {
         if (!retryable || attempt >= this.settings.maxRetries) throw e;
         const wait =
           e.retryAfterMs ??
-          backoffDelay(attempt, this.options.backoffBaseMs ?? 500, 8_000, this.options.random);
+          equalJitter(
+            exponentialDelay(attempt, this.options.backoffBaseMs ?? 500, 8_000),
+            this.options.random,
+          );
         // A wait longer than an attempt may take is not worth holding the question for.
         if (wait > this.settings.timeoutMs) throw e;
         attempt++;

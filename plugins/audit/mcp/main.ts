@@ -8,8 +8,8 @@ import type { Logger } from '../../../src/log.js';
 import type { McpTools } from '../../../src/mcp/server.js';
 import type { Database } from '../../../src/store/database.js';
 import { createAiFeatures } from '../ask/features.js';
-import { type AuditConfig, loadAuditConfig } from '../config.js';
 import { PrivacyPolicy } from '../http/privacy.js';
+import { type AuditConfig, loadAuditConfig } from '../settings.js';
 import { AuditStore } from '../store/audit-store.js';
 import { auditTools } from './tools.js';
 

@@ -11,7 +11,7 @@
  * Failures are logged and retried after RETRY_MS; the schedule still fetches meanwhile.
  */
 import { Actor, type KernelLogger } from '../../../src/kernel/actor.js';
-import type { AuditConfig } from '../config.js';
+import type { AuditConfig } from '../settings.js';
 import type { AuditStore } from '../store/audit-store.js';
 import { apiUrl, type UpstreamClient, UpstreamError } from './upstream.js';
 

@@ -10,6 +10,8 @@
  * Only URLs of the configured origin are ever requested: `@odata.nextLink`, `NextPageUri` and
  * content URIs come from the upstream, and the bearer token must never follow them elsewhere.
  */
+
+import { equalJitter, exponentialDelay } from '../../../src/kernel/backoff.js';
 import { pause } from '../../../src/kernel/timing.js';
 import type { TokenSource } from './token-provider.js';
 
@@ -54,12 +56,6 @@ export interface RetryPolicy {
 export interface UpstreamHooks {
   /** Each throttled or unavailable answer (counted in source health and metrics). */
   onRetry?: (info: { kind: UpstreamFailureKind; status?: number; waitMs: number }) => void;
-}
-
-/** "Equal jitter": half the exponential delay, plus a random share of the other half. */
-export function backoffDelay(attempt: number, baseMs: number, maxMs: number, random = Math.random): number {
-  const ceiling = Math.min(maxMs, baseMs * 2 ** Math.min(attempt, 30));
-  return Math.round(ceiling / 2 + random() * (ceiling / 2));
 }
 
 /** `Retry-After`: delay-seconds or an HTTP-date (RFC 9110 10.2.3); undefined when absent or unreadable. */
@@ -175,7 +171,9 @@ export class UpstreamClient {
       if (!failure.transient || attempt >= this.policy.maxRetries) throw failure;
       const retryAfter = failure.extras.retryAfterMs;
       if (retryAfter !== undefined && retryAfter > this.policy.maxRetryAfterMs) throw failure;
-      const jitter = backoffDelay(attempt, this.policy.backoffBaseMs, this.policy.backoffMaxMs);
+      const jitter = equalJitter(
+        exponentialDelay(attempt, this.policy.backoffBaseMs, this.policy.backoffMaxMs),
+      );
       const waitMs =
         retryAfter !== undefined
           ? retryAfter + Math.round(Math.random() * Math.min(1000, retryAfter * 0.1))

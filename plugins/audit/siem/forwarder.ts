@@ -21,6 +21,7 @@
  */
 import { hostname } from 'node:os';
 import { Actor, type KernelLogger } from '../../../src/kernel/actor.js';
+import { equalJitter, exponentialDelay } from '../../../src/kernel/backoff.js';
 import type { ModuleMetrics } from '../../../src/module.js';
 import type { Database } from '../../../src/store/database.js';
 import type { AuditStore } from '../store/audit-store.js';
@@ -309,8 +310,8 @@ export class SiemForwarderActor extends Actor {
     const failures = delivery.row()?.consecutive_failures ?? 1;
     const ceiling = hold
       ? config.backoffMaxMs
-      : Math.min(config.backoffMaxMs, config.backoffBaseMs * 2 ** Math.min(30, failures - 1));
-    const delay = Math.round(ceiling * (0.5 + 0.5 * (this.deps.random ?? Math.random)()));
+      : exponentialDelay(failures - 1, config.backoffBaseMs, config.backoffMaxMs);
+    const delay = equalJitter(ceiling, this.deps.random);
     this.nextAttemptAt = Date.now() + delay;
     const level = failures === 1 || hold ? 'warn' : 'debug';
     log[level](

@@ -1,6 +1,6 @@
 /**
  * Settings of SIEM forwarding (issue 14), spread into the audit plugin's one settings schema so
- * every problem is reported at start-up with the others. SIEM_ENABLED itself is in config.ts.
+ * every problem is reported at start-up with the others. SIEM_ENABLED itself is in ../settings.ts.
  *
  * SIEM_WEBHOOK_URL passes src/http/outbound-url.ts as the other outbound URLs do: https (plain
  * http only to loopback), no credentials in it, SIEM_ALLOWED_HOSTS when set; and at every send,
@@ -9,21 +9,9 @@
  * allowing the SIEM does not also allow the Microsoft endpoints into the LAN).
  */
 import { z } from 'zod';
+import { flag, int, list, text } from '../../../src/config/fields.js';
 import { Secret } from '../../../src/config/secret.js';
 import { checkOutboundUrl, OutboundUrlError } from '../../../src/http/outbound-url.js';
-
-const text = z.string().trim();
-const list = text.transform((v) =>
-  v
-    .split(',')
-    .map((s) => s.trim())
-    .filter(Boolean),
-);
-const bool = text
-  .toLowerCase()
-  .pipe(z.enum(['true', 'false', '1', '0', 'yes', 'no', 'on', 'off'], { error: 'expected true or false' }))
-  .transform((v) => v === 'true' || v === '1' || v === 'yes' || v === 'on');
-const int = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
 
 export const SIEM_FORMATS = ['meshhub-json', 'splunk-hec'] as const;
 export type SiemFormat = (typeof SIEM_FORMATS)[number];
@@ -40,7 +28,7 @@ export const siemSettingsShape = {
   SIEM_HEC_INDEX: text.min(1).max(128).optional(),
   SIEM_HEC_HOST: text.min(1).max(256).optional(),
   SIEM_ALLOWED_HOSTS: list.default([]),
-  SIEM_ALLOW_PRIVATE_NETWORK: bool.default(false),
+  SIEM_ALLOW_PRIVATE_NETWORK: flag.default(false),
   SIEM_BATCH_MAX_EVENTS: int(1, 10_000).default(500),
   SIEM_BATCH_MAX_BYTES: int(1_024, 64 * 1024 * 1024).default(1024 * 1024),
   SIEM_TIMEOUT_MS: int(100, 300_000).default(15_000),

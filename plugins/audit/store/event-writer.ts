@@ -1,5 +1,5 @@
 /**
- * Commits normalised events in bounded transactions (DESIGN.md "Actors" 6): at most
+ * Commits normalised events in bounded transactions (docs/architecture.md "Actors" 6): at most
  * `maxBatchRows` per transaction, with a yield to the event loop between transactions, so a
  * 50,000-event blob never blocks the HTTP routes for long.
  *

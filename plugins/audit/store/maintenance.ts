@@ -1,6 +1,6 @@
 /**
  * The maintenance routine (spec: retention by RETENTION_DAYS; "a maintenance routine removes
- * duplicates"), in bounded chunks with a yield between transactions (DESIGN.md "Actors" 6).
+ * duplicates"), in bounded chunks with a yield between transactions (docs/architecture.md "Actors" 6).
  *
  * Duplicates: the unique (source, source_key) index keeps the writer from storing an event twice,
  * with keys in their canonical form (normalize.ts `canonicalKey`: trimmed, GUIDs lower-case).

@@ -13,8 +13,8 @@ import { Hono } from 'hono';
 import { pino } from 'pino';
 import { standaloneApp, standaloneModuleHost } from '../../../hub/module-host.js';
 import { openDatabase } from '../../../src/store/database.js';
+import { DEFAULT_WEB_ROOT } from '../../../src/ui-server/map-tiles.js';
 import { webUiModule } from '../../../src/ui-server/module.js';
-import { DEFAULT_WEB_ROOT } from '../../../src/ui-server/mount.js';
 import { webUiSettings } from '../../../src/ui-server/settings.js';
 import { serveOnLoopback } from './http.js';
 

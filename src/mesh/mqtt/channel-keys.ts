@@ -4,6 +4,7 @@
  * show it. `LongFast=AQ==` (the default channel and key) is built in; naming LongFast replaces it.
  * Names match case-insensitively, as the firmware's Channels::getByName does.
  */
+import { splitList } from '../../config/fields.js';
 import { channelHash, expandChannelKey } from './channel-crypto.js';
 
 export interface ChannelKey {
@@ -23,10 +24,7 @@ const BASE64 = /^[A-Za-z0-9+/_-]*={0,2}$/;
 /** Parses `Name=base64,...` (on top of the built-in LongFast key); a string is the error message. */
 export function parseChannelKeys(value: string): ChannelKey[] | string {
   const byName = new Map<string, ChannelKey>();
-  const entries = `${DEFAULT_CHANNEL_KEYS},${value}`
-    .split(',')
-    .map((s) => s.trim())
-    .filter(Boolean);
+  const entries = splitList(`${DEFAULT_CHANNEL_KEYS},${value}`);
   for (const entry of entries) {
     const at = entry.indexOf('=');
     const name = at < 0 ? entry : entry.slice(0, at).trim();

@@ -2,7 +2,7 @@
  * Legacy JSON uplink (`<root>/2/json/<channel>/<!gateway>`), as firmware before 2.8 serialized
  * a decoded packet (MeshPacketSerializer::JsonSerialize): `{ id, timestamp (rx_time, s), from,
  * to, channel, type, sender, payload, snr?, rssi? }`. Accepted, never depended on: firmware 2.8
- * removed it. Field mapping, as for protobufs (DESIGN.md "Meshtastic facts"):
+ * removed it. Field mapping, as for protobufs (docs/architecture.md "Meshtastic facts"):
  *
  * - `telemetry`: `temperature` °C, `relative_humidity` %, `barometric_pressure` hPa (×100 → Pa),
  *   `wind_speed` m/s, `wind_direction` degrees, `gas_resistance` kΩ; `pm25` and `pm100` (PM10)

@@ -9,6 +9,8 @@
  * A lookup is one or two Set probes: it runs on the MQTT ingest path.
  */
 
+import { splitList } from '../../config/fields.js';
+
 export interface TrustedGateways {
   readonly entries: readonly string[];
   /** True when `gatewayId`, published by MQTT user `publisher`, is trusted. */
@@ -21,10 +23,7 @@ export const NO_TRUSTED_GATEWAYS: TrustedGateways = { entries: [], trusts: () =>
 
 /** Parses the setting; a string is what is wrong with it. */
 export function parseTrustedGateways(value: string): TrustedGateways | string {
-  const entries = value
-    .split(',')
-    .map((s) => s.trim())
-    .filter(Boolean);
+  const entries = splitList(value);
   if (entries.length === 0) return NO_TRUSTED_GATEWAYS;
   const anyPublisher = new Set<string>();
   const bound = new Set<string>();

@@ -1,6 +1,6 @@
 /**
  * Meshtastic MQTT uplink → the same domain objects the radio path produces (readings, node
- * updates, texts and ACKs), from the two formats gateways publish (DESIGN.md "Meshtastic facts"):
+ * updates, texts and ACKs), from the two formats gateways publish (docs/architecture.md "Meshtastic facts"):
  *
  * - `<root>/2/e/<channel>/<!gateway>` (and the older `/2/c/`): a protobuf `ServiceEnvelope`
  *   whose `packet` is usually encrypted with the channel key; decrypted here with the

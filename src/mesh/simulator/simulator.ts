@@ -1,5 +1,5 @@
 /**
- * A virtual Meshtastic device on TCP (DESIGN.md "Decisions": Radio). It speaks the real stream
+ * A virtual Meshtastic device on TCP (docs/architecture.md "Decisions": Radio). It speaks the real stream
  * protocol with real protobufs, so the hub's radio link, the official apps in TCP mode and the
  * Python library all connect to it as to a firmware's API on port 4403. Several clients may be
  * connected at once; each gets its own session (handshake, history, live traffic).

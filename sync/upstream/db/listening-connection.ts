@@ -9,6 +9,7 @@
  * connection starts listening (with how many have so far), so it can catch up by other means.
  */
 import pg from 'pg';
+import { equalJitter, exponentialDelay } from '../../../src/kernel/backoff.js';
 import type { Logger } from '../../../src/log.js';
 
 export interface ListeningConnectionOptions {
@@ -126,7 +127,7 @@ export class ListeningConnection {
   private scheduleReopen(): void {
     if (!this.running || this.retryTimer) return;
     const { min, max } = this.options.reconnectMs ?? { min: 500, max: 30_000 };
-    const delay = Math.min(max, min * 2 ** this.failures) * (0.5 + Math.random() / 2);
+    const delay = equalJitter(exponentialDelay(this.failures, min, max));
     this.failures++;
     this.retryTimer = setTimeout(() => {
       this.retryTimer = undefined;

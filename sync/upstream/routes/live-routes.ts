@@ -1,5 +1,5 @@
 /**
- * `GET /api/v1/live` on the upstream: the hub's dashboard stream (src/live/mount.ts), same
+ * `GET /api/v1/live` on the upstream: the hub's dashboard stream (src/live/live-routes.ts), same
  * broadcaster and event names, so the same web UI runs against it. Events:
  * - `hello`: `{ version, started_at, radio, plugins: [], mode: "upstream" }` first on every
  *   connection. The upstream has no radio; `radio` is there because the hub's hello has it (a

@@ -8,7 +8,7 @@
  * open. Role lists that are empty or name a subscriber or machine role stop the start.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AuditConfigError, loadAuditConfig } from '../../../plugins/audit/config.js';
+import { AuditConfigError, loadAuditConfig } from '../../../plugins/audit/settings.js';
 import { type AuditTestApp, auditApp, jsonInit, type LocalIdp, seed, startLocalIdp } from './helpers.js';
 
 const T0 = Date.UTC(2025, 4, 1);

@@ -12,7 +12,11 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../../hub/config.js';
 import { createHub } from '../../../hub/main.js';
-import { AuditConfigError, anonymousAccessProblem, loadAuditConfig } from '../../../plugins/audit/config.js';
+import {
+  AuditConfigError,
+  anonymousAccessProblem,
+  loadAuditConfig,
+} from '../../../plugins/audit/settings.js';
 import { ConfigError } from '../../../src/config/load.js';
 import { auditApp, capturingLogger, jsonInit, QUIET_ENV, seed } from './helpers.js';
 

@@ -5,7 +5,7 @@
  * whatever it says, and the start warns that it does nothing.
  */
 import { describe, expect, it } from 'vitest';
-import { loadAuditConfig } from '../../../plugins/audit/config.js';
+import { loadAuditConfig } from '../../../plugins/audit/settings.js';
 import { auditApp, capturingLogger } from './helpers.js';
 
 describe('RATE_LIMIT_MAX_CLIENTS', () => {

@@ -4,9 +4,9 @@
  * LLM_ALLOW_PRIVATE_NETWORK opts in to a model on the LAN.
  */
 import { describe, expect, it } from 'vitest';
-import { loadAuditConfig } from '../../../plugins/audit/config.js';
 import { checkLlmBaseUrl, checkLlmBaseUrlResolved } from '../../../plugins/audit/llm/base-url.js';
 import { ChatCompletionsClient, LlmError } from '../../../plugins/audit/llm/client.js';
+import { loadAuditConfig } from '../../../plugins/audit/settings.js';
 
 const open = { allowedHosts: [], allowPrivateNetwork: false };
 

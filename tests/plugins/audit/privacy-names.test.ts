@@ -7,7 +7,7 @@
  * known ones.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AuditConfigError, loadAuditConfig } from '../../../plugins/audit/config.js';
+import { AuditConfigError, loadAuditConfig } from '../../../plugins/audit/settings.js';
 import { type AuditTestApp, auditApp, type LocalIdp, seed, startLocalIdp } from './helpers.js';
 
 const T0 = Date.now() - 3_600_000;

@@ -19,9 +19,9 @@ import { standaloneApp, standaloneModuleHost } from '../../../hub/module-host.js
 import { redisBackend } from '../../../plugins/audit/cache/redis.js';
 import { sqliteBackend } from '../../../plugins/audit/cache/sqlite.js';
 import type { CacheBackend } from '../../../plugins/audit/cache/store.js';
-import { auditSettings } from '../../../plugins/audit/config.js';
 import { RateLimiter } from '../../../plugins/audit/http/rate-limit.js';
 import { auditModule } from '../../../plugins/audit/index.js';
+import { auditSettings } from '../../../plugins/audit/settings.js';
 import { AuditStore } from '../../../plugins/audit/store/audit-store.js';
 import type { Actor } from '../../../src/kernel/actor.js';
 import { closeDatabase, type Database, openDatabase } from '../../../src/store/database.js';

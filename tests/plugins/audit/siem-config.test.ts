@@ -4,7 +4,7 @@
  */
 import { inspect } from 'node:util';
 import { describe, expect, it } from 'vitest';
-import { type AuditConfigError, loadAuditConfig } from '../../../plugins/audit/config.js';
+import { type AuditConfigError, loadAuditConfig } from '../../../plugins/audit/settings.js';
 import { SiemSender } from '../../../plugins/audit/siem/sender.js';
 
 function problems(env: Record<string, string>): string[] {

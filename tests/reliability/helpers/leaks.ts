@@ -1,5 +1,5 @@
 /**
- * What no answer to bad input may contain (DESIGN.md "Errors": 5xx messages are generic; no
+ * What no answer to bad input may contain (docs/architecture.md "Decisions": errors: 5xx messages are generic; no
  * stack trace or internal detail in any answer), and a digest of the stored data to prove bad
  * input changed nothing.
  */

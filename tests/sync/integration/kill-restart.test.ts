@@ -241,7 +241,8 @@ describe.skipIf(skip)('sync under SIGKILL and database restarts (real processes)
     // Every text leaves the queue at the site, and the upstream shows the site's status for it
     // (statuses flow up through the outbox). `sent` can be where a text rests: a relay was heard
     // repeating it and the node's own ACK died with a killed hub (the simulator runs inside it);
-    // the firmware does not retransmit after that, so neither does the hub (DESIGN.md).
+    // the firmware does not retransmit after that, so neither does the hub
+    // (docs/architecture.md "Meshtastic facts").
     await waitFor(
       async () => {
         const { rows } = await pool.query<{ id: string; status: string }>(

@@ -6,7 +6,7 @@
 import type { z } from 'zod';
 import type { tokenResponseSchema } from '../../../auth/schemas.js';
 import type { adminPlanSchema, planSchema, subscriptionSchema } from '../../../billing/schemas.js';
-import type { healthReportSchema, problemSchema, radioStatusSchema } from '../../../http/schemas.js';
+import type { healthReportSchema, radioStatusSchema } from '../../../http/schemas.js';
 import type { HelloEvent as HubHelloEvent } from '../../../live/schemas.js';
 import type {
   ConversationSummaryJson,
@@ -51,7 +51,6 @@ export interface SiteJson {
 export type RadioStatus = z.output<typeof radioStatusSchema>;
 export type HealthReport = z.output<typeof healthReportSchema>;
 export type TokenResponse = z.output<typeof tokenResponseSchema>;
-export type ProblemJson = z.output<typeof problemSchema>;
 export type ConversationSummary = ConversationSummaryJson;
 
 /** A message as the lists send it; the detail (GET /messages/{id}) and the live stream add the rest. */
@@ -61,5 +60,3 @@ export type MessageRecord = MessageRecordJson & Partial<MessageDetailJson>;
 export type BillingPlan = z.output<typeof planSchema> &
   Partial<Pick<z.output<typeof adminPlanSchema>, 'active'>>;
 export type BillingSubscription = z.output<typeof subscriptionSchema>;
-export type BillingSubscriptionStatus = BillingSubscription['status'];
-export type BillingInvoiceStatus = NonNullable<BillingSubscription['invoice_status']>;

@@ -32,7 +32,6 @@ export type AuditComment = z.output<typeof commentSchema>;
 export type EventPage = z.output<typeof eventPageSchema>;
 export type FilterOptions = z.output<typeof filterOptionsSchema>;
 export type SourceHealth = z.output<typeof sourceHealthSchema>;
-export type SourceHealthRow = SourceHealth['data'][number];
 export type BulkTagsResult = z.output<typeof bulkTagsResultSchema>;
 export type AuditFeatures = z.output<typeof featuresSchema>;
 export type AskAnswer = z.output<typeof askAnswerSchema>;

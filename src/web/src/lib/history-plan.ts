@@ -1,6 +1,6 @@
 /**
- * Which history to ask for: the chosen range and the interval that suits it (DESIGN.md
- * "/weather/history": raw readings for a day, hourly means for weeks, daily means for a year),
+ * Which history to ask for: the chosen range and the interval that suits it (docs/architecture.md
+ * "Decisions", /weather/history: raw readings for a day, hourly means for weeks, daily means for a year),
  * so a chart never asks for more points than it can draw.
  */
 

@@ -1,6 +1,6 @@
 /**
  * The composer's check of a text against the hub's limits (spec "Outbound message": at most
- * 200 characters; DESIGN.md: one radio packet, at most 233 bytes of UTF-8), counted exactly as
+ * 200 characters; docs/architecture.md "Meshtastic facts": one radio packet, at most 233 bytes of UTF-8), counted exactly as
  * the hub counts them (src/messaging/validation.ts): characters are Unicode code points.
  */
 

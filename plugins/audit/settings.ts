@@ -6,7 +6,7 @@
  */
 import { z } from 'zod';
 import { ADMIN_ROLE, SUBSCRIBER_ROLE } from '../../src/auth/users.js';
-import { parseDuration } from '../../src/config/fields.js';
+import { duration, flag, int, list, parseDuration, text } from '../../src/config/fields.js';
 import { ConfigError, settingsProblems } from '../../src/config/load.js';
 import { Secret } from '../../src/config/secret.js';
 import { checkOutboundUrl, isLoopbackHost, OutboundUrlError } from '../../src/http/outbound-url.js';
@@ -24,33 +24,12 @@ import { isSourceName, SOURCE_NAMES, type SourceName } from './sources.js';
 import { knownServiceKey, knownServiceNames } from './store/service-names.js';
 
 export type RateLimitTier = 'fetch' | 'ask' | 'write' | 'default';
-export const RATE_LIMIT_TIERS: readonly RateLimitTier[] = ['fetch', 'ask', 'write', 'default'];
 
 export interface RateLimitRule {
   limit: number;
   windowMs: number;
 }
 
-const text = z.string().trim();
-const list = text.transform((v) =>
-  v
-    .split(',')
-    .map((s) => s.trim())
-    .filter(Boolean),
-);
-const bool = text
-  .toLowerCase()
-  .pipe(z.enum(['true', 'false', '1', '0', 'yes', 'no', 'on', 'off'], { error: 'expected true or false' }))
-  .transform((v) => v === 'true' || v === '1' || v === 'yes' || v === 'on');
-const duration = text.transform((v, ctx) => {
-  const ms = parseDuration(v);
-  if (ms === undefined) {
-    ctx.addIssue({ code: 'custom', message: 'expected a duration like 90s, 15m, 24h or 30d' });
-    return z.NEVER;
-  }
-  return ms;
-});
-const int = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
 const rateLimit = text.transform((v, ctx): RateLimitRule => {
   const m = /^(\d{1,7})\/(\d+[smhd])$/.exec(v);
   const windowMs = m ? parseDuration(m[2]!) : undefined;
@@ -97,7 +76,7 @@ export const auditSettings = z
       .transform((names) => [...new Set(names)] as SourceName[])
       .default([...SOURCE_NAMES]),
     AUDIT_FETCH_CRON: cronSetting.default('*/10 * * * *'),
-    AUDIT_FETCH_ON_START: bool.default(true),
+    AUDIT_FETCH_ON_START: flag.default(true),
     AUDIT_OVERLAP: duration.prefault('1h'),
     AUDIT_INITIAL_LOOKBACK: duration.prefault('7d'),
     AUDIT_MAX_RETRIES: int(0, 20).default(5),
@@ -109,13 +88,13 @@ export const auditSettings = z
     AUDIT_MAINTENANCE_CRON: cronSetting.default('37 3 * * *'),
     AUDIT_TRAIL_RETENTION_DAYS: int(1, 36_500).default(365),
     AUDIT_TRAIL_REFUSALS_PER_HOUR: int(10, 100_000).default(200),
-    AUTH_ENABLED: bool.default(false),
+    AUTH_ENABLED: flag.default(false),
     AUTH_CLIENT_ID: text.min(1).optional(),
     AUDIT_ROLES_CLAIM: text.min(1).optional(),
     // Who reads the audit data, and who changes it (README "Who reads the audit data").
     AUDIT_READER_ROLES: list.default(['admin', 'auditor']),
     AUDIT_ADMIN_ROLES: list.default(['admin']),
-    AUDIT_ALLOW_ANONYMOUS: bool.default(false),
+    AUDIT_ALLOW_ANONYMOUS: flag.default(false),
     CORS_ORIGINS: list.default([]),
     WEBHOOK_CLIENT_SECRET: z.string().min(16, 'must be at least 16 characters').max(128).optional(),
     PRIVACY_SENSITIVE_OPERATIONS: list.default([]),
@@ -129,11 +108,11 @@ export const auditSettings = z
     // bound): any value is accepted and only warned about, so an old setting never stops the hub.
     RATE_LIMIT_MAX_CLIENTS: z.string().optional(),
     AUDIT_EXPORT_MAX_CONCURRENT: int(1, 16).default(2),
-    AI_FEATURES_ENABLED: bool.default(false),
-    ALERTS_ENABLED: bool.default(false),
-    SIEM_ENABLED: bool.default(false),
+    AI_FEATURES_ENABLED: flag.default(false),
+    ALERTS_ENABLED: flag.default(false),
+    SIEM_ENABLED: flag.default(false),
     // Issue 14: private addresses for the Microsoft endpoints, the Graph subscription's public URL.
-    AUDIT_ALLOW_PRIVATE_NETWORK: bool.default(false),
+    AUDIT_ALLOW_PRIVATE_NETWORK: flag.default(false),
     WEBHOOK_PUBLIC_URL: text.optional(),
     CACHE_URL: text.optional(),
     // Issue 13: the LLM, its limits and MCP_ROLES (ask/settings.ts).
@@ -149,19 +128,7 @@ export const auditSettings = z
       // any field here may be missing or of the wrong shape.
       const c = parsed as Partial<Record<string, unknown>>;
       const allowedHosts = Array.isArray(c.AUDIT_ALLOWED_HOSTS) ? (c.AUDIT_ALLOWED_HOSTS as string[]) : [];
-      for (const name of BASE_URLS) {
-        const value = c[name];
-        if (typeof value !== 'string') continue;
-        try {
-          checkOutboundUrl(value, { allowedHosts });
-        } catch (error) {
-          ctx.addIssue({
-            code: 'custom',
-            path: [name],
-            message: error instanceof OutboundUrlError ? error.message : 'invalid URL',
-          });
-        }
-      }
+      for (const name of BASE_URLS) checkOutboundSetting(c, name, allowedHosts, ctx);
       checkIssue14Settings(c, ctx);
       checkAccessSettings(c, ctx);
       refineAiSettings(c, ctx);
@@ -241,22 +208,29 @@ export function anonymousAccessProblem(config: AuditConfig, listenHost: string):
   return `AUTH_ENABLED: the audit plugin will not serve audit data without sign-in to the network (HTTP_HOST is ${listenHost}); set AUTH_ENABLED=true with an identity provider, or HTTP_HOST=127.0.0.1 for this machine only, or AUDIT_ALLOW_ANONYMOUS=true to let anyone who reaches the hub read and change the audit data`;
 }
 
+/** The outbound URL setting `name`, when set, passes src/http/outbound-url.ts (else one problem). */
+function checkOutboundSetting(
+  c: Partial<Record<string, unknown>>,
+  name: string,
+  allowedHosts: string[],
+  ctx: z.RefinementCtx,
+): void {
+  const value = c[name];
+  if (typeof value !== 'string') return;
+  try {
+    checkOutboundUrl(value, { allowedHosts });
+  } catch (error) {
+    ctx.addIssue({
+      code: 'custom',
+      path: [name],
+      message: error instanceof OutboundUrlError ? error.message : 'invalid URL',
+    });
+  }
+}
+
 /** Issue 14's cross-setting checks: WEBHOOK_PUBLIC_URL is https (or loopback) and needs the client state. */
 function checkIssue14Settings(c: Partial<Record<string, unknown>>, ctx: z.RefinementCtx): void {
-  const outbound = (name: string, allowedHosts: string[]) => {
-    const value = c[name];
-    if (typeof value !== 'string') return;
-    try {
-      checkOutboundUrl(value, { allowedHosts });
-    } catch (error) {
-      ctx.addIssue({
-        code: 'custom',
-        path: [name],
-        message: error instanceof OutboundUrlError ? error.message : 'invalid URL',
-      });
-    }
-  };
-  outbound('WEBHOOK_PUBLIC_URL', []);
+  checkOutboundSetting(c, 'WEBHOOK_PUBLIC_URL', [], ctx);
   if (typeof c.WEBHOOK_PUBLIC_URL === 'string' && c.WEBHOOK_CLIENT_SECRET === undefined) {
     ctx.addIssue({
       code: 'custom',

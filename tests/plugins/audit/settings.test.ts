@@ -4,7 +4,7 @@
  */
 import { inspect } from 'node:util';
 import { describe, expect, it } from 'vitest';
-import { AuditConfigError, loadAuditConfig } from '../../../plugins/audit/config.js';
+import { AuditConfigError, loadAuditConfig } from '../../../plugins/audit/settings.js';
 
 function problems(env: Record<string, string>): string[] {
   try {
