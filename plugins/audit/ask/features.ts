@@ -13,7 +13,7 @@ import { sqliteBackend } from '../cache/sqlite.js';
 import type { CacheBackend } from '../cache/store.js';
 import type { AuditConfig } from '../config.js';
 import type { PrivacyPolicy } from '../http/privacy.js';
-import { AskJobRunner } from '../jobs/job-runner.js';
+import { AskJobRunnerActor } from '../jobs/job-runner-actor.js';
 import { checkLlmBaseUrlResolved } from '../llm/base-url.js';
 import { ChatCompletionsClient, type LanguageModel, NO_MODEL } from '../llm/client.js';
 import type { AuditStore } from '../store/audit-store.js';
@@ -84,6 +84,6 @@ export async function createAiFeatures(deps: {
     maxEvents: config.ai.maxEvents,
     log,
   });
-  const runner = new AskJobRunner({ backend, service, log, onStop: () => llm.close() });
+  const runner = new AskJobRunnerActor({ backend, service, log, onStop: () => llm.close() });
   return { service, runner, backend };
 }
