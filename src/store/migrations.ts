@@ -1,5 +1,5 @@
 /**
- * The SQL schema, as an ordered list of migrations (CONVENTIONS.md: one place per fact).
+ * The SQL schema, as an ordered list of migrations.
  *
  * `PRAGMA user_version` holds the number of the last migration applied. Each pending migration
  * runs in its own transaction together with the bump of `user_version`, so a crash leaves the
@@ -15,6 +15,28 @@ export interface Migration {
   name: string;
   /** SQL run with `db.exec`, or a function for migrations that need to move data. */
   up: string | ((db: Database) => void);
+}
+
+/**
+ * One rollup table (readings_hourly, readings_daily): sum and count per metric per node and
+ * bucket; wind direction as sums of sin and cos, for a circular mean.
+ */
+function rollupTable(table: string): string {
+  return `CREATE TABLE ${table} (
+        node_id TEXT NOT NULL,
+        bucket_start INTEGER NOT NULL,
+        temperature_c_sum REAL NOT NULL DEFAULT 0, temperature_c_count INTEGER NOT NULL DEFAULT 0,
+        humidity_percent_sum REAL NOT NULL DEFAULT 0, humidity_percent_count INTEGER NOT NULL DEFAULT 0,
+        pressure_pa_sum REAL NOT NULL DEFAULT 0, pressure_pa_count INTEGER NOT NULL DEFAULT 0,
+        wind_speed_ms_sum REAL NOT NULL DEFAULT 0, wind_speed_ms_count INTEGER NOT NULL DEFAULT 0,
+        pm25_ugm3_sum REAL NOT NULL DEFAULT 0, pm25_ugm3_count INTEGER NOT NULL DEFAULT 0,
+        pm10_ugm3_sum REAL NOT NULL DEFAULT 0, pm10_ugm3_count INTEGER NOT NULL DEFAULT 0,
+        gas_resistance_kohm_sum REAL NOT NULL DEFAULT 0, gas_resistance_kohm_count INTEGER NOT NULL DEFAULT 0,
+        wind_direction_sin_sum REAL NOT NULL DEFAULT 0,
+        wind_direction_cos_sum REAL NOT NULL DEFAULT 0,
+        wind_direction_count INTEGER NOT NULL DEFAULT 0,
+        PRIMARY KEY (node_id, bucket_start)
+      ) WITHOUT ROWID;`;
 }
 
 export const MIGRATIONS: readonly Migration[] = [
@@ -54,37 +76,9 @@ export const MIGRATIONS: readonly Migration[] = [
 
       -- Rollups per UTC hour / UTC day: sum and count per metric (mean = sum / count); wind
       -- direction as sums of sin and cos for a circular mean. Kept when raw rows expire.
-      CREATE TABLE readings_hourly (
-        node_id TEXT NOT NULL,
-        bucket_start INTEGER NOT NULL,
-        temperature_c_sum REAL NOT NULL DEFAULT 0, temperature_c_count INTEGER NOT NULL DEFAULT 0,
-        humidity_percent_sum REAL NOT NULL DEFAULT 0, humidity_percent_count INTEGER NOT NULL DEFAULT 0,
-        pressure_pa_sum REAL NOT NULL DEFAULT 0, pressure_pa_count INTEGER NOT NULL DEFAULT 0,
-        wind_speed_ms_sum REAL NOT NULL DEFAULT 0, wind_speed_ms_count INTEGER NOT NULL DEFAULT 0,
-        pm25_ugm3_sum REAL NOT NULL DEFAULT 0, pm25_ugm3_count INTEGER NOT NULL DEFAULT 0,
-        pm10_ugm3_sum REAL NOT NULL DEFAULT 0, pm10_ugm3_count INTEGER NOT NULL DEFAULT 0,
-        gas_resistance_kohm_sum REAL NOT NULL DEFAULT 0, gas_resistance_kohm_count INTEGER NOT NULL DEFAULT 0,
-        wind_direction_sin_sum REAL NOT NULL DEFAULT 0,
-        wind_direction_cos_sum REAL NOT NULL DEFAULT 0,
-        wind_direction_count INTEGER NOT NULL DEFAULT 0,
-        PRIMARY KEY (node_id, bucket_start)
-      ) WITHOUT ROWID;
+      ${rollupTable('readings_hourly')}
 
-      CREATE TABLE readings_daily (
-        node_id TEXT NOT NULL,
-        bucket_start INTEGER NOT NULL,
-        temperature_c_sum REAL NOT NULL DEFAULT 0, temperature_c_count INTEGER NOT NULL DEFAULT 0,
-        humidity_percent_sum REAL NOT NULL DEFAULT 0, humidity_percent_count INTEGER NOT NULL DEFAULT 0,
-        pressure_pa_sum REAL NOT NULL DEFAULT 0, pressure_pa_count INTEGER NOT NULL DEFAULT 0,
-        wind_speed_ms_sum REAL NOT NULL DEFAULT 0, wind_speed_ms_count INTEGER NOT NULL DEFAULT 0,
-        pm25_ugm3_sum REAL NOT NULL DEFAULT 0, pm25_ugm3_count INTEGER NOT NULL DEFAULT 0,
-        pm10_ugm3_sum REAL NOT NULL DEFAULT 0, pm10_ugm3_count INTEGER NOT NULL DEFAULT 0,
-        gas_resistance_kohm_sum REAL NOT NULL DEFAULT 0, gas_resistance_kohm_count INTEGER NOT NULL DEFAULT 0,
-        wind_direction_sin_sum REAL NOT NULL DEFAULT 0,
-        wind_direction_cos_sum REAL NOT NULL DEFAULT 0,
-        wind_direction_count INTEGER NOT NULL DEFAULT 0,
-        PRIMARY KEY (node_id, bucket_start)
-      ) WITHOUT ROWID;
+      ${rollupTable('readings_daily')}
 
       -- Mesh nodes (NodeInfo, positions, device metrics); last_heard and updated_at in ms UTC.
       CREATE TABLE nodes (
