@@ -152,6 +152,14 @@ export interface HubFacts {
   readonly plugins: readonly string[];
 }
 
+/** The hub services an actor the hub builds itself is handed (a module's context carries them too). */
+export interface HubActorDeps {
+  bus: HubBus;
+  log: Logger;
+  metrics: HubMetrics;
+  db: Database;
+}
+
 export interface ModuleContext {
   readonly name: string;
   readonly bus: HubBus;

@@ -12,7 +12,7 @@ import type { Logger } from '../../src/log.js';
 import { defineModule } from '../../src/module.js';
 import { createAlerting } from './alerts/index.js';
 import { createAiFeatures, openCacheBackend } from './ask/features.js';
-import { AuditCacheStoreActor } from './cache/actor.js';
+import { AuditCacheStoreActor } from './cache/cache-actor.js';
 import { AuditCollectorActor } from './collector-actor.js';
 import { AUDIT_ALERTS_TOPIC } from './events.js';
 import { auditOpenApiDocument } from './http/openapi.js';
@@ -21,7 +21,7 @@ import { RateLimiter } from './http/rate-limit.js';
 import { auditRouteGroups } from './http/routes.js';
 import { AuditMaintenanceActor } from './maintenance-actor.js';
 import { AuditMetrics } from './metrics.js';
-import { GraphSubscriptionActor } from './microsoft/graph-subscription.js';
+import { GraphSubscriptionActor } from './microsoft/graph-subscription-actor.js';
 import {
   type AuditConfig,
   AuditConfigError,
@@ -29,7 +29,7 @@ import {
   auditConfigFrom,
   auditSettings,
 } from './settings.js';
-import { SiemForwarderActor } from './siem/forwarder.js';
+import { SiemForwarderActor } from './siem/forwarder-actor.js';
 import { AuditStore } from './store/audit-store.js';
 
 function warnAboutSettings(log: Logger, config: AuditConfig, listenHost: string): void {

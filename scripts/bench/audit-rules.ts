@@ -8,7 +8,7 @@
  * Europe/Berlin), and threshold rules per actor and overall that count their matches in SQLite.
  */
 import { pino } from 'pino';
-import { AlertStore } from '../../plugins/audit/alerts/alert-store.js';
+import { AlertRepository } from '../../plugins/audit/alerts/alert-repository.js';
 import { conditionJson, ruleBodySchema } from '../../plugins/audit/alerts/condition.js';
 import { AlertEngine } from '../../plugins/audit/alerts/engine.js';
 import { compileRule, EventMemo } from '../../plugins/audit/alerts/matcher.js';
@@ -110,7 +110,7 @@ function openSide(dir: ReturnType<typeof tempDir>, name: string, withRules: bool
   const repos = openAuditRepositories(db);
   const side: Side = { db, write: (events) => repos.writer.writeNow(events), ms: 0 };
   if (withRules) {
-    const store = AlertStore.on(db);
+    const store = AlertRepository.on(db);
     for (const [i, r] of benchRules().entries()) {
       const body = ruleBodySchema.parse(r);
       store.createRule(body, conditionJson(body.condition), 'bench', i);
@@ -171,7 +171,7 @@ function ingestRound(records: ReturnType<typeof upstreamRecords>, round: number)
 
 /** Re-evaluates the stored events outside the timing to count those that match any rule. */
 function countMatchedEvents(db: ReturnType<typeof openDatabase>): number {
-  const store = AlertStore.on(db);
+  const store = AlertRepository.on(db);
   const rules = store.enabledRules().map((r) => compileRule(r, 'UTC'));
   const rows = db
     .prepare(

@@ -32,8 +32,8 @@ import { pino } from 'pino';
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { NormalizedEvent } from '../../plugins/audit/normalize.js';
 import { loadAuditConfig } from '../../plugins/audit/settings.js';
-import { SiemDeliveryStore } from '../../plugins/audit/siem/delivery-store.js';
-import { SiemForwarderActor } from '../../plugins/audit/siem/forwarder.js';
+import { SiemDeliveryRepository } from '../../plugins/audit/siem/delivery-repository.js';
+import { SiemForwarderActor } from '../../plugins/audit/siem/forwarder-actor.js';
 import { buildBatch } from '../../plugins/audit/siem/payload.js';
 import type { SiemConfig } from '../../plugins/audit/siem/settings.js';
 import { AuditStore } from '../../plugins/audit/store/audit-store.js';
@@ -234,7 +234,7 @@ interface LagSample {
 
 /** Samples the forwarder's lag as its gauges define it, until stopped. */
 function lagSampler(db: Database, startedAt: number) {
-  const delivery = new SiemDeliveryStore(db);
+  const delivery = new SiemDeliveryRepository(db);
   const samples: LagSample[] = [];
   const sample = (): LagSample => {
     const checkpoint = delivery.row()?.last_seq ?? 0;
@@ -372,7 +372,7 @@ export async function run(): Promise<BenchResult[]> {
   const backlogWrong = receivedInOrder(await sink.ask('stats'), EVENTS);
 
   // Baseline: the same bodies, built and compressed beforehand, POSTed one after another.
-  const reader = new SiemDeliveryStore(h.db);
+  const reader = new SiemDeliveryRepository(h.db);
   const gzipAsync = promisify(gzip);
   const bodies: Array<{ body: Buffer; signature: string }> = [];
   let after = 0;

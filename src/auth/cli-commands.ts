@@ -62,13 +62,20 @@ function withDatabase<T>(dataDir: string, fn: (db: Database) => Promise<T>): Pro
   return fn(db).finally(() => db.close());
 }
 
-export async function runUserCommand(args: string[], ctx: CommandContext): Promise<number> {
-  try {
-    return await userCommand(args, ctx);
-  } catch (error) {
-    return reportError(error, ctx);
-  }
+export type Command = (args: string[], ctx: CommandContext) => Promise<number>;
+
+/** `command` with its usage and input errors reported as exit codes (`reportError`). */
+export function reportingErrors(command: Command): Command {
+  return async (args, ctx) => {
+    try {
+      return await command(args, ctx);
+    } catch (error) {
+      return reportError(error, ctx);
+    }
+  };
 }
+
+export const runUserCommand = reportingErrors(userCommand);
 
 async function userCommand(args: string[], ctx: CommandContext): Promise<number> {
   const [sub, ...rest] = args;
@@ -153,36 +160,34 @@ async function userCommand(args: string[], ctx: CommandContext): Promise<number>
   }
 }
 
-export async function runTokenCommand(args: string[], ctx: CommandContext): Promise<number> {
-  try {
-    const { values, positionals } = parseArgs({
-      args,
-      options: { ttl: { type: 'string' } },
-      allowPositionals: true,
-      strict: true,
-    });
-    if (positionals[0] === 'revoke') return await revokeTokens(positionals.slice(1), values, ctx);
-    const name = positionals[0];
-    if (!name || positionals.length !== 1) throw new UsageError('meshhub token: expected one user name');
-    const ttlMs = parseDuration(values.ttl ?? '1h');
-    if (ttlMs === undefined || ttlMs < 1000 || ttlMs > MAX_TOKEN_TTL_MS) {
-      throw new UsageError(
-        'meshhub token: --ttl expects a duration from 1s to 365d, like 90s, 15m, 24h or 30d',
-      );
-    }
-    const user = await withDatabase(ctx.dataDir, async (db) => {
-      const users = new UserRepository(db);
-      const found = await users.get(name);
-      return found && { ...found, tokenVersion: (await users.tokenVersion(found.username)) ?? 0 };
-    });
-    if (!user) throw new UsageError(`meshhub token: no user "${name}"`, 1);
-    const issuer = await LocalIssuer.open(ctx.dataDir, { warn: (m) => ctx.err(`meshhub: ${m}\n`) });
-    const token = await issuer.issue(user, ttlMs / 1000);
-    ctx.out(`${token.accessToken}\n`);
-    return 0;
-  } catch (error) {
-    return reportError(error, ctx);
+export const runTokenCommand = reportingErrors(tokenCommand);
+
+async function tokenCommand(args: string[], ctx: CommandContext): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args,
+    options: { ttl: { type: 'string' } },
+    allowPositionals: true,
+    strict: true,
+  });
+  if (positionals[0] === 'revoke') return await revokeTokens(positionals.slice(1), values, ctx);
+  const name = positionals[0];
+  if (!name || positionals.length !== 1) throw new UsageError('meshhub token: expected one user name');
+  const ttlMs = parseDuration(values.ttl ?? '1h');
+  if (ttlMs === undefined || ttlMs < 1000 || ttlMs > MAX_TOKEN_TTL_MS) {
+    throw new UsageError(
+      'meshhub token: --ttl expects a duration from 1s to 365d, like 90s, 15m, 24h or 30d',
+    );
   }
+  const user = await withDatabase(ctx.dataDir, async (db) => {
+    const users = new UserRepository(db);
+    const found = await users.get(name);
+    return found && { ...found, tokenVersion: (await users.tokenVersion(found.username)) ?? 0 };
+  });
+  if (!user) throw new UsageError(`meshhub token: no user "${name}"`, 1);
+  const issuer = await LocalIssuer.open(ctx.dataDir, { warn: (m) => ctx.err(`meshhub: ${m}\n`) });
+  const token = await issuer.issue(user, ttlMs / 1000);
+  ctx.out(`${token.accessToken}\n`);
+  return 0;
 }
 
 /** `meshhub token revoke <name>`: bumps the user's token version; the running hub sees it on the next request. */

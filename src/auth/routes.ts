@@ -14,6 +14,7 @@
  */
 import { getConnInfo } from '@hono/node-server/conninfo';
 import { type Context, Hono } from 'hono';
+import type { z } from 'zod';
 import { COMMON_PROBLEMS, HEADERS, problem } from '../http/openapi.js';
 import { describeRoutes } from '../http/openapi-route.js';
 import { ProblemError } from '../http/problem.js';
@@ -65,6 +66,21 @@ function noStore(): Record<string, string> {
   return { 'cache-control': 'no-store', pragma: 'no-cache' };
 }
 
+/** A token request's body: JSON, or a form as OAuth clients send it. */
+function tokenRequestBody(schema: z.ZodType) {
+  return { schema, contentTypes: ['application/json', 'application/x-www-form-urlencoded'] };
+}
+
+/** The refusals both token endpoints answer; `refused`: why the credentials were refused (401). */
+function tokenRefusals(refused: string) {
+  return {
+    400: COMMON_PROBLEMS.badInput,
+    401: problem(refused, { 'WWW-Authenticate': HEADERS.wwwAuthenticate }),
+    413: COMMON_PROBLEMS.tooLarge,
+    415: COMMON_PROBLEMS.notJson,
+  };
+}
+
 /** The OpenAPI operations of the routes below (src/http/openapi-route.ts). */
 export const tokenOperations = describeRoutes('/api/v1/auth', [
   {
@@ -73,18 +89,10 @@ export const tokenOperations = describeRoutes('/api/v1/auth', [
     operationId: 'issueToken',
     tag: 'auth',
     summary: 'A bearer token for a user of this hub (password grant)',
-    body: {
-      schema: tokenRequestSchema,
-      contentTypes: ['application/json', 'application/x-www-form-urlencoded'],
-    },
+    body: tokenRequestBody(tokenRequestSchema),
     responses: {
       200: { description: 'The token.', body: tokenResponseSchema },
-      400: COMMON_PROBLEMS.badInput,
-      401: problem('Wrong username or password (it does not say which).', {
-        'WWW-Authenticate': HEADERS.wwwAuthenticate,
-      }),
-      413: COMMON_PROBLEMS.tooLarge,
-      415: COMMON_PROBLEMS.notJson,
+      ...tokenRefusals('Wrong username or password (it does not say which).'),
       429: problem('Too many failed sign-ins from this address, or too many at once: wait Retry-After.', {
         'Retry-After': HEADERS.retryAfter,
       }),
@@ -98,18 +106,10 @@ export const tokenOperations = describeRoutes('/api/v1/auth', [
     summary: 'A new access token (and refresh token) for a refresh token',
     description:
       'Each refresh token works once: the answer carries the next one. It stops working when it expires (AUTH_REFRESH_TTL) or its user is removed, changes password or roles, or has their tokens revoked.',
-    body: {
-      schema: refreshRequestSchema,
-      contentTypes: ['application/json', 'application/x-www-form-urlencoded'],
-    },
+    body: tokenRequestBody(refreshRequestSchema),
     responses: {
       200: { description: 'The new tokens.', body: tokenResponseSchema },
-      400: COMMON_PROBLEMS.badInput,
-      401: problem('The refresh token is unknown, used, expired or revoked: sign in again.', {
-        'WWW-Authenticate': HEADERS.wwwAuthenticate,
-      }),
-      413: COMMON_PROBLEMS.tooLarge,
-      415: COMMON_PROBLEMS.notJson,
+      ...tokenRefusals('The refresh token is unknown, used, expired or revoked: sign in again.'),
     },
   },
 ]);

@@ -86,25 +86,25 @@ function embeddedIpv4(ip: string): string | undefined {
   return m?.[1];
 }
 
+/**
+ * Whether the address `bare` (no brackets) is in `list`, an IPv4 address embedded in IPv6 taken
+ * as itself; `otherwise` for what is not an IP address.
+ */
+function inBlockList(list: BlockList, bare: string, otherwise: boolean): boolean {
+  const address = embeddedIpv4(bare) ?? bare;
+  const family = isIP(address);
+  if (family === 4) return list.check(address, 'ipv4');
+  if (family === 6) return list.check(address, 'ipv6');
+  return otherwise;
+}
+
 /** True for any address that is not a public unicast address. */
 export function isNonPublicAddress(ip: string): boolean {
-  const bare = ip.replace(/^\[|\]$/g, '').replace(/%.*$/, '');
-  const mapped = embeddedIpv4(bare);
-  if (mapped) return isNonPublicAddress(mapped);
-  const family = isIP(bare);
-  if (family === 4) return NON_PUBLIC.check(bare, 'ipv4');
-  if (family === 6) return NON_PUBLIC.check(bare, 'ipv6');
-  return true;
+  return inBlockList(NON_PUBLIC, ip.replace(/^\[|\]$/g, '').replace(/%.*$/, ''), true);
 }
 
 export function isLoopbackAddress(ip: string): boolean {
-  const bare = ip.replace(/^\[|\]$/g, '');
-  const mapped = embeddedIpv4(bare);
-  if (mapped) return isLoopbackAddress(mapped);
-  const family = isIP(bare);
-  if (family === 4) return LOOPBACK.check(bare, 'ipv4');
-  if (family === 6) return LOOPBACK.check(bare, 'ipv6');
-  return false;
+  return inBlockList(LOOPBACK, ip.replace(/^\[|\]$/g, ''), false);
 }
 
 /** `localhost` or a literal loopback address (no DNS). */

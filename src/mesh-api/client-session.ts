@@ -8,10 +8,10 @@
  * Only the handshake (possibly thousands of node infos) waits for drain, bounded in time.
  */
 import type { Socket } from 'node:net';
-import { create, fromBinary, type MessageInitShape, toBinary } from '@bufbuild/protobuf';
+import { create, type MessageInitShape, toBinary } from '@bufbuild/protobuf';
 import { Mesh } from '@meshtastic/protobufs';
 import { StreamClosedError, waitForDrain } from '../kernel/timing.js';
-import { encodeFrame, StreamFramer } from '../mesh/framing.js';
+import { encodeFrame, StreamFramer, toRadioEvents } from '../mesh/framing.js';
 
 type FromRadioVariant = MessageInitShape<typeof Mesh.FromRadioSchema>['payloadVariant'];
 
@@ -126,19 +126,10 @@ export class ClientSession {
     if (this.closed) return;
     // Any frame counts as contact, as in firmware (lastContactMsec); so does any byte here.
     this.idleTimer?.refresh();
-    for (const event of this.framer.push(chunk)) {
+    for (const event of toRadioEvents(this.framer.push(chunk))) {
       if (this.closed) return;
-      if (event.kind === 'corrupt') this.options.onFrameError(this, 'frame');
-      if (event.kind !== 'frame') continue;
-      let message: Mesh.ToRadio;
-      try {
-        message = fromBinary(Mesh.ToRadioSchema, event.payload);
-      } catch {
-        // Firmware: "Error: ignore malformed toradio".
-        this.options.onFrameError(this, 'protobuf');
-        continue;
-      }
-      this.onToRadio(message);
+      if (event.kind === 'message') this.onToRadio(event.message);
+      else this.options.onFrameError(this, event.kind === 'corrupt' ? 'frame' : 'protobuf');
     }
   }
 

@@ -6,6 +6,8 @@
  * Use a fresh `StreamFramer` for every connection: a half-read frame must never leak into the
  * next one.
  */
+import { fromBinary } from '@bufbuild/protobuf';
+import { Mesh } from '@meshtastic/protobufs';
 
 import { CONTROL_CHAR_IN_TEXT } from '../kernel/text.js';
 import { PacketTooLargeError } from './errors.js';
@@ -21,6 +23,32 @@ export type FramerEvent =
   | { kind: 'frame'; payload: Uint8Array }
   | { kind: 'log'; line: string }
   | { kind: 'corrupt'; reason: string };
+
+/** What a phone-API client's frames say: a ToRadio, a corrupt frame, or a frame that is no ToRadio. */
+export type ToRadioEvent =
+  | { kind: 'message'; message: Mesh.ToRadio }
+  | { kind: 'corrupt'; reason: string }
+  | { kind: 'malformed' };
+
+/**
+ * The frames among `events` decoded as ToRadio, one at a time (the caller may stop between
+ * them); log text is skipped, a frame that does not decode is reported, never thrown
+ * (firmware: "Error: ignore malformed toradio").
+ */
+export function* toRadioEvents(events: Iterable<FramerEvent>): Generator<ToRadioEvent> {
+  for (const event of events) {
+    if (event.kind === 'corrupt') yield event;
+    if (event.kind !== 'frame') continue;
+    let message: Mesh.ToRadio;
+    try {
+      message = fromBinary(Mesh.ToRadioSchema, event.payload);
+    } catch {
+      yield { kind: 'malformed' };
+      continue;
+    }
+    yield { kind: 'message', message };
+  }
+}
 
 export function encodeFrame(payload: Uint8Array): Uint8Array {
   const n = payload.length;

@@ -1,11 +1,8 @@
 import { create } from '@bufbuild/protobuf';
 import { Mesh } from '@meshtastic/protobufs';
-import type { HubBus } from '../domain/events.js';
 import type { RadioSendRequest, RadioStatus, RadioTap } from '../domain/radio.js';
 import { Actor } from '../kernel/actor.js';
-import type { Logger } from '../log.js';
-import type { HubMetrics } from '../metrics.js';
-import type { Database } from '../store/database.js';
+import type { HubActorDeps } from '../module.js';
 import { HubState } from '../store/hub-state.js';
 import { PayloadDecodeError, TransportClosedError } from './errors.js';
 import { decodeHeardPacket, nodeUpdateFromNodeInfo } from './packet-decoder.js';
@@ -39,11 +36,7 @@ export class RadioActor extends Actor {
   private mirror: RadioTap | undefined;
 
   constructor(
-    private readonly deps: {
-      bus: HubBus;
-      log: Logger;
-      metrics: HubMetrics;
-      db: Database;
+    private readonly deps: HubActorDeps & {
       plan: RadioPlan;
       heartbeatMs: number;
       /** Shared with the MQTT path: a packet a gateway uplinked first is announced once. */

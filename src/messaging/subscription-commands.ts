@@ -4,7 +4,7 @@
  * midnight UTC; a date-time with an offset is taken as given.
  */
 import { parseArgs } from 'node:util';
-import { type CommandContext, openHubDatabase, reportError, UsageError } from '../auth/cli-commands.js';
+import { type CommandContext, openHubDatabase, reportingErrors, UsageError } from '../auth/cli-commands.js';
 import { EXTERNAL_PRINCIPAL_PREFIX } from '../auth/hub-identity.js';
 import { UserRepository } from '../auth/users.js';
 import { type Subscription, SubscriptionRepository } from './subscription-repository.js';
@@ -41,13 +41,7 @@ function describe(s: Subscription, now: number): string {
   return `#${s.id} ${s.subscriber} ${state} ${until} (${s.source}): ${scope}`;
 }
 
-export async function runSubscriptionCommand(args: string[], ctx: CommandContext): Promise<number> {
-  try {
-    return await subscriptionCommand(args, ctx);
-  } catch (error) {
-    return reportError(error, ctx);
-  }
-}
+export const runSubscriptionCommand = reportingErrors(subscriptionCommand);
 
 async function subscriptionCommand(args: string[], ctx: CommandContext): Promise<number> {
   const [sub, ...rest] = args;

@@ -2,18 +2,14 @@ import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { TokenVerifier } from '../auth/jwt-verifier.js';
 import type { LoginThrottle } from '../auth/login-throttle.js';
-import type { HubBus } from '../domain/events.js';
 import type { MeshPacketFanOut } from '../domain/mesh.js';
 import type { ReadingSink } from '../ingest/reading-sink.js';
 import { Actor } from '../kernel/actor.js';
-import type { Logger } from '../log.js';
 import type { ChannelKey } from '../mesh/mqtt/channel-keys.js';
 import { ChannelKeyring } from '../mesh/mqtt/channel-keys.js';
 import type { TrustedGateways } from '../mesh/mqtt/trusted-gateways.js';
 import { MeshUplinkDecoder } from '../mesh/mqtt/uplink.js';
-import type { HubMetrics } from '../metrics.js';
-import type { MqttTopicRegistry } from '../module.js';
-import type { Database } from '../store/database.js';
+import type { HubActorDeps, MqttTopicRegistry } from '../module.js';
 import { NodeRepository } from '../store/nodes-repository.js';
 import { type CheckPassword, MqttAuthenticator } from './authenticator.js';
 import { MqttBroker, WEBSOCKET_PATH } from './broker.js';
@@ -63,11 +59,7 @@ export class MqttBrokerActor extends Actor {
   private stopTallies: (() => void) | undefined;
 
   constructor(
-    private readonly deps: {
-      bus: HubBus;
-      log: Logger;
-      metrics: HubMetrics;
-      db: Database;
+    private readonly deps: HubActorDeps & {
       fanOut: MeshPacketFanOut;
       sink: ReadingSink;
       settings: MqttSettings;

@@ -18,6 +18,10 @@ import { latestColumnsDdl, readingColumnsDdl, rollupColumnsDdl } from './rollups
 const SQLITE_TYPES = { real: 'REAL', time: 'INTEGER' };
 const COLUMN_SEPARATOR = ',\n        ';
 
+/**
+ * One rollup table (readings_hourly, readings_daily): sum and count per metric per node and
+ * bucket; wind direction as sums of sin and cos, for a circular mean.
+ */
 const rollupTable = (name: string) => `CREATE TABLE ${name} (
         node_id TEXT NOT NULL,
         bucket_start INTEGER NOT NULL,

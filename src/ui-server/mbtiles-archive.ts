@@ -6,11 +6,11 @@
 import BetterSqlite3 from 'better-sqlite3';
 import {
   MapTilesError,
-  plainAttribution,
   type RasterFormat,
   sniffRasterFormat,
   type TileArchive,
   type TileArchiveInfo,
+  tileArchiveInfo,
 } from './tile-archive.js';
 
 type TileStatement = BetterSqlite3.Statement<[number, number, number], { tile_data: Buffer }>;
@@ -83,17 +83,15 @@ export function openMbtiles(path: string): TileArchive {
     const maxZoom = Number(metadata.get('maxzoom') ?? zooms.hi);
     const bounds = numberList(metadata.get('bounds'), 4) as TileArchiveInfo['bounds'];
     const center = numberList(metadata.get('center'), 3) as TileArchiveInfo['center'];
-    const attribution = plainAttribution(metadata.get('attribution'));
-    const name = plainAttribution(metadata.get('name'));
-    const info: TileArchiveInfo = {
+    const info = tileArchiveInfo({
       format,
       minZoom: Number.isInteger(minZoom) ? minZoom : zooms.lo,
       maxZoom: Number.isInteger(maxZoom) ? maxZoom : zooms.hi,
-      ...(bounds ? { bounds } : {}),
-      ...(center ? { center } : {}),
-      ...(attribution ? { attribution } : {}),
-      ...(name ? { name } : {}),
-    };
+      bounds,
+      center,
+      attribution: metadata.get('attribution'),
+      name: metadata.get('name'),
+    });
     return {
       kind: 'mbtiles',
       path,

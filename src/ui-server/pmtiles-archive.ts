@@ -5,13 +5,7 @@
 import { open } from 'node:fs/promises';
 import { gunzipSync } from 'node:zlib';
 import { Compression, PMTiles, type RangeResponse, type Source, TileType } from 'pmtiles';
-import {
-  MapTilesError,
-  plainAttribution,
-  type RasterFormat,
-  type TileArchive,
-  type TileArchiveInfo,
-} from './tile-archive.js';
+import { MapTilesError, type RasterFormat, type TileArchive, tileArchiveInfo } from './tile-archive.js';
 
 const RASTER_TYPES: Partial<Record<TileType, RasterFormat>> = {
   [TileType.Png]: 'png',
@@ -65,17 +59,15 @@ export async function openPmtiles(path: string): Promise<TileArchive> {
       // Metadata is optional for us: the header has what the map needs.
     }
     const boundsKnown = header.minLon < header.maxLon && header.minLat < header.maxLat;
-    const attribution = plainAttribution(metadata.attribution);
-    const name = plainAttribution(metadata.name);
-    const info: TileArchiveInfo = {
+    const info = tileArchiveInfo({
       format,
       minZoom: header.minZoom,
       maxZoom: header.maxZoom,
       ...(boundsKnown ? { bounds: [header.minLon, header.minLat, header.maxLon, header.maxLat] } : {}),
       ...(boundsKnown ? { center: [header.centerLon, header.centerLat, header.centerZoom] } : {}),
-      ...(attribution ? { attribution } : {}),
-      ...(name ? { name } : {}),
-    };
+      attribution: metadata.attribution,
+      name: metadata.name,
+    });
     return {
       kind: 'pmtiles',
       path,

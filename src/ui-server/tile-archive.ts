@@ -69,6 +69,33 @@ export function plainAttribution(value: unknown): string | undefined {
   return text || undefined;
 }
 
+/**
+ * An archive's info from what its file says: bounds and center only when known, attribution
+ * and name as plain text and only when not empty.
+ */
+export function tileArchiveInfo(fields: {
+  format: RasterFormat;
+  minZoom: number;
+  maxZoom: number;
+  bounds?: TileArchiveInfo['bounds'];
+  center?: TileArchiveInfo['center'];
+  attribution: unknown;
+  name: unknown;
+}): TileArchiveInfo {
+  const { format, minZoom, maxZoom, bounds, center } = fields;
+  const attribution = plainAttribution(fields.attribution);
+  const name = plainAttribution(fields.name);
+  return {
+    format,
+    minZoom,
+    maxZoom,
+    ...(bounds ? { bounds } : {}),
+    ...(center ? { center } : {}),
+    ...(attribution ? { attribution } : {}),
+    ...(name ? { name } : {}),
+  };
+}
+
 /** Whether z/x/y name a tile of the Web Mercator pyramid. */
 export function validTileAddress(z: number, x: number, y: number): boolean {
   if (!Number.isInteger(z) || z < 0 || z > 30) return false;

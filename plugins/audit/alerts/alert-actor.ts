@@ -7,7 +7,7 @@ import type { HubBus } from '../../../src/domain/events.js';
 import { Actor, type KernelLogger } from '../../../src/kernel/actor.js';
 import type { ModuleMetrics } from '../../../src/module.js';
 import type { AuditStore } from '../store/audit-store.js';
-import { AlertStore } from './alert-store.js';
+import { AlertRepository } from './alert-repository.js';
 import { toApiAlert } from './api-json.js';
 import { AlertEngine } from './engine.js';
 import type { AlertConfig } from './settings.js';
@@ -34,7 +34,7 @@ export class AlertActor extends Actor {
   constructor(private readonly deps: AlertActorDeps) {
     super();
     const { config, metrics, log, bus } = deps;
-    const alerts = () => AlertStore.on(deps.store.repos().db);
+    const alerts = () => AlertRepository.on(deps.store.repos().db);
     const fired = metrics.counter({
       name: 'alerts_fired_total',
       help: 'Alerts fired by audit alert rules, by severity',

@@ -1,7 +1,7 @@
 /**
  * Rules and alerts as the API shows them: the stored rows written in the shapes of schemas.ts.
  */
-import type { AlertRow, Rule } from './alert-store.js';
+import type { AlertRow, Rule } from './alert-repository.js';
 import { conditionJson, formatDuration } from './condition.js';
 import type { ApiAlert, ApiRule } from './schemas.js';
 

@@ -3,7 +3,7 @@
  *
  * - Runs on the writer's stored-events hook (AuditStore.onStored), which reports only events
  *   that were new: an event fetched again by the overlap is never evaluated twice.
- * - The compiled rules are cached and rebuilt when a rule was written (AlertStore.revision):
+ * - The compiled rules are cached and rebuilt when a rule was written (AlertRepository.revision):
  *   a change applies to the next event, without a restart.
  * - A batch is evaluated in timestamp order, in one transaction: threshold matches and alerts
  *   commit together. Counting and "once per window" use the events' own timestamps, so a
@@ -16,11 +16,11 @@
  */
 import type { KernelLogger } from '../../../src/kernel/actor.js';
 import type { StoredEvent } from '../store/event-writer.js';
-import type { AlertRow, AlertStore, Delivery } from './alert-store.js';
+import type { AlertRepository, AlertRow, Delivery } from './alert-repository.js';
 import { type AlertableEvent, type CompiledRule, compileRule, EventMemo } from './matcher.js';
 
 export interface AlertEngineOptions {
-  store: () => AlertStore;
+  store: () => AlertRepository;
   timeZone: string;
   /** Webhook configured: new alerts start as `pending`. */
   webhook: boolean;
@@ -32,7 +32,7 @@ export interface AlertEngineOptions {
 
 export class AlertEngine {
   private compiled: CompiledRule[] = [];
-  private compiledFor: { store: AlertStore; revision: number } | undefined;
+  private compiledFor: { store: AlertRepository; revision: number } | undefined;
   evaluated = 0;
   fired = 0;
 

@@ -11,11 +11,11 @@ import type { AuditEnv } from '../http/context.js';
 import type { AuditConfig } from '../settings.js';
 import type { AuditStore } from '../store/audit-store.js';
 import { AlertActor, type AlertActorDeps } from './alert-actor.js';
-import { AlertStore } from './alert-store.js';
+import { AlertRepository } from './alert-repository.js';
 import { alertsRoutes, rulesRoutes } from './routes.js';
 
 export interface Alerting {
-  alerts: () => AlertStore;
+  alerts: () => AlertRepository;
   /** Present exactly when ALERTS_ENABLED=true: rules are evaluated. */
   actor?: AlertActor;
   config: AuditConfig;
@@ -31,7 +31,7 @@ export function createAlerting(deps: {
 }): Alerting {
   const { config } = deps;
   return {
-    alerts: () => AlertStore.on(deps.store.repos().db),
+    alerts: () => AlertRepository.on(deps.store.repos().db),
     config,
     ...(config.features.alertsEnabled
       ? {

@@ -20,7 +20,7 @@ import { type AuditEnv, callerOf, fieldProblem, jsonBody } from '../http/context
 import { bodyTooLarge } from '../http/events-routes.js';
 import { queryObject } from '../http/filters.js';
 import { trailOf } from '../http/trail.js';
-import { type AlertPosition, type AlertStore, RuleNameTakenError } from './alert-store.js';
+import { type AlertPosition, type AlertRepository, RuleNameTakenError } from './alert-repository.js';
 import { toApiAlert, toApiRule } from './api-json.js';
 import { conditionJson, MAX_RULES, ruleBodySchema } from './condition.js';
 import { alertsPosition, alertsQuerySchema } from './query.js';
@@ -181,7 +181,7 @@ export function alertOperations(signedIn: Record<number, ResponseSpec>): Operati
   ];
 }
 
-export function rulesRoutes(deps: { alerts: () => AlertStore }, app: Hono<AuditEnv>): void {
+export function rulesRoutes(deps: { alerts: () => AlertRepository }, app: Hono<AuditEnv>): void {
   const parseBody = async (c: Parameters<typeof jsonBody>[0]) => {
     const parsed = ruleBodySchema.safeParse(await jsonBody(c));
     if (!parsed.success) throw ruleProblem(parsed.error);
@@ -268,7 +268,7 @@ export function encodeAlertsCursor(direction: 'next' | 'prev', p: AlertPosition)
   return alertsCursor.encode({ k: 'alerts', d: direction, at: p.at, id: p.id });
 }
 
-export function alertsRoutes(deps: { alerts: () => AlertStore }, app: Hono<AuditEnv>): void {
+export function alertsRoutes(deps: { alerts: () => AlertRepository }, app: Hono<AuditEnv>): void {
   app.get('/', (c) => {
     const parsed = alertsQuerySchema.safeParse(queryObject(c.req.queries()));
     if (!parsed.success) throw ruleProblem(parsed.error);

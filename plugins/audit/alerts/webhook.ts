@@ -17,7 +17,7 @@ import { type GuardedFetch, guardedFetch, refusedAddressOf } from '../../../src/
 import { checkOutboundUrl, OutboundUrlError } from '../../../src/http/outbound-url.js';
 import type { KernelLogger } from '../../../src/kernel/actor.js';
 import { exponentialDelay } from '../../../src/kernel/backoff.js';
-import type { AlertRow, AlertStore } from './alert-store.js';
+import type { AlertRepository, AlertRow } from './alert-repository.js';
 import { toApiAlert } from './api-json.js';
 import type { AlertWebhookConfig } from './settings.js';
 
@@ -25,7 +25,7 @@ export const WEBHOOK_QUEUE_LIMIT = 1_000;
 
 export interface WebhookOptions {
   config: AlertWebhookConfig;
-  store: () => AlertStore;
+  store: () => AlertRepository;
   log: KernelLogger;
   onOutcome: (outcome: 'delivered' | 'failed' | 'dropped') => void;
   /** Replaces the network (tests' fakes): then only the URL checks apply. */

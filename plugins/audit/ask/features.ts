@@ -12,7 +12,7 @@ import { redisBackend } from '../cache/redis.js';
 import { sqliteBackend } from '../cache/sqlite.js';
 import type { CacheBackend } from '../cache/store.js';
 import type { PrivacyPolicy } from '../http/privacy.js';
-import { AskJobRunner } from '../jobs/job-runner.js';
+import { AskJobRunnerActor } from '../jobs/job-runner-actor.js';
 import { checkLlmBaseUrlResolved } from '../llm/base-url.js';
 import { ChatCompletionsClient, type LanguageModel, NO_MODEL } from '../llm/client.js';
 import type { AuditConfig } from '../settings.js';
@@ -84,6 +84,6 @@ export async function createAiFeatures(deps: {
     maxEvents: config.ai.maxEvents,
     log,
   });
-  const runner = new AskJobRunner({ backend, service, log, onStop: () => llm.close() });
+  const runner = new AskJobRunnerActor({ backend, service, log, onStop: () => llm.close() });
   return { service, runner, backend };
 }

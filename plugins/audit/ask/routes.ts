@@ -19,8 +19,8 @@ import { type AuditEnv, callerOf, fieldProblem, jsonBody } from '../http/context
 import { parseEventId } from '../http/event-json.js';
 import { bodyTooLarge } from '../http/events-routes.js';
 import { eventIdPathSchema } from '../http/schemas.js';
-import type { AskJobRunner } from '../jobs/job-runner.js';
-import { ownerOf } from '../jobs/job-runner.js';
+import type { AskJobRunnerActor } from '../jobs/job-runner-actor.js';
+import { ownerOf } from '../jobs/job-runner-actor.js';
 import type { AskService } from './ask-service.js';
 import {
   askAcceptedSchema,
@@ -33,7 +33,7 @@ import {
 
 export interface AiFeatures {
   service: AskService;
-  runner: AskJobRunner;
+  runner: AskJobRunnerActor;
   backend: CacheBackend;
 }
 

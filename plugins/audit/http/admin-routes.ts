@@ -17,7 +17,7 @@ import { type Alerting, alertFeatures } from '../alerts/index.js';
 import type { AiFeatures } from '../ask/routes.js';
 import type { AuditCollectorActor } from '../collector-actor.js';
 import type { AuditConfig } from '../settings.js';
-import type { SiemForwarderActor } from '../siem/forwarder.js';
+import type { SiemForwarderActor } from '../siem/forwarder-actor.js';
 import type { SourceName } from '../sources.js';
 import type { AuditStore } from '../store/audit-store.js';
 import { filterOptions } from '../store/filter-options.js';

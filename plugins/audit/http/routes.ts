@@ -16,7 +16,7 @@ import { type AiFeatures, askRoutes, explainRoutes, jobRoutes } from '../ask/rou
 import type { AuditCollectorActor } from '../collector-actor.js';
 import type { AuditMetrics } from '../metrics.js';
 import type { AuditConfig } from '../settings.js';
-import type { SiemForwarderActor } from '../siem/forwarder.js';
+import type { SiemForwarderActor } from '../siem/forwarder-actor.js';
 import type { AuditStore } from '../store/audit-store.js';
 import { configRoutes, fetchRoutes, filterOptionsRoutes, sourceHealthRoutes } from './admin-routes.js';
 import { authenticate, requireAccess, requireAccessByMethod } from './auth.js';

@@ -21,7 +21,7 @@
  * each `{"time": <epoch seconds with milliseconds>, "host", "source": "meshhub:<source>",
  * "sourcetype", ["index",] "event": {…the same event object…}}`.
  */
-import type { OutboxEvent } from './delivery-store.js';
+import type { OutboxEvent } from './delivery-repository.js';
 import type { SiemFormat } from './settings.js';
 
 export const MESHHUB_SCHEMA = 'meshhub.audit.events';

@@ -5,11 +5,11 @@
  * with it.
  */
 import type { Socket } from 'node:net';
-import { create, fromBinary, toBinary } from '@bufbuild/protobuf';
+import { create, toBinary } from '@bufbuild/protobuf';
 import { Mesh } from '@meshtastic/protobufs';
 import { StreamClosedError, waitForDrain } from '../../kernel/timing.js';
 import type { Logger } from '../../log.js';
-import { encodeFrame, StreamFramer } from '../framing.js';
+import { encodeFrame, StreamFramer, toRadioEvents } from '../framing.js';
 import { isPresent, type SimNetwork, type SimNode } from './nodes.js';
 import {
   type FromRadioInit,
@@ -147,19 +147,12 @@ export class SimClientSession implements SimClient {
   }
 
   private onData(chunk: Buffer): void {
-    for (const event of this.framer.push(chunk)) {
+    for (const event of toRadioEvents(this.framer.push(chunk))) {
       if (this.closed) return;
-      if (event.kind === 'corrupt') this.log.debug({ reason: event.reason }, 'corrupt frame from sim client');
-      if (event.kind !== 'frame') continue;
-      let message: Mesh.ToRadio;
-      try {
-        message = fromBinary(Mesh.ToRadioSchema, event.payload);
-      } catch {
-        // Firmware: "Error: ignore malformed toradio".
-        this.log.debug({ client: this.remote }, 'malformed ToRadio ignored');
-        continue;
-      }
-      this.onToRadio(message);
+      if (event.kind === 'message') this.onToRadio(event.message);
+      else if (event.kind === 'corrupt')
+        this.log.debug({ reason: event.reason }, 'corrupt frame from sim client');
+      else this.log.debug({ client: this.remote }, 'malformed ToRadio ignored');
     }
   }
 

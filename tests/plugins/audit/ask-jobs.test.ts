@@ -12,7 +12,7 @@ import { EXPLAIN_SYSTEM_PROMPT } from '../../../plugins/audit/ask/prompt.js';
 import { sqliteBackend } from '../../../plugins/audit/cache/sqlite.js';
 import { ANONYMOUS } from '../../../plugins/audit/http/context.js';
 import { PrivacyPolicy } from '../../../plugins/audit/http/privacy.js';
-import { AskJobRunner, JOB_TTL_MS } from '../../../plugins/audit/jobs/job-runner.js';
+import { AskJobRunnerActor, JOB_TTL_MS } from '../../../plugins/audit/jobs/job-runner-actor.js';
 import { NO_MODEL } from '../../../plugins/audit/llm/client.js';
 import { AuditStore } from '../../../plugins/audit/store/audit-store.js';
 import { closeDatabase, openDatabase } from '../../../src/store/database.js';
@@ -228,7 +228,7 @@ describe('the job store', () => {
         log: silent,
         now: () => clock,
       });
-      const runner = new AskJobRunner({ backend, service, log: silent });
+      const runner = new AskJobRunnerActor({ backend, service, log: silent });
       await runner.start();
       await runner.idle();
       const job = await backend.jobs.get('interrupted');

@@ -11,7 +11,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import {
   type GraphSubscriptionActor,
   SUBSCRIPTION_LIFETIME_MS,
-} from '../../../plugins/audit/microsoft/graph-subscription.js';
+} from '../../../plugins/audit/microsoft/graph-subscription-actor.js';
 import { FakeMicrosoft } from '../../fakes/microsoft/fake-microsoft.js';
 import { directoryAudit } from '../../fakes/microsoft/fixtures.js';
 import { type AuditTestApp, auditApp, jsonInit } from './helpers.js';

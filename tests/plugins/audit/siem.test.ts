@@ -7,8 +7,8 @@
 import { gunzipSync } from 'node:zlib';
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { OutboxEvent } from '../../../plugins/audit/siem/delivery-store.js';
-import { SiemForwarderActor } from '../../../plugins/audit/siem/forwarder.js';
+import type { OutboxEvent } from '../../../plugins/audit/siem/delivery-repository.js';
+import { SiemForwarderActor } from '../../../plugins/audit/siem/forwarder-actor.js';
 import { eventJson } from '../../../plugins/audit/siem/payload.js';
 import { AuditStore } from '../../../plugins/audit/store/audit-store.js';
 import type { ModuleMetrics } from '../../../src/module.js';

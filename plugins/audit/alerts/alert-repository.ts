@@ -1,7 +1,7 @@
 /**
  * Alert rules, their firings and the matches threshold rules count, in the plugin's tables
  * (store/schema.ts, versions 3 and 4). Plain functions over the hub's one connection: the routes
- * and the evaluator share one instance per connection (`AlertStore.on(db)`).
+ * and the evaluator share one instance per connection (`AlertRepository.on(db)`).
  */
 import type { Database, Statement } from '../../../src/store/database.js';
 import { type Condition, conditionSchema, type RuleBody } from './condition.js';
@@ -88,18 +88,18 @@ export function ruleFromRow(row: RuleRow): Rule {
 const isUniqueViolation = (error: unknown) =>
   error instanceof Error && /UNIQUE constraint failed: audit_alert_rules\.name_folded/.test(error.message);
 
-export class AlertStore {
-  private static readonly byDb = new WeakMap<Database, AlertStore>();
+export class AlertRepository {
+  private static readonly byDb = new WeakMap<Database, AlertRepository>();
   /** Bumped on every rule write: the evaluator recompiles when it changed. */
   revision = 0;
 
   private readonly s: Record<string, Statement>;
 
-  static on(db: Database): AlertStore {
-    let store = AlertStore.byDb.get(db);
+  static on(db: Database): AlertRepository {
+    let store = AlertRepository.byDb.get(db);
     if (!store) {
-      store = new AlertStore(db);
-      AlertStore.byDb.set(db, store);
+      store = new AlertRepository(db);
+      AlertRepository.byDb.set(db, store);
     }
     return store;
   }

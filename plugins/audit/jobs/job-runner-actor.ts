@@ -24,7 +24,7 @@ interface StoredRequest {
   caller: Caller;
 }
 
-export class AskJobRunner extends Actor {
+export class AskJobRunnerActor extends Actor {
   readonly name = 'audit-ask-jobs';
   override readonly dependsOn = ['store'];
   override readonly required = false;

@@ -48,7 +48,7 @@ export type OutboxEvent = [
   raw: string | null,
 ];
 
-export class SiemDeliveryStore {
+export class SiemDeliveryRepository {
   private readonly readRow: Statement;
   private readonly insertRow: Statement;
   private readonly advance: Statement;

@@ -4,7 +4,7 @@
  * at least once.
  *
  * The events table is the queue and `audit_siem_delivery.last_seq` the checkpoint (see
- * delivery-store.ts): the forwarder reads the events after the checkpoint, sends them as one
+ * delivery-repository.ts): the forwarder reads the events after the checkpoint, sends them as one
  * batch, and moves the checkpoint only when the receiver accepted the batch. Nothing is held in
  * memory, so a SIEM that is down for a day costs a day of backlog in SQLite (which retention
  * bounds), and a restart resumes from the checkpoint. A batch accepted just before a crash, whose
@@ -25,7 +25,7 @@ import { equalJitter, exponentialDelay } from '../../../src/kernel/backoff.js';
 import type { ModuleMetrics } from '../../../src/module.js';
 import type { Database } from '../../../src/store/database.js';
 import type { AuditStore } from '../store/audit-store.js';
-import { type SiemDeliveryRow, SiemDeliveryStore, type SiemStatus } from './delivery-store.js';
+import { SiemDeliveryRepository, type SiemDeliveryRow, type SiemStatus } from './delivery-repository.js';
 import { type Batch, buildBatch } from './payload.js';
 import { type PreparedRequest, type SendOutcome, SiemSender } from './sender.js';
 import type { SiemConfig } from './settings.js';
@@ -55,7 +55,7 @@ export class SiemForwarderActor extends Actor {
 
   private readonly sender: SiemSender;
   private readonly host: string;
-  private deliveryFor: { db: Database; store: SiemDeliveryStore } | undefined;
+  private deliveryFor: { db: Database; store: SiemDeliveryRepository } | undefined;
   private abort = new AbortController();
   private loop: Promise<void> | undefined;
   private wake: (() => void) | undefined;
@@ -103,9 +103,9 @@ export class SiemForwarderActor extends Actor {
   }
 
   /** The delivery store of the current connection (the store actor may reopen it). */
-  private delivery(): SiemDeliveryStore {
+  private delivery(): SiemDeliveryRepository {
     const db = this.deps.store.repos().db;
-    if (this.deliveryFor?.db !== db) this.deliveryFor = { db, store: new SiemDeliveryStore(db) };
+    if (this.deliveryFor?.db !== db) this.deliveryFor = { db, store: new SiemDeliveryRepository(db) };
     return this.deliveryFor.store;
   }
 
@@ -251,7 +251,7 @@ export class SiemForwarderActor extends Actor {
   }
 
   /** Up to `batchLimit` events after `after`, as a body being gzip'd and signed (undefined: none). */
-  private readBatch(delivery: SiemDeliveryStore, after: number): Outgoing | undefined {
+  private readBatch(delivery: SiemDeliveryRepository, after: number): Outgoing | undefined {
     const { config } = this.deps;
     const events = delivery.eventsAfter(after, this.batchLimit);
     if (!events.length) return undefined;
@@ -272,7 +272,7 @@ export class SiemForwarderActor extends Actor {
     outcome: Exclude<SendOutcome, { ok: true }>,
     batch: Batch,
     checkpoint: number,
-    delivery: SiemDeliveryStore,
+    delivery: SiemDeliveryRepository,
   ): Promise<void> {
     const { log } = this.deps;
     if (this.abort.signal.aborted) return;
@@ -296,7 +296,7 @@ export class SiemForwarderActor extends Actor {
 
   private async failed(
     outcome: Exclude<SendOutcome, { ok: true }>,
-    delivery: SiemDeliveryStore,
+    delivery: SiemDeliveryRepository,
   ): Promise<void> {
     const { config, log } = this.deps;
     const hold = outcome.kind !== 'retry';
