@@ -13,6 +13,7 @@ import { formatDateTime } from '../lib/format.js';
 import { type ApiError, plainWords } from '../lib/problem.js';
 import { sessionStore } from '../state/session.js';
 import './billing.css';
+import { LoadError, Loading } from '../components/load-states.js';
 import { planPeriod, planPrice, subscriptionWords } from './subscription-words.js';
 
 interface AdminData {
@@ -103,20 +104,9 @@ export function AdminBillingPage({ billingOn }: { billingOn: boolean }) {
 
   let body: ComponentChildren;
   if (error && !data) {
-    body = (
-      <div class="notice notice-error" role="alert">
-        <p>{plainWords(error)}</p>
-        <button type="button" class="button button-small" onClick={() => void reload()}>
-          Try again
-        </button>
-      </div>
-    );
+    body = <LoadError error={error} onRetry={() => void reload()} small />;
   } else if (!data) {
-    body = (
-      <p class="loading" role="status">
-        Loading…
-      </p>
-    );
+    body = <Loading>Loading…</Loading>;
   } else {
     const plan = (id: string) => data.plans.find((p) => p.id === id);
     const planName = (id: string) => plan(id)?.name ?? id;

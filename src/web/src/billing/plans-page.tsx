@@ -13,6 +13,7 @@ import { meshStore } from '../state/mesh.js';
 import { sessionStore } from '../state/session.js';
 import { billingStore, buyPlan, followSubscriptions, loadPlans, openCheckout } from './billing-state.js';
 import './billing.css';
+import { LoadError, Loading } from '../components/load-states.js';
 import { RenewButton } from './renew-button.js';
 import { canRenew, openInvoiceLink, planPeriod, planPrice, subscriptionWords } from './subscription-words.js';
 
@@ -123,20 +124,9 @@ export function PlansPage({ billingOn }: { billingOn: boolean }) {
 
   let plans: ComponentChildren;
   if (billing.plansError && !billing.plansLoaded) {
-    plans = (
-      <div class="notice notice-error" role="alert">
-        <p>{plainWords(billing.plansError)}</p>
-        <button type="button" class="button button-small" onClick={() => void loadPlans()}>
-          Try again
-        </button>
-      </div>
-    );
+    plans = <LoadError error={billing.plansError} onRetry={() => void loadPlans()} small />;
   } else if (!billing.plansLoaded) {
-    plans = (
-      <p class="loading" role="status">
-        Loading the plans…
-      </p>
-    );
+    plans = <Loading>Loading the plans…</Loading>;
   } else if (billing.plans.length === 0) {
     plans = <p class="muted">No plans are on offer right now.</p>;
   } else {
