@@ -13,6 +13,7 @@ import { formatDateTime } from '../lib/format.js';
 import { type ApiError, plainWords } from '../lib/problem.js';
 import { sessionStore } from '../state/session.js';
 import './billing.css';
+import { DataTable } from '../components/data-table.js';
 import { LoadError, Loading } from '../components/load-states.js';
 import { planPeriod, planPrice, subscriptionWords } from './subscription-words.js';
 
@@ -31,32 +32,8 @@ async function loadAdminData(token: string): Promise<AdminData> {
   return { subscriptions: subscriptions.data, plans: plans.data };
 }
 
-function Table({
-  caption,
-  head,
-  children,
-}: {
-  caption: string;
-  head: string[];
-  children: ComponentChildren;
-}) {
-  return (
-    <div class="table-scroll">
-      <table class="billing-table">
-        <caption>{caption}</caption>
-        <thead>
-          <tr>
-            {head.map((h) => (
-              <th key={h} scope="col">
-                {h}
-              </th>
-            ))}
-          </tr>
-        </thead>
-        <tbody>{children}</tbody>
-      </table>
-    </div>
-  );
+function Table({ head, ...props }: { caption: string; head: string[]; children: ComponentChildren }) {
+  return <DataTable wrapClass="table-scroll" tableClass="billing-table" columns={head} {...props} />;
 }
 
 export function AdminBillingPage({ billingOn }: { billingOn: boolean }) {

@@ -14,8 +14,8 @@ import { sessionStore } from '../state/session.js';
 import { billingStore, buyPlan, followSubscriptions, loadPlans, openCheckout } from './billing-state.js';
 import './billing.css';
 import { LoadError, Loading } from '../components/load-states.js';
-import { RenewButton } from './renew-button.js';
-import { canRenew, openInvoiceLink, planPeriod, planPrice, subscriptionWords } from './subscription-words.js';
+import { SubscriptionState } from './subscription-state.js';
+import { planPeriod, planPrice } from './subscription-words.js';
 
 function PlanNodes({ nodes }: { nodes: BillingPlan['nodes'] }) {
   const mesh = useStore(meshStore);
@@ -84,21 +84,10 @@ function MySubscriptions() {
   return (
     <ul class="subscriptions" aria-live="polite">
       {billing.subscriptions.map((s) => {
-        const words = subscriptionWords(s, now);
-        const pay = openInvoiceLink(s);
         return (
           <li key={s.id} class="subscription" data-subscription-id={s.id} data-status={s.status}>
             <span class="subscription-plan">{planName(s.plan_id)}</span>
-            <span class={`pill pill-${words.tone}`} data-testid="subscription-state">
-              <span class="dot" aria-hidden="true" />
-              {words.text}
-            </span>
-            {pay && (
-              <a class="button button-small" href={pay}>
-                Pay the invoice
-              </a>
-            )}
-            {canRenew(s, now) && <RenewButton subscriptionId={s.id} />}
+            <SubscriptionState subscription={s} now={now} />
           </li>
         );
       })}
