@@ -78,12 +78,12 @@ export function RuleForm({
   /** The hub's word on a field wins; the form's own shows live, the name's after a first try. */
   const err = (field: string): string | undefined =>
     fieldError(serverError, field) ?? (field !== 'name' || tried ? problems[field] : undefined);
-  /** A control's value, its change and its error (`field`, as the hub names it). */
-  const bind = <K extends keyof RuleDraft>(key: K, field: string) => ({
+  /** A control's value and its change; with bind, its error too (`field`, as the hub names it). */
+  const pick = <K extends keyof RuleDraft>(key: K) => ({
     value: d[key],
     onChange: (value: RuleDraft[K]) => set({ [key]: value } as Partial<RuleDraft>),
-    error: err(field),
   });
+  const bind = <K extends keyof RuleDraft>(key: K, field: string) => ({ ...pick(key), error: err(field) });
   const choices = [...new Set([...services, ...d.services])];
   const unmapped =
     serverError !== undefined &&
@@ -131,9 +131,8 @@ export function RuleForm({
         <SelectField
           id="r-severity"
           label="Severity"
-          value={d.severity}
           options={SEVERITIES.map((s) => [s, s] as const)}
-          onChange={(severity) => set({ severity })}
+          {...pick('severity')}
         />
         <Field id="r-description" label="Description (optional)" error={err('description')} wide>
           <textarea
@@ -179,13 +178,7 @@ export function RuleForm({
         </legend>
         {d.timeOn && (
           <>
-            <SelectField
-              id="r-when"
-              label="Events that happen"
-              value={d.when}
-              options={WHEN_WORDS}
-              onChange={(when) => set({ when })}
-            />
+            <SelectField id="r-when" label="Events that happen" options={WHEN_WORDS} {...pick('when')} />
             <Checks
               legend="Days"
               options={DAYS}
@@ -264,13 +257,7 @@ export function RuleForm({
                 />
               </span>
             </Field>
-            <SelectField
-              id="r-per"
-              label="Counted"
-              value={d.per}
-              options={PER_WORDS}
-              onChange={(per) => set({ per })}
-            />
+            <SelectField id="r-per" label="Counted" options={PER_WORDS} {...pick('per')} />
           </div>
         )}
       </fieldset>

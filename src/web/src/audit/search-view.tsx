@@ -257,6 +257,23 @@ function FilterForm({ current, error, rows }: { current: AuditSearch; error: unk
   const services = [...new Set([...(options?.services ?? []), ...draft.services])];
   const actors = [...new Set(rows.map((r) => r.actor))].sort();
   const err = (...fields: string[]) => fieldError(error, ...fields);
+  /** One of the typed filters: its control's id, value, change and error. */
+  const bindText = (key: 'actor' | 'operation' | 'result') => ({
+    id: `f-${key}`,
+    value: draft[key],
+    onChange: (value: string) => set({ [key]: value }),
+    error: err(key),
+  });
+  /** The custom range's bounds: cleared, the bound is left out of the search. */
+  const bindTime = (key: 'start' | 'end') => ({
+    id: `f-${key}`,
+    value: draft[key],
+    onChange: (value: string | undefined) => {
+      const { [key]: _cleared, ...rest } = draft;
+      setDraft(value ? { ...rest, [key]: value } : rest);
+    },
+    error: err(key),
+  });
 
   return (
     <form
@@ -297,30 +314,9 @@ function FilterForm({ current, error, rows }: { current: AuditSearch; error: unk
         </fieldset>
         <FieldError id="f-services" message={err('services')} />
       </details>
-      <SuggestField
-        id="f-actor"
-        label="Actor"
-        value={draft.actor}
-        suggestions={actors}
-        onChange={(actor) => set({ actor })}
-        error={err('actor')}
-      />
-      <SuggestField
-        id="f-operation"
-        label="Operation"
-        value={draft.operation}
-        suggestions={options?.operations ?? []}
-        onChange={(operation) => set({ operation })}
-        error={err('operation')}
-      />
-      <SuggestField
-        id="f-result"
-        label="Result"
-        value={draft.result}
-        suggestions={options?.results ?? []}
-        onChange={(result) => set({ result })}
-        error={err('result')}
-      />
+      <SuggestField label="Actor" suggestions={actors} {...bindText('actor')} />
+      <SuggestField label="Operation" suggestions={options?.operations ?? []} {...bindText('operation')} />
+      <SuggestField label="Result" suggestions={options?.results ?? []} {...bindText('result')} />
       <div class="audit-field">
         <label for="f-range">Time</label>
         <select
@@ -346,26 +342,8 @@ function FilterForm({ current, error, rows }: { current: AuditSearch; error: unk
       </div>
       {draft.range === 'custom' && (
         <>
-          <DateTimeField
-            id="f-start"
-            label="From"
-            value={draft.start}
-            onChange={(start) => {
-              const { start: _s, ...rest } = draft;
-              setDraft(start ? { ...rest, start } : rest);
-            }}
-            error={err('start')}
-          />
-          <DateTimeField
-            id="f-end"
-            label="Until"
-            value={draft.end}
-            onChange={(end) => {
-              const { end: _e, ...rest } = draft;
-              setDraft(end ? { ...rest, end } : rest);
-            }}
-            error={err('end')}
-          />
+          <DateTimeField label="From" {...bindTime('start')} />
+          <DateTimeField label="Until" {...bindTime('end')} />
         </>
       )}
       <TagInput
