@@ -14,6 +14,7 @@ import { type ApiError, plainWords } from '../lib/problem.js';
 import { sessionStore } from '../state/session.js';
 import './billing.css';
 import { DataTable } from '../components/data-table.js';
+import { FormAlert } from '../components/form-alert.js';
 import { LoadError, Loading } from '../components/load-states.js';
 import { planPeriod, planPrice, subscriptionWords } from './subscription-words.js';
 
@@ -115,11 +116,7 @@ export function AdminBillingPage({ billingOn }: { billingOn: boolean }) {
         </section>
         <section aria-labelledby="admin-plans" class="panel">
           <h2 id="admin-plans">Plans</h2>
-          {retireError && (
-            <p class="form-error" role="alert">
-              {retireError}
-            </p>
-          )}
+          <FormAlert message={retireError} />
           {data.plans.length === 0 ? (
             <p class="muted">
               No plans yet. Add one with <code>meshhub plan add</code>.

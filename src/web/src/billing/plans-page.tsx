@@ -13,6 +13,7 @@ import { meshStore } from '../state/mesh.js';
 import { sessionStore } from '../state/session.js';
 import { billingStore, buyPlan, followSubscriptions, loadPlans, openCheckout } from './billing-state.js';
 import './billing.css';
+import { FormAlert } from '../components/form-alert.js';
 import { LoadError, Loading } from '../components/load-states.js';
 import { SubscriptionState } from './subscription-state.js';
 import { planPeriod, planPrice } from './subscription-words.js';
@@ -52,11 +53,7 @@ function PayButton({ plan, signedIn }: { plan: BillingPlan; signedIn: boolean })
       >
         {busy ? 'Opening the invoice…' : 'Pay'}
       </button>
-      {error && (
-        <p class="form-error" role="alert">
-          {error}
-        </p>
-      )}
+      <FormAlert message={error} />
     </div>
   );
 }

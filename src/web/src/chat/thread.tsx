@@ -2,6 +2,7 @@
 import type { ComponentChildren } from 'preact';
 import { useEffect, useLayoutEffect, useRef, useState } from 'preact/hooks';
 import type { MessageRecord } from '../api/types.js';
+import { FormAlert } from '../components/form-alert.js';
 import { LoadError, Loading } from '../components/load-states.js';
 import { useNow, useStore, useTitle } from '../hooks.js';
 import { formatTime } from '../lib/format.js';
@@ -87,11 +88,7 @@ function Rename({ nodeId, current, canRename }: { nodeId: string; current: strin
       <button type="button" class="link-button small" onClick={() => setEditing(false)}>
         Cancel
       </button>
-      {error && (
-        <p class="form-error" role="alert">
-          {error}
-        </p>
-      )}
+      <FormAlert message={error} />
     </form>
   );
 }
