@@ -20,6 +20,8 @@ import { normalizeRecord } from '../plugins/audit/normalize.js';
 import type { SourceName } from '../plugins/audit/sources.js';
 import { openAuditRepositories } from '../plugins/audit/store/audit-store.js';
 import { projectRoot } from '../src/version.js';
+import { auditHubEnv } from './bench/lib/hub-env.js';
+import { startInProcessHub } from './bench/lib/in-process-hub.js';
 import { prng } from './bench/lib/readings.js';
 
 const CHROMIUM = [process.env.CHROMIUM_PATH, '/usr/bin/chromium', '/usr/bin/chromium-browser'].find(
@@ -204,25 +206,13 @@ function auditRecords(count: number, now: number): Array<{ source: SourceName; r
 /** docs/audit-console.png: the console's search over a day of events, a few tagged. */
 async function auditConsole(browser: Browser, out: string): Promise<void> {
   const dataDir = mkdtempSync(join(tmpdir(), 'meshhub-screenshot-audit-'));
-  const env = {
-    DATA_DIR: dataDir,
-    HTTP_HOST: '127.0.0.1',
-    HTTP_PORT: '0',
-    MQTT_PORT: '0',
+  const env = auditHubEnv(dataDir, {
     RADIO: 'sim',
     SIM_PORT: '0',
     SIM_BACKFILL: '1h',
-    LOG_LEVEL: 'silent',
-    PLUGINS: 'audit',
-    AUDIT_FETCH_ON_START: 'false',
     ALERTS_ENABLED: 'true',
-  };
-  const hub = await createHub(loadConfig(env), {
-    log: pino({ level: 'silent' }),
-    defaultMetrics: false,
-    env,
   });
-  await hub.start();
+  const hub = await startInProcessHub(env);
   try {
     const now = Date.now();
     const events = auditRecords(140, now).map(({ source, record }) => {

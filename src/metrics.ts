@@ -27,98 +27,82 @@ export class HubMetrics {
 
   readonly httpDuration = httpDurationHistogram(this.registry, 'meshhub_');
 
-  readonly readingsIngested = new Counter({
-    name: 'meshhub_readings_ingested_total',
-    help: 'Readings committed to the store (duplicates excluded), by source',
-    labelNames: ['source'] as const,
-    registers: [this.registry],
-  });
+  readonly readingsIngested = this.counter(
+    'readings_ingested_total',
+    'Readings committed to the store (duplicates excluded), by source',
+    ['source'],
+  );
 
-  readonly meshPackets = new Counter({
-    name: 'meshhub_mesh_packets_total',
-    help: 'Decoded mesh packets by port number name and path (radio or mqtt)',
-    labelNames: ['port', 'via'] as const,
-    registers: [this.registry],
-  });
+  readonly meshPackets = this.counter(
+    'mesh_packets_total',
+    'Decoded mesh packets by port number name and path (radio or mqtt)',
+    ['port', 'via'],
+  );
 
-  readonly meshFrameErrors = new Counter({
-    name: 'meshhub_mesh_frame_errors_total',
-    help: 'Corrupt frames, undecodable protobufs and payloads from the radio',
-    labelNames: ['reason'] as const,
-    registers: [this.registry],
-  });
+  readonly meshFrameErrors = this.counter(
+    'mesh_frame_errors_total',
+    'Corrupt frames, undecodable protobufs and payloads from the radio',
+    ['reason'],
+  );
 
-  readonly radioReconnects = new Counter({
-    name: 'meshhub_radio_reconnects_total',
-    help: 'Times the radio link was (re)established after the first connection',
-    registers: [this.registry],
-  });
+  readonly radioReconnects = this.counter(
+    'radio_reconnects_total',
+    'Times the radio link was (re)established after the first connection',
+  );
 
-  readonly radioConnected = new Gauge({
-    name: 'meshhub_radio_connected',
-    help: '1 while the radio link has completed its handshake, else 0',
-    registers: [this.registry],
-  });
+  readonly radioConnected = this.gauge(
+    'radio_connected',
+    '1 while the radio link has completed its handshake, else 0',
+  );
 
-  readonly mqttClients = new Gauge({
-    name: 'meshhub_mqtt_clients',
-    help: 'MQTT clients connected to the embedded broker (TCP and WebSocket)',
-    registers: [this.registry],
-  });
+  readonly mqttClients = this.gauge(
+    'mqtt_clients',
+    'MQTT clients connected to the embedded broker (TCP and WebSocket)',
+  );
 
-  readonly mqttIngestMessages = new Counter({
-    name: 'meshhub_mqtt_ingest_messages_total',
-    help: 'Publishes on ingestion topics by format (envelope, legacy_json, readings_json) and outcome (accepted, duplicate, ignored, or why refused: undecryptable, malformed_envelope, ...)',
-    labelNames: ['format', 'outcome'] as const,
-    registers: [this.registry],
-  });
+  readonly mqttIngestMessages = this.counter(
+    'mqtt_ingest_messages_total',
+    'Publishes on ingestion topics by format (envelope, legacy_json, readings_json) and outcome (accepted, duplicate, ignored, or why refused: undecryptable, malformed_envelope, ...)',
+    ['format', 'outcome'],
+  );
 
-  readonly mqttAuthFailures = new Counter({
-    name: 'meshhub_mqtt_auth_failures_total',
-    help: 'MQTT logins refused, by reason',
-    labelNames: ['reason'] as const,
-    registers: [this.registry],
-  });
+  readonly mqttAuthFailures = this.counter('mqtt_auth_failures_total', 'MQTT logins refused, by reason', [
+    'reason',
+  ]);
 
-  readonly mqttDenied = new Counter({
-    name: 'meshhub_mqtt_denied_total',
-    help: 'MQTT publishes (connection closed) and subscriptions (SUBACK 0x80) refused by the ACL',
-    labelNames: ['action'] as const,
-    registers: [this.registry],
-  });
+  readonly mqttDenied = this.counter(
+    'mqtt_denied_total',
+    'MQTT publishes (connection closed) and subscriptions (SUBACK 0x80) refused by the ACL',
+    ['action'],
+  );
 
-  readonly mqttOversizePackets = new Counter({
-    name: 'meshhub_mqtt_oversize_packets_total',
-    help: 'MQTT connections closed for announcing a packet over MQTT_MAX_PACKET_BYTES',
-    registers: [this.registry],
-  });
+  readonly mqttOversizePackets = this.counter(
+    'mqtt_oversize_packets_total',
+    'MQTT connections closed for announcing a packet over MQTT_MAX_PACKET_BYTES',
+  );
 
-  readonly ingestRejectedReadings = new Counter({
-    name: 'meshhub_ingest_rejected_readings_total',
-    help: 'JSON readings refused by validation, by source (mqtt, http) and reason',
-    labelNames: ['source', 'reason'] as const,
-    registers: [this.registry],
-  });
+  readonly ingestRejectedReadings = this.counter(
+    'ingest_rejected_readings_total',
+    'JSON readings refused by validation, by source (mqtt, http) and reason',
+    ['source', 'reason'],
+  );
 
-  readonly messages = new Counter({
-    name: 'meshhub_messages_total',
-    help: 'Texts that reached each status, by direction (outbound: queued, sent, delivered, failed; inbound: received, read)',
-    labelNames: ['direction', 'status'] as const,
-    registers: [this.registry],
-  });
+  readonly messages = this.counter(
+    'messages_total',
+    'Texts that reached each status, by direction (outbound: queued, sent, delivered, failed; inbound: received, read)',
+    ['direction', 'status'],
+  );
 
-  readonly messageRetries = new Counter({
-    name: 'meshhub_message_retries_total',
-    help: 'Outbound attempts scheduled again after a transient routing error or a missing acknowledgement',
-    registers: [this.registry],
-  });
+  readonly messageRetries = this.counter(
+    'message_retries_total',
+    'Outbound attempts scheduled again after a transient routing error or a missing acknowledgement',
+  );
 
-  readonly messageFailures = new Counter({
-    name: 'meshhub_message_failures_total',
-    help: 'Outbound texts that failed, by reason (a Routing_Error name, or ACK_TIMEOUT)',
-    labelNames: ['reason'] as const,
-    registers: [this.registry],
-  });
+  readonly messageFailures = this.counter(
+    'message_failures_total',
+    'Outbound texts that failed, by reason (a Routing_Error name, or ACK_TIMEOUT)',
+    ['reason'],
+  );
 
   readonly messageDeliverySeconds = new Histogram({
     name: 'meshhub_message_delivery_seconds',
@@ -127,25 +111,21 @@ export class HubMetrics {
     registers: [this.registry],
   });
 
-  readonly messagesQueued = new Gauge({
-    name: 'meshhub_messages_queued',
-    help: 'Outbound texts waiting in the send queue (not yet handed to the radio, or waiting for a retry)',
-    registers: [this.registry],
-  });
+  readonly messagesQueued = this.gauge(
+    'messages_queued',
+    'Outbound texts waiting in the send queue (not yet handed to the radio, or waiting for a retry)',
+  );
 
-  private readonly mailboxDepth = new Gauge({
-    name: 'meshhub_mailbox_depth',
-    help: 'Messages waiting in each actor mailbox',
-    labelNames: ['actor', 'mailbox'] as const,
-    registers: [this.registry],
-  });
+  private readonly mailboxDepth = this.gauge('mailbox_depth', 'Messages waiting in each actor mailbox', [
+    'actor',
+    'mailbox',
+  ]);
 
-  private readonly mailboxDropped = new Gauge({
-    name: 'meshhub_mailbox_dropped',
-    help: 'Messages dropped (drop-oldest) or rejected (reject) by each mailbox since start',
-    labelNames: ['actor', 'mailbox', 'policy_outcome'] as const,
-    registers: [this.registry],
-  });
+  private readonly mailboxDropped = this.gauge(
+    'mailbox_dropped',
+    'Messages dropped (drop-oldest) or rejected (reject) by each mailbox since start',
+    ['actor', 'mailbox', 'policy_outcome'],
+  );
 
   private mailboxSource: () => MailboxStats[] = () => [];
   /** Called before each scrape: hot paths tally in plain counters and move them here. */
@@ -154,6 +134,16 @@ export class HubMetrics {
   constructor(options: { defaultMetrics?: boolean } = {}) {
     if (options.defaultMetrics !== false)
       collectDefaultMetrics({ register: this.registry, prefix: 'meshhub_' });
+  }
+
+  /** A counter `meshhub_<name>` in this registry. */
+  private counter<L extends string = string>(name: string, help: string, labelNames: readonly L[] = []) {
+    return new Counter<L>({ name: `meshhub_${name}`, help, labelNames, registers: [this.registry] });
+  }
+
+  /** A gauge `meshhub_<name>` in this registry. */
+  private gauge<L extends string = string>(name: string, help: string, labelNames: readonly L[] = []) {
+    return new Gauge<L>({ name: `meshhub_${name}`, help, labelNames, registers: [this.registry] });
   }
 
   /** Mailbox gauges are read at scrape time from the supervisor's actors. */

@@ -34,7 +34,7 @@ const FIRST = [
   'karin',
   'liam',
 ];
-const LAST = [
+export const LAST = [
   'smith',
   'meier',
   'rossi',

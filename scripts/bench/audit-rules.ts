@@ -15,7 +15,7 @@ import { compileRule, EventMemo } from '../../plugins/audit/alerts/matcher.js';
 import { type NormalizedEvent, normalizeRecord } from '../../plugins/audit/normalize.js';
 import { openAuditRepositories } from '../../plugins/audit/store/audit-store.js';
 import { closeDatabase, openDatabase } from '../../src/store/database.js';
-import { actorName, INGEST_ROWS, upstreamRecords } from './audit-fixture.js';
+import { actorName, INGEST_ROWS, LAST, upstreamRecords } from './audit-fixture.js';
 import { tempDir } from './lib/readings.js';
 import { type BenchResult, compare } from './report.js';
 
@@ -85,18 +85,8 @@ export function benchRules(): unknown[] {
   return rules;
 }
 
-const LAST_NAMES = [
-  'smith',
-  'meier',
-  'rossi',
-  'dubois',
-  'novak',
-  'kowalski',
-  'jensen',
-  'garcia',
-  'silva',
-  'meier',
-];
+/** Last names the fixture's actors carry (its list without müller, then meier again). */
+const LAST_NAMES = [...LAST.slice(0, 8), 'silva', 'meier'];
 
 interface Side {
   db: ReturnType<typeof openDatabase>;

@@ -12,7 +12,6 @@
  *
  * EDGE_RSS_IDLE_MS changes the 60 s (for trying things out; figures are taken at 60 s).
  */
-import type { MqttClient } from 'mqtt';
 import {
   freePort,
   type HubProc,
@@ -22,10 +21,10 @@ import {
   startHub,
   tempData,
 } from './lib/hub-process.js';
+import { publishAll, READINGS_TOPIC as TOPIC } from './lib/mqtt-publish.js';
 import { type BenchResult, compare } from './report.js';
 
 const IDLE_MS = Number(process.env.EDGE_RSS_IDLE_MS ?? 60_000);
-const TOPIC = 'meshhub/ingest/readings';
 const YEAR_START = Date.UTC(2025, 0, 1);
 const STEP = 5 * 60_000;
 
@@ -44,23 +43,6 @@ function reading(node: string, ts: number, i: number): Record<string, unknown> {
   };
 }
 
-/** Publishes QoS 1 with at most `window` unacknowledged. */
-async function publishAll(client: MqttClient, payloads: string[], window: number): Promise<void> {
-  let next = 0;
-  await new Promise<void>((resolve, reject) => {
-    let done = 0;
-    const send = () => {
-      const i = next++;
-      client.publish(TOPIC, payloads[i]!, { qos: 1 }, (error) => {
-        if (error) return reject(error);
-        if (++done === payloads.length) return resolve();
-        if (next < payloads.length) send();
-      });
-    };
-    for (let k = 0; k < Math.min(window, payloads.length); k++) send();
-  });
-}
-
 async function load(hub: HubProc, mqttPort: number): Promise<void> {
   const { connectAsync } = await import('mqtt');
   const client = await connectAsync(`mqtt://127.0.0.1:${mqttPort}`, { reconnectPeriod: 0 });
@@ -77,13 +59,13 @@ async function load(hub: HubProc, mqttPort: number): Promise<void> {
       }
     }
     if (batch.length) history.push(JSON.stringify(batch));
-    await publishAll(client, history, 4);
+    await publishAll(client, TOPIC, history, 4);
     const live: string[] = [];
     const now = Date.now() - 20 * 60_000;
     for (let k = 0; k < 20_000; k++) {
       live.push(JSON.stringify(reading(`n-${k % 1000}`, now + Math.floor(k / 1000) * 60_000, k)));
     }
-    await publishAll(client, live, 100);
+    await publishAll(client, TOPIC, live, 100);
   } finally {
     await client.endAsync();
   }

@@ -9,7 +9,8 @@
 import { Agent } from 'node:http';
 import { join } from 'node:path';
 import { closeDatabase, openDatabase } from '../../src/store/database.js';
-import { baselineSql, END, get, NODE, seed } from './history.js';
+import { baselineSql, END, NODE, seed } from './history.js';
+import { get } from './lib/http.js';
 import { startHub, tempData } from './lib/hub-process.js';
 import { type BenchResult, compare, median } from './report.js';
 

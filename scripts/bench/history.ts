@@ -6,7 +6,7 @@
  * the same means (wind direction's circular mean included), median of N runs, in process with no
  * HTTP at all. Target: ours ≤ 10% of the baseline's time, for each interval.
  */
-import { Agent, get as httpGet } from 'node:http';
+import { Agent } from 'node:http';
 import { Hono } from 'hono';
 import type { Reading } from '../../src/domain/reading.js';
 import { createErrorHandler, notFound } from '../../src/http/error-handler.js';
@@ -14,7 +14,7 @@ import { closeDatabase, type Database, openDatabase } from '../../src/store/data
 import { ReadingWriter } from '../../src/store/reading-writer.js';
 import { weatherRoutes } from '../../src/weather/routes.js';
 import { WeatherService } from '../../src/weather/weather-service.js';
-import { serveOnLoopback } from './lib/http.js';
+import { get, serveOnLoopback } from './lib/http.js';
 import { prng, tempDir } from './lib/readings.js';
 import { type BenchResult, compare, median } from './report.js';
 
@@ -60,18 +60,6 @@ export function baselineSql(bucketMs: number): string {
       avg(pm25_ugm3), avg(pm10_ugm3), avg(gas_resistance_kohm)
     FROM readings WHERE node_id = ? AND ts >= ? AND ts < ?
     GROUP BY ts / ${bucketMs} ORDER BY bucket`;
-}
-
-/** GET over a keep-alive connection; resolves with the status and the body's bytes. */
-export function get(agent: Agent, url: string): Promise<{ status: number; body: Buffer }> {
-  return new Promise((resolve, reject) => {
-    httpGet(url, { agent }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (chunk: Buffer) => chunks.push(chunk));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks) }));
-      res.on('error', reject);
-    }).on('error', reject);
-  });
 }
 
 /**

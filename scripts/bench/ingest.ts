@@ -13,7 +13,8 @@ import { type ChildProcess, fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import type { Reading } from '../../src/domain/reading.js';
 import { closeDatabase, type Database, openDatabase } from '../../src/store/database.js';
-import { interleavedReadings, rawBatchedInsert, tempDir } from './lib/readings.js';
+import { loopbackHubEnv } from './lib/hub-env.js';
+import { interleavedReadings, rawBatchedInsert, readingApiJson, tempDir } from './lib/readings.js';
 import { type BenchResult, compare } from './report.js';
 
 const NODES = 200;
@@ -38,14 +39,7 @@ async function serveChild(): Promise<void> {
     .setExpirationTime('1h')
     .sign(privateKey);
   const tmp = tempDir('ingest');
-  const config = loadConfig({
-    DATA_DIR: tmp.dir,
-    HTTP_HOST: '127.0.0.1',
-    HTTP_PORT: '0',
-    MQTT_PORT: '0',
-    RADIO: 'none',
-    LOG_LEVEL: 'silent',
-  });
+  const config = loadConfig(loopbackHubEnv(tmp.dir));
   const hub = await createHub(config, {
     log: pino({ level: 'silent' }),
     defaultMetrics: false,
@@ -59,21 +53,6 @@ async function serveChild(): Promise<void> {
       process.exit(0);
     });
   });
-}
-
-function apiJson(r: Reading): Record<string, unknown> {
-  return {
-    node_id: r.nodeId,
-    timestamp: new Date(r.timestamp).toISOString(),
-    temperature_c: r.temperatureC,
-    humidity_percent: r.humidityPercent,
-    pressure_pa: r.pressurePa,
-    wind_speed_ms: r.windSpeedMs,
-    wind_direction: r.windDirection,
-    pm25_ugm3: r.pm25Ugm3,
-    pm10_ugm3: r.pm10Ugm3,
-    gas_resistance_kohm: r.gasResistanceKohm,
-  };
 }
 
 function baseline(input: Reading[][]): number {
@@ -145,7 +124,7 @@ export async function run(): Promise<BenchResult[]> {
   });
   const batches: Reading[][] = [];
   for (let i = 0; i < ROWS; i += BATCH) batches.push(readings.slice(i, i + BATCH));
-  const bodies = batches.map((b) => JSON.stringify(b.map(apiJson)));
+  const bodies = batches.map((b) => JSON.stringify(b.map(readingApiJson)));
   const base: number[] = [];
   const mine: number[] = [];
   for (let round = 0; round < ROUNDS; round++) {

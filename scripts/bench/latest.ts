@@ -5,12 +5,13 @@
  * measured with autocannon with the same connections and duration, one after the other.
  * Target: ours ≥ 50% of the bare route's requests/s.
  */
-import { type ChildProcess, fork } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import { closeDatabase, openDatabase } from '../../src/store/database.js';
 import { ReadingWriter } from '../../src/store/reading-writer.js';
 import { interleavedReadings, tempDir } from './lib/readings.js';
+import { forkServers, stopServers } from './lib/server-child.js';
 import { type BenchResult, compare } from './report.js';
 
 const NODES = 1000;
@@ -35,17 +36,6 @@ function seed(file: string): number {
   }
 }
 
-function startServer(file: string): Promise<{ child: ChildProcess; ours: string; bare: string }> {
-  const child = fork(fileURLToPath(new URL('./lib/latest-server.js', import.meta.url)), [file], {
-    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-  });
-  return new Promise((resolve, reject) => {
-    child.once('message', (message) => resolve({ child, ...(message as { ours: string; bare: string }) }));
-    child.once('error', reject);
-    child.once('exit', (code) => reject(new Error(`the latest-bench server exited with ${code}`)));
-  });
-}
-
 async function load(url: string, duration = DURATION_S): Promise<number> {
   const result = await autocannon({ url, connections: CONNECTIONS, duration });
   if (result.non2xx > 0 || result.errors > 0) {
@@ -60,7 +50,11 @@ export async function run(): Promise<BenchResult[]> {
   let child: ChildProcess | undefined;
   try {
     const nodes = seed(file);
-    const server = await startServer(file);
+    const server = await forkServers(
+      fileURLToPath(new URL('./lib/latest-server.js', import.meta.url)),
+      [file],
+      'latest-bench',
+    );
     child = server.child;
     const [ours, bare] = await Promise.all([fetch(server.ours + PATH), fetch(server.bare + PATH)]);
     const [oursBody, bareBody] = await Promise.all([ours.text(), bare.text()]);
@@ -81,12 +75,7 @@ export async function run(): Promise<BenchResult[]> {
       ),
     ];
   } finally {
-    if (child && child.exitCode === null) {
-      const exited = new Promise((resolve) => child!.once('exit', resolve));
-      if (child.connected) child.disconnect();
-      else child.kill();
-      await exited;
-    }
+    await stopServers(child);
     tmp.cleanup();
   }
 }

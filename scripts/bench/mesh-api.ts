@@ -23,6 +23,8 @@ import { encodeFrame, StreamFramer } from '../../src/mesh/framing.js';
 import { MeshApiActor, meshApiMetrics } from '../../src/mesh-api/mesh-api-actor.js';
 import { RadioMirror } from '../../src/mesh-api/radio-mirror.js';
 import type { MqttBrokerActor } from '../../src/mqtt/broker-actor.js';
+import { loopbackHubEnv } from './lib/hub-env.js';
+import { publishWindowed, READINGS_TOPIC } from './lib/mqtt-publish.js';
 import { tempDir } from './lib/readings.js';
 import { absolute, type BenchResult, compare, median, percentile } from './report.js';
 
@@ -137,61 +139,51 @@ async function meshApiPath(): Promise<number[]> {
   await actor.start();
   const port = actor.address!.port;
   const clients = await Promise.all(Array.from({ length: CLIENTS }, () => connectClient(port)));
-  for (const c of clients) {
-    c.write(
-      encodeFrame(
-        toBinary(
-          Mesh.ToRadioSchema,
-          create(Mesh.ToRadioSchema, { payloadVariant: { case: 'wantConfigId', value: 1 } }),
-        ),
-      ),
-    );
-  }
-  while (actor.clients.filter((c) => c.configured).length < CLIENTS)
-    await new Promise((r) => setTimeout(r, 5));
+  await configure(actor, clients, 1);
   const latencies = await measure(clients, (id) => mirror.fromRadio(packet(id), Date.now()), 1_000_000);
   await actor.stop();
   return latencies;
 }
 
+/** Each client asks for the config (want_config_id `id`); resolves once `actor` has them all configured. */
+async function configure(
+  actor: { clients: readonly { configured: boolean }[] },
+  clients: Socket[],
+  id: number,
+): Promise<void> {
+  const want = encodeFrame(
+    toBinary(
+      Mesh.ToRadioSchema,
+      create(Mesh.ToRadioSchema, { payloadVariant: { case: 'wantConfigId', value: id } }),
+    ),
+  );
+  for (const c of clients) c.write(want);
+  while (actor.clients.filter((c) => c.configured).length < CLIENTS)
+    await new Promise((r) => setTimeout(r, 5));
+}
+
 async function publishReadings(client: MqttClient, count: number, startMs: number): Promise<number> {
-  let next = 0;
   const t0 = performance.now();
-  await new Promise<void>((resolve, reject) => {
-    let done = 0;
-    const send = () => {
-      const i = next++;
-      const payload = JSON.stringify({
-        node_id: `bench-${i % 50}`,
-        timestamp: new Date(startMs + i * 1000).toISOString(),
-        temperature_c: 10 + (i % 200) / 10,
-      });
-      client.publish('meshhub/ingest/readings', payload, { qos: 1 }, (error) => {
-        if (error) return reject(error);
-        if (++done === count) return resolve();
-        if (next < count) send();
-      });
-    };
-    for (let k = 0; k < Math.min(MQTT_WINDOW, count); k++) send();
-  });
+  await publishWindowed(client, READINGS_TOPIC, count, MQTT_WINDOW, (i) =>
+    JSON.stringify({
+      node_id: `bench-${i % 50}`,
+      timestamp: new Date(startMs + i * 1000).toISOString(),
+      temperature_c: 10 + (i % 200) / 10,
+    }),
+  );
   return count / ((performance.now() - t0) / 1000);
 }
 
 async function ingestWithClients(): Promise<{ none: number; ten: number }> {
   const tmp = tempDir('mesh-api');
-  const env = {
-    DATA_DIR: tmp.dir,
-    HTTP_HOST: '127.0.0.1',
-    HTTP_PORT: '0',
-    MQTT_PORT: '0',
+  const env = loopbackHubEnv(tmp.dir, {
     MQTT_ALLOW_ANONYMOUS: 'true',
     RADIO: 'sim',
     SIM_PORT: '0',
     SIM_BACKFILL: '0s',
     SIM_TELEMETRY_SECONDS: '1',
     MESH_API_PORT: '0',
-    LOG_LEVEL: 'silent',
-  };
+  });
   const hub = await createHub(loadConfig(env), { log: silent, defaultMetrics: false, env });
   await hub.start();
   try {
@@ -208,19 +200,8 @@ async function ingestWithClients(): Promise<{ none: number; ten: number }> {
       const clients = await Promise.all(
         Array.from({ length: CLIENTS }, () => connectClient(api.address!.port)),
       );
-      for (const c of clients) {
-        c.resume();
-        c.write(
-          encodeFrame(
-            toBinary(
-              Mesh.ToRadioSchema,
-              create(Mesh.ToRadioSchema, { payloadVariant: { case: 'wantConfigId', value: 7 } }),
-            ),
-          ),
-        );
-      }
-      while (api.clients.filter((c) => c.configured).length < CLIENTS)
-        await new Promise((r) => setTimeout(r, 5));
+      for (const c of clients) c.resume();
+      await configure(api, clients, 7);
       ten.push(await publishReadings(client, MQTT_MESSAGES, Date.UTC(2021 + 2 * round, 0, 1)));
       for (const c of clients) c.destroy();
       while (api.clients.length > 0) await new Promise((r) => setTimeout(r, 5));

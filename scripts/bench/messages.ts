@@ -9,7 +9,7 @@
  * 2. GET /api/v1/messages/conversations for a subscriber with 1000 conversations over 100,000
  *    messages. Target: p99 under 20 ms (one connection: the latency a user sees).
  */
-import { type ChildProcess, fork } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import { Hono } from 'hono';
@@ -25,8 +25,8 @@ import { StreamTickets } from '../../src/messaging/stream-tickets.js';
 import { SubscriptionRepository } from '../../src/messaging/subscription-repository.js';
 import { closeDatabase, openDatabase } from '../../src/store/database.js';
 import { NodeRepository } from '../../src/store/nodes-repository.js';
-import { serveOnLoopback } from './lib/http.js';
 import { tempDir } from './lib/readings.js';
+import { forkServers, serveForParent, stopServers } from './lib/server-child.js';
 import { absolute, type BenchResult, compare, median } from './report.js';
 
 const SERVER_FLAG = '--messages-bench-server';
@@ -130,28 +130,7 @@ async function serve(dataDir: string, file: string): Promise<void> {
     }
     return c.json({ subject: payload.sub }, 202);
   });
-  const servers = [await serveOnLoopback(ours), await serveOnLoopback(bare)];
-  process.send({ ours: servers[0]!.url, bare: servers[1]!.url });
-  process.on('disconnect', () => {
-    void Promise.all(servers.map((s) => s.close())).finally(() => {
-      closeDatabase(db);
-      process.exit(0);
-    });
-  });
-}
-
-function startServer(
-  dataDir: string,
-  file: string,
-): Promise<{ child: ChildProcess; ours: string; bare: string }> {
-  const child = fork(fileURLToPath(import.meta.url), [SERVER_FLAG, dataDir, file], {
-    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-  });
-  return new Promise((resolve, reject) => {
-    child.once('message', (message) => resolve({ child, ...(message as { ours: string; bare: string }) }));
-    child.once('error', reject);
-    child.once('exit', (code) => reject(new Error(`the messages-bench server exited with ${code}`)));
-  });
+  await serveForParent(ours, bare, () => closeDatabase(db));
 }
 
 async function load(options: autocannon.Options): Promise<autocannon.Result> {
@@ -171,7 +150,11 @@ export async function run(): Promise<BenchResult[]> {
     const issuer = await LocalIssuer.open(tmp.dir);
     const poster = (await issuer.issue({ username: POSTER, roles: ['subscriber'] }, 3600)).accessToken;
     const reader = (await issuer.issue({ username: READER, roles: ['subscriber'] }, 3600)).accessToken;
-    const server = await startServer(tmp.dir, file);
+    const server = await forkServers(
+      fileURLToPath(import.meta.url),
+      [SERVER_FLAG, tmp.dir, file],
+      'messages-bench',
+    );
     child = server.child;
 
     const post = (base: string, duration: number) =>
@@ -232,12 +215,7 @@ export async function run(): Promise<BenchResult[]> {
       ),
     ];
   } finally {
-    if (child && child.exitCode === null) {
-      const exited = new Promise((resolve) => child!.once('exit', resolve));
-      if (child.connected) child.disconnect();
-      else child.kill();
-      await exited;
-    }
+    await stopServers(child);
     tmp.cleanup();
   }
 }

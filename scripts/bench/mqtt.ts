@@ -1,24 +1,12 @@
-/**
- * MQTT ingestion (issue 3):
- *
- * 1. Throughput: one publisher (the `mqtt` package, QoS 1, a window of WINDOW messages in
- *    flight) sends MESSAGES readings to `meshhub/ingest/readings`. Baseline: a bare Aedes
- *    broker (`Aedes.createBroker()` on a net server, defaults). Ours: the whole hub, where each
- *    PUBACK waits until the reading is committed to SQLite (with latest rows and rollups).
- *    Both brokers run in a child process of their own, the publisher in this one, alternating
- *    which goes first. Target: ours ≥ 60% of the baseline's messages/s.
- * 2. Memory: the hub's RSS with 200 connected clients, each publishing a reading a second.
- *    Target: under 150 MB.
- *
- * This file is also the child: with MQTT_BENCH_ROLE set it runs the broker and sends its port.
- */
-import { type ChildProcess, fork } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
 // The `mqtt` client is imported where it is used: this file is also the broker child, whose RSS is measured.
 import type { MqttClient } from 'mqtt';
 import type { MqttBrokerActor } from '../../src/mqtt/broker-actor.js';
+import { type BrokerChild, forkBrokerChild, reportPort } from './lib/broker-child.js';
+import { loopbackHubEnv } from './lib/hub-env.js';
+import { publishAll, readingMessages, READINGS_TOPIC as TOPIC } from './lib/mqtt-publish.js';
 import { tempDir } from './lib/readings.js';
 import { absolute, type BenchResult, compare, median } from './report.js';
 
@@ -26,7 +14,6 @@ const MESSAGES = 50_000;
 const WINDOW = 1_000;
 const ROUNDS = Number(process.env.MQTT_BENCH_ROUNDS ?? 5);
 const RSS_CLIENTS = 200;
-const TOPIC = 'meshhub/ingest/readings';
 
 type Role = 'bare' | 'hub';
 
@@ -45,15 +32,7 @@ async function serveChild(role: Role): Promise<void> {
     const { loadConfig } = await import('../../hub/config.js');
     const { createHub } = await import('../../hub/main.js');
     const tmp = tempDir('mqtt');
-    const config = loadConfig({
-      DATA_DIR: tmp.dir,
-      HTTP_HOST: '127.0.0.1',
-      HTTP_PORT: '0',
-      MQTT_PORT: '0',
-      MQTT_ALLOW_ANONYMOUS: 'true',
-      RADIO: 'none',
-      LOG_LEVEL: 'silent',
-    });
+    const config = loadConfig(loopbackHubEnv(tmp.dir, { MQTT_ALLOW_ANONYMOUS: 'true' }));
     const hub = await createHub(config, { log: pino({ level: 'silent' }), defaultMetrics: false });
     await hub.start();
     port = hub.actor<MqttBrokerActor>('mqtt')!.port;
@@ -62,44 +41,19 @@ async function serveChild(role: Role): Promise<void> {
       tmp.cleanup();
     };
   }
-  process.send?.({ port });
-  process.on('disconnect', () => {
-    void close().finally(() => process.exit(0));
-  });
+  reportPort(port, close);
 }
 
-interface Child {
-  process: ChildProcess;
-  port: number;
-  stop(): Promise<void>;
-}
+type Child = BrokerChild;
 
 function startChild(role: Role): Promise<Child> {
-  const child = fork(fileURLToPath(import.meta.url), [], {
-    env: { ...process.env, MQTT_BENCH_ROLE: role },
-    // MQTT_BENCH_CPU_PROFILE=<dir>: a V8 CPU profile of each broker child, for finding where the time goes.
-    execArgv: process.env.MQTT_BENCH_CPU_PROFILE
-      ? ['--cpu-prof', `--cpu-prof-dir=${process.env.MQTT_BENCH_CPU_PROFILE}`]
-      : [],
-    stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
-  });
-  return new Promise((resolve, reject) => {
-    child.once('error', reject);
-    child.once('exit', (code) => reject(new Error(`${role} broker exited with ${code}`)));
-    child.once('message', (message) => {
-      const { port } = message as { port: number };
-      resolve({
-        process: child,
-        port,
-        stop: () =>
-          new Promise((done) => {
-            child.removeAllListeners('exit');
-            child.once('exit', () => done());
-            child.disconnect();
-          }),
-      });
-    });
-  });
+  // MQTT_BENCH_CPU_PROFILE=<dir>: a V8 CPU profile of each broker child, for finding where the time goes.
+  return forkBrokerChild(
+    fileURLToPath(import.meta.url),
+    { MQTT_BENCH_ROLE: role },
+    process.env.MQTT_BENCH_CPU_PROFILE,
+    `${role} broker`,
+  );
 }
 
 /**
@@ -120,29 +74,9 @@ async function publishReadings(
   startMs: number,
   shape: Shape = ISSUE3,
 ): Promise<number> {
-  const payloads = Array.from({ length: count }, (_, i) =>
-    JSON.stringify({
-      node_id: `bench-${i % shape.nodes}`,
-      timestamp: new Date(startMs + i * 1000).toISOString(),
-      temperature_c: 10 + (i % 200) / 10,
-      humidity_percent: 40 + (i % 50),
-      pressure_pa: 95_000 + (i % 5000),
-    }),
-  );
-  let next = 0;
+  const payloads = readingMessages(count, startMs, 1000, (i) => `bench-${i % shape.nodes}`);
   const t0 = performance.now();
-  await new Promise<void>((resolve, reject) => {
-    let done = 0;
-    const send = () => {
-      const i = next++;
-      client.publish(TOPIC, payloads[i]!, { qos: 1 }, (error) => {
-        if (error) return reject(error);
-        if (++done === count) return resolve();
-        if (next < count) send();
-      });
-    };
-    for (let k = 0; k < Math.min(shape.window, count); k++) send();
-  });
+  await publishAll(client, TOPIC, payloads, shape.window);
   return count / ((performance.now() - t0) / 1000);
 }
 

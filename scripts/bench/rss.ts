@@ -4,41 +4,10 @@
  * same way: VmRSS from /proc after they settle.
  */
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { HUB_NODE_FLAGS } from '../../hub/node-flags.js';
-import { projectRoot } from '../../src/version.js';
+import { freePort, root, settledRss, sleep, tempData } from './lib/hub-process.js';
 import { type BenchResult, compare } from './report.js';
-
-const root = projectRoot();
-
-function rssMb(pid: number): number {
-  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-  const kb = Number(/VmRSS:\s+(\d+)/.exec(status)?.[1]);
-  return kb / 1024;
-}
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const { port } = server.address() as { port: number };
-  await new Promise((r) => server.close(r));
-  return port;
-}
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-async function settledRss(pid: number, settleMs: number): Promise<number> {
-  await sleep(settleMs);
-  const samples: number[] = [];
-  for (let i = 0; i < 5; i++) {
-    samples.push(rssMb(pid));
-    await sleep(200);
-  }
-  return Math.min(...samples);
-}
 
 async function bareNode(): Promise<number> {
   const code = `
@@ -56,7 +25,8 @@ async function bareNode(): Promise<number> {
 }
 
 async function hub(): Promise<number> {
-  const dataDir = mkdtempSync(join(tmpdir(), 'meshhub-bench-rss-'));
+  const data = tempData('rss');
+  const dataDir = data.dir;
   const port = await freePort();
   const child = spawn(process.execPath, [...HUB_NODE_FLAGS, join(root, 'dist', 'hub', 'cli.js'), 'start'], {
     cwd: root,
@@ -88,7 +58,7 @@ async function hub(): Promise<number> {
   } finally {
     child.kill('SIGTERM');
     await new Promise((r) => child.once('exit', r));
-    rmSync(dataDir, { recursive: true, force: true });
+    data.cleanup();
   }
 }
 

@@ -16,18 +16,17 @@
  */
 import { readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import type { MqttClient } from 'mqtt';
 import type { Reading } from '../../src/domain/reading.js';
 import { closeDatabase, openDatabase } from '../../src/store/database.js';
 import { freePort, sleep, startHub, tempData, writeBytes } from './lib/hub-process.js';
-import { rawBatchedInsert } from './lib/readings.js';
+import { publishAll, READINGS_TOPIC as TOPIC } from './lib/mqtt-publish.js';
+import { rawBatchedInsert, readingApiJson } from './lib/readings.js';
 import { absolute, type BenchResult, compare } from './report.js';
 
 const NODES = 100;
 const PER_NODE = 2_000;
 const STEP = 5 * 60_000;
 const START = Date.UTC(2026, 0, 5);
-const TOPIC = 'meshhub/ingest/readings';
 const LIVE = 600;
 
 function readingAt(node: number, k: number): Reading {
@@ -48,40 +47,13 @@ function readingAt(node: number, k: number): Reading {
 }
 
 function json(r: Reading): string {
-  return JSON.stringify({
-    node_id: r.nodeId,
-    timestamp: new Date(r.timestamp).toISOString(),
-    temperature_c: r.temperatureC,
-    humidity_percent: r.humidityPercent,
-    pressure_pa: r.pressurePa,
-    wind_speed_ms: r.windSpeedMs,
-    wind_direction: r.windDirection,
-    pm25_ugm3: r.pm25Ugm3,
-    pm10_ugm3: r.pm10Ugm3,
-    gas_resistance_kohm: r.gasResistanceKohm,
-  });
+  return JSON.stringify(readingApiJson(r));
 }
 
 function all(): Reading[] {
   const out: Reading[] = [];
   for (let k = 0; k < PER_NODE; k++) for (let n = 0; n < NODES; n++) out.push(readingAt(n, k));
   return out;
-}
-
-async function publishAll(client: MqttClient, payloads: string[], window: number): Promise<void> {
-  let next = 0;
-  await new Promise<void>((resolve, reject) => {
-    let done = 0;
-    const send = () => {
-      const i = next++;
-      client.publish(TOPIC, payloads[i]!, { qos: 1 }, (error) => {
-        if (error) return reject(error);
-        if (++done === payloads.length) return resolve();
-        if (next < payloads.length) send();
-      });
-    };
-    for (let k = 0; k < Math.min(window, payloads.length); k++) send();
-  });
 }
 
 function dirBytes(dir: string, prefix: string): number {
@@ -137,7 +109,7 @@ export async function run(): Promise<BenchResult[]> {
       const { connectAsync } = await import('mqtt');
       const client = await connectAsync(`mqtt://127.0.0.1:${mqttPort}`, { reconnectPeriod: 0 });
       const w0 = writeBytes(hub.pid);
-      await publishAll(client, readings.map(json), 100);
+      await publishAll(client, TOPIC, readings.map(json), 100);
       burstWritten = writeBytes(hub.pid) - w0;
       // A live site: each reading its own transaction.
       const w1 = writeBytes(hub.pid);

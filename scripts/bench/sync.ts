@@ -46,10 +46,10 @@
  * This file is also the child: with SYNC_BENCH_ROLE set it runs the upstream or a hub and sends
  * its port.
  */
-import { type ChildProcess, fork } from 'node:child_process';
+import { fork } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
-import { Agent, get as httpGet } from 'node:http';
+import { Agent } from 'node:http';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { fileURLToPath } from 'node:url';
@@ -89,7 +89,10 @@ import { openPool } from '../../sync/upstream/db/pool.js';
 import { METRIC_COLUMNS } from '../../sync/upstream/db/schema.js';
 import { SiteRegistry } from '../../sync/upstream/sites.js';
 import { UpstreamUsers } from '../../sync/upstream/users.js';
-import { serveOnLoopback } from './lib/http.js';
+import { type BrokerChild, forkBrokerChild, reportPort } from './lib/broker-child.js';
+import { get, serveOnLoopback } from './lib/http.js';
+import { loopbackHubEnv } from './lib/hub-env.js';
+import { publishAll, readingMessages, READINGS_TOPIC as TOPIC } from './lib/mqtt-publish.js';
 import { interleavedReadings, nodeId, tempDir } from './lib/readings.js';
 import { absolute, type BenchResult, compare, median, percentile } from './report.js';
 
@@ -120,7 +123,6 @@ const INGEST_OUTBOX = process.env.SYNC_BENCH_INGEST_OUTBOX === '1';
 const INGEST_QUIET_SHARE = 0.1;
 const INGEST_QUIET_WINDOW_MS = 250;
 const INGEST_QUIET_MAX_MS = 10_000;
-const TOPIC = 'meshhub/ingest/readings';
 // 3. texts
 const TEXTS = 100;
 // 4. sites per PostgreSQL
@@ -200,60 +202,28 @@ async function serveChild(role: Role): Promise<void> {
     const { loadConfig } = await import('../../hub/config.js');
     const { createHub } = await import('../../hub/main.js');
     // As scripts/bench/mqtt.ts runs its hub, plus the SYNC_* settings of the sync side.
-    const env = {
-      DATA_DIR: process.env.SYNC_BENCH_DATA_DIR,
-      HTTP_HOST: '127.0.0.1',
-      HTTP_PORT: '0',
-      MQTT_PORT: '0',
+    const env = loopbackHubEnv(process.env.SYNC_BENCH_DATA_DIR as string, {
       MQTT_ALLOW_ANONYMOUS: 'true',
-      RADIO: 'none',
-      LOG_LEVEL: 'silent',
       ...(JSON.parse(process.env.SYNC_BENCH_HUB_ENV ?? '{}') as Record<string, string>),
-    };
+    });
     // The sync module reads its SYNC_* slice from `env` (hub/main.ts SLICED_CORE_MODULES).
     const hub = await createHub(loadConfig(env), { log: silent, defaultMetrics: false, env });
     await hub.start();
     port = hub.actor<MqttBrokerActor>('mqtt')!.port;
     close = () => hub.stop();
   }
-  process.send?.({ port });
-  process.on('disconnect', () => {
-    void close().finally(() => process.exit(0));
-  });
+  reportPort(port, close);
 }
 
-interface Child {
-  process: ChildProcess;
-  port: number;
-  stop(): Promise<void>;
-}
+type Child = BrokerChild;
 
 function startChild(role: Role, env: Record<string, string>): Promise<Child> {
-  const child = fork(fileURLToPath(import.meta.url), [], {
-    env: { ...process.env, ...env, SYNC_BENCH_ROLE: role },
-    execArgv: process.env.SYNC_BENCH_CPU_PROFILE
-      ? ['--cpu-prof', `--cpu-prof-dir=${process.env.SYNC_BENCH_CPU_PROFILE}`]
-      : [],
-    stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
-  });
-  return new Promise((resolve, reject) => {
-    child.once('error', reject);
-    child.once('exit', (code) => reject(new Error(`the ${role} child exited with ${code}`)));
-    child.once('message', (message) => {
-      const { port } = message as { port: number };
-      child.removeAllListeners('exit');
-      resolve({
-        process: child,
-        port,
-        stop: () =>
-          new Promise((done) => {
-            if (child.exitCode !== null) return done();
-            child.once('exit', () => done());
-            child.disconnect();
-          }),
-      });
-    });
-  });
+  return forkBrokerChild(
+    fileURLToPath(import.meta.url),
+    { ...env, SYNC_BENCH_ROLE: role },
+    process.env.SYNC_BENCH_CPU_PROFILE,
+    `the ${role} child`,
+  );
 }
 
 interface Upstream {
@@ -596,29 +566,9 @@ async function catchUp(upstream: Upstream): Promise<BenchResult[]> {
  * (each one's readings 12.5 s apart: 200k readings end in the past).
  */
 async function publishReadings(client: MqttClient, count: number, startMs: number): Promise<number> {
-  const payloads = Array.from({ length: count }, (_, i) =>
-    JSON.stringify({
-      node_id: nodeId(i % 50),
-      timestamp: new Date(startMs + i * 250).toISOString(),
-      temperature_c: 10 + (i % 200) / 10,
-      humidity_percent: 40 + (i % 50),
-      pressure_pa: 95_000 + (i % 5000),
-    }),
-  );
-  let next = 0;
+  const payloads = readingMessages(count, startMs, 250, (i) => nodeId(i % 50));
   const t0 = performance.now();
-  await new Promise<void>((resolve, reject) => {
-    let done = 0;
-    const send = () => {
-      const i = next++;
-      client.publish(TOPIC, payloads[i]!, { qos: 1 }, (error) => {
-        if (error) return reject(error);
-        if (++done === count) return resolve();
-        if (next < count) send();
-      });
-    };
-    for (let k = 0; k < Math.min(WINDOW, count); k++) send();
-  });
+  await publishAll(client, TOPIC, payloads, WINDOW);
   return count / ((performance.now() - t0) / 1000);
 }
 
@@ -879,25 +829,20 @@ async function textLatency(upstream: Upstream): Promise<BenchResult[]> {
   const dir = tempDir('sync-texts');
   const siteId = 'texts-site';
   await upstream.register(siteId, dir.dir);
-  const env = {
-    DATA_DIR: dir.dir,
-    HTTP_HOST: '127.0.0.1',
-    HTTP_PORT: '0',
-    MQTT_PORT: '0',
+  const env = loopbackHubEnv(dir.dir, {
     RADIO: 'sim',
     SIM_PORT: '0',
     SIM_NODES: '6',
     SIM_BACKFILL: '1h',
     SIM_FAILURE_PERCENT: '0',
     SIM_ACK_DELAY_SCALE: '0.01',
-    LOG_LEVEL: 'silent',
     // No airtime pacing, no rate limit in the way of 100 texts.
     MESSAGE_AIRTIME_PERCENT: '100',
     MESSAGE_RATE_PER_SUBSCRIBER: '1000000/1m',
     MESSAGE_RATE_PER_NODE: '1000000/1m',
     SYNC_UPSTREAM_URL: upstream.url,
     SYNC_SITE_ID: siteId,
-  };
+  });
   const hub: Hub = await createHub(loadConfig(env), { log: silent, defaultMetrics: false, env });
   const db = hub.store.db;
   // The moment the radio actor has written a packet to the radio link: its `radio.send` answered.
@@ -1352,18 +1297,6 @@ function startHistoryHub(file: string): Promise<HistoryHub> {
   });
 }
 
-/** GET over a keep-alive connection: the status and the body. */
-function timedGet(agent: Agent, url: string): Promise<{ status: number; body: Buffer }> {
-  return new Promise((resolve, reject) => {
-    httpGet(url, { agent }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (chunk: Buffer) => chunks.push(chunk));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks) }));
-      res.on('error', reject);
-    }).on('error', reject);
-  });
-}
-
 type HistoryItem = Record<string, unknown>;
 
 /** The buckets of a body, without `site_id` (the upstream's one addition). */
@@ -1404,7 +1337,7 @@ async function interleavedGets(
   const upstreamAgent = new Agent({ keepAlive: true, maxSockets: 1 });
   const timed = async (agent: Agent, url: string) => {
     const t0 = performance.now();
-    const res = await timedGet(agent, url);
+    const res = await get(agent, url);
     const ms = performance.now() - t0;
     if (res.status !== 200) throw new Error(`${url} answered ${res.status}`);
     return { ms, body: res.body };

@@ -1,24 +1,3 @@
-/**
- * The web UI (issue 5): what a phone downloads, how fast the hub serves it, and how the live
- * stream fans out.
- *
- * - Shipped bytes (gzip, as the hub sends them to a browser that asks for gzip; brotli is
- *   smaller still): the dashboard's first visit (index.html, the app, its CSS, the map chunk
- *   with Leaflet), and what the node page (uPlot) and the chat add when first opened. Absolute
- *   limits, and the dashboard against Leaflet alone (leaflet.js + leaflet.css minified).
- * - Serving the app's entry script (brotli): the hub's HTTP app against a bare Hono with
- *   @hono/node-server's serveStatic over the same files, both in one child process, autocannon
- *   10 connections × 4 s each. Target ≥ 80%.
- * - Live fan-out: 100 dashboards connected, 1000 `readings` events of ~1 KiB broadcast; the time
- *   until every client has every byte, against node:http writing the same bytes to 100 plain
- *   responses. Target ≥ 50% of the baseline's throughput.
- * - The audit console (issue 15): its first visit beyond the shared app shell (gzip, ≤ 60 KiB),
- *   and a page of 100 events from its data's arrival to its rows painted in this machine's
- *   Chromium (≤ 50 ms): a hub with PLUGINS=audit and 300 stored events, the console opened with
- *   `perf` in its URL (src/web/src/audit/render-timing.ts leaves a performance measure per page),
- *   the median of fresh page loads and of paging Older/Newer.
- */
-import { type ChildProcess, fork } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { createServer, get, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -28,16 +7,16 @@ import { fileURLToPath } from 'node:url';
 import { gzipSync } from 'node:zlib';
 import autocannon from 'autocannon';
 import { Hono } from 'hono';
-import { pino } from 'pino';
 import { chromium, type Page } from 'playwright-core';
-import { loadConfig } from '../../hub/config.js';
-import { createHub } from '../../hub/main.js';
 import { openAuditRepositories } from '../../plugins/audit/store/audit-store.js';
 import { LiveBroadcaster, sseEvent } from '../../src/live/live-broadcaster.js';
 import { DEFAULT_WEB_ROOT } from '../../src/ui-server/map-tiles.js';
 import { projectRoot } from '../../src/version.js';
 import { normalizeAll, upstreamRecords } from './audit-fixture.js';
 import { serveOnLoopback } from './lib/http.js';
+import { auditHubEnv } from './lib/hub-env.js';
+import { startInProcessHub } from './lib/in-process-hub.js';
+import { forkServers, stopServers } from './lib/server-child.js';
 import { absolute, type BenchResult, compare, median } from './report.js';
 
 const CLIENTS = 100;
@@ -113,6 +92,13 @@ function shippedBytes(): BenchResult[] {
   const auditConsole = sum(pageAdds('audit-console-', dashboardFiles));
   const leaflet = join(projectRoot(), 'node_modules', 'leaflet', 'dist');
   const leafletAlone = gzipSize(join(leaflet, 'leaflet.js')) + gzipSize(join(leaflet, 'leaflet.css'));
+  /** What a page's chunks add to the first visit, gzipped, against a budget of `atMost` KiB. */
+  const adds = (what: string, label: string, bytes: number, atMost: number, note = '') =>
+    absolute(
+      `web: ${what}, gzip`,
+      { label, value: kib(bytes), unit: 'KiB' },
+      { atMost, text: `≤ ${atMost} KiB${note}` },
+    );
   return [
     compare(
       'web: dashboard first visit, gzip (html, app, CSS, map with Leaflet)',
@@ -128,46 +114,12 @@ function shippedBytes(): BenchResult[] {
         text: '≤ 100 KiB',
       },
     ),
-    absolute(
-      'web: node page adds (charts, uPlot), gzip',
-      { label: 'node page chunk', value: kib(nodePage), unit: 'KiB' },
-      {
-        atMost: 40,
-        text: '≤ 40 KiB',
-      },
-    ),
-    absolute(
-      'web: chat adds, gzip',
-      { label: 'chat chunk', value: kib(chat), unit: 'KiB' },
-      { atMost: 15, text: '≤ 15 KiB' },
-    ),
-    absolute(
-      'web: plans page adds (billing), gzip',
-      { label: 'plans chunks', value: kib(plans), unit: 'KiB' },
-      { atMost: 10, text: '≤ 10 KiB' },
-    ),
-    absolute(
-      'web: admin billing page adds, gzip',
-      { label: 'admin billing chunks', value: kib(adminBilling), unit: 'KiB' },
-      { atMost: 10, text: '≤ 10 KiB' },
-    ),
-    absolute(
-      'web: audit console adds, gzip',
-      { label: 'audit console chunks', value: kib(auditConsole), unit: 'KiB' },
-      { atMost: 60, text: '≤ 60 KiB (issue 15)' },
-    ),
+    adds('node page adds (charts, uPlot)', 'node page chunk', nodePage, 40),
+    adds('chat adds', 'chat chunk', chat, 15),
+    adds('plans page adds (billing)', 'plans chunks', plans, 10),
+    adds('admin billing page adds', 'admin billing chunks', adminBilling, 10),
+    adds('audit console adds', 'audit console chunks', auditConsole, 60, ' (issue 15)'),
   ];
-}
-
-function startServers(): Promise<{ child: ChildProcess; ours: string; bare: string }> {
-  const child = fork(fileURLToPath(new URL('./lib/web-server.js', import.meta.url)), [], {
-    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-  });
-  return new Promise((resolve, reject) => {
-    child.once('message', (message) => resolve({ child, ...(message as { ours: string; bare: string }) }));
-    child.once('error', reject);
-    child.once('exit', (code) => reject(new Error(`the web-bench server exited with ${code}`)));
-  });
 }
 
 async function load(url: string, duration = DURATION_S): Promise<number> {
@@ -185,7 +137,11 @@ async function load(url: string, duration = DURATION_S): Promise<number> {
 async function serving(): Promise<BenchResult> {
   const entry = assetsMatching('index-').find((f) => f.endsWith('.js'))!;
   const path = `/assets/${entry.split('/').pop()}`;
-  const { child, ours, bare } = await startServers();
+  const { child, ours, bare } = await forkServers(
+    fileURLToPath(new URL('./lib/web-server.js', import.meta.url)),
+    [],
+    'web-bench',
+  );
   try {
     const [a, b] = await Promise.all([
       fetch(ours + path, { headers: { 'accept-encoding': 'br' } }),
@@ -205,10 +161,7 @@ async function serving(): Promise<BenchResult> {
       { atLeast: 0.8, text: '≥ 80% of baseline req/s' },
     );
   } finally {
-    const exited = new Promise((resolve) => child.once('exit', resolve));
-    if (child.connected) child.disconnect();
-    else child.kill();
-    await exited;
+    await stopServers(child);
   }
 }
 
@@ -346,26 +299,13 @@ async function auditRender(): Promise<BenchResult[]> {
     return [];
   }
   const dataDir = mkdtempSync(join(tmpdir(), 'meshhub-bench-audit-web-'));
-  const env = {
-    DATA_DIR: dataDir,
-    HTTP_HOST: '127.0.0.1',
-    HTTP_PORT: '0',
-    MQTT_PORT: '0',
-    RADIO: 'none',
-    LOG_LEVEL: 'silent',
-    PLUGINS: 'audit',
-    AUDIT_FETCH_ON_START: 'false',
+  const env = auditHubEnv(dataDir, {
     AUDIT_FETCH_CRON: '0 0 1 1 *',
     AUDIT_MAINTENANCE_CRON: '0 0 1 1 *',
     // The bench pages far more often than a person: out of the way of the read tier.
     RATE_LIMIT_DEFAULT: '100000/1m',
-  };
-  const hub = await createHub(loadConfig(env), {
-    log: pino({ level: 'silent' }),
-    defaultMetrics: false,
-    env,
   });
-  await hub.start();
+  const hub = await startInProcessHub(env);
   // Events from the benchmark fixture's generator (Graph and Management API shapes), dated
   // within the last day so the console's default range (7 days) shows them.
   const events = normalizeAll(upstreamRecords(RENDER_EVENTS, 15));

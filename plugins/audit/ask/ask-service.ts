@@ -23,6 +23,7 @@ import type { PrivacyPolicy } from '../http/privacy.js';
 import { type LanguageModel, LlmError } from '../llm/client.js';
 import type { AuditRepositories, AuditStore } from '../store/audit-store.js';
 import type { EventRow, PrivacyScope } from '../store/event-query.js';
+import { storedServices } from '../store/filter-options.js';
 import { fallbackAnswer } from './fallback.js';
 import { type AskEvent, gatherEvents, toAskEvent } from './gather.js';
 import { EmptyWindowError, type ExplicitFilters, mergeScope, type QueryInfo } from './merge.js';
@@ -350,17 +351,7 @@ export class AskService {
     const now = this.now();
     if (!this.names || now - this.names.at > NAMES_TTL_MS) {
       const operations = repos.db.prepare('SELECT name FROM audit_operations').pluck().all() as string[];
-      const stored = repos.db
-        .prepare(`
-          WITH RECURSIVE s(v) AS (
-            SELECT (SELECT min(service) FROM audit_events INDEXED BY audit_events_service_ts)
-            UNION ALL
-            SELECT (SELECT min(service) FROM audit_events INDEXED BY audit_events_service_ts WHERE service > s.v)
-            FROM s WHERE s.v IS NOT NULL
-          )
-          SELECT v FROM s WHERE v IS NOT NULL`)
-        .pluck()
-        .all() as string[];
+      const stored = storedServices(repos.db);
       this.names = {
         at: now,
         operations,

@@ -6,19 +6,11 @@
  * A broad question — no service intent, no services filter, no operation, no person, device or
  * address — leaves out the noisy services (mail, file sharing, chat) and says so.
  */
+import type { FilterInput } from '../http/filters.js';
 import type { EventFilters } from '../store/event-query.js';
 import { NOISY_SERVICES, type ParsedQuestion } from './question-parser.js';
 
-export interface ExplicitFilters {
-  services?: string[] | undefined;
-  actor?: string | undefined;
-  operation?: string | undefined;
-  result?: string | undefined;
-  start?: number | undefined;
-  end?: number | undefined;
-  include_tags?: string[] | undefined;
-  exclude_tags?: string[] | undefined;
-}
+export type ExplicitFilters = FilterInput;
 
 export type FilterSource = 'request' | 'question';
 

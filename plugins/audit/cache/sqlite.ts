@@ -6,7 +6,7 @@
  * Rate-limit counters are rows of `audit_cache` too (keys `rate:…`, the count as the value, the
  * window's end as `expires_at`): one upsert counts a hit and answers the count, atomically.
  */
-import type { Database, Statement } from '../../../src/store/database.js';
+import type { Database } from '../../../src/store/database.js';
 import type { CacheBackend, CacheStore, JobRecord, JobStore, RateCounter, RateHit } from './store.js';
 
 type JobRow = {
@@ -33,28 +33,32 @@ const toJob = (r: JobRow): JobRecord => ({
   expiresAt: r.expires_at,
 });
 
+/** `prepare`'s statements for the current connection, prepared again only when it changes. */
+function preparedPer<T>(db: () => Database, prepare: (db: Database) => T): () => T {
+  let prepared: { db: Database; statements: T } | undefined;
+  return () => {
+    const current = db();
+    if (prepared?.db !== current) prepared = { db: current, statements: prepare(current) };
+    return prepared.statements;
+  };
+}
+
 export class SqliteCacheStore implements CacheStore {
   /** Prepared once per connection: a cache hit should cost a lookup, not a statement compile. */
-  private prepared: { db: Database; get: Statement; set: Statement } | undefined;
+  private readonly statements = preparedPer(
+    () => this.db(),
+    (db) => ({
+      get: db.prepare('SELECT value FROM audit_cache WHERE key = ? AND expires_at > ?').pluck(),
+      set: db.prepare(
+        'INSERT INTO audit_cache (key, value, expires_at) VALUES (?, ?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value, expires_at = excluded.expires_at',
+      ),
+    }),
+  );
 
   constructor(
     private readonly db: () => Database,
     private readonly now: () => number = Date.now,
   ) {}
-
-  private statements() {
-    const db = this.db();
-    if (this.prepared?.db !== db) {
-      this.prepared = {
-        db,
-        get: db.prepare('SELECT value FROM audit_cache WHERE key = ? AND expires_at > ?').pluck(),
-        set: db.prepare(
-          'INSERT INTO audit_cache (key, value, expires_at) VALUES (?, ?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value, expires_at = excluded.expires_at',
-        ),
-      };
-    }
-    return this.prepared;
-  }
 
   async get(key: string): Promise<string | undefined> {
     return this.statements().get.get(key, this.now()) as string | undefined;
@@ -73,36 +77,30 @@ export class SqliteCacheStore implements CacheStore {
 const SWEEP_EVERY = 1_024;
 
 export class SqliteRateCounter implements RateCounter {
-  private prepared: { db: Database; hit: Statement; sweep: Statement } | undefined;
+  private readonly statements = preparedPer(
+    () => this.db(),
+    (db) => ({
+      // One statement, so one transaction: a window that has closed starts again at 1.
+      hit: db.prepare(
+        `INSERT INTO audit_cache (key, value, expires_at) VALUES (@key, '1', @now + @window)
+         ON CONFLICT (key) DO UPDATE SET
+           value = CASE WHEN audit_cache.expires_at <= @now THEN '1'
+                        ELSE CAST(CAST(audit_cache.value AS INTEGER) + 1 AS TEXT) END,
+           expires_at = CASE WHEN audit_cache.expires_at <= @now THEN @now + @window
+                             ELSE audit_cache.expires_at END
+         RETURNING CAST(value AS INTEGER) AS count, expires_at AS resetAt`,
+      ),
+      sweep: db.prepare(
+        'DELETE FROM audit_cache WHERE key IN (SELECT key FROM audit_cache WHERE expires_at <= ? LIMIT 500)',
+      ),
+    }),
+  );
   private hits = 0;
 
   constructor(
     private readonly db: () => Database,
     private readonly now: () => number = Date.now,
   ) {}
-
-  private statements() {
-    const db = this.db();
-    if (this.prepared?.db !== db) {
-      this.prepared = {
-        db,
-        // One statement, so one transaction: a window that has closed starts again at 1.
-        hit: db.prepare(
-          `INSERT INTO audit_cache (key, value, expires_at) VALUES (@key, '1', @now + @window)
-           ON CONFLICT (key) DO UPDATE SET
-             value = CASE WHEN audit_cache.expires_at <= @now THEN '1'
-                          ELSE CAST(CAST(audit_cache.value AS INTEGER) + 1 AS TEXT) END,
-             expires_at = CASE WHEN audit_cache.expires_at <= @now THEN @now + @window
-                               ELSE audit_cache.expires_at END
-           RETURNING CAST(value AS INTEGER) AS count, expires_at AS resetAt`,
-        ),
-        sweep: db.prepare(
-          'DELETE FROM audit_cache WHERE key IN (SELECT key FROM audit_cache WHERE expires_at <= ? LIMIT 500)',
-        ),
-      };
-    }
-    return this.prepared;
-  }
 
   async hit(key: string, windowMs: number): Promise<RateHit> {
     const statements = this.statements();

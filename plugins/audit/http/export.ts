@@ -53,6 +53,18 @@ export const CSV_COLUMNS = [
 const FORMULA = /^[=+\-@\t\r]/;
 const NEEDS_QUOTES = /[",\r\n]/;
 
+/** An export's content type and its file name (`name`-YYYYMMDDTHHMMSSZ.csv or .json). */
+export function exportHeaders(name: string, format: 'csv' | 'json'): Record<string, string> {
+  const stamp = new Date()
+    .toISOString()
+    .replace(/[-:]/g, '')
+    .replace(/\.\d+Z$/, 'Z');
+  return {
+    'content-type': format === 'json' ? 'application/json; charset=utf-8' : 'text/csv; charset=utf-8',
+    'content-disposition': `attachment; filename="${name}-${stamp}.${format}"`,
+  };
+}
+
 /** One CSV cell of upstream text: formula-neutralised, quoted when needed. */
 export function csvCell(value: string): string {
   const v = FORMULA.test(value) ? `'${value}` : value;
@@ -190,14 +202,7 @@ export function exportRoutes(
     if (!parsed.success) throw validationProblem(parsed.error);
     const { format } = parsed.data;
     const filters = toEventFilters(parsed.data);
-    const stamp = new Date()
-      .toISOString()
-      .replace(/[-:]/g, '')
-      .replace(/\.\d+Z$/, 'Z');
-    const headers = {
-      'content-type': format === 'json' ? 'application/json; charset=utf-8' : 'text/csv; charset=utf-8',
-      'content-disposition': `attachment; filename="audit-events-${stamp}.${format}"`,
-    };
+    const headers = exportHeaders('audit-events', format);
     // HEAD runs this GET route, but nobody reads (or cancels) the body it would get: it must not
     // take an export slot it would never give back.
     if (c.req.method === 'HEAD') return new Response(null, { status: 200, headers });

@@ -43,21 +43,22 @@ const textFilter = z
   .refine((t) => !CONTROL_CHAR.test(t), 'must not contain control characters')
   .transform((t) => (t.trim() === '' ? undefined : t.trim()));
 
-const dateTime = z.iso
+/** An ISO 8601 date-time with Z or an offset, as epoch milliseconds. */
+export const dateTime = z.iso
   .datetime({
     offset: true,
     error: 'must be an ISO 8601 date-time with Z or an offset, e.g. 2025-05-01T00:00:00Z',
   })
   .transform((v) => Date.parse(v));
 
-/** A list given as an array, a repeated parameter, or comma-separated. */
-const listOf = <T extends z.ZodType<string, string>>(item: T) =>
+/** A list of at most `max` given as an array, a repeated parameter, or comma-separated. */
+export const listOf = <T extends z.ZodType<unknown, string>>(item: T, max = MAX_FILTER_VALUES) =>
   z
     .union([z.string(), z.array(z.string())])
     .transform((v) =>
       (Array.isArray(v) ? v : [v]).flatMap((s) => s.split(',')).filter((s) => s.trim() !== ''),
     )
-    .pipe(z.array(item).max(MAX_FILTER_VALUES, `at most ${MAX_FILTER_VALUES} values`));
+    .pipe(z.array(item).max(max, `at most ${max} values`));
 
 const LIST = 'Repeat the parameter, or separate the values with commas.';
 
@@ -76,7 +77,8 @@ export const filterShape = {
     .meta({ description: `Events carrying none of these. ${LIST}` }),
 };
 
-type FilterInput = {
+/** The filters as the API takes them (the query's, or a request body's). */
+export type FilterInput = {
   services?: string[] | undefined;
   actor?: string | undefined;
   operation?: string | undefined;
@@ -122,7 +124,7 @@ export function queryObject(queries: Record<string, string[]>): Record<string, s
  * Single-valued parameters given twice are a mistake worth naming. (A preprocess, not a union:
  * the API document then shows the parameter as the value it is.)
  */
-const single = <T extends z.ZodType>(schema: T) =>
+export const single = <T extends z.ZodType>(schema: T) =>
   z.preprocess((value, ctx) => {
     if (!Array.isArray(value)) return value;
     ctx.addIssue({ code: 'custom', message: 'must be given once', input: value });

@@ -18,19 +18,12 @@ import type { AuditStore } from '../store/audit-store.js';
 import type { TrailRow } from '../store/audit-trail.js';
 import { type TrailFilters, TrailQuery } from '../store/trail-query.js';
 import type { AuditEnv } from './context.js';
-import { csvCell, type ExportSlots, exportStream } from './export.js';
-import { AUDIT_PAGE, queryObject } from './filters.js';
+import { csvCell, type ExportSlots, exportHeaders, exportStream } from './export.js';
+import { AUDIT_PAGE, dateTime, queryObject, single } from './filters.js';
 import { TRAIL_ACTIONS } from './trail.js';
 
 const TRAIL_RESULTS = ['success', 'failure', 'refused'] as const;
 const CHUNK_ROWS = 2_000;
-
-const once = <T extends z.ZodType>(schema: T) =>
-  z.preprocess((value, ctx) => {
-    if (!Array.isArray(value)) return value;
-    ctx.addIssue({ code: 'custom', message: 'must be given once', input: value });
-    return z.NEVER;
-  }, schema);
 
 const listOf = <T extends z.ZodType<unknown, string>>(item: T) =>
   z
@@ -43,15 +36,8 @@ const listOf = <T extends z.ZodType<unknown, string>>(item: T) =>
     )
     .pipe(z.array(item).max(20, 'at most 20 values'));
 
-const dateTime = z.iso
-  .datetime({
-    offset: true,
-    error: 'must be an ISO 8601 date-time with Z or an offset, e.g. 2025-05-01T00:00:00Z',
-  })
-  .transform((v) => Date.parse(v));
-
 const trailFilterShape = {
-  actor: once(
+  actor: single(
     z
       .string()
       .max(256, 'must be at most 256 characters')
@@ -69,8 +55,8 @@ const trailFilterShape = {
       description:
         '`success` (2xx), `failure` (another error), `refused` (401, 403, 429: counted rows); repeat or comma-separate.',
     }),
-  start: once(dateTime).optional().meta({ description: 'At or after (ISO 8601).' }),
-  end: once(dateTime).optional().meta({ description: 'Before (ISO 8601).' }),
+  start: single(dateTime).optional().meta({ description: 'At or after (ISO 8601).' }),
+  end: single(dateTime).optional().meta({ description: 'Before (ISO 8601).' }),
 };
 
 const endAfterStart = (v: { start?: number | undefined; end?: number | undefined }, ctx: z.RefinementCtx) => {
@@ -82,8 +68,8 @@ const endAfterStart = (v: { start?: number | undefined; end?: number | undefined
 export const trailQuerySchema = z
   .object({
     ...trailFilterShape,
-    limit: once(limitParam(AUDIT_PAGE)).default(AUDIT_PAGE.default),
-    cursor: once(z.string().max(200, 'is not a cursor this API issued'))
+    limit: single(limitParam(AUDIT_PAGE)).default(AUDIT_PAGE.default),
+    cursor: single(z.string().max(200, 'is not a cursor this API issued'))
       .optional()
       .meta({ description: CURSOR_DESCRIPTION }),
   })
@@ -92,7 +78,7 @@ export const trailQuerySchema = z
 export const trailExportQuerySchema = z
   .object({
     ...trailFilterShape,
-    format: once(z.enum(['csv', 'json'], { error: 'must be csv or json' })).default('csv'),
+    format: single(z.enum(['csv', 'json'], { error: 'must be csv or json' })).default('csv'),
   })
   .superRefine(endAfterStart);
 
@@ -277,14 +263,7 @@ export function trailRoutes(
     const parsed = trailExportQuerySchema.safeParse(queryObject(c.req.queries()));
     if (!parsed.success) throw queryProblem(parsed.error);
     const { format } = parsed.data;
-    const stamp = new Date()
-      .toISOString()
-      .replace(/[-:]/g, '')
-      .replace(/\.\d+Z$/, 'Z');
-    const headers = {
-      'content-type': format === 'json' ? 'application/json; charset=utf-8' : 'text/csv; charset=utf-8',
-      'content-disposition': `attachment; filename="audit-trail-${stamp}.${format}"`,
-    };
+    const headers = exportHeaders('audit-trail', format);
     // As the events export: HEAD never takes a slot (nobody would read or cancel its body).
     if (c.req.method === 'HEAD') return new Response(null, { status: 200, headers });
     deps.slots.assertFree();

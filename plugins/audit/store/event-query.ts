@@ -417,29 +417,7 @@ export class EventQuery {
     shape: 'count' | 'position' | 'oldest' | 'tally',
     from?: Position,
   ): { sql: string; params: unknown[] } {
-    const where: string[] = [];
-    const params: unknown[] = [];
-    const k = dimension === 'tag' ? 't' : 'e';
-    let source: string;
-    if (dimension === 'tag') {
-      source = 'audit_event_tags t CROSS JOIN audit_events e ON e.seq = t.seq';
-      where.push('t.tag = ?');
-      params.push(value);
-    } else {
-      source = `audit_events e INDEXED BY ${INDEX[dimension]}`;
-      if (dimension !== 'time') {
-        where.push(`${COLUMN[dimension]} = ?`);
-        params.push(value);
-      }
-    }
-    if (r.start !== undefined) {
-      where.push(`${k}.ts >= ?`);
-      params.push(r.start);
-    }
-    if (r.end !== undefined) {
-      where.push(`${k}.ts < ?`);
-      params.push(r.end);
-    }
+    const { source, k, where, params } = this.driven(r, dimension, value);
     if (from) {
       where.push(`${k}.ts >= ? AND (${k}.ts > ? OR ${k}.seq >= ?)`);
       params.push(from.ts, from.ts, from.seq);
@@ -484,17 +462,40 @@ export class EventQuery {
     position: Position | undefined,
     n: number,
   ): EventRow[] {
+    const { source: from, k, where, params } = this.driven(r, dimension, value);
+    if (position) {
+      // (ts, seq) < (?, ?) written so that the ts bound is an index range.
+      const [cmp, strict] = direction === 'next' ? ['<=', '<'] : ['>=', '>'];
+      where.push(`${k}.ts ${cmp} ? AND (${k}.ts ${strict} ? OR ${k}.seq ${strict} ?)`);
+      params.push(position.ts, position.ts, position.seq);
+    }
+    this.residuals(r, dimension, where, params);
+    const order = direction === 'next' ? 'DESC' : 'ASC';
+    const sql = `SELECT ${COLUMNS} FROM ${from} WHERE ${where.length ? where.join(' AND ') : '1'} ORDER BY ${k}.ts ${order}, ${k}.seq ${order} LIMIT ?`;
+    params.push(n);
+    return (this.statement(sql).all(...params) as RawRow[]).map(toRow);
+  }
+
+  /**
+   * What every stream of the driver (`dimension` = `value`) starts from: its source, the alias
+   * carrying ts and seq for the range (t for tags, e otherwise), and the WHERE parts so far (the
+   * driver's value and the time range).
+   */
+  private driven(
+    r: Resolved,
+    dimension: Dimension,
+    value: string | number,
+  ): { source: string; k: 't' | 'e'; where: string[]; params: unknown[] } {
     const where: string[] = [];
     const params: unknown[] = [];
-    // The driver's own table alias carries ts and seq for the range: t for tags, e otherwise.
     const k = dimension === 'tag' ? 't' : 'e';
-    let from: string;
+    let source: string;
     if (dimension === 'tag') {
-      from = 'audit_event_tags t CROSS JOIN audit_events e ON e.seq = t.seq';
+      source = 'audit_event_tags t CROSS JOIN audit_events e ON e.seq = t.seq';
       where.push('t.tag = ?');
       params.push(value);
     } else {
-      from = `audit_events e INDEXED BY ${INDEX[dimension]}`;
+      source = `audit_events e INDEXED BY ${INDEX[dimension]}`;
       if (dimension !== 'time') {
         where.push(`${COLUMN[dimension]} = ?`);
         params.push(value);
@@ -508,17 +509,7 @@ export class EventQuery {
       where.push(`${k}.ts < ?`);
       params.push(r.end);
     }
-    if (position) {
-      // (ts, seq) < (?, ?) written so that the ts bound is an index range.
-      const [cmp, strict] = direction === 'next' ? ['<=', '<'] : ['>=', '>'];
-      where.push(`${k}.ts ${cmp} ? AND (${k}.ts ${strict} ? OR ${k}.seq ${strict} ?)`);
-      params.push(position.ts, position.ts, position.seq);
-    }
-    this.residuals(r, dimension, where, params);
-    const order = direction === 'next' ? 'DESC' : 'ASC';
-    const sql = `SELECT ${COLUMNS} FROM ${from} WHERE ${where.length ? where.join(' AND ') : '1'} ORDER BY ${k}.ts ${order}, ${k}.seq ${order} LIMIT ?`;
-    params.push(n);
-    return (this.statement(sql).all(...params) as RawRow[]).map(toRow);
+    return { source, k, where, params };
   }
 
   private residuals(

@@ -62,10 +62,7 @@ export class AuditEventWriter {
     for (let i = 0; i < events.length; i += this.maxBatchRows) {
       if (i > 0) await yieldToEventLoop();
       const part = this.writeChunk(events.slice(i, i + this.maxBatchRows));
-      total.stored += part.stored;
-      total.duplicates += part.duplicates;
-      total.failed += part.failed;
-      total.error ??= part.error;
+      addOutcome(total, part);
     }
     return total;
   }
@@ -75,10 +72,7 @@ export class AuditEventWriter {
     const total: WriteOutcome = { stored: 0, duplicates: 0, failed: 0 };
     for (let i = 0; i < events.length; i += this.maxBatchRows) {
       const part = this.writeChunk(events.slice(i, i + this.maxBatchRows));
-      total.stored += part.stored;
-      total.duplicates += part.duplicates;
-      total.failed += part.failed;
-      total.error ??= part.error;
+      addOutcome(total, part);
     }
     return total;
   }
@@ -145,4 +139,12 @@ export class AuditEventWriter {
       ...(error ? { error } : {}),
     };
   }
+}
+
+/** Adds a transaction's outcome to the total (the first error is kept). */
+function addOutcome(total: WriteOutcome, part: WriteOutcome): void {
+  total.stored += part.stored;
+  total.duplicates += part.duplicates;
+  total.failed += part.failed;
+  total.error ??= part.error;
 }

@@ -22,24 +22,27 @@ export interface FilterOptions {
 
 const MAX_TAG_OPTIONS = 1_000;
 
+/** The services of the stored events, each once (a skip scan of the service index, not a full scan). */
+export function storedServices(db: Database): string[] {
+  return db
+    .prepare(`
+      WITH RECURSIVE s(v) AS (
+        SELECT (SELECT min(service) FROM audit_events INDEXED BY audit_events_service_ts)
+        UNION ALL
+        SELECT (SELECT min(service) FROM audit_events INDEXED BY audit_events_service_ts WHERE service > s.v)
+        FROM s WHERE s.v IS NOT NULL
+      )
+      SELECT v FROM s WHERE v IS NOT NULL`)
+    .pluck()
+    .all() as string[];
+}
+
 export function filterOptions(db: Database, privacy?: PrivacyScope): FilterOptions {
   const hiddenServices = new Set(privacy?.hiddenServices.map((s) => s.toLowerCase()) ?? []);
   const hiddenOperations = new Set(privacy?.hiddenOperations.map((o) => o.toLowerCase()) ?? []);
   const hidden = JSON.stringify([...hiddenServices]);
 
-  const services = (
-    db
-      .prepare(`
-        WITH RECURSIVE s(v) AS (
-          SELECT (SELECT min(service) FROM audit_events INDEXED BY audit_events_service_ts)
-          UNION ALL
-          SELECT (SELECT min(service) FROM audit_events INDEXED BY audit_events_service_ts WHERE service > s.v)
-          FROM s WHERE s.v IS NOT NULL
-        )
-        SELECT v FROM s WHERE v IS NOT NULL`)
-      .pluck()
-      .all() as string[]
-  ).filter((s) => !hiddenServices.has(s.toLowerCase()));
+  const services = storedServices(db).filter((s) => !hiddenServices.has(s.toLowerCase()));
 
   const operations = (
     db

@@ -1,4 +1,5 @@
 /** Serving a Hono app on a loopback port for the benchmarks. */
+import { type Agent, get as httpGet } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { serve } from '@hono/node-server';
 import type { Hono } from 'hono';
@@ -22,5 +23,17 @@ export function serveOnLoopback(app: Hono): Promise<Served> {
       });
     });
     server.once('error', reject);
+  });
+}
+
+/** GET over a keep-alive connection; resolves with the status and the body's bytes. */
+export function get(agent: Agent, url: string): Promise<{ status: number; body: Buffer }> {
+  return new Promise((resolve, reject) => {
+    httpGet(url, { agent }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (chunk: Buffer) => chunks.push(chunk));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks) }));
+      res.on('error', reject);
+    }).on('error', reject);
   });
 }

@@ -8,7 +8,7 @@ import { createErrorHandler, notFound } from '../../../src/http/error-handler.js
 import { closeDatabase, openDatabase } from '../../../src/store/database.js';
 import { weatherRoutes } from '../../../src/weather/routes.js';
 import { WeatherService } from '../../../src/weather/weather-service.js';
-import { serveOnLoopback } from './http.js';
+import { serveForParent } from './server-child.js';
 
 async function main(): Promise<void> {
   const file = process.argv[2];
@@ -25,14 +25,7 @@ async function main(): Promise<void> {
   const bare = new Hono();
   bare.get('/api/v1/weather/latest', (c) => c.body(json, 200, { 'content-type': 'application/json' }));
 
-  const servers = [await serveOnLoopback(ours), await serveOnLoopback(bare)];
-  process.send({ ours: servers[0]!.url, bare: servers[1]!.url });
-  process.on('disconnect', () => {
-    void Promise.all(servers.map((s) => s.close())).finally(() => {
-      closeDatabase(db);
-      process.exit(0);
-    });
-  });
+  await serveForParent(ours, bare, () => closeDatabase(db));
 }
 
 main().catch((error: unknown) => {

@@ -109,3 +109,19 @@ export function rawBatchedInsert(db: Database, input: Reading[][]): number {
   for (const rows of input) insertBatch(rows);
   return performance.now() - t0;
 }
+
+/** A reading as the ingest API and MQTT take it (snake_case, ISO timestamp). */
+export function readingApiJson(r: Reading): Record<string, unknown> {
+  return {
+    node_id: r.nodeId,
+    timestamp: new Date(r.timestamp).toISOString(),
+    temperature_c: r.temperatureC,
+    humidity_percent: r.humidityPercent,
+    pressure_pa: r.pressurePa,
+    wind_speed_ms: r.windSpeedMs,
+    wind_direction: r.windDirection,
+    pm25_ugm3: r.pm25Ugm3,
+    pm10_ugm3: r.pm10Ugm3,
+    gas_resistance_kohm: r.gasResistanceKohm,
+  };
+}

@@ -16,7 +16,7 @@ import { openDatabase } from '../../../src/store/database.js';
 import { DEFAULT_WEB_ROOT } from '../../../src/ui-server/map-tiles.js';
 import { webUiModule } from '../../../src/ui-server/module.js';
 import { webUiSettings } from '../../../src/ui-server/settings.js';
-import { serveOnLoopback } from './http.js';
+import { serveForParent } from './server-child.js';
 
 async function main(): Promise<void> {
   if (!process.send) throw new Error('run forked by scripts/bench/web.ts');
@@ -30,11 +30,7 @@ async function main(): Promise<void> {
   const bare = new Hono();
   bare.use('/*', serveStatic({ root: DEFAULT_WEB_ROOT, precompressed: true }));
 
-  const servers = [await serveOnLoopback(ours), await serveOnLoopback(bare)];
-  process.send({ ours: servers[0]!.url, bare: servers[1]!.url });
-  process.on('disconnect', () => {
-    void Promise.all(servers.map((s) => s.close())).finally(() => process.exit(0));
-  });
+  await serveForParent(ours, bare);
 }
 
 main().catch((error: unknown) => {

@@ -9,6 +9,7 @@ import { useEffect, useState } from 'preact/hooks';
 import { useStore, useTitle } from '../hooks.js';
 import { auditJson, auditWords } from './audit-api.js';
 import { auditFeaturesStore } from './audit-features.js';
+import { AuditTable } from './audit-table.js';
 import type { AlertPage, AlertRule, AlertRuleList } from './audit-types.js';
 import { EventDrawer } from './event-drawer.js';
 import { shownTime } from './format.js';
@@ -41,41 +42,30 @@ export function AlertsView() {
       )}
       {page.data && page.data.data.length === 0 && <p class="audit-empty">No rule has fired.</p>}
       {page.data && page.data.data.length > 0 && (
-        <div class="audit-table-wrap">
-          <table class="audit-table" data-testid="alerts">
-            <caption class="visually-hidden">Alerts, newest first</caption>
-            <thead>
-              <tr>
-                <th scope="col">Fired</th>
-                <th scope="col">Rule</th>
-                <th scope="col">Severity</th>
-                <th scope="col">Who</th>
-                <th scope="col">Matches</th>
-                <th scope="col">Event</th>
-              </tr>
-            </thead>
-            <tbody>
-              {page.data.data.map((a) => (
-                <tr key={a.id}>
-                  <td data-label="Fired">{shownTime(a.fired_at)}</td>
-                  <td data-label="Rule">{a.rule.name}</td>
-                  <td data-label="Severity">
-                    <span class={`severity severity-${a.severity}`}>{a.severity}</span>
-                  </td>
-                  <td data-label="Who">{a.key === '*' ? 'anyone' : a.key}</td>
-                  <td data-label="Matches">
-                    {a.match_count} in {a.window}
-                  </td>
-                  <td data-label="Event">
-                    <button type="button" class="link-button" onClick={() => setOpen(a.event.id)}>
-                      {a.event.operation}
-                    </button>
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
+        <AuditTable
+          testId="alerts"
+          caption="Alerts, newest first"
+          columns={['Fired', 'Rule', 'Severity', 'Who', 'Matches', 'Event']}
+        >
+          {page.data.data.map((a) => (
+            <tr key={a.id}>
+              <td data-label="Fired">{shownTime(a.fired_at)}</td>
+              <td data-label="Rule">{a.rule.name}</td>
+              <td data-label="Severity">
+                <span class={`severity severity-${a.severity}`}>{a.severity}</span>
+              </td>
+              <td data-label="Who">{a.key === '*' ? 'anyone' : a.key}</td>
+              <td data-label="Matches">
+                {a.match_count} in {a.window}
+              </td>
+              <td data-label="Event">
+                <button type="button" class="link-button" onClick={() => setOpen(a.event.id)}>
+                  {a.event.operation}
+                </button>
+              </td>
+            </tr>
+          ))}
+        </AuditTable>
       )}
       {page.data && (
         <nav class="audit-pager" aria-label="Pages of alerts">

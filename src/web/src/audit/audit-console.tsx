@@ -19,6 +19,7 @@ import { AuthButton } from './auth-button.js';
 import { SearchView } from './search-view.js';
 import { SourceHealthView } from './source-health.js';
 import './audit.css';
+import { FormAlert } from '../components/form-alert.js';
 
 const TITLES: Record<AuditView, string> = {
   search: 'Audit events',
@@ -156,11 +157,7 @@ function SignInPanel() {
       >
         Sign in
       </button>
-      {error && (
-        <p class="form-error" role="alert">
-          {error}
-        </p>
-      )}
+      <FormAlert message={error} />
     </section>
   );
 }

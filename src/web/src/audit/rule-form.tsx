@@ -6,9 +6,11 @@
  * limits before anything is sent (rule-draft.ts). The hub's 400 and 409 field errors are shown
  * beside their fields all the same.
  */
+import type { ComponentChildren } from 'preact';
 import { useMemo, useRef, useState } from 'preact/hooks';
 import { auditJson, auditWords, fieldError } from './audit-api.js';
 import type { AlertRule } from './audit-types.js';
+import { type ControlProps, described, FieldError, Field as FormField } from './form-parts.js';
 import {
   DAY_NAMES,
   DAYS,
@@ -25,6 +27,14 @@ import {
 import { TagInput } from './tag-input.js';
 
 const UNIT_WORDS: Record<WindowUnit, string> = { s: 'seconds', m: 'minutes', h: 'hours', d: 'days' };
+const WHEN_WORDS = [
+  ['outside', 'outside these times'],
+  ['inside', 'inside these times'],
+] as const;
+const PER_WORDS = [
+  ['actor', 'per actor'],
+  ['overall', 'over all actors'],
+] as const;
 
 function timeZones(): string[] {
   try {
@@ -68,8 +78,12 @@ export function RuleForm({
   /** The hub's word on a field wins; the form's own shows live, the name's after a first try. */
   const err = (field: string): string | undefined =>
     fieldError(serverError, field) ?? (field !== 'name' || tried ? problems[field] : undefined);
-  const described = (id: string, message: string | undefined) =>
-    message ? { 'aria-invalid': 'true' as const, 'aria-describedby': `${id}-error` } : {};
+  /** A control's value and its change; with bind, its error too (`field`, as the hub names it). */
+  const pick = <K extends keyof RuleDraft>(key: K) => ({
+    value: d[key],
+    onChange: (value: RuleDraft[K]) => set({ [key]: value } as Partial<RuleDraft>),
+  });
+  const bind = <K extends keyof RuleDraft>(key: K, field: string) => ({ ...pick(key), error: err(field) });
   const choices = [...new Set([...services, ...d.services])];
   const unmapped =
     serverError !== undefined &&
@@ -103,8 +117,7 @@ export function RuleForm({
     <form ref={form} class="panel rule-form" aria-labelledby="rule-form-title" onSubmit={submit} noValidate>
       <h2 id="rule-form-title">{ruleId ? `Edit “${initial.name}”` : 'New rule'}</h2>
       <div class="rule-grid">
-        <div class="audit-field rule-field">
-          <label for="r-name">Name</label>
+        <Field id="r-name" label="Name" error={err('name')}>
           <input
             id="r-name"
             type="text"
@@ -114,24 +127,14 @@ export function RuleForm({
             onInput={(e) => set({ name: e.currentTarget.value })}
             {...described('r-name', err('name'))}
           />
-          <FieldError id="r-name" message={err('name')} />
-        </div>
-        <div class="audit-field rule-field">
-          <label for="r-severity">Severity</label>
-          <select
-            id="r-severity"
-            value={d.severity}
-            onChange={(e) => set({ severity: e.currentTarget.value as RuleDraft['severity'] })}
-          >
-            {SEVERITIES.map((s) => (
-              <option key={s} value={s}>
-                {s}
-              </option>
-            ))}
-          </select>
-        </div>
-        <div class="audit-field rule-field rule-wide">
-          <label for="r-description">Description (optional)</label>
+        </Field>
+        <SelectField
+          id="r-severity"
+          label="Severity"
+          options={SEVERITIES.map((s) => [s, s] as const)}
+          {...pick('severity')}
+        />
+        <Field id="r-description" label="Description (optional)" error={err('description')} wide>
           <textarea
             id="r-description"
             rows={2}
@@ -140,155 +143,69 @@ export function RuleForm({
             onInput={(e) => set({ description: e.currentTarget.value })}
             {...described('r-description', err('description'))}
           />
-          <FieldError id="r-description" message={err('description')} />
-        </div>
-        <label class="check rule-wide">
-          <input
-            type="checkbox"
-            checked={d.enabled}
-            onChange={(e) => set({ enabled: e.currentTarget.checked })}
-          />{' '}
+        </Field>
+        <Toggle class="check rule-wide" checked={d.enabled} onChange={(enabled) => set({ enabled })}>
           On (evaluated for new events)
-        </label>
+        </Toggle>
       </div>
 
       <fieldset class="rule-part">
         <legend>Which events (every part you fill in must match; none: every event)</legend>
-        <fieldset class="rule-checks" {...described('r-services', err('condition.services'))}>
-          <legend>Services (none: any)</legend>
-          {choices.map((s) => (
-            <label key={s} class="check">
-              <input
-                type="checkbox"
-                checked={d.services.includes(s)}
-                onChange={(e) =>
-                  set({
-                    services: e.currentTarget.checked
-                      ? [...d.services, s]
-                      : d.services.filter((x) => x !== s),
-                  })
-                }
-              />{' '}
-              {serviceLabel(s)}
-            </label>
-          ))}
-          <FieldError id="r-services" message={err('condition.services')} />
-        </fieldset>
-        <TextMatch
-          id="r-operation"
-          label="Operation"
-          value={d.operation}
-          onChange={(operation) => set({ operation })}
-          error={err('condition.operation')}
+        <Checks
+          legend="Services (none: any)"
+          options={choices}
+          name={serviceLabel}
+          errorId="r-services"
+          {...bind('services', 'condition.services')}
+          attrs={described('r-services', err('condition.services'))}
         />
-        <TextMatch
-          id="r-actor"
-          label="Actor"
-          value={d.actor}
-          onChange={(actor) => set({ actor })}
-          error={err('condition.actor')}
+        <TextMatch id="r-operation" label="Operation" {...bind('operation', 'condition.operation')} />
+        <TextMatch id="r-actor" label="Actor" {...bind('actor', 'condition.actor')} />
+        <Checks
+          legend="Result (none: any)"
+          options={RESULTS}
+          name={(r) => r}
+          errorId="r-result"
+          {...bind('results', 'condition.result')}
         />
-        <fieldset class="rule-checks">
-          <legend>Result (none: any)</legend>
-          {RESULTS.map((r) => (
-            <label key={r} class="check">
-              <input
-                type="checkbox"
-                checked={d.results.includes(r)}
-                onChange={(e) =>
-                  set({
-                    results: e.currentTarget.checked ? [...d.results, r] : d.results.filter((x) => x !== r),
-                  })
-                }
-              />{' '}
-              {r}
-            </label>
-          ))}
-          <FieldError id="r-result" message={err('condition.result')} />
-        </fieldset>
       </fieldset>
 
       <fieldset class="rule-part">
         <legend>
-          <label class="check">
-            <input
-              type="checkbox"
-              checked={d.timeOn}
-              onChange={(e) => set({ timeOn: e.currentTarget.checked })}
-            />{' '}
+          <Toggle checked={d.timeOn} onChange={(timeOn) => set({ timeOn })}>
             Only at certain times
-          </label>
+          </Toggle>
         </legend>
         {d.timeOn && (
           <>
-            <div class="audit-field rule-field">
-              <label for="r-when">Events that happen</label>
-              <select
-                id="r-when"
-                value={d.when}
-                onChange={(e) => set({ when: e.currentTarget.value as RuleDraft['when'] })}
-              >
-                <option value="outside">outside these times</option>
-                <option value="inside">inside these times</option>
-              </select>
-            </div>
-            <fieldset class="rule-checks" {...described('r-days', err('condition.time'))}>
-              <legend>Days</legend>
-              {DAYS.map((day) => (
-                <label key={day} class="check">
-                  <input
-                    type="checkbox"
-                    checked={d.days.includes(day)}
-                    onChange={(e) =>
-                      set({
-                        days: e.currentTarget.checked ? [...d.days, day] : d.days.filter((x) => x !== day),
-                      })
-                    }
-                  />{' '}
-                  {DAY_NAMES[day]}
-                </label>
-              ))}
-              <FieldError id="r-days" message={err('condition.time.days') ?? err('condition.time')} />
-            </fieldset>
+            <SelectField id="r-when" label="Events that happen" options={WHEN_WORDS} {...pick('when')} />
+            <Checks
+              legend="Days"
+              options={DAYS}
+              name={(day) => DAY_NAMES[day]}
+              errorId="r-days"
+              {...bind('days', 'condition.time.days')}
+              error={err('condition.time.days') ?? err('condition.time')}
+              attrs={described('r-days', err('condition.time'))}
+            />
             <div class="rule-grid">
-              <div class="audit-field rule-field">
-                <label for="r-from">From (empty: start of day)</label>
-                <input
-                  id="r-from"
-                  type="time"
-                  value={d.from}
-                  onInput={(e) => set({ from: e.currentTarget.value })}
-                  {...described('r-from', err('condition.time.from'))}
-                />
-                <FieldError id="r-from" message={err('condition.time.from')} />
-              </div>
-              <div class="audit-field rule-field">
-                <label for="r-to">Until (empty: end of day)</label>
-                <input
-                  id="r-to"
-                  type="time"
-                  value={d.to}
-                  onInput={(e) => set({ to: e.currentTarget.value })}
-                  {...described('r-to', err('condition.time.to'))}
-                />
-                <FieldError id="r-to" message={err('condition.time.to')} />
-              </div>
-              <div class="audit-field rule-field">
-                <label for="r-zone">Time zone</label>
-                <select
-                  id="r-zone"
-                  value={d.timeZone}
-                  onChange={(e) => set({ timeZone: e.currentTarget.value })}
-                >
-                  <option value="">The hub’s ({hubTimeZone ?? 'ALERT_TIME_ZONE'})</option>
-                  {zones.map((z) => (
-                    <option key={z} value={z}>
-                      {z}
-                    </option>
-                  ))}
-                </select>
-                <FieldError id="r-zone" message={err('condition.time.time_zone')} />
-              </div>
+              <TimeField
+                id="r-from"
+                label="From (empty: start of day)"
+                {...bind('from', 'condition.time.from')}
+              />
+              <TimeField id="r-to" label="Until (empty: end of day)" {...bind('to', 'condition.time.to')} />
+              <SelectField
+                id="r-zone"
+                label="Time zone"
+                error={err('condition.time.time_zone')}
+                value={d.timeZone}
+                options={[
+                  ['', `The hub’s (${hubTimeZone ?? 'ALERT_TIME_ZONE'})`],
+                  ...zones.map((z) => [z, z] as const),
+                ]}
+                onChange={(timeZone) => set({ timeZone })}
+              />
             </div>
           </>
         )}
@@ -296,22 +213,16 @@ export function RuleForm({
 
       <fieldset class="rule-part">
         <legend>
-          <label class="check">
-            <input
-              type="checkbox"
-              checked={d.thresholdOn}
-              onChange={(e) => set({ thresholdOn: e.currentTarget.checked })}
-            />{' '}
+          <Toggle checked={d.thresholdOn} onChange={(thresholdOn) => set({ thresholdOn })}>
             Only after several events
-          </label>
+          </Toggle>
         </legend>
         {!d.thresholdOn && (
           <p class="muted small">Without: every matching event fires, at most one alert an hour per actor.</p>
         )}
         {d.thresholdOn && (
           <div class="rule-grid">
-            <div class="audit-field rule-field">
-              <label for="r-count">At least this many events</label>
+            <Field id="r-count" label="At least this many events" error={err('condition.threshold.count')}>
               <input
                 id="r-count"
                 type="number"
@@ -323,10 +234,8 @@ export function RuleForm({
                 onInput={(e) => set({ count: e.currentTarget.value })}
                 {...described('r-count', err('condition.threshold.count'))}
               />
-              <FieldError id="r-count" message={err('condition.threshold.count')} />
-            </div>
-            <div class="audit-field rule-field">
-              <label for="r-window">Within</label>
+            </Field>
+            <Field id="r-window" label="Within" error={err('condition.threshold.window')}>
               <span class="rule-window">
                 <input
                   id="r-window"
@@ -338,31 +247,17 @@ export function RuleForm({
                   onInput={(e) => set({ windowValue: e.currentTarget.value })}
                   {...described('r-window', err('condition.threshold.window'))}
                 />
-                <select
+                <Select
                   aria-label="Unit of the window"
                   value={d.windowUnit}
-                  onChange={(e) => set({ windowUnit: e.currentTarget.value as WindowUnit })}
-                >
-                  {(Object.keys(WINDOW_UNITS) as WindowUnit[]).map((u) => (
-                    <option key={u} value={u}>
-                      {UNIT_WORDS[u]}
-                    </option>
-                  ))}
-                </select>
+                  options={(Object.keys(WINDOW_UNITS) as WindowUnit[]).map(
+                    (u) => [u, UNIT_WORDS[u]] as const,
+                  )}
+                  onChange={(windowUnit) => set({ windowUnit })}
+                />
               </span>
-              <FieldError id="r-window" message={err('condition.threshold.window')} />
-            </div>
-            <div class="audit-field rule-field">
-              <label for="r-per">Counted</label>
-              <select
-                id="r-per"
-                value={d.per}
-                onChange={(e) => set({ per: e.currentTarget.value as RuleDraft['per'] })}
-              >
-                <option value="actor">per actor</option>
-                <option value="overall">over all actors</option>
-              </select>
-            </div>
+            </Field>
+            <SelectField id="r-per" label="Counted" options={PER_WORDS} {...pick('per')} />
           </div>
         )}
       </fieldset>
@@ -384,28 +279,138 @@ export function RuleForm({
   );
 }
 
-function FieldError({ id, message }: { id: string; message: string | undefined }) {
-  if (!message) return null;
+/** A field of the rule form (two to a row; `wide`: a row of its own). */
+function Field({ wide, ...props }: Parameters<typeof FormField>[0] & { wide?: boolean }) {
   return (
-    <p class="form-error" id={`${id}-error`}>
-      {message}
-    </p>
+    <FormField class={wide ? 'audit-field rule-field rule-wide' : 'audit-field rule-field'} {...props} />
   );
 }
 
-function TextMatch({
+function TimeField({ id, label, value, onChange, error }: ControlProps<string>) {
+  return (
+    <Field id={id} label={label} error={error}>
+      <input
+        id={id}
+        type="time"
+        value={value}
+        onInput={(e) => onChange(e.currentTarget.value)}
+        {...described(id, error)}
+      />
+    </Field>
+  );
+}
+
+/** A select over `options` ([value, words] pairs). */
+function Select<T extends string>({
+  id,
+  'aria-label': ariaLabel,
+  value,
+  options,
+  onChange,
+}: {
+  id?: string;
+  'aria-label'?: string;
+  value: T;
+  options: readonly (readonly [T, string])[];
+  onChange: (value: T) => void;
+}) {
+  return (
+    <select
+      id={id}
+      aria-label={ariaLabel}
+      value={value}
+      onChange={(e) => onChange(e.currentTarget.value as T)}
+    >
+      {options.map(([v, words]) => (
+        <option key={v} value={v}>
+          {words}
+        </option>
+      ))}
+    </select>
+  );
+}
+
+function SelectField<T extends string>({
   id,
   label,
-  value,
-  onChange,
   error,
+  ...select
 }: {
   id: string;
   label: string;
-  value: TextMatchDraft;
-  onChange: (value: TextMatchDraft) => void;
-  error: string | undefined;
+  error?: string | undefined;
+  value: T;
+  options: readonly (readonly [T, string])[];
+  onChange: (value: T) => void;
 }) {
+  return (
+    <Field id={id} label={label} error={error}>
+      <Select id={id} {...select} />
+    </Field>
+  );
+}
+
+/** A checkbox with its words. */
+function Toggle({
+  class: className = 'check',
+  checked,
+  onChange,
+  children,
+}: {
+  class?: string;
+  checked: boolean;
+  onChange: (checked: boolean) => void;
+  children: ComponentChildren;
+}) {
+  return (
+    <label class={className}>
+      <input type="checkbox" checked={checked} onChange={(e) => onChange(e.currentTarget.checked)} />{' '}
+      {children}
+    </label>
+  );
+}
+
+/** A checkbox for each of `options`; `selected` are the ticked ones. */
+function Checks<T extends string>({
+  legend,
+  options,
+  value: selected,
+  name,
+  onChange,
+  errorId,
+  error,
+  attrs,
+}: {
+  legend: string;
+  options: readonly T[];
+  value: readonly T[];
+  name: (option: T) => string;
+  onChange: (selected: T[]) => void;
+  errorId: string;
+  error: string | undefined;
+  attrs?: ReturnType<typeof described>;
+}) {
+  return (
+    <fieldset class="rule-checks" {...attrs}>
+      <legend>{legend}</legend>
+      {options.map((o) => (
+        <label key={o} class="check">
+          <input
+            type="checkbox"
+            checked={selected.includes(o)}
+            onChange={(e) =>
+              onChange(e.currentTarget.checked ? [...selected, o] : selected.filter((x) => x !== o))
+            }
+          />{' '}
+          {name(o)}
+        </label>
+      ))}
+      <FieldError id={errorId} message={error} />
+    </fieldset>
+  );
+}
+
+function TextMatch({ id, label, value, onChange, error }: ControlProps<TextMatchDraft>) {
   return (
     <div class="rule-text-match">
       <label for={`${id}-mode`} class="visually-hidden">

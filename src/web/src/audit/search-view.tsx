@@ -26,6 +26,7 @@ import { BulkTags } from './bulk-tags.js';
 import { EventDrawer } from './event-drawer.js';
 import { EventTable } from './event-table.js';
 import { ExportButtons } from './export-buttons.js';
+import { type ControlProps, described, Field, FieldError } from './form-parts.js';
 import { pageArrived } from './render-timing.js';
 import { TagInput } from './tag-input.js';
 
@@ -256,8 +257,23 @@ function FilterForm({ current, error, rows }: { current: AuditSearch; error: unk
   const services = [...new Set([...(options?.services ?? []), ...draft.services])];
   const actors = [...new Set(rows.map((r) => r.actor))].sort();
   const err = (...fields: string[]) => fieldError(error, ...fields);
-  const described = (id: string, message: string | undefined) =>
-    message ? { 'aria-invalid': 'true' as const, 'aria-describedby': `${id}-error` } : {};
+  /** One of the typed filters: its control's id, value, change and error. */
+  const bindText = (key: 'actor' | 'operation' | 'result') => ({
+    id: `f-${key}`,
+    value: draft[key],
+    onChange: (value: string) => set({ [key]: value }),
+    error: err(key),
+  });
+  /** The custom range's bounds: cleared, the bound is left out of the search. */
+  const bindTime = (key: 'start' | 'end') => ({
+    id: `f-${key}`,
+    value: draft[key],
+    onChange: (value: string | undefined) => {
+      const { [key]: _cleared, ...rest } = draft;
+      setDraft(value ? { ...rest, [key]: value } : rest);
+    },
+    error: err(key),
+  });
 
   return (
     <form
@@ -296,75 +312,11 @@ function FilterForm({ current, error, rows }: { current: AuditSearch; error: unk
             </label>
           ))}
         </fieldset>
-        {err('services') && (
-          <p class="form-error" id="f-services-error">
-            {err('services')}
-          </p>
-        )}
+        <FieldError id="f-services" message={err('services')} />
       </details>
-      <div class="audit-field">
-        <label for="f-actor">Actor</label>
-        <input
-          id="f-actor"
-          type="search"
-          list="f-actor-list"
-          value={draft.actor}
-          onInput={(e) => set({ actor: e.currentTarget.value })}
-          {...described('f-actor', err('actor'))}
-        />
-        <datalist id="f-actor-list">
-          {actors.map((a) => (
-            <option key={a} value={a} />
-          ))}
-        </datalist>
-        {err('actor') && (
-          <p class="form-error" id="f-actor-error">
-            {err('actor')}
-          </p>
-        )}
-      </div>
-      <div class="audit-field">
-        <label for="f-operation">Operation</label>
-        <input
-          id="f-operation"
-          type="search"
-          list="f-operation-list"
-          value={draft.operation}
-          onInput={(e) => set({ operation: e.currentTarget.value })}
-          {...described('f-operation', err('operation'))}
-        />
-        <datalist id="f-operation-list">
-          {(options?.operations ?? []).map((o) => (
-            <option key={o} value={o} />
-          ))}
-        </datalist>
-        {err('operation') && (
-          <p class="form-error" id="f-operation-error">
-            {err('operation')}
-          </p>
-        )}
-      </div>
-      <div class="audit-field">
-        <label for="f-result">Result</label>
-        <input
-          id="f-result"
-          type="search"
-          list="f-result-list"
-          value={draft.result}
-          onInput={(e) => set({ result: e.currentTarget.value })}
-          {...described('f-result', err('result'))}
-        />
-        <datalist id="f-result-list">
-          {(options?.results ?? []).map((r) => (
-            <option key={r} value={r} />
-          ))}
-        </datalist>
-        {err('result') && (
-          <p class="form-error" id="f-result-error">
-            {err('result')}
-          </p>
-        )}
-      </div>
+      <SuggestField label="Actor" suggestions={actors} {...bindText('actor')} />
+      <SuggestField label="Operation" suggestions={options?.operations ?? []} {...bindText('operation')} />
+      <SuggestField label="Result" suggestions={options?.results ?? []} {...bindText('result')} />
       <div class="audit-field">
         <label for="f-range">Time</label>
         <select
@@ -390,44 +342,8 @@ function FilterForm({ current, error, rows }: { current: AuditSearch; error: unk
       </div>
       {draft.range === 'custom' && (
         <>
-          <div class="audit-field">
-            <label for="f-start">From</label>
-            <input
-              id="f-start"
-              type="datetime-local"
-              value={toLocalInput(draft.start)}
-              onChange={(e) => {
-                const start = fromLocalInput(e.currentTarget.value);
-                const { start: _s, ...rest } = draft;
-                setDraft(start ? { ...rest, start } : rest);
-              }}
-              {...described('f-start', err('start'))}
-            />
-            {err('start') && (
-              <p class="form-error" id="f-start-error">
-                {err('start')}
-              </p>
-            )}
-          </div>
-          <div class="audit-field">
-            <label for="f-end">Until</label>
-            <input
-              id="f-end"
-              type="datetime-local"
-              value={toLocalInput(draft.end)}
-              onChange={(e) => {
-                const end = fromLocalInput(e.currentTarget.value);
-                const { end: _e, ...rest } = draft;
-                setDraft(end ? { ...rest, end } : rest);
-              }}
-              {...described('f-end', err('end'))}
-            />
-            {err('end') && (
-              <p class="form-error" id="f-end-error">
-                {err('end')}
-              </p>
-            )}
-          </div>
+          <DateTimeField label="From" {...bindTime('start')} />
+          <DateTimeField label="Until" {...bindTime('end')} />
         </>
       )}
       <TagInput
@@ -462,5 +378,48 @@ function FilterForm({ current, error, rows }: { current: AuditSearch; error: unk
         </button>
       </div>
     </form>
+  );
+}
+
+/** A search box with suggestions (a datalist). */
+function SuggestField({
+  id,
+  label,
+  value,
+  suggestions,
+  onChange,
+  error,
+}: ControlProps<string> & { suggestions: readonly string[] }) {
+  return (
+    <Field id={id} label={label} error={error}>
+      <input
+        id={id}
+        type="search"
+        list={`${id}-list`}
+        value={value}
+        onInput={(e) => onChange(e.currentTarget.value)}
+        {...described(id, error)}
+      />
+      <datalist id={`${id}-list`}>
+        {suggestions.map((s) => (
+          <option key={s} value={s} />
+        ))}
+      </datalist>
+    </Field>
+  );
+}
+
+/** A local date and time; `onChange` gets the ISO instant, or undefined when cleared. */
+function DateTimeField({ id, label, value, onChange, error }: ControlProps<string | undefined>) {
+  return (
+    <Field id={id} label={label} error={error}>
+      <input
+        id={id}
+        type="datetime-local"
+        value={toLocalInput(value)}
+        onChange={(e) => onChange(fromLocalInput(e.currentTarget.value))}
+        {...described(id, error)}
+      />
+    </Field>
   );
 }

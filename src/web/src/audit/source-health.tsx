@@ -9,6 +9,7 @@ import { useEffect, useState } from 'preact/hooks';
 import { useTitle } from '../hooks.js';
 import { ApiError } from '../lib/problem.js';
 import { auditJson, auditWords } from './audit-api.js';
+import { AuditTable } from './audit-table.js';
 import type { SourceHealth } from './audit-types.js';
 import { shownTime } from './format.js';
 
@@ -120,47 +121,43 @@ export function SourceHealthView() {
         </p>
       )}
       {health.data && (
-        <div class="audit-table-wrap">
-          <table class="audit-table" data-testid="source-health">
-            <caption class="visually-hidden">Health of each audit source</caption>
-            <thead>
-              <tr>
-                <th scope="col">Source</th>
-                <th scope="col">Status</th>
-                <th scope="col">Last attempt</th>
-                <th scope="col">Last success</th>
-                <th scope="col">Failures in a row</th>
-                <th scope="col">Stored</th>
-                <th scope="col">Error</th>
+        <AuditTable
+          testId="source-health"
+          caption="Health of each audit source"
+          columns={[
+            'Source',
+            'Status',
+            'Last attempt',
+            'Last success',
+            'Failures in a row',
+            'Stored',
+            'Error',
+          ]}
+        >
+          {health.data.data.map((s) => {
+            const status = STATUS_WORDS[s.status];
+            return (
+              <tr key={s.source} data-source={s.source}>
+                <th scope="row" data-label="Source">
+                  {s.source}
+                </th>
+                <td data-label="Status">
+                  <span class={`pill pill-${status.tone}`}>
+                    <span class="dot" aria-hidden="true" />
+                    {status.text}
+                  </span>
+                </td>
+                <td data-label="Last attempt">{shownTime(s.last_attempt_time)}</td>
+                <td data-label="Last success">{shownTime(s.last_success_time)}</td>
+                <td data-label="Failures in a row">{s.consecutive_failures}</td>
+                <td data-label="Stored">{s.events_stored.toLocaleString()}</td>
+                <td data-label="Error" class="source-error">
+                  {s.error ?? '—'}
+                </td>
               </tr>
-            </thead>
-            <tbody>
-              {health.data.data.map((s) => {
-                const status = STATUS_WORDS[s.status];
-                return (
-                  <tr key={s.source} data-source={s.source}>
-                    <th scope="row" data-label="Source">
-                      {s.source}
-                    </th>
-                    <td data-label="Status">
-                      <span class={`pill pill-${status.tone}`}>
-                        <span class="dot" aria-hidden="true" />
-                        {status.text}
-                      </span>
-                    </td>
-                    <td data-label="Last attempt">{shownTime(s.last_attempt_time)}</td>
-                    <td data-label="Last success">{shownTime(s.last_success_time)}</td>
-                    <td data-label="Failures in a row">{s.consecutive_failures}</td>
-                    <td data-label="Stored">{s.events_stored.toLocaleString()}</td>
-                    <td data-label="Error" class="source-error">
-                      {s.error ?? '—'}
-                    </td>
-                  </tr>
-                );
-              })}
-            </tbody>
-          </table>
-        </div>
+            );
+          })}
+        </AuditTable>
       )}
     </section>
   );

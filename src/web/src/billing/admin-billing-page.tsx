@@ -13,6 +13,9 @@ import { formatDateTime } from '../lib/format.js';
 import { type ApiError, plainWords } from '../lib/problem.js';
 import { sessionStore } from '../state/session.js';
 import './billing.css';
+import { DataTable } from '../components/data-table.js';
+import { FormAlert } from '../components/form-alert.js';
+import { LoadError, Loading } from '../components/load-states.js';
 import { planPeriod, planPrice, subscriptionWords } from './subscription-words.js';
 
 interface AdminData {
@@ -30,32 +33,8 @@ async function loadAdminData(token: string): Promise<AdminData> {
   return { subscriptions: subscriptions.data, plans: plans.data };
 }
 
-function Table({
-  caption,
-  head,
-  children,
-}: {
-  caption: string;
-  head: string[];
-  children: ComponentChildren;
-}) {
-  return (
-    <div class="table-scroll">
-      <table class="billing-table">
-        <caption>{caption}</caption>
-        <thead>
-          <tr>
-            {head.map((h) => (
-              <th key={h} scope="col">
-                {h}
-              </th>
-            ))}
-          </tr>
-        </thead>
-        <tbody>{children}</tbody>
-      </table>
-    </div>
-  );
+function Table({ head, ...props }: { caption: string; head: string[]; children: ComponentChildren }) {
+  return <DataTable wrapClass="table-scroll" tableClass="billing-table" columns={head} {...props} />;
 }
 
 export function AdminBillingPage({ billingOn }: { billingOn: boolean }) {
@@ -103,20 +82,9 @@ export function AdminBillingPage({ billingOn }: { billingOn: boolean }) {
 
   let body: ComponentChildren;
   if (error && !data) {
-    body = (
-      <div class="notice notice-error" role="alert">
-        <p>{plainWords(error)}</p>
-        <button type="button" class="button button-small" onClick={() => void reload()}>
-          Try again
-        </button>
-      </div>
-    );
+    body = <LoadError error={error} onRetry={() => void reload()} small />;
   } else if (!data) {
-    body = (
-      <p class="loading" role="status">
-        Loading…
-      </p>
-    );
+    body = <Loading>Loading…</Loading>;
   } else {
     const plan = (id: string) => data.plans.find((p) => p.id === id);
     const planName = (id: string) => plan(id)?.name ?? id;
@@ -148,11 +116,7 @@ export function AdminBillingPage({ billingOn }: { billingOn: boolean }) {
         </section>
         <section aria-labelledby="admin-plans" class="panel">
           <h2 id="admin-plans">Plans</h2>
-          {retireError && (
-            <p class="form-error" role="alert">
-              {retireError}
-            </p>
-          )}
+          <FormAlert message={retireError} />
           {data.plans.length === 0 ? (
             <p class="muted">
               No plans yet. Add one with <code>meshhub plan add</code>.

@@ -13,8 +13,10 @@ import { meshStore } from '../state/mesh.js';
 import { sessionStore } from '../state/session.js';
 import { billingStore, buyPlan, followSubscriptions, loadPlans, openCheckout } from './billing-state.js';
 import './billing.css';
-import { RenewButton } from './renew-button.js';
-import { canRenew, openInvoiceLink, planPeriod, planPrice, subscriptionWords } from './subscription-words.js';
+import { FormAlert } from '../components/form-alert.js';
+import { LoadError, Loading } from '../components/load-states.js';
+import { SubscriptionState } from './subscription-state.js';
+import { planPeriod, planPrice } from './subscription-words.js';
 
 function PlanNodes({ nodes }: { nodes: BillingPlan['nodes'] }) {
   const mesh = useStore(meshStore);
@@ -51,11 +53,7 @@ function PayButton({ plan, signedIn }: { plan: BillingPlan; signedIn: boolean })
       >
         {busy ? 'Opening the invoice…' : 'Pay'}
       </button>
-      {error && (
-        <p class="form-error" role="alert">
-          {error}
-        </p>
-      )}
+      <FormAlert message={error} />
     </div>
   );
 }
@@ -83,21 +81,10 @@ function MySubscriptions() {
   return (
     <ul class="subscriptions" aria-live="polite">
       {billing.subscriptions.map((s) => {
-        const words = subscriptionWords(s, now);
-        const pay = openInvoiceLink(s);
         return (
           <li key={s.id} class="subscription" data-subscription-id={s.id} data-status={s.status}>
             <span class="subscription-plan">{planName(s.plan_id)}</span>
-            <span class={`pill pill-${words.tone}`} data-testid="subscription-state">
-              <span class="dot" aria-hidden="true" />
-              {words.text}
-            </span>
-            {pay && (
-              <a class="button button-small" href={pay}>
-                Pay the invoice
-              </a>
-            )}
-            {canRenew(s, now) && <RenewButton subscriptionId={s.id} />}
+            <SubscriptionState subscription={s} now={now} />
           </li>
         );
       })}
@@ -123,20 +110,9 @@ export function PlansPage({ billingOn }: { billingOn: boolean }) {
 
   let plans: ComponentChildren;
   if (billing.plansError && !billing.plansLoaded) {
-    plans = (
-      <div class="notice notice-error" role="alert">
-        <p>{plainWords(billing.plansError)}</p>
-        <button type="button" class="button button-small" onClick={() => void loadPlans()}>
-          Try again
-        </button>
-      </div>
-    );
+    plans = <LoadError error={billing.plansError} onRetry={() => void loadPlans()} small />;
   } else if (!billing.plansLoaded) {
-    plans = (
-      <p class="loading" role="status">
-        Loading the plans…
-      </p>
-    );
+    plans = <Loading>Loading the plans…</Loading>;
   } else if (billing.plans.length === 0) {
     plans = <p class="muted">No plans are on offer right now.</p>;
   } else {

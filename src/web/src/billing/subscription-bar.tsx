@@ -9,8 +9,8 @@ import { plainWords } from '../lib/problem.js';
 import { Link } from '../router.js';
 import { billingStore, followSubscriptions } from './billing-state.js';
 import './billing.css';
-import { RenewButton } from './renew-button.js';
-import { canRenew, currentSubscription, openInvoiceLink, subscriptionWords } from './subscription-words.js';
+import { SubscriptionState } from './subscription-state.js';
+import { currentSubscription } from './subscription-words.js';
 
 export function SubscriptionBar() {
   const billing = useStore(billingStore);
@@ -39,8 +39,6 @@ export function SubscriptionBar() {
       </section>
     );
   }
-  const words = subscriptionWords(current, now);
-  const pay = openInvoiceLink(current);
   return (
     <section
       class="subscription-bar"
@@ -48,16 +46,7 @@ export function SubscriptionBar() {
       data-testid="subscription-bar"
       data-status={current.status}
     >
-      <span class={`pill pill-${words.tone}`} role="status" data-testid="subscription-state">
-        <span class="dot" aria-hidden="true" />
-        {words.text}
-      </span>
-      {pay && (
-        <a class="button button-small" href={pay}>
-          Pay the invoice
-        </a>
-      )}
-      {canRenew(current, now) && <RenewButton subscriptionId={current.id} />}
+      <SubscriptionState subscription={current} now={now} status />
       <Link href="/plans" class="link-button small">
         Plans
       </Link>

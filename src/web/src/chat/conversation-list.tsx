@@ -1,10 +1,10 @@
 /** The signed-in user's conversations, newest first, with unread counts; and starting a new one. */
 import type { ComponentChildren } from 'preact';
 import { useState } from 'preact/hooks';
+import { LoadError, Loading } from '../components/load-states.js';
 import { useNow, useStore } from '../hooks.js';
 import { formatTime } from '../lib/format.js';
 import { displayName, nodeIdFromNum, sortedNodes } from '../lib/mesh-state.js';
-import { plainWords } from '../lib/problem.js';
 import { chatPath } from '../lib/routes.js';
 import { Link, navigate } from '../router.js';
 import { chatStore, loadConversations } from '../state/chat.js';
@@ -65,20 +65,9 @@ export function ConversationList({ activeId }: { activeId?: string }) {
   const now = useNow(30_000);
   let body: ComponentChildren;
   if (chat.conversationsError && !chat.conversationsLoaded) {
-    body = (
-      <div class="notice notice-error" role="alert">
-        <p>{plainWords(chat.conversationsError)}</p>
-        <button type="button" class="button button-small" onClick={() => void loadConversations()}>
-          Try again
-        </button>
-      </div>
-    );
+    body = <LoadError error={chat.conversationsError} onRetry={() => void loadConversations()} small />;
   } else if (!chat.conversationsLoaded) {
-    body = (
-      <p class="loading" role="status">
-        Loading conversations…
-      </p>
-    );
+    body = <Loading>Loading conversations…</Loading>;
   } else if (chat.conversations.length === 0) {
     body = <p class="muted">No conversations yet. Start one with “New message”.</p>;
   } else {

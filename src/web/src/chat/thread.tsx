@@ -2,6 +2,8 @@
 import type { ComponentChildren } from 'preact';
 import { useEffect, useLayoutEffect, useRef, useState } from 'preact/hooks';
 import type { MessageRecord } from '../api/types.js';
+import { FormAlert } from '../components/form-alert.js';
+import { LoadError, Loading } from '../components/load-states.js';
 import { useNow, useStore, useTitle } from '../hooks.js';
 import { formatTime } from '../lib/format.js';
 import { displayName } from '../lib/mesh-state.js';
@@ -86,11 +88,7 @@ function Rename({ nodeId, current, canRename }: { nodeId: string; current: strin
       <button type="button" class="link-button small" onClick={() => setEditing(false)}>
         Cancel
       </button>
-      {error && (
-        <p class="form-error" role="alert">
-          {error}
-        </p>
-      )}
+      <FormAlert message={error} />
     </form>
   );
 }
@@ -138,20 +136,9 @@ export function Thread({ nodeId }: { nodeId: string }) {
 
   let body: ComponentChildren;
   if (!thread || (!thread.loaded && thread.loading)) {
-    body = (
-      <p class="loading" role="status">
-        Loading the conversation…
-      </p>
-    );
+    body = <Loading>Loading the conversation…</Loading>;
   } else if (thread.error && !thread.loaded) {
-    body = (
-      <div class="notice notice-error" role="alert">
-        <p>{plainWords(thread.error)}</p>
-        <button type="button" class="button" onClick={() => void loadThread(nodeId)}>
-          Try again
-        </button>
-      </div>
-    );
+    body = <LoadError error={thread.error} onRetry={() => void loadThread(nodeId)} />;
   } else if (thread.messages.length === 0) {
     body = <p class="muted thread-empty">No messages yet. Say hello; it goes out over the radio.</p>;
   } else {

@@ -7,12 +7,12 @@ import { useEffect, useMemo, useRef } from 'preact/hooks';
 import { useNow, useStore, useTitle } from '../hooks.js';
 import { nodeIdFromNum, sortedNodes } from '../lib/mesh-state.js';
 import { nodeView } from '../lib/node-view.js';
-import { plainWords } from '../lib/problem.js';
 import { Link } from '../router.js';
 import { hubStore } from '../state/hub.js';
 import { meshStore, refreshMesh } from '../state/mesh.js';
 import { siteNames, sitesStore } from '../state/sites.js';
 import './dashboard.css';
+import { LoadError, Loading } from '../components/load-states.js';
 import { type MapHandle, MapView } from './map-view.js';
 import { Legend, NodeList } from './node-list.js';
 
@@ -54,20 +54,9 @@ export function Dashboard({ focus, site }: { focus?: string; site?: string }) {
 
   let list: ComponentChildren;
   if (view.error && !view.loaded) {
-    list = (
-      <div class="notice notice-error" role="alert">
-        <p>{plainWords(view.error)}</p>
-        <button type="button" class="button" onClick={() => void refreshMesh()}>
-          Try again
-        </button>
-      </div>
-    );
+    list = <LoadError error={view.error} onRetry={() => void refreshMesh()} />;
   } else if (!view.loaded) {
-    list = (
-      <p class="loading" role="status">
-        Loading nodes…
-      </p>
-    );
+    list = <Loading>Loading nodes…</Loading>;
   } else if (nodes.length === 0) {
     list = (
       <p class="muted">

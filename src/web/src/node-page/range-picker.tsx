@@ -1,5 +1,6 @@
 /** The chart range: four presets and a custom from–to, kept in the URL so a range can be shared. */
 import { useState } from 'preact/hooks';
+import { FormAlert } from '../components/form-alert.js';
 import {
   fromLocalInput,
   PRESETS,
@@ -88,11 +89,7 @@ export function RangePicker({
           <button type="submit" class="button button-small">
             Show
           </button>
-          {error && (
-            <p class="form-error" role="alert">
-              {error}
-            </p>
-          )}
+          <FormAlert message={error} />
         </form>
       )}
     </div>

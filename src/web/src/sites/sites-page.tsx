@@ -8,12 +8,12 @@ import { useEffect, useMemo } from 'preact/hooks';
 import type { SiteJson } from '../api/types.js';
 import { useNow, useStore, useTitle } from '../hooks.js';
 import { formatAge, formatDateTime } from '../lib/format.js';
-import { plainWords } from '../lib/problem.js';
 import { mapPath } from '../lib/routes.js';
 import { durationWords, plural, siteHealth, siteLabel } from '../lib/site-health.js';
 import { Link } from '../router.js';
 import { refreshSites, sitesStore } from '../state/sites.js';
 import './sites.css';
+import { LoadError, Loading } from '../components/load-states.js';
 
 function when(iso: string | null, nowMs: number): string {
   const at = iso ? Date.parse(iso) : Number.NaN;
@@ -93,20 +93,9 @@ export function SitesPage({ upstream }: { upstream: boolean }) {
 
   let body: ComponentChildren;
   if (view.error && !view.loaded) {
-    body = (
-      <div class="notice notice-error" role="alert">
-        <p>{plainWords(view.error)}</p>
-        <button type="button" class="button" onClick={() => void refreshSites()}>
-          Try again
-        </button>
-      </div>
-    );
+    body = <LoadError error={view.error} onRetry={() => void refreshSites()} />;
   } else if (!view.loaded) {
-    body = (
-      <p class="loading" role="status">
-        Loading sites…
-      </p>
-    );
+    body = <Loading>Loading sites…</Loading>;
   } else if (sites.length === 0) {
     body = (
       <p class="muted">

@@ -1,0 +1,32 @@
+/** What a page shows while its data loads, or when loading it failed. */
+import type { ComponentChildren } from 'preact';
+import { plainWords } from '../lib/problem.js';
+
+/** The load failed: why, in plain words, and "Try again" (`small`: the small button). */
+export function LoadError({
+  error,
+  onRetry,
+  small,
+}: {
+  error: unknown;
+  onRetry: () => void;
+  small?: boolean;
+}) {
+  return (
+    <div class="notice notice-error" role="alert">
+      <p>{plainWords(error)}</p>
+      <button type="button" class={small ? 'button button-small' : 'button'} onClick={onRetry}>
+        Try again
+      </button>
+    </div>
+  );
+}
+
+/** The load is under way (announced as a status). */
+export function Loading({ children }: { children: ComponentChildren }) {
+  return (
+    <p class="loading" role="status">
+      {children}
+    </p>
+  );
+}
