@@ -6,7 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type AlertsHub, jsonBody, startAlertsHub } from './alerts-hub.js';
-import { type LocalIdp, startLocalIdp } from './helpers.js';
+import { idpAuthEnv, type LocalIdp, startLocalIdp } from './idp.js';
 
 let idp: LocalIdp;
 let h: AlertsHub;
@@ -29,10 +29,7 @@ const AFTER_HOURS = {
 beforeAll(async () => {
   idp = await startLocalIdp();
   h = await startAlertsHub({
-    AUTH_ENABLED: 'true',
-    AUTH_JWKS_URL: idp.jwksUrl,
-    AUTH_ISSUER: idp.issuer,
-    AUTH_AUDIENCE: idp.audience,
+    ...idpAuthEnv(idp),
   });
   admin = {
     authorization: `Bearer ${await idp.token({ roles: ['admin'], sub: 'root-1', preferred_username: 'root@contoso.com' })}`,

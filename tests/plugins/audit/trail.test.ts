@@ -6,7 +6,8 @@
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { type AlertsHub, jsonBody, startAlertsHub } from './alerts-hub.js';
-import { type AuditTestApp, auditApp, jsonInit, type LocalIdp, seed, startLocalIdp } from './helpers.js';
+import { type AuditTestApp, auditApp, jsonInit, seed } from './helpers.js';
+import { idpAuthEnv, type LocalIdp, startLocalIdp } from './idp.js';
 
 const T0 = Date.parse('2026-11-02T09:00:00Z');
 
@@ -18,10 +19,7 @@ describe('an administrator reads the trail over the real socket', () => {
   beforeAll(async () => {
     idp = await startLocalIdp();
     h = await startAlertsHub({
-      AUTH_ENABLED: 'true',
-      AUTH_JWKS_URL: idp.jwksUrl,
-      AUTH_ISSUER: idp.issuer,
-      AUTH_AUDIENCE: idp.audience,
+      ...idpAuthEnv(idp),
     });
     admin = {
       authorization: `Bearer ${await idp.token({ roles: ['admin'], sub: 'root-1', preferred_username: 'root@contoso.com' })}`,
