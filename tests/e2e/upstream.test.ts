@@ -25,6 +25,7 @@ import { loadUpstreamSettings } from '../../sync/upstream/settings.js';
 import { SiteRegistry } from '../../sync/upstream/sites.js';
 import { UpstreamUsers } from '../../sync/upstream/users.js';
 import { createTestSchema, skipWithoutPostgres, type TestSchema } from '../helpers/postgres.js';
+import { readingBody } from '../sync/helpers/records.js';
 import { describeInBrowser, type GuardedPage, launchBrowser, openPage } from './helpers/browser.js';
 import type { BrowserWindow, DomCanvas, DomElement } from './helpers/dom.js';
 import { localTiles, SIM_CENTER } from './helpers/hubs.js';
@@ -77,18 +78,11 @@ function readingRecords(seq: () => number, nodeId: string, newest: number, count
       seq: seq(),
       kind: 'reading',
       at: ts,
-      body: {
-        node_id: nodeId,
-        ts,
+      body: readingBody(nodeId, ts, {
         temperature_c: 12 + (i % 7) * 0.4,
         humidity_percent: 60 + (i % 5),
         pressure_pa: 101_300 + i * 2,
-        wind_speed_ms: null,
-        wind_direction: null,
-        pm25_ugm3: null,
-        pm10_ugm3: null,
-        gas_resistance_kohm: null,
-      },
+      }),
     };
   });
 }
