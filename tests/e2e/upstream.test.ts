@@ -16,7 +16,7 @@ import type { Browser, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { LocalIssuer } from '../../src/auth/local-issuer.js';
 import { DEFAULT_WEB_ROOT } from '../../src/ui-server/mount.js';
-import { type Batch, batchSchema, type SyncRecord } from '../../sync/protocol.js';
+import type { SyncRecord } from '../../sync/protocol.js';
 import { BatchApplier } from '../../sync/upstream/batch-apply.js';
 import { grantUpstreamSubscription } from '../../sync/upstream/commands.js';
 import { upstreamLiveRoutes } from '../../sync/upstream/routes/live-routes.js';
@@ -25,6 +25,7 @@ import { loadUpstreamSettings } from '../../sync/upstream/settings.js';
 import { SiteRegistry } from '../../sync/upstream/sites.js';
 import { UpstreamUsers } from '../../sync/upstream/users.js';
 import { createTestSchema, skipWithoutPostgres, type TestSchema } from '../helpers/postgres.js';
+import { batchSequence } from '../sync/helpers/batches.js';
 import { readingBody } from '../sync/helpers/records.js';
 import { describeInBrowser, type GuardedPage, launchBrowser, openPage } from './helpers/browser.js';
 import type { BrowserWindow, DomCanvas, DomElement } from './helpers/dom.js';
@@ -134,7 +135,7 @@ async function readEvents(
   let base: string;
   let applier: BatchApplier;
   let guarded: GuardedPage | undefined;
-  const nextSeq = new Map<string, number>();
+  const { batchOf } = batchSequence();
   const now = Date.now();
   const offlineSince = now - 3 * HOUR;
   const at = (dLat: number, dLon: number) => ({
@@ -157,22 +158,6 @@ async function readEvents(
   };
   /** Readings in the last 24 h per site of node A (what its node page charts). */
   const counts = { northA: 36, southA: 20 };
-
-  function batchOf(siteId: string, make: (seq: () => number) => SyncRecord[]): Batch {
-    const first = nextSeq.get(siteId) ?? 1;
-    let seq = first;
-    const records = make(() => seq++);
-    nextSeq.set(siteId, seq);
-    return batchSchema.parse({
-      protocol: 1,
-      site_id: siteId,
-      first_seq: first,
-      last_seq: seq - 1,
-      records,
-      dropped: [],
-      sent_at: Date.now(),
-    });
-  }
 
   async function apply(
     siteId: string,

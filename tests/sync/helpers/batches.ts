@@ -1,6 +1,6 @@
 import { gzipSync } from 'node:zlib';
 import type { LocalIssuer } from '../../../src/auth/local-issuer.js';
-import { SYNC_API } from '../../../sync/protocol.js';
+import { type Batch, batchSchema, SYNC_API, type SyncRecord } from '../../../sync/protocol.js';
 import { signSiteRequest } from '../../../sync/signing.js';
 
 /** POSTs `batch` as site north would (gzip'd JSON, signed now by `site`) to the upstream at `baseUrl`. */
@@ -27,4 +27,28 @@ export async function postBatchAsNorth(
     },
     body,
   });
+}
+
+/**
+ * Builds batches each of which follows the last one of its site: `make` numbers its records with
+ * `seq()`. `nextSeq` holds each site's next sequence number.
+ */
+export function batchSequence() {
+  const nextSeq = new Map<string, number>();
+  const batchOf = (siteId: string, make: (seq: () => number) => SyncRecord[]): Batch => {
+    const first = nextSeq.get(siteId) ?? 1;
+    let seq = first;
+    const records = make(() => seq++);
+    nextSeq.set(siteId, seq);
+    return batchSchema.parse({
+      protocol: 1,
+      site_id: siteId,
+      first_seq: first,
+      last_seq: seq - 1,
+      records,
+      dropped: [],
+      sent_at: Date.now(),
+    });
+  };
+  return { batchOf, nextSeq };
 }

@@ -85,20 +85,7 @@ describe.skipIf(skip)('meshhub upstream plan', () => {
       expect(await runUpstreamPlanCommand(add, ctx)).toBe(0);
       expect(
         await runUpstreamPlanCommand(
-          [
-            'add',
-            'hut',
-            '--name',
-            'Hut',
-            '--price',
-            '0.0001',
-            '--currency',
-            'BTC',
-            '--days',
-            '7',
-            '--nodes',
-            '!a1b2c3d4',
-          ],
+          'add hut --name Hut --price 0.0001 --currency BTC --days 7 --nodes !a1b2c3d4'.split(' '),
           ctx,
         ),
       ).toBe(0);

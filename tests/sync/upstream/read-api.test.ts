@@ -17,13 +17,14 @@ import type { Reading } from '../../../src/domain/reading.js';
 import { closeDatabase, type Database, openDatabase } from '../../../src/store/database.js';
 import { ReadingWriter } from '../../../src/store/reading-writer.js';
 import { WeatherService } from '../../../src/weather/weather-service.js';
-import { type Batch, batchSchema, SYNC_API, type SyncRecord } from '../../../sync/protocol.js';
+import { SYNC_API, type SyncRecord } from '../../../sync/protocol.js';
 import { signSiteRequest } from '../../../sync/signing.js';
 import { BatchApplier } from '../../../sync/upstream/batch-apply.js';
 import { createUpstream, type UpstreamServer } from '../../../sync/upstream/server.js';
 import { loadUpstreamSettings } from '../../../sync/upstream/settings.js';
 import { SiteRegistry } from '../../../sync/upstream/sites.js';
 import { createTestSchema, skipWithoutPostgres, type TestSchema } from '../../helpers/postgres.js';
+import { batchSequence } from '../helpers/batches.js';
 import { signedIn } from './helpers.js';
 
 // biome-ignore lint/suspicious/noExplicitAny: tests read bodies of many shapes and assert on them
@@ -105,23 +106,7 @@ function nodeRecord(
 }
 
 /** Per-site sequence numbers, so every batch follows the last. */
-const nextSeq = new Map<string, number>();
-
-function batchOf(siteId: string, make: (seq: () => number) => SyncRecord[]): Batch {
-  const first = nextSeq.get(siteId) ?? 1;
-  let seq = first;
-  const records = make(() => seq++);
-  nextSeq.set(siteId, seq);
-  return batchSchema.parse({
-    protocol: 1,
-    site_id: siteId,
-    first_seq: first,
-    last_seq: seq - 1,
-    records,
-    dropped: [],
-    sent_at: Date.now(),
-  });
-}
+const { batchOf, nextSeq } = batchSequence();
 
 describe.skipIf(skip)('upstream read API', () => {
   let schema: TestSchema;
