@@ -22,3 +22,29 @@ export function readingBody(
     ...values,
   };
 }
+
+/**
+ * A node record's body: the node heard and updated at `at`, nothing else known but what `values`
+ * gives (keys in protocol order).
+ */
+export function nodeBody(
+  nodeId: string,
+  at: number,
+  values: Partial<RecordBody<'node'>> = {},
+): RecordBody<'node'> {
+  return {
+    node_num: Number.parseInt(nodeId.slice(1), 16),
+    node_id: nodeId,
+    short_name: null,
+    long_name: null,
+    hw_model: null,
+    latitude: null,
+    longitude: null,
+    altitude: null,
+    last_heard: at,
+    battery_level: null,
+    snr: null,
+    updated_at: at,
+    ...values,
+  };
+}

@@ -11,7 +11,7 @@ import { BatchApplier } from '../../../sync/upstream/batch-apply.js';
 import { migrateUpstream } from '../../../sync/upstream/db/migrate.js';
 import { openPool } from '../../../sync/upstream/db/pool.js';
 import { createTestSchema, skipWithoutPostgres, type TestSchema } from '../../helpers/postgres.js';
-import { readingBody } from '../helpers/records.js';
+import { nodeBody, readingBody } from '../helpers/records.js';
 
 const skip = await skipWithoutPostgres();
 
@@ -45,20 +45,7 @@ function reading(nodeId: string, ts: number, values: Parameters<typeof readingBo
 function node(nodeId: string, updatedAt: number, shortName: string): Entry {
   return {
     kind: 'node',
-    body: {
-      node_num: Number.parseInt(nodeId.slice(1), 16),
-      node_id: nodeId,
-      short_name: shortName,
-      long_name: null,
-      hw_model: null,
-      latitude: null,
-      longitude: null,
-      altitude: null,
-      last_heard: updatedAt,
-      battery_level: null,
-      snr: null,
-      updated_at: updatedAt,
-    },
+    body: nodeBody(nodeId, updatedAt, { short_name: shortName }),
   };
 }
 

@@ -25,6 +25,7 @@ import { loadUpstreamSettings } from '../../../sync/upstream/settings.js';
 import { SiteRegistry } from '../../../sync/upstream/sites.js';
 import { createTestSchema, skipWithoutPostgres, type TestSchema } from '../../helpers/postgres.js';
 import { batchSequence } from '../helpers/batches.js';
+import { nodeBody } from '../helpers/records.js';
 import { signedIn } from './helpers.js';
 
 // biome-ignore lint/suspicious/noExplicitAny: tests read bodies of many shapes and assert on them
@@ -88,20 +89,15 @@ function nodeRecord(
     seq,
     kind: 'node',
     at: lastHeard,
-    body: {
-      node_num: Number.parseInt(nodeId.slice(1), 16),
-      node_id: nodeId,
+    body: nodeBody(nodeId, lastHeard, {
       short_name: extra.short ?? null,
       long_name: extra.long ?? null,
       hw_model: extra.short ? 'HELTEC_V3' : null,
       latitude: extra.lat ?? null,
       longitude: extra.lon ?? null,
-      altitude: null,
-      last_heard: lastHeard,
       battery_level: extra.short ? 87 : null,
       snr: extra.short ? 6.25 : null,
-      updated_at: lastHeard,
-    },
+    }),
   };
 }
 
