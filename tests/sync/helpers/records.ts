@@ -48,3 +48,34 @@ export function nodeBody(
     ...values,
   };
 }
+
+/** An hourly rollup record's body: every sum and count 0 but those `values` gives. */
+export function hourRollupBody(
+  nodeId: string,
+  bucketStart: number,
+  values: Partial<RecordBody<'rollup'>> = {},
+): RecordBody<'rollup'> {
+  return {
+    interval: '1h',
+    node_id: nodeId,
+    bucket_start: bucketStart,
+    temperature_c_sum: 0,
+    temperature_c_count: 0,
+    humidity_percent_sum: 0,
+    humidity_percent_count: 0,
+    pressure_pa_sum: 0,
+    pressure_pa_count: 0,
+    wind_speed_ms_sum: 0,
+    wind_speed_ms_count: 0,
+    pm25_ugm3_sum: 0,
+    pm25_ugm3_count: 0,
+    pm10_ugm3_sum: 0,
+    pm10_ugm3_count: 0,
+    gas_resistance_kohm_sum: 0,
+    gas_resistance_kohm_count: 0,
+    wind_direction_sin_sum: 0,
+    wind_direction_cos_sum: 0,
+    wind_direction_count: 0,
+    ...values,
+  };
+}
