@@ -61,3 +61,14 @@ export const withBearer = (token: string, init: RequestInit = {}): RequestInit =
   ...init,
   headers: { ...(init.headers as Record<string, string>), authorization: `Bearer ${token}` },
 });
+
+/** The authorization header for a token `idp` signs with `claims`. */
+export async function bearerHeaders(
+  idp: LocalIdp,
+  claims?: Record<string, unknown>,
+): Promise<Record<string, string>> {
+  return { authorization: `Bearer ${await idp.token(claims)}` };
+}
+
+/** The claims of the tenant's administrator, root@contoso.com. */
+export const ROOT_ADMIN = { roles: ['admin'], sub: 'root-1', preferred_username: 'root@contoso.com' };

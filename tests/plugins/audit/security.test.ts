@@ -21,9 +21,7 @@ afterEach(async () => {
   t = undefined;
 });
 
-const authEnv = () => ({
-  ...idpAuthEnv(idp),
-});
+const authEnv = () => idpAuthEnv(idp);
 const bearer = (token: string, init: RequestInit = {}): RequestInit => ({
   ...init,
   headers: { ...(init.headers as Record<string, string>), authorization: `Bearer ${token}` },

@@ -22,9 +22,7 @@ afterEach(async () => {
 });
 
 const T0 = Date.parse('2026-11-02T09:00:00Z');
-const authEnv = () => ({
-  ...idpAuthEnv(idp),
-});
+const authEnv = () => idpAuthEnv(idp);
 /** A request from `address`, as the hub's Node server would hand it over (the TCP peer). */
 const from = (app: AuditTestApp, address: string, path: string, init: RequestInit = {}) =>
   Promise.resolve(app.app.request(path, init, { incoming: { socket: { remoteAddress: address } } }));
