@@ -13,9 +13,8 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { FakeMicrosoft } from '../fakes/microsoft/fake-microsoft.js';
 import { directoryAudit } from '../fakes/microsoft/fixtures.js';
 import { type TestHub, waitFor } from '../helpers/hub.js';
-import { QUIET_ENV } from '../plugins/audit/helpers.js';
 import { describeInBrowser, useGuardedPages } from './helpers/browser.js';
-import { startUiHub } from './helpers/hubs.js';
+import { startAuditUiHub } from './helpers/hubs.js';
 
 // biome-ignore lint/suspicious/noExplicitAny: the test reads JSON bodies of many shapes
 async function api(hub: TestHub, path: string, init?: RequestInit): Promise<any> {
@@ -50,10 +49,7 @@ describeInBrowser('audit console alerts and rules', () => {
     const now = Date.now();
     for (let i = 0; i < 4; i++)
       fake.directoryAudits.push(directoryAudit(i + 1, now - (i + 2) * 600_000, { user: 'erin@contoso.com' }));
-    hub = await startUiHub({
-      PLUGINS: 'audit',
-      ...QUIET_ENV,
-      ...fake.env(),
+    hub = await startAuditUiHub(fake, {
       AUDIT_SOURCES: 'directory',
       ALERTS_ENABLED: 'true',
       ALERT_TIME_ZONE: 'Europe/Berlin',

@@ -10,9 +10,8 @@ import { type FakeChatCompletions, startFakeChatCompletions } from '../fakes/llm
 import { FakeMicrosoft } from '../fakes/microsoft/fake-microsoft.js';
 import { directoryAudit } from '../fakes/microsoft/fixtures.js';
 import { type TestHub, waitFor } from '../helpers/hub.js';
-import { QUIET_ENV } from '../plugins/audit/helpers.js';
 import { describeInBrowser, useGuardedPages } from './helpers/browser.js';
-import { startUiHub } from './helpers/hubs.js';
+import { startAuditUiHub } from './helpers/hubs.js';
 
 describeInBrowser('audit console with AI features', () => {
   let fake: FakeMicrosoft;
@@ -32,10 +31,7 @@ describeInBrowser('audit console with AI features', () => {
           result: i === 2 ? 'failure' : 'success',
         }),
       );
-    hub = await startUiHub({
-      PLUGINS: 'audit',
-      ...QUIET_ENV,
-      ...fake.env(),
+    hub = await startAuditUiHub(fake, {
       AUDIT_SOURCES: 'directory',
       AI_FEATURES_ENABLED: 'true',
       LLM_BASE_URL: llm.baseUrl,

@@ -13,10 +13,9 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { FakeMicrosoft } from '../fakes/microsoft/fake-microsoft.js';
 import { directoryAudit, managementRecord } from '../fakes/microsoft/fixtures.js';
 import { type TestHub, waitFor } from '../helpers/hub.js';
-import { QUIET_ENV } from '../plugins/audit/helpers.js';
 import { describeInBrowser, screenshot, useGuardedPages } from './helpers/browser.js';
 import type { BrowserWindow, DomElement } from './helpers/dom.js';
-import { startUiHub } from './helpers/hubs.js';
+import { startAuditUiHub } from './helpers/hubs.js';
 
 const MIN = 60_000;
 const DIRECTORY_EVENTS = 120;
@@ -76,12 +75,7 @@ describeInBrowser('audit console', () => {
       ],
       now - MIN,
     );
-    hub = await startUiHub({
-      PLUGINS: 'audit',
-      ...QUIET_ENV,
-      ...fake.env(),
-      AUDIT_SOURCES: 'directory,exchange',
-    });
+    hub = await startAuditUiHub(fake, { AUDIT_SOURCES: 'directory,exchange' });
     await fetchAndWait(hub, DIRECTORY_EVENTS + 2);
   });
 

@@ -3,21 +3,16 @@ import type { LocalIssuer } from '../../../src/auth/local-issuer.js';
 import { type Batch, batchSchema, SYNC_API, type SyncRecord } from '../../../sync/protocol.js';
 import { signSiteRequest } from '../../../sync/signing.js';
 
-/** POSTs `batch` as site north would (gzip'd JSON, signed now by `site`) to the upstream at `baseUrl`. */
-export async function postBatchAsNorth(
+/** POSTs `batch` as site `siteId` would (gzip'd JSON, signed now by `site`) to the upstream at `baseUrl`. */
+export async function postSignedBatch(
   baseUrl: string,
   site: LocalIssuer,
   batch: unknown,
+  siteId = 'north',
 ): Promise<Response> {
   const body = new Uint8Array(gzipSync(Buffer.from(JSON.stringify(batch))));
   const path = `${SYNC_API}/batches`;
-  const token = await signSiteRequest(site, {
-    siteId: 'north',
-    method: 'POST',
-    path,
-    body,
-    nowMs: Date.now(),
-  });
+  const token = await signSiteRequest(site, { siteId, method: 'POST', path, body, nowMs: Date.now() });
   return fetch(`${baseUrl}${path}`, {
     method: 'POST',
     headers: {

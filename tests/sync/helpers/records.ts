@@ -1,4 +1,4 @@
-import type { RecordBody } from '../../../sync/protocol.js';
+import { type RecordBody, rollupBody } from '../../../sync/protocol.js';
 
 type Metrics = Omit<RecordBody<'reading'>, 'node_id' | 'ts'>;
 
@@ -49,33 +49,22 @@ export function nodeBody(
   };
 }
 
+type Rollup = RecordBody<'rollup'>;
+
+/** Every sum and count of a rollup, 0 (the figures of a bucket with nothing in it). */
+const ZERO_FIGURES = Object.fromEntries(
+  Object.keys(rollupBody.shape)
+    .filter((key) => /_(sum|count)$/.test(key))
+    .map((key) => [key, 0]),
+);
+
 /** An hourly rollup record's body: every sum and count 0 but those `values` gives. */
-export function hourRollupBody(
-  nodeId: string,
-  bucketStart: number,
-  values: Partial<RecordBody<'rollup'>> = {},
-): RecordBody<'rollup'> {
+export function hourRollupBody(nodeId: string, bucketStart: number, values: Partial<Rollup> = {}): Rollup {
   return {
     interval: '1h',
     node_id: nodeId,
     bucket_start: bucketStart,
-    temperature_c_sum: 0,
-    temperature_c_count: 0,
-    humidity_percent_sum: 0,
-    humidity_percent_count: 0,
-    pressure_pa_sum: 0,
-    pressure_pa_count: 0,
-    wind_speed_ms_sum: 0,
-    wind_speed_ms_count: 0,
-    pm25_ugm3_sum: 0,
-    pm25_ugm3_count: 0,
-    pm10_ugm3_sum: 0,
-    pm10_ugm3_count: 0,
-    gas_resistance_kohm_sum: 0,
-    gas_resistance_kohm_count: 0,
-    wind_direction_sin_sum: 0,
-    wind_direction_cos_sum: 0,
-    wind_direction_count: 0,
+    ...ZERO_FIGURES,
     ...values,
-  };
+  } as Rollup;
 }

@@ -16,7 +16,7 @@ import { createUpstream, type UpstreamServer } from '../../../sync/upstream/serv
 import { loadUpstreamSettings } from '../../../sync/upstream/settings.js';
 import { SiteRegistry } from '../../../sync/upstream/sites.js';
 import { createTestSchema, skipWithoutPostgres, type TestSchema } from '../../helpers/postgres.js';
-import { postBatchAsNorth } from '../helpers/batches.js';
+import { postSignedBatch } from '../helpers/batches.js';
 import { liveEvents, signedIn } from './helpers.js';
 
 // biome-ignore lint/suspicious/noExplicitAny: tests read bodies of many shapes and assert on them
@@ -85,7 +85,7 @@ describe.skipIf(skip)('the upstream’s reads', () => {
       dropped: [],
       sent_at: Date.now(),
     };
-    const res = await postBatchAsNorth(url(upstream, ''), site, batch);
+    const res = await postSignedBatch(url(upstream, ''), site, batch);
     expect(res.status, await res.text()).toBe(200);
   }
 

@@ -9,7 +9,6 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { gzipSync } from 'node:zlib';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LocalIssuer } from '../../../src/auth/local-issuer.js';
@@ -17,14 +16,13 @@ import type { Reading } from '../../../src/domain/reading.js';
 import { closeDatabase, type Database, openDatabase } from '../../../src/store/database.js';
 import { ReadingWriter } from '../../../src/store/reading-writer.js';
 import { WeatherService } from '../../../src/weather/weather-service.js';
-import { SYNC_API, type SyncRecord } from '../../../sync/protocol.js';
-import { signSiteRequest } from '../../../sync/signing.js';
+import type { SyncRecord } from '../../../sync/protocol.js';
 import { BatchApplier } from '../../../sync/upstream/batch-apply.js';
 import { createUpstream, type UpstreamServer } from '../../../sync/upstream/server.js';
 import { loadUpstreamSettings } from '../../../sync/upstream/settings.js';
 import { SiteRegistry } from '../../../sync/upstream/sites.js';
 import { createTestSchema, skipWithoutPostgres, type TestSchema } from '../../helpers/postgres.js';
-import { batchSequence } from '../helpers/batches.js';
+import { batchSequence, postSignedBatch } from '../helpers/batches.js';
 import { nodeBody } from '../helpers/records.js';
 import { signedIn } from './helpers.js';
 
@@ -446,24 +444,7 @@ describe.skipIf(skip)('upstream read API', () => {
       });
 
       const batch = batchOf('east', (seq) => [nodeRecord(seq(), '!000000ee', Date.now() - 5_000)]);
-      const body = gzipSync(JSON.stringify(batch));
-      const path = `${SYNC_API}/batches`;
-      const token = await signSiteRequest(issuer, {
-        siteId: 'east',
-        method: 'POST',
-        path,
-        body,
-        nowMs: Date.now(),
-      });
-      const posted = await fetch(`${base}${path}`, {
-        method: 'POST',
-        headers: {
-          authorization: `Bearer ${token}`,
-          'content-type': 'application/json',
-          'content-encoding': 'gzip',
-        },
-        body,
-      });
+      const posted = await postSignedBatch(base, issuer, batch, 'east');
       expect(posted.status).toBe(200);
 
       await registry.revoke('south');

@@ -14,7 +14,7 @@ import { createUpstream, type UpstreamServer } from '../../../sync/upstream/serv
 import { loadUpstreamSettings } from '../../../sync/upstream/settings.js';
 import { SiteRegistry } from '../../../sync/upstream/sites.js';
 import { createTestSchema, skipWithoutPostgres, type TestSchema } from '../../helpers/postgres.js';
-import { postBatchAsNorth } from '../helpers/batches.js';
+import { postSignedBatch } from '../helpers/batches.js';
 import { liveEvents, signedIn } from './helpers.js';
 
 const skip = await skipWithoutPostgres();
@@ -46,7 +46,7 @@ describe.skipIf(skip)('the live stream of batches applied', () => {
   });
 
   async function post(batch: unknown): Promise<number> {
-    const res = await postBatchAsNorth(`http://127.0.0.1:${upstream.port}`, site, batch);
+    const res = await postSignedBatch(`http://127.0.0.1:${upstream.port}`, site, batch);
     await res.arrayBuffer();
     return res.status;
   }
