@@ -16,6 +16,7 @@ import { createHub, type Hub } from '../../hub/main.js';
 import { SIGNING_KEY_FILE } from '../../src/auth/local-issuer.js';
 import { LoginThrottle } from '../../src/auth/login-throttle.js';
 import { UserRepository } from '../../src/auth/users.js';
+import { loopbackHubEnv } from '../helpers/hub.js';
 import { postFrom } from '../helpers/post-from.js';
 import { call, type Json } from '../messaging/helpers.js';
 
@@ -25,10 +26,7 @@ const PASSWORD = 'lantern-on-the-ridge';
 async function startAuthHub(options: { logins?: LoginThrottle; env?: Record<string, string> } = {}) {
   const dataDir = mkdtempSync(join(tmpdir(), 'meshhub-auth-'));
   const config = loadConfig({
-    DATA_DIR: dataDir,
-    HTTP_HOST: '127.0.0.1',
-    HTTP_PORT: '0',
-    MQTT_PORT: '0',
+    ...loopbackHubEnv(dataDir),
     RADIO: 'none',
     AUTH_TOKEN_TTL: '10m',
     ...options.env,

@@ -4,17 +4,9 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { loadConfig, parseRadioSpec } from '../../hub/config.js';
 import { parseDuration } from '../../src/config/fields.js';
-import { ConfigError } from '../../src/config/load.js';
+import { configProblems } from '../helpers/config.js';
 
-const problemsOf = (env: NodeJS.ProcessEnv): string[] => {
-  try {
-    loadConfig(env);
-  } catch (e) {
-    if (e instanceof ConfigError) return e.problems;
-    throw e;
-  }
-  throw new Error('expected a ConfigError');
-};
+const problemsOf = (env: NodeJS.ProcessEnv) => configProblems(() => loadConfig(env));
 
 describe('loadConfig', () => {
   it('gives the documented defaults with an empty environment', () => {

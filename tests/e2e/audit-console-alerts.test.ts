@@ -8,14 +8,13 @@
  * 409 for a taken name beside the name, edits, turns off and deletes. Every page fails its test
  * on a console error.
  */
-import type { Browser, Page } from 'playwright-core';
-import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
+import type { Page } from 'playwright-core';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import { FakeMicrosoft } from '../fakes/microsoft/fake-microsoft.js';
 import { directoryAudit } from '../fakes/microsoft/fixtures.js';
 import { type TestHub, waitFor } from '../helpers/hub.js';
-import { QUIET_ENV } from '../plugins/audit/helpers.js';
-import { describeInBrowser, type GuardedPage, launchBrowser, openPage } from './helpers/browser.js';
-import { startUiHub } from './helpers/hubs.js';
+import { describeInBrowser, useGuardedPages } from './helpers/browser.js';
+import { startAuditUiHub } from './helpers/hubs.js';
 
 // biome-ignore lint/suspicious/noExplicitAny: the test reads JSON bodies of many shapes
 async function api(hub: TestHub, path: string, init?: RequestInit): Promise<any> {
@@ -40,10 +39,9 @@ const ruleItem = (page: Page, name: string) =>
     .filter({ has: page.getByRole('heading', { name }) });
 
 describeInBrowser('audit console alerts and rules', () => {
-  let browser: Browser;
   let fake: FakeMicrosoft;
   let hub: TestHub;
-  let guarded: GuardedPage | undefined;
+  const pages = useGuardedPages();
 
   beforeAll(async () => {
     fake = new FakeMicrosoft();
@@ -51,34 +49,21 @@ describeInBrowser('audit console alerts and rules', () => {
     const now = Date.now();
     for (let i = 0; i < 4; i++)
       fake.directoryAudits.push(directoryAudit(i + 1, now - (i + 2) * 600_000, { user: 'erin@contoso.com' }));
-    [browser, hub] = await Promise.all([
-      launchBrowser(),
-      startUiHub({
-        PLUGINS: 'audit',
-        ...QUIET_ENV,
-        ...fake.env(),
-        AUDIT_SOURCES: 'directory',
-        ALERTS_ENABLED: 'true',
-        ALERT_TIME_ZONE: 'Europe/Berlin',
-      }),
-    ]);
+    hub = await startAuditUiHub(fake, {
+      AUDIT_SOURCES: 'directory',
+      ALERTS_ENABLED: 'true',
+      ALERT_TIME_ZONE: 'Europe/Berlin',
+    });
     await fetchAndWait(hub, 4);
   });
 
   afterAll(async () => {
-    await browser?.close();
     await hub?.stop();
     await fake?.stop();
   });
 
-  afterEach(async () => {
-    guarded?.assertClean();
-    await guarded?.close();
-    guarded = undefined;
-  });
-
   it('creates a rule in the form, lists it, and shows its firing by a fetched event in the alerts list', async () => {
-    guarded = await openPage(browser);
+    const guarded = await pages.open();
     const { page } = guarded;
     await page.goto(`${hub.baseUrl}/audit`);
     await page
@@ -154,7 +139,7 @@ describeInBrowser('audit console alerts and rules', () => {
       body: JSON.stringify({ name: 'Mail forwarding', condition: { operation: { contains: ['forward'] } } }),
     });
     const rulesBefore = (await api(hub, '/api/rules')).data.length;
-    guarded = await openPage(browser);
+    const guarded = await pages.open();
     const { page } = guarded;
     const sent: string[] = [];
     page.on('request', (r) => {

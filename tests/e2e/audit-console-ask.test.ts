@@ -5,22 +5,19 @@
  * the model answered, a cited event opening the drawer, the background mode with its progress,
  * and "Explain" in the drawer. (Without AI the tab and the button are absent: audit-console.test.ts.)
  */
-import type { Browser } from 'playwright-core';
-import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import { type FakeChatCompletions, startFakeChatCompletions } from '../fakes/llm/fake-chat-completions.js';
 import { FakeMicrosoft } from '../fakes/microsoft/fake-microsoft.js';
 import { directoryAudit } from '../fakes/microsoft/fixtures.js';
 import { type TestHub, waitFor } from '../helpers/hub.js';
-import { QUIET_ENV } from '../plugins/audit/helpers.js';
-import { describeInBrowser, type GuardedPage, launchBrowser, openPage } from './helpers/browser.js';
-import { startUiHub } from './helpers/hubs.js';
+import { describeInBrowser, useGuardedPages } from './helpers/browser.js';
+import { startAuditUiHub } from './helpers/hubs.js';
 
 describeInBrowser('audit console with AI features', () => {
-  let browser: Browser;
   let fake: FakeMicrosoft;
   let llm: FakeChatCompletions;
   let hub: TestHub;
-  let guarded: GuardedPage | undefined;
+  const pages = useGuardedPages();
 
   beforeAll(async () => {
     fake = new FakeMicrosoft();
@@ -34,22 +31,16 @@ describeInBrowser('audit console with AI features', () => {
           result: i === 2 ? 'failure' : 'success',
         }),
       );
-    [browser, hub] = await Promise.all([
-      launchBrowser(),
-      startUiHub({
-        PLUGINS: 'audit',
-        ...QUIET_ENV,
-        ...fake.env(),
-        AUDIT_SOURCES: 'directory',
-        AI_FEATURES_ENABLED: 'true',
-        LLM_BASE_URL: llm.baseUrl,
-        LLM_MODEL: 'test-model',
-        LLM_API_KEY: 'sk-test-key-0123456789',
-        LLM_ALLOW_PRIVATE_NETWORK: 'true',
-        LLM_TIMEOUT_MS: '2000',
-        LLM_MAX_RETRIES: '0',
-      }),
-    ]);
+    hub = await startAuditUiHub(fake, {
+      AUDIT_SOURCES: 'directory',
+      AI_FEATURES_ENABLED: 'true',
+      LLM_BASE_URL: llm.baseUrl,
+      LLM_MODEL: 'test-model',
+      LLM_API_KEY: 'sk-test-key-0123456789',
+      LLM_ALLOW_PRIVATE_NETWORK: 'true',
+      LLM_TIMEOUT_MS: '2000',
+      LLM_MAX_RETRIES: '0',
+    });
     await fetch(`${hub.baseUrl}/api/fetch`, { method: 'POST' });
     await waitFor(
       async () => {
@@ -62,21 +53,14 @@ describeInBrowser('audit console with AI features', () => {
   });
 
   afterAll(async () => {
-    await browser?.close();
     await hub?.stop();
     await llm?.stop();
     await fake?.stop();
   });
 
-  afterEach(async () => {
-    guarded?.assertClean();
-    await guarded?.close();
-    guarded = undefined;
-  });
-
   it('answers a question with its scope and the model’s part; a cited event opens the drawer', async () => {
     llm.answer = () => 'Erin added members to groups; one attempt failed.';
-    guarded = await openPage(browser);
+    const guarded = await pages.open();
     const { page } = guarded;
     await page.goto(`${hub.baseUrl}/audit`);
     await page.getByRole('navigation', { name: 'Audit console' }).getByRole('link', { name: 'Ask' }).click();
@@ -103,7 +87,7 @@ describeInBrowser('audit console with AI features', () => {
 
   it('runs a question in the background, showing its progress until the answer comes', async () => {
     llm.answer = () => 'Background answer: nothing unusual.';
-    guarded = await openPage(browser);
+    const guarded = await pages.open();
     const { page } = guarded;
     await page.goto(`${hub.baseUrl}/audit/ask?actor=erin`);
     await page.getByLabel('Your question').fill('Summarise erin’s activity');

@@ -12,14 +12,14 @@
  * without a reader role told "not allowed" in plain words, and a reader's change refused in plain
  * words (issue 23). Every page fails its test on a console error.
  */
-import type { Browser, Page, Request } from 'playwright-core';
-import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
+import type { Page, Request } from 'playwright-core';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import { FakeMicrosoft } from '../fakes/microsoft/fake-microsoft.js';
 import { directoryAudit } from '../fakes/microsoft/fixtures.js';
 import { type FakeOidc, startFakeOidc } from '../fakes/oidc/fake-oidc.js';
 import { type TestHub, waitFor } from '../helpers/hub.js';
 import { QUIET_ENV } from '../plugins/audit/helpers.js';
-import { describeInBrowser, type GuardedPage, launchBrowser, openPage } from './helpers/browser.js';
+import { describeInBrowser, useGuardedPages } from './helpers/browser.js';
 import type { BrowserWindow } from './helpers/dom.js';
 import { startUiHub } from './helpers/hubs.js';
 
@@ -38,7 +38,6 @@ const claimsOf = (jwt: string | undefined): Record<string, unknown> =>
 const rows = (page: Page) => page.locator('[data-testid="audit-events"] tbody tr');
 
 describeInBrowser('audit console sign-in', () => {
-  let browser: Browser;
   let microsoft: FakeMicrosoft;
   let oidc: OidcFake;
   /** AUTH_ENABLED with the provider complete. */
@@ -47,7 +46,7 @@ describeInBrowser('audit console sign-in', () => {
   let misconfigured: TestHub;
   /** AUTH_ENABLED off. */
   let open: TestHub;
-  let guarded: GuardedPage | undefined;
+  const pages = useGuardedPages();
 
   beforeAll(async () => {
     microsoft = new FakeMicrosoft();
@@ -69,8 +68,7 @@ describeInBrowser('audit console sign-in', () => {
       );
     }
     const audit = { PLUGINS: 'audit', ...QUIET_ENV, ...microsoft.env(), AUDIT_SOURCES: 'directory' };
-    [browser, hub, misconfigured, open] = await Promise.all([
-      launchBrowser(),
+    [hub, misconfigured, open] = await Promise.all([
       startUiHub({
         ...audit,
         AUDIT_FETCH_ON_START: 'true',
@@ -102,15 +100,8 @@ describeInBrowser('audit console sign-in', () => {
   });
 
   afterAll(async () => {
-    await browser?.close();
     await Promise.all([hub?.stop(), misconfigured?.stop(), open?.stop()]);
     await Promise.all([oidc?.stop(), microsoft?.stop()]);
-  });
-
-  afterEach(async () => {
-    guarded?.assertClean();
-    await guarded?.close();
-    guarded = undefined;
   });
 
   /** From the console's Sign in through the provider's form, back to the console. */
@@ -138,7 +129,7 @@ describeInBrowser('audit console sign-in', () => {
   }
 
   it('shows "Auth: OFF" with auth off, and "Auth: misconfigured" with a partial provider: the hub runs, the audit routes answer 503', async () => {
-    guarded = await openPage(browser);
+    const guarded = await pages.open();
     const { page } = guarded;
     await page.goto(`${open.baseUrl}/audit`);
     await expect.poll(() => page.getByTestId('auth-button').textContent()).toBe('Auth: OFF');
@@ -173,7 +164,7 @@ describeInBrowser('audit console sign-in', () => {
 
   it('signs in with the code flow and PKCE, comes back to the same search, calls the API with the access token, and keeps tokens out of localStorage', async () => {
     oidc.accessAudience = oidc.audience;
-    guarded = await openPage(browser);
+    const guarded = await pages.open();
     const { page } = guarded;
     const sent = bearersOf(page);
     const search = '/audit?actor=erin&services=directory&limit=25';
@@ -237,7 +228,7 @@ describeInBrowser('audit console sign-in', () => {
   it('falls back to the ID token when the access token is meant for another audience', async () => {
     oidc.accessAudience = 'https://graph.microsoft.com';
     try {
-      guarded = await openPage(browser);
+      const guarded = await pages.open();
       const { page } = guarded;
       const sent = bearersOf(page);
       await page.goto(`${hub.baseUrl}/audit?actor=finn`);
@@ -261,7 +252,7 @@ describeInBrowser('audit console sign-in', () => {
   });
 
   it('sends the user to sign in and back to the same search when the token expired, seen by the page or refused by the hub', async () => {
-    guarded = await openPage(browser);
+    const guarded = await pages.open();
     const { page } = guarded;
     await page.goto(`${hub.baseUrl}/audit?actor=erin`);
     await signIn(page, 'ana');
@@ -319,7 +310,7 @@ describeInBrowser('audit console sign-in', () => {
   });
 
   it('never shows privacy-gated events to a user without the privacy role', async () => {
-    guarded = await openPage(browser);
+    const guarded = await pages.open();
     const { page } = guarded;
     await page.goto(`${hub.baseUrl}/audit`);
     await signIn(page, 'ana');
@@ -349,8 +340,7 @@ describeInBrowser('audit console sign-in', () => {
     await guarded.close();
 
     // A user with the role sees all of them, in a tab of their own.
-    guarded = await openPage(browser);
-    const second = guarded.page;
+    const { page: second } = await pages.open();
     await second.goto(`${hub.baseUrl}/audit`);
     await signIn(second, 'pia');
     await expect.poll(() => rows(second).count()).toBe(EVENTS);
@@ -359,7 +349,7 @@ describeInBrowser('audit console sign-in', () => {
   });
 
   it('shows "Fetch now" only to a user the hub lets fetch (AUDIT_ADMIN_ROLES)', async () => {
-    guarded = await openPage(browser);
+    const guarded = await pages.open();
     const { page } = guarded;
     await page.goto(`${hub.baseUrl}/audit/sources`);
     await signIn(page, 'ana');
@@ -375,8 +365,7 @@ describeInBrowser('audit console sign-in', () => {
     expect(refused.status).toBe(403);
     await guarded.close();
 
-    guarded = await openPage(browser);
-    const second = guarded.page;
+    const { page: second } = await pages.open();
     await second.goto(`${hub.baseUrl}/audit/sources`);
     await signIn(second, 'pia');
     await second.getByRole('button', { name: 'Fetch now' }).click();
@@ -386,7 +375,7 @@ describeInBrowser('audit console sign-in', () => {
   });
 
   it('tells a signed-in user without a reader role that the account is not allowed, in plain words', async () => {
-    guarded = await openPage(browser);
+    const guarded = await pages.open();
     const { page } = guarded;
     guarded.expectFailedRequests(/\/api\/(events|filter-options)(\?.*)?$/);
     await page.goto(`${hub.baseUrl}/audit`);
@@ -400,7 +389,7 @@ describeInBrowser('audit console sign-in', () => {
   });
 
   it('refuses a reader’s change in plain words, and the tags stay as they were', async () => {
-    guarded = await openPage(browser);
+    const guarded = await pages.open();
     const { page } = guarded;
     await page.goto(`${hub.baseUrl}/audit?actor=erin`);
     await signIn(page, 'ana');

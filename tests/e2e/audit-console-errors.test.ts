@@ -6,29 +6,26 @@
  * set to one an hour, under the button, which then waits), and 503 (AUTH_ENABLED with the
  * identity provider half set up, over the search). (400 with field errors: audit-console.test.ts.)
  */
-import type { Browser } from 'playwright-core';
-import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import { openAuditRepositories } from '../../plugins/audit/store/audit-store.js';
 import type { TestHub } from '../helpers/hub.js';
 import { QUIET_ENV, seed } from '../plugins/audit/helpers.js';
-import { describeInBrowser, type GuardedPage, launchBrowser, openPage } from './helpers/browser.js';
+import { describeInBrowser, useGuardedPages } from './helpers/browser.js';
 import { startUiHub } from './helpers/hubs.js';
 
 const GATED = 'Reset user password';
 
 describeInBrowser('audit console errors', () => {
-  let browser: Browser;
   /** Search-only (no AUDIT_* credentials), auth off, a gated operation, one fetch an hour. */
   let hub: TestHub;
   /** AUTH_ENABLED with AUTH_ISSUER but neither AUTH_JWKS_URL nor AUTH_AUDIENCE. */
   let misconfigured: TestHub;
-  let guarded: GuardedPage | undefined;
+  const pages = useGuardedPages();
   let gatedId: number;
 
   beforeAll(async () => {
     const audit = { PLUGINS: 'audit', ...QUIET_ENV };
-    [browser, hub, misconfigured] = await Promise.all([
-      launchBrowser(),
+    [hub, misconfigured] = await Promise.all([
       startUiHub({ ...audit, PRIVACY_SENSITIVE_OPERATIONS: GATED, RATE_LIMIT_FETCH: '1/1h' }),
       startUiHub({ ...audit, AUTH_ENABLED: 'true', AUTH_ISSUER: 'https://login.example.org/tenant/v2.0' }),
     ]);
@@ -50,18 +47,11 @@ describeInBrowser('audit console errors', () => {
   });
 
   afterAll(async () => {
-    await browser?.close();
     await Promise.all([hub?.stop(), misconfigured?.stop()]);
   });
 
-  afterEach(async () => {
-    guarded?.assertClean();
-    await guarded?.close();
-    guarded = undefined;
-  });
-
   it('says 403, 404, 409, 429 and 503 in plain words next to what caused them', async () => {
-    guarded = await openPage(browser);
+    const guarded = await pages.open();
     const { page } = guarded;
     guarded.expectFailedRequests(/\/api\/(events\/\d+|fetch)$/);
 

@@ -8,21 +8,14 @@
  * fails its test on a console error.
  */
 import { readFileSync } from 'node:fs';
-import type { Browser, Page } from 'playwright-core';
-import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
+import type { Page } from 'playwright-core';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import { FakeMicrosoft } from '../fakes/microsoft/fake-microsoft.js';
 import { directoryAudit, managementRecord } from '../fakes/microsoft/fixtures.js';
 import { type TestHub, waitFor } from '../helpers/hub.js';
-import { QUIET_ENV } from '../plugins/audit/helpers.js';
-import {
-  describeInBrowser,
-  type GuardedPage,
-  launchBrowser,
-  openPage,
-  screenshot,
-} from './helpers/browser.js';
+import { describeInBrowser, screenshot, useGuardedPages } from './helpers/browser.js';
 import type { BrowserWindow, DomElement } from './helpers/dom.js';
-import { startUiHub } from './helpers/hubs.js';
+import { startAuditUiHub } from './helpers/hubs.js';
 
 const MIN = 60_000;
 const DIRECTORY_EVENTS = 120;
@@ -50,10 +43,9 @@ async function fetchAndWait(hub: TestHub, total: number): Promise<void> {
 const rows = (page: Page) => page.locator('[data-testid="audit-events"] tbody tr');
 
 describeInBrowser('audit console', () => {
-  let browser: Browser;
   let fake: FakeMicrosoft;
   let hub: TestHub;
-  let guarded: GuardedPage | undefined;
+  const pages = useGuardedPages();
   const now = Date.now();
 
   beforeAll(async () => {
@@ -83,27 +75,17 @@ describeInBrowser('audit console', () => {
       ],
       now - MIN,
     );
-    [browser, hub] = await Promise.all([
-      launchBrowser(),
-      startUiHub({ PLUGINS: 'audit', ...QUIET_ENV, ...fake.env(), AUDIT_SOURCES: 'directory,exchange' }),
-    ]);
+    hub = await startAuditUiHub(fake, { AUDIT_SOURCES: 'directory,exchange' });
     await fetchAndWait(hub, DIRECTORY_EVENTS + 2);
   });
 
   afterAll(async () => {
-    await browser?.close();
     await hub?.stop();
     await fake?.stop();
   });
 
-  afterEach(async () => {
-    guarded?.assertClean();
-    await guarded?.close();
-    guarded = undefined;
-  });
-
   it('searches with filters in the URL, pages over the cursor, styles outcomes, and announces new events', async () => {
-    guarded = await openPage(browser);
+    const guarded = await pages.open();
     const { page } = guarded;
     await page.goto(`${hub.baseUrl}/`);
     await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Audit' }).click();
@@ -184,7 +166,7 @@ describeInBrowser('audit console', () => {
   });
 
   it('opens one event in a drawer: fields, raw record, tags added and removed, a comment', async () => {
-    guarded = await openPage(browser);
+    const guarded = await pages.open();
     const { page } = guarded;
     await page.goto(`${hub.baseUrl}/audit?services=exchange`);
     await expect.poll(() => rows(page).count()).toBe(2);
@@ -254,7 +236,7 @@ describeInBrowser('audit console', () => {
   });
 
   it('bulk-tags what the filter matches, after saying how many and asking to confirm', async () => {
-    guarded = await openPage(browser);
+    const guarded = await pages.open();
     const { page } = guarded;
     await page.goto(`${hub.baseUrl}/audit?actor=carol&services=directory`);
     await expect.poll(() => rows(page).count()).toBe(CAROL_EVENTS + 1);
@@ -283,7 +265,7 @@ describeInBrowser('audit console', () => {
   });
 
   it('exports the current filter as CSV and as JSON, named after the filter and the time', async () => {
-    guarded = await openPage(browser, { acceptDownloads: true });
+    const guarded = await pages.open({ acceptDownloads: true });
     const { page } = guarded;
     await page.goto(`${hub.baseUrl}/audit?actor=carol&range=24h`);
     await expect.poll(() => rows(page).count()).toBe(CAROL_EVENTS + 1);
@@ -315,7 +297,7 @@ describeInBrowser('audit console', () => {
   });
 
   it('shows each source’s health, a failing source with its error, and fetches on demand; no Ask without AI', async () => {
-    guarded = await openPage(browser);
+    const guarded = await pages.open();
     const { page } = guarded;
     await page.goto(`${hub.baseUrl}/audit/sources`);
     const directory = page.locator('[data-testid="source-health"] tr[data-source="directory"]');
@@ -339,7 +321,7 @@ describeInBrowser('audit console', () => {
   });
 
   it('fits a phone: one card per event, the drawer full width, no sideways scrolling', async () => {
-    guarded = await openPage(browser, { width: 390, height: 844 });
+    const guarded = await pages.open({ width: 390, height: 844 });
     const { page } = guarded;
     await page.goto(`${hub.baseUrl}/audit?services=exchange`);
     await expect.poll(() => rows(page).count()).toBe(2);

@@ -4,8 +4,8 @@
  * subscription's state as BTCPay's webhooks arrive, a lapsed subscription's refused send with a
  * way to renew, the admin page; and none of it on a hub without the plugin.
  */
-import type { Browser, Page } from 'playwright-core';
-import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
+import type { Page } from 'playwright-core';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import { UserRepository } from '../../src/auth/users.js';
 import { SubscriptionRepository } from '../../src/messaging/subscription-repository.js';
 import type { FakeBtcpay } from '../fakes/btcpay/fake-btcpay.js';
@@ -22,13 +22,7 @@ import {
   startBillingHub,
   userToken,
 } from '../plugins/billing/helpers.js';
-import {
-  describeInBrowser,
-  type GuardedPage,
-  launchBrowser,
-  openPage,
-  screenshot,
-} from './helpers/browser.js';
+import { describeInBrowser, screenshot, useGuardedPages } from './helpers/browser.js';
 import type { BrowserWindow } from './helpers/dom.js';
 import { localTiles } from './helpers/hubs.js';
 
@@ -58,16 +52,15 @@ function shownTime(page: Page, ms: number): Promise<string> {
 const literal = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
 describeInBrowser('billing', () => {
-  let browser: Browser;
   let fake: FakeBtcpay;
   let hub: BillingHub;
   let admin: string;
   let nodes: string[];
-  let guarded: GuardedPage | undefined;
+  const pages = useGuardedPages();
 
   beforeAll(async () => {
     fake = fakeBtcpay();
-    [browser] = await Promise.all([launchBrowser(), fake.start()]);
+    await fake.start();
     hub = await startBillingHub(fake, { env: { MAP_TILES: localTiles() } });
     admin = await userToken(hub, 'root', ['admin']);
     nodes = await knownNodes(hub, 2);
@@ -103,20 +96,13 @@ describeInBrowser('billing', () => {
   });
 
   afterAll(async () => {
-    await browser?.close();
     await hub?.stop();
     await fake?.stop();
   });
 
-  afterEach(async () => {
-    guarded?.assertClean();
-    await guarded?.close();
-    guarded = undefined;
-  });
-
   it('lists the plans on offer; Pay makes a subscription and goes to its BTCPay checkout; the chat then shows it active', async () => {
     const ana = await userToken(hub, 'ana');
-    guarded = await openPage(browser);
+    const guarded = await pages.open();
     const { page } = guarded;
     // The fake serves no checkout page: its address answers 403, which Chromium logs.
     guarded.expectFailedRequests(new RegExp(`^${fake.url}/i/`));
@@ -188,7 +174,7 @@ describeInBrowser('billing', () => {
     const end = Date.now() - 2 * DAY_MS;
     endPeriodAt(hub, bought.body.id, end, DAY_MS);
 
-    guarded = await openPage(browser);
+    const guarded = await pages.open();
     const { page } = guarded;
     guarded.expectFailedRequests(/\/api\/v1\/messages$/);
     guarded.expectFailedRequests(new RegExp(`^${fake.url}/i/`));
@@ -229,7 +215,7 @@ describeInBrowser('billing', () => {
     const pending = await buy(hub, cy, 'ridge');
     expect(pending.status).toBe(201);
 
-    guarded = await openPage(browser);
+    const guarded = await pages.open();
     const { page } = guarded;
     await page.goto(`${hub.baseUrl}/admin/billing`);
     await signInHere(page, 'root');
@@ -257,7 +243,7 @@ describeInBrowser('billing', () => {
   it('fits a 360-px-wide phone: plans and the chat bar', async () => {
     const dee = await userToken(hub, 'dee');
     await fake.pay((await buy(hub, dee, 'month')).body.invoice_id);
-    guarded = await openPage(browser, { width: 360, height: 740 });
+    const guarded = await pages.open({ width: 360, height: 740 });
     const { page } = guarded;
     await page.goto(`${hub.baseUrl}/plans`);
     await signInHere(page, 'dee');
@@ -285,27 +271,19 @@ describeInBrowser('billing', () => {
 });
 
 describeInBrowser('billing off', () => {
-  let browser: Browser;
   let hub: TestHub;
-  let guarded: GuardedPage | undefined;
+  const pages = useGuardedPages();
 
   beforeAll(async () => {
-    [browser, hub] = await Promise.all([launchBrowser(), startTestHub({ MAP_TILES: localTiles() })]);
+    hub = await startTestHub({ MAP_TILES: localTiles() });
   });
 
   afterAll(async () => {
-    await browser?.close();
     await hub?.stop();
   });
 
-  afterEach(async () => {
-    guarded?.assertClean();
-    await guarded?.close();
-    guarded = undefined;
-  });
-
   it('shows no plans or billing links, asks the hub nothing about billing, and says so at /plans', async () => {
-    guarded = await openPage(browser);
+    const guarded = await pages.open();
     const { page } = guarded;
     const billingCalls: string[] = [];
     page.on('request', (r) => {
@@ -334,7 +312,7 @@ describeInBrowser('billing off', () => {
     });
     const [node] = await knownNodes(hub, 1);
 
-    guarded = await openPage(browser);
+    const guarded = await pages.open();
     const { page } = guarded;
     guarded.expectFailedRequests(/\/api\/v1\/messages$/);
     const billingCalls: string[] = [];

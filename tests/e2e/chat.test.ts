@@ -4,17 +4,11 @@
  * refusal in plain words (too long, not in the subscription, too fast, an unreachable node,
  * an expired sign-in).
  */
-import type { Browser, Page } from 'playwright-core';
-import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
+import type { Page } from 'playwright-core';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import { SIM_REPLIES } from '../../src/mesh/simulator/messaging-responder.js';
 import { waitFor } from '../helpers/hub.js';
-import {
-  describeInBrowser,
-  type GuardedPage,
-  launchBrowser,
-  openPage,
-  screenshot,
-} from './helpers/browser.js';
+import { describeInBrowser, screenshot, useGuardedPages } from './helpers/browser.js';
 import { type ChatHub, PASSWORD, startChatHub } from './helpers/chat-hub.js';
 import type { BrowserWindow } from './helpers/dom.js';
 
@@ -42,31 +36,20 @@ async function send(page: Page, text: string): Promise<void> {
 const bubble = (page: Page, text: string) => page.locator('.message', { hasText: text });
 
 describeInBrowser('chat', () => {
-  let browser: Browser;
   let chat: ChatHub;
-  let guarded: GuardedPage | undefined;
+  const pages = useGuardedPages();
 
   beforeAll(async () => {
-    [browser, chat] = await Promise.all([
-      launchBrowser(),
-      startChatHub({ MESSAGE_RATE_PER_SUBSCRIBER: '3/1h' }),
-    ]);
+    chat = await startChatHub({ MESSAGE_RATE_PER_SUBSCRIBER: '3/1h' });
     await chat.addUser('ana', 'all');
   });
 
   afterAll(async () => {
-    await browser?.close();
     await chat?.stop();
   });
 
-  afterEach(async () => {
-    guarded?.assertClean();
-    await guarded?.close();
-    guarded = undefined;
-  });
-
   it('signs in, sends a message, watches it go to delivered, and reads the reply that arrives later', async () => {
-    guarded = await openPage(browser);
+    const guarded = await pages.open();
     const { page } = guarded;
     const base = chat.hub.baseUrl;
     // As on a LAN address (http://192.168.x.x): not a secure context, so no crypto.randomUUID.
@@ -121,7 +104,7 @@ describeInBrowser('chat', () => {
   });
 
   it('refuses an over-long message before sending, saying why', async () => {
-    guarded = await openPage(browser);
+    const guarded = await pages.open();
     const { page } = guarded;
     let posts = 0;
     page.on('request', (r) => {
@@ -157,7 +140,7 @@ describeInBrowser('chat', () => {
 
   it('explains a node outside the subscription (403) and sending too fast (429, with the wait)', async () => {
     await chat.addUser('bo', [chat.replier.id]);
-    guarded = await openPage(browser);
+    const guarded = await pages.open();
     const { page } = guarded;
     guarded.expectFailedRequests(/\/api\/v1\/messages$/);
     await signIn(page, chat.hub.baseUrl, 'bo');
@@ -187,7 +170,7 @@ describeInBrowser('chat', () => {
 
   it('shows why a message could not be delivered', async () => {
     await chat.addUser('cy', 'all');
-    guarded = await openPage(browser);
+    const guarded = await pages.open();
     const { page } = guarded;
     await signIn(page, chat.hub.baseUrl, 'cy');
     await page.goto(`${chat.hub.baseUrl}/chat/${chat.outOfRange.id}`);
@@ -218,7 +201,7 @@ describeInBrowser('chat', () => {
 
   it('shows a text waiting for a node out of range, with when it was last heard', async () => {
     await chat.addUser('eve', 'all');
-    guarded = await openPage(browser);
+    const guarded = await pages.open();
     const { page } = guarded;
     await signIn(page, chat.hub.baseUrl, 'eve');
     await page.goto(`${chat.hub.baseUrl}/chat/${chat.outOfRange.id}`);
@@ -257,7 +240,7 @@ describeInBrowser('chat', () => {
 
   it('shows new replies live in the open conversation, and can name it', async () => {
     await chat.addUser('dee', 'all');
-    guarded = await openPage(browser);
+    const guarded = await pages.open();
     const { page } = guarded;
     await signIn(page, chat.hub.baseUrl, 'dee');
     await page.goto(`${chat.hub.baseUrl}/chat/${chat.replier.id}`);
@@ -283,7 +266,7 @@ describeInBrowser('chat', () => {
   });
 
   it('works on a 360-px-wide phone: the list, then the conversation with a way back', async () => {
-    guarded = await openPage(browser, { width: 360, height: 740 });
+    const guarded = await pages.open({ width: 360, height: 740 });
     const { page } = guarded;
     await signIn(page, chat.hub.baseUrl, 'ana');
     const row = page.locator(`.conversation-list li[data-node-id="${chat.replier.id}"] a`);
@@ -303,7 +286,7 @@ describeInBrowser('chat', () => {
   });
 
   it('sends an expired sign-in back to the sign-in form with a message, and signs out', async () => {
-    guarded = await openPage(browser);
+    const guarded = await pages.open();
     const { page } = guarded;
     guarded.expectFailedRequests(/\/api\/v1\/messages\//);
     await signIn(page, chat.hub.baseUrl, 'ana');

@@ -2,29 +2,21 @@
  * The dashboard in real Chromium against a real hub on the simulator: the live map of the
  * mesh, the list beside it, the header, live updates, the offline-tiles fallback and a phone.
  */
-import type { Browser } from 'playwright-core';
-import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { TestHub } from '../helpers/hub.js';
 import { waitFor } from '../helpers/hub.js';
-import {
-  describeInBrowser,
-  type GuardedPage,
-  launchBrowser,
-  openPage,
-  screenshot,
-} from './helpers/browser.js';
+import { describeInBrowser, screenshot, useGuardedPages } from './helpers/browser.js';
 import type { BrowserWindow, DomElement } from './helpers/dom.js';
 import { type ApiNode, apiJson, startUiHub } from './helpers/hubs.js';
 
 describeInBrowser('the dashboard', () => {
-  let browser: Browser;
   let hub: TestHub;
   let nodes: ApiNode[];
-  let guarded: GuardedPage | undefined;
+  const pages = useGuardedPages();
   const positioned = () => nodes.filter((n) => n.latitude !== undefined && n.longitude !== undefined);
 
   beforeAll(async () => {
-    [browser, hub] = await Promise.all([launchBrowser(), startUiHub()]);
+    hub = await startUiHub();
     // Six simulated sensor nodes (one without a position) and the hub's own radio.
     nodes = await waitFor(
       async () => {
@@ -37,18 +29,11 @@ describeInBrowser('the dashboard', () => {
   });
 
   afterAll(async () => {
-    await browser?.close();
     await hub?.stop();
   });
 
-  afterEach(async () => {
-    guarded?.assertClean();
-    await guarded?.close();
-    guarded = undefined;
-  });
-
   it('shows every simulated node with a position on the map, and the others beside it', async () => {
-    guarded = await openPage(browser);
+    const guarded = await pages.open();
     const { page } = guarded;
     await page.goto(`${hub.baseUrl}/`);
     const markers = page.locator('.node-marker');
@@ -85,7 +70,7 @@ describeInBrowser('the dashboard', () => {
   });
 
   it('shows the radio link, the simulator and the hub’s version in the header', async () => {
-    guarded = await openPage(browser);
+    const guarded = await pages.open();
     const { page } = guarded;
     await page.goto(`${hub.baseUrl}/`);
     const { version } = await apiJson<{ version: string }>(hub, '/api/version');
@@ -100,7 +85,7 @@ describeInBrowser('the dashboard', () => {
   });
 
   it('shows a node’s latest readings on hover, opens them on click (or Enter) with a link to its page', async () => {
-    guarded = await openPage(browser);
+    const guarded = await pages.open();
     const { page } = guarded;
     const latest = await apiJson<{
       data: Array<{ node_id: string; temperature_c?: number; humidity_percent?: number }>;
@@ -142,7 +127,7 @@ describeInBrowser('the dashboard', () => {
   });
 
   it('updates readings and nodes live, without reloading the page', async () => {
-    guarded = await openPage(browser);
+    const guarded = await pages.open();
     const { page } = guarded;
     await page.goto(`${hub.baseUrl}/`);
     const node = positioned().find((n) => n.node_id !== nodes.find((x) => x.short_name === 'HUB')?.node_id)!;
@@ -180,7 +165,7 @@ describeInBrowser('the dashboard', () => {
   });
 
   it('is usable on a 360-px-wide phone: nothing wider than the screen, map and list both reachable', async () => {
-    guarded = await openPage(browser, { width: 360, height: 740 });
+    const guarded = await pages.open({ width: 360, height: 740 });
     const { page } = guarded;
     await page.goto(`${hub.baseUrl}/`);
     await expect.poll(() => page.locator('.node-marker').count(), { timeout: 15_000 }).toBeGreaterThan(0);
@@ -207,7 +192,7 @@ describeInBrowser('the dashboard', () => {
   });
 
   it('gives every control an accessible name', async () => {
-    guarded = await openPage(browser);
+    const guarded = await pages.open();
     const { page } = guarded;
     await page.goto(`${hub.baseUrl}/`);
     await page.locator('.node-marker').first().waitFor();
@@ -230,24 +215,20 @@ describeInBrowser('the dashboard', () => {
 });
 
 describeInBrowser('the dashboard without map tiles', () => {
-  let browser: Browser;
+  const pages = useGuardedPages();
   let hub: TestHub;
 
   beforeAll(async () => {
     // The default MAP_TILES (OpenStreetMap online) on a machine with no internet.
-    [browser, hub] = await Promise.all([
-      launchBrowser(),
-      startUiHub({ MAP_TILES: 'https://tile.openstreetmap.org/{z}/{x}/{y}.png' }),
-    ]);
+    hub = await startUiHub({ MAP_TILES: 'https://tile.openstreetmap.org/{z}/{x}/{y}.png' });
   });
 
   afterAll(async () => {
-    await browser?.close();
     await hub?.stop();
   });
 
   it('still shows every node, on a plain background with coordinates, and says why', async () => {
-    const guarded = await openPage(browser);
+    const guarded = await pages.open();
     const { page } = guarded;
     guarded.expectFailedRequests(/^https:\/\/tile\.openstreetmap\.org\//);
     const nodes = await waitFor(async () => {

@@ -4,19 +4,13 @@
  * CSV of what the charts show, and plain words for a range that cannot be shown.
  */
 import { readFileSync } from 'node:fs';
-import type { Browser, Page, Request } from 'playwright-core';
-import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
+import type { Page, Request } from 'playwright-core';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import { formatMetric } from '../../src/web/src/lib/format.js';
 import { metricInfo } from '../../src/web/src/lib/metrics.js';
 import type { TestHub } from '../helpers/hub.js';
 import { waitFor } from '../helpers/hub.js';
-import {
-  describeInBrowser,
-  type GuardedPage,
-  launchBrowser,
-  openPage,
-  screenshot,
-} from './helpers/browser.js';
+import { describeInBrowser, screenshot, useGuardedPages } from './helpers/browser.js';
 import type { DomCanvas } from './helpers/dom.js';
 import { type ApiNode, apiJson, startUiHub } from './helpers/hubs.js';
 
@@ -54,13 +48,12 @@ function drawnPixels(page: Page, metric: string): Promise<number> {
 }
 
 describeInBrowser('a node’s page', () => {
-  let browser: Browser;
   let hub: TestHub;
   let station: ApiNode;
-  let guarded: GuardedPage | undefined;
+  const pages = useGuardedPages();
 
   beforeAll(async () => {
-    [browser, hub] = await Promise.all([launchBrowser(), startUiHub()]);
+    hub = await startUiHub();
     const nodes = await waitFor(async () => {
       const { data } = await apiJson<{ data: ApiNode[] }>(hub, '/api/v1/nodes');
       return data.length >= 7 && data.every((n) => n.long_name) ? data : undefined;
@@ -77,18 +70,11 @@ describeInBrowser('a node’s page', () => {
   });
 
   afterAll(async () => {
-    await browser?.close();
     await hub?.stop();
   });
 
-  afterEach(async () => {
-    guarded?.assertClean();
-    await guarded?.close();
-    guarded = undefined;
-  });
-
   it('shows the latest values with their units', async () => {
-    guarded = await openPage(browser);
+    const guarded = await pages.open();
     const { page } = guarded;
     await page.goto(`${hub.baseUrl}/nodes/${station.node_id}`);
     await expect.poll(() => page.locator('h1').innerText()).toContain(station.long_name);
@@ -130,7 +116,7 @@ describeInBrowser('a node’s page', () => {
   });
 
   it('draws a chart of each metric over the last 24 h from raw readings, and downloads exactly that as CSV', async () => {
-    guarded = await openPage(browser, { acceptDownloads: true });
+    const guarded = await pages.open({ acceptDownloads: true });
     const { page } = guarded;
     const requests = historyRequests(page);
     await page.goto(`${hub.baseUrl}/nodes/${station.node_id}`);
@@ -170,7 +156,7 @@ describeInBrowser('a node’s page', () => {
   });
 
   it('asks for hourly means over 7 and 30 days and daily means over a year', async () => {
-    guarded = await openPage(browser);
+    const guarded = await pages.open();
     const { page } = guarded;
     const requests = historyRequests(page);
     await page.goto(`${hub.baseUrl}/nodes/${station.node_id}`);
@@ -199,7 +185,7 @@ describeInBrowser('a node’s page', () => {
   });
 
   it('takes a custom range, explains one that cannot be shown, and says when it is empty', async () => {
-    guarded = await openPage(browser);
+    const guarded = await pages.open();
     const { page } = guarded;
     const requests = historyRequests(page);
     await page.goto(`${hub.baseUrl}/nodes/${station.node_id}`);
@@ -251,7 +237,7 @@ describeInBrowser('a node’s page', () => {
       'the extra readings to be stored',
     );
 
-    guarded = await openPage(browser);
+    const guarded = await pages.open();
     const { page } = guarded;
     const requests = historyRequests(page);
     await page.goto(`${hub.baseUrl}/nodes/${station.node_id}`);
@@ -266,7 +252,7 @@ describeInBrowser('a node’s page', () => {
   });
 
   it('says so when the node is unknown', async () => {
-    guarded = await openPage(browser);
+    const guarded = await pages.open();
     const { page } = guarded;
     await page.goto(`${hub.baseUrl}/nodes/!deadbeef`);
     await expect.poll(() => page.locator('h1').innerText()).toBe('Unknown node');

@@ -16,7 +16,7 @@ import type { Browser, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { LocalIssuer } from '../../src/auth/local-issuer.js';
 import { DEFAULT_WEB_ROOT } from '../../src/ui-server/map-tiles.js';
-import { type Batch, batchSchema, type SyncRecord } from '../../sync/protocol.js';
+import type { SyncRecord } from '../../sync/protocol.js';
 import { BatchApplier } from '../../sync/upstream/batch-apply.js';
 import { grantUpstreamSubscription } from '../../sync/upstream/commands.js';
 import { createUpstream, type UpstreamServer } from '../../sync/upstream/main.js';
@@ -25,6 +25,8 @@ import { loadUpstreamSettings } from '../../sync/upstream/settings.js';
 import { SiteRegistry } from '../../sync/upstream/sites.js';
 import { UpstreamUsers } from '../../sync/upstream/users.js';
 import { createTestSchema, skipWithoutPostgres, type TestSchema } from '../helpers/postgres.js';
+import { batchSequence } from '../sync/helpers/batches.js';
+import { readingBody } from '../sync/helpers/records.js';
 import { describeInBrowser, type GuardedPage, launchBrowser, openPage } from './helpers/browser.js';
 import type { BrowserWindow, DomCanvas, DomElement } from './helpers/dom.js';
 import { localTiles, SIM_CENTER } from './helpers/hubs.js';
@@ -77,18 +79,11 @@ function readingRecords(seq: () => number, nodeId: string, newest: number, count
       seq: seq(),
       kind: 'reading',
       at: ts,
-      body: {
-        node_id: nodeId,
-        ts,
+      body: readingBody(nodeId, ts, {
         temperature_c: 12 + (i % 7) * 0.4,
         humidity_percent: 60 + (i % 5),
         pressure_pa: 101_300 + i * 2,
-        wind_speed_ms: null,
-        wind_direction: null,
-        pm25_ugm3: null,
-        pm10_ugm3: null,
-        gas_resistance_kohm: null,
-      },
+      }),
     };
   });
 }
@@ -140,7 +135,7 @@ async function readEvents(
   let base: string;
   let applier: BatchApplier;
   let guarded: GuardedPage | undefined;
-  const nextSeq = new Map<string, number>();
+  const { batchOf } = batchSequence();
   const now = Date.now();
   const offlineSince = now - 3 * HOUR;
   const at = (dLat: number, dLon: number) => ({
@@ -163,22 +158,6 @@ async function readEvents(
   };
   /** Readings in the last 24 h per site of node A (what its node page charts). */
   const counts = { northA: 36, southA: 20 };
-
-  function batchOf(siteId: string, make: (seq: () => number) => SyncRecord[]): Batch {
-    const first = nextSeq.get(siteId) ?? 1;
-    let seq = first;
-    const records = make(() => seq++);
-    nextSeq.set(siteId, seq);
-    return batchSchema.parse({
-      protocol: 1,
-      site_id: siteId,
-      first_seq: first,
-      last_seq: seq - 1,
-      records,
-      dropped: [],
-      sent_at: Date.now(),
-    });
-  }
 
   async function apply(
     siteId: string,

@@ -14,6 +14,14 @@ export interface TestHub {
   stop(): Promise<void>;
 }
 
+/** A hub's settings for a test: its data in `dataDir`, HTTP and MQTT on free loopback ports. */
+export const loopbackHubEnv = (dataDir: string): Record<string, string> => ({
+  DATA_DIR: dataDir,
+  HTTP_HOST: '127.0.0.1',
+  HTTP_PORT: '0',
+  MQTT_PORT: '0',
+});
+
 /**
  * A whole hub in this process: a real SQLite file in a temp dir, the simulator on a free
  * loopback port reached over TCP, HTTP on a free loopback port.
@@ -21,13 +29,10 @@ export interface TestHub {
 export async function startTestHub(env: Record<string, string> = {}): Promise<TestHub> {
   const dataDir = mkdtempSync(join(tmpdir(), 'meshhub-test-'));
   const config = loadConfig({
-    DATA_DIR: dataDir,
-    HTTP_HOST: '127.0.0.1',
-    HTTP_PORT: '0',
+    ...loopbackHubEnv(dataDir),
     RADIO: 'sim',
     SIM_PORT: '0',
     SIM_BACKFILL: '6h',
-    MQTT_PORT: '0',
     LOG_LEVEL: 'silent',
     ...env,
   });

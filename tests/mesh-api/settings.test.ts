@@ -1,18 +1,10 @@
 /** The mesh API's settings: defaults, every bad value named at start-up, and the address allowlist. */
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../hub/config.js';
-import { ConfigError } from '../../src/config/load.js';
 import { parseClientAllowlist } from '../../src/mesh-api/settings.js';
+import { configProblems } from '../helpers/config.js';
 
-const problemsOf = (env: NodeJS.ProcessEnv): string[] => {
-  try {
-    loadConfig(env);
-  } catch (e) {
-    if (e instanceof ConfigError) return e.problems;
-    throw e;
-  }
-  throw new Error('expected a ConfigError');
-};
+const problemsOf = (env: NodeJS.ProcessEnv) => configProblems(() => loadConfig(env));
 
 describe('mesh API settings', () => {
   it('defaults to loopback port 4403, admin writes refused', () => {

@@ -8,27 +8,23 @@ import { StreamFramer } from '../../src/mesh/framing.js';
 import { decodeMeshPacket } from '../../src/mesh/packet-decoder.js';
 import { RadioLink, type RadioLinkOptions } from '../../src/mesh/radio-link.js';
 import type { PacketResponder } from '../../src/mesh/simulator/responder.js';
-import { MeshSimulator } from '../../src/mesh/simulator/simulator.js';
+import type { MeshSimulator } from '../../src/mesh/simulator/simulator.js';
 import { type RadioTransport, tcpTransport } from '../../src/mesh/transport.js';
+import { testSimulator } from '../helpers/simulator.js';
 import { RadioProxy } from '../reliability/helpers/radio-proxy.js';
 import { frameFromRadio, silentLog, startServer, trackTimers, waitFor } from './helpers.js';
 
-const CENTER = { latitude: 47.3769, longitude: 8.5417 };
 const cleanups: Array<() => Promise<void>> = [];
 afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c();
 });
 
 function simulator(port = 0, responder?: PacketResponder): MeshSimulator {
-  const sim = new MeshSimulator({
-    host: '127.0.0.1',
+  const sim = testSimulator({
     port,
-    nodeCount: 6,
-    center: CENTER,
     seed: 5,
     telemetryIntervalMs: 300_000,
     backfillMs: 3_600_000,
-    log: silentLog,
     ...(responder ? { responder } : {}),
   });
   cleanups.push(() => sim.stop());

@@ -6,9 +6,10 @@ import { BACKFILL_GRID_MS, backfillTimes } from '../../src/mesh/simulator/client
 import { createSimNetwork } from '../../src/mesh/simulator/nodes.js';
 import { SPECIAL_NONCE_ONLY_NODES, telemetryPacket } from '../../src/mesh/simulator/packets.js';
 import type { PacketResponder } from '../../src/mesh/simulator/responder.js';
-import { MeshSimulator, type MeshSimulatorOptions } from '../../src/mesh/simulator/simulator.js';
+import type { MeshSimulator, MeshSimulatorOptions } from '../../src/mesh/simulator/simulator.js';
 import { diurnalShape, environmentAt, solarHour } from '../../src/mesh/simulator/weather-model.js';
-import { RawClient, silentLog, waitFor } from './helpers.js';
+import { testSimulator } from '../helpers/simulator.js';
+import { RawClient, waitFor } from './helpers.js';
 
 const CENTER = { latitude: 47.3769, longitude: 8.5417 };
 // 2 min 30 s past a grid point: live packets (stamped "now") are never on the grid.
@@ -20,15 +21,9 @@ afterEach(async () => {
 });
 
 async function startSim(options: Partial<MeshSimulatorOptions> = {}): Promise<MeshSimulator> {
-  const sim = new MeshSimulator({
-    host: '127.0.0.1',
-    port: 0,
-    nodeCount: 6,
-    center: CENTER,
+  const sim = testSimulator({
     seed: 7,
     telemetryIntervalMs: 300_000,
-    backfillMs: 0,
-    log: silentLog,
     now: () => NOW,
     ...options,
   });

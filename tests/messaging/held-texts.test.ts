@@ -19,16 +19,15 @@ import { createHub } from '../../hub/main.js';
 import { createMessagingResponder, messagingRoles } from '../../src/mesh/simulator/messaging-responder.js';
 import { type AwayWindow, awayDuring } from '../../src/mesh/simulator/presence.js';
 import type { PacketResponder, SimClient } from '../../src/mesh/simulator/responder.js';
-import { MeshSimulator } from '../../src/mesh/simulator/simulator.js';
 import { pauseAfterSendMs, textAirtimeMs } from '../../src/messaging/airtime.js';
 import type { MessageGatewayActor } from '../../src/messaging/gateway-actor.js';
 import { startTestHub, type TestHub, waitFor } from '../helpers/hub.js';
+import { testSimulator } from '../helpers/simulator.js';
 import { FakeClock } from './fake-clock.js';
 import { call, FAST_MESSAGING, type Json, knownNodes, subscriber } from './helpers.js';
 
 const MINUTE = 60_000;
 const HOUR = 60 * MINUTE;
-const CENTER = { latitude: 47.3769, longitude: 8.5417 };
 const utf8 = new TextEncoder();
 
 const cleanups: Array<() => Promise<void>> = [];
@@ -55,16 +54,11 @@ async function startSim(
   away: (sim: { nodes: readonly { num: number }[] }) => AwayWindow[],
 ) {
   const recorder = new TimedRecorder(createMessagingResponder({ failurePercent: 0, delayScale: 0.02 }));
-  const sim = new MeshSimulator({
-    host: '127.0.0.1',
-    port: 0,
+  const sim = testSimulator({
     nodeCount,
-    center: CENTER,
     seed: 11,
     // Telemetry every ~1.5 s of real time: a node that returns is heard within that.
     telemetryIntervalMs: 1_500,
-    backfillMs: 0,
-    log: pino({ level: 'silent' }),
     now: () => clock.now(),
     responder: recorder,
     presence: (network) => awayDuring(away(network)),

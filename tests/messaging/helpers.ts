@@ -5,7 +5,6 @@
  */
 import { create, toBinary } from '@bufbuild/protobuf';
 import { Mesh, Portnums } from '@meshtastic/protobufs';
-import { pino } from 'pino';
 import { UserRepository } from '../../src/auth/users.js';
 import {
   createMessagingResponder,
@@ -13,10 +12,11 @@ import {
 } from '../../src/mesh/simulator/messaging-responder.js';
 import { createSimNetwork, type SimNetwork } from '../../src/mesh/simulator/nodes.js';
 import type { PacketResponder, SimClient } from '../../src/mesh/simulator/responder.js';
-import { MeshSimulator } from '../../src/mesh/simulator/simulator.js';
+import type { MeshSimulator } from '../../src/mesh/simulator/simulator.js';
 import { SubscriptionRepository } from '../../src/messaging/subscription-repository.js';
 import type { TestHub } from '../helpers/hub.js';
 import { waitFor } from '../helpers/hub.js';
+import { testSimulator } from '../helpers/simulator.js';
 
 export const PASSWORD = 'field-radio-42';
 
@@ -180,15 +180,10 @@ export async function startControlledSim(
   const inner: PacketResponder = options.silent ? { onPacket() {} } : createMessagingResponder(options);
   const recorder = new RecordingResponder(inner);
   const make = (port: number) =>
-    new MeshSimulator({
-      host: '127.0.0.1',
+    testSimulator({
       port,
-      nodeCount: 6,
-      center: SIM_CENTER,
       seed,
       telemetryIntervalMs: 3_600_000,
-      backfillMs: 0,
-      log: pino({ level: 'silent' }),
       responder: recorder,
     });
   let sim = make(0);

@@ -12,8 +12,8 @@ import {
   messagingRoles,
   SIM_REPLIES,
 } from '../../src/mesh/simulator/messaging-responder.js';
-import { MeshSimulator } from '../../src/mesh/simulator/simulator.js';
-import { RawClient, silentLog, waitFor } from '../mesh/helpers.js';
+import { testSimulator } from '../helpers/simulator.js';
+import { RawClient, waitFor } from '../mesh/helpers.js';
 
 const cleanups: Array<() => Promise<void>> = [];
 afterEach(async () => {
@@ -22,15 +22,9 @@ afterEach(async () => {
 });
 
 async function connect(options: MessagingResponderOptions) {
-  const sim = new MeshSimulator({
-    host: '127.0.0.1',
-    port: 0,
-    nodeCount: 6,
-    center: { latitude: 47.3769, longitude: 8.5417 },
+  const sim = testSimulator({
     seed: 3,
     telemetryIntervalMs: 3_600_000,
-    backfillMs: 0,
-    log: silentLog,
     responder: createMessagingResponder(options),
   });
   const { port } = await sim.start();

@@ -19,7 +19,7 @@ import { createHub, type Hub } from '../../hub/main.js';
 import { createTokenVerifier, type TokenVerifier } from '../../src/auth/jwt-verifier.js';
 import { UserRepository } from '../../src/auth/users.js';
 import { channelCipher, channelHash, expandChannelKey } from '../../src/mesh/mqtt/channel-crypto.js';
-import { mqttOf } from '../helpers/hub.js';
+import { loopbackHubEnv, mqttOf } from '../helpers/hub.js';
 
 const _scryptAsync = promisify(scrypt) as (password: string, salt: Buffer, keylen: number) => Promise<Buffer>;
 
@@ -75,10 +75,7 @@ export async function startMqttHub(
 ): Promise<MqttTestHub> {
   const dataDir = mkdtempSync(join(tmpdir(), 'meshhub-mqtt-'));
   const config = loadConfig({
-    DATA_DIR: dataDir,
-    HTTP_HOST: '127.0.0.1',
-    HTTP_PORT: '0',
-    MQTT_PORT: '0',
+    ...loopbackHubEnv(dataDir),
     RADIO: 'none',
     SIM_PORT: '0',
     LOG_LEVEL: 'silent',

@@ -18,7 +18,15 @@ import Database from 'better-sqlite3';
 import { connectAsync } from 'mqtt';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { waitFor } from '../helpers/hub.js';
-import { HubProcess, pause, removeDir, scenarioSeed, schedule, scratchDir } from './helpers/hub-process.js';
+import {
+  HubProcess,
+  pause,
+  QUIET_SIM,
+  removeDir,
+  scenarioSeed,
+  schedule,
+  scratchDir,
+} from './helpers/hub-process.js';
 
 const SEED = scenarioSeed('disk full');
 const { between } = schedule(SEED);
@@ -100,10 +108,7 @@ beforeAll(async () => {
   hub = new HubProcess({
     dataDir,
     env: {
-      RADIO: 'sim',
-      SIM_PORT: '0',
-      SIM_BACKFILL: '0s',
-      SIM_TELEMETRY_SECONDS: '86400',
+      ...QUIET_SIM,
       MQTT_ALLOW_ANONYMOUS: 'true',
     },
   });

@@ -26,12 +26,11 @@ import { create, fromBinary, toBinary } from '@bufbuild/protobuf';
 import { Mesh, Mqtt, Portnums } from '@meshtastic/protobufs';
 import fc from 'fast-check';
 import { connectAsync, type MqttClient } from 'mqtt';
-import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { encodeFrame } from '../../src/mesh/framing.js';
 import { alwaysPresent } from '../../src/mesh/simulator/presence.js';
-import { MeshSimulator } from '../../src/mesh/simulator/simulator.js';
 import { waitFor } from '../helpers/hub.js';
+import { testSimulator } from '../helpers/simulator.js';
 import { RawClient } from '../mesh/helpers.js';
 import { envelope, envelopeOf, envTelemetryEnvelope, telemetryPayload } from '../mqtt/helpers.js';
 import { HubProcess, pause, removeDir, scenarioSeed, scratchDir } from './helpers/hub-process.js';
@@ -43,15 +42,9 @@ const RUNS = Number(process.env.RELIABILITY_FUZZ_RUNS ?? 300);
 /** The one gateway in MESH_TRUSTED_GATEWAYS: its unencrypted uplink would be believed. */
 const TRUSTED_GATEWAY = '!0000cafe';
 
-const sim = new MeshSimulator({
-  host: '127.0.0.1',
-  port: 0,
-  nodeCount: 6,
-  center: { latitude: 47.3769, longitude: 8.5417 },
+const sim = testSimulator({
   seed: 13,
   telemetryIntervalMs: 86_400_000,
-  backfillMs: 0,
-  log: pino({ level: 'silent' }),
   // Nobody comes or goes: the mesh stays quiet after the handshake.
   presence: alwaysPresent,
 });

@@ -15,11 +15,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FakeMicrosoft } from '../fakes/microsoft/fake-microsoft.js';
 import { directoryAudit, managementRecord } from '../fakes/microsoft/fixtures.js';
 import { waitFor } from '../helpers/hub.js';
-import { HubProcess, pause, removeDir, scenarioSeed, schedule, scratchDir } from './helpers/hub-process.js';
+import { HubProcess, killScenario, pause, QUIET_SIM, removeDir, scratchDir } from './helpers/hub-process.js';
 
-const SEED = scenarioSeed('kill during audit collection');
-const ROUNDS = Number(process.env.RELIABILITY_KILL_ROUNDS ?? 24);
-const { between } = schedule(SEED);
+const { seed: SEED, rounds: ROUNDS, between } = killScenario('kill during audit collection');
 const MIN = 60_000;
 
 const fake = new FakeMicrosoft();
@@ -67,10 +65,7 @@ beforeAll(async () => {
   hub = new HubProcess({
     dataDir,
     env: {
-      RADIO: 'sim',
-      SIM_PORT: '0',
-      SIM_BACKFILL: '0s',
-      SIM_TELEMETRY_SECONDS: '86400',
+      ...QUIET_SIM,
       PLUGINS: 'audit',
       ...fake.env(),
       AUDIT_ALLOW_PRIVATE_NETWORK: 'true',

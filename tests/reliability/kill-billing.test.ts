@@ -15,11 +15,9 @@ import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FakeBtcpay } from '../fakes/btcpay/fake-btcpay.js';
 import { call, tokenFor } from '../messaging/helpers.js';
-import { HubProcess, pause, removeDir, scenarioSeed, schedule, scratchDir } from './helpers/hub-process.js';
+import { HubProcess, killScenario, pause, QUIET_SIM, removeDir, scratchDir } from './helpers/hub-process.js';
 
-const SEED = scenarioSeed('kill during billing webhooks');
-const ROUNDS = Number(process.env.RELIABILITY_KILL_ROUNDS ?? 24);
-const { between } = schedule(SEED);
+const { seed: SEED, rounds: ROUNDS, between } = killScenario('kill during billing webhooks');
 const DAY = 86_400_000;
 const SECRET = 'whsec-reliability-secret';
 
@@ -36,10 +34,7 @@ beforeAll(async () => {
   hub = new HubProcess({
     dataDir,
     env: {
-      RADIO: 'sim',
-      SIM_PORT: '0',
-      SIM_BACKFILL: '0s',
-      SIM_TELEMETRY_SECONDS: '86400',
+      ...QUIET_SIM,
       PLUGINS: 'billing',
       BTCPAY_URL: fake.url,
       BTCPAY_STORE_ID: 'StoreA1b2C3',

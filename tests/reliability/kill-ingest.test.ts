@@ -14,10 +14,9 @@
 import { connectAsync, type MqttClient } from 'mqtt';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { waitFor } from '../helpers/hub.js';
-import { HubProcess, pause, removeDir, scenarioSeed, schedule, scratchDir } from './helpers/hub-process.js';
+import { HubProcess, killScenario, pause, QUIET_SIM, removeDir, scratchDir } from './helpers/hub-process.js';
 
-const SEED = scenarioSeed('kill during MQTT ingest');
-const ROUNDS = Number(process.env.RELIABILITY_KILL_ROUNDS ?? 24);
+const { seed: SEED, rounds: ROUNDS, between } = killScenario('kill during MQTT ingest');
 const NODES = 8;
 const IN_FLIGHT = 64;
 /**
@@ -25,7 +24,6 @@ const IN_FLIGHT = 64;
  * in flight, and a bounded total (about 100,000) on any machine, so the checks stay cheap.
  */
 const NEW_PER_MS = 5;
-const { between } = schedule(SEED);
 const HOUR = 3_600_000;
 /** Readings lie in the past two days, one second apart per node, on whole hours from here. */
 const BASE = Math.floor((Date.now() - 2 * 24 * HOUR) / HOUR) * HOUR;
@@ -50,10 +48,7 @@ const hub = new HubProcess({
   dataDir,
   name: 'hub',
   env: {
-    RADIO: 'sim',
-    SIM_PORT: '0',
-    SIM_BACKFILL: '0s',
-    SIM_TELEMETRY_SECONDS: '86400',
+    ...QUIET_SIM,
     MQTT_ALLOW_ANONYMOUS: 'true',
   },
 });

@@ -22,18 +22,15 @@
 import { join } from 'node:path';
 import { Portnums } from '@meshtastic/protobufs';
 import Database from 'better-sqlite3';
-import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createMessagingResponder, messagingRoles } from '../../src/mesh/simulator/messaging-responder.js';
 import type { PacketResponder } from '../../src/mesh/simulator/responder.js';
-import { MeshSimulator } from '../../src/mesh/simulator/simulator.js';
 import { waitFor } from '../helpers/hub.js';
+import { testSimulator } from '../helpers/simulator.js';
 import { call } from '../messaging/helpers.js';
-import { HubProcess, pause, removeDir, scenarioSeed, schedule, scratchDir } from './helpers/hub-process.js';
+import { HubProcess, killScenario, pause, removeDir, scratchDir } from './helpers/hub-process.js';
 
-const SEED = scenarioSeed('kill during outbound sends');
-const ROUNDS = Number(process.env.RELIABILITY_KILL_ROUNDS ?? 24);
-const { between } = schedule(SEED);
+const { seed: SEED, rounds: ROUNDS, between } = killScenario('kill during outbound sends');
 
 /** What the radio received: text packets per packet id, and the text of each. */
 const onAir = new Map<number, { count: number; text: string; to: number }>();
@@ -50,15 +47,9 @@ const countingResponder: PacketResponder = {
   },
 };
 
-const sim = new MeshSimulator({
-  host: '127.0.0.1',
-  port: 0,
-  nodeCount: 6,
-  center: { latitude: 47.3769, longitude: 8.5417 },
+const sim = testSimulator({
   seed: 7,
   telemetryIntervalMs: 3_600_000,
-  backfillMs: 0,
-  log: pino({ level: 'silent' }),
   responder: countingResponder,
 });
 

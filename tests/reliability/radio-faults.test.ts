@@ -16,12 +16,11 @@
 import { join } from 'node:path';
 import { Portnums } from '@meshtastic/protobufs';
 import Database from 'better-sqlite3';
-import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createMessagingResponder, messagingRoles } from '../../src/mesh/simulator/messaging-responder.js';
 import type { PacketResponder } from '../../src/mesh/simulator/responder.js';
-import { MeshSimulator } from '../../src/mesh/simulator/simulator.js';
 import { waitFor } from '../helpers/hub.js';
+import { testSimulator } from '../helpers/simulator.js';
 import { call } from '../messaging/helpers.js';
 import { HubProcess, pause, removeDir, scenarioSeed, schedule, scratchDir } from './helpers/hub-process.js';
 import { RadioProxy } from './helpers/radio-proxy.js';
@@ -39,16 +38,10 @@ const counting: PacketResponder = {
     return inner.onPacket(packet, client);
   },
 };
-const sim = new MeshSimulator({
-  host: '127.0.0.1',
-  port: 0,
-  nodeCount: 6,
-  center: { latitude: 47.3769, longitude: 8.5417 },
+const sim = testSimulator({
   seed: 11,
   // Nodes are heard every few seconds: a held text wakes when its node is heard again.
   telemetryIntervalMs: 4_000,
-  backfillMs: 0,
-  log: pino({ level: 'silent' }),
   responder: counting,
 });
 let proxy: RadioProxy;

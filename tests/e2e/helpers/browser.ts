@@ -7,7 +7,7 @@
 import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core';
-import { describe, expect } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect } from 'vitest';
 
 export function chromiumPath(): string | undefined {
   return [process.env.CHROMIUM_PATH, '/usr/bin/chromium', '/usr/bin/chromium-browser'].find(
@@ -87,6 +87,42 @@ export async function openPage(
     expectFailedRequests: (url) => expected.push(url),
     assertClean: () => expect(problems, 'console errors or uncaught exceptions in the page').toEqual([]),
     close: () => context.close(),
+  };
+}
+
+/**
+ * One Chromium for a describe block: launched in a `beforeAll` registered before the block's own
+ * (so it starts while the block starts its hubs), closed after all. `open()` gives a test its
+ * guarded page; after each test the page last opened must have logged no unexpected error, and is
+ * closed.
+ */
+export function useGuardedPages(): {
+  open(options?: Parameters<typeof openPage>[1]): Promise<GuardedPage>;
+} {
+  let browser: Promise<Browser> | undefined;
+  let current: GuardedPage | undefined;
+  beforeAll(() => {
+    browser = launchBrowser();
+    browser.catch(() => {}); // a failed launch is reported by open()
+  });
+  afterEach(async () => {
+    const guarded = current;
+    current = undefined;
+    guarded?.assertClean();
+    await guarded?.close();
+  });
+  afterAll(async () => {
+    await browser?.then(
+      (b) => b.close(),
+      () => {},
+    );
+  });
+  return {
+    async open(options) {
+      if (!browser) throw new Error('useGuardedPages: no browser before beforeAll');
+      current = await openPage(await browser, options);
+      return current;
+    },
   };
 }
 

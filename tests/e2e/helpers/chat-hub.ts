@@ -4,14 +4,13 @@
  * ReplyGate), so a reply can arrive while the user looks at another page.
  */
 import { type Mesh, Portnums } from '@meshtastic/protobufs';
-import { pino } from 'pino';
 import { UserRepository } from '../../../src/auth/users.js';
 import { createMessagingResponder, messagingRoles } from '../../../src/mesh/simulator/messaging-responder.js';
 import { createSimNetwork, type SimNode } from '../../../src/mesh/simulator/nodes.js';
 import type { PacketResponder, SimClient } from '../../../src/mesh/simulator/responder.js';
-import { MeshSimulator } from '../../../src/mesh/simulator/simulator.js';
 import { SubscriptionRepository } from '../../../src/messaging/subscription-repository.js';
 import { startTestHub, type TestHub, waitFor } from '../../helpers/hub.js';
+import { testSimulator } from '../../helpers/simulator.js';
 import { localTiles, SIM_CENTER } from './hubs.js';
 
 export const PASSWORD = 'field-radio-42';
@@ -69,15 +68,9 @@ export async function startChatHub(env: Record<string, string> = {}): Promise<Ch
   const network = createSimNetwork({ seed: SEED, nodeCount: 6, center: SIM_CENTER });
   const roles = messagingRoles(network);
   const gate = new ReplyGate(createMessagingResponder({ failurePercent: 0, delayScale: 0.2 }));
-  const sim = new MeshSimulator({
-    host: '127.0.0.1',
-    port: 0,
-    nodeCount: 6,
-    center: SIM_CENTER,
+  const sim = testSimulator({
     seed: SEED,
     telemetryIntervalMs: 3_600_000,
-    backfillMs: 0,
-    log: pino({ level: 'silent' }),
     responder: gate,
   });
   const { port } = await sim.start();

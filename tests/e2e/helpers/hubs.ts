@@ -2,7 +2,9 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { FakeMicrosoft } from '../../fakes/microsoft/fake-microsoft.js';
 import { startTestHub, type TestHub } from '../../helpers/hub.js';
+import { QUIET_ENV } from '../../plugins/audit/helpers.js';
 import { tilesAround, writeMbtiles } from '../../ui-server/fixtures.js';
 
 export const SIM_CENTER = { latitude: 47.3769, longitude: 8.5417 };
@@ -40,4 +42,9 @@ export async function apiJson<T>(t: TestHub, path: string): Promise<T> {
   const res = await fetch(`${t.baseUrl}${path}`);
   if (!res.ok) throw new Error(`${path}: ${res.status}`);
   return (await res.json()) as T;
+}
+
+/** A UI hub with PLUGINS=audit, quiet (no fetch at start, no cron), collecting from `fake`. */
+export function startAuditUiHub(fake: FakeMicrosoft, env: Record<string, string> = {}): Promise<TestHub> {
+  return startUiHub({ PLUGINS: 'audit', ...QUIET_ENV, ...fake.env(), ...env });
 }

@@ -9,7 +9,8 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AuditConfigError, loadAuditConfig } from '../../../plugins/audit/settings.js';
-import { type AuditTestApp, auditApp, jsonInit, type LocalIdp, seed, startLocalIdp } from './helpers.js';
+import { type AuditTestApp, auditApp, jsonInit, seed } from './helpers.js';
+import { idpAuthEnv, type LocalIdp, startLocalIdp, withBearer } from './idp.js';
 
 const T0 = Date.UTC(2025, 4, 1);
 const RULE = {
@@ -25,11 +26,6 @@ let auditor: string;
 let ruleId: string;
 /** The attackers of the finding: a token the hub issues for messaging or machines, or no role at all. */
 const attackers: Array<[string, string]> = [];
-
-const as = (token: string, init: RequestInit = {}): RequestInit => ({
-  ...init,
-  headers: { ...(init.headers as Record<string, string>), authorization: `Bearer ${token}` },
-});
 
 /** Every audit data route (reads), then every change (admin). */
 const READS: Array<[string, string, unknown?]> = [
@@ -61,7 +57,10 @@ const ruleRoutes = (): Array<[string, string, unknown?]> => [
 
 /** The answer, its body parsed when it is JSON (an export may be CSV). */
 async function send(token: string, [method, path, body]: [string, string, unknown?]) {
-  const res = await t.request(path, as(token, body === undefined ? { method } : jsonInit(method, body)));
+  const res = await t.request(
+    path,
+    withBearer(token, body === undefined ? { method } : jsonInit(method, body)),
+  );
   const text = await res.text();
   const json = /json/.test(res.headers.get('content-type') ?? '') && text;
   // biome-ignore lint/suspicious/noExplicitAny: problem and event bodies of many shapes
@@ -78,10 +77,7 @@ const state = () => ({
 beforeAll(async () => {
   idp = await startLocalIdp();
   t = await auditApp({
-    AUTH_ENABLED: 'true',
-    AUTH_JWKS_URL: idp.jwksUrl,
-    AUTH_ISSUER: idp.issuer,
-    AUTH_AUDIENCE: idp.audience,
+    ...idpAuthEnv(idp),
     AI_FEATURES_ENABLED: 'true',
     RATE_LIMIT_DEFAULT: '100000/1m',
     RATE_LIMIT_WRITE: '100000/1m',
@@ -127,7 +123,7 @@ describe('tokens the hub issues for messaging and machines', () => {
       }
     }
     expect(state()).toEqual(before);
-    const tags = await t.json('/api/events/1', as(admin));
+    const tags = await t.json('/api/events/1', withBearer(admin));
     expect(tags.body.tags).toEqual(['reviewed']);
     expect(tags.body.comments.map((c: { text: string }) => c.text)).toEqual(['known task']);
   });
@@ -196,7 +192,7 @@ describe('the frontend config routes', () => {
   it('stay open to every caller', async () => {
     for (const path of ['/api/config/auth', '/api/config/features']) {
       expect((await t.json(path)).status).toBe(200);
-      expect((await t.json(path, as(attackers[0]![1]))).status).toBe(200);
+      expect((await t.json(path, withBearer(attackers[0]![1]))).status).toBe(200);
     }
   });
 });

@@ -102,15 +102,8 @@ export async function startAlertsHub(
   };
 }
 
-export const jsonBody = (
-  method: string,
-  body: unknown,
-  headers: Record<string, string> = {},
-): RequestInit => ({
-  method,
-  headers: { 'content-type': 'application/json', ...headers },
-  body: typeof body === 'string' ? body : JSON.stringify(body),
-});
+/** A JSON request (the same as `jsonInit`). */
+export { jsonInit as jsonBody } from './helpers.js';
 
 /** The start of the most recent UTC day (before today) that is `weekday` (0 Sunday … 6 Saturday). */
 export function recentDay(weekday: number, now = Date.now()): number {

@@ -17,15 +17,8 @@ import { NO_MODEL } from '../../../plugins/audit/llm/client.js';
 import { AuditStore } from '../../../plugins/audit/store/audit-store.js';
 import { closeDatabase, openDatabase } from '../../../src/store/database.js';
 import { type FakeChatCompletions, startFakeChatCompletions } from '../../fakes/llm/fake-chat-completions.js';
-import {
-  type AuditTestApp,
-  auditApp,
-  jsonInit,
-  type LocalIdp,
-  seed,
-  silent,
-  startLocalIdp,
-} from './helpers.js';
+import { type AuditTestApp, auditApp, jsonInit, seed, silent } from './helpers.js';
+import { idpAuthEnv, type LocalIdp, startLocalIdp, withBearer } from './idp.js';
 
 const now = Date.now();
 const HOUR = 3_600_000;
@@ -36,10 +29,6 @@ let alice: string;
 let bob: string;
 let privileged: string;
 
-const as = (token: string, init: RequestInit = {}): RequestInit => ({
-  ...init,
-  headers: { ...(init.headers as Record<string, string>), authorization: `Bearer ${token}` },
-});
 const seqOf = (service: string) =>
   String(
     t.db.prepare('SELECT seq FROM audit_events WHERE service = ? ORDER BY seq LIMIT 1').pluck().get(service),
@@ -47,7 +36,7 @@ const seqOf = (service: string) =>
 
 async function finished(token: string, id: string) {
   for (let i = 0; i < 200; i++) {
-    const res = await t.json(`/api/jobs/${id}`, as(token));
+    const res = await t.json(`/api/jobs/${id}`, withBearer(token));
     if (res.status !== 200 || res.body.status === 'succeeded' || res.body.status === 'failed') return res;
     await new Promise((r) => setTimeout(r, 10));
   }
@@ -58,10 +47,7 @@ beforeAll(async () => {
   fake = await startFakeChatCompletions();
   idp = await startLocalIdp();
   t = await auditApp({
-    AUTH_ENABLED: 'true',
-    AUTH_JWKS_URL: idp.jwksUrl,
-    AUTH_ISSUER: idp.issuer,
-    AUTH_AUDIENCE: idp.audience,
+    ...idpAuthEnv(idp),
     PRIVACY_SERVICES: 'teams',
     PRIVACY_SERVICE_ROLES: 'Audit.Privacy',
     AUDIT_READER_ROLES: 'Audit.Reader',
@@ -100,7 +86,7 @@ describe('explain', () => {
   it('explains one event with the LLM, treating it as data, and caches the answer for 24 hours', async () => {
     fake.script({ kind: 'answer', content: 'Eve deleted Bob; check whether that was planned.' });
     const id = seqOf('directory');
-    const first = await t.json(`/api/events/${id}/explain`, as(alice, { method: 'POST' }));
+    const first = await t.json(`/api/events/${id}/explain`, withBearer(alice, { method: 'POST' }));
     expect(first.status).toBe(200);
     expect(first.body).toMatchObject({
       event: { id, operation: 'Delete user', actor: 'eve@contoso.com' },
@@ -112,7 +98,7 @@ describe('explain', () => {
     expect(messages[0].content).toBe(EXPLAIN_SYSTEM_PROMPT);
     expect(messages[1].content).toMatch(/<event>\{"id":"#\d+".*"operation":"Delete user".*\}<\/event>/);
     expect(messages[1].content).toContain('the same actor has 1 other events in the 24 hours before it');
-    const second = await t.json(`/api/events/${id}/explain`, as(bob, { method: 'POST' }));
+    const second = await t.json(`/api/events/${id}/explain`, withBearer(bob, { method: 'POST' }));
     expect(second.body).toMatchObject({ cached: true, explanation: first.body.explanation });
     expect(fake.requests).toHaveLength(1);
     const ttl = t.db
@@ -132,7 +118,7 @@ describe('explain', () => {
         .pluck()
         .get(),
     );
-    const { body } = await t.json(`/api/events/${id}/explain`, as(alice, { method: 'POST' }));
+    const { body } = await t.json(`/api/events/${id}/explain`, withBearer(alice, { method: 'POST' }));
     expect(body).toMatchObject({ llm_used: false, fallback_reason: 'http_error' });
     expect(body.explanation).toMatch(/^- What: Add user in directory/);
     expect(body.explanation).toContain('- Who: eve@contoso.com');
@@ -142,14 +128,16 @@ describe('explain', () => {
 
   it('answers 403 for a gated event without the role, 200 with it; 404 unknown; 400 not an id', async () => {
     const gated = seqOf('teams');
-    const refused = await t.json(`/api/events/${gated}/explain`, as(alice, { method: 'POST' }));
+    const refused = await t.json(`/api/events/${gated}/explain`, withBearer(alice, { method: 'POST' }));
     expect(refused.status).toBe(403);
     expect(fake.requests).toHaveLength(0);
-    expect((await t.json(`/api/events/${gated}/explain`, as(privileged, { method: 'POST' }))).status).toBe(
-      200,
+    expect(
+      (await t.json(`/api/events/${gated}/explain`, withBearer(privileged, { method: 'POST' }))).status,
+    ).toBe(200);
+    expect((await t.json('/api/events/999999/explain', withBearer(alice, { method: 'POST' }))).status).toBe(
+      404,
     );
-    expect((await t.json('/api/events/999999/explain', as(alice, { method: 'POST' }))).status).toBe(404);
-    expect((await t.json('/api/events/abc/explain', as(alice, { method: 'POST' }))).status).toBe(400);
+    expect((await t.json('/api/events/abc/explain', withBearer(alice, { method: 'POST' }))).status).toBe(400);
     expect((await t.json('/api/events/1/explain', { method: 'POST' })).status).toBe(401);
   });
 });
@@ -158,7 +146,7 @@ describe('background asks', () => {
   it('queues, runs and answers only the caller who created the job', async () => {
     const res = await t.json(
       '/api/ask',
-      as(alice, jsonInit('POST', { question: 'who ran Delete user today?', async: true })),
+      withBearer(alice, jsonInit('POST', { question: 'who ran Delete user today?', async: true })),
     );
     expect(res.status).toBe(202);
     expect(res.body).toEqual({ job_id: expect.stringMatching(/^[A-Za-z0-9_-]{22}$/), status: 'queued' });
@@ -169,7 +157,7 @@ describe('background asks', () => {
       status: 'succeeded',
       result: { llm_used: true, total_matched: 1, answer: 'Nothing unusual stands out in these events.' },
     });
-    const other = await t.json(`/api/jobs/${res.body.job_id}`, as(bob));
+    const other = await t.json(`/api/jobs/${res.body.job_id}`, withBearer(bob));
     expect(other.status).toBe(404);
     expect(other.body.detail).toBe('no such job (unknown, expired, or not yours)');
     expect((await t.json(`/api/jobs/${res.body.job_id}`)).status).toBe(401);
@@ -178,7 +166,10 @@ describe('background asks', () => {
   it('gates the result with the creator’s roles', async () => {
     const res = await t.json(
       '/api/ask',
-      as(alice, jsonInit('POST', { question: 'everything', services: ['teams', 'directory'], async: true })),
+      withBearer(
+        alice,
+        jsonInit('POST', { question: 'everything', services: ['teams', 'directory'], async: true }),
+      ),
     );
     const done = await finished(alice, res.body.job_id);
     expect(done.body.result.total_matched).toBe(2);
@@ -188,12 +179,12 @@ describe('background asks', () => {
   it('refuses a bad async ask at once, and 404s unknown ids', async () => {
     const bad = await t.json(
       '/api/ask',
-      as(alice, jsonInit('POST', { question: 'between 2025-10-05 and 2025-10-01', async: true })),
+      withBearer(alice, jsonInit('POST', { question: 'between 2025-10-05 and 2025-10-01', async: true })),
     );
     expect(bad.status).toBe(400);
     expect(t.db.prepare('SELECT count(*) FROM audit_jobs WHERE owner LIKE ?').pluck().get('%|alice')).toBe(2);
-    expect((await t.json('/api/jobs/AAAAAAAAAAAAAAAAAAAAAA', as(alice))).status).toBe(404);
-    expect((await t.json('/api/jobs/..%2F..%2Fetc', as(alice))).status).toBe(404);
+    expect((await t.json('/api/jobs/AAAAAAAAAAAAAAAAAAAAAA', withBearer(alice))).status).toBe(404);
+    expect((await t.json('/api/jobs/..%2F..%2Fetc', withBearer(alice))).status).toBe(404);
   });
 });
 

@@ -4,7 +4,8 @@
  * privacy role), and service names match as an administrator types them, with display names.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type AuditTestApp, auditApp, jsonInit, type LocalIdp, seed, startLocalIdp } from './helpers.js';
+import { type AuditTestApp, auditApp, jsonInit, seed } from './helpers.js';
+import { idpAuthEnv, type LocalIdp, startLocalIdp, withBearer } from './idp.js';
 
 const T0 = Date.UTC(2025, 4, 1);
 let idp: LocalIdp;
@@ -15,10 +16,7 @@ let privileged: string;
 beforeAll(async () => {
   idp = await startLocalIdp();
   t = await auditApp({
-    AUTH_ENABLED: 'true',
-    AUTH_JWKS_URL: idp.jwksUrl,
-    AUTH_ISSUER: idp.issuer,
-    AUTH_AUDIENCE: idp.audience,
+    ...idpAuthEnv(idp),
     PRIVACY_SENSITIVE_OPERATIONS: 'MailItemsAccessed',
     PRIVACY_SERVICES: 'teams',
     PRIVACY_SERVICE_ROLES: 'Audit.Privacy',
@@ -42,7 +40,7 @@ beforeAll(async () => {
   plain = await idp.token({ roles: ['auditor'] });
   const tag = async (seq: number, tags: string[]) =>
     expect(
-      (await t.json(`/api/events/${seq}/tags`, as(privileged, jsonInit('PATCH', { tags })))).status,
+      (await t.json(`/api/events/${seq}/tags`, withBearer(privileged, jsonInit('PATCH', { tags })))).status,
     ).toBe(200);
   await tag(1, ['insider-case-17']); // only on a gated operation
   await tag(2, ['hr-review']); // only on a gated service
@@ -55,24 +53,19 @@ afterAll(async () => {
   await idp.stop();
 });
 
-const as = (token: string, init: RequestInit = {}): RequestInit => ({
-  ...init,
-  headers: { ...(init.headers as Record<string, string>), authorization: `Bearer ${token}` },
-});
-
 describe('filter options for a caller without the privacy role', () => {
   it('leave out tags used only on gated events', async () => {
-    const { body } = await t.json('/api/filter-options', as(plain));
+    const { body } = await t.json('/api/filter-options', withBearer(plain));
     expect(body.tags).toEqual(['reviewed', 'shared']);
   });
 
   it('leave out results seen only on gated events', async () => {
-    const { body } = await t.json('/api/filter-options', as(plain));
+    const { body } = await t.json('/api/filter-options', withBearer(plain));
     expect(body.results).toEqual(['success']);
   });
 
   it('show every tag and result to the privileged caller', async () => {
-    const { body } = await t.json('/api/filter-options', as(privileged));
+    const { body } = await t.json('/api/filter-options', withBearer(privileged));
     expect(body.tags).toEqual(['hr-review', 'insider-case-17', 'reviewed', 'shared']);
     expect(body.results).toEqual(['failure', 'success', 'unknown']);
   });
@@ -89,25 +82,27 @@ describe('service names as an administrator types them', () => {
     ['Intune', 1],
     ['Exchange,SharePoint', 7],
   ])('services=%s finds %i events', async (services, count) => {
-    const res = await t.json(`/api/events?services=${encodeURIComponent(services)}`, as(privileged));
+    const res = await t.json(`/api/events?services=${encodeURIComponent(services)}`, withBearer(privileged));
     expect(res.status).toBe(200);
     expect(res.body.data).toHaveLength(count);
   });
 
   it('gates a service however it is typed', async () => {
-    expect((await t.json('/api/events?services=Teams', as(plain))).body.data).toEqual([]);
-    expect((await t.json('/api/events?services=Microsoft%20Teams', as(privileged))).body.data).toHaveLength(
-      1,
-    );
+    expect((await t.json('/api/events?services=Teams', withBearer(plain))).body.data).toEqual([]);
+    expect(
+      (await t.json('/api/events?services=Microsoft%20Teams', withBearer(privileged))).body.data,
+    ).toHaveLength(1);
   });
 
   it('applies to export too', async () => {
-    const csv = await (await t.request('/api/events/export?services=Exchange', as(privileged))).text();
+    const csv = await (
+      await t.request('/api/events/export?services=Exchange', withBearer(privileged))
+    ).text();
     expect(csv.trim().split('\n')).toHaveLength(7);
   });
 
   it('shows display names in the filter options', async () => {
-    const { body } = await t.json('/api/filter-options', as(privileged));
+    const { body } = await t.json('/api/filter-options', withBearer(privileged));
     expect(body.services).toEqual(['device_management', 'exchange', 'sharepoint', 'teams']);
     expect(body.service_labels).toEqual({
       device_management: 'Device management (Intune)',
@@ -118,7 +113,7 @@ describe('service names as an administrator types them', () => {
   });
 
   it('still refuses what is not a service name, naming the field', async () => {
-    const res = await t.json('/api/events?services=%3Bdrop', as(privileged));
+    const res = await t.json('/api/events?services=%3Bdrop', withBearer(privileged));
     expect(res.status).toBe(400);
     expect(res.body.errors[0].field).toMatch(/^services/);
   });

@@ -1,15 +1,13 @@
 /**
  * Test scaffolding for the audit plugin: the plugin built through its real `create()` against a
- * SQLite file, its routes mounted on the hub's real HTTP app (request ids, problem details), and
- * a local ES256 identity provider serving its JWKS on loopback.
+ * SQLite file, its routes mounted on the hub's real HTTP app (request ids, problem details). The
+ * local identity provider is in idp.ts.
  */
 
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Hono } from 'hono';
-import { exportJWK, generateKeyPair, type JWK, SignJWT } from 'jose';
 import { pino } from 'pino';
 import type { Registry } from 'prom-client';
 import { standaloneApp, standaloneModuleHost } from '../../../hub/module-host.js';
@@ -191,49 +189,6 @@ export function seed(repos: AuditRepositories, events: readonly SeedEvent[]): vo
     return outcome.event;
   });
   repos.writer.writeNow(normalized);
-}
-
-/** A local identity provider: ES256 keys, JWKS on a loopback port, tokens on demand. */
-export interface LocalIdp {
-  issuer: string;
-  jwksUrl: string;
-  audience: string;
-  token(
-    claims?: Record<string, unknown>,
-    options?: { audience?: string; expiresIn?: string; issuer?: string },
-  ): Promise<string>;
-  stop(): Promise<void>;
-}
-
-export async function startLocalIdp(): Promise<LocalIdp> {
-  const { privateKey, publicKey } = await generateKeyPair('ES256', { extractable: true });
-  const jwk: JWK = { ...(await exportJWK(publicKey)), kid: 'test-key', alg: 'ES256', use: 'sig' };
-  const server: Server = createServer((_req, res) => {
-    res.setHeader('content-type', 'application/json');
-    res.end(JSON.stringify({ keys: [jwk] }));
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const port = (server.address() as { port: number }).port;
-  const issuer = `http://127.0.0.1:${port}/tenant/v2.0`;
-  return {
-    issuer,
-    jwksUrl: `http://127.0.0.1:${port}/discovery/v2.0/keys`,
-    audience: 'api://meshhub-audit',
-    token: (claims = {}, options = {}) =>
-      new SignJWT({ preferred_username: 'alice@contoso.com', roles: [], ...claims })
-        .setProtectedHeader({ alg: 'ES256', kid: 'test-key' })
-        .setIssuer(options.issuer ?? issuer)
-        .setSubject(String(claims.sub ?? 'user-alice'))
-        .setAudience(options.audience ?? 'api://meshhub-audit')
-        .setIssuedAt()
-        .setExpirationTime(options.expiresIn ?? '10m')
-        .sign(privateKey),
-    stop: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  };
 }
 
 /** A logger whose JSON lines land in `lines`, with the hub's redaction rules. */

@@ -8,7 +8,8 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AuditConfigError, loadAuditConfig } from '../../../plugins/audit/settings.js';
-import { type AuditTestApp, auditApp, type LocalIdp, seed, startLocalIdp } from './helpers.js';
+import { type AuditTestApp, auditApp, seed } from './helpers.js';
+import { idpAuthEnv, type LocalIdp, startLocalIdp, withBearer } from './idp.js';
 
 const T0 = Date.now() - 3_600_000;
 let idp: LocalIdp;
@@ -16,10 +17,6 @@ let t: AuditTestApp;
 let auditor: string;
 let officer: string;
 
-const as = (token: string, init: RequestInit = {}): RequestInit => ({
-  ...init,
-  headers: { ...(init.headers as Record<string, string>), authorization: `Bearer ${token}` },
-});
 const seqOf = (service: string) =>
   String(t.db.prepare('SELECT seq FROM audit_events WHERE service = ?').pluck().get(service));
 const actors = (body: { data: Array<{ actor: string }> }) => body.data.map((e) => e.actor).sort();
@@ -27,10 +24,7 @@ const actors = (body: { data: Array<{ actor: string }> }) => body.data.map((e) =
 beforeAll(async () => {
   idp = await startLocalIdp();
   t = await auditApp({
-    AUTH_ENABLED: 'true',
-    AUTH_JWKS_URL: idp.jwksUrl,
-    AUTH_ISSUER: idp.issuer,
-    AUTH_AUDIENCE: idp.audience,
+    ...idpAuthEnv(idp),
     PRIVACY_SERVICES: 'Intune,Entra ID',
     PRIVACY_SERVICE_ROLES: 'privacy-officer',
     AI_FEATURES_ENABLED: 'true',
@@ -59,35 +53,38 @@ describe('PRIVACY_SERVICES="Intune,Entra ID", a caller without the privacy role'
   });
 
   it('does not find them in search, even by name', async () => {
-    expect(actors((await t.json('/api/events', as(auditor))).body)).toEqual(['eve@contoso.com']);
+    expect(actors((await t.json('/api/events', withBearer(auditor))).body)).toEqual(['eve@contoso.com']);
     for (const name of ['Intune', 'Entra ID', 'directory', 'device_management']) {
       expect(
-        (await t.json(`/api/events?services=${encodeURIComponent(name)}`, as(auditor))).body.data,
+        (await t.json(`/api/events?services=${encodeURIComponent(name)}`, withBearer(auditor))).body.data,
       ).toEqual([]);
     }
   });
 
   it('gets 403 for each of them by id, and for their explanation', async () => {
     for (const service of ['directory', 'device_management']) {
-      const one = await t.json(`/api/events/${seqOf(service)}`, as(auditor));
+      const one = await t.json(`/api/events/${seqOf(service)}`, withBearer(auditor));
       expect(one.status).toBe(403);
       expect(one.body.detail).toMatch(/restricted/);
       expect(JSON.stringify(one.body)).not.toMatch(/dora|ivan/);
-      const explain = await t.json(`/api/events/${seqOf(service)}/explain`, as(auditor, { method: 'POST' }));
+      const explain = await t.json(
+        `/api/events/${seqOf(service)}/explain`,
+        withBearer(auditor, { method: 'POST' }),
+      );
       expect(explain.status).toBe(403);
     }
   });
 
   it('does not get them in CSV or JSON exports', async () => {
-    const csv = await (await t.request('/api/events/export?format=csv', as(auditor))).text();
+    const csv = await (await t.request('/api/events/export?format=csv', withBearer(auditor))).text();
     expect(csv).not.toMatch(/dora|ivan/);
     expect(csv.trim().split('\n')).toHaveLength(2);
-    const json = await (await t.request('/api/events/export?format=json', as(auditor))).json();
+    const json = await (await t.request('/api/events/export?format=json', withBearer(auditor))).json();
     expect(actors({ data: json as Array<{ actor: string }> })).toEqual(['eve@contoso.com']);
   });
 
   it('does not see them in the filter options', async () => {
-    const { body } = await t.json('/api/filter-options', as(auditor));
+    const { body } = await t.json('/api/filter-options', withBearer(auditor));
     expect(body.services).toEqual(['exchange']);
     expect(body.operations).toEqual(['Send']);
   });
@@ -95,7 +92,7 @@ describe('PRIVACY_SERVICES="Intune,Entra ID", a caller without the privacy role'
   it('does not count or cite them in an ask, even one that names them', async () => {
     const ask = await t.json(
       '/api/ask',
-      as(auditor, {
+      withBearer(auditor, {
         method: 'POST',
         headers: { 'content-type': 'application/json' },
         body: JSON.stringify({
@@ -112,13 +109,13 @@ describe('PRIVACY_SERVICES="Intune,Entra ID", a caller without the privacy role'
 
 describe('PRIVACY_SERVICES="Intune,Entra ID", a caller with the privacy role', () => {
   it('sees them everywhere', async () => {
-    expect(actors((await t.json('/api/events', as(officer))).body)).toEqual([
+    expect(actors((await t.json('/api/events', withBearer(officer))).body)).toEqual([
       'dora@contoso.com',
       'eve@contoso.com',
       'ivan@contoso.com',
     ]);
-    expect((await t.json(`/api/events/${seqOf('device_management')}`, as(officer))).status).toBe(200);
-    expect((await t.json('/api/filter-options', as(officer))).body.services).toEqual([
+    expect((await t.json(`/api/events/${seqOf('device_management')}`, withBearer(officer))).status).toBe(200);
+    expect((await t.json('/api/filter-options', withBearer(officer))).body.services).toEqual([
       'device_management',
       'directory',
       'exchange',

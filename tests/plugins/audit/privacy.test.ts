@@ -4,7 +4,8 @@
  * single event, filter options or export — and cannot change them; a caller with the role sees all.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type AuditTestApp, auditApp, jsonInit, type LocalIdp, seed, startLocalIdp } from './helpers.js';
+import { type AuditTestApp, auditApp, jsonInit, seed } from './helpers.js';
+import { idpAuthEnv, type LocalIdp, startLocalIdp, withBearer } from './idp.js';
 
 const T0 = Date.UTC(2025, 4, 1);
 let idp: LocalIdp;
@@ -22,10 +23,7 @@ const SEEDED = [
 beforeAll(async () => {
   idp = await startLocalIdp();
   t = await auditApp({
-    AUTH_ENABLED: 'true',
-    AUTH_JWKS_URL: idp.jwksUrl,
-    AUTH_ISSUER: idp.issuer,
-    AUTH_AUDIENCE: idp.audience,
+    ...idpAuthEnv(idp),
     PRIVACY_SENSITIVE_OPERATIONS: 'mailitemsaccessed',
     PRIVACY_SERVICES: 'teams',
     PRIVACY_SERVICE_ROLES: 'Audit.Privacy',
@@ -44,10 +42,6 @@ afterAll(async () => {
   await idp.stop();
 });
 
-const as = (token: string, init: RequestInit = {}): RequestInit => ({
-  ...init,
-  headers: { ...(init.headers as Record<string, string>), authorization: `Bearer ${token}` },
-});
 const ops = (body: { data: Array<{ operation: string }> }) => body.data.map((e) => e.operation).sort();
 const idOf = (operation: string) =>
   String(
@@ -61,14 +55,14 @@ const idOf = (operation: string) =>
 
 describe('a caller without the privacy role', () => {
   it('does not find gated events in search, even when filtering for them', async () => {
-    expect(ops((await t.json('/api/events', as(plain))).body)).toEqual(['FileAccessed', 'Send']);
-    expect((await t.json('/api/events?operation=MailItems', as(plain))).body.data).toEqual([]);
-    expect((await t.json('/api/events?services=teams', as(plain))).body.data).toEqual([]);
+    expect(ops((await t.json('/api/events', withBearer(plain))).body)).toEqual(['FileAccessed', 'Send']);
+    expect((await t.json('/api/events?operation=MailItems', withBearer(plain))).body.data).toEqual([]);
+    expect((await t.json('/api/events?services=teams', withBearer(plain))).body.data).toEqual([]);
   });
 
   it('gets 403 for a gated event by id', async () => {
     for (const op of ['MailItemsAccessed', 'MemberAdded']) {
-      const res = await t.json(`/api/events/${idOf(op)}`, as(plain));
+      const res = await t.json(`/api/events/${idOf(op)}`, withBearer(plain));
       expect(res.status).toBe(403);
       expect(res.body.detail).toMatch(/restricted/);
       expect(JSON.stringify(res.body)).not.toContain(op);
@@ -76,16 +70,18 @@ describe('a caller without the privacy role', () => {
   });
 
   it('does not see gated operations or services in the filter options', async () => {
-    const { body } = await t.json('/api/filter-options', as(plain));
+    const { body } = await t.json('/api/filter-options', withBearer(plain));
     expect(body.services).toEqual(['exchange', 'sharepoint']);
     expect(body.operations).toEqual(['FileAccessed', 'Send']);
   });
 
   it('does not get gated events in CSV or JSON exports', async () => {
-    const csv = await (await t.request('/api/events/export?format=csv', as(plain))).text();
+    const csv = await (await t.request('/api/events/export?format=csv', withBearer(plain))).text();
     expect(csv).not.toMatch(/MailItemsAccessed|MemberAdded/);
     expect(csv.trim().split('\n')).toHaveLength(3);
-    const json = (await (await t.request('/api/events/export?format=json', as(plain))).json()) as Array<{
+    const json = (await (
+      await t.request('/api/events/export?format=json', withBearer(plain))
+    ).json()) as Array<{
       operation: string;
     }>;
     expect(ops({ data: json })).toEqual(['FileAccessed', 'Send']);
@@ -95,14 +91,14 @@ describe('a caller without the privacy role', () => {
     const before = t.db.prepare('SELECT tags, comment_count FROM audit_events ORDER BY seq').all();
     const id = idOf('MailItemsAccessed');
     expect(
-      (await t.json(`/api/events/${id}/tags`, as(plain, jsonInit('PATCH', { tags: ['x'] })))).status,
+      (await t.json(`/api/events/${id}/tags`, withBearer(plain, jsonInit('PATCH', { tags: ['x'] })))).status,
     ).toBe(403);
     expect(
-      (await t.json(`/api/events/${id}/comments`, as(plain, jsonInit('POST', { text: 'x' })))).status,
+      (await t.json(`/api/events/${id}/comments`, withBearer(plain, jsonInit('POST', { text: 'x' })))).status,
     ).toBe(403);
     const bulk = await t.json(
       '/api/events/bulk-tags',
-      as(plain, jsonInit('POST', { filters: { actor: 'eve' }, tags: ['x'] })),
+      withBearer(plain, jsonInit('POST', { filters: { actor: 'eve' }, tags: ['x'] })),
     );
     expect(bulk.body).toMatchObject({ matched: 2, updated: 2 });
     expect(t.db.prepare('SELECT tags FROM audit_events WHERE seq = ?').pluck().get(id)).toBe('[]');
@@ -115,17 +111,17 @@ describe('a caller without the privacy role', () => {
 
 describe('a caller with the privacy role', () => {
   it('sees every event, option and export row', async () => {
-    expect(ops((await t.json('/api/events', as(privileged))).body)).toEqual([
+    expect(ops((await t.json('/api/events', withBearer(privileged))).body)).toEqual([
       'FileAccessed',
       'MailItemsAccessed',
       'MemberAdded',
       'Send',
     ]);
-    expect((await t.json(`/api/events/${idOf('MemberAdded')}`, as(privileged))).status).toBe(200);
-    const { body } = await t.json('/api/filter-options', as(privileged));
+    expect((await t.json(`/api/events/${idOf('MemberAdded')}`, withBearer(privileged))).status).toBe(200);
+    const { body } = await t.json('/api/filter-options', withBearer(privileged));
     expect(body.services).toEqual(['exchange', 'sharepoint', 'teams']);
     expect(body.operations).toContain('MailItemsAccessed');
-    const csv = await (await t.request('/api/events/export', as(privileged))).text();
+    const csv = await (await t.request('/api/events/export', withBearer(privileged))).text();
     expect(csv.trim().split('\n')).toHaveLength(5);
   });
 });

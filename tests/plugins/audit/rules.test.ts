@@ -6,7 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type AlertsHub, jsonBody, startAlertsHub } from './alerts-hub.js';
-import { type LocalIdp, startLocalIdp } from './helpers.js';
+import { bearerHeaders, idpAuthEnv, type LocalIdp, ROOT_ADMIN, startLocalIdp } from './idp.js';
 
 let idp: LocalIdp;
 let h: AlertsHub;
@@ -28,17 +28,10 @@ const AFTER_HOURS = {
 
 beforeAll(async () => {
   idp = await startLocalIdp();
-  h = await startAlertsHub({
-    AUTH_ENABLED: 'true',
-    AUTH_JWKS_URL: idp.jwksUrl,
-    AUTH_ISSUER: idp.issuer,
-    AUTH_AUDIENCE: idp.audience,
-  });
-  admin = {
-    authorization: `Bearer ${await idp.token({ roles: ['admin'], sub: 'root-1', preferred_username: 'root@contoso.com' })}`,
-  };
-  reader = { authorization: `Bearer ${await idp.token({ roles: ['auditor'] })}` };
-  stranger = { authorization: `Bearer ${await idp.token({ roles: ['reader'] })}` };
+  h = await startAlertsHub(idpAuthEnv(idp));
+  admin = await bearerHeaders(idp, ROOT_ADMIN);
+  reader = await bearerHeaders(idp, { roles: ['auditor'] });
+  stranger = await bearerHeaders(idp, { roles: ['reader'] });
 });
 afterAll(async () => {
   await h?.stop();

@@ -5,7 +5,8 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { FakeMicrosoft } from '../../fakes/microsoft/fake-microsoft.js';
 import { directoryAudit } from '../../fakes/microsoft/fixtures.js';
-import { type AuditTestApp, auditApp, jsonInit, type LocalIdp, seed, startLocalIdp } from './helpers.js';
+import { type AuditTestApp, auditApp, jsonInit, seed } from './helpers.js';
+import { idpAuthEnv, type LocalIdp, startLocalIdp } from './idp.js';
 
 const T0 = Date.UTC(2025, 4, 1);
 let idp: LocalIdp;
@@ -20,12 +21,7 @@ afterEach(async () => {
   t = undefined;
 });
 
-const authEnv = () => ({
-  AUTH_ENABLED: 'true',
-  AUTH_JWKS_URL: idp.jwksUrl,
-  AUTH_ISSUER: idp.issuer,
-  AUTH_AUDIENCE: idp.audience,
-});
+const authEnv = () => idpAuthEnv(idp);
 const bearer = (token: string, init: RequestInit = {}): RequestInit => ({
   ...init,
   headers: { ...(init.headers as Record<string, string>), authorization: `Bearer ${token}` },

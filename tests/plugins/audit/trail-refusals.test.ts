@@ -7,7 +7,8 @@
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { AuditTrail, type TrailEntry } from '../../../plugins/audit/store/audit-trail.js';
-import { type AuditTestApp, auditApp, jsonInit, type LocalIdp, seed, startLocalIdp } from './helpers.js';
+import { type AuditTestApp, auditApp, jsonInit, seed } from './helpers.js';
+import { idpAuthEnv, type LocalIdp, startLocalIdp } from './idp.js';
 
 let t: AuditTestApp | undefined;
 let idp: LocalIdp;
@@ -21,12 +22,7 @@ afterEach(async () => {
 });
 
 const T0 = Date.parse('2026-11-02T09:00:00Z');
-const authEnv = () => ({
-  AUTH_ENABLED: 'true',
-  AUTH_JWKS_URL: idp.jwksUrl,
-  AUTH_ISSUER: idp.issuer,
-  AUTH_AUDIENCE: idp.audience,
-});
+const authEnv = () => idpAuthEnv(idp);
 /** A request from `address`, as the hub's Node server would hand it over (the TCP peer). */
 const from = (app: AuditTestApp, address: string, path: string, init: RequestInit = {}) =>
   Promise.resolve(app.app.request(path, init, { incoming: { socket: { remoteAddress: address } } }));

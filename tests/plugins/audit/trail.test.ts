@@ -6,7 +6,8 @@
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { type AlertsHub, jsonBody, startAlertsHub } from './alerts-hub.js';
-import { type AuditTestApp, auditApp, jsonInit, type LocalIdp, seed, startLocalIdp } from './helpers.js';
+import { type AuditTestApp, auditApp, jsonInit, seed } from './helpers.js';
+import { bearerHeaders, idpAuthEnv, type LocalIdp, ROOT_ADMIN, startLocalIdp } from './idp.js';
 
 const T0 = Date.parse('2026-11-02T09:00:00Z');
 
@@ -17,18 +18,13 @@ describe('an administrator reads the trail over the real socket', () => {
   let reader: Record<string, string>;
   beforeAll(async () => {
     idp = await startLocalIdp();
-    h = await startAlertsHub({
-      AUTH_ENABLED: 'true',
-      AUTH_JWKS_URL: idp.jwksUrl,
-      AUTH_ISSUER: idp.issuer,
-      AUTH_AUDIENCE: idp.audience,
+    h = await startAlertsHub(idpAuthEnv(idp));
+    admin = await bearerHeaders(idp, ROOT_ADMIN);
+    reader = await bearerHeaders(idp, {
+      roles: ['reader'],
+      sub: 'rita-1',
+      preferred_username: 'rita@contoso.com',
     });
-    admin = {
-      authorization: `Bearer ${await idp.token({ roles: ['admin'], sub: 'root-1', preferred_username: 'root@contoso.com' })}`,
-    };
-    reader = {
-      authorization: `Bearer ${await idp.token({ roles: ['reader'], sub: 'rita-1', preferred_username: 'rita@contoso.com' })}`,
-    };
   });
   afterAll(async () => {
     await h?.stop();

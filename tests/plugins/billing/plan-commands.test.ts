@@ -27,20 +27,7 @@ it('adds, lists and retires plans', async () => {
   expect(await runPlanCommand(add, ctx())).toBe(0);
   expect(
     await runPlanCommand(
-      [
-        'add',
-        'hut',
-        '--name',
-        'Hut',
-        '--price',
-        '0.0001',
-        '--currency',
-        'BTC',
-        '--days',
-        '7',
-        '--nodes',
-        '!a1b2c3d4',
-      ],
+      'add hut --name Hut --price 0.0001 --currency BTC --days 7 --nodes !a1b2c3d4'.split(' '),
       ctx(),
     ),
   ).toBe(0);

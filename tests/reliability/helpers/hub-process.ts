@@ -36,6 +36,23 @@ export function schedule(seed: number) {
   };
 }
 
+/**
+ * A kill scenario: its seed (printed, so that a failure can be replayed), how many times it kills
+ * (RELIABILITY_KILL_ROUNDS, 24 by default) and its seeded random waits.
+ */
+export function killScenario(name: string) {
+  const seed = scenarioSeed(name);
+  return { seed, rounds: Number(process.env.RELIABILITY_KILL_ROUNDS ?? 24), ...schedule(seed) };
+}
+
+/** A hub on its simulator, replaying no history and hearing each node's telemetry once a day. */
+export const QUIET_SIM: Readonly<Record<string, string>> = {
+  RADIO: 'sim',
+  SIM_PORT: '0',
+  SIM_BACKFILL: '0s',
+  SIM_TELEMETRY_SECONDS: '86400',
+};
+
 export const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 export function scratchDir(name: string): string {

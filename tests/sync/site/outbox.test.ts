@@ -34,6 +34,7 @@ import {
   SYNC_COMPONENT,
   SYNC_MIGRATIONS,
 } from '../../../sync/site/outbox-schema.js';
+import { readingBody } from '../helpers/records.js';
 
 const T0 = Date.UTC(2025, 4, 1);
 const MINUTE = 60_000;
@@ -650,18 +651,7 @@ describe('switching the outbox on and off', () => {
     migrateComponent(db, SYNC_COMPONENT, SYNC_MIGRATIONS.slice(0, 1));
     const insert = db.prepare('INSERT INTO sync_outbox (kind, at, body) VALUES (?, ?, json(?))');
     const row = (ts: number, t: number | null, h: number | null) =>
-      JSON.stringify({
-        node_id: A,
-        ts,
-        temperature_c: t,
-        humidity_percent: h,
-        pressure_pa: null,
-        wind_speed_ms: null,
-        wind_direction: null,
-        pm25_ugm3: null,
-        pm10_ugm3: null,
-        gas_resistance_kohm: null,
-      });
+      JSON.stringify(readingBody(A, ts, { temperature_c: t, humidity_percent: h }));
     insert.run('reading', T0, row(T0, 1 / 3, null));
     insert.run('node', T0, JSON.stringify({ node_num: 10 }));
     insert.run('reading', T0 + 1, row(T0, 1 / 3, 0.1 + 0.2));

@@ -11,6 +11,7 @@ import { BatchApplier } from '../../../sync/upstream/batch-apply.js';
 import { migrateUpstream } from '../../../sync/upstream/db/migrate.js';
 import { openPool } from '../../../sync/upstream/db/pool.js';
 import { createTestSchema, skipWithoutPostgres, type TestSchema } from '../../helpers/postgres.js';
+import { nodeBody, readingBody } from '../helpers/records.js';
 
 const skip = await skipWithoutPostgres();
 
@@ -37,39 +38,14 @@ function batchOf(siteId: string, firstSeq: number, entries: Entry[], dropped = 0
   };
 }
 
-type Metrics = Omit<RecordBody<'reading'>, 'node_id' | 'ts'>;
-const METRICS: Metrics = {
-  temperature_c: null,
-  humidity_percent: null,
-  pressure_pa: null,
-  wind_speed_ms: null,
-  wind_direction: null,
-  pm25_ugm3: null,
-  pm10_ugm3: null,
-  gas_resistance_kohm: null,
-};
-
-function reading(nodeId: string, ts: number, values: Partial<Metrics>): Entry {
-  return { kind: 'reading', body: { node_id: nodeId, ts, ...METRICS, ...values } };
+function reading(nodeId: string, ts: number, values: Parameters<typeof readingBody>[2]): Entry {
+  return { kind: 'reading', body: readingBody(nodeId, ts, values) };
 }
 
 function node(nodeId: string, updatedAt: number, shortName: string): Entry {
   return {
     kind: 'node',
-    body: {
-      node_num: Number.parseInt(nodeId.slice(1), 16),
-      node_id: nodeId,
-      short_name: shortName,
-      long_name: null,
-      hw_model: null,
-      latitude: null,
-      longitude: null,
-      altitude: null,
-      last_heard: updatedAt,
-      battery_level: null,
-      snr: null,
-      updated_at: updatedAt,
-    },
+    body: nodeBody(nodeId, updatedAt, { short_name: shortName }),
   };
 }
 

@@ -12,19 +12,14 @@ import type { Reading } from '../../../src/domain/reading.js';
 import { closeDatabase, type Database, openDatabase } from '../../../src/store/database.js';
 import { NodeRepository } from '../../../src/store/nodes-repository.js';
 import { ReadingWriter } from '../../../src/store/reading-writer.js';
-import {
-  type Batch,
-  batchSchema,
-  type ReadingRow,
-  type RecordBody,
-  type SyncRecord,
-} from '../../../sync/protocol.js';
+import { type Batch, batchSchema, type ReadingRow, type SyncRecord } from '../../../sync/protocol.js';
 import { Outbox } from '../../../sync/site/outbox.js';
 import { enableOutbox } from '../../../sync/site/outbox-schema.js';
 import { type AppliedChanges, BatchApplier } from '../../../sync/upstream/batch-apply.js';
 import { migrateUpstream } from '../../../sync/upstream/db/migrate.js';
 import { openPool } from '../../../sync/upstream/db/pool.js';
 import { createTestSchema, skipWithoutPostgres, type TestSchema } from '../../helpers/postgres.js';
+import { hourRollupBody } from '../helpers/records.js';
 
 const skip = await skipWithoutPostgres();
 
@@ -267,28 +262,7 @@ describe.skipIf(skip)('BatchApplier, readings records', () => {
 
   it('a bucket the site sent whole in the same batch keeps the site’s figures', async () => {
     const hour = Math.floor(T0 / HOUR) * HOUR;
-    const rollup = {
-      interval: '1h',
-      node_id: A,
-      bucket_start: hour,
-      temperature_c_sum: 150,
-      temperature_c_count: 10,
-      humidity_percent_sum: 0,
-      humidity_percent_count: 0,
-      pressure_pa_sum: 0,
-      pressure_pa_count: 0,
-      wind_speed_ms_sum: 0,
-      wind_speed_ms_count: 0,
-      pm25_ugm3_sum: 0,
-      pm25_ugm3_count: 0,
-      pm10_ugm3_sum: 0,
-      pm10_ugm3_count: 0,
-      gas_resistance_kohm_sum: 0,
-      gas_resistance_kohm_count: 0,
-      wind_direction_sin_sum: 0,
-      wind_direction_cos_sum: 0,
-      wind_direction_count: 0,
-    } satisfies RecordBody<'rollup'>;
+    const rollup = hourRollupBody(A, hour, { temperature_c_sum: 150, temperature_c_count: 10 });
     // Raw readings of the hour before the rollup record and after it, in one batch.
     await applier.apply(
       'a',

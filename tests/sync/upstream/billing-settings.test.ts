@@ -5,22 +5,14 @@
  * refused by name; `meshhub upstream plan add|list|retire` manages the plans in PostgreSQL.
  */
 import { describe, expect, it } from 'vitest';
-import { ConfigError } from '../../../src/config/load.js';
 import { runUpstreamPlanCommand } from '../../../sync/upstream/billing/plan-commands.js';
 import { loadUpstreamSettings } from '../../../sync/upstream/settings.js';
+import { configProblems } from '../../helpers/config.js';
 import { createTestSchema, skipWithoutPostgres } from '../../helpers/postgres.js';
 
 const DB = 'postgres://u:p@127.0.0.1:5432/db';
 
-function problemsOf(env: Record<string, string>): string[] {
-  try {
-    loadUpstreamSettings(env);
-  } catch (error) {
-    if (error instanceof ConfigError) return error.problems;
-    throw error;
-  }
-  throw new Error('the settings were accepted');
-}
+const problemsOf = (env: Record<string, string>) => configProblems(() => loadUpstreamSettings(env));
 
 describe('upstream billing settings', () => {
   it('reports every billing problem with the upstream’s own, at once, without echoing secrets', () => {
@@ -93,20 +85,7 @@ describe.skipIf(skip)('meshhub upstream plan', () => {
       expect(await runUpstreamPlanCommand(add, ctx)).toBe(0);
       expect(
         await runUpstreamPlanCommand(
-          [
-            'add',
-            'hut',
-            '--name',
-            'Hut',
-            '--price',
-            '0.0001',
-            '--currency',
-            'BTC',
-            '--days',
-            '7',
-            '--nodes',
-            '!a1b2c3d4',
-          ],
+          'add hut --name Hut --price 0.0001 --currency BTC --days 7 --nodes !a1b2c3d4'.split(' '),
           ctx,
         ),
       ).toBe(0);

@@ -19,6 +19,7 @@ import { runUpstreamCommand } from '../../../sync/upstream/commands.js';
 import { openPool } from '../../../sync/upstream/db/pool.js';
 import { SiteRegistry } from '../../../sync/upstream/sites.js';
 import { createTestSchema, skipWithoutPostgres, type TestSchema } from '../../helpers/postgres.js';
+import { nodeBody } from '../helpers/records.js';
 
 const skip = await skipWithoutPostgres();
 const PASSWORD = 'lantern-on-the-ridge';
@@ -256,20 +257,7 @@ describe.skipIf(skip)('meshhub upstream commands', () => {
             seq: 1,
             kind: 'node',
             at: Date.now(),
-            body: {
-              node_num: Number.parseInt(nodeId.slice(1), 16),
-              node_id: nodeId,
-              short_name: null,
-              long_name: null,
-              hw_model: null,
-              latitude: null,
-              longitude: null,
-              altitude: null,
-              last_heard: Date.now(),
-              battery_level: null,
-              snr: null,
-              updated_at: Date.now(),
-            },
+            body: nodeBody(nodeId, Date.now()),
           },
         ],
         dropped: [],

@@ -9,16 +9,14 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { gzipSync } from 'node:zlib';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LocalIssuer } from '../../../src/auth/local-issuer.js';
-import { SYNC_API } from '../../../sync/protocol.js';
-import { signSiteRequest } from '../../../sync/signing.js';
 import { createUpstream, type UpstreamServer } from '../../../sync/upstream/main.js';
 import { loadUpstreamSettings } from '../../../sync/upstream/settings.js';
 import { SiteRegistry } from '../../../sync/upstream/sites.js';
 import { createTestSchema, skipWithoutPostgres, type TestSchema } from '../../helpers/postgres.js';
+import { postSignedBatch } from '../helpers/batches.js';
 import { liveEvents, signedIn } from './helpers.js';
 
 // biome-ignore lint/suspicious/noExplicitAny: tests read bodies of many shapes and assert on them
@@ -87,24 +85,7 @@ describe.skipIf(skip)('the upstream’s reads', () => {
       dropped: [],
       sent_at: Date.now(),
     };
-    const body = new Uint8Array(gzipSync(Buffer.from(JSON.stringify(batch))));
-    const path = `${SYNC_API}/batches`;
-    const token = await signSiteRequest(site, {
-      siteId: 'north',
-      method: 'POST',
-      path,
-      body,
-      nowMs: Date.now(),
-    });
-    const res = await fetch(url(upstream, path), {
-      method: 'POST',
-      headers: {
-        authorization: `Bearer ${token}`,
-        'content-encoding': 'gzip',
-        'content-type': 'application/json',
-      },
-      body,
-    });
+    const res = await postSignedBatch(url(upstream, ''), site, batch);
     expect(res.status, await res.text()).toBe(200);
   }
 

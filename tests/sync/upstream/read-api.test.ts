@@ -9,7 +9,6 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { gzipSync } from 'node:zlib';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LocalIssuer } from '../../../src/auth/local-issuer.js';
@@ -17,13 +16,14 @@ import type { Reading } from '../../../src/domain/reading.js';
 import { closeDatabase, type Database, openDatabase } from '../../../src/store/database.js';
 import { ReadingWriter } from '../../../src/store/reading-writer.js';
 import { WeatherService } from '../../../src/weather/weather-service.js';
-import { type Batch, batchSchema, SYNC_API, type SyncRecord } from '../../../sync/protocol.js';
-import { signSiteRequest } from '../../../sync/signing.js';
+import type { SyncRecord } from '../../../sync/protocol.js';
 import { BatchApplier } from '../../../sync/upstream/batch-apply.js';
 import { createUpstream, type UpstreamServer } from '../../../sync/upstream/main.js';
 import { loadUpstreamSettings } from '../../../sync/upstream/settings.js';
 import { SiteRegistry } from '../../../sync/upstream/sites.js';
 import { createTestSchema, skipWithoutPostgres, type TestSchema } from '../../helpers/postgres.js';
+import { batchSequence, postSignedBatch } from '../helpers/batches.js';
+import { nodeBody } from '../helpers/records.js';
 import { signedIn } from './helpers.js';
 
 // biome-ignore lint/suspicious/noExplicitAny: tests read bodies of many shapes and assert on them
@@ -87,41 +87,20 @@ function nodeRecord(
     seq,
     kind: 'node',
     at: lastHeard,
-    body: {
-      node_num: Number.parseInt(nodeId.slice(1), 16),
-      node_id: nodeId,
+    body: nodeBody(nodeId, lastHeard, {
       short_name: extra.short ?? null,
       long_name: extra.long ?? null,
       hw_model: extra.short ? 'HELTEC_V3' : null,
       latitude: extra.lat ?? null,
       longitude: extra.lon ?? null,
-      altitude: null,
-      last_heard: lastHeard,
       battery_level: extra.short ? 87 : null,
       snr: extra.short ? 6.25 : null,
-      updated_at: lastHeard,
-    },
+    }),
   };
 }
 
 /** Per-site sequence numbers, so every batch follows the last. */
-const nextSeq = new Map<string, number>();
-
-function batchOf(siteId: string, make: (seq: () => number) => SyncRecord[]): Batch {
-  const first = nextSeq.get(siteId) ?? 1;
-  let seq = first;
-  const records = make(() => seq++);
-  nextSeq.set(siteId, seq);
-  return batchSchema.parse({
-    protocol: 1,
-    site_id: siteId,
-    first_seq: first,
-    last_seq: seq - 1,
-    records,
-    dropped: [],
-    sent_at: Date.now(),
-  });
-}
+const { batchOf, nextSeq } = batchSequence();
 
 describe.skipIf(skip)('upstream read API', () => {
   let schema: TestSchema;
@@ -465,24 +444,7 @@ describe.skipIf(skip)('upstream read API', () => {
       });
 
       const batch = batchOf('east', (seq) => [nodeRecord(seq(), '!000000ee', Date.now() - 5_000)]);
-      const body = gzipSync(JSON.stringify(batch));
-      const path = `${SYNC_API}/batches`;
-      const token = await signSiteRequest(issuer, {
-        siteId: 'east',
-        method: 'POST',
-        path,
-        body,
-        nowMs: Date.now(),
-      });
-      const posted = await fetch(`${base}${path}`, {
-        method: 'POST',
-        headers: {
-          authorization: `Bearer ${token}`,
-          'content-type': 'application/json',
-          'content-encoding': 'gzip',
-        },
-        body,
-      });
+      const posted = await postSignedBatch(base, issuer, batch, 'east');
       expect(posted.status).toBe(200);
 
       await registry.revoke('south');

@@ -3,20 +3,12 @@
  * URL (which holds a password) never echoed, not in an error and not in a log line.
  */
 import { describe, expect, it } from 'vitest';
-import { ConfigError } from '../../../src/config/load.js';
 import { loadUpstreamDatabaseSettings, loadUpstreamSettings } from '../../../sync/upstream/settings.js';
+import { configProblems } from '../../helpers/config.js';
 
 const URL_WITH_PASSWORD = 'postgres://meshhub:hunter2-secret@db.example:5432/meshhub';
 
-function problemsOf(env: Record<string, string>): string[] {
-  try {
-    loadUpstreamSettings(env);
-  } catch (error) {
-    if (error instanceof ConfigError) return error.problems;
-    throw error;
-  }
-  throw new Error('expected a ConfigError');
-}
+const problemsOf = (env: Record<string, string>) => configProblems(() => loadUpstreamSettings(env));
 
 describe('upstream settings', () => {
   it('has the documented defaults', () => {

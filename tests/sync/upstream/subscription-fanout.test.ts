@@ -6,35 +6,19 @@
  */
 import type pg from 'pg';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { Batch, RecordBody } from '../../../sync/protocol.js';
+import type { Batch } from '../../../sync/protocol.js';
 import { BatchApplier } from '../../../sync/upstream/batch-apply.js';
 import { grantUpstreamSubscription } from '../../../sync/upstream/commands.js';
 import { migrateUpstream } from '../../../sync/upstream/db/migrate.js';
 import { openPool } from '../../../sync/upstream/db/pool.js';
 import { createTestSchema, skipWithoutPostgres, type TestSchema } from '../../helpers/postgres.js';
+import { nodeBody } from '../helpers/records.js';
 
 const skip = await skipWithoutPostgres();
 
 const T0 = Date.UTC(2026, 2, 10, 8, 0);
 const A = '!0000000a';
 const B = '!0000000b';
-
-function nodeBody(nodeId: string, at: number): RecordBody<'node'> {
-  return {
-    node_num: Number.parseInt(nodeId.slice(1), 16),
-    node_id: nodeId,
-    short_name: null,
-    long_name: null,
-    hw_model: null,
-    latitude: null,
-    longitude: null,
-    altitude: null,
-    last_heard: at,
-    battery_level: null,
-    snr: null,
-    updated_at: at,
-  };
-}
 
 describe.skipIf(skip)('upstream subscriptions reach sites that hear a node later', () => {
   let schema: TestSchema;

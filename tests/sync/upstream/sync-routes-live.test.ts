@@ -7,16 +7,14 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { gzipSync } from 'node:zlib';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LocalIssuer } from '../../../src/auth/local-issuer.js';
-import { SYNC_API } from '../../../sync/protocol.js';
-import { signSiteRequest } from '../../../sync/signing.js';
 import { createUpstream, type UpstreamServer } from '../../../sync/upstream/main.js';
 import { loadUpstreamSettings } from '../../../sync/upstream/settings.js';
 import { SiteRegistry } from '../../../sync/upstream/sites.js';
 import { createTestSchema, skipWithoutPostgres, type TestSchema } from '../../helpers/postgres.js';
+import { postSignedBatch } from '../helpers/batches.js';
 import { liveEvents, signedIn } from './helpers.js';
 
 const skip = await skipWithoutPostgres();
@@ -48,24 +46,7 @@ describe.skipIf(skip)('the live stream of batches applied', () => {
   });
 
   async function post(batch: unknown): Promise<number> {
-    const body = new Uint8Array(gzipSync(Buffer.from(JSON.stringify(batch))));
-    const path = `${SYNC_API}/batches`;
-    const token = await signSiteRequest(site, {
-      siteId: 'north',
-      method: 'POST',
-      path,
-      body,
-      nowMs: Date.now(),
-    });
-    const res = await fetch(`http://127.0.0.1:${upstream.port}${path}`, {
-      method: 'POST',
-      headers: {
-        authorization: `Bearer ${token}`,
-        'content-encoding': 'gzip',
-        'content-type': 'application/json',
-      },
-      body,
-    });
+    const res = await postSignedBatch(`http://127.0.0.1:${upstream.port}`, site, batch);
     await res.arrayBuffer();
     return res.status;
   }

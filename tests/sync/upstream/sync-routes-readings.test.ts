@@ -15,6 +15,7 @@ import {
   rollupBody,
   syncRecordSchema,
 } from '../../../sync/protocol.js';
+import { hourRollupBody } from '../helpers/records.js';
 
 const T0 = Date.UTC(2026, 2, 10, 8, 0);
 const ok = (): unknown[] => ['!0000000a', T0, 20.5, null, 101_325, null, 270, null, null, 1e-300];
@@ -185,28 +186,9 @@ describe('records standing for a run of entries', () => {
 describe('values bound for INTEGER columns', () => {
   it('bounds rollup counts and transition numbers by what an INTEGER holds', () => {
     const rollup = (count: number) =>
-      rollupBody.safeParse({
-        interval: '1h',
-        node_id: 'roof-1',
-        bucket_start: T0,
-        temperature_c_sum: 1,
-        temperature_c_count: count,
-        humidity_percent_sum: 0,
-        humidity_percent_count: 0,
-        pressure_pa_sum: 0,
-        pressure_pa_count: 0,
-        wind_speed_ms_sum: 0,
-        wind_speed_ms_count: 0,
-        pm25_ugm3_sum: 0,
-        pm25_ugm3_count: 0,
-        pm10_ugm3_sum: 0,
-        pm10_ugm3_count: 0,
-        gas_resistance_kohm_sum: 0,
-        gas_resistance_kohm_count: 0,
-        wind_direction_sin_sum: 0,
-        wind_direction_cos_sum: 0,
-        wind_direction_count: 0,
-      });
+      rollupBody.safeParse(
+        hourRollupBody('roof-1', T0, { temperature_c_sum: 1, temperature_c_count: count }),
+      );
     expect(rollup(MAX_INT4).success).toBe(true);
     expect(rollup(MAX_INT4 + 1).success).toBe(false);
     const transition = (seq: number) =>

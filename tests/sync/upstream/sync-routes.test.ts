@@ -32,6 +32,7 @@ import { openPool } from '../../../sync/upstream/db/pool.js';
 import { syncRoutes } from '../../../sync/upstream/routes/sync-routes.js';
 import { SiteRegistry } from '../../../sync/upstream/sites.js';
 import { createTestSchema, skipWithoutPostgres, type TestSchema } from '../../helpers/postgres.js';
+import { readingBody } from '../helpers/records.js';
 
 const skip = await skipWithoutPostgres();
 
@@ -126,6 +127,28 @@ describe.skipIf(skip)('sync routes', () => {
     return app.request(BATCHES, { method: 'POST', headers, body });
   }
 
+  /** A site token for POSTing `body` to the batches route, signed now by north's key. */
+  const signBatch = (body: Uint8Array) =>
+    signSiteRequest(site, { siteId: 'north', method: 'POST', path: BATCHES, body, nowMs: Date.now() });
+
+  /** POSTs a signed batch to sync routes whose applier throws `message` with PostgreSQL's `code`. */
+  async function postToFailingApplier(message: string, code: string): Promise<Response> {
+    class FailingApplier extends BatchApplier {
+      override async apply(): Promise<ApplyOutcome> {
+        throw Object.assign(new Error(message), { code });
+      }
+    }
+    const failing = new Hono();
+    failing.route(SYNC_API, syncRoutes({ sites, applier: new FailingApplier(pool) }));
+    const body = gz(batchOf('north', 1, 1));
+    const token = await signBatch(body);
+    return failing.request(BATCHES, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-encoding': 'gzip' },
+      body,
+    });
+  }
+
   async function state(): Promise<unknown> {
     const out: Record<string, unknown> = {};
     for (const table of [
@@ -215,13 +238,7 @@ describe.skipIf(skip)('sync routes', () => {
 
   it('409 replayed_request for the same signed request twice', async () => {
     const body = gz(batchOf('north', 1, 2));
-    const token = await signSiteRequest(site, {
-      siteId: 'north',
-      method: 'POST',
-      path: BATCHES,
-      body,
-      nowMs: Date.now(),
-    });
+    const token = await signBatch(body);
     expect((await post(body, { token })).status).toBe(200);
     const problem = await expectRefused(
       () => post(body, { token }),
@@ -380,28 +397,10 @@ describe.skipIf(skip)('sync routes', () => {
   });
 
   it('400, not a 500, should PostgreSQL still refuse a value (a data exception)', async () => {
-    class FussyApplier extends BatchApplier {
-      override async apply(): Promise<ApplyOutcome> {
-        throw Object.assign(new Error('value "1e400" is out of range for type double precision'), {
-          code: '22003',
-        });
-      }
-    }
-    const fussy = new Hono();
-    fussy.route(SYNC_API, syncRoutes({ sites, applier: new FussyApplier(pool) }));
-    const body = gz(batchOf('north', 1, 1));
-    const token = await signSiteRequest(site, {
-      siteId: 'north',
-      method: 'POST',
-      path: BATCHES,
-      body,
-      nowMs: Date.now(),
-    });
-    const response = await fussy.request(BATCHES, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${token}`, 'content-encoding': 'gzip' },
-      body,
-    });
+    const response = await postToFailingApplier(
+      'value "1e400" is out of range for type double precision',
+      '22003',
+    );
     expect(response.status).toBe(400);
     expect(await response.json()).toMatchObject({
       reason: 'bad_batch',
@@ -436,18 +435,7 @@ describe.skipIf(skip)('sync routes', () => {
           seq: 1,
           at: T0,
           kind: 'reading',
-          body: {
-            node_id: 'roof-1',
-            ts: T0,
-            temperature_c: 20,
-            humidity_percent: null,
-            pressure_pa: null,
-            wind_speed_ms: null,
-            wind_direction: null,
-            pm25_ugm3: null,
-            pm10_ugm3: null,
-            gas_resistance_kohm: null,
-          },
+          body: readingBody('roof-1', T0, { temperature_c: 20 }),
         },
         {
           seq: 2,
@@ -491,28 +479,10 @@ describe.skipIf(skip)('sync routes', () => {
   });
 
   it('503 with Retry-After when the database is away, not a 500', async () => {
-    class DownApplier extends BatchApplier {
-      override async apply(): Promise<ApplyOutcome> {
-        throw Object.assign(new Error('terminating connection due to administrator command'), {
-          code: '57P01',
-        });
-      }
-    }
-    const down = new Hono();
-    down.route(SYNC_API, syncRoutes({ sites, applier: new DownApplier(pool) }));
-    const body = gz(batchOf('north', 1, 1));
-    const token = await signSiteRequest(site, {
-      siteId: 'north',
-      method: 'POST',
-      path: BATCHES,
-      body,
-      nowMs: Date.now(),
-    });
-    const response = await down.request(BATCHES, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${token}`, 'content-encoding': 'gzip' },
-      body,
-    });
+    const response = await postToFailingApplier(
+      'terminating connection due to administrator command',
+      '57P01',
+    );
     expect(response.status).toBe(503);
     expect(response.headers.get('retry-after')).toBe('5');
     expect(await response.json()).toMatchObject({
