@@ -30,7 +30,7 @@ import type {
   BillingInvoice,
   BillingStatus,
   BillingSubscription,
-} from '../../../src/billing/billing-store.js';
+} from '../../../src/billing/billing-repository.js';
 import { checkNewPlan, type NewPlan, type Plan, planExists, planNodes } from '../../../src/billing/plans.js';
 import {
   type InvoiceRow,

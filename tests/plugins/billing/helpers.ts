@@ -10,7 +10,7 @@ import { pino } from 'pino';
 import { loadConfig } from '../../../hub/config.js';
 import { createHub, type Hub } from '../../../hub/main.js';
 import { UserRepository } from '../../../src/auth/users.js';
-import { BillingStore } from '../../../src/billing/billing-store.js';
+import { BillingRepository } from '../../../src/billing/billing-repository.js';
 import { SubscriptionRepository } from '../../../src/messaging/subscription-repository.js';
 import { FakeBtcpay } from '../../fakes/btcpay/fake-btcpay.js';
 import type { TestHub } from '../../helpers/hub.js';
@@ -103,7 +103,7 @@ export const sendText = (t: TestHub, token: string, node: string) =>
   call(t.baseUrl, 'POST', '/api/v1/messages', { token, body: { target_node_id: node, text: 'hello' } });
 
 export const stores = (t: TestHub) => ({
-  billing: new BillingStore(t.hub.store.db),
+  billing: new BillingRepository(t.hub.store.db),
   grants: new SubscriptionRepository(t.hub.store.db),
 });
 
