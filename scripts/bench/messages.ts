@@ -106,7 +106,10 @@ async function serve(dataDir: string, file: string): Promise<void> {
       storage,
       rates: { perSubscriber: unlimited, perNode: unlimited },
       maxHoldHours: 0,
-      live: { streams: new MessageStreams(() => storage.conversationRepository), tickets: new StreamTickets() },
+      live: {
+        streams: new MessageStreams(() => storage.conversationRepository),
+        tickets: new StreamTickets(),
+      },
       publish: () => {},
     }) as unknown as Hono,
   );

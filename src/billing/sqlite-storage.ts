@@ -4,6 +4,7 @@
  */
 import { SubscriptionRepository } from '../messaging/subscription-repository.js';
 import type { Database } from '../store/database.js';
+import { type BillingInvoice, BillingRepository } from './billing-repository.js';
 import type {
   AppliedInvoice,
   BillingStorage,
@@ -14,7 +15,6 @@ import type {
   PurchaseStart,
   WebhookDelivery,
 } from './billing-storage.js';
-import { type BillingInvoice, BillingRepository } from './billing-repository.js';
 import { type NewPlan, PlanRepository } from './plans.js';
 
 class SqlitePlans implements PlanStorage {

@@ -19,7 +19,6 @@ import { HistoryChangeListener } from './history-changes.js';
 import type { UpstreamIdentity } from './identity.js';
 import { messagingOnAck, upstreamMessagingRoutes } from './messaging/routes.js';
 import { type ReadAccess, type ReadEnv, readAccess } from './read-access.js';
-import { type UpstreamNodeJson, type UpstreamReadingJson, PgWeatherReads } from './weather/pg-reads.js';
 import { DOWNLINK_PATH, downlinkUpgradeHandler } from './routes/downlink-socket.js';
 import { healthRoutes, siteCounts } from './routes/health-routes.js';
 import { type UpstreamLive, upstreamLiveRoutes } from './routes/live-routes.js';
@@ -29,6 +28,7 @@ import { syncRoutes } from './routes/sync-routes.js';
 import { upstreamWeatherRoutes } from './routes/weather-routes.js';
 import type { UpstreamCore, UpstreamPart, UpstreamUpgrade } from './server.js';
 import { SiteRegistry } from './sites.js';
+import { PgWeatherReads, type UpstreamNodeJson, type UpstreamReadingJson } from './weather/pg-reads.js';
 
 /** A reading a batch added, as the read API writes it (the live stream's `readings` items). */
 function liveReading(siteId: string, row: ReadingRow): UpstreamReadingJson {

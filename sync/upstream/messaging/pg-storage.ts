@@ -26,7 +26,6 @@ import { NOT_OURS } from '../../../src/messaging/paging.js';
 import { nodeUnknown } from '../../../src/messaging/refusals.js';
 import { MESSAGE_ID_PATTERN } from '../../../src/messaging/schemas.js';
 import { withTransaction } from '../db/pool.js';
-import { pruneRateWindows, takeRateTokens } from './rate-limits.js';
 import {
   conversationMessages,
   findIdempotent,
@@ -44,6 +43,7 @@ import {
   type UpstreamMessage,
   unmatchedMessages,
 } from './message-repository.js';
+import { pruneRateWindows, takeRateTokens } from './rate-limits.js';
 import { lapsedSubscription, subscriptionAllows } from './subscriptions.js';
 
 /** How often one process sweeps expired idempotency keys and full rate buckets. */

@@ -36,8 +36,8 @@ import type { RateLimit } from '../../../src/kernel/rate-limit.js';
 import { messagingRoutes } from '../../../src/messaging/routes.js';
 import { MAX_HOLD_HOURS } from '../../../src/messaging/settings.js';
 import { type CommandAck, textCommandBody } from '../../protocol.js';
-import { PgMessagingStorage } from './pg-storage.js';
 import { failRejectedText } from './message-repository.js';
+import { PgMessagingStorage } from './pg-storage.js';
 
 /** What `MESSAGE_RATE_PER_SUBSCRIBER` / `MESSAGE_RATE_PER_NODE` parse to: `{ count, windowMs }`. */
 export type RateSetting = RateLimit;

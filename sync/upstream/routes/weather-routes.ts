@@ -23,7 +23,7 @@ import {
   latestQuerySchema,
 } from '../../../src/weather/schemas.js';
 import { SITE_ID_PATTERN } from '../../protocol.js';
-import type { UpstreamLatestFilter, PgWeatherReads } from '../weather/pg-reads.js';
+import type { PgWeatherReads, UpstreamLatestFilter } from '../weather/pg-reads.js';
 
 /** The `site` query parameter: a registered site's id (an unknown one answers nothing). */
 export const siteParam = z

@@ -17,9 +17,9 @@ import { type Batch, batchSchema } from '../../../sync/protocol.js';
 import { BatchApplier } from '../../../sync/upstream/batch-apply.js';
 import { openPool } from '../../../sync/upstream/db/pool.js';
 import { createUpstream, type UpstreamServer } from '../../../sync/upstream/main.js';
-import { type UpstreamHistoryQuery, PgWeatherReads } from '../../../sync/upstream/weather/pg-reads.js';
 import { loadUpstreamSettings } from '../../../sync/upstream/settings.js';
 import { SiteRegistry } from '../../../sync/upstream/sites.js';
+import { PgWeatherReads, type UpstreamHistoryQuery } from '../../../sync/upstream/weather/pg-reads.js';
 import { createTestSchema, skipWithoutPostgres, type TestSchema } from '../../helpers/postgres.js';
 
 const skip = await skipWithoutPostgres();
