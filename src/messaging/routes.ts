@@ -25,7 +25,7 @@ import type { Principal } from '../auth/hub-identity.js';
 import { AuthError, bearerToken, type TokenVerifier, type VerifiedIdentity } from '../auth/jwt-verifier.js';
 import { limitBody } from '../auth/request-body.js';
 import { type AuthEnv, authProblem, requireAuth, verifiedIdentity } from '../auth/require-auth.js';
-import { ADMIN_ROLE, SUBSCRIBER_ROLE } from '../auth/users.js';
+import { ADMIN_ROLE, SUBSCRIBER_ROLE } from '../auth/user-service.js';
 import { AUTH_PROBLEMS, COMMON_PROBLEMS, HEADERS, problem } from '../http/openapi.js';
 import { describeRoutes } from '../http/openapi-route.js';
 import { ProblemError } from '../http/problem.js';
