@@ -11,7 +11,7 @@ import { identityModule } from '../src/auth/identity-module.js';
 import type { TokenVerifier } from '../src/auth/jwt-verifier.js';
 import type { LoginThrottle } from '../src/auth/login-throttle.js';
 import { loginThrottleFrom } from '../src/auth/settings.js';
-import { UserRepository } from '../src/auth/users.js';
+import { HubUserService } from '../src/auth/user-service.js';
 import { loadSlices } from '../src/config/load.js';
 import { type HubBus, type HubEvents, type HubRequests, RETAINED_EVENTS } from '../src/domain/events.js';
 import { buildHealthReport } from '../src/http/health.js';
@@ -193,7 +193,7 @@ async function openIdentity(config: HubConfig, options: HubOptions): Promise<Ope
   }
   // Local tokens are checked against their user's token version (README "Logins and tokens"):
   // the users are read from the store, opened later, before anything is served.
-  let users: UserRepository | undefined;
+  let users: HubUserService | undefined;
   // DATA_DIR is private before the signing key is read or made in it (README "Files on disk").
   secureDataDir(config.DATA_DIR);
   const identity = await openHubIdentity({
@@ -208,7 +208,7 @@ async function openIdentity(config: HubConfig, options: HubOptions): Promise<Ope
     verifier: options.tokenVerifier ?? identity.verifier,
     providerMissing,
     readUsersFrom: (db) => {
-      users = new UserRepository(db);
+      users = new HubUserService(db);
     },
   };
 }

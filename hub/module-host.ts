@@ -8,7 +8,7 @@ import { pino } from 'pino';
 import { Counter, Gauge, Histogram } from 'prom-client';
 import { type HubIdentity, openHubIdentity } from '../src/auth/hub-identity.js';
 import { requireAuth } from '../src/auth/require-auth.js';
-import { UserRepository } from '../src/auth/users.js';
+import { HubUserService } from '../src/auth/user-service.js';
 import { type HubBus, RETAINED_EVENTS } from '../src/domain/events.js';
 import { createHttpApp } from '../src/http/app.js';
 import { HttpMounts } from '../src/http/mounts.js';
@@ -204,7 +204,7 @@ export async function standaloneModuleHost(options: {
   const scheduler = new SchedulerActor({ log: options.log });
   const metrics = options.metrics ?? new HubMetrics({ defaultMetrics: false });
   const provider = options.provider ? { rolesClaim: 'roles', ...options.provider } : undefined;
-  const users = new UserRepository(options.db);
+  const users = new HubUserService(options.db);
   const identity = await openHubIdentity({
     dataDir: options.dataDir,
     tokenVersions: users,

@@ -5,7 +5,7 @@
  * error but the "misconfigured" state the spec asks for (spec "Authentication" 6).
  */
 import { z } from 'zod';
-import { ADMIN_ROLE, SUBSCRIBER_ROLE } from '../../src/auth/users.js';
+import { ADMIN_ROLE, SUBSCRIBER_ROLE } from '../../src/auth/user-service.js';
 import { duration, flag, int, list, parseDuration, text } from '../../src/config/fields.js';
 import { ConfigError, settingsProblems } from '../../src/config/load.js';
 import { Secret } from '../../src/config/secret.js';

@@ -17,7 +17,7 @@ import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import { pino } from 'pino';
 import { standaloneApp, standaloneModuleHost } from '../../hub/module-host.js';
 import { billingModule } from '../../plugins/billing/index.js';
-import { BillingStore } from '../../src/billing/billing-store.js';
+import { BillingRepository } from '../../src/billing/billing-repository.js';
 import { billingSettings } from '../../src/billing/config.js';
 import { PlanRepository } from '../../src/billing/plans.js';
 import { closeDatabase, openDatabase } from '../../src/store/database.js';
@@ -74,7 +74,7 @@ export async function run(): Promise<BenchResult[]> {
   });
   await host.create(billingModule, settings, { plugin: true });
   const served = await serveOnLoopback(standaloneApp(mounts, metrics));
-  const store = new BillingStore(db);
+  const store = new BillingRepository(db);
   new PlanRepository(db).add({
     id: 'monthly',
     name: 'Monthly',

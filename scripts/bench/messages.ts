@@ -20,7 +20,7 @@ import { createErrorHandler, notFound } from '../../src/http/error-handler.js';
 import { MessageStreams } from '../../src/messaging/live-stream.js';
 import { MessageRepository } from '../../src/messaging/message-repository.js';
 import { messagingRoutes } from '../../src/messaging/routes.js';
-import { SqliteMessagingStore } from '../../src/messaging/sqlite-store.js';
+import { SqliteMessagingStorage } from '../../src/messaging/sqlite-storage.js';
 import { StreamTickets } from '../../src/messaging/stream-tickets.js';
 import { SubscriptionRepository } from '../../src/messaging/subscription-repository.js';
 import { closeDatabase, openDatabase } from '../../src/store/database.js';
@@ -96,17 +96,20 @@ async function serve(dataDir: string, file: string): Promise<void> {
   if (!process.send) throw new Error('the messages bench server must be forked');
   const db = openDatabase(file);
   const identity = await openHubIdentity({ dataDir });
-  const store = SqliteMessagingStore.open(db, () => '!0f0f0f0f');
+  const storage = SqliteMessagingStorage.open(db, () => '!0f0f0f0f');
   const unlimited = { count: 1_000_000_000, windowMs: 1_000 };
   const ours = new Hono();
   ours.route(
     '/api/v1/messages',
     messagingRoutes({
       identity,
-      store,
+      storage,
       rates: { perSubscriber: unlimited, perNode: unlimited },
       maxHoldHours: 0,
-      live: { streams: new MessageStreams(() => store.conversationRepository), tickets: new StreamTickets() },
+      live: {
+        streams: new MessageStreams(() => storage.conversationRepository),
+        tickets: new StreamTickets(),
+      },
       publish: () => {},
     }) as unknown as Hono,
   );

@@ -64,7 +64,7 @@ import type { Hub } from '../../hub/main.js';
 import { standaloneModuleHost } from '../../hub/module-host.js';
 import { HUB_NODE_FLAGS } from '../../hub/node-flags.js';
 import { LocalIssuer } from '../../src/auth/local-issuer.js';
-import { UserRepository } from '../../src/auth/users.js';
+import { HubUserService } from '../../src/auth/user-service.js';
 import type { Reading } from '../../src/domain/reading.js';
 import { createHttpApp } from '../../src/http/app.js';
 import type { HealthReport } from '../../src/http/health.js';
@@ -82,13 +82,13 @@ import { Outbox } from '../../sync/site/outbox.js';
 import { enableOutbox } from '../../sync/site/outbox-schema.js';
 import type { SyncPushActor } from '../../sync/site/push-actor.js';
 import { syncSettings } from '../../sync/site/settings.js';
+import { UpstreamUserService } from '../../sync/upstream/auth/user-service.js';
 import { BatchApplier } from '../../sync/upstream/batch-apply.js';
 import { migrateUpstream } from '../../sync/upstream/db/migrate.js';
 import { ensurePartitions } from '../../sync/upstream/db/partitions.js';
 import { openPool } from '../../sync/upstream/db/pool.js';
 import { METRIC_COLUMNS } from '../../sync/upstream/db/schema.js';
 import { SiteRegistry } from '../../sync/upstream/sites.js';
-import { UpstreamUsers } from '../../sync/upstream/users.js';
 import { type BrokerChild, forkBrokerChild, reportPort } from './lib/broker-child.js';
 import { get, serveOnLoopback } from './lib/http.js';
 import { loopbackHubEnv } from './lib/hub-env.js';
@@ -912,7 +912,7 @@ async function textLatency(upstream: Upstream): Promise<BenchResult[]> {
     );
     // Tokens name users that exist, at their token versions: both sides refuse any other.
     const password = randomBytes(12).toString('base64url');
-    const lanUsers = new UserRepository(db);
+    const lanUsers = new HubUserService(db);
     await lanUsers.add({ username: 'bench-lan', password, roles: ['subscriber'] });
     const lanToken = (
       await hub.identity.localIssuer.issue(
@@ -924,7 +924,7 @@ async function textLatency(upstream: Upstream): Promise<BenchResult[]> {
         3600,
       )
     ).accessToken;
-    const netUsers = new UpstreamUsers(upstream.pool);
+    const netUsers = new UpstreamUserService(upstream.pool);
     await netUsers.add({ username: 'bench-internet', password, roles: ['subscriber'] });
     const upstreamIssuer = await LocalIssuer.open(upstream.dataDir);
     const netToken = (

@@ -9,7 +9,13 @@ import { parseArgs } from 'node:util';
 import { parseDuration } from '../config/fields.js';
 import { type Database, openDatabase } from '../store/database.js';
 import { LocalIssuer } from './local-issuer.js';
-import { ADMIN_ROLE, InvalidUserError, SUBSCRIBER_ROLE, UserExistsError, UserRepository } from './users.js';
+import {
+  ADMIN_ROLE,
+  HubUserService,
+  InvalidUserError,
+  SUBSCRIBER_ROLE,
+  UserExistsError,
+} from './user-service.js';
 
 export interface CommandContext {
   dataDir: string;
@@ -106,13 +112,13 @@ async function userCommand(args: string[], ctx: CommandContext): Promise<number>
       if (values.admin) roles.push(ADMIN_ROLE);
       if (roles.length === 0) roles.push(SUBSCRIBER_ROLE);
       const user = await withDatabase(ctx.dataDir, (db) =>
-        new UserRepository(db).add({ username, password, roles }),
+        new HubUserService(db).add({ username, password, roles }),
       );
       ctx.out(`created user ${user.username} (${user.roles.join(', ')})\n`);
       return 0;
     }
     case 'list': {
-      const users = await withDatabase(ctx.dataDir, async (db) => new UserRepository(db).list());
+      const users = await withDatabase(ctx.dataDir, async (db) => new HubUserService(db).list());
       if (users.length === 0)
         ctx.out('no users yet; add one with: meshhub user add <name> --password-stdin\n');
       for (const u of users) {
@@ -128,7 +134,7 @@ async function userCommand(args: string[], ctx: CommandContext): Promise<number>
       if (values.admin) roles.push(ADMIN_ROLE);
       if (roles.length === 0) roles.push(SUBSCRIBER_ROLE);
       const changed = await withDatabase(ctx.dataDir, async (db) =>
-        new UserRepository(db).setRoles(username, roles),
+        new HubUserService(db).setRoles(username, roles),
       );
       if (!changed) throw new UsageError(`meshhub user roles: no user "${username}"`, 1);
       ctx.out(
@@ -142,7 +148,7 @@ async function userCommand(args: string[], ctx: CommandContext): Promise<number>
         throw new UsageError('meshhub user passwd: give the password on stdin with --password-stdin');
       const password = await readPassword(ctx.stdin);
       const changed = await withDatabase(ctx.dataDir, (db) =>
-        new UserRepository(db).setPassword(username, password),
+        new HubUserService(db).setPassword(username, password),
       );
       if (!changed) throw new UsageError(`meshhub user passwd: no user "${username}"`, 1);
       ctx.out(`password of ${username.toLowerCase()} changed (their tokens were revoked)\n`);
@@ -150,7 +156,7 @@ async function userCommand(args: string[], ctx: CommandContext): Promise<number>
     }
     case 'remove': {
       const username = needName();
-      const removed = await withDatabase(ctx.dataDir, async (db) => new UserRepository(db).remove(username));
+      const removed = await withDatabase(ctx.dataDir, async (db) => new HubUserService(db).remove(username));
       if (!removed) throw new UsageError(`meshhub user remove: no user "${username}"`, 1);
       ctx.out(`removed user ${username.toLowerCase()} (their tokens were revoked)\n`);
       return 0;
@@ -179,7 +185,7 @@ async function tokenCommand(args: string[], ctx: CommandContext): Promise<number
     );
   }
   const user = await withDatabase(ctx.dataDir, async (db) => {
-    const users = new UserRepository(db);
+    const users = new HubUserService(db);
     const found = await users.get(name);
     return found && { ...found, tokenVersion: (await users.tokenVersion(found.username)) ?? 0 };
   });
@@ -200,7 +206,7 @@ async function revokeTokens(
   if (!name || positionals.length !== 1) throw new UsageError('meshhub token revoke: expected one user name');
   if (values.ttl !== undefined)
     throw new UsageError('meshhub token revoke: --ttl is only for issuing a token');
-  const revoked = await withDatabase(ctx.dataDir, async (db) => new UserRepository(db).revokeTokens(name));
+  const revoked = await withDatabase(ctx.dataDir, async (db) => new HubUserService(db).revokeTokens(name));
   if (!revoked) throw new UsageError(`meshhub token revoke: no user "${name}"`, 1);
   ctx.out(`revoked every token and sign-in of ${name.toLowerCase()}\n`);
   return 0;

@@ -10,14 +10,14 @@ import { defineModule } from '../module.js';
 import type { HubIdentity } from './hub-identity.js';
 import { jwksRoutes, tokenRoutes } from './routes.js';
 import { authSettings } from './settings.js';
-import { UserRepository } from './users.js';
+import { HubUserService } from './user-service.js';
 
 export const identityModule = (identity: HubIdentity) =>
   defineModule({
     name: 'identity',
     settings: authSettings,
     create(ctx) {
-      const users = new UserRepository(ctx.db);
+      const users = new HubUserService(ctx.db);
       ctx.mount('/.well-known', jwksRoutes(identity), { component: 'hub' });
       ctx.mount(
         '/api/v1/auth',

@@ -45,7 +45,7 @@ export interface TokenSubject {
   username: string;
   roles: readonly string[];
   /**
-   * The user's token version (users.ts): bumping it ends the token. Left out, the token counts
+   * The user's token version (user-service.ts): bumping it ends the token. Left out, the token counts
    * as version 0, which no user made since versions exist has (they start at a random one).
    */
   tokenVersion?: number;

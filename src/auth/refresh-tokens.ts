@@ -6,7 +6,7 @@
  * a new one beyond that ends the oldest.
  */
 import { createHash, randomBytes } from 'node:crypto';
-import type { LoginUser } from './users.js';
+import type { LoginUser } from './user-service.js';
 
 export const REFRESH_TOKEN_PATTERN = /^[A-Za-z0-9_-]{43}$/;
 export const MAX_REFRESH_TOKENS_PER_USER = 20;
@@ -20,7 +20,7 @@ export function refreshTokenHash(token: string): string {
   return createHash('sha256').update(token).digest('base64url');
 }
 
-/** Where refresh tokens are kept: the hub's UserRepository (SQLite), the upstream's users (PostgreSQL). */
+/** Where refresh tokens are kept: a `UserService` (user-service.ts), over SQLite or PostgreSQL. */
 export interface RefreshTokenStore {
   /** Stores a new refresh token of `user` (at its token version) and returns it. */
   createRefreshToken(user: LoginUser, expiresAt: number): Promise<string> | string;

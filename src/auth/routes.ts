@@ -29,7 +29,7 @@ import {
   tokenRequestSchema,
   tokenResponseSchema,
 } from './schemas.js';
-import type { LoginUser } from './users.js';
+import type { LoginUser } from './user-service.js';
 
 /** The TCP peer, or with `trustProxy` the last X-Forwarded-For entry (the address the proxy saw). */
 function clientAddress(c: Context, trustProxy = false): string {
@@ -45,7 +45,7 @@ function clientAddress(c: Context, trustProxy = false): string {
   }
 }
 
-/** What the token routes need of a user store: the hub's UserRepository, the upstream's users. */
+/** What the token routes need of a user store: the hub's HubUserService, the upstream's users. */
 export interface LoginStore extends RefreshTokenStore {
   checkPassword(username: string, password: string): Promise<LoginUser | undefined>;
 }

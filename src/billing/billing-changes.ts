@@ -1,6 +1,6 @@
 /** A stored billing change as announced after its commit (`billing.changed` on a hub's bus). */
 
-import type { BillingStatus, BillingSubscription } from './billing-store.js';
+import type { BillingStatus, BillingSubscription } from './billing-repository.js';
 import type { BillingChange } from './events.js';
 
 export function changeOf(

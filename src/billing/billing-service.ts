@@ -19,8 +19,8 @@ import { randomBytes } from 'node:crypto';
 import { ProblemError } from '../http/problem.js';
 import type { Logger } from '../log.js';
 import { changeOf } from './billing-changes.js';
+import type { BillingStatus, BillingSubscription, InvoiceStatus } from './billing-repository.js';
 import type { BillingStorage, InvoiceDecision, InvoiceState, NewInvoice } from './billing-storage.js';
-import type { BillingStatus, BillingSubscription, InvoiceStatus } from './billing-store.js';
 import type { BillingConfig } from './config.js';
 import type { BillingChange } from './events.js';
 import {

@@ -19,7 +19,7 @@ import type {
   BillingStatus,
   BillingSubscription,
   InvoiceStatus,
-} from './billing-store.js';
+} from './billing-repository.js';
 import type { NewPlan, Plan } from './plans.js';
 
 export type NewInvoice = Omit<BillingInvoice, 'updatedAt'>;

@@ -9,8 +9,8 @@
  */
 import { setImmediate as yieldToLoop } from 'node:timers/promises';
 import { changeOf } from './billing-changes.js';
+import type { BillingStatus } from './billing-repository.js';
 import type { BillingStorage } from './billing-storage.js';
-import type { BillingStatus } from './billing-store.js';
 import type { BillingChange } from './events.js';
 
 /** How long applied webhook deliveries are remembered (BTCPay redelivers for about an hour). */

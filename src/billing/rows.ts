@@ -10,7 +10,7 @@ import type {
   BillingSubscription,
   InvoiceKind,
   InvoiceStatus,
-} from './billing-store.js';
+} from './billing-repository.js';
 import type { Plan } from './plans.js';
 
 type Int = number | string;

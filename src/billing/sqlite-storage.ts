@@ -4,6 +4,7 @@
  */
 import { SubscriptionRepository } from '../messaging/subscription-repository.js';
 import type { Database } from '../store/database.js';
+import { type BillingInvoice, BillingRepository } from './billing-repository.js';
 import type {
   AppliedInvoice,
   BillingStorage,
@@ -14,7 +15,6 @@ import type {
   PurchaseStart,
   WebhookDelivery,
 } from './billing-storage.js';
-import { type BillingInvoice, BillingStore } from './billing-store.js';
 import { type NewPlan, PlanRepository } from './plans.js';
 
 class SqlitePlans implements PlanStorage {
@@ -34,18 +34,18 @@ class SqlitePlans implements PlanStorage {
 }
 
 /**
- * The hub's store: its SQLite file through BillingStore and PlanRepository, messaging grants
+ * The hub's store: its SQLite file through BillingRepository and PlanRepository, messaging grants
  * through the messaging subscription repository (the rows the CLI grants). Each call runs to its
  * end synchronously (better-sqlite3), so one call is one transaction on the hub's connection.
  */
 export class SqliteBillingStorage implements BillingStorage {
-  readonly store: BillingStore;
+  readonly store: BillingRepository;
   readonly planRepository: PlanRepository;
   readonly plans: PlanStorage;
   private readonly grants: SubscriptionRepository;
 
   constructor(private readonly db: Database) {
-    this.store = new BillingStore(db);
+    this.store = new BillingRepository(db);
     this.planRepository = new PlanRepository(db);
     this.plans = new SqlitePlans(this.planRepository);
     this.grants = new SubscriptionRepository(db);

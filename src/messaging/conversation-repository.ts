@@ -14,7 +14,7 @@ import {
   MessagingTables,
   TRANSITION_SQL,
 } from './message-rows.js';
-import type { ConversationCursor } from './messaging-store.js';
+import type { ConversationCursor } from './messaging-storage.js';
 
 export class ConversationRepository extends MessagingTables {
   constructor(db: Database) {

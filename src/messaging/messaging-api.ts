@@ -7,7 +7,7 @@ import type { ModuleAuth } from '../module.js';
 import type { Database } from '../store/database.js';
 import { MessageStreams } from './live-stream.js';
 import { messagingRoutes } from './routes.js';
-import { SqliteMessagingStore } from './sqlite-store.js';
+import { SqliteMessagingStorage } from './sqlite-storage.js';
 import { StreamTickets } from './stream-tickets.js';
 
 export interface MessagingRoutesOptions {
@@ -30,16 +30,16 @@ export interface MessagingRoutesOptions {
  */
 export function messagingRoutesFor(options: MessagingRoutesOptions): Hono<AuthEnv> {
   const { db, bus, owner } = options;
-  const store = SqliteMessagingStore.open(db, () => {
+  const storage = SqliteMessagingStorage.open(db, () => {
     const num = bus.last('radio.status')?.myNodeNum;
     return num === undefined ? null : nodeIdFromNum(num);
   });
-  const streams = new MessageStreams(() => store.conversationRepository);
+  const streams = new MessageStreams(() => storage.conversationRepository);
   bus.on(owner, 'message.updated', (change) => streams.publish(change));
   bus.on(owner, 'hub.stopping', () => streams.closeAll());
   const app = messagingRoutes({
     identity: options.auth,
-    store,
+    storage,
     rates: { perSubscriber: options.perSubscriber, perNode: options.perNode },
     maxHoldHours: options.maxHoldHours,
     defaultHoldHours: options.maxHoldHours,

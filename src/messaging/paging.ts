@@ -4,7 +4,7 @@
  */
 import { z } from 'zod';
 import { cursorCodec, limitReader, nextPageHeaders, readCursor } from '../http/paging.js';
-import type { ConversationCursor } from './messaging-store.js';
+import type { ConversationCursor } from './messaging-storage.js';
 import { MESSAGING_PAGE } from './schemas.js';
 
 export const pageLimit = limitReader(MESSAGING_PAGE);

@@ -16,7 +16,7 @@
  * Lists page with `limit` and an opaque `cursor` announced in `Link: <…>; rel="next"`.
  *
  * The same routes serve the upstream's `/api/v1/messages` (sync/upstream/messaging), over its
- * PostgreSQL store (messaging-store.ts is the interface): every check, its order, the JSON and
+ * PostgreSQL storage (messaging-storage.ts is the interface): every check, its order, the JSON and
  * the problems exist here once. Without `live` (the upstream) `/stream` and `/stream/tickets`
  * answer 404.
  */
@@ -25,7 +25,7 @@ import type { Principal } from '../auth/hub-identity.js';
 import { AuthError, bearerToken, type TokenVerifier, type VerifiedIdentity } from '../auth/jwt-verifier.js';
 import { limitBody } from '../auth/request-body.js';
 import { type AuthEnv, authProblem, requireAuth, verifiedIdentity } from '../auth/require-auth.js';
-import { ADMIN_ROLE, SUBSCRIBER_ROLE } from '../auth/users.js';
+import { ADMIN_ROLE, SUBSCRIBER_ROLE } from '../auth/user-service.js';
 import { AUTH_PROBLEMS, COMMON_PROBLEMS, HEADERS, problem } from '../http/openapi.js';
 import { describeRoutes } from '../http/openapi-route.js';
 import { ProblemError } from '../http/problem.js';
@@ -41,12 +41,12 @@ import {
   messageRecordJson,
 } from './message.js';
 import {
-  type MessagingStore,
+  type MessagingStorage,
   nodeScope,
   type PriorSend,
   type SendRateCheck,
   subscriberScope,
-} from './messaging-store.js';
+} from './messaging-storage.js';
 import { decodeConversationCursor, encodeConversationCursor, listPage, pageLimit } from './paging.js';
 import { idempotencyKeyReused, rateProblem, subscriptionRefusal } from './refusals.js';
 import {
@@ -76,7 +76,7 @@ import {
 
 export interface MessagingRoutesDeps<M extends Message, P> {
   identity: { verifier: TokenVerifier; principalOf(v: VerifiedIdentity): Principal };
-  store: MessagingStore<M, P>;
+  storage: MessagingStorage<M, P>;
   /** The limits per subscriber and per node. */
   rates: { perSubscriber: RateLimit; perNode: RateLimit };
   /** The most `hold_hours` may ask for. */
@@ -264,7 +264,7 @@ async function replay(c: Context, prior: PriorSend, hash: string): Promise<Respo
 }
 
 export function messagingRoutes<M extends Message, P>(deps: MessagingRoutesDeps<M, P>): Hono<AuthEnv> {
-  const { identity, store, rates } = deps;
+  const { identity, storage, rates } = deps;
   const now = deps.now ?? Date.now;
   const app = new Hono<AuthEnv>();
   const auth = requireAuth(identity.verifier, { roles: MESSAGING_ROLES });
@@ -272,7 +272,7 @@ export function messagingRoutes<M extends Message, P>(deps: MessagingRoutesDeps<
   /** The hub knows a message's radio attempts; the upstream leaves the optional `attempts` out. */
   const detailJson = (m: Message, history?: MessageTransition[]): MessageDetailJson => {
     const json = messageDetailJson(m, history);
-    if (store.knowsAttempts) return json;
+    if (storage.knowsAttempts) return json;
     const { attempts: _radioOnly, ...rest } = json;
     return rest;
   };
@@ -282,21 +282,21 @@ export function messagingRoutes<M extends Message, P>(deps: MessagingRoutesDeps<
     const { key, body, hash } = await readSendRequest(c, deps.maxHoldHours);
     if (key !== undefined) {
       // A retry: the first request's 202 again, whether it is committed or still waiting to be.
-      const prior = await store.findIdempotent(principal.id, key, now());
+      const prior = await storage.findIdempotent(principal.id, key, now());
       if (prior) return replay(c, prior, hash);
     }
     const target = body.target_node_id;
-    const refused = await store.targetProblem(target);
+    const refused = await storage.targetProblem(target);
     if (refused) throw refused;
-    if (!isAdmin(principal) && !(await store.subscriptionAllows(principal.id, target, now()))) {
-      throw subscriptionRefusal(target, await store.lapsedSubscription(principal.id, target, now()));
+    if (!isAdmin(principal) && !(await storage.subscriptionAllows(principal.id, target, now()))) {
+      throw subscriptionRefusal(target, await storage.lapsedSubscription(principal.id, target, now()));
     }
     // Both limits are checked before either is taken: a refused request costs nothing.
     const checks: SendRateCheck[] = [
       { of: 'subscriber', key: subscriberScope(principal.id), limit: rates.perSubscriber },
       { of: 'node', key: nodeScope(target), limit: rates.perNode },
     ];
-    const outcome = await store.send({
+    const outcome = await storage.send({
       owner: principal.id,
       ownerName: principal.name,
       nodeId: target,
@@ -322,7 +322,7 @@ export function messagingRoutes<M extends Message, P>(deps: MessagingRoutesDeps<
     const limit = pageLimit(c.req.query('limit'));
     const cursorParam = c.req.query('cursor');
     const after = cursorParam === undefined ? undefined : decodeConversationCursor(cursorParam);
-    const page = await store.conversations(principal.id, limit + 1, after);
+    const page = await storage.conversations(principal.id, limit + 1, after);
     const { rows, headers } = listPage(c.req.path, page, limit, encodeConversationCursor);
     return c.json({ data: rows.map(conversationSummaryJson) }, 200, headers);
   });
@@ -332,12 +332,12 @@ export function messagingRoutes<M extends Message, P>(deps: MessagingRoutesDeps<
     const nodeId = parseNodeIdParam(c.req.param('node_id'));
     const limit = pageLimit(c.req.query('limit'));
     const cursorParam = c.req.query('cursor');
-    const after = cursorParam === undefined ? undefined : store.positions.decode(cursorParam);
-    for (const message of await store.markConversationRead(principal.id, nodeId, now())) {
+    const after = cursorParam === undefined ? undefined : storage.positions.decode(cursorParam);
+    for (const message of await storage.markConversationRead(principal.id, nodeId, now())) {
       deps.publish?.({ message, kind: 'status', previousStatus: 'received' });
     }
-    const page = await store.conversationMessages(principal.id, nodeId, limit + 1, after);
-    const { rows, headers } = listPage(c.req.path, page, limit, store.positions.encode);
+    const page = await storage.conversationMessages(principal.id, nodeId, limit + 1, after);
+    const { rows, headers } = listPage(c.req.path, page, limit, storage.positions.encode);
     return c.json({ data: rows.map(messageRecordJson) }, 200, headers);
   });
 
@@ -345,10 +345,10 @@ export function messagingRoutes<M extends Message, P>(deps: MessagingRoutesDeps<
     const principal = principalOf(c);
     const nodeId = parseNodeIdParam(c.req.param('node_id'));
     const nickname = await readNickname(c);
-    if (!(await store.setNickname(principal.id, nodeId, nickname))) {
+    if (!(await storage.setNickname(principal.id, nodeId, nickname))) {
       throw new ProblemError(404, `you have no conversation with ${nodeId}`);
     }
-    return c.json(conversationSummaryJson((await store.conversation(principal.id, nodeId))!));
+    return c.json(conversationSummaryJson((await storage.conversation(principal.id, nodeId))!));
   });
 
   // Before `/:id`, which would otherwise take "stream" for a message id.
@@ -401,20 +401,20 @@ export function messagingRoutes<M extends Message, P>(deps: MessagingRoutesDeps<
       throw new ProblemError(403, 'only admins see texts nobody could be matched with');
     const limit = pageLimit(c.req.query('limit'));
     const cursorParam = c.req.query('cursor');
-    const before = cursorParam === undefined ? undefined : store.positions.decode(cursorParam);
-    const page = await store.unmatched(limit + 1, before);
-    const { rows, headers } = listPage(c.req.path, page, limit, store.positions.encode);
+    const before = cursorParam === undefined ? undefined : storage.positions.decode(cursorParam);
+    const page = await storage.unmatched(limit + 1, before);
+    const { rows, headers } = listPage(c.req.path, page, limit, storage.positions.encode);
     return c.json({ data: rows.map((m) => detailJson(m)) }, 200, headers);
   });
 
   app.get('/:id', auth, async (c) => {
     const principal = principalOf(c);
     const id = parseMessageIdParam(c.req.param('id'));
-    const message = await store.message(id);
-    if (!message || !visibleTo(message, store.ownerOf(message), principal)) {
+    const message = await storage.message(id);
+    if (!message || !visibleTo(message, storage.ownerOf(message), principal)) {
       throw new ProblemError(404, `no message ${id}`);
     }
-    return c.json(detailJson(message, await store.history(message)));
+    return c.json(detailJson(message, await storage.history(message)));
   });
 
   return app;

@@ -6,7 +6,7 @@
 import { parseArgs } from 'node:util';
 import { type CommandContext, openHubDatabase, reportingErrors, UsageError } from '../auth/cli-commands.js';
 import { EXTERNAL_PRINCIPAL_PREFIX } from '../auth/hub-identity.js';
-import { UserRepository } from '../auth/users.js';
+import { HubUserService } from '../auth/user-service.js';
 import { type Subscription, SubscriptionRepository } from './subscription-repository.js';
 import { NODE_ID_PATTERN } from './validation.js';
 
@@ -88,7 +88,7 @@ async function subscriptionCommand(args: string[], ctx: CommandContext): Promise
     }
     if (
       !subscriber.startsWith(EXTERNAL_PRINCIPAL_PREFIX) &&
-      !(await new UserRepository(db).get(subscriber))
+      !(await new HubUserService(db).get(subscriber))
     ) {
       throw new UsageError(
         `meshhub subscription grant: no user "${subscriber}" (add it with meshhub user add)`,

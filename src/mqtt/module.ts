@@ -3,7 +3,7 @@
  * readings), the hub's events out, and, with MQTT_WEBSOCKET, MQTT over WebSocket at /mqtt on
  * the HTTP port. Logins use the hub's users and its one identity.
  */
-import { UserRepository } from '../auth/users.js';
+import { HubUserService } from '../auth/user-service.js';
 import { busReadingSink } from '../ingest/reading-sink.js';
 import { defineModule } from '../module.js';
 import { WEBSOCKET_PATH } from './broker.js';
@@ -15,7 +15,7 @@ export const mqttModule = defineModule({
   settings: mqttSettings,
   create(ctx) {
     const s = ctx.settings;
-    const users = new UserRepository(ctx.db);
+    const users = new HubUserService(ctx.db);
     const broker = new MqttBrokerActor({
       bus: ctx.bus,
       log: ctx.log,

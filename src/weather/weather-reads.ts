@@ -2,7 +2,7 @@
  * What `/api/v1/weather` reads, whatever stores it (docs/architecture.md "The two
  * applications"): the storage interface (`WeatherReads`) the one route definition (routes.ts)
  * answers from — the hub's SQLite (weather-service.ts) or the upstream's PostgreSQL
- * (sync/upstream/read-queries.ts) — and the JSON of a Reading both write, straight into the body.
+ * (sync/upstream/weather/pg-reads.ts) — and the JSON of a Reading both write, straight into the body.
  *
  * A Reading (spec "Reading"): `node_id`, on the upstream `site_id`, `timestamp` ISO 8601 UTC with
  * Z, then each metric present under its API name (the same words as its column, rollups.ts);

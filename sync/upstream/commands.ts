@@ -11,12 +11,13 @@ import { parseArgs } from 'node:util';
 import type { JSONWebKeySet } from 'jose';
 import type pg from 'pg';
 import { EXTERNAL_PRINCIPAL_PREFIX } from '../../src/auth/hub-identity.js';
-import { ADMIN_ROLE, SUBSCRIBER_ROLE } from '../../src/auth/users.js';
+import { ADMIN_ROLE, SUBSCRIBER_ROLE } from '../../src/auth/user-service.js';
 import { splitList } from '../../src/config/fields.js';
 import { ConfigError } from '../../src/config/load.js';
 import { NODE_ID_PATTERN } from '../../src/messaging/schemas.js';
 import { parseUntil } from '../../src/messaging/subscription-commands.js';
 import { siteIdSchema } from '../protocol.js';
+import { InvalidUserError, UpstreamUserService, UserExistsError } from './auth/user-service.js';
 import { grantOrExtend } from './billing/grants.js';
 import { migrateUpstream } from './db/migrate.js';
 import { ensurePartitions } from './db/partitions.js';
@@ -24,7 +25,6 @@ import { isTransientDatabaseError, openPool, withTransaction } from './db/pool.j
 import { runUpstreamServer } from './main.js';
 import { loadUpstreamDatabaseSettings } from './settings.js';
 import { SiteRegistry, SiteRegistryError, type SiteRow } from './sites.js';
-import { InvalidUserError, UpstreamUsers, UserExistsError } from './users.js';
 
 export interface UpstreamCommandContext {
   env: Readonly<Record<string, string | undefined>>;
@@ -352,7 +352,7 @@ async function userCommand(args: string[], ctx: UpstreamCommandContext): Promise
         );
       const password = await readPassword(ctx);
       return withPool(ctx, async (pool) => {
-        const user = await new UpstreamUsers(pool).add({ username, password, roles });
+        const user = await new UpstreamUserService(pool).add({ username, password, roles });
         ctx.out(`created user ${user.username} (${user.roles.join(', ')})\n`);
         return 0;
       });
@@ -360,7 +360,7 @@ async function userCommand(args: string[], ctx: UpstreamCommandContext): Promise
     case 'list':
       if (positionals.length) throw new UpstreamCommandError(`${usage}: takes no arguments`);
       return withPool(ctx, async (pool) => {
-        const users = await new UpstreamUsers(pool).list();
+        const users = await new UpstreamUserService(pool).list();
         if (users.length === 0) ctx.out('no users yet; add one with: meshhub upstream user add <name>\n');
         for (const u of users) {
           ctx.out(
@@ -373,7 +373,7 @@ async function userCommand(args: string[], ctx: UpstreamCommandContext): Promise
       const username = one(positionals, 'user name', usage);
       const password = await readPassword(ctx);
       return withPool(ctx, async (pool) => {
-        if (!(await new UpstreamUsers(pool).setPassword(username, password)))
+        if (!(await new UpstreamUserService(pool).setPassword(username, password)))
           throw new UpstreamCommandError(`${usage}: no user "${username}"`, 1);
         ctx.out(`password of ${username.toLowerCase()} changed\n`);
         return 0;
@@ -382,7 +382,7 @@ async function userCommand(args: string[], ctx: UpstreamCommandContext): Promise
     case 'revoke': {
       const username = one(positionals, 'user name', usage);
       return withPool(ctx, async (pool) => {
-        if (!(await new UpstreamUsers(pool).revokeTokens(username)))
+        if (!(await new UpstreamUserService(pool).revokeTokens(username)))
           throw new UpstreamCommandError(`${usage}: no user "${username}"`, 1);
         ctx.out(
           `every token of ${username.toLowerCase()} is revoked; they sign in again with their password\n`,
@@ -393,7 +393,7 @@ async function userCommand(args: string[], ctx: UpstreamCommandContext): Promise
     case 'disable': {
       const username = one(positionals, 'user name', usage);
       return withPool(ctx, async (pool) => {
-        const told = await new UpstreamUsers(pool).disable(username);
+        const told = await new UpstreamUserService(pool).disable(username);
         if (told === undefined) throw new UpstreamCommandError(`${usage}: no user "${username}"`, 1);
         ctx.out(
           `disabled ${username.toLowerCase()}: no new tokens; ${told} site(s) will revoke their subscriptions (their tokens were revoked)\n`,
@@ -404,7 +404,7 @@ async function userCommand(args: string[], ctx: UpstreamCommandContext): Promise
     case 'enable': {
       const username = one(positionals, 'user name', usage);
       return withPool(ctx, async (pool) => {
-        if (!(await new UpstreamUsers(pool).enable(username)))
+        if (!(await new UpstreamUserService(pool).enable(username)))
           throw new UpstreamCommandError(`${usage}: no user "${username}"`, 1);
         ctx.out(
           `enabled ${username.toLowerCase()} (grant subscriptions again: disabling revoked them at the sites)\n`,
@@ -500,7 +500,7 @@ async function subscriptionCommand(args: string[], ctx: UpstreamCommandContext):
   }
   return withPool(ctx, async (pool) => {
     if (!subscriber.startsWith(EXTERNAL_PRINCIPAL_PREFIX)) {
-      const user = await new UpstreamUsers(pool).get(subscriber);
+      const user = await new UpstreamUserService(pool).get(subscriber);
       if (!user)
         throw new UpstreamCommandError(
           `${usage}: no user "${subscriber}" (add it with meshhub upstream user add)`,

@@ -8,8 +8,8 @@
  * at a site the same subscriber appears as `upstream:<principal>` (protocol.ts).
  *
  * Local tokens are revocable: the verifier asks PostgreSQL for the user's token version on every
- * local token (users.ts `tokenVersion`), so a revocation holds at once in every process behind
- * the load balancer. The login throttle is per process (AUTH_LOGIN_* settings).
+ * local token (auth/user-service.ts `tokenVersion`), so a revocation holds at once in every
+ * process behind the load balancer. The login throttle is per process (AUTH_LOGIN_* settings).
  */
 import { type HubIdentity, openHubIdentity, type TokenVersions } from '../../src/auth/hub-identity.js';
 import { loginThrottleFrom } from '../../src/auth/settings.js';

@@ -19,7 +19,6 @@ import { HistoryChangeListener } from './history-changes.js';
 import type { UpstreamIdentity } from './identity.js';
 import { messagingOnAck, upstreamMessagingRoutes } from './messaging/routes.js';
 import { type ReadAccess, type ReadEnv, readAccess } from './read-access.js';
-import { type UpstreamNodeJson, type UpstreamReadingJson, UpstreamReadQueries } from './read-queries.js';
 import { DOWNLINK_PATH, downlinkUpgradeHandler } from './routes/downlink-socket.js';
 import { healthRoutes, siteCounts } from './routes/health-routes.js';
 import { type UpstreamLive, upstreamLiveRoutes } from './routes/live-routes.js';
@@ -29,6 +28,7 @@ import { syncRoutes } from './routes/sync-routes.js';
 import { upstreamWeatherRoutes } from './routes/weather-routes.js';
 import type { UpstreamCore, UpstreamPart, UpstreamUpgrade } from './server.js';
 import { SiteRegistry } from './sites.js';
+import { PgWeatherReads, type UpstreamNodeJson, type UpstreamReadingJson } from './weather/pg-reads.js';
 
 /** A reading a batch added, as the read API writes it (the live stream's `readings` items). */
 function liveReading(siteId: string, row: ReadingRow): UpstreamReadingJson {
@@ -104,7 +104,7 @@ export function siteDataPart(core: UpstreamCore): {
   const historyChanges = settings.UPSTREAM_HISTORY_LISTEN
     ? new HistoryChangeListener(core.databaseUrl, { log: log.child({ component: 'history' }) })
     : undefined;
-  const queries = new UpstreamReadQueries(pool, Date.now, historyChanges);
+  const queries = new PgWeatherReads(pool, Date.now, historyChanges);
   // The dashboard's stream (the web UI in upstream mode); batches applied by other processes
   // do not reach it, the page refetches its snapshot instead.
   const live = upstreamLiveRoutes({

@@ -21,7 +21,7 @@ import { createLocalJWKSet, jwtVerify } from 'jose';
 import type { HubIdentity } from '../../src/auth/hub-identity.js';
 import { AuthError } from '../../src/auth/jwt-verifier.js';
 import { authProblem, requireAuth } from '../../src/auth/require-auth.js';
-import type { UpstreamNodeJson } from './read-queries.js';
+import type { UpstreamNodeJson } from './weather/pg-reads.js';
 
 /** `exact`: a verified caller; `coarse`: an anonymous one (UPSTREAM_PUBLIC_READ=true). */
 export type ReadPrecision = 'exact' | 'coarse';

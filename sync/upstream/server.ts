@@ -26,6 +26,7 @@ import type { Logger } from '../../src/log.js';
 import { secureDataDir } from '../../src/store/data-dir.js';
 import { openConfiguredMapTiles } from '../../src/ui-server/map-tiles.js';
 import { readVersion } from '../../src/version.js';
+import { UpstreamUserService } from './auth/user-service.js';
 import type { UpstreamBilling } from './billing/index.js';
 import { migrateUpstream } from './db/migrate.js';
 import { ensurePartitions } from './db/partitions.js';
@@ -33,7 +34,6 @@ import { isTransientDatabaseError, openPool } from './db/pool.js';
 import { openUpstreamIdentity, type UpstreamIdentity } from './identity.js';
 import { UpstreamMetrics, upstreamAccessMetrics } from './routes/health-routes.js';
 import type { UpstreamSettings } from './settings.js';
-import { UpstreamUsers } from './users.js';
 
 /** How far ahead of now the monthly partitions are made, and how often that is checked. */
 const PARTITIONS_AHEAD_MS = 32 * 86_400_000;
@@ -70,7 +70,7 @@ export interface UpstreamCore {
   readonly startedAt: number;
   readonly databaseUrl: string;
   readonly pool: pg.Pool;
-  readonly users: UpstreamUsers;
+  readonly users: UpstreamUserService;
   readonly identity: UpstreamIdentity;
   readonly metrics: UpstreamMetrics;
   readonly tiles: Awaited<ReturnType<typeof openConfiguredMapTiles>>;
@@ -106,7 +106,7 @@ export async function openUpstreamCore(
   // The pool connects lazily (nothing to close if the start stops below): made first, so the
   // identity can read the users' token versions from it.
   const pool = openPool(databaseUrl, { max: settings.UPSTREAM_DB_POOL_MAX });
-  const users = new UpstreamUsers(pool);
+  const users = new UpstreamUserService(pool);
   // The signing key's folder is private before the key is read or made (README "Files on disk").
   secureDataDir(settings.DATA_DIR);
   const identity = await openUpstreamIdentity(settings, {

@@ -20,7 +20,7 @@ import {
 } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SIGNING_KEY_FILE } from '../../src/auth/local-issuer.js';
-import { UserRepository } from '../../src/auth/users.js';
+import { HubUserService } from '../../src/auth/user-service.js';
 import { SubscriptionRepository } from '../../src/messaging/subscription-repository.js';
 import { startTestHub, type TestHub } from '../helpers/hub.js';
 import { call, FAST_MESSAGING, knownNodes, send, subscriber } from '../messaging/helpers.js';
@@ -74,7 +74,7 @@ async function localToken(
   header: Record<string, unknown> = {},
   key: Key = localKey,
 ) {
-  const version = await new UserRepository(t.hub.store.db).tokenVersion('alice');
+  const version = await new HubUserService(t.hub.store.db).tokenVersion('alice');
   return new SignJWT({ roles: ['subscriber'], token_version: version, ...claims })
     .setProtectedHeader({ alg: 'EdDSA', kid: localKid, ...header })
     .setIssuer((claims.iss as string) ?? localIssuer)
@@ -108,7 +108,7 @@ describe('bearer token attacks: 401 with WWW-Authenticate', () => {
   });
 
   it('a token of another token version, without one, or of no such user: 401 revoked', async () => {
-    const version = (await new UserRepository(t.hub.store.db).tokenVersion('alice'))!;
+    const version = (await new HubUserService(t.hub.store.db).tokenVersion('alice'))!;
     await expectInvalidToken(await localToken({ token_version: version - 1 }), /revoked/);
     await expectInvalidToken(await localToken({ token_version: String(version) }), /revoked/);
     await expectInvalidToken(await localToken({ token_version: undefined }), /revoked/);

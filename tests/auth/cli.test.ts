@@ -9,7 +9,7 @@ import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { decodeJwt } from 'jose';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { UserRepository } from '../../src/auth/users.js';
+import { HubUserService } from '../../src/auth/user-service.js';
 import { mqttOf, startTestHub, type TestHub } from '../helpers/hub.js';
 import { call, FAST_MESSAGING, knownNodes, PASSWORD, send, tokenFor } from '../messaging/helpers.js';
 import { connect, endClients, refusedCode } from '../mqtt/helpers.js';
@@ -32,7 +32,7 @@ const uniqueName = (prefix: string) => `${prefix}-${randomUUID().slice(0, 8)}`;
 /** A user made directly in the database, for tests about the other commands. */
 async function existingUser(prefix: string): Promise<string> {
   const username = uniqueName(prefix);
-  await new UserRepository(t.hub.store.db).add({ username, password: PASSWORD, roles: ['subscriber'] });
+  await new HubUserService(t.hub.store.db).add({ username, password: PASSWORD, roles: ['subscriber'] });
   return username;
 }
 
@@ -95,7 +95,7 @@ describe('revoking tokens from the CLI while the hub runs', () => {
   /** A user with an MQTT role too, and a token of theirs that works on HTTP and MQTT. */
   async function signedIn(prefix: string) {
     const username = uniqueName(prefix);
-    await new UserRepository(t.hub.store.db).add({
+    await new HubUserService(t.hub.store.db).add({
       username,
       password: PASSWORD,
       roles: ['subscriber', 'device'],

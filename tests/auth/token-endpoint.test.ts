@@ -15,7 +15,7 @@ import { loadConfig } from '../../hub/config.js';
 import { createHub, type Hub } from '../../hub/main.js';
 import { SIGNING_KEY_FILE } from '../../src/auth/local-issuer.js';
 import { LoginThrottle } from '../../src/auth/login-throttle.js';
-import { UserRepository } from '../../src/auth/users.js';
+import { HubUserService } from '../../src/auth/user-service.js';
 import { loopbackHubEnv } from '../helpers/hub.js';
 import { postFrom } from '../helpers/post-from.js';
 import { call, type Json } from '../messaging/helpers.js';
@@ -44,7 +44,7 @@ async function startAuthHub(options: { logins?: LoginThrottle; env?: Record<stri
     ...(options.logins ? { logins: options.logins } : {}),
   });
   await hub.start();
-  const users = new UserRepository(hub.store.db);
+  const users = new HubUserService(hub.store.db);
   await users.add({ username: 'alice', password: PASSWORD, roles: ['subscriber'] });
   await users.add({ username: 'ops', password: PASSWORD, roles: ['admin', 'integration'] });
   await users.add({ username: 'locked', password: PASSWORD, roles: ['subscriber'] });
@@ -184,7 +184,7 @@ describe('POST /api/v1/auth/refresh', () => {
   });
 
   it('refuses tokens and refresh tokens issued before a role change; fresh ones carry the new roles', async () => {
-    const users = new UserRepository(hub.store.db);
+    const users = new HubUserService(hub.store.db);
     await users.add({ username: 'demoted', password: PASSWORD, roles: ['admin', 'subscriber'] });
     const before = await login({ username: 'demoted', password: PASSWORD });
     expect((await conversations(before.body.access_token)).status).toBe(200);

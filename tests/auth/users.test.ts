@@ -4,14 +4,14 @@
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { hashPassword, verifyPassword } from '../../src/auth/passwords.js';
-import { InvalidUserError, UserExistsError, UserRepository } from '../../src/auth/users.js';
+import { HubUserService, InvalidUserError, UserExistsError } from '../../src/auth/user-service.js';
 import { closeDatabase, type Database, openDatabase } from '../../src/store/database.js';
 
 let db: Database;
-let users: UserRepository;
+let users: HubUserService;
 beforeEach(() => {
   db = openDatabase(':memory:');
-  users = new UserRepository(db);
+  users = new HubUserService(db);
 });
 afterEach(() => closeDatabase(db));
 
@@ -39,7 +39,7 @@ describe('password hashes', () => {
   });
 });
 
-describe('UserRepository', () => {
+describe('HubUserService', () => {
   it('stores users with roles, never the password', async () => {
     const user = await users.add({
       username: 'Alice',
@@ -78,7 +78,7 @@ describe('UserRepository', () => {
     await expect(users.add({ username: 'alice', password: 'long enough', roles: [] })).rejects.toBeInstanceOf(
       UserExistsError,
     );
-    const field = async (input: Parameters<UserRepository['add']>[0]) =>
+    const field = async (input: Parameters<HubUserService['add']>[0]) =>
       users.add(input).then(
         () => 'accepted',
         (e: unknown) => (e instanceof InvalidUserError ? e.field : 'other'),

@@ -6,7 +6,7 @@
  */
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { UserRepository } from '../../src/auth/users.js';
+import { HubUserService } from '../../src/auth/user-service.js';
 import { SubscriptionRepository } from '../../src/messaging/subscription-repository.js';
 import type { FakeBtcpay } from '../fakes/btcpay/fake-btcpay.js';
 import { startTestHub, type TestHub } from '../helpers/hub.js';
@@ -302,7 +302,7 @@ describeInBrowser('billing off', () => {
 
   it('says a lapsed grant from the CLI lapsed, and to ask the operator (nothing to buy here)', async () => {
     const db = hub.hub.store.db;
-    await new UserRepository(db).add({ username: 'eve', password: PASSWORD, roles: ['subscriber'] });
+    await new HubUserService(db).add({ username: 'eve', password: PASSWORD, roles: ['subscriber'] });
     const lapsedAt = Date.now() - DAY_MS;
     new SubscriptionRepository(db).create({
       subscriber: 'eve',

@@ -17,13 +17,13 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { LocalIssuer } from '../../src/auth/local-issuer.js';
 import { DEFAULT_WEB_ROOT } from '../../src/ui-server/map-tiles.js';
 import type { SyncRecord } from '../../sync/protocol.js';
+import { UpstreamUserService } from '../../sync/upstream/auth/user-service.js';
 import { BatchApplier } from '../../sync/upstream/batch-apply.js';
 import { grantUpstreamSubscription } from '../../sync/upstream/commands.js';
 import { createUpstream, type UpstreamServer } from '../../sync/upstream/main.js';
 import { upstreamLiveRoutes } from '../../sync/upstream/routes/live-routes.js';
 import { loadUpstreamSettings } from '../../sync/upstream/settings.js';
 import { SiteRegistry } from '../../sync/upstream/sites.js';
-import { UpstreamUsers } from '../../sync/upstream/users.js';
 import { createTestSchema, skipWithoutPostgres, type TestSchema } from '../helpers/postgres.js';
 import { batchSequence } from '../sync/helpers/batches.js';
 import { readingBody } from '../sync/helpers/records.js';
@@ -225,7 +225,7 @@ async function readEvents(
     await registry.touch('north');
     await new SiteRegistry(upstream.pool, { now: () => offlineSince }).touch('south');
 
-    await new UpstreamUsers(upstream.pool).add({
+    await new UpstreamUserService(upstream.pool).add({
       username: 'ana',
       password: PASSWORD,
       roles: ['subscriber'],

@@ -5,7 +5,7 @@
  */
 import { create, toBinary } from '@bufbuild/protobuf';
 import { Mesh, Portnums } from '@meshtastic/protobufs';
-import { UserRepository } from '../../src/auth/users.js';
+import { HubUserService } from '../../src/auth/user-service.js';
 import {
   createMessagingResponder,
   type MessagingResponderOptions,
@@ -81,7 +81,7 @@ export async function subscriber(
   options: { nodes?: 'all' | string[] | 'none'; roles?: string[]; expiresAt?: number } = {},
 ): Promise<string> {
   const db = t.hub.store.db;
-  await new UserRepository(db).add({ username, password: PASSWORD, roles: options.roles ?? ['subscriber'] });
+  await new HubUserService(db).add({ username, password: PASSWORD, roles: options.roles ?? ['subscriber'] });
   const nodes = options.nodes ?? 'all';
   if (nodes !== 'none') {
     new SubscriptionRepository(db).create({

@@ -17,7 +17,7 @@ import { pino } from 'pino';
 import { loadConfig } from '../../hub/config.js';
 import { createHub, type Hub } from '../../hub/main.js';
 import { createTokenVerifier, type TokenVerifier } from '../../src/auth/jwt-verifier.js';
-import { UserRepository } from '../../src/auth/users.js';
+import { HubUserService } from '../../src/auth/user-service.js';
 import { channelCipher, channelHash, expandChannelKey } from '../../src/mesh/mqtt/channel-crypto.js';
 import { loopbackHubEnv, mqttOf } from '../helpers/hub.js';
 
@@ -89,7 +89,7 @@ export async function startMqttHub(
     defaultMetrics: false,
     ...(auth.tokenVerifier ? { tokenVerifier: auth.tokenVerifier } : {}),
   });
-  const users = new UserRepository(hub.store.db);
+  const users = new HubUserService(hub.store.db);
   for (const user of auth.users ?? []) await users.add(user);
   await hub.start();
   let stopped = false;

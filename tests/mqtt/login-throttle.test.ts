@@ -6,7 +6,7 @@
  * revoked.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { UserRepository } from '../../src/auth/users.js';
+import { HubUserService } from '../../src/auth/user-service.js';
 import { call } from '../messaging/helpers.js';
 import { connect, endClients, type MqttTestHub, refusedCode, startMqttHub } from './helpers.js';
 
@@ -38,7 +38,7 @@ async function metric(name: string, labels: string): Promise<number> {
 
 describe('MQTT password logins', () => {
   it('refuses a flood of wrong passwords with CONNACK 3 and no password check after the first few', async () => {
-    const checks = vi.spyOn(UserRepository.prototype, 'checkPassword');
+    const checks = vi.spyOn(HubUserService.prototype, 'checkPassword');
     const codes: number[] = [];
     for (let i = 0; i < 40; i++) {
       codes.push(await refusedCode(t.mqttUrl, { username: 'sensor', password: `guess-${i}` }));
@@ -62,7 +62,7 @@ describe('MQTT password logins', () => {
 
 describe('hub-issued tokens as the MQTT password', () => {
   it('are refused once the user is removed or their tokens revoked; a fresh token works', async () => {
-    const users = new UserRepository(t.hub.store.db);
+    const users = new HubUserService(t.hub.store.db);
     await users.add({ username: 'relay', password: PASSWORD, roles: ['device'] });
     const tokenOf = async (username: string) => {
       const user = (await users.get(username))!;

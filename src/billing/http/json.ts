@@ -1,6 +1,6 @@
 /** The billing API's JSON from stored rows, in the shapes of schemas.ts. */
 import type { z } from 'zod';
-import type { BillingInvoice, BillingSubscription } from '../billing-store.js';
+import type { BillingInvoice, BillingSubscription } from '../billing-repository.js';
 import type { Plan } from '../plans.js';
 import type { adminPlanSchema, planSchema, subscriptionSchema } from '../schemas.js';
 

@@ -15,7 +15,7 @@ import { type Context, Hono, type MiddlewareHandler } from 'hono';
 import { z } from 'zod';
 import { limitBody, readJsonBody } from '../../auth/request-body.js';
 import { type AuthEnv, verifiedIdentity } from '../../auth/require-auth.js';
-import { ADMIN_ROLE, SUBSCRIBER_ROLE } from '../../auth/users.js';
+import { ADMIN_ROLE, SUBSCRIBER_ROLE } from '../../auth/user-service.js';
 import { COMMON_PROBLEMS, HEADERS, type OperationSpec, problem } from '../../http/openapi.js';
 import { ProblemError, validationProblem } from '../../http/problem.js';
 import type { ModuleAuth } from '../../module.js';

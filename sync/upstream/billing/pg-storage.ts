@@ -16,6 +16,12 @@
  */
 import type pg from 'pg';
 import type {
+  BillingChangeRow,
+  BillingInvoice,
+  BillingStatus,
+  BillingSubscription,
+} from '../../../src/billing/billing-repository.js';
+import type {
   AppliedInvoice,
   BillingStorage,
   DecideInvoice,
@@ -25,12 +31,6 @@ import type {
   PurchaseStart,
   WebhookDelivery,
 } from '../../../src/billing/billing-storage.js';
-import type {
-  BillingChangeRow,
-  BillingInvoice,
-  BillingStatus,
-  BillingSubscription,
-} from '../../../src/billing/billing-store.js';
 import { checkNewPlan, type NewPlan, type Plan, planExists, planNodes } from '../../../src/billing/plans.js';
 import {
   type InvoiceRow,

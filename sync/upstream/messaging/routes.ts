@@ -23,8 +23,8 @@
  *   the upstream in batches, so a client polls the conversation instead.
  * Lists page with `limit` and an opaque `cursor` announced in `Link: <…>; rel="next"`.
  *
- * The routes are the hub's (src/messaging/routes.ts) over the PostgreSQL store
- * (postgres-store.ts); what only the upstream does (routing to a site, the downlink command,
+ * The routes are the hub's (src/messaging/routes.ts) over the PostgreSQL storage
+ * (pg-storage.ts); what only the upstream does (routing to a site, the downlink command,
  * a site's refusal of a text: `messagingOnAck`) is layered on in those files.
  */
 import type { Hono } from 'hono';
@@ -36,8 +36,8 @@ import type { RateLimit } from '../../../src/kernel/rate-limit.js';
 import { messagingRoutes } from '../../../src/messaging/routes.js';
 import { MAX_HOLD_HOURS } from '../../../src/messaging/settings.js';
 import { type CommandAck, textCommandBody } from '../../protocol.js';
-import { PostgresMessagingStore } from './postgres-store.js';
-import { failRejectedText } from './store.js';
+import { failRejectedText } from './message-repository.js';
+import { PgMessagingStorage } from './pg-storage.js';
 
 /** What `MESSAGE_RATE_PER_SUBSCRIBER` / `MESSAGE_RATE_PER_NODE` parse to: `{ count, windowMs }`. */
 export type RateSetting = RateLimit;
@@ -53,7 +53,7 @@ export interface UpstreamMessagingDeps {
 export function upstreamMessagingRoutes(deps: UpstreamMessagingDeps): Hono<AuthEnv> {
   return messagingRoutes({
     identity: deps.identity,
-    store: new PostgresMessagingStore(deps.pool),
+    storage: new PgMessagingStorage(deps.pool),
     rates: deps.rates,
     // hold_hours up to any hub's ceiling; the site holds the text at most its own maximum.
     maxHoldHours: MAX_HOLD_HOURS,

@@ -22,7 +22,7 @@ import { Hono } from 'hono';
 import { LiveBroadcaster, type LiveStreamLimits, sseEvent } from '../../../src/live/live-broadcaster.js';
 import type { HelloEvent } from '../../../src/live/schemas.js';
 import { coarsenNode, type ReadEnv } from '../read-access.js';
-import type { UpstreamNodeJson } from '../read-queries.js';
+import type { UpstreamNodeJson } from '../weather/pg-reads.js';
 
 /** The hub's hello, and the role that sends it (absent on a hub: the web UI reads that as `hub`). */
 export type UpstreamHelloEvent = HelloEvent & { mode: 'upstream' };

@@ -10,12 +10,12 @@ import { Hono } from 'hono';
 import { z } from 'zod';
 import { validationProblem } from '../../../src/http/problem.js';
 import { nodesFor, type ReadEnv } from '../read-access.js';
-import type { UpstreamReadQueries } from '../read-queries.js';
+import type { PgWeatherReads } from '../weather/pg-reads.js';
 import { siteParam } from './weather-routes.js';
 
 export const upstreamNodesQuerySchema = z.object({ site: siteParam.optional() });
 
-export function upstreamNodesRoutes(queries: UpstreamReadQueries): Hono<ReadEnv> {
+export function upstreamNodesRoutes(queries: PgWeatherReads): Hono<ReadEnv> {
   const app = new Hono<ReadEnv>();
   app.get('/', async (c) => {
     const parsed = upstreamNodesQuerySchema.safeParse(c.req.query());

@@ -5,9 +5,9 @@
  * newest record the site sent (its own clock) to now, null before its first record.
  */
 import { Hono } from 'hono';
-import type { UpstreamReadQueries } from '../read-queries.js';
+import type { PgWeatherReads } from '../weather/pg-reads.js';
 
-export function sitesRoutes(queries: UpstreamReadQueries): Hono {
+export function sitesRoutes(queries: PgWeatherReads): Hono {
   const app = new Hono();
   app.get('/', async (c) => c.json({ data: await queries.sites() }));
   return app;

@@ -1,13 +1,13 @@
 /**
  * `/api/v1/weather` on the upstream: the hub's routes (src/weather/routes.ts `weatherApi`: the
  * same query schemas, problems, ordering, paging with `limit` and a `Link: <…>; rel="next"`
- * cursor) over the PostgreSQL reads (read-queries.ts), with the upstream's scope: an optional
+ * cursor) over the PostgreSQL reads (../weather/pg-reads.ts), with the upstream's scope: an optional
  * `site` filter, and each Reading carries its `site_id`.
  *
  * - `/latest`: one Reading per (site, node), ordered by node_id then site_id; `site` keeps one
  *   site's, `node_id` one node's.
  * - `/history`: one site's series. With `site`, that site's; without, the site that heard the
- *   node most recently (read-queries.ts `mostRecentSiteOf`). The cursor carries the site it was
+ *   node most recently (../weather/pg-reads.ts `mostRecentSiteOf`). The cursor carries the site it was
  *   made for, so later pages stay on it even if another site hears the node meanwhile; a cursor
  *   used with a different `site` is a 400 naming `cursor`.
  * An unknown node or site is a 200 with `data: []`, as on a hub.
@@ -23,7 +23,7 @@ import {
   latestQuerySchema,
 } from '../../../src/weather/schemas.js';
 import { SITE_ID_PATTERN } from '../../protocol.js';
-import type { UpstreamLatestFilter, UpstreamReadQueries } from '../read-queries.js';
+import type { PgWeatherReads, UpstreamLatestFilter } from '../weather/pg-reads.js';
 
 /** The `site` query parameter: a registered site's id (an unknown one answers nothing). */
 export const siteParam = z
@@ -49,7 +49,7 @@ export const upstreamHistoryCursor = cursorCodec(upstreamCursorPosition);
 
 /** The upstream's additions to the shared routes: a `site` filter, one series per site. */
 function upstreamScope(
-  queries: UpstreamReadQueries,
+  queries: PgWeatherReads,
 ): WeatherScope<
   z.output<typeof upstreamLatestQuerySchema>,
   z.output<typeof upstreamHistoryQuerySchema>,
@@ -78,6 +78,6 @@ function upstreamScope(
   };
 }
 
-export function upstreamWeatherRoutes(queries: UpstreamReadQueries): Hono {
+export function upstreamWeatherRoutes(queries: PgWeatherReads): Hono {
   return weatherApi(queries, upstreamScope(queries));
 }

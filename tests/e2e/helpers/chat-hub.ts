@@ -4,7 +4,7 @@
  * ReplyGate), so a reply can arrive while the user looks at another page.
  */
 import { type Mesh, Portnums } from '@meshtastic/protobufs';
-import { UserRepository } from '../../../src/auth/users.js';
+import { HubUserService } from '../../../src/auth/user-service.js';
 import { createMessagingResponder, messagingRoles } from '../../../src/mesh/simulator/messaging-responder.js';
 import { createSimNetwork, type SimNode } from '../../../src/mesh/simulator/nodes.js';
 import type { PacketResponder, SimClient } from '../../../src/mesh/simulator/responder.js';
@@ -108,7 +108,7 @@ export async function startChatHub(env: Record<string, string> = {}): Promise<Ch
     other,
     async addUser(username, nodes) {
       const db = hub.hub.store.db;
-      await new UserRepository(db).add({ username, password: PASSWORD, roles: ['subscriber'] });
+      await new HubUserService(db).add({ username, password: PASSWORD, roles: ['subscriber'] });
       new SubscriptionRepository(db).create({ subscriber: username, nodes, source: 'test' });
     },
     async stop() {

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { pino } from 'pino';
 import { loadConfig } from '../../../hub/config.js';
 import { createHub, type Hub } from '../../../hub/main.js';
-import { UserRepository } from '../../../src/auth/users.js';
+import { HubUserService } from '../../../src/auth/user-service.js';
 import { FakeMicrosoft } from '../../fakes/microsoft/fake-microsoft.js';
 import { mqttOf } from '../../helpers/hub.js';
 import { QUIET_ENV } from './helpers.js';
@@ -57,7 +57,7 @@ export async function startAlertsHub(
     defaultMetrics: false,
     env: all,
   });
-  const repo = new UserRepository(hub.store.db);
+  const repo = new HubUserService(hub.store.db);
   for (const u of users) await repo.add({ username: u.username, password: PASSWORD, roles: u.roles });
   await hub.start();
   const base = `http://127.0.0.1:${hub.http.port}`;

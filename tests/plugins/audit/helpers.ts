@@ -18,7 +18,7 @@ import { normalizeRecord } from '../../../plugins/audit/normalize.js';
 import { auditSettings } from '../../../plugins/audit/settings.js';
 import type { SourceName } from '../../../plugins/audit/sources.js';
 import { type AuditRepositories, openAuditRepositories } from '../../../plugins/audit/store/audit-store.js';
-import { UserRepository } from '../../../src/auth/users.js';
+import { HubUserService } from '../../../src/auth/user-service.js';
 import type { Actor } from '../../../src/kernel/actor.js';
 import { createLogger } from '../../../src/log.js';
 import { closeDatabase, type Database, openDatabase } from '../../../src/store/database.js';
@@ -104,7 +104,7 @@ export async function auditApp(
   await scheduler.start();
   const app = standaloneApp(mounts, metrics, '9.9.9');
   const repos = openAuditRepositories(db);
-  const users = new UserRepository(db);
+  const users = new HubUserService(db);
   const request = (path: string, init?: RequestInit) => Promise.resolve(app.request(path, init));
   return {
     app,

@@ -9,8 +9,8 @@ import { join } from 'node:path';
 import { pino } from 'pino';
 import { loadConfig } from '../../../hub/config.js';
 import { createHub, type Hub } from '../../../hub/main.js';
-import { UserRepository } from '../../../src/auth/users.js';
-import { BillingStore } from '../../../src/billing/billing-store.js';
+import { HubUserService } from '../../../src/auth/user-service.js';
+import { BillingRepository } from '../../../src/billing/billing-repository.js';
 import { SubscriptionRepository } from '../../../src/messaging/subscription-repository.js';
 import { FakeBtcpay } from '../../fakes/btcpay/fake-btcpay.js';
 import type { TestHub } from '../../helpers/hub.js';
@@ -83,7 +83,7 @@ export async function startBillingHub(
 
 /** A new user with `roles` and a token from the token endpoint. */
 export async function userToken(t: TestHub, username: string, roles = ['subscriber']): Promise<string> {
-  await new UserRepository(t.hub.store.db).add({ username, password: PASSWORD, roles });
+  await new HubUserService(t.hub.store.db).add({ username, password: PASSWORD, roles });
   return tokenFor(t.baseUrl, username);
 }
 
@@ -103,7 +103,7 @@ export const sendText = (t: TestHub, token: string, node: string) =>
   call(t.baseUrl, 'POST', '/api/v1/messages', { token, body: { target_node_id: node, text: 'hello' } });
 
 export const stores = (t: TestHub) => ({
-  billing: new BillingStore(t.hub.store.db),
+  billing: new BillingRepository(t.hub.store.db),
   grants: new SubscriptionRepository(t.hub.store.db),
 });
 

@@ -22,10 +22,10 @@ import { LocalIssuer } from '../../../src/auth/local-issuer.js';
 import { messagingRoles } from '../../../src/mesh/simulator/messaging-responder.js';
 import { createSimNetwork } from '../../../src/mesh/simulator/nodes.js';
 import { seededRandom } from '../../../src/mesh/simulator/random.js';
+import { UpstreamUserService } from '../../../sync/upstream/auth/user-service.js';
 import { grantUpstreamSubscription } from '../../../sync/upstream/commands.js';
 import { migrateUpstream } from '../../../sync/upstream/db/migrate.js';
 import { SiteRegistry } from '../../../sync/upstream/sites.js';
-import { UpstreamUsers } from '../../../sync/upstream/users.js';
 import { freePort, waitFor } from '../../helpers/hub.js';
 import { createTestSchema, skipWithoutPostgres, type TestSchema } from '../../helpers/postgres.js';
 import { call, FAST_MESSAGING } from '../../messaging/helpers.js';
@@ -149,7 +149,11 @@ beforeAll(async () => {
   mkdirSync(upstreamData, { recursive: true });
   const issuer = await LocalIssuer.open(hubData);
   await new SiteRegistry(pool).add({ siteId: SITE, publicJwks: issuer.jwks() });
-  await new UpstreamUsers(pool).add({ username: 'carol', password: 'carol-password', roles: ['subscriber'] });
+  await new UpstreamUserService(pool).add({
+    username: 'carol',
+    password: 'carol-password',
+    roles: ['subscriber'],
+  });
   await grantUpstreamSubscription(pool, {
     subscriber: 'carol',
     nodes: 'all',

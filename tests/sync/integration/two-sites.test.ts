@@ -19,14 +19,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../../hub/config.js';
 import { createHub, type Hub } from '../../../hub/main.js';
 import { LocalIssuer } from '../../../src/auth/local-issuer.js';
-import { UserRepository } from '../../../src/auth/users.js';
+import { HubUserService } from '../../../src/auth/user-service.js';
 import { messagingRoles } from '../../../src/mesh/simulator/messaging-responder.js';
 import { createSimNetwork } from '../../../src/mesh/simulator/nodes.js';
+import { UpstreamUserService } from '../../../sync/upstream/auth/user-service.js';
 import { grantUpstreamSubscription } from '../../../sync/upstream/commands.js';
 import { createUpstream, type UpstreamServer } from '../../../sync/upstream/main.js';
 import { loadUpstreamSettings } from '../../../sync/upstream/settings.js';
 import { SiteRegistry } from '../../../sync/upstream/sites.js';
-import { UpstreamUsers } from '../../../sync/upstream/users.js';
 import { mqttOf, waitFor } from '../../helpers/hub.js';
 import { createTestSchema, skipWithoutPostgres, type TestSchema } from '../../helpers/postgres.js';
 import { call, FAST_MESSAGING, type Json } from '../../messaging/helpers.js';
@@ -210,7 +210,7 @@ describe.skipIf(skip)('two sites and one upstream on PostgreSQL', () => {
     // A node of the south is heard by a north gateway too: its telemetry arrives over MQTT. (The
     // node out of the south radio's range: the texts below go to nodes only the south hears.)
     const shared = messagingRoles(networkOf(south)).outOfRange!;
-    await new UserRepository(north.hub!.store.db).add({
+    await new HubUserService(north.hub!.store.db).add({
       username: 'gw',
       password: 'gw-password',
       roles: ['device'],
@@ -249,7 +249,7 @@ describe.skipIf(skip)('two sites and one upstream on PostgreSQL', () => {
   let alice: string;
 
   it('lets an internet subscriber text a node of site B: delivered, and the reply comes back upstream', async () => {
-    await new UpstreamUsers(upstream.pool).add({
+    await new UpstreamUserService(upstream.pool).add({
       username: 'alice',
       password: 'alice-password',
       roles: ['subscriber'],

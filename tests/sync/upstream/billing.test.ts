@@ -27,10 +27,10 @@ import { LocalIssuer } from '../../../src/auth/local-issuer.js';
 import { messagingRoles } from '../../../src/mesh/simulator/messaging-responder.js';
 import { createSimNetwork } from '../../../src/mesh/simulator/nodes.js';
 import { SubscriptionRepository } from '../../../src/messaging/subscription-repository.js';
+import { UpstreamUserService } from '../../../sync/upstream/auth/user-service.js';
 import { createUpstream, type UpstreamServer } from '../../../sync/upstream/main.js';
 import { loadUpstreamSettings } from '../../../sync/upstream/settings.js';
 import { SiteRegistry } from '../../../sync/upstream/sites.js';
-import { UpstreamUsers } from '../../../sync/upstream/users.js';
 import type { FakeBtcpay } from '../../fakes/btcpay/fake-btcpay.js';
 import { waitFor } from '../../helpers/hub.js';
 import { createTestSchema, skipWithoutPostgres, type TestSchema } from '../../helpers/postgres.js';
@@ -146,7 +146,7 @@ async function q<T = Json>(sql: string, ...params: unknown[]): Promise<T[]> {
 }
 
 async function subscriber(name: string): Promise<string> {
-  await new UpstreamUsers(a.pool).add({ username: name, password: PASSWORD, roles: ['subscriber'] });
+  await new UpstreamUserService(a.pool).add({ username: name, password: PASSWORD, roles: ['subscriber'] });
   return tokenFor(urlOf(a), name);
 }
 
@@ -227,7 +227,7 @@ beforeAll(async () => {
   site = await createHub(loadConfig(env), { log: silent, defaultMetrics: false, env });
   await site.start();
 
-  await new UpstreamUsers(a.pool).add({ username: 'root', password: PASSWORD, roles: ['admin'] });
+  await new UpstreamUserService(a.pool).add({ username: 'root', password: PASSWORD, roles: ['admin'] });
   admin = await tokenFor(urlOf(a), 'root');
   const plan = await call(urlOf(a), 'POST', '/api/v1/billing/plans', {
     token: admin,

@@ -2,8 +2,9 @@
  * Helpers of the upstream tests: a live stream read event by event, and a signed-in user's
  * bearer token (the upstream's reads need one: README "The upstream's reads").
  */
+
+import { UpstreamUserService } from '../../../sync/upstream/auth/user-service.js';
 import type { UpstreamServer } from '../../../sync/upstream/server.js';
-import { UpstreamUsers } from '../../../sync/upstream/users.js';
 
 export const READER_PASSWORD = 'reader-on-the-ridge-7';
 
@@ -16,7 +17,7 @@ export async function signedIn(
   username = 'reader',
   roles: string[] = ['subscriber'],
 ): Promise<string> {
-  await new UpstreamUsers(upstream.pool).add({ username, password: READER_PASSWORD, roles });
+  await new UpstreamUserService(upstream.pool).add({ username, password: READER_PASSWORD, roles });
   const res = await fetch(`http://127.0.0.1:${upstream.port}/api/v1/auth/token`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },

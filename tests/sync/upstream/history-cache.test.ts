@@ -4,7 +4,7 @@
  * several stateless processes share it. What one applies must be in the other's very next
  * answer, however much that one had cached (no waiting, no notification to wait for); and a
  * cached answer is byte for byte the answer of an uncached query of the same rows
- * (UpstreamReadQueries.history, which reads PostgreSQL every time). The notified way (the
+ * (PgWeatherReads.history, which reads PostgreSQL every time). The notified way (the
  * default) is tested in history-notified.test.ts.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -17,9 +17,9 @@ import { type Batch, batchSchema } from '../../../sync/protocol.js';
 import { BatchApplier } from '../../../sync/upstream/batch-apply.js';
 import { openPool } from '../../../sync/upstream/db/pool.js';
 import { createUpstream, type UpstreamServer } from '../../../sync/upstream/main.js';
-import { type UpstreamHistoryQuery, UpstreamReadQueries } from '../../../sync/upstream/read-queries.js';
 import { loadUpstreamSettings } from '../../../sync/upstream/settings.js';
 import { SiteRegistry } from '../../../sync/upstream/sites.js';
+import { PgWeatherReads, type UpstreamHistoryQuery } from '../../../sync/upstream/weather/pg-reads.js';
 import { createTestSchema, skipWithoutPostgres, type TestSchema } from '../../helpers/postgres.js';
 
 const skip = await skipWithoutPostgres();
@@ -117,7 +117,7 @@ describe.skipIf(skip)('upstream history cache, two upstream instances on one dat
   async function uncached(query: UpstreamHistoryQuery): Promise<string> {
     const pool = openPool(schema.url, { max: 1 });
     try {
-      return String((await new UpstreamReadQueries(pool).history(query)).body);
+      return String((await new PgWeatherReads(pool).history(query)).body);
     } finally {
       await pool.end();
     }

@@ -20,9 +20,9 @@ import { migrateUpstream } from '../../../sync/upstream/db/migrate.js';
 import { openPool } from '../../../sync/upstream/db/pool.js';
 import { HistoryChangeListener } from '../../../sync/upstream/history-changes.js';
 import { createUpstream, type UpstreamServer } from '../../../sync/upstream/main.js';
-import { type UpstreamHistoryQuery, UpstreamReadQueries } from '../../../sync/upstream/read-queries.js';
 import { loadUpstreamSettings } from '../../../sync/upstream/settings.js';
 import { SiteRegistry } from '../../../sync/upstream/sites.js';
+import { PgWeatherReads, type UpstreamHistoryQuery } from '../../../sync/upstream/weather/pg-reads.js';
 import { createTestSchema, skipWithoutPostgres, type TestSchema } from '../../helpers/postgres.js';
 
 const skip = await skipWithoutPostgres();
@@ -81,7 +81,7 @@ describe.skipIf(skip)('upstream history answers, notified of every batch', () =>
   });
 
   async function uncached(q: UpstreamHistoryQuery): Promise<string> {
-    return String((await new UpstreamReadQueries(pool).history(q)).body);
+    return String((await new PgWeatherReads(pool).history(q)).body);
   }
 
   beforeAll(async () => {
@@ -185,7 +185,7 @@ describe.skipIf(skip)('upstream history answers, notified of every batch', () =>
       pingMs: 50,
       reconnectMs: { min: 1_500, max: 1_500 },
     });
-    const queries = new UpstreamReadQueries(pool, Date.now, listener);
+    const queries = new PgWeatherReads(pool, Date.now, listener);
     await listener.start();
     const q = query('1h');
     const answer = async () => Buffer.from((await queries.historyBody(q)).body).toString('utf8');
@@ -228,7 +228,7 @@ describe.skipIf(skip)('upstream history answers, notified of every batch', () =>
       pingMs: 60_000,
       maxSilenceMs: 3_000,
     });
-    const queries = new UpstreamReadQueries(pool, Date.now, listener);
+    const queries = new PgWeatherReads(pool, Date.now, listener);
     await listener.start();
     const q = query('1d');
     try {

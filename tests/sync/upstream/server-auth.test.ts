@@ -13,9 +13,13 @@ import { join } from 'node:path';
 import { decodeJwt } from 'jose';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  InvalidUserError,
+  UpstreamUserService,
+  UserExistsError,
+} from '../../../sync/upstream/auth/user-service.js';
 import { createUpstream, type UpstreamServer } from '../../../sync/upstream/main.js';
 import { loadUpstreamSettings } from '../../../sync/upstream/settings.js';
-import { InvalidUserError, UpstreamUsers, UserExistsError } from '../../../sync/upstream/users.js';
 import { postFrom } from '../../helpers/post-from.js';
 import { createTestSchema, skipWithoutPostgres, type TestSchema } from '../../helpers/postgres.js';
 
@@ -29,7 +33,7 @@ describe.skipIf(skip)('upstream auth', () => {
   let schema: TestSchema;
   let dataDir: string;
   let upstream: UpstreamServer;
-  let users: UpstreamUsers;
+  let users: UpstreamUserService;
   let base: string;
   /** The login throttle's clock: the real one until a test moves it. */
   let clockOffset = 0;
@@ -63,7 +67,7 @@ describe.skipIf(skip)('upstream auth', () => {
     });
     await upstream.start();
     base = `http://127.0.0.1:${upstream.port}`;
-    users = new UpstreamUsers(upstream.pool);
+    users = new UpstreamUserService(upstream.pool);
     await users.add({ username: 'Alice', password: PASSWORD, roles: ['subscriber'] });
     await users.add({ username: 'ops', password: PASSWORD, roles: ['admin', 'subscriber'] });
   });

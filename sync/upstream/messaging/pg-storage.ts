@@ -1,5 +1,5 @@
 /**
- * The upstream's messaging store (src/messaging/messaging-store.ts) over PostgreSQL (store.ts,
+ * The upstream's messaging storage (src/messaging/messaging-storage.ts) over PostgreSQL (message-repository.ts,
  * subscriptions.ts, rate-limits.ts), so `/api/v1/messages` is the hub's routes
  * (src/messaging/routes.ts) with the same rules.
  *
@@ -17,16 +17,15 @@ import type { ProblemError } from '../../../src/http/problem.js';
 import type { Message, MessageTransition } from '../../../src/messaging/message.js';
 import type {
   ConversationCursor,
-  MessagingStore,
+  MessagingStorage,
   PriorSend,
   SendInput,
   SendOutcome,
-} from '../../../src/messaging/messaging-store.js';
+} from '../../../src/messaging/messaging-storage.js';
 import { NOT_OURS } from '../../../src/messaging/paging.js';
 import { nodeUnknown } from '../../../src/messaging/refusals.js';
 import { MESSAGE_ID_PATTERN } from '../../../src/messaging/schemas.js';
 import { withTransaction } from '../db/pool.js';
-import { pruneRateWindows, takeRateTokens } from './rate-limits.js';
 import {
   conversationMessages,
   findIdempotent,
@@ -43,7 +42,8 @@ import {
   setNickname,
   type UpstreamMessage,
   unmatchedMessages,
-} from './store.js';
+} from './message-repository.js';
+import { pruneRateWindows, takeRateTokens } from './rate-limits.js';
 import { lapsedSubscription, subscriptionAllows } from './subscriptions.js';
 
 /** How often one process sweeps expired idempotency keys and full rate buckets. */
@@ -64,7 +64,7 @@ class Answered extends Error {
   }
 }
 
-export class PostgresMessagingStore implements MessagingStore<UpstreamMessage, MessagePosition> {
+export class PgMessagingStorage implements MessagingStorage<UpstreamMessage, MessagePosition> {
   /** The number of radio attempts is known only at the site (it does not travel in the sync records). */
   readonly knowsAttempts = false;
   readonly positions = {

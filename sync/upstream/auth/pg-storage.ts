@@ -1,38 +1,18 @@
 /**
- * The upstream's local accounts (table `users`, db/schema.ts): internet subscribers and admins.
- * The rules are the hub's, the one `UserService` of src/auth/users.ts (lower-case usernames of
- * `a-z 0-9 . _ -`, role names checked, scrypt hashes, and `checkPassword` costs one scrypt
- * whether or not the user exists); here is its store on PostgreSQL (`PgUserStorage`).
- *
- * Disabling a user also tells every site, in the same transaction: a `user` command
- * (`{ principal, display_name, disabled: true }`) is queued for each registered site that is
- * not revoked, and the site revokes that subscriber's `upstream:<principal>` subscriptions.
- *
- * Tokens are revocable as on a hub (README "Logins and tokens"): each user has a token version,
- * carried in their tokens and refresh tokens; a password or role change, disabling and
- * `revokeTokens` bump it. The upstream's verifier reads it from PostgreSQL for every local token
- * (`tokenVersion`, a primary-key read; no cache, so a revocation holds at once in every process).
- * A disabled user gets no token, and the tokens they had are refused.
+ * The upstream's users and refresh tokens in PostgreSQL (tables `users`, `refresh_tokens`,
+ * ../db/schema.ts): the `UserStorage` of src/auth/user-storage.ts, over which
+ * user-service.ts runs the hub's rules.
  */
 import type pg from 'pg';
-import {
-  InvalidUserError,
-  type LoginUser,
-  type NewRefreshToken,
-  type NewUserRow,
-  normalizeUsername,
-  type StoredLogin,
-  type User,
-  type UserChange,
-  UserExistsError,
-  UserService,
-  type UserStorage,
-} from '../../src/auth/users.js';
-import { type CommandBody, userCommandBody } from '../protocol.js';
-import { withTransaction } from './db/pool.js';
-import { enqueueCommand } from './downlink-queue.js';
-
-export { InvalidUserError, UserExistsError };
+import type { LoginUser, User } from '../../../src/auth/user-service.js';
+import type {
+  NewRefreshToken,
+  NewUserRow,
+  StoredLogin,
+  UserChange,
+  UserStorage,
+} from '../../../src/auth/user-storage.js';
+import { withTransaction } from '../db/pool.js';
 
 export interface UpstreamUser extends User {
   disabled: boolean;
@@ -172,54 +152,5 @@ export class PgUserStorage implements UserStorage<UpstreamUser> {
       tokenVersion: u.token_version,
     };
     return { tokenVersion: row.token_version, expiresAt: Number(row.expires_at), user };
-  }
-}
-
-/** The upstream's users: the one user service over PostgreSQL, with disabling (told to the sites). */
-export class UpstreamUsers extends UserService<UpstreamUser> {
-  constructor(
-    private readonly pool: pg.Pool,
-    now: () => number = Date.now,
-  ) {
-    super(new PgUserStorage(pool), now);
-  }
-
-  /**
-   * Disables the user and, in the same transaction, queues a `user` command for every site that
-   * is not revoked. Returns the number of sites told, or undefined when there is no such user.
-   * Disabling a disabled user tells the sites again (harmless: revoking twice changes nothing).
-   */
-  async disable(username: string): Promise<number | undefined> {
-    const name = normalizeUsername(username);
-    return withTransaction(this.pool, async (client) => {
-      const updated = await client.query(
-        'UPDATE users SET disabled = true, updated_at = $1, token_version = token_version + 1 WHERE username = $2',
-        [this.now(), name],
-      );
-      if (updated.rowCount !== 1) return undefined;
-      await client.query('DELETE FROM refresh_tokens WHERE username = $1', [name]);
-      const body: CommandBody<'user'> = userCommandBody.parse({
-        principal: name,
-        display_name: name,
-        disabled: true,
-      });
-      const sites = await client.query<{ site_id: string }>(
-        'SELECT site_id FROM sites WHERE revoked_at IS NULL ORDER BY site_id',
-      );
-      for (const { site_id } of sites.rows) await enqueueCommand(client, site_id, 'user', body);
-      return sites.rows.length;
-    });
-  }
-
-  /**
-   * Lets a disabled user log in again. The sites are not told: subscriptions they revoked stay
-   * revoked until granted again.
-   */
-  async enable(username: string): Promise<boolean> {
-    const result = await this.pool.query(
-      'UPDATE users SET disabled = false, updated_at = $1 WHERE username = $2',
-      [this.now(), normalizeUsername(username)],
-    );
-    return result.rowCount === 1;
   }
 }

@@ -1,7 +1,7 @@
 /**
  * What the messages API (routes.ts) needs of a store: the one interface both applications
- * implement, the hub over SQLite (sqlite-store.ts) and the upstream over PostgreSQL
- * (sync/upstream/messaging/postgres-store.ts). The rules — validation, the order of the checks,
+ * implement, the hub over SQLite (sqlite-storage.ts) and the upstream over PostgreSQL
+ * (sync/upstream/messaging/pg-storage.ts). The rules — validation, the order of the checks,
  * rate limits per subscriber and per node, subscriptions, who sees what, paging and the JSON and
  * problems — are the routes'; a store only reads and writes (docs/architecture.md "The two
  * applications").
@@ -63,7 +63,7 @@ export interface PositionCodec<P> {
   decode(value: string): P;
 }
 
-export interface MessagingStore<M extends Message = Message, P = unknown> {
+export interface MessagingStorage<M extends Message = Message, P = unknown> {
   /** Whether the upstream knows the number of radio attempts of a message (only a hub does). */
   readonly knowsAttempts: boolean;
   readonly positions: PositionCodec<P>;

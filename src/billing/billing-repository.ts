@@ -43,7 +43,7 @@ export interface BillingChangeRow {
   invoiceId: string | null;
 }
 
-export class BillingStore {
+export class BillingRepository {
   private readonly s: Record<string, Statement>;
 
   constructor(readonly db: Database) {

@@ -17,8 +17,8 @@
  * as strings, read with Number: ms since the epoch stay far below 2^53).
  */
 import type pg from 'pg';
-import { BUCKET_MS, ROLLUP_TABLE } from '../../src/store/rollups.js';
-import type { HistoryPage, HistoryQuery, WeatherReads } from '../../src/weather/weather-reads.js';
+import { BUCKET_MS, ROLLUP_TABLE } from '../../../src/store/rollups.js';
+import type { HistoryPage, HistoryQuery, WeatherReads } from '../../../src/weather/weather-reads.js';
 import {
   bucketJson,
   bucketLower,
@@ -27,10 +27,10 @@ import {
   pageOf,
   rawLower,
   readingJson,
-} from '../../src/weather/weather-reads.js';
-import { METRIC_COLUMNS } from './db/schema.js';
-import { UpstreamHistoryCache } from './history-cache.js';
-import type { HistoryChangeFeed } from './history-changes.js';
+} from '../../../src/weather/weather-reads.js';
+import { METRIC_COLUMNS } from '../db/schema.js';
+import { UpstreamHistoryCache } from '../history-cache.js';
+import type { HistoryChangeFeed } from '../history-changes.js';
 
 /** Bound on latest and nodes answers (one row per site and node). */
 export const MAX_LISTED_ROWS = 10_000;
@@ -134,7 +134,7 @@ const NODE_COLUMNS =
  * The upstream's reads: the weather API's over PostgreSQL (WeatherReads: `/latest` narrowed by
  * site and node, one history series per site), and sites and nodes.
  */
-export class UpstreamReadQueries implements WeatherReads<UpstreamLatestFilter, string> {
+export class PgWeatherReads implements WeatherReads<UpstreamLatestFilter, string> {
   private readonly historyCache: UpstreamHistoryCache;
 
   constructor(

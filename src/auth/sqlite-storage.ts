@@ -1,18 +1,11 @@
 /**
- * The hub's users and refresh tokens in its SQLite file: the `UserStorage` of users.ts (the
- * upstream's is sync/upstream/users.ts, on PostgreSQL). Each call runs to its end synchronously
+ * The hub's users and refresh tokens in its SQLite file: the `UserStorage` of user-storage.ts (the
+ * upstream's is sync/upstream/auth/pg-storage.ts, on PostgreSQL). Each call runs to its end synchronously
  * (better-sqlite3); the writes that belong together are one transaction on the hub's connection.
  */
 import type { Database, Statement } from '../store/database.js';
-import type {
-  LoginUser,
-  NewRefreshToken,
-  NewUserRow,
-  StoredLogin,
-  User,
-  UserChange,
-  UserStorage,
-} from './users.js';
+import type { LoginUser, User } from './user-service.js';
+import type { NewRefreshToken, NewUserRow, StoredLogin, UserChange, UserStorage } from './user-storage.js';
 
 type UserRow = { username: string; roles: string; created_at: number; updated_at: number };
 type LoginRow = { username: string; roles: string; token_version: number };

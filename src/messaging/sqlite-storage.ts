@@ -1,5 +1,5 @@
 /**
- * The hub's messaging store (messaging-store.ts) over SQLite: the message, conversation and
+ * The hub's messaging storage (messaging-storage.ts) over SQLite: the message, conversation and
  * subscription repositories, the outbound batcher that stores new texts several per commit, and
  * the rate limits in memory (src/kernel/rate-limit.ts; a restart refills the buckets).
  */
@@ -12,17 +12,17 @@ import { type Message, type MessageTransition, messageRecordJson } from './messa
 import { MessageRepository } from './message-repository.js';
 import type {
   ConversationCursor,
-  MessagingStore,
+  MessagingStorage,
   PriorSend,
   SendInput,
   SendOutcome,
-} from './messaging-store.js';
+} from './messaging-storage.js';
 import { OutboundBatcher } from './outbound-batcher.js';
 import { decodeRowCursor, encodeRowCursor } from './paging.js';
 import { nodeUnknown } from './refusals.js';
 import { SubscriptionRepository } from './subscription-repository.js';
 
-export interface SqliteMessagingStoreDeps {
+export interface SqliteMessagingStorageDeps {
   messages: MessageRepository;
   conversations: ConversationRepository;
   /** Stores new outbound messages, several per commit. */
@@ -39,17 +39,17 @@ export interface SqliteMessagingStoreDeps {
 /** Two buckets per send (subscriber and node), as many keys as the two limiters had before. */
 const MAX_BUCKETS = 200_000;
 
-export class SqliteMessagingStore implements MessagingStore<Message, number> {
+export class SqliteMessagingStorage implements MessagingStorage<Message, number> {
   readonly knowsAttempts = true;
   /** A message row id: conversations page oldest first after it, the unmatched list newest first before it. */
   readonly positions = { encode: (last: Message) => encodeRowCursor(last.rowId), decode: decodeRowCursor };
   private readonly limiter: RateLimiter;
 
   /** The store of the hub database `db`, whose radio is `hubNodeId` (null while unknown). */
-  static open(db: Database, hubNodeId: () => string | null): SqliteMessagingStore {
+  static open(db: Database, hubNodeId: () => string | null): SqliteMessagingStorage {
     const messages = new MessageRepository(db);
     const nodes = new NodeRepository(db);
-    return new SqliteMessagingStore({
+    return new SqliteMessagingStorage({
       messages,
       conversations: new ConversationRepository(db),
       outbound: new OutboundBatcher(db, messages),
@@ -64,7 +64,7 @@ export class SqliteMessagingStore implements MessagingStore<Message, number> {
     return this.deps.conversations;
   }
 
-  constructor(private readonly deps: SqliteMessagingStoreDeps) {
+  constructor(private readonly deps: SqliteMessagingStorageDeps) {
     this.limiter = deps.limiter ?? new RateLimiter({ maxKeys: MAX_BUCKETS });
   }
 
