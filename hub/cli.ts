@@ -13,9 +13,9 @@ import { MeshSimulator } from '../src/mesh/simulator/simulator.js';
 import { simulatorOptionsFrom } from '../src/mesh/simulator/simulator-actor.js';
 import { runSubscriptionCommand, SUBSCRIPTION_HELP } from '../src/messaging/subscription-commands.js';
 import { readVersion } from '../src/version.js';
-import { loadConfig, loadHubSettings } from './config.js';
 import { createHub, SLICED_CORE_MODULES } from './main.js';
 import { hubAnswers, SystemdNotifier } from './sd-notify.js';
+import { loadConfig, loadHubSettings } from './settings.js';
 
 const HELP = `meshhub — edge hub for Meshtastic LoRa mesh networks
 

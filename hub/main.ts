@@ -45,10 +45,10 @@ import { readVersion } from '../src/version.js';
 import { weatherModule } from '../src/weather/module.js';
 import { syncModule } from '../sync/site/module.js';
 import { apiDocsModule } from './api-docs-module.js';
-import { type HubConfig, hubSettings } from './config.js';
 import { HttpServerActor } from './http-server-actor.js';
 import { MemoryTrimmer } from './memory-trim.js';
 import { ModuleHost, type ModuleHostParts, moduleOwner } from './module-host.js';
+import { type HubConfig, hubSettings } from './settings.js';
 
 /** The hub's own features, in no particular order: the HTTP actor orders the routes. */
 export const CORE_MODULES: readonly HubModule[] = [

@@ -19,7 +19,7 @@ import { meshTools } from '../src/mcp/mesh-tools.js';
 import { createMcpServer } from '../src/mcp/server.js';
 import { closeDatabase, openDatabase } from '../src/store/database.js';
 import { readVersion } from '../src/version.js';
-import { loadConfig } from './config.js';
+import { loadConfig } from './settings.js';
 
 export const MCP_SECURITY_WARNING =
   'meshhub mcp: SECURITY WARNING: this server gives the connected MCP client (and the language model behind it) read access to the audit events, mesh nodes and readings of this hub. Privacy-gated events are visible only with the roles in MCP_ROLES; questions to the ask tool may go to LLM_BASE_URL. Connect only clients you trust.';

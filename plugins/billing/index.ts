@@ -10,7 +10,6 @@
  */
 
 import { BillingService } from '../../src/billing/billing-service.js';
-import { billingConfigFrom, billingSettings } from '../../src/billing/config.js';
 import type { BillingChange } from '../../src/billing/events.js';
 import { GreenfieldClient } from '../../src/billing/greenfield-client.js';
 import { billingOpenApiDocument } from '../../src/billing/http/openapi.js';
@@ -18,6 +17,7 @@ import { billingRoutes } from '../../src/billing/http/routes.js';
 import { BillingMetrics } from '../../src/billing/metrics.js';
 import { BILLING_TOPIC_ROOT, billingEventPayload, billingEventTopic } from '../../src/billing/mqtt-events.js';
 import { PeriodExpiry } from '../../src/billing/period-expiry.js';
+import { billingConfigFrom, billingSettings } from '../../src/billing/settings.js';
 import { BILLING_COMPONENT, BILLING_MIGRATIONS } from '../../src/billing/sqlite-schema.js';
 import { SqliteBillingStorage } from '../../src/billing/sqlite-storage.js';
 import { openApiRoutes } from '../../src/http/api-docs.js';

@@ -27,7 +27,7 @@ async function serveChild(): Promise<void> {
   const { pino } = await import('pino');
   const { exportJWK, generateKeyPair, SignJWT } = await import('jose');
   const { createTokenVerifier } = await import('../../src/auth/jwt-verifier.js');
-  const { loadConfig } = await import('../../hub/config.js');
+  const { loadConfig } = await import('../../hub/settings.js');
   const { createHub } = await import('../../hub/main.js');
   const { privateKey, publicKey } = await generateKeyPair('ES256');
   const jwk = { ...(await exportJWK(publicKey)), kid: 'bench', alg: 'ES256' };

@@ -29,7 +29,7 @@ async function serveChild(role: Role): Promise<void> {
     close = () => new Promise((r) => broker.close(() => server.close(() => r())));
   } else {
     const { pino } = await import('pino');
-    const { loadConfig } = await import('../../hub/config.js');
+    const { loadConfig } = await import('../../hub/settings.js');
     const { createHub } = await import('../../hub/main.js');
     const tmp = tempDir('mqtt');
     const config = loadConfig(loopbackHubEnv(tmp.dir, { MQTT_ALLOW_ANONYMOUS: 'true' }));

@@ -199,7 +199,7 @@ async function serveChild(role: Role): Promise<void> {
     port = upstream.port;
     close = () => upstream.stop();
   } else {
-    const { loadConfig } = await import('../../hub/config.js');
+    const { loadConfig } = await import('../../hub/settings.js');
     const { createHub } = await import('../../hub/main.js');
     // As scripts/bench/mqtt.ts runs its hub, plus the SYNC_* settings of the sync side.
     const env = loopbackHubEnv(process.env.SYNC_BENCH_DATA_DIR as string, {
@@ -823,7 +823,7 @@ interface PostedText {
 }
 
 async function textLatency(upstream: Upstream): Promise<BenchResult[]> {
-  const { loadConfig } = await import('../../hub/config.js');
+  const { loadConfig } = await import('../../hub/settings.js');
   const { createHub } = await import('../../hub/main.js');
   const { SubscriptionRepository } = await import('../../src/messaging/subscription-repository.js');
   const dir = tempDir('sync-texts');

@@ -21,7 +21,6 @@ import type { Logger } from '../log.js';
 import { changeOf } from './billing-changes.js';
 import type { BillingStatus, BillingSubscription, InvoiceStatus } from './billing-repository.js';
 import type { BillingStorage, InvoiceDecision, InvoiceState, NewInvoice } from './billing-storage.js';
-import type { BillingConfig } from './config.js';
 import type { BillingChange } from './events.js';
 import {
   BtcpayUnavailableError,
@@ -32,6 +31,7 @@ import {
 } from './greenfield-client.js';
 import type { BillingMetrics } from './metrics.js';
 import type { Plan } from './plans.js';
+import type { BillingConfig } from './settings.js';
 
 const DAY_MS = 86_400_000;
 const STATUS_OF: Record<GreenfieldStatus, InvoiceStatus> = {

@@ -12,7 +12,7 @@
  */
 import { z } from 'zod';
 import { type AddressPolicy, guardedFetch, refusedAddressOf } from '../http/guarded-fetch.js';
-import type { BillingConfig } from './config.js';
+import type { BillingConfig } from './settings.js';
 
 /** Invoice statuses (Greenfield `InvoiceStatus`). */
 export const GREENFIELD_STATUSES = ['New', 'Processing', 'Expired', 'Invalid', 'Settled'] as const;

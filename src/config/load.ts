@@ -22,7 +22,7 @@ export interface LoadedSettings<C> {
 
 /**
  * Builds the config from the environment and, when `CONFIG_FILE` is set, a JSON file of the
- * same keys: the application's own settings (`core`, a strict schema: the hub's is hub/config.ts)
+ * same keys: the application's own settings (`core`, a strict schema: the hub's is hub/settings.ts)
  * and each given slice's (the enabled plugins'), every invalid one reported at once. Unknown keys in the file are errors (a typo
  * should not be silently ignored); unknown environment variables are not (the environment holds
  * much else). Empty values count as unset.

@@ -10,7 +10,7 @@
 import { z } from 'zod';
 import { externalTrustedIssuer } from '../../src/auth/hub-identity.js';
 import { authSettings } from '../../src/auth/settings.js';
-import { type BillingSettings, billingSettings } from '../../src/billing/config.js';
+import { type BillingSettings, billingSettings } from '../../src/billing/settings.js';
 import { flag, int, list, port } from '../../src/config/fields.js';
 import { ConfigError, settingsProblems } from '../../src/config/load.js';
 import { Secret } from '../../src/config/secret.js';

@@ -6,9 +6,9 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { loadHubSettings } from '../../hub/config.js';
+import { loadHubSettings } from '../../hub/settings.js';
 import { auditSettings } from '../../plugins/audit/settings.js';
-import { billingSettings } from '../../src/billing/config.js';
+import { billingSettings } from '../../src/billing/settings.js';
 
 const configFile = (values: Record<string, unknown>): string => {
   const file = join(mkdtempSync(join(tmpdir(), 'meshhub-flags-')), 'config.json');

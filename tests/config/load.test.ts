@@ -2,7 +2,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { loadConfig, parseRadioSpec } from '../../hub/config.js';
+import { loadConfig, parseRadioSpec } from '../../hub/settings.js';
 import { parseDuration } from '../../src/config/fields.js';
 import { configProblems } from '../helpers/config.js';
 

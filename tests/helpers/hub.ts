@@ -3,8 +3,8 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino } from 'pino';
-import { loadConfig } from '../../hub/config.js';
 import { createHub, type Hub } from '../../hub/main.js';
+import { loadConfig } from '../../hub/settings.js';
 import type { MqttBrokerActor } from '../../src/mqtt/broker-actor.js';
 
 export interface TestHub {

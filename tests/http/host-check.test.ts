@@ -4,7 +4,7 @@
  */
 import { hostname } from 'node:os';
 import { describe, expect, it } from 'vitest';
-import { loadConfig } from '../../hub/config.js';
+import { loadConfig } from '../../hub/settings.js';
 import { HostAllowlist, parseAllowedHosts } from '../../src/http/host-check.js';
 
 describe('HostAllowlist', () => {

@@ -3,7 +3,7 @@
  * serving only its component's routes (ingestion 8001, weather 8002, gateway 8003, billing 8004).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseComponentPorts } from '../../hub/config.js';
+import { parseComponentPorts } from '../../hub/settings.js';
 import { localIssuer, type MqttTestHub, startMqttHub } from '../mqtt/helpers.js';
 
 let t: MqttTestHub;

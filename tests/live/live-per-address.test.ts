@@ -6,7 +6,7 @@
  */
 import { type ClientRequest, request as httpRequest, type IncomingMessage } from 'node:http';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../hub/config.js';
+import { loadConfig } from '../../hub/settings.js';
 import { LiveBroadcaster } from '../../src/live/live-broadcaster.js';
 import { startTestHub, type TestHub, waitFor } from '../helpers/hub.js';
 

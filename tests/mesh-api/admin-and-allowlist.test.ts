@@ -7,7 +7,7 @@ import { Admin, type Mesh, Portnums } from '@meshtastic/protobufs';
 import { pino } from 'pino';
 import { Registry } from 'prom-client';
 import { afterEach, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../hub/config.js';
+import { loadConfig } from '../../hub/settings.js';
 import type { HubBus, HubEvents, HubRequests } from '../../src/domain/events.js';
 import { Bus } from '../../src/kernel/bus.js';
 import { MeshApiActor, meshApiMetrics } from '../../src/mesh-api/mesh-api-actor.js';

@@ -1,6 +1,6 @@
 /** The mesh API's settings: defaults, every bad value named at start-up, and the address allowlist. */
 import { describe, expect, it } from 'vitest';
-import { loadConfig } from '../../hub/config.js';
+import { loadConfig } from '../../hub/settings.js';
 import { parseClientAllowlist } from '../../src/mesh-api/settings.js';
 import { configProblems } from '../helpers/config.js';
 

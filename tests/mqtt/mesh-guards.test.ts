@@ -15,7 +15,7 @@ import { create, toBinary } from '@bufbuild/protobuf';
 import { Mesh, Portnums } from '@meshtastic/protobufs';
 import type { MqttClient } from 'mqtt';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../hub/config.js';
+import { loadConfig } from '../../hub/settings.js';
 import { ConfigError } from '../../src/config/load.js';
 import { getJson, mqttOf, waitFor } from '../helpers/hub.js';
 import {

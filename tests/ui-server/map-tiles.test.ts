@@ -10,7 +10,7 @@ import fc from 'fast-check';
 import type { Hono } from 'hono';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../hub/config.js';
+import { loadConfig } from '../../hub/settings.js';
 import { ConfigError } from '../../src/config/load.js';
 import { createHttpApp } from '../../src/http/app.js';
 import { HubMetrics } from '../../src/metrics.js';

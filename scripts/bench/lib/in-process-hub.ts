@@ -4,8 +4,8 @@
  * the hub.
  */
 import { pino } from 'pino';
-import { loadConfig } from '../../../hub/config.js';
 import { createHub, type Hub } from '../../../hub/main.js';
+import { loadConfig } from '../../../hub/settings.js';
 
 /** Creates and starts the hub with `env` as its settings (and as the env its modules read). */
 export async function startInProcessHub(env: Record<string, string>): Promise<Hub> {

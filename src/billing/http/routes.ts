@@ -20,7 +20,6 @@ import { COMMON_PROBLEMS, HEADERS, type OperationSpec, problem } from '../../htt
 import { ProblemError, validationProblem } from '../../http/problem.js';
 import type { ModuleAuth } from '../../module.js';
 import { type BillingService, unavailable } from '../billing-service.js';
-import type { BillingConfig } from '../config.js';
 import { BtcpayUnavailableError } from '../greenfield-client.js';
 import type { BillingMetrics } from '../metrics.js';
 import { PlanError } from '../plans.js';
@@ -39,6 +38,7 @@ import {
   webhookAckSchema,
   webhookDeliverySchema,
 } from '../schemas.js';
+import type { BillingConfig } from '../settings.js';
 import { checkSignature } from '../webhook-signature.js';
 import { adminPlanJson, planJson, subscriptionJson } from './json.js';
 

@@ -4,7 +4,7 @@ import type { Logger } from '../../log.js';
 import { createMessagingResponder } from './messaging-responder.js';
 import { MeshSimulator, type MeshSimulatorOptions } from './simulator.js';
 
-/** The SIM_* settings (hub/config.ts). */
+/** The SIM_* settings (hub/settings.ts). */
 export interface SimulatorSettings {
   SIM_HOST: string;
   SIM_PORT: number;

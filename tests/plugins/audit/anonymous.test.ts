@@ -10,8 +10,8 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../../hub/config.js';
 import { createHub } from '../../../hub/main.js';
+import { loadConfig } from '../../../hub/settings.js';
 import {
   AuditConfigError,
   anonymousAccessProblem,

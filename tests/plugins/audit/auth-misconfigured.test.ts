@@ -8,8 +8,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../../hub/config.js';
 import { createHub, type Hub } from '../../../hub/main.js';
+import { loadConfig } from '../../../hub/settings.js';
 import { capturingLogger, QUIET_ENV } from './helpers.js';
 
 const running: Array<{ hub: Hub; dir: string }> = [];

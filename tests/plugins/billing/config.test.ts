@@ -5,7 +5,7 @@
 import { inspect } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { billingModule } from '../../../plugins/billing/index.js';
-import { type BillingSettings, billingConfigFrom } from '../../../src/billing/config.js';
+import { type BillingSettings, billingConfigFrom } from '../../../src/billing/settings.js';
 import { ConfigError, loadSlices } from '../../../src/config/load.js';
 
 const GOOD = {
