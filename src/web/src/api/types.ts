@@ -6,7 +6,6 @@
 import type { z } from 'zod';
 import type { tokenResponseSchema } from '../../../auth/schemas.js';
 import type { adminPlanSchema, planSchema, subscriptionSchema } from '../../../billing/schemas.js';
-import type { SiteJson } from '../../../domain/site.js';
 import type { healthReportSchema, radioStatusSchema } from '../../../http/schemas.js';
 import type { HelloEvent as HubHelloEvent } from '../../../live/schemas.js';
 import type {
@@ -19,7 +18,8 @@ import type { NodeJson as HubNodeJson } from '../../../nodes/schemas.js';
 import type { TileJson } from '../../../ui-server/schemas.js';
 import type { HistoryInterval, ReadingJson as HubReadingJson } from '../../../weather/schemas.js';
 
-export type { HistoryInterval, MessageStatus, SiteJson, TileJson };
+export type { SiteJson } from '../../../domain/site.js';
+export type { HistoryInterval, MessageStatus, TileJson };
 
 /**
  * Which role serves this page: a hub (its `hello` says nothing: absent means 'hub') or the
