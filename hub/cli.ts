@@ -8,6 +8,7 @@ import { loadPlugins, UnknownPluginError } from '../plugins/index.js';
 import { runTokenCommand, runUserCommand, USER_HELP } from '../src/auth/cli-commands.js';
 import { parseDuration, splitList } from '../src/config/fields.js';
 import { ConfigError } from '../src/config/load.js';
+import { onShutdownSignals } from '../src/kernel/shutdown.js';
 import { createLogger } from '../src/log.js';
 import { MeshSimulator } from '../src/mesh/simulator/simulator.js';
 import { simulatorOptionsFrom } from '../src/mesh/simulator/simulator-actor.js';
@@ -57,27 +58,6 @@ function loadConfigOrExit(env: NodeJS.ProcessEnv = process.env) {
     if (error instanceof ConfigError) fail(`meshhub: ${error.message}`, 1);
     throw error;
   }
-}
-
-/** Stops on SIGTERM/SIGINT within a deadline; a second signal or the deadline exits at once. */
-function onShutdownSignals(
-  stop: () => Promise<void>,
-  log: { warn(o: object, m: string): void },
-  deadlineMs = 5_000,
-): void {
-  let stopping = false;
-  const handler = (signal: NodeJS.Signals) => {
-    if (stopping) process.exit(1);
-    stopping = true;
-    log.warn({ signal }, 'stopping');
-    setTimeout(() => process.exit(1), deadlineMs).unref();
-    stop().then(
-      () => process.exit(0),
-      () => process.exit(1),
-    );
-  };
-  process.on('SIGTERM', handler);
-  process.on('SIGINT', handler);
 }
 
 /** The hub's settings and every enabled plugin's, all problems reported at once. */

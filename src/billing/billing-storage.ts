@@ -132,3 +132,32 @@ export interface BillingStorage {
    */
   moveDue(step: DueStep, at: number, limit: number): Promise<BillingSubscription[]>;
 }
+
+/** A purchase's first change: none → `pending_payment`, with its invoice (both stores record it). */
+export function purchaseStartedChange(input: PurchaseStart): BillingChangeRow {
+  return {
+    subscriptionId: input.id,
+    at: input.at,
+    from: null,
+    to: 'pending_payment',
+    cause: input.cause,
+    invoiceId: input.invoice.id,
+  };
+}
+
+/** The change a decision on an invoice makes to its subscription (both stores record it). */
+export function decidedChange(
+  before: BillingSubscription,
+  decision: InvoiceDecision,
+  invoiceId: string,
+  at: number,
+): BillingChangeRow {
+  return {
+    subscriptionId: before.id,
+    at,
+    from: before.status,
+    to: decision.status,
+    cause: decision.cause,
+    invoiceId,
+  };
+}

@@ -5,19 +5,11 @@
 import { SubscriptionRepository } from '../messaging/subscription-repository.js';
 import type { Database } from '../store/database.js';
 import { type BillingInvoice, BillingRepository } from './billing-repository.js';
-import type {
-  AppliedInvoice,
-  BillingStorage,
-  DecideInvoice,
-  DueStep,
-  NewInvoice,
-  PlanStorage,
-  PurchaseStart,
-  WebhookDelivery,
-} from './billing-storage.js';
+import type * as storage from './billing-storage.js';
+import { decidedChange, purchaseStartedChange } from './billing-storage.js';
 import { type NewPlan, PlanRepository } from './plans.js';
 
-class SqlitePlans implements PlanStorage {
+class SqlitePlans implements storage.PlanStorage {
   constructor(private readonly repo: PlanRepository) {}
   async get(id: string) {
     return this.repo.get(id);
@@ -38,10 +30,10 @@ class SqlitePlans implements PlanStorage {
  * through the messaging subscription repository (the rows the CLI grants). Each call runs to its
  * end synchronously (better-sqlite3), so one call is one transaction on the hub's connection.
  */
-export class SqliteBillingStorage implements BillingStorage {
+export class SqliteBillingStorage implements storage.BillingStorage {
   readonly store: BillingRepository;
   readonly planRepository: PlanRepository;
-  readonly plans: PlanStorage;
+  readonly plans: storage.PlanStorage;
   private readonly grants: SubscriptionRepository;
 
   constructor(private readonly db: Database) {
@@ -94,37 +86,30 @@ export class SqliteBillingStorage implements BillingStorage {
     return this.store.pruneDeliveries(before, limit);
   }
 
-  async startPurchase(input: PurchaseStart) {
+  async startPurchase(input: storage.PurchaseStart) {
     const { store } = this;
     return this.atomically(() => {
       const pending = store.pendingPurchase(input.subscriber, input.planId);
       if (pending) return { subscription: pending, created: false };
       store.insertSubscription(input.id, input.subscriber, input.planId, input.at);
       store.insertInvoice(input.invoice);
-      store.recordChange({
-        subscriptionId: input.id,
-        at: input.at,
-        from: null,
-        to: 'pending_payment',
-        cause: input.cause,
-        invoiceId: input.invoice.id,
-      });
+      store.recordChange(purchaseStartedChange(input));
       return { subscription: store.subscription(input.id)!, created: true };
     });
   }
 
-  async addInvoice(invoice: NewInvoice) {
+  async addInvoice(invoice: storage.NewInvoice) {
     this.store.insertInvoice(invoice);
   }
 
   async applyInvoice(
     invoiceId: string,
-    delivery: WebhookDelivery | undefined,
+    delivery: storage.WebhookDelivery | undefined,
     at: number,
-    decide: DecideInvoice,
-  ): Promise<AppliedInvoice | undefined> {
+    decide: storage.DecideInvoice,
+  ): Promise<storage.AppliedInvoice | undefined> {
     const { store, grants } = this;
-    return this.atomically((): AppliedInvoice | undefined => {
+    return this.atomically((): storage.AppliedInvoice | undefined => {
       const invoice = store.invoice(invoiceId);
       if (!invoice) return undefined;
       const before = store.subscription(invoice.subscriptionId)!;
@@ -154,19 +139,12 @@ export class SqliteBillingStorage implements BillingStorage {
       } else if (decision.status !== before.status) {
         store.setStatus(before.id, decision.status, at);
       }
-      store.recordChange({
-        subscriptionId: before.id,
-        at,
-        from: before.status,
-        to: decision.status,
-        cause: decision.cause,
-        invoiceId,
-      });
+      store.recordChange(decidedChange(before, decision, invoiceId, at));
       return { decision, invoice, before, after: store.subscription(before.id)! };
     });
   }
 
-  async moveDue(step: DueStep, at: number, limit: number) {
+  async moveDue(step: storage.DueStep, at: number, limit: number) {
     const { store } = this;
     return this.atomically(() => {
       const batch = store.due(step.from, step.before, limit);

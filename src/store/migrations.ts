@@ -8,6 +8,7 @@
  * `migrate` refuses a database written by a newer meshhub rather than guess at its schema.
  */
 import type { Database } from './database.js';
+import { COLUMN_SEPARATOR, columnsDdl, MESSAGE_TEXT_COLUMNS, SQL_TYPES } from './ddl.js';
 import { latestColumnsDdl, readingColumnsDdl, rollupColumnsDdl } from './rollups.js';
 
 /**
@@ -15,8 +16,7 @@ import { latestColumnsDdl, readingColumnsDdl, rollupColumnsDdl } from './rollups
  * PostgreSQL schema makes its own from the same lists). The columns of a released migration
  * never change: a new metric is a new migration.
  */
-const SQLITE_TYPES = { real: 'REAL', time: 'INTEGER' };
-const COLUMN_SEPARATOR = ',\n        ';
+const SQLITE_TYPES = SQL_TYPES.sqlite;
 
 /**
  * One rollup table (readings_hourly, readings_daily): sum and count per metric per node and
@@ -119,15 +119,7 @@ export const MIGRATIONS: readonly Migration[] = [
         id INTEGER PRIMARY KEY,
         public_id TEXT NOT NULL UNIQUE,
         owner TEXT,
-        owner_name TEXT,
-        node_id TEXT NOT NULL,
-        direction TEXT NOT NULL CHECK (direction IN ('outbound', 'inbound')),
-        sender_node_id TEXT,
-        target_node_id TEXT,
-        text TEXT NOT NULL,
-        status TEXT NOT NULL CHECK (status IN ('queued', 'sent', 'delivered', 'failed', 'received', 'read')),
-        failure_code TEXT,
-        failure_reason TEXT,
+        ${columnsDdl(MESSAGE_TEXT_COLUMNS, 'sqlite')},
         packet_id INTEGER,
         attempts INTEGER NOT NULL DEFAULT 0,
         ack_deadline INTEGER,

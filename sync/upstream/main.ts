@@ -9,6 +9,7 @@
  * and a non-zero exit when it cannot start, so the service manager restarts it.
  */
 import { ConfigError } from '../../src/config/load.js';
+import { onShutdownSignals, STOP_DEADLINE_MS } from '../../src/kernel/shutdown.js';
 import { createLogger, type Logger } from '../../src/log.js';
 import type { UpstreamBilling } from './billing/index.js';
 import { identityPart, messagingPart, siteDataPart, webPart } from './parts.js';
@@ -63,24 +64,6 @@ export async function createUpstream(
     webPart(core),
   ];
   return upstreamServer(core, parts, siteData.upgrade, billing ? { billing } : {});
-}
-
-const STOP_DEADLINE_MS = 5_000;
-
-function onShutdownSignals(stop: () => Promise<void>, log: Logger): void {
-  let stopping = false;
-  const handler = (signal: NodeJS.Signals) => {
-    if (stopping) process.exit(1);
-    stopping = true;
-    log.warn({ signal }, 'stopping');
-    setTimeout(() => process.exit(1), STOP_DEADLINE_MS).unref();
-    stop().then(
-      () => process.exit(0),
-      () => process.exit(1),
-    );
-  };
-  process.on('SIGTERM', handler);
-  process.on('SIGINT', handler);
 }
 
 /** Starts the upstream and keeps it running until a signal; resolves once it listens. */

@@ -1,5 +1,4 @@
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino } from 'pino';
@@ -79,13 +78,7 @@ export async function getJson(url: string): Promise<{ status: number; headers: H
 }
 
 /** A TCP port free on loopback right now (for a hub started as a separate process). */
-export async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const { port } = server.address() as { port: number };
-  await new Promise((r) => server.close(r));
-  return port;
-}
+export { freePort } from '../../scripts/bench/lib/hub-process.js';
 
 /** The hub's MQTT broker actor (port, settle). */
 export function mqttOf(hub: Hub): MqttBrokerActor {

@@ -31,6 +31,7 @@ import type {
   PurchaseStart,
   WebhookDelivery,
 } from '../../../src/billing/billing-storage.js';
+import { decidedChange, purchaseStartedChange } from '../../../src/billing/billing-storage.js';
 import { checkNewPlan, type NewPlan, type Plan, planExists, planNodes } from '../../../src/billing/plans.js';
 import {
   type InvoiceRow,
@@ -233,14 +234,7 @@ export class PgBillingStorage implements BillingStorage {
       );
       if (!rows[0]) return undefined;
       await insertInvoice(client, input.invoice);
-      await recordChange(client, {
-        subscriptionId: input.id,
-        at: input.at,
-        from: null,
-        to: 'pending_payment',
-        cause: input.cause,
-        invoiceId: input.invoice.id,
-      });
+      await recordChange(client, purchaseStartedChange(input));
       return subOf(rows[0]);
     });
     if (created) return { subscription: created, created: true };
@@ -317,14 +311,7 @@ export class PgBillingStorage implements BillingStorage {
          WHERE id = $1 RETURNING ${SUB_COLUMNS}`,
         [before.id, decision.status, periodEnd, grantId, at],
       );
-      await recordChange(client, {
-        subscriptionId: before.id,
-        at,
-        from: before.status,
-        to: decision.status,
-        cause: decision.cause,
-        invoiceId,
-      });
+      await recordChange(client, decidedChange(before, decision, invoiceId, at));
       return { decision, invoice, before, after: subOf(afterRow!) };
     });
   }

@@ -10,6 +10,8 @@
  * catches anything outside (a site clock years off). Times are BIGINT ms since the epoch, as on
  * the hub; `received_at` is the upstream's own clock when the record arrived.
  */
+import { billingTablesDdl } from '../../../src/billing/billing-tables.js';
+import { COLUMN_SEPARATOR, columnsDdl, MESSAGE_TEXT_COLUMNS, SQL_TYPES } from '../../../src/store/ddl.js';
 import { latestColumnsDdl, readingColumnsDdl, rollupColumnsDdl } from '../../../src/store/rollups.js';
 
 export interface PgMigration {
@@ -19,8 +21,7 @@ export interface PgMigration {
 }
 
 /** PostgreSQL's types for the reading tables, whose columns src/store/rollups.ts lists (as the hub's). */
-const PG_TYPES = { real: 'DOUBLE PRECISION', time: 'BIGINT' };
-const COLUMN_SEPARATOR = ',\n        ';
+const PG_TYPES = SQL_TYPES.pg;
 
 /** A rollup table per UTC hour / day; its text as migration 1 always had it. */
 const rollupTable = (name: string) => `CREATE TABLE ${name} (
@@ -127,15 +128,7 @@ export const PG_MIGRATIONS: readonly PgMigration[] = [
         origin TEXT NOT NULL CHECK (origin IN ('site', 'upstream')),
         subscriber TEXT,                -- upstream principal whose conversation this is (NULL: site-local)
         owner TEXT,                     -- the owner at the site
-        owner_name TEXT,
-        node_id TEXT NOT NULL,
-        direction TEXT NOT NULL CHECK (direction IN ('outbound', 'inbound')),
-        sender_node_id TEXT,
-        target_node_id TEXT,
-        text TEXT NOT NULL,
-        status TEXT NOT NULL CHECK (status IN ('queued', 'sent', 'delivered', 'failed', 'received', 'read')),
-        failure_code TEXT,
-        failure_reason TEXT,
+        ${columnsDdl(MESSAGE_TEXT_COLUMNS, 'pg')},
         created_at BIGINT NOT NULL,
         updated_at BIGINT NOT NULL,
         received_at BIGINT NOT NULL,
@@ -292,66 +285,10 @@ export const PG_MIGRATIONS: readonly PgMigration[] = [
     version: 3,
     name: 'billing on the upstream: plans, paid subscriptions, invoices, changes, deliveries',
     sql: `
-      -- The billing plugin's tables (plugins/billing/schema.ts), for billing run on the upstream
+      -- The billing plugin's tables (src/billing/billing-tables.ts), for billing run on the upstream
       -- (sync/upstream/billing, docs/sync.md "Billing on the upstream"). Keyed by subscriber, not
       -- by site: reference tables on a distributed database. Times are ms since the epoch.
-      CREATE TABLE billing_plans (
-        id TEXT PRIMARY KEY,
-        name TEXT NOT NULL,
-        price TEXT NOT NULL,
-        currency TEXT NOT NULL,
-        period_days INTEGER NOT NULL,
-        node_ids TEXT[],                -- NULL: all nodes
-        active BOOLEAN NOT NULL DEFAULT true,
-        created_at BIGINT NOT NULL
-      );
-      CREATE TABLE billing_subscriptions (
-        id TEXT PRIMARY KEY,
-        subscriber TEXT NOT NULL,
-        plan_id TEXT NOT NULL REFERENCES billing_plans (id),
-        status TEXT NOT NULL
-          CHECK (status IN ('pending_payment', 'active', 'past_due', 'expired', 'canceled')),
-        current_period_end BIGINT,
-        grant_id BIGINT REFERENCES subscriptions (id),  -- the upstream subscription this pays for
-        created_at BIGINT NOT NULL,
-        updated_at BIGINT NOT NULL
-      );
-      CREATE INDEX billing_subscriptions_subscriber ON billing_subscriptions (subscriber, created_at);
-      CREATE INDEX billing_subscriptions_due ON billing_subscriptions (status, current_period_end);
-      -- One pending purchase per subscriber and plan, whichever process took the request.
-      CREATE UNIQUE INDEX billing_subscriptions_one_pending ON billing_subscriptions (subscriber, plan_id)
-        WHERE status = 'pending_payment';
-      CREATE TABLE billing_invoices (
-        id TEXT PRIMARY KEY,            -- BTCPay's invoice id
-        subscription_id TEXT NOT NULL REFERENCES billing_subscriptions (id),
-        kind TEXT NOT NULL CHECK (kind IN ('purchase', 'renewal')),
-        status TEXT NOT NULL CHECK (status IN ('new', 'processing', 'settled', 'expired', 'invalid')),
-        amount TEXT NOT NULL,
-        currency TEXT NOT NULL,
-        checkout_link TEXT,
-        created_at BIGINT NOT NULL,
-        updated_at BIGINT NOT NULL,
-        seq BIGSERIAL                   -- insertion order: the latest of two made in one ms
-      );
-      CREATE INDEX billing_invoices_subscription ON billing_invoices (subscription_id, created_at, seq);
-      CREATE INDEX billing_invoices_open ON billing_invoices (created_at) WHERE status IN ('new', 'processing');
-      CREATE TABLE billing_changes (
-        seq BIGSERIAL PRIMARY KEY,
-        subscription_id TEXT NOT NULL,
-        at BIGINT NOT NULL,
-        from_status TEXT,
-        to_status TEXT NOT NULL,
-        cause TEXT NOT NULL,
-        invoice_id TEXT
-      );
-      CREATE INDEX billing_changes_subscription ON billing_changes (subscription_id, seq);
-      CREATE TABLE billing_deliveries (
-        delivery_id TEXT PRIMARY KEY,
-        invoice_id TEXT NOT NULL,
-        type TEXT NOT NULL,
-        received_at BIGINT NOT NULL
-      );
-      CREATE INDEX billing_deliveries_received ON billing_deliveries (received_at);
+      ${billingTablesDdl('pg')}
     `,
   },
   {

@@ -17,6 +17,7 @@
  * as strings, read with Number: ms since the epoch stay far below 2^53).
  */
 import type pg from 'pg';
+import type { SiteJson } from '../../../src/domain/site.js';
 import { BUCKET_MS, ROLLUP_TABLE } from '../../../src/store/rollups.js';
 import type { HistoryPage, HistoryQuery, WeatherReads } from '../../../src/weather/weather-reads.js';
 import {
@@ -35,20 +36,6 @@ import type { HistoryChangeFeed } from '../history-changes.js';
 /** Bound on latest and nodes answers (one row per site and node). */
 export const MAX_LISTED_ROWS = 10_000;
 export const MAX_LISTED_SITES = 10_000;
-
-export interface SiteJson {
-  site_id: string;
-  name: string | null;
-  /** Last signed request of any kind from the site (ISO), null when never. */
-  last_contact_at: string | null;
-  /** Last batch applied (upstream clock, ISO), null when never. */
-  last_batch_at: string | null;
-  /** Seconds from the newest record's own time to now; null before the first record. */
-  lag_s: number | null;
-  acked_seq: number;
-  node_count: number;
-  revoked: boolean;
-}
 
 /** A Reading as the hub writes it, plus the site that stored it. */
 export type UpstreamReadingJson = {

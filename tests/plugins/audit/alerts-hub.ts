@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { pino } from 'pino';
 import { createHub, type Hub } from '../../../hub/main.js';
 import { loadConfig } from '../../../hub/settings.js';
+import { loopbackHubEnv } from '../../../scripts/bench/lib/hub-env.js';
 import { HubUserService } from '../../../src/auth/user-service.js';
 import { FakeMicrosoft } from '../../fakes/microsoft/fake-microsoft.js';
 import { mqttOf } from '../../helpers/hub.js';
@@ -35,13 +36,7 @@ export async function startAlertsHub(
   const fake = new FakeMicrosoft();
   await fake.start();
   const dataDir = mkdtempSync(join(tmpdir(), 'meshhub-alerts-'));
-  const all: Record<string, string> = {
-    DATA_DIR: dataDir,
-    HTTP_HOST: '127.0.0.1',
-    HTTP_PORT: '0',
-    MQTT_PORT: '0',
-    RADIO: 'none',
-    LOG_LEVEL: 'silent',
+  const all = loopbackHubEnv(dataDir, {
     PLUGINS: 'audit',
     ...QUIET_ENV,
     ...fake.env(),
@@ -51,7 +46,7 @@ export async function startAlertsHub(
     // first fetch on the same weekday later in the day (a Saturday's 11:00 event seen at 11:30).
     AUDIT_INITIAL_LOOKBACK: '9d',
     ...env,
-  };
+  });
   const hub = await createHub(loadConfig(all), {
     log: pino({ level: 'silent' }),
     defaultMetrics: false,

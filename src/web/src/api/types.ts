@@ -18,6 +18,7 @@ import type { NodeJson as HubNodeJson } from '../../../nodes/schemas.js';
 import type { TileJson } from '../../../ui-server/schemas.js';
 import type { HistoryInterval, ReadingJson as HubReadingJson } from '../../../weather/schemas.js';
 
+export type { SiteJson } from '../../../domain/site.js';
 export type { HistoryInterval, MessageStatus, TileJson };
 
 /**
@@ -30,23 +31,6 @@ export type HelloEvent = HubHelloEvent & { mode?: ServerMode };
 /** On the upstream every node and reading item names the site it came from (absent on a hub). */
 export type NodeJson = HubNodeJson & { site_id?: string };
 export type ReadingJson = HubReadingJson & { site_id?: string };
-
-/**
- * One site as the upstream's `GET /api/v1/sites` lists it (docs/sync.md). Written here by hand:
- * the upstream's schema lives in sync/, which src/ never imports.
- */
-export interface SiteJson {
-  site_id: string;
-  name: string | null;
-  /** Any signed request from the site (ISO 8601 Z), null when it never connected. */
-  last_contact_at: string | null;
-  last_batch_at: string | null;
-  /** How far the site's data is behind (its newest record's age when it arrived), seconds. */
-  lag_s: number | null;
-  acked_seq: number;
-  node_count: number;
-  revoked: boolean;
-}
 
 export type RadioStatus = z.output<typeof radioStatusSchema>;
 export type HealthReport = z.output<typeof healthReportSchema>;
