@@ -133,6 +133,15 @@ describe.skipIf(skip)('two batches in flight', () => {
     for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
   });
 
+  /** A started balancer over `processes`; it stops, and their pools end, after the test. */
+  async function balancedOver(processes: Process[]): Promise<Balanced> {
+    cleanups.push(() => Promise.all(processes.map((p) => p.pool.end())).then(() => undefined));
+    const balanced = new Balanced(processes);
+    await balanced.start();
+    cleanups.push(() => balanced.stop());
+    return balanced;
+  }
+
   async function site(url: string, siteId: string, env: Record<string, string> = {}) {
     const s = await openSyncSite({
       siteId,
@@ -145,11 +154,7 @@ describe.skipIf(skip)('two batches in flight', () => {
   }
 
   it('a batch that reached the other process before the one in front is sent again, not refused', async () => {
-    const processes = [new Process(schema.url), new Process(schema.url)];
-    cleanups.push(() => Promise.all(processes.map((p) => p.pool.end())).then(() => undefined));
-    const balanced = new Balanced(processes);
-    await balanced.start();
-    cleanups.push(() => balanced.stop());
+    const balanced = await balancedOver([new Process(schema.url), new Process(schema.url)]);
     // Small batches (the smallest allowed), so there are many to keep in flight.
     const s = await site(`http://127.0.0.1:${balanced.port}`, 'pipelined', { SYNC_BATCH_MAX_BYTES: '4096' });
     const writer = new ReadingWriter(s.db);
@@ -193,10 +198,7 @@ describe.skipIf(skip)('two batches in flight', () => {
   it('a cycle pushes what was there when it began: readings written meanwhile wait for their debounce', async () => {
     const process = new Process(schema.url);
     process.slowFirst = false;
-    cleanups.push(() => process.pool.end());
-    const balanced = new Balanced([process]);
-    await balanced.start();
-    cleanups.push(() => balanced.stop());
+    const balanced = await balancedOver([process]);
     const s = await site(`http://127.0.0.1:${balanced.port}`, 'rounds', {
       SYNC_READINGS_DEBOUNCE: '10m',
       SYNC_BATCH_MAX_BYTES: '4096',
@@ -225,10 +227,7 @@ describe.skipIf(skip)('two batches in flight', () => {
   it('readings wait for the debounce; a status change goes at once and takes them along', async () => {
     const process = new Process(schema.url);
     process.slowFirst = false;
-    cleanups.push(() => process.pool.end());
-    const balanced = new Balanced([process]);
-    await balanced.start();
-    cleanups.push(() => balanced.stop());
+    const balanced = await balancedOver([process]);
     const s = await site(`http://127.0.0.1:${balanced.port}`, 'debounced', { SYNC_READINGS_DEBOUNCE: '10m' });
     await s.actor.start();
     cleanups.push(() => s.actor.stop());
