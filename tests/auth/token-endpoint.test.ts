@@ -18,6 +18,7 @@ import { LoginThrottle } from '../../src/auth/login-throttle.js';
 import { HubUserService } from '../../src/auth/user-service.js';
 import { loopbackHubEnv } from '../helpers/hub.js';
 import { postFrom } from '../helpers/post-from.js';
+import { expectTokensIssued } from '../helpers/token-answer.js';
 import { call, type Json } from '../messaging/helpers.js';
 
 const PASSWORD = 'lantern-on-the-ridge';
@@ -76,14 +77,7 @@ const login = (body: unknown, headers: Record<string, string> = {}, url = baseUr
 describe('POST /api/v1/auth/token', () => {
   it('issues a bearer token with sub, iss, aud, iat, exp and roles', async () => {
     const res = await login({ username: 'ops', password: PASSWORD });
-    expect(res.status).toBe(200);
-    expect(res.headers.get('cache-control')).toBe('no-store');
-    expect(res.body).toEqual({
-      access_token: expect.any(String),
-      token_type: 'Bearer',
-      expires_in: 600,
-      refresh_token: expect.stringMatching(/^[A-Za-z0-9_-]{43}$/),
-    });
+    expectTokensIssued(res);
     const claims = decodeJwt(res.body.access_token);
     expect(claims).toMatchObject({
       sub: 'ops',
@@ -157,14 +151,7 @@ describe('POST /api/v1/auth/refresh', () => {
   it('trades a refresh token for a new access token and a new refresh token; the old one is refused', async () => {
     const first = await login({ username: 'alice', password: PASSWORD });
     const next = await refresh({ refresh_token: first.body.refresh_token });
-    expect(next.status).toBe(200);
-    expect(next.headers.get('cache-control')).toBe('no-store');
-    expect(next.body).toEqual({
-      access_token: expect.any(String),
-      token_type: 'Bearer',
-      expires_in: 600,
-      refresh_token: expect.stringMatching(/^[A-Za-z0-9_-]{43}$/),
-    });
+    expectTokensIssued(next);
     expect(next.body.refresh_token).not.toBe(first.body.refresh_token);
     expect(decodeJwt(next.body.access_token)).toMatchObject({ sub: 'alice', roles: ['subscriber'] });
     expect((await conversations(next.body.access_token)).status).toBe(200);

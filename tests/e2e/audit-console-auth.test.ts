@@ -118,6 +118,30 @@ describeInBrowser('audit console sign-in', () => {
     );
   }
 
+  /** Puts `token` in the page's stored session, which believes it expires `expiresInMs` from now. */
+  async function storeSessionToken(page: Page, token: string, expiresInMs: number): Promise<void> {
+    await page.evaluate(
+      ([key, token, expiresInMs]) => {
+        const w = globalThis as unknown as BrowserWindow;
+        const session = JSON.parse(w.sessionStorage.getItem(key)!) as Record<string, unknown>;
+        w.sessionStorage.setItem(
+          key,
+          JSON.stringify({ ...session, token, expiresAt: Date.now() + expiresInMs }),
+        );
+      },
+      [SESSION_KEY, token, expiresInMs] as const,
+    );
+  }
+
+  /** Opens `path`, which sends the page to the provider; signs in as ana, back to `path`. */
+  async function returnAfterSigningInAgain(page: Page, path: string): Promise<void> {
+    await page.goto(`${hub.baseUrl}${path}`);
+    await page.waitForURL((url) => url.origin === oidc.issuer && url.pathname === '/authorize');
+    await page.getByLabel('Account').fill('ana');
+    await page.getByRole('button', { name: 'Continue' }).click();
+    await page.waitForURL(`${hub.baseUrl}${path}`);
+  }
+
   /** The Authorization headers the page sent to the audit API. */
   function bearersOf(page: Page): string[] {
     const seen: string[] = [];
@@ -261,23 +285,9 @@ describeInBrowser('audit console sign-in', () => {
 
     // 1. The page knows the token's `exp` has passed: it signs in again before calling the API.
     const expired = await oidc.mint('ana', { lifetimeS: -120 });
-    await page.evaluate(
-      ([key, token]) => {
-        const w = globalThis as unknown as BrowserWindow;
-        const session = JSON.parse(w.sessionStorage.getItem(key!)!) as Record<string, unknown>;
-        w.sessionStorage.setItem(
-          key!,
-          JSON.stringify({ ...session, token, expiresAt: Date.now() - 120_000 }),
-        );
-      },
-      [SESSION_KEY, expired],
-    );
+    await storeSessionToken(page, expired, -120_000);
     const search = '/audit?actor=erin&result=success&range=7d';
-    await page.goto(`${hub.baseUrl}${search}`);
-    await page.waitForURL((url) => url.origin === oidc.issuer && url.pathname === '/authorize');
-    await page.getByLabel('Account').fill('ana');
-    await page.getByRole('button', { name: 'Continue' }).click();
-    await page.waitForURL(`${hub.baseUrl}${search}`);
+    await returnAfterSigningInAgain(page, search);
     await expect.poll(() => rows(page).count()).toBeGreaterThan(0);
     expect(await page.getByLabel('Actor').inputValue()).toBe('erin');
     expect(await page.getByLabel('Result').inputValue()).toBe('success');
@@ -285,23 +295,9 @@ describeInBrowser('audit console sign-in', () => {
 
     // 2. The page believes the token good, the hub refuses it (expired: 401): the same trip.
     guarded.expectFailedRequests(/\/api\//);
-    await page.evaluate(
-      ([key, token]) => {
-        const w = globalThis as unknown as BrowserWindow;
-        const session = JSON.parse(w.sessionStorage.getItem(key!)!) as Record<string, unknown>;
-        w.sessionStorage.setItem(
-          key!,
-          JSON.stringify({ ...session, token, expiresAt: Date.now() + 3_600_000 }),
-        );
-      },
-      [SESSION_KEY, expired],
-    );
+    await storeSessionToken(page, expired, 3_600_000);
     const other = '/audit?actor=finn&services=directory';
-    await page.goto(`${hub.baseUrl}${other}`);
-    await page.waitForURL((url) => url.origin === oidc.issuer && url.pathname === '/authorize');
-    await page.getByLabel('Account').fill('ana');
-    await page.getByRole('button', { name: 'Continue' }).click();
-    await page.waitForURL(`${hub.baseUrl}${other}`);
+    await returnAfterSigningInAgain(page, other);
     await expect.poll(() => rows(page).count()).toBeGreaterThan(0);
     expect(new Set(await rows(page).locator('td[data-label="Actor"]').allTextContents())).toEqual(
       new Set(['finn@contoso.com']),

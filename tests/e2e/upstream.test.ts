@@ -25,6 +25,7 @@ import { upstreamLiveRoutes } from '../../sync/upstream/routes/live-routes.js';
 import { loadUpstreamSettings } from '../../sync/upstream/settings.js';
 import { SiteRegistry } from '../../sync/upstream/sites.js';
 import { createTestSchema, skipWithoutPostgres, type TestSchema } from '../helpers/postgres.js';
+import { readSse, type SseEvent } from '../helpers/sse.js';
 import { batchSequence } from '../sync/helpers/batches.js';
 import { readingBody } from '../sync/helpers/records.js';
 import { describeInBrowser, type GuardedPage, launchBrowser, openPage } from './helpers/browser.js';
@@ -88,6 +89,11 @@ function readingRecords(seq: () => number, nodeId: string, newest: number, count
   });
 }
 
+/** The ids of the nodes the map shows, sorted. */
+const markerIds = (page: Page) =>
+  page
+    .locator('.node-marker')
+    .evaluateAll((els) => els.map((el) => (el as unknown as DomElement).dataset.nodeId).sort());
 const pixelsOf = (page: Page, metric: string) =>
   page.locator(`figure[data-metric="${metric}"] canvas`).evaluate((element) => {
     const canvas = element as unknown as DomCanvas;
@@ -97,34 +103,14 @@ const pixelsOf = (page: Page, metric: string) =>
     return n;
   });
 
-/** The SSE events a stream sends until `until` says enough (then the stream is cancelled). */
+/** The SSE events a stream sends (their data parsed) until `until` says enough. */
 async function readEvents(
   body: ReadableStream<Uint8Array>,
   until: (events: Array<{ event: string; data: unknown }>) => boolean,
 ): Promise<Array<{ event: string; data: unknown }>> {
-  const reader = body.getReader();
-  const decoder = new TextDecoder();
-  const events: Array<{ event: string; data: unknown }> = [];
-  let text = '';
-  try {
-    while (!until(events)) {
-      const { value, done } = await reader.read();
-      if (done) break;
-      text += decoder.decode(value, { stream: true });
-      let end = text.indexOf('\n\n');
-      while (end >= 0) {
-        const block = text.slice(0, end);
-        text = text.slice(end + 2);
-        const event = /^event: (.*)$/m.exec(block)?.[1];
-        const data = /^data: (.*)$/m.exec(block)?.[1];
-        if (event && data !== undefined) events.push({ event, data: JSON.parse(data) });
-        end = text.indexOf('\n\n');
-      }
-    }
-  } finally {
-    await reader.cancel();
-  }
-  return events;
+  const parsed = (events: SseEvent[]) =>
+    events.map((e) => ({ event: e.event, data: JSON.parse(e.data) as unknown }));
+  return parsed((await readSse(body, (events) => until(parsed(events)))).events);
 }
 
 (skip ? describe.skip : describeInBrowser)('the web UI on the upstream', () => {
@@ -380,13 +366,7 @@ async function readEvents(
 
     await card('south').getByRole('link', { name: 'Show its 2 nodes on the map' }).click();
     await page.waitForURL(`${base}/?site=south`);
-    await expect
-      .poll(() =>
-        page
-          .locator('.node-marker')
-          .evaluateAll((els) => els.map((el) => (el as unknown as DomElement).dataset.nodeId).sort()),
-      )
-      .toEqual([A, B]);
+    await expect.poll(() => markerIds(page)).toEqual([A, B]);
     expect(await page.getByTestId('site-filter').innerText()).toContain('Only the nodes South Ridge heard.');
     // A node page opened from the filtered map shows that site's series.
     await page.locator(`.node-item[data-node-id="${A}"] a.node-name`).click();
@@ -396,13 +376,7 @@ async function readEvents(
     await page.goto(`${base}/`);
     await page.getByRole('link', { name: 'Sites', exact: true }).click();
     await card('north').getByRole('link', { name: 'Show its 2 nodes on the map' }).click();
-    await expect
-      .poll(() =>
-        page
-          .locator('.node-marker')
-          .evaluateAll((els) => els.map((el) => (el as unknown as DomElement).dataset.nodeId).sort()),
-      )
-      .toEqual([A, C]);
+    await expect.poll(() => markerIds(page)).toEqual([A, C]);
   });
 
   it('fits a 360-px-wide phone: the header with its Sites link, the map and the Sites page', async () => {

@@ -93,24 +93,22 @@ describe('the module seam', () => {
   it('refuses a path another module serves, the hub’s own routes, and a job scheduled twice', async () => {
     const h = await host();
     await h.host.create(packetStatsModule, { PACKET_STATS_RESET_CRON: '0 0 * * *' });
-    const squatter = defineModule({
-      name: 'squatter',
-      settings: z.object({}),
-      create(ctx) {
-        ctx.mount('/api/packet-stats', new Hono());
-        return {};
-      },
-    });
-    await expect(h.host.create(squatter, {})).rejects.toBeInstanceOf(ModuleMountError);
-    const shadow = defineModule({
-      name: 'shadow',
-      settings: z.object({}),
-      create(ctx) {
-        ctx.mount('/health', new Hono());
-        return {};
-      },
-    });
-    await expect(h.host.create(shadow, {})).rejects.toThrow(/served by the hub itself/);
+    /** A module that only mounts an empty app at `path`. */
+    const mounting = (name: string, path: string) =>
+      defineModule({
+        name,
+        settings: z.object({}),
+        create(ctx) {
+          ctx.mount(path, new Hono());
+          return {};
+        },
+      });
+    await expect(h.host.create(mounting('squatter', '/api/packet-stats'), {})).rejects.toBeInstanceOf(
+      ModuleMountError,
+    );
+    await expect(h.host.create(mounting('shadow', '/health'), {})).rejects.toThrow(
+      /served by the hub itself/,
+    );
     const twice = defineModule({
       name: 'twice',
       settings: z.object({}),

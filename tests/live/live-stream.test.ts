@@ -10,41 +10,16 @@ import { ProblemError } from '../../src/http/problem.js';
 import { LiveBroadcaster } from '../../src/live/live-broadcaster.js';
 import { readingJson } from '../../src/live/live-json.js';
 import { getJson, startTestHub, type TestHub, waitFor } from '../helpers/hub.js';
+import { readSse, type SseEvent } from '../helpers/sse.js';
 
-interface SseEvent {
-  event: string;
-  data: string;
-}
-
-/** Reads SSE events from a fetch body until `until` says stop (or the stream ends). */
+/** Reads SSE events from `url` until `until` says stop (or the stream ends). */
 async function readEvents(
   url: string,
   until: (events: SseEvent[]) => boolean,
   signal?: AbortSignal,
 ): Promise<{ events: SseEvent[]; response: Response; ended: boolean }> {
   const response = await fetch(url, signal ? { signal } : {});
-  const events: SseEvent[] = [];
-  const reader = response.body!.getReader();
-  const decoder = new TextDecoder();
-  let buffer = '';
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) return { events, response, ended: true };
-    buffer += decoder.decode(value, { stream: true });
-    let cut = buffer.indexOf('\n\n');
-    while (cut >= 0) {
-      const block = buffer.slice(0, cut);
-      buffer = buffer.slice(cut + 2);
-      const event = /^event: (.*)$/m.exec(block)?.[1];
-      const data = /^data: (.*)$/m.exec(block)?.[1];
-      if (event && data !== undefined) events.push({ event, data });
-      cut = buffer.indexOf('\n\n');
-    }
-    if (until(events)) {
-      await reader.cancel();
-      return { events, response, ended: false };
-    }
-  }
+  return { ...(await readSse(response.body!, until)), response };
 }
 
 const hubs: TestHub[] = [];

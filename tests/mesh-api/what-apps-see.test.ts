@@ -104,6 +104,22 @@ function adminPacket(
 }
 
 /** Reports a marker packet from the radio and waits until `c` has it: what came before has arrived. */
+/** A node's text "@alice thanks" to the hub's own node, heard by the radio as packet `id`. */
+function thanksToTheHub(mirror: RadioMirror, id: number): void {
+  radioPacket(mirror, {
+    from: 0x0a0b0c0e,
+    to: mirror.myNodeNum!,
+    id,
+    payloadVariant: {
+      case: 'decoded',
+      value: {
+        portnum: Portnums.PortNum.TEXT_MESSAGE_APP,
+        payload: new TextEncoder().encode('@alice thanks'),
+      },
+    },
+  });
+}
+
 async function marker(mirror: RadioMirror, c: RawClient, id: number): Promise<void> {
   radioPacket(mirror, {
     from: 0x0a0b0c0d,
@@ -190,19 +206,7 @@ describe('the mesh API keeps secrets and conversations from its clients (default
     const app = await client(port);
     await app.handshake(4712);
     const packetId = await hubText(t, 'the gate code is 4711');
-    const me = api.mirror.myNodeNum!;
-    radioPacket(api.mirror, {
-      from: 0x0a0b0c0e,
-      to: me,
-      id: 0x200,
-      payloadVariant: {
-        case: 'decoded',
-        value: {
-          portnum: Portnums.PortNum.TEXT_MESSAGE_APP,
-          payload: new TextEncoder().encode('@alice thanks'),
-        },
-      },
-    });
+    thanksToTheHub(api.mirror, 0x200);
     await marker(api.mirror, app, 0x2ff);
     expect(app.packets().filter((p) => p.id === packetId)).toEqual([]);
     expect(app.packets().map(textOf).filter(Boolean)).toEqual([]);
@@ -257,19 +261,7 @@ describe('MESH_API_SHOW_HUB_TEXTS=true', () => {
     const app = await client(port);
     await app.handshake(4713);
     const packetId = await hubText(t, 'the gate code is 4711');
-    const me = api.mirror.myNodeNum!;
-    radioPacket(api.mirror, {
-      from: 0x0a0b0c0e,
-      to: me,
-      id: 0x300,
-      payloadVariant: {
-        case: 'decoded',
-        value: {
-          portnum: Portnums.PortNum.TEXT_MESSAGE_APP,
-          payload: new TextEncoder().encode('@alice thanks'),
-        },
-      },
-    });
+    thanksToTheHub(api.mirror, 0x300);
     await marker(api.mirror, app, 0x3ff);
     expect(
       app

@@ -39,6 +39,14 @@ interface Recorder {
   frameErrors: string[];
 }
 
+/** A link to the radio on `port`, started and connected. */
+async function connectedLink(port: number, options: Partial<RadioLinkOptions> = {}): Promise<Recorder> {
+  const r = link(port, options);
+  r.link.start();
+  await waitFor(() => r.link.status.state === 'connected', 'connected');
+  return r;
+}
+
 function link(port: number, options: Partial<RadioLinkOptions> = {}): Recorder {
   const rec: Omit<Recorder, 'link'> = { statuses: [], messages: [], logLines: [], frameErrors: [] };
   const radio = new RadioLink({
@@ -66,9 +74,7 @@ describe('RadioLink against the simulator', () => {
   it('connects, learns my_node_num, receives node infos and telemetry that decodes into readings', async () => {
     const sim = simulator();
     const { port } = await sim.start();
-    const r = link(port);
-    r.link.start();
-    await waitFor(() => r.link.status.state === 'connected', 'connected');
+    const r = await connectedLink(port);
     const net = sim.network!;
     expect(states(r).slice(0, 3)).toEqual(['connecting', 'configuring', 'connected']);
     expect(r.link.myNodeNum).toBe(net.radio.num);
@@ -97,9 +103,7 @@ describe('RadioLink against the simulator', () => {
   it('reconnects after the simulator goes away and comes back on the same port', async () => {
     const first = simulator();
     const { port } = await first.start();
-    const r = link(port);
-    r.link.start();
-    await waitFor(() => r.link.status.state === 'connected', 'connected');
+    const r = await connectedLink(port);
     await first.stop();
     await waitFor(() => r.link.status.state !== 'connected', 'disconnected');
     expect(r.link.status.lastError).toBeDefined();
@@ -154,9 +158,7 @@ describe('RadioLink and a radio that goes quiet without closing', () => {
     const proxyPort = await proxy.start();
     cleanups.push(() => proxy.stop());
     const quiet: number[] = [];
-    const r = link(proxyPort, { onQuietEnded: (since) => quiet.push(since) });
-    r.link.start();
-    await waitFor(() => r.link.status.state === 'connected', 'connected');
+    const r = await connectedLink(proxyPort, { onQuietEnded: (since) => quiet.push(since) });
     const text = (id: number) =>
       create(Mesh.ToRadioSchema, {
         payloadVariant: {
@@ -224,9 +226,7 @@ describe('RadioLink against misbehaving devices', () => {
       });
     });
     cleanups.push(() => server.close());
-    const r = link(server.port);
-    r.link.start();
-    await waitFor(() => r.link.status.state === 'connected', 'connected');
+    const r = await connectedLink(server.port);
     expect(r.link.myNodeNum).toBe(0x1234);
     expect(r.frameErrors).toEqual([
       'frame: frame length 32767 exceeds 512',

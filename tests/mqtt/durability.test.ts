@@ -21,6 +21,8 @@ const MQTT_CLI = join(process.cwd(), 'node_modules', 'mqtt', 'build', 'bin', 'mq
 const MOSQUITTO_PUB = ['/usr/bin/mosquitto_pub', '/usr/local/bin/mosquitto_pub'].find((p) => existsSync(p));
 if (!MOSQUITTO_PUB && process.env.CI === 'true')
   throw new Error('mosquitto_pub is missing: apt-get install -y mosquitto-clients (.ci/run does)');
+/** The flags (mosquitto_pub's, which the mqtt CLI takes too) to publish with QoS 1 to the broker on `port`. */
+const qos1To = (port: number) => ['-h', '127.0.0.1', '-p', String(port), '-q', '1'];
 const children: ChildProcess[] = [];
 const dirs: string[] = [];
 
@@ -133,12 +135,7 @@ describe('QoS 1 durability in the hub process', () => {
     await promisify(execFile)(process.execPath, [
       MQTT_CLI,
       'pub',
-      '-h',
-      '127.0.0.1',
-      '-p',
-      String(mqttPort),
-      '-q',
-      '1',
+      ...qos1To(mqttPort),
       '-t',
       'meshhub/ingest/readings',
       '-m',
@@ -170,12 +167,7 @@ describe('QoS 1 durability in the hub process', () => {
       await startProcess(dataDir, httpPort, mqttPort, { anonymous: false });
       const publish = (password: string) =>
         run(MOSQUITTO_PUB!, [
-          '-h',
-          '127.0.0.1',
-          '-p',
-          String(mqttPort),
-          '-q',
-          '1',
+          ...qos1To(mqttPort),
           '-u',
           'weather-station',
           '-P',

@@ -99,9 +99,7 @@ const toRadioActs = (p: Uint8Array) =>
   decodesAs<Mesh.ToRadio>(Mesh.ToRadioSchema, p, (m) => m.payloadVariant.case !== undefined);
 
 beforeAll(async () => {
-  const { port } = await sim.start();
-  proxy = new RadioProxy(port);
-  await proxy.start();
+  proxy = await RadioProxy.before(sim);
   hub = new HubProcess({
     dataDir,
     env: {

@@ -28,7 +28,14 @@ import type { PacketResponder } from '../../src/mesh/simulator/responder.js';
 import { waitFor } from '../helpers/hub.js';
 import { testSimulator } from '../helpers/simulator.js';
 import { call } from '../messaging/helpers.js';
-import { HubProcess, killScenario, pause, removeDir, scratchDir } from './helpers/hub-process.js';
+import {
+  type HubProcess,
+  killScenario,
+  pause,
+  removeDir,
+  scratchDir,
+  startSendingHub,
+} from './helpers/hub-process.js';
 
 const { seed: SEED, rounds: ROUNDS, between } = killScenario('kill during outbound sends');
 
@@ -59,20 +66,7 @@ let token: string;
 
 beforeAll(async () => {
   const { port } = await sim.start();
-  hub = new HubProcess({
-    dataDir,
-    env: {
-      RADIO: `tcp:127.0.0.1:${port}`,
-      MESSAGE_AIRTIME_PERCENT: '100',
-      MESSAGE_RETRY_DELAY: '0s',
-      MESSAGE_ACK_TIMEOUT: '3s',
-      MESSAGE_RATE_PER_SUBSCRIBER: '1000/1m',
-      MESSAGE_RATE_PER_NODE: '1000/1m',
-    },
-  });
-  token = hub.userToken('carol', ['subscriber']);
-  hub.cli(['subscription', 'grant', 'carol', '--all']);
-  await hub.start();
+  ({ hub, token } = await startSendingHub(dataDir, port));
 });
 
 afterAll(async () => {

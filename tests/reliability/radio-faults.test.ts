@@ -22,7 +22,15 @@ import type { PacketResponder } from '../../src/mesh/simulator/responder.js';
 import { waitFor } from '../helpers/hub.js';
 import { testSimulator } from '../helpers/simulator.js';
 import { call } from '../messaging/helpers.js';
-import { HubProcess, pause, removeDir, scenarioSeed, schedule, scratchDir } from './helpers/hub-process.js';
+import {
+  type HubProcess,
+  pause,
+  removeDir,
+  scenarioSeed,
+  schedule,
+  scratchDir,
+  startSendingHub,
+} from './helpers/hub-process.js';
 import { RadioProxy } from './helpers/radio-proxy.js';
 
 const SEED = scenarioSeed('radio cut and stalled');
@@ -56,23 +64,8 @@ async function radioState(): Promise<string | undefined> {
 }
 
 beforeAll(async () => {
-  const { port } = await sim.start();
-  proxy = new RadioProxy(port);
-  await proxy.start();
-  hub = new HubProcess({
-    dataDir,
-    env: {
-      RADIO: `tcp:127.0.0.1:${proxy.port}`,
-      MESSAGE_AIRTIME_PERCENT: '100',
-      MESSAGE_RETRY_DELAY: '0s',
-      MESSAGE_ACK_TIMEOUT: '3s',
-      MESSAGE_RATE_PER_SUBSCRIBER: '1000/1m',
-      MESSAGE_RATE_PER_NODE: '1000/1m',
-    },
-  });
-  token = hub.userToken('carol', ['subscriber']);
-  hub.cli(['subscription', 'grant', 'carol', '--all']);
-  await hub.start();
+  proxy = await RadioProxy.before(sim);
+  ({ hub, token } = await startSendingHub(dataDir, proxy.port));
 });
 
 afterAll(async () => {

@@ -105,21 +105,18 @@ describe('openDatabase', () => {
 });
 
 describe('migrate', () => {
+  /** The hub's migrations and `extra` after them, numbered on. */
+  const withAppended = (...extra: Array<Omit<Migration, 'version'>>): Migration[] => [
+    ...MIGRATIONS,
+    ...extra.map((m, i) => ({ ...m, version: MIGRATIONS.length + 1 + i }) as Migration),
+  ];
+
   it('applies appended migrations in order, each with its version', () => {
     const db = openDatabase(':memory:');
-    const next: Migration[] = [
-      ...MIGRATIONS,
-      {
-        version: MIGRATIONS.length + 1,
-        name: 'extra table',
-        up: 'CREATE TABLE extra (id INTEGER PRIMARY KEY)',
-      },
-      {
-        version: MIGRATIONS.length + 2,
-        name: 'data move',
-        up: (d) => d.prepare('INSERT INTO extra (id) VALUES (7)').run(),
-      },
-    ];
+    const next = withAppended(
+      { name: 'extra table', up: 'CREATE TABLE extra (id INTEGER PRIMARY KEY)' },
+      { name: 'data move', up: (d) => d.prepare('INSERT INTO extra (id) VALUES (7)').run() },
+    );
     expect(migrate(db, next)).toBe(MIGRATIONS.length + 2);
     expect(db.prepare('SELECT id FROM extra').pluck().get()).toBe(7);
     expect(migrate(db, next)).toBe(MIGRATIONS.length + 2); // nothing runs twice
@@ -129,14 +126,10 @@ describe('migrate', () => {
 
   it('rolls a failing migration back whole and leaves the version where it was', () => {
     const db = openDatabase(':memory:');
-    const broken: Migration[] = [
-      ...MIGRATIONS,
-      {
-        version: MIGRATIONS.length + 1,
-        name: 'half done',
-        up: 'CREATE TABLE half (id INTEGER); SELECT nope FROM nowhere;',
-      },
-    ];
+    const broken = withAppended({
+      name: 'half done',
+      up: 'CREATE TABLE half (id INTEGER); SELECT nope FROM nowhere;',
+    });
     expect(() => migrate(db, broken)).toThrow();
     expect(schemaVersion(db)).toBe(MIGRATIONS.length);
     expect(tables(db)).not.toContain('half');

@@ -41,6 +41,14 @@ afterEach(() => {
   dirs.length = 0;
 });
 
+/** The files a hub keeps in DATA_DIR, each 0600. */
+const HUB_FILES_PRIVATE = {
+  'jwt-signing-key.json': '600',
+  'meshhub.sqlite': '600',
+  'meshhub.sqlite-wal': '600',
+  'meshhub.sqlite-shm': '600',
+};
+
 const mode = (path: string) => (statSync(path).mode & 0o777).toString(8);
 
 /** Every file and folder under `dir` (relative path → octal mode). */
@@ -100,12 +108,7 @@ describe('files in DATA_DIR', () => {
     const hub = await startHub(dataDir);
     try {
       expect(mode(dataDir)).toBe('700');
-      expect(modes(dataDir)).toEqual({
-        'jwt-signing-key.json': '600',
-        'meshhub.sqlite': '600',
-        'meshhub.sqlite-wal': '600',
-        'meshhub.sqlite-shm': '600',
-      });
+      expect(modes(dataDir)).toEqual(HUB_FILES_PRIVATE);
     } finally {
       await hub.stop();
     }
@@ -128,12 +131,9 @@ describe('files in DATA_DIR', () => {
     try {
       expect(mode(dataDir)).toBe('700');
       expect(modes(dataDir)).toEqual({
+        ...HUB_FILES_PRIVATE,
         backups: '700',
         'backups/meshhub-2026-11-01.sqlite': '600',
-        'jwt-signing-key.json': '600',
-        'meshhub.sqlite': '600',
-        'meshhub.sqlite-wal': '600',
-        'meshhub.sqlite-shm': '600',
       });
     } finally {
       await hub.stop();

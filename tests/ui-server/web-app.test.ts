@@ -104,33 +104,25 @@ describe('the web app at /', () => {
     expect(changed.status).toBe(200);
   });
 
-  it('answers the app’s browser routes with index.html, so a reload or a shared link works', async () => {
-    for (const path of [
-      '/nodes/!a1b2c3d4',
-      '/nodes/!a1b2c3d4?range=7d',
-      '/chat',
-      '/chat/!a1b2c3d4',
-      '/anything/else',
-    ]) {
+  it.each(['/nodes/!a1b2c3d4', '/nodes/!a1b2c3d4?range=7d', '/chat', '/chat/!a1b2c3d4', '/anything/else'])(
+    'answers the app’s browser route %s with index.html, so a reload or a shared link works',
+    async (path) => {
       const res = await app.request(path);
-      expect(res.status, path).toBe(200);
+      expect(res.status).toBe(200);
       expect(await res.text()).toBe(INDEX);
-    }
-  });
+    },
+  );
 
-  it('leaves API paths and missing files to the API: 404 problem details, never the app', async () => {
-    for (const path of [
-      '/api/v1/nope',
-      '/api',
-      '/assets/index-Old00000.js',
-      '/favicon.ico',
-      '/.well-known/nothing',
-    ]) {
+  it.each(['/api/v1/nope', '/api', '/assets/index-Old00000.js', '/favicon.ico', '/.well-known/nothing'])(
+    'leaves %s to the API: 404 problem details, never the app',
+    async (path) => {
       const res = await app.request(path);
-      expect(res.status, path).toBe(404);
+      expect(res.status).toBe(404);
       expect(res.headers.get('content-type')).toBe('application/problem+json');
-    }
-    // Real routes registered before the app still answer.
+    },
+  );
+
+  it('leaves the real routes registered before the app to answer', async () => {
     expect((await app.request('/api/v1/nodes')).status).toBe(200);
     expect(((await (await app.request('/health')).json()) as { version: string }).version).toBe('1.2.3');
   });

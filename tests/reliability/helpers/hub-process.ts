@@ -53,6 +53,32 @@ export const QUIET_SIM: Readonly<Record<string, string>> = {
   SIM_TELEMETRY_SECONDS: '86400',
 };
 
+/**
+ * A hub on the radio at `radioPort` that sends texts at once and often (no airtime budget, no
+ * retry delay, a 3 s ack timeout, rates far above what a test sends), with carol a subscriber
+ * to every node; started. `token` is carol's.
+ */
+export async function startSendingHub(
+  dataDir: string,
+  radioPort: number,
+): Promise<{ hub: HubProcess; token: string }> {
+  const hub = new HubProcess({
+    dataDir,
+    env: {
+      RADIO: `tcp:127.0.0.1:${radioPort}`,
+      MESSAGE_AIRTIME_PERCENT: '100',
+      MESSAGE_RETRY_DELAY: '0s',
+      MESSAGE_ACK_TIMEOUT: '3s',
+      MESSAGE_RATE_PER_SUBSCRIBER: '1000/1m',
+      MESSAGE_RATE_PER_NODE: '1000/1m',
+    },
+  });
+  const token = hub.userToken('carol', ['subscriber']);
+  hub.cli(['subscription', 'grant', 'carol', '--all']);
+  await hub.start();
+  return { hub, token };
+}
+
 export const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 export function scratchDir(name: string): string {

@@ -26,6 +26,13 @@ export class RadioProxy {
 
   constructor(private readonly radioPort: number) {}
 
+  /** Starts `sim` and a proxy in front of it; the hub connects to the proxy's `port`. */
+  static async before(sim: { start(): Promise<{ port: number }> }): Promise<RadioProxy> {
+    const proxy = new RadioProxy((await sim.start()).port);
+    await proxy.start();
+    return proxy;
+  }
+
   async start(): Promise<number> {
     await this.listen();
     return this.port;

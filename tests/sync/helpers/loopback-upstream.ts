@@ -186,6 +186,63 @@ export interface SyncTestbed {
 }
 
 /**
+ * A site for the sync tests: a real SQLite file with the outbox (removed by `cleanup`), the
+ * context a hub hands a module, its key registered upstream through `register`, and a
+ * SyncPushActor (not started) with the sync settings `env` over SYNC_SITE_ID=`siteId`.
+ */
+export async function openSyncSite(options: {
+  siteId: string;
+  /** Names the site's temporary folder. */
+  label: string;
+  env: Record<string, string>;
+  register(publicJwks: ReturnType<LocalIssuer['jwks']>): Promise<unknown>;
+  cleanup(fn: () => Promise<void> | void): void;
+  now?: () => number;
+}): Promise<TestSite> {
+  const { siteId } = options;
+  const dir = mkdtempSync(join(tmpdir(), `meshhub-sync-${options.label}-`));
+  const db = openDatabase(join(dir, 'meshhub.sqlite'));
+  options.cleanup(() => {
+    closeDatabase(db);
+    rmSync(dir, { recursive: true, force: true });
+  });
+  enableOutbox(db);
+  const host = await standaloneModuleHost({ db, dataDir: dir, log });
+  let ctx: ModuleContext | undefined;
+  await host.host.create(
+    defineModule({
+      name: 'sync-test',
+      settings: z.object({}),
+      create(c) {
+        ctx = c;
+        return {};
+      },
+    }),
+    {},
+  );
+  await options.register((await LocalIssuer.open(dir)).jwks());
+  const settings = loadSlices({ SYNC_SITE_ID: siteId, ...options.env }, [syncModule]).get(
+    'sync',
+  ) as Parameters<typeof syncConfigFrom>[0];
+  const actor = new SyncPushActor({
+    config: syncConfigFrom(settings)!,
+    db,
+    bus: ctx!.bus,
+    log,
+    signer: ctx!.auth.signer,
+    metrics: new SyncMetrics(ctx!.metrics),
+    ...(options.now ? { now: options.now } : {}),
+  });
+  return {
+    siteId,
+    db,
+    ctx: ctx!,
+    actor,
+    metricsText: async () => (await host.metrics.render()).body,
+  };
+}
+
+/**
  * Registers a fresh, migrated schema named `<schemaPrefix>_…` for the file (a pool of at most
  * `poolMax`), and the cleanups after each test. Nothing is set up when `skip`.
  */
@@ -233,47 +290,14 @@ export function syncTestbed(options: { schemaPrefix: string; poolMax: number; sk
     },
     async site(upstream, siteOptions) {
       const siteId = `${siteOptions.idPrefix}-${process.pid}-${++siteCounter}`;
-      const dir = mkdtempSync(join(tmpdir(), `meshhub-sync-${siteOptions.idPrefix}-`));
-      const db = openDatabase(join(dir, 'meshhub.sqlite'));
-      cleanups.push(() => {
-        closeDatabase(db);
-        rmSync(dir, { recursive: true, force: true });
-      });
-      enableOutbox(db);
-      const host = await standaloneModuleHost({ db, dataDir: dir, log });
-      let ctx: ModuleContext | undefined;
-      await host.host.create(
-        defineModule({
-          name: 'sync-test',
-          settings: z.object({}),
-          create(c) {
-            ctx = c;
-            return {};
-          },
-        }),
-        {},
-      );
-      await upstream.sites.add({ siteId, publicJwks: (await LocalIssuer.open(dir)).jwks() });
-      const settings = loadSlices(
-        { SYNC_UPSTREAM_URL: upstream.url, SYNC_SITE_ID: siteId, SYNC_RETRY_MAX: '2s', ...siteOptions.env },
-        [syncModule],
-      ).get('sync') as Parameters<typeof syncConfigFrom>[0];
-      const actor = new SyncPushActor({
-        config: syncConfigFrom(settings)!,
-        db,
-        bus: ctx!.bus,
-        log,
-        signer: ctx!.auth.signer,
-        metrics: new SyncMetrics(ctx!.metrics),
+      return openSyncSite({
+        siteId,
+        label: siteOptions.idPrefix,
+        env: { SYNC_UPSTREAM_URL: upstream.url, SYNC_RETRY_MAX: '2s', ...siteOptions.env },
+        register: (publicJwks) => upstream.sites.add({ siteId, publicJwks }),
+        cleanup: (fn) => cleanups.push(fn),
         ...(siteOptions.now ? { now: siteOptions.now } : {}),
       });
-      return {
-        siteId,
-        db,
-        ctx: ctx!,
-        actor,
-        metricsText: async () => (await host.metrics.render()).body,
-      };
     },
     async start(site) {
       await site.actor.start();

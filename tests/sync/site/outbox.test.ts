@@ -98,6 +98,16 @@ function auditEvent(key: string, at: number) {
   };
 }
 
+/** Alice's text "hello" to node A, at T0. */
+const ALICE_HELLO_TO_A = {
+  owner: 'alice',
+  ownerName: 'Alice',
+  nodeId: A,
+  senderNodeId: null,
+  text: 'hello',
+  at: T0,
+};
+
 describe('outbox records', () => {
   it('every write path writes records that parse with the protocol schemas, in commit order', () => {
     const audit = openAuditRepositories(db);
@@ -115,14 +125,7 @@ describe('outbox records', () => {
     nodes.upsert({ nodeNum: 0xa, nodeId: A, lastHeard: T0 + MINUTE, snr: 7.25 }, T0 + MINUTE);
     const sub = subscriptions.create({ subscriber: 'alice', nodes: [B, A], source: 'cli', at: T0 });
     subscriptions.create({ subscriber: 'bob', nodes: 'all', source: 'cli', at: T0, expiresAt: T0 + 1 });
-    const out = messages.createOutbound({
-      owner: 'alice',
-      ownerName: 'Alice',
-      nodeId: A,
-      senderNodeId: null,
-      text: 'hello',
-      at: T0,
-    });
+    const out = messages.createOutbound(ALICE_HELLO_TO_A);
     messages.update(out, { status: 'failed', failureCode: 'no_ack', reason: 'no ACK', at: T0 + 1 });
     messages.createInbound({
       owner: 'alice',
@@ -282,14 +285,7 @@ describe('outbox records', () => {
     const messages = new MessageRepository(db);
     const nodes = new NodeRepository(db);
     readings.write([{ nodeId: A, timestamp: T0, temperatureC: 20 }]);
-    const out = messages.createOutbound({
-      owner: 'alice',
-      ownerName: 'Alice',
-      nodeId: A,
-      senderNodeId: null,
-      text: 'hello',
-      at: T0,
-    });
+    const out = messages.createOutbound(ALICE_HELLO_TO_A);
     nodes.upsert({ nodeNum: 0xa, nodeId: A, shortName: 'A' }, T0);
     const before = entryCount();
 

@@ -1,41 +1,19 @@
-/**
- * The push actor keeps two batches in flight (sync/site/push-actor.ts): against two upstream
- * processes behind a round-robin balancer (each its own pool and BatchApplier on one
- * PostgreSQL), a batch that reaches the other process before the one in front of it was applied
- * finds a gap; the site sends it again once it leads, without counting a refusal or backing off,
- * and everything arrives once, in order. Also when readings wait to be pushed, and when not.
- */
-import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import type { Duplex } from 'node:stream';
 import { getRequestListener } from '@hono/node-server';
 import { Hono } from 'hono';
 import type pg from 'pg';
-import { pino } from 'pino';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { z } from 'zod';
-import { standaloneModuleHost } from '../../../hub/module-host.js';
-import { LocalIssuer } from '../../../src/auth/local-issuer.js';
-import { loadSlices } from '../../../src/config/load.js';
-import { defineModule, type ModuleContext } from '../../../src/module.js';
-import { closeDatabase, openDatabase } from '../../../src/store/database.js';
 import { ReadingWriter } from '../../../src/store/reading-writer.js';
 import { type Batch, SYNC_API } from '../../../sync/protocol.js';
-import { SyncMetrics } from '../../../sync/site/metrics.js';
-import { syncModule } from '../../../sync/site/module.js';
 import { Outbox } from '../../../sync/site/outbox.js';
-import { enableOutbox } from '../../../sync/site/outbox-schema.js';
 import {
   READINGS_MAX_WAIT_MS,
   SYNC_STATE,
-  SyncPushActor,
   WAKE_DEBOUNCE_MS,
   wakeDueAt,
 } from '../../../sync/site/push-actor.js';
-import { syncConfigFrom } from '../../../sync/site/settings.js';
 import { type ApplyOutcome, BatchApplier, type BatchTicket } from '../../../sync/upstream/batch-apply.js';
 import { migrateUpstream } from '../../../sync/upstream/db/migrate.js';
 import { openPool } from '../../../sync/upstream/db/pool.js';
@@ -43,9 +21,9 @@ import { syncRoutes } from '../../../sync/upstream/routes/sync-routes.js';
 import { SiteRegistry } from '../../../sync/upstream/sites.js';
 import { waitFor } from '../../helpers/hub.js';
 import { createTestSchema, skipWithoutPostgres, type TestSchema } from '../../helpers/postgres.js';
+import { openSyncSite } from '../helpers/loopback-upstream.js';
 
 const skip = await skipWithoutPostgres();
-const log = pino({ level: 'silent' });
 const T0 = Date.UTC(2026, 10, 20, 8, 0, 0);
 
 describe('when readings are due', () => {
@@ -155,55 +133,28 @@ describe.skipIf(skip)('two batches in flight', () => {
     for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
   });
 
-  async function site(url: string, siteId: string, env: Record<string, string> = {}) {
-    const dir = mkdtempSync(join(tmpdir(), 'meshhub-sync-pipeline-'));
-    const db = openDatabase(join(dir, 'meshhub.sqlite'));
-    cleanups.push(() => {
-      closeDatabase(db);
-      rmSync(dir, { recursive: true, force: true });
-    });
-    enableOutbox(db);
-    const host = await standaloneModuleHost({ db, dataDir: dir, log });
-    let ctx: ModuleContext | undefined;
-    await host.host.create(
-      defineModule({
-        name: 'pipeline-test',
-        settings: z.object({}),
-        create(c) {
-          ctx = c;
-          return {};
-        },
-      }),
-      {},
-    );
-    const settings = loadSlices(
-      { SYNC_UPSTREAM_URL: url, SYNC_SITE_ID: siteId, SYNC_RETRY_MAX: '1m', ...env },
-      [syncModule],
-    ).get('sync') as Parameters<typeof syncConfigFrom>[0];
-    await new SiteRegistry(admin).add({ siteId, publicJwks: (await LocalIssuer.open(dir)).jwks() });
-    const actor = new SyncPushActor({
-      config: syncConfigFrom(settings)!,
-      db,
-      bus: ctx!.bus,
-      log,
-      signer: ctx!.auth.signer,
-      metrics: new SyncMetrics(ctx!.metrics),
-    });
-    return {
-      db,
-      actor,
-      ctx: ctx!,
-      outbox: new Outbox(db),
-      metrics: async () => (await host.metrics.render()).body,
-    };
-  }
-
-  it('a batch that reached the other process before the one in front is sent again, not refused', async () => {
-    const processes = [new Process(schema.url), new Process(schema.url)];
+  /** A started balancer over `processes`; it stops, and their pools end, after the test. */
+  async function balancedOver(processes: Process[]): Promise<Balanced> {
     cleanups.push(() => Promise.all(processes.map((p) => p.pool.end())).then(() => undefined));
     const balanced = new Balanced(processes);
     await balanced.start();
     cleanups.push(() => balanced.stop());
+    return balanced;
+  }
+
+  async function site(url: string, siteId: string, env: Record<string, string> = {}) {
+    const s = await openSyncSite({
+      siteId,
+      label: 'pipeline',
+      env: { SYNC_UPSTREAM_URL: url, SYNC_RETRY_MAX: '1m', ...env },
+      register: (publicJwks) => new SiteRegistry(admin).add({ siteId, publicJwks }),
+      cleanup: (fn) => cleanups.push(fn),
+    });
+    return { ...s, outbox: new Outbox(s.db), metrics: s.metricsText };
+  }
+
+  it('a batch that reached the other process before the one in front is sent again, not refused', async () => {
+    const balanced = await balancedOver([new Process(schema.url), new Process(schema.url)]);
     // Small batches (the smallest allowed), so there are many to keep in flight.
     const s = await site(`http://127.0.0.1:${balanced.port}`, 'pipelined', { SYNC_BATCH_MAX_BYTES: '4096' });
     const writer = new ReadingWriter(s.db);
@@ -247,10 +198,7 @@ describe.skipIf(skip)('two batches in flight', () => {
   it('a cycle pushes what was there when it began: readings written meanwhile wait for their debounce', async () => {
     const process = new Process(schema.url);
     process.slowFirst = false;
-    cleanups.push(() => process.pool.end());
-    const balanced = new Balanced([process]);
-    await balanced.start();
-    cleanups.push(() => balanced.stop());
+    const balanced = await balancedOver([process]);
     const s = await site(`http://127.0.0.1:${balanced.port}`, 'rounds', {
       SYNC_READINGS_DEBOUNCE: '10m',
       SYNC_BATCH_MAX_BYTES: '4096',
@@ -279,10 +227,7 @@ describe.skipIf(skip)('two batches in flight', () => {
   it('readings wait for the debounce; a status change goes at once and takes them along', async () => {
     const process = new Process(schema.url);
     process.slowFirst = false;
-    cleanups.push(() => process.pool.end());
-    const balanced = new Balanced([process]);
-    await balanced.start();
-    cleanups.push(() => balanced.stop());
+    const balanced = await balancedOver([process]);
     const s = await site(`http://127.0.0.1:${balanced.port}`, 'debounced', { SYNC_READINGS_DEBOUNCE: '10m' });
     await s.actor.start();
     cleanups.push(() => s.actor.stop());

@@ -328,39 +328,30 @@ describe.skipIf(skip)('BatchApplier records', () => {
         ingested_at: ts + 10,
       },
     });
+    const checked: Entry = {
+      kind: 'audit_comment',
+      body: {
+        source: 'm365',
+        source_key: 'k1',
+        comment_id: 1,
+        author: 'admin',
+        text: 'checked',
+        created_at: T0,
+      },
+    };
     const feb = Date.UTC(2026, 1, 3);
     await send([
       event('k1', feb, ['a']),
       event('k2', T0, []),
       event('k1', feb, ['again']),
       { kind: 'audit_tags', body: { source: 'm365', source_key: 'k1', tags: ['reviewed', 'ok'] } },
-      {
-        kind: 'audit_comment',
-        body: {
-          source: 'm365',
-          source_key: 'k1',
-          comment_id: 1,
-          author: 'admin',
-          text: 'checked',
-          created_at: T0,
-        },
-      },
+      checked,
     ]);
     await send([
       event('k1', feb + 1, ['moved?']),
       { kind: 'audit_tags', body: { source: 'm365', source_key: 'k2', tags: ['x'] } },
       { kind: 'audit_tags', body: { source: 'm365', source_key: 'nope', tags: ['x'] } },
-      {
-        kind: 'audit_comment',
-        body: {
-          source: 'm365',
-          source_key: 'k1',
-          comment_id: 1,
-          author: 'admin',
-          text: 'checked',
-          created_at: T0,
-        },
-      },
+      checked,
     ]);
     const events = await pool.query(
       `SELECT tableoid::regclass::text AS part, source_key, ts, tags, raw, received_at FROM audit_events ORDER BY source_key`,

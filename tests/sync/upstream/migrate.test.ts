@@ -14,7 +14,11 @@ import { createTestSchema, skipWithoutPostgres, type TestSchema } from '../../he
 
 const skip = await skipWithoutPostgres();
 
-describe.skipIf(skip)('upstream migrations', () => {
+/**
+ * A fresh schema named `<prefix>_…` for each test (with `setup` run on a pool of it), dropped
+ * after it. Returns a function that opens a pool on it (at most 3 connections), closed after the test.
+ */
+function schemaPerTest(prefix: string, setup?: (pool: pg.Pool) => Promise<unknown>): () => pg.Pool {
   let schema: TestSchema;
   const pools: pg.Pool[] = [];
   const pool = () => {
@@ -22,14 +26,19 @@ describe.skipIf(skip)('upstream migrations', () => {
     pools.push(p);
     return p;
   };
-
   beforeEach(async () => {
-    schema = await createTestSchema('migrate');
+    schema = await createTestSchema(prefix);
+    await setup?.(pool());
   });
   afterEach(async () => {
     await Promise.all(pools.splice(0).map((p) => p.end()));
     await schema.drop();
   });
+  return pool;
+}
+
+describe.skipIf(skip)('upstream migrations', () => {
+  const pool = schemaPerTest('migrate');
 
   const ledger = async (p: pg.Pool) =>
     (await p.query<{ version: number }>('SELECT version FROM upstream_migrations ORDER BY version')).rows.map(
@@ -49,9 +58,10 @@ describe.skipIf(skip)('upstream migrations', () => {
   });
 
   it('five processes starting at once migrate once', async () => {
-    const results = await Promise.all(Array.from({ length: 5 }, () => migrateUpstream(pool())));
+    const processes = Array.from({ length: 5 }, () => pool());
+    const results = await Promise.all(processes.map((p) => migrateUpstream(p)));
     expect(results).toEqual(Array(5).fill(PG_MIGRATIONS.length));
-    expect(await ledger(pools[0]!)).toEqual(PG_MIGRATIONS.map((m) => m.version));
+    expect(await ledger(processes[0]!)).toEqual(PG_MIGRATIONS.map((m) => m.version));
   });
 
   it('refuses a database migrated by a newer meshhub', async () => {
@@ -81,24 +91,9 @@ describe.skipIf(skip)('upstream migrations', () => {
 });
 
 describe.skipIf(skip)('upstream partitions', () => {
-  let schema: TestSchema;
-  const pools: pg.Pool[] = [];
-  const pool = () => {
-    const p = openPool(schema.url, { max: 3 });
-    pools.push(p);
-    return p;
-  };
+  const pool = schemaPerTest('parts', (p) => migrateUpstream(p));
   const NOW = Date.UTC(2026, 2, 15, 12);
   const now = () => NOW;
-
-  beforeEach(async () => {
-    schema = await createTestSchema('parts');
-    await migrateUpstream(pool());
-  });
-  afterEach(async () => {
-    await Promise.all(pools.splice(0).map((p) => p.end()));
-    await schema.drop();
-  });
 
   const partitions = async (p: pg.Pool, parent: string) =>
     (
@@ -146,8 +141,9 @@ describe.skipIf(skip)('upstream partitions', () => {
 
   it('three processes asking for the same months at once create each partition once', async () => {
     const times = [Date.UTC(2025, 11, 3), Date.UTC(2026, 0, 9)];
-    await Promise.all([pool(), pool(), pool()].map((p) => ensurePartitions(p, times, { now })));
-    expect(await partitions(pools[0]!, 'readings')).toEqual([
+    const processes = [pool(), pool(), pool()];
+    await Promise.all(processes.map((p) => ensurePartitions(p, times, { now })));
+    expect(await partitions(processes[0]!, 'readings')).toEqual([
       'readings_default',
       'readings_y2025m12',
       'readings_y2026m01',
