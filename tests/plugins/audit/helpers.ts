@@ -15,13 +15,17 @@ import type { AuditCollectorActor } from '../../../plugins/audit/collector-actor
 import { auditModule } from '../../../plugins/audit/index.js';
 import type { AuditMaintenanceActor } from '../../../plugins/audit/maintenance-actor.js';
 import { normalizeRecord } from '../../../plugins/audit/normalize.js';
-import { auditSettings } from '../../../plugins/audit/settings.js';
+import { AuditConfigError, auditSettings, loadAuditConfig } from '../../../plugins/audit/settings.js';
 import type { SourceName } from '../../../plugins/audit/sources.js';
 import { type AuditRepositories, openAuditRepositories } from '../../../plugins/audit/store/audit-store.js';
 import { UserRepository } from '../../../src/auth/users.js';
+import type { HttpMethod } from '../../../src/http/openapi.js';
 import type { Actor } from '../../../src/kernel/actor.js';
 import { createLogger } from '../../../src/log.js';
 import { closeDatabase, type Database, openDatabase } from '../../../src/store/database.js';
+import { configProblems } from '../../helpers/config.js';
+import type { Conformance } from '../../http/openapi-conformance.js';
+import { idpAuthEnv, type LocalIdp, startLocalIdp } from './idp.js';
 
 export const silent = pino({ level: 'silent' });
 
@@ -34,6 +38,35 @@ export const QUIET_ENV: Record<string, string> = {
   AUDIT_BACKOFF_MAX_MS: '20',
   AUDIT_MAX_RETRY_AFTER: '2s',
 };
+
+const UNLIMITED = '100000/1m';
+/** Rate limits no test of something else reaches (those tests make many requests). */
+export const NO_RATE_LIMITS: Record<string, string> = {
+  RATE_LIMIT_DEFAULT: UNLIMITED,
+  RATE_LIMIT_WRITE: UNLIMITED,
+  RATE_LIMIT_ASK: UNLIMITED,
+  RATE_LIMIT_FETCH: UNLIMITED,
+};
+
+/** The AI settings for a model behind `baseUrl` (a loopback fake, hence the private-network opt-in). */
+export const llmEnv = (baseUrl: string, model = 'test-model'): Record<string, string> => ({
+  AI_FEATURES_ENABLED: 'true',
+  LLM_BASE_URL: baseUrl,
+  LLM_MODEL: model,
+  LLM_ALLOW_PRIVATE_NETWORK: 'true',
+});
+
+/** The problems loadAuditConfig reports for `env`; fails the test unless it throws an AuditConfigError. */
+export function auditConfigProblems(env: Record<string, string>): string[] {
+  return configProblems(() => {
+    try {
+      return loadAuditConfig(env);
+    } catch (error) {
+      if (!(error instanceof AuditConfigError)) throw new Error(`expected an AuditConfigError, got ${error}`);
+      throw error;
+    }
+  });
+}
 
 export interface AuditTestApp {
   app: Hono;
@@ -140,6 +173,41 @@ export async function auditApp(
     },
   };
 }
+
+/** A local identity provider and the audit app verifying its tokens (idpAuthEnv, then `env`). */
+export async function idpAuditApp(
+  env: Record<string, string> = {},
+): Promise<{ idp: LocalIdp; t: AuditTestApp }> {
+  const idp = await startLocalIdp();
+  const t = await auditApp({ ...idpAuthEnv(idp), ...env });
+  return { idp, t };
+}
+
+/**
+ * A caller of `t` that checks every answer against the OpenAPI document behind `conformance`
+ * (`path` is the document's path, `url` the one requested).
+ */
+export const conformingCaller =
+  (t: () => AuditTestApp, conformance: Conformance) =>
+  async (method: HttpMethod, path: string, url: string, body?: unknown) => {
+    const res = await t().request(
+      url,
+      body === undefined ? { method: method.toUpperCase() } : jsonInit(method.toUpperCase(), body),
+    );
+    const answer = { status: res.status, headers: res.headers, text: await res.text() };
+    conformance.check(method, path, answer);
+    return { ...answer, json: () => JSON.parse(answer.text) as Record<string, unknown> };
+  };
+
+/** The MCP tools of the hub without AI features (with them, `ask` too). */
+export const HUB_MCP_TOOLS = [
+  'get_event',
+  'get_summary',
+  'latest_readings',
+  'list_nodes',
+  'reading_history',
+  'search_events',
+];
 
 export const jsonInit = (
   method: string,
