@@ -11,8 +11,8 @@ import { loadConfig } from '../../../hub/config.js';
 import { createHub, type Hub } from '../../../hub/main.js';
 import { UserRepository } from '../../../src/auth/users.js';
 import { FakeMicrosoft } from '../../fakes/microsoft/fake-microsoft.js';
-import { mqttOf } from '../../helpers/hub.js';
-import { QUIET_ENV } from './helpers.js';
+import { loopbackHubEnv, mqttOf } from '../../helpers/hub.js';
+import { QUIET_ENV, radiolessHubEnv } from './helpers.js';
 
 export interface AlertsHub {
   hub: Hub;
@@ -26,6 +26,18 @@ export interface AlertsHub {
   stop(): Promise<void>;
 }
 
+/** A rule on failed role assignments in Entra ID outside working hours (Monday to Friday, 08:00–18:00). */
+export const AFTER_HOURS_RULE = {
+  name: 'Failed role assignment after hours',
+  severity: 'high',
+  condition: {
+    services: ['Entra ID'],
+    operation: { contains: ['member to role', 'role assignment'] },
+    result: 'failure',
+    time: { days: ['mon', 'tue', 'wed', 'thu', 'fri'], from: '08:00', to: '18:00', when: 'outside' },
+  },
+};
+
 export const PASSWORD = 'correct horse battery staple';
 
 export async function startAlertsHub(
@@ -36,12 +48,8 @@ export async function startAlertsHub(
   await fake.start();
   const dataDir = mkdtempSync(join(tmpdir(), 'meshhub-alerts-'));
   const all: Record<string, string> = {
-    DATA_DIR: dataDir,
-    HTTP_HOST: '127.0.0.1',
-    HTTP_PORT: '0',
-    MQTT_PORT: '0',
-    RADIO: 'none',
-    LOG_LEVEL: 'silent',
+    ...radiolessHubEnv(dataDir),
+    ...loopbackHubEnv(dataDir),
     PLUGINS: 'audit',
     ...QUIET_ENV,
     ...fake.env(),

@@ -10,7 +10,8 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../../hub/config.js';
 import { createHub, type Hub } from '../../../hub/main.js';
-import { capturingLogger, QUIET_ENV } from './helpers.js';
+import { loopbackHubEnv } from '../../helpers/hub.js';
+import { capturingLogger, QUIET_ENV, radiolessHubEnv } from './helpers.js';
 
 const running: Array<{ hub: Hub; dir: string }> = [];
 afterEach(async () => {
@@ -22,14 +23,7 @@ afterEach(async () => {
 
 async function startHub(env: Record<string, string>) {
   const dir = mkdtempSync(join(tmpdir(), 'meshhub-audit-auth-'));
-  const all = {
-    DATA_DIR: dir,
-    HTTP_HOST: '127.0.0.1',
-    HTTP_PORT: '0',
-    RADIO: 'none',
-    MQTT_PORT: '0',
-    ...env,
-  };
+  const all = { ...loopbackHubEnv(dir), RADIO: 'none', ...env };
   const { log, lines } = capturingLogger();
   const hub = await createHub(loadConfig(all), { log, defaultMetrics: false, env: all });
   running.push({ hub, dir });
@@ -75,10 +69,7 @@ describe('AUTH_ENABLED with a half-configured identity provider', () => {
     const dir = mkdtempSync(join(tmpdir(), 'meshhub-audit-auth-bad-'));
     try {
       const env = {
-        DATA_DIR: dir,
-        HTTP_PORT: '0',
-        RADIO: 'none',
-        LOG_LEVEL: 'silent',
+        ...radiolessHubEnv(dir),
         AUTH_JWKS_URL: 'http://idp.example/keys',
         AUTH_ISSUER: 'https://idp.example',
         AUTH_AUDIENCE: 'meshhub',

@@ -5,11 +5,15 @@
  */
 
 import { mkdtempSync, rmSync } from 'node:fs';
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { serve } from '@hono/node-server';
 import type { Hono } from 'hono';
 import { pino } from 'pino';
 import type { Registry } from 'prom-client';
+import { afterEach } from 'vitest';
 import { standaloneApp, standaloneModuleHost } from '../../../hub/module-host.js';
 import type { AuditCollectorActor } from '../../../plugins/audit/collector-actor.js';
 import { auditModule } from '../../../plugins/audit/index.js';
@@ -48,6 +52,12 @@ export const NO_RATE_LIMITS: Record<string, string> = {
   RATE_LIMIT_FETCH: UNLIMITED,
 };
 
+/** One export at a time (so a second shows as a 429), the default rate limit out of the way. */
+const ONE_EXPORT_AT_A_TIME: Record<string, string> = {
+  RATE_LIMIT_DEFAULT: UNLIMITED,
+  AUDIT_EXPORT_MAX_CONCURRENT: '1',
+};
+
 /** The AI settings for a model behind `baseUrl` (a loopback fake, hence the private-network opt-in). */
 export const llmEnv = (baseUrl: string, model = 'test-model'): Record<string, string> => ({
   AI_FEATURES_ENABLED: 'true',
@@ -67,6 +77,14 @@ export function auditConfigProblems(env: Record<string, string>): string[] {
     }
   });
 }
+
+/** A whole hub's settings without a radio or logs: its data in `dataDir`, HTTP on a free port. */
+export const radiolessHubEnv = (dataDir: string): Record<string, string> => ({
+  DATA_DIR: dataDir,
+  HTTP_PORT: '0',
+  RADIO: 'none',
+  LOG_LEVEL: 'silent',
+});
 
 export interface AuditTestApp {
   app: Hono;
@@ -174,6 +192,54 @@ export async function auditApp(
   };
 }
 
+/**
+ * For suites whose tests each start their own app: the function returned starts one with `env`;
+ * every app it started is closed after each test.
+ */
+export function appPerTest(): (env?: Record<string, string>) => Promise<AuditTestApp> {
+  const started: AuditTestApp[] = [];
+  afterEach(async () => {
+    for (const t of started.splice(0)) await t.close();
+  });
+  return async (env = {}) => {
+    const t = await auditApp(env);
+    started.push(t);
+    return t;
+  };
+}
+
+/** `t` served on a loopback socket (streams go through it): its base URL, and close() for the server. */
+async function serveOnLoopback(t: AuditTestApp): Promise<{ base: string; close(): Promise<void> }> {
+  let server!: ReturnType<typeof serve>;
+  await new Promise<void>((resolve) => {
+    server = serve({ fetch: t.app.fetch, hostname: '127.0.0.1', port: 0 }, () => resolve());
+  });
+  return {
+    base: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    async close() {
+      (server as Server).closeAllConnections();
+      await new Promise<void>((r) => server.close(() => r()));
+    },
+  };
+}
+
+/** The audit app for export tests: one export at a time, `events` stored, served on loopback at `base`. */
+export async function servedExportApp(
+  events: readonly SeedEvent[],
+): Promise<AuditTestApp & { base: string }> {
+  const t = await auditApp(ONE_EXPORT_AT_A_TIME);
+  seed(t.repos, events);
+  const served = await serveOnLoopback(t);
+  return {
+    ...t,
+    base: served.base,
+    async close() {
+      await served.close();
+      await t.close();
+    },
+  };
+}
+
 /** A local identity provider and the audit app verifying its tokens (idpAuthEnv, then `env`). */
 export async function idpAuditApp(
   env: Record<string, string> = {},
@@ -198,6 +264,17 @@ export const conformingCaller =
     conformance.check(method, path, answer);
     return { ...answer, json: () => JSON.parse(answer.text) as Record<string, unknown> };
   };
+
+/** The API operations `t` mounts (`METHOD /path/{param}`, sorted), its document routes left out. */
+export const mountedOperations = (t: AuditTestApp): string[] =>
+  [
+    ...new Set(
+      t.app.routes
+        .filter((r) => r.method !== 'ALL' && r.path.startsWith('/api/'))
+        .filter((r) => !/\/(openapi\.json|docs)$/.test(r.path))
+        .map((r) => `${r.method} ${r.path.replace(/:(\w+)/g, '{$1}')}`),
+    ),
+  ].sort();
 
 /** The MCP tools of the hub without AI features (with them, `ask` too). */
 export const HUB_MCP_TOOLS = [
