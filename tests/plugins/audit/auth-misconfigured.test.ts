@@ -11,7 +11,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../../hub/config.js';
 import { createHub, type Hub } from '../../../hub/main.js';
 import { loopbackHubEnv } from '../../helpers/hub.js';
-import { capturingLogger, QUIET_ENV, radiolessHubEnv } from './helpers.js';
+import { capturingLogger, hubStartRefusal, QUIET_ENV } from './helpers.js';
 
 const running: Array<{ hub: Hub; dir: string }> = [];
 afterEach(async () => {
@@ -66,20 +66,12 @@ describe('AUTH_ENABLED with a half-configured identity provider', () => {
   });
 
   it('still refuses to start on a provider setting that is wrong rather than missing', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'meshhub-audit-auth-bad-'));
-    try {
-      const env = {
-        ...radiolessHubEnv(dir),
-        AUTH_JWKS_URL: 'http://idp.example/keys',
-        AUTH_ISSUER: 'https://idp.example',
-        AUTH_AUDIENCE: 'meshhub',
-      };
-      const { log } = capturingLogger();
-      await expect(createHub(loadConfig(env), { log, defaultMetrics: false, env })).rejects.toThrow(
-        /AUTH_JWKS_URL: must be https/,
-      );
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
+    const provider = {
+      AUTH_JWKS_URL: 'http://idp.example/keys',
+      AUTH_ISSUER: 'https://idp.example',
+      AUTH_AUDIENCE: 'meshhub',
+    };
+    const refusal = await hubStartRefusal(provider, capturingLogger().log);
+    expect(refusal.message).toMatch(/AUTH_JWKS_URL: must be https/);
   });
 });

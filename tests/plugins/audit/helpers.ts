@@ -14,6 +14,8 @@ import type { Hono } from 'hono';
 import { pino } from 'pino';
 import type { Registry } from 'prom-client';
 import { afterEach } from 'vitest';
+import { loadConfig } from '../../../hub/config.js';
+import { createHub } from '../../../hub/main.js';
 import { standaloneApp, standaloneModuleHost } from '../../../hub/module-host.js';
 import type { AuditCollectorActor } from '../../../plugins/audit/collector-actor.js';
 import { auditModule } from '../../../plugins/audit/index.js';
@@ -85,6 +87,26 @@ export const radiolessHubEnv = (dataDir: string): Record<string, string> => ({
   RADIO: 'none',
   LOG_LEVEL: 'silent',
 });
+
+/** What createHub throws for a whole hub of radiolessHubEnv (in a temp dir), then `env`; fails if it starts. */
+export async function hubStartRefusal(
+  env: Record<string, string>,
+  log: pino.Logger = silent,
+): Promise<Error> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'meshhub-audit-bad-'));
+  try {
+    const all = { ...radiolessHubEnv(dataDir), ...env };
+    const config = loadConfig(all);
+    try {
+      await createHub(config, { log, defaultMetrics: false, env: all });
+    } catch (error) {
+      return error as Error;
+    }
+    throw new Error('expected the hub to refuse to start');
+  } finally {
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+}
 
 export interface AuditTestApp {
   app: Hono;
