@@ -21,7 +21,7 @@ import { type AwayWindow, awayDuring } from '../../src/mesh/simulator/presence.j
 import type { PacketResponder, SimClient } from '../../src/mesh/simulator/responder.js';
 import { pauseAfterSendMs, textAirtimeMs } from '../../src/messaging/airtime.js';
 import type { MessageGatewayActor } from '../../src/messaging/gateway-actor.js';
-import { startTestHub, type TestHub, waitFor } from '../helpers/hub.js';
+import { loopbackHubEnv, startTestHub, type TestHub, waitFor } from '../helpers/hub.js';
 import { testSimulator } from '../helpers/simulator.js';
 import { FakeClock } from './fake-clock.js';
 import { call, FAST_MESSAGING, type Json, knownNodes, subscriber } from './helpers.js';
@@ -78,11 +78,8 @@ async function startHubOn(
   const all = {
     ...FAST_MESSAGING,
     MESSAGE_MAX_RETRIES: '0',
-    DATA_DIR: dataDir,
-    HTTP_HOST: '127.0.0.1',
-    HTTP_PORT: '0',
+    ...loopbackHubEnv(dataDir),
     RADIO: `tcp:127.0.0.1:${simPort}`,
-    MQTT_PORT: '0',
     LOG_LEVEL: 'silent',
     AUTH_TOKEN_TTL: '48h',
     ...env,

@@ -8,9 +8,16 @@
  * open. Role lists that are empty or name a subscriber or machine role stop the start.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AuditConfigError, loadAuditConfig } from '../../../plugins/audit/settings.js';
-import { type AuditTestApp, auditApp, jsonInit, seed } from './helpers.js';
-import { idpAuthEnv, type LocalIdp, startLocalIdp, withBearer } from './idp.js';
+import { loadAuditConfig } from '../../../plugins/audit/settings.js';
+import {
+  type AuditTestApp,
+  idpAuditApp,
+  jsonInit,
+  NO_RATE_LIMITS,
+  auditConfigProblems as problems,
+  seed,
+} from './helpers.js';
+import { type LocalIdp, withBearer } from './idp.js';
 
 const T0 = Date.UTC(2025, 4, 1);
 const RULE = {
@@ -75,15 +82,7 @@ const state = () => ({
 });
 
 beforeAll(async () => {
-  idp = await startLocalIdp();
-  t = await auditApp({
-    ...idpAuthEnv(idp),
-    AI_FEATURES_ENABLED: 'true',
-    RATE_LIMIT_DEFAULT: '100000/1m',
-    RATE_LIMIT_WRITE: '100000/1m',
-    RATE_LIMIT_ASK: '100000/1m',
-    RATE_LIMIT_FETCH: '100000/1m',
-  });
+  ({ idp, t } = await idpAuditApp({ AI_FEATURES_ENABLED: 'true', ...NO_RATE_LIMITS }));
   seed(t.repos, [
     { at: T0 + 1000, operation: 'MailItemsAccessed', actor: 'eve@contoso.com' },
     { source: 'directory', at: T0 + 2000, operation: 'Add user', actor: 'eve@contoso.com' },
@@ -198,16 +197,6 @@ describe('the frontend config routes', () => {
 });
 
 describe('AUDIT_READER_ROLES and AUDIT_ADMIN_ROLES', () => {
-  const problems = (env: Record<string, string>): string[] => {
-    try {
-      loadAuditConfig(env);
-    } catch (error) {
-      expect(error).toBeInstanceOf(AuditConfigError);
-      return (error as AuditConfigError).problems;
-    }
-    throw new Error('expected the settings to be refused');
-  };
-
   it('default to admin, auditor and admin', () => {
     expect(loadAuditConfig({}).auth).toMatchObject({
       readerRoles: ['admin', 'auditor'],

@@ -27,6 +27,18 @@ export interface AlertsHub {
   stop(): Promise<void>;
 }
 
+/** A rule on failed role assignments in Entra ID outside working hours (Monday to Friday, 08:00–18:00). */
+export const AFTER_HOURS_RULE = {
+  name: 'Failed role assignment after hours',
+  severity: 'high',
+  condition: {
+    services: ['Entra ID'],
+    operation: { contains: ['member to role', 'role assignment'] },
+    result: 'failure',
+    time: { days: ['mon', 'tue', 'wed', 'thu', 'fri'], from: '08:00', to: '18:00', when: 'outside' },
+  },
+};
+
 export const PASSWORD = 'correct horse battery staple';
 
 export async function startAlertsHub(

@@ -7,7 +7,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { directoryAudit } from '../../fakes/microsoft/fixtures.js';
-import { type AlertsHub, jsonBody, recentDay, startAlertsHub } from './alerts-hub.js';
+import { AFTER_HOURS_RULE, type AlertsHub, jsonBody, recentDay, startAlertsHub } from './alerts-hub.js';
 
 const H = 3_600_000;
 const M = 60_000;
@@ -19,17 +19,6 @@ const start = async (env: Record<string, string> = {}) => {
   const h = await startAlertsHub(env);
   running.push(h);
   return h;
-};
-
-const AFTER_HOURS = {
-  name: 'Failed role assignment after hours',
-  severity: 'high',
-  condition: {
-    services: ['Entra ID'],
-    operation: { contains: ['member to role', 'role assignment'] },
-    result: 'failure',
-    time: { days: ['mon', 'tue', 'wed', 'thu', 'fri'], from: '08:00', to: '18:00', when: 'outside' },
-  },
 };
 
 let n = 0;
@@ -56,7 +45,7 @@ async function alerts(h: AlertsHub, query = '') {
 describe('an after-hours rule', () => {
   it('fires for failed role assignments outside Mon–Fri 08:00–18:00 UTC, and for nothing else', async () => {
     const h = await start();
-    const rule = await h.call('/api/rules', jsonBody('POST', AFTER_HOURS));
+    const rule = await h.call('/api/rules', jsonBody('POST', AFTER_HOURS_RULE));
     expect(rule.status).toBe(201);
     const wed = recentDay(3);
     const sat = recentDay(6);
@@ -78,7 +67,7 @@ describe('an after-hours rule', () => {
       'trudy@contoso.com',
     ]);
     expect(got.data[0]).toMatchObject({
-      rule: { id: rule.body.id, name: AFTER_HOURS.name },
+      rule: { id: rule.body.id, name: AFTER_HOURS_RULE.name },
       severity: 'high',
       match_count: 1,
     });
@@ -93,15 +82,15 @@ describe('an after-hours rule', () => {
     // 10:00 UTC on a Wednesday is 19:00 in Tokyo (after hours) and 06:00 in New York (before hours).
     const h = await start({ ALERT_TIME_ZONE: 'Asia/Tokyo' });
     const wed = recentDay(3);
-    const inTokyo = await h.call('/api/rules', jsonBody('POST', AFTER_HOURS));
+    const inTokyo = await h.call('/api/rules', jsonBody('POST', AFTER_HOURS_RULE));
     const inBerlin = await h.call(
       '/api/rules',
       jsonBody('POST', {
-        ...AFTER_HOURS,
+        ...AFTER_HOURS_RULE,
         name: 'Berlin',
         condition: {
-          ...AFTER_HOURS.condition,
-          time: { ...AFTER_HOURS.condition.time, time_zone: 'Europe/Berlin' },
+          ...AFTER_HOURS_RULE.condition,
+          time: { ...AFTER_HOURS_RULE.condition.time, time_zone: 'Europe/Berlin' },
         },
       }),
     );

@@ -23,7 +23,7 @@ import { type AuditRepositories, AuditStore } from '../../../plugins/audit/store
 import type { EventFilters, EventRow, PrivacyScope } from '../../../plugins/audit/store/event-query.js';
 import { closeDatabase, type Database, openDatabase } from '../../../src/store/database.js';
 import { type FakeChatCompletions, startFakeChatCompletions } from '../../fakes/llm/fake-chat-completions.js';
-import { type AuditTestApp, auditApp, jsonInit, type SeedEvent, seed, silent } from './helpers.js';
+import { type AuditTestApp, auditApp, jsonInit, llmEnv, type SeedEvent, seed, silent } from './helpers.js';
 
 const HOUR = 3_600_000;
 const T0 = Date.UTC(2026, 0, 1);
@@ -157,10 +157,7 @@ describe('asks never count a gated event', () => {
   beforeAll(async () => {
     fake = await startFakeChatCompletions();
     t = await auditApp({
-      AI_FEATURES_ENABLED: 'true',
-      LLM_BASE_URL: fake.baseUrl,
-      LLM_MODEL: 'test-model',
-      LLM_ALLOW_PRIVATE_NETWORK: 'true',
+      ...llmEnv(fake.baseUrl),
       RATE_LIMIT_ASK: '100000/1m',
       PRIVACY_SERVICES: 'teams',
       PRIVACY_SENSITIVE_OPERATIONS: 'Reset password',

@@ -17,8 +17,8 @@ import { NO_MODEL } from '../../../plugins/audit/llm/client.js';
 import { AuditStore } from '../../../plugins/audit/store/audit-store.js';
 import { closeDatabase, openDatabase } from '../../../src/store/database.js';
 import { type FakeChatCompletions, startFakeChatCompletions } from '../../fakes/llm/fake-chat-completions.js';
-import { type AuditTestApp, auditApp, jsonInit, seed, silent } from './helpers.js';
-import { idpAuthEnv, type LocalIdp, startLocalIdp, withBearer } from './idp.js';
+import { type AuditTestApp, idpAuditApp, jsonInit, llmEnv, NO_RATE_LIMITS, seed, silent } from './helpers.js';
+import { type LocalIdp, withBearer } from './idp.js';
 
 const now = Date.now();
 const HOUR = 3_600_000;
@@ -45,21 +45,14 @@ async function finished(token: string, id: string) {
 
 beforeAll(async () => {
   fake = await startFakeChatCompletions();
-  idp = await startLocalIdp();
-  t = await auditApp({
-    ...idpAuthEnv(idp),
+  ({ idp, t } = await idpAuditApp({
     PRIVACY_SERVICES: 'teams',
     PRIVACY_SERVICE_ROLES: 'Audit.Privacy',
     AUDIT_READER_ROLES: 'Audit.Reader',
-    AI_FEATURES_ENABLED: 'true',
-    LLM_BASE_URL: fake.baseUrl,
-    LLM_MODEL: 'test-model',
-    LLM_ALLOW_PRIVATE_NETWORK: 'true',
+    ...llmEnv(fake.baseUrl),
     LLM_MAX_RETRIES: '0',
-    RATE_LIMIT_ASK: '100000/1m',
-    RATE_LIMIT_DEFAULT: '100000/1m',
-    RATE_LIMIT_WRITE: '100000/1m',
-  });
+    ...NO_RATE_LIMITS,
+  }));
   seed(t.repos, [
     {
       source: 'directory',

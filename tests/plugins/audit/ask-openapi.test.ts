@@ -5,10 +5,9 @@
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { auditOpenApiDocument } from '../../../plugins/audit/http/openapi.js';
-import type { HttpMethod } from '../../../src/http/openapi.js';
 import { type FakeChatCompletions, startFakeChatCompletions } from '../../fakes/llm/fake-chat-completions.js';
 import { Conformance, operationsOf } from '../../http/openapi-conformance.js';
-import { type AuditTestApp, auditApp, jsonInit, seed } from './helpers.js';
+import { type AuditTestApp, auditApp, conformingCaller, llmEnv, mountedOperations, seed } from './helpers.js';
 
 const doc = auditOpenApiDocument('9.9.9', { ai: true });
 let t: AuditTestApp;
@@ -17,13 +16,7 @@ const conformance = new Conformance(doc);
 
 beforeAll(async () => {
   fake = await startFakeChatCompletions();
-  t = await auditApp({
-    AI_FEATURES_ENABLED: 'true',
-    LLM_BASE_URL: fake.baseUrl,
-    LLM_MODEL: 'm',
-    LLM_ALLOW_PRIVATE_NETWORK: 'true',
-    RATE_LIMIT_ASK: '1000/1m',
-  });
+  t = await auditApp({ ...llmEnv(fake.baseUrl, 'm'), RATE_LIMIT_ASK: '1000/1m' });
   seed(t.repos, [{ source: 'directory', at: Date.now() - 60_000, operation: 'Add user', result: 'failure' }]);
 });
 afterAll(async () => {
@@ -31,27 +24,13 @@ afterAll(async () => {
   await fake.stop();
 });
 
-async function call(method: HttpMethod, path: string, url: string, body?: unknown) {
-  const res = await t.request(
-    url,
-    body === undefined ? { method: method.toUpperCase() } : jsonInit(method.toUpperCase(), body),
-  );
-  const answer = { status: res.status, headers: res.headers, text: await res.text() };
-  conformance.check(method, path, answer);
-  return { ...answer, json: () => JSON.parse(answer.text) as Record<string, unknown> };
-}
+const call = conformingCaller(() => t, conformance);
 
 describe('the document with AI features', () => {
   it('is valid OpenAPI 3.0 and lists exactly the mounted routes', async () => {
     const result = await new Validator().validate(doc as never);
     expect(result.errors).toBeUndefined();
-    const served = new Set(
-      t.app.routes
-        .filter((r) => r.method !== 'ALL' && r.path.startsWith('/api/'))
-        .filter((r) => !/\/(openapi\.json|docs)$/.test(r.path))
-        .map((r) => `${r.method} ${r.path.replace(/:(\w+)/g, '{$1}')}`),
-    );
-    expect([...served].sort()).toEqual(operationsOf(doc).sort());
+    expect(mountedOperations(t)).toEqual(operationsOf(doc).sort());
     expect(operationsOf(doc)).toEqual(
       expect.arrayContaining(['POST /api/ask', 'GET /api/jobs/{job_id}', 'POST /api/events/{id}/explain']),
     );

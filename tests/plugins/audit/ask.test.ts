@@ -6,7 +6,15 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { ASK_SYSTEM_PROMPT } from '../../../plugins/audit/ask/prompt.js';
 import { type FakeChatCompletions, startFakeChatCompletions } from '../../fakes/llm/fake-chat-completions.js';
-import { type AuditTestApp, auditApp, capturingLogger, jsonInit, seed } from './helpers.js';
+import {
+  type AuditTestApp,
+  auditApp,
+  capturingLogger,
+  jsonInit,
+  llmEnv,
+  NO_RATE_LIMITS,
+  seed,
+} from './helpers.js';
 
 const KEY = 'sk-test-4f1c9e0d2b7a44e1-secret';
 const HOUR = 3_600_000;
@@ -17,16 +25,11 @@ const logs = capturingLogger();
 
 function aiEnv(fakeUrl: string, extra: Record<string, string> = {}): Record<string, string> {
   return {
-    AI_FEATURES_ENABLED: 'true',
-    LLM_BASE_URL: fakeUrl,
-    LLM_MODEL: 'test-model',
+    ...llmEnv(fakeUrl),
     LLM_API_KEY: KEY,
-    LLM_ALLOW_PRIVATE_NETWORK: 'true',
     LLM_TIMEOUT_MS: '1000',
     LLM_MAX_RETRIES: '1',
-    RATE_LIMIT_ASK: '100000/1m',
-    RATE_LIMIT_DEFAULT: '100000/1m',
-    RATE_LIMIT_WRITE: '100000/1m',
+    ...NO_RATE_LIMITS,
     ...extra,
   };
 }

@@ -10,7 +10,8 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createHub, type Hub } from '../../../hub/main.js';
 import { loadConfig } from '../../../hub/settings.js';
-import { capturingLogger, QUIET_ENV } from './helpers.js';
+import { loopbackHubEnv } from '../../helpers/hub.js';
+import { capturingLogger, hubStartRefusal, QUIET_ENV } from './helpers.js';
 
 const running: Array<{ hub: Hub; dir: string }> = [];
 afterEach(async () => {
@@ -22,14 +23,7 @@ afterEach(async () => {
 
 async function startHub(env: Record<string, string>) {
   const dir = mkdtempSync(join(tmpdir(), 'meshhub-audit-auth-'));
-  const all = {
-    DATA_DIR: dir,
-    HTTP_HOST: '127.0.0.1',
-    HTTP_PORT: '0',
-    RADIO: 'none',
-    MQTT_PORT: '0',
-    ...env,
-  };
+  const all = { ...loopbackHubEnv(dir), RADIO: 'none', ...env };
   const { log, lines } = capturingLogger();
   const hub = await createHub(loadConfig(all), { log, defaultMetrics: false, env: all });
   running.push({ hub, dir });
@@ -72,23 +66,12 @@ describe('AUTH_ENABLED with a half-configured identity provider', () => {
   });
 
   it('still refuses to start on a provider setting that is wrong rather than missing', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'meshhub-audit-auth-bad-'));
-    try {
-      const env = {
-        DATA_DIR: dir,
-        HTTP_PORT: '0',
-        RADIO: 'none',
-        LOG_LEVEL: 'silent',
-        AUTH_JWKS_URL: 'http://idp.example/keys',
-        AUTH_ISSUER: 'https://idp.example',
-        AUTH_AUDIENCE: 'meshhub',
-      };
-      const { log } = capturingLogger();
-      await expect(createHub(loadConfig(env), { log, defaultMetrics: false, env })).rejects.toThrow(
-        /AUTH_JWKS_URL: must be https/,
-      );
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
+    const provider = {
+      AUTH_JWKS_URL: 'http://idp.example/keys',
+      AUTH_ISSUER: 'https://idp.example',
+      AUTH_AUDIENCE: 'meshhub',
+    };
+    const refusal = await hubStartRefusal(provider, capturingLogger().log);
+    expect(refusal.message).toMatch(/AUTH_JWKS_URL: must be https/);
   });
 });

@@ -14,7 +14,7 @@ import { AuditStore } from '../../../plugins/audit/store/audit-store.js';
 import { closeDatabase, type Database, openDatabase } from '../../../src/store/database.js';
 import { startFakeChatCompletions } from '../../fakes/llm/fake-chat-completions.js';
 import { skipWithoutRedis, startRedis, type TestRedis } from '../../helpers/redis.js';
-import { auditApp, jsonInit, seed } from './helpers.js';
+import { auditApp, jsonInit, llmEnv, seed } from './helpers.js';
 
 const skipRedis = skipWithoutRedis();
 let redis: TestRedis | undefined;
@@ -94,11 +94,8 @@ describe.skipIf(skipRedis)('asks with CACHE_URL=redis://…', () => {
   it('answers a repeated question from Redis, and reports the store', async () => {
     const fake = await startFakeChatCompletions();
     const t = await auditApp({
-      AI_FEATURES_ENABLED: 'true',
+      ...llmEnv(fake.baseUrl, 'm'),
       CACHE_URL: redis!.url,
-      LLM_BASE_URL: fake.baseUrl,
-      LLM_MODEL: 'm',
-      LLM_ALLOW_PRIVATE_NETWORK: 'true',
       RATE_LIMIT_ASK: '1000/1m',
     });
     try {

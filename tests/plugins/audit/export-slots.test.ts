@@ -3,33 +3,19 @@
  * out of it gives the slot back — HEAD (which never reads the body), a client that goes away
  * mid-stream, and an error mid-stream. With one slot, a leak shows as a 429 on the next export.
  */
-import type { AddressInfo } from 'node:net';
-import { serve } from '@hono/node-server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type AuditTestApp, auditApp, seed } from './helpers.js';
+import { servedExportApp } from './helpers.js';
 
 const T0 = Date.UTC(2025, 4, 1);
-let t: AuditTestApp;
-let server: ReturnType<typeof serve>;
-let base: string;
+let t: Awaited<ReturnType<typeof servedExportApp>>;
 
 beforeAll(async () => {
-  t = await auditApp({ RATE_LIMIT_DEFAULT: '100000/1m', AUDIT_EXPORT_MAX_CONCURRENT: '1' });
   // Many chunks of 2,000 rows (more than socket buffers hold), so a stream is still open when the test interferes.
-  seed(
-    t.repos,
+  t = await servedExportApp(
     Array.from({ length: 60_000 }, (_, i) => ({ at: T0 + i * 1000, actor: `user${i % 40}@contoso.com` })),
   );
-  await new Promise<void>((resolve) => {
-    server = serve({ fetch: t.app.fetch, hostname: '127.0.0.1', port: 0 }, () => resolve());
-  });
-  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 });
-afterAll(async () => {
-  (server as import('node:http').Server).closeAllConnections();
-  await new Promise<void>((r) => server.close(() => r()));
-  await t.close();
-});
+afterAll(() => t.close());
 
 /** A whole export, read to the end: 200 when a slot was free. */
 async function fullExport(): Promise<number> {
@@ -63,7 +49,7 @@ describe('export slots', () => {
 
   it('HEAD over a real socket leaves export working', async () => {
     for (let i = 0; i < 2; i++) {
-      expect((await fetch(`${base}/api/events/export`, { method: 'HEAD' })).status).toBe(200);
+      expect((await fetch(`${t.base}/api/events/export`, { method: 'HEAD' })).status).toBe(200);
     }
     expect(await fullExport()).toBe(200);
   });
@@ -79,7 +65,7 @@ describe('export slots', () => {
 
   it('a client that goes away mid-stream gives the slot back', async () => {
     const abort = new AbortController();
-    const res = await fetch(`${base}/api/events/export?format=csv`, { signal: abort.signal });
+    const res = await fetch(`${t.base}/api/events/export?format=csv`, { signal: abort.signal });
     const reader = res.body!.getReader();
     const first = await reader.read();
     expect(new TextDecoder().decode(first.value).startsWith('id,timestamp,')).toBe(true);

@@ -1,21 +1,15 @@
 /**
  * CSV and JSON export of a filtered search, streamed from the server over a real socket.
  */
-import type { AddressInfo } from 'node:net';
-import { serve } from '@hono/node-server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type AuditTestApp, auditApp, jsonInit, seed } from './helpers.js';
+import { jsonInit, servedExportApp } from './helpers.js';
 
 const T0 = Date.UTC(2025, 4, 1);
 const N = 5_000;
-let t: AuditTestApp;
-let server: ReturnType<typeof serve>;
-let base: string;
+let t: Awaited<ReturnType<typeof servedExportApp>>;
 
 beforeAll(async () => {
-  t = await auditApp({ RATE_LIMIT_DEFAULT: '100000/1m', AUDIT_EXPORT_MAX_CONCURRENT: '1' });
-  seed(
-    t.repos,
+  t = await servedExportApp(
     Array.from({ length: N }, (_, i) => ({
       at: T0 + i * 1000,
       service: i % 5 === 0 ? 'SharePoint' : 'Exchange',
@@ -26,15 +20,8 @@ beforeAll(async () => {
   );
   await t.request('/api/events/9/tags', jsonInit('PATCH', { tags: ['reviewed', 'suspicious'] }));
   await t.request('/api/events/9/comments', jsonInit('POST', { text: 'looked at it' }));
-  await new Promise<void>((resolve) => {
-    server = serve({ fetch: t.app.fetch, hostname: '127.0.0.1', port: 0 }, () => resolve());
-  });
-  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 });
-afterAll(async () => {
-  await new Promise<void>((r) => server.close(() => r()));
-  await t.close();
-});
+afterAll(() => t.close());
 
 /** A minimal RFC 4180 reader, enough to check what a spreadsheet would see. */
 function parseCsv(text: string): string[][] {
@@ -67,7 +54,7 @@ function parseCsv(text: string): string[][] {
 
 describe('GET /api/events/export', () => {
   it('streams every matching event as CSV (RFC 4180, CRLF), newest first, as an attachment', async () => {
-    const res = await fetch(`${base}/api/events/export?format=csv`);
+    const res = await fetch(`${t.base}/api/events/export?format=csv`);
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toBe('text/csv; charset=utf-8');
     expect(res.headers.get('content-disposition')).toMatch(
@@ -102,15 +89,15 @@ describe('GET /api/events/export', () => {
 
   it('neutralises cells a spreadsheet would run as formulas and quotes commas and quotes', async () => {
     const rows = parseCsv(
-      await (await fetch(`${base}/api/events/export?actor=${encodeURIComponent('HYPERLINK')}`)).text(),
+      await (await fetch(`${t.base}/api/events/export?actor=${encodeURIComponent('HYPERLINK')}`)).text(),
     );
     expect(rows[1]![6]).toBe(`'=HYPERLINK("http://evil.example","click")`);
-    const quoted = parseCsv(await (await fetch(`${base}/api/events/export?actor=user8@`)).text());
+    const quoted = parseCsv(await (await fetch(`${t.base}/api/events/export?actor=user8@`)).text());
     expect(quoted.find((r) => r[0] === '9')![7]).toBe('quarterly, "final" report.xlsx');
   });
 
   it('exports the same events as JSON, filters applied, with tags and comments', async () => {
-    const res = await fetch(`${base}/api/events/export?format=json&services=sharepoint`);
+    const res = await fetch(`${t.base}/api/events/export?format=json&services=sharepoint`);
     expect(res.headers.get('content-type')).toBe('application/json; charset=utf-8');
     const events = (await res.json()) as Array<{
       id: string;
@@ -122,7 +109,7 @@ describe('GET /api/events/export', () => {
     expect(events.every((e) => e.service === 'sharepoint')).toBe(true);
     const search = await t.json('/api/events?services=sharepoint&limit=3');
     expect(events.slice(0, 3)).toEqual(search.body.data);
-    const none = await (await fetch(`${base}/api/events/export?format=json&actor=nobody`)).json();
+    const none = await (await fetch(`${t.base}/api/events/export?format=json&actor=nobody`)).json();
     expect(none).toEqual([]);
   });
 

@@ -4,8 +4,8 @@
  * privacy role), and service names match as an administrator types them, with display names.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type AuditTestApp, auditApp, jsonInit, seed } from './helpers.js';
-import { idpAuthEnv, type LocalIdp, startLocalIdp, withBearer } from './idp.js';
+import { type AuditTestApp, idpAuditApp, jsonInit, NO_RATE_LIMITS, seed } from './helpers.js';
+import { type LocalIdp, withBearer } from './idp.js';
 
 const T0 = Date.UTC(2025, 4, 1);
 let idp: LocalIdp;
@@ -14,15 +14,12 @@ let plain: string;
 let privileged: string;
 
 beforeAll(async () => {
-  idp = await startLocalIdp();
-  t = await auditApp({
-    ...idpAuthEnv(idp),
+  ({ idp, t } = await idpAuditApp({
     PRIVACY_SENSITIVE_OPERATIONS: 'MailItemsAccessed',
     PRIVACY_SERVICES: 'teams',
     PRIVACY_SERVICE_ROLES: 'Audit.Privacy',
-    RATE_LIMIT_DEFAULT: '100000/1m',
-    RATE_LIMIT_WRITE: '100000/1m',
-  });
+    ...NO_RATE_LIMITS,
+  }));
   seed(t.repos, [
     // Gated by operation, the only failure with a raw "Failed": result "failure" only here…
     { at: T0 + 1000, service: 'Exchange', operation: 'MailItemsAccessed', result: 'Failed' },

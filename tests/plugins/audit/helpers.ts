@@ -5,23 +5,33 @@
  */
 
 import { mkdtempSync, rmSync } from 'node:fs';
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { serve } from '@hono/node-server';
 import type { Hono } from 'hono';
 import { pino } from 'pino';
 import type { Registry } from 'prom-client';
+import { afterEach } from 'vitest';
+import { createHub } from '../../../hub/main.js';
 import { standaloneApp, standaloneModuleHost } from '../../../hub/module-host.js';
+import { loadConfig } from '../../../hub/settings.js';
 import type { AuditCollectorActor } from '../../../plugins/audit/collector-actor.js';
 import { auditModule } from '../../../plugins/audit/index.js';
 import type { AuditMaintenanceActor } from '../../../plugins/audit/maintenance-actor.js';
 import { normalizeRecord } from '../../../plugins/audit/normalize.js';
-import { auditSettings } from '../../../plugins/audit/settings.js';
+import { AuditConfigError, auditSettings, loadAuditConfig } from '../../../plugins/audit/settings.js';
 import type { SourceName } from '../../../plugins/audit/sources.js';
 import { type AuditRepositories, openAuditRepositories } from '../../../plugins/audit/store/audit-store.js';
 import { HubUserService } from '../../../src/auth/user-service.js';
+import type { HttpMethod } from '../../../src/http/openapi.js';
 import type { Actor } from '../../../src/kernel/actor.js';
 import { createLogger } from '../../../src/log.js';
 import { closeDatabase, type Database, openDatabase } from '../../../src/store/database.js';
+import { configProblems } from '../../helpers/config.js';
+import type { Conformance } from '../../http/openapi-conformance.js';
+import { idpAuthEnv, type LocalIdp, startLocalIdp } from './idp.js';
 
 export const silent = pino({ level: 'silent' });
 
@@ -34,6 +44,69 @@ export const QUIET_ENV: Record<string, string> = {
   AUDIT_BACKOFF_MAX_MS: '20',
   AUDIT_MAX_RETRY_AFTER: '2s',
 };
+
+const UNLIMITED = '100000/1m';
+/** Rate limits no test of something else reaches (those tests make many requests). */
+export const NO_RATE_LIMITS: Record<string, string> = {
+  RATE_LIMIT_DEFAULT: UNLIMITED,
+  RATE_LIMIT_WRITE: UNLIMITED,
+  RATE_LIMIT_ASK: UNLIMITED,
+  RATE_LIMIT_FETCH: UNLIMITED,
+};
+
+/** One export at a time (so a second shows as a 429), the default rate limit out of the way. */
+const ONE_EXPORT_AT_A_TIME: Record<string, string> = {
+  RATE_LIMIT_DEFAULT: UNLIMITED,
+  AUDIT_EXPORT_MAX_CONCURRENT: '1',
+};
+
+/** The AI settings for a model behind `baseUrl` (a loopback fake, hence the private-network opt-in). */
+export const llmEnv = (baseUrl: string, model = 'test-model'): Record<string, string> => ({
+  AI_FEATURES_ENABLED: 'true',
+  LLM_BASE_URL: baseUrl,
+  LLM_MODEL: model,
+  LLM_ALLOW_PRIVATE_NETWORK: 'true',
+});
+
+/** The problems loadAuditConfig reports for `env`; fails the test unless it throws an AuditConfigError. */
+export function auditConfigProblems(env: Record<string, string>): string[] {
+  return configProblems(() => {
+    try {
+      return loadAuditConfig(env);
+    } catch (error) {
+      if (!(error instanceof AuditConfigError)) throw new Error(`expected an AuditConfigError, got ${error}`);
+      throw error;
+    }
+  });
+}
+
+/** A whole hub's settings without a radio or logs: its data in `dataDir`, HTTP on a free port. */
+export const radiolessHubEnv = (dataDir: string): Record<string, string> => ({
+  DATA_DIR: dataDir,
+  HTTP_PORT: '0',
+  RADIO: 'none',
+  LOG_LEVEL: 'silent',
+});
+
+/** What createHub throws for a whole hub of radiolessHubEnv (in a temp dir), then `env`; fails if it starts. */
+export async function hubStartRefusal(
+  env: Record<string, string>,
+  log: pino.Logger = silent,
+): Promise<Error> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'meshhub-audit-bad-'));
+  try {
+    const all = { ...radiolessHubEnv(dataDir), ...env };
+    const config = loadConfig(all);
+    try {
+      await createHub(config, { log, defaultMetrics: false, env: all });
+    } catch (error) {
+      return error as Error;
+    }
+    throw new Error('expected the hub to refuse to start');
+  } finally {
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+}
 
 export interface AuditTestApp {
   app: Hono;
@@ -140,6 +213,100 @@ export async function auditApp(
     },
   };
 }
+
+/**
+ * For suites whose tests each start their own app: the function returned starts one with `env`;
+ * every app it started is closed after each test.
+ */
+export function appPerTest(): (env?: Record<string, string>) => Promise<AuditTestApp> {
+  const started: AuditTestApp[] = [];
+  afterEach(async () => {
+    for (const t of started.splice(0)) await t.close();
+  });
+  return async (env = {}) => {
+    const t = await auditApp(env);
+    started.push(t);
+    return t;
+  };
+}
+
+/** `t` served on a loopback socket (streams go through it): its base URL, and close() for the server. */
+async function serveOnLoopback(t: AuditTestApp): Promise<{ base: string; close(): Promise<void> }> {
+  let server!: ReturnType<typeof serve>;
+  await new Promise<void>((resolve) => {
+    server = serve({ fetch: t.app.fetch, hostname: '127.0.0.1', port: 0 }, () => resolve());
+  });
+  return {
+    base: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    async close() {
+      (server as Server).closeAllConnections();
+      await new Promise<void>((r) => server.close(() => r()));
+    },
+  };
+}
+
+/** The audit app for export tests: one export at a time, `events` stored, served on loopback at `base`. */
+export async function servedExportApp(
+  events: readonly SeedEvent[],
+): Promise<AuditTestApp & { base: string }> {
+  const t = await auditApp(ONE_EXPORT_AT_A_TIME);
+  seed(t.repos, events);
+  const served = await serveOnLoopback(t);
+  return {
+    ...t,
+    base: served.base,
+    async close() {
+      await served.close();
+      await t.close();
+    },
+  };
+}
+
+/** A local identity provider and the audit app verifying its tokens (idpAuthEnv, then `env`). */
+export async function idpAuditApp(
+  env: Record<string, string> = {},
+): Promise<{ idp: LocalIdp; t: AuditTestApp }> {
+  const idp = await startLocalIdp();
+  const t = await auditApp({ ...idpAuthEnv(idp), ...env });
+  return { idp, t };
+}
+
+/**
+ * A caller of `t` that checks every answer against the OpenAPI document behind `conformance`
+ * (`path` is the document's path, `url` the one requested).
+ */
+export const conformingCaller =
+  (t: () => AuditTestApp, conformance: Conformance) =>
+  async (method: HttpMethod, path: string, url: string, body?: unknown) => {
+    const res = await t().request(
+      url,
+      body === undefined ? { method: method.toUpperCase() } : jsonInit(method.toUpperCase(), body),
+    );
+    const answer = { status: res.status, headers: res.headers, text: await res.text() };
+    conformance.check(method, path, answer);
+    return { ...answer, json: () => JSON.parse(answer.text) as Record<string, unknown> };
+  };
+
+/** The API operations `t` mounts (`METHOD /path/{param}`, sorted), its document routes left out. */
+export const mountedOperations = (t: AuditTestApp): string[] =>
+  [
+    ...new Set(
+      t.app.routes
+        .filter((r) => r.method !== 'ALL' && r.path.startsWith('/api/'))
+        .filter((r) => !/\/(openapi\.json|docs)$/.test(r.path))
+        .map((r) => `${r.method} ${r.path.replace(/:(\w+)/g, '{$1}')}`),
+    ),
+  ].sort();
+
+/** The MCP tools of the hub without AI features (with them, `ask` too). */
+export const HUB_MCP_TOOLS = [
+  'get_event',
+  'get_summary',
+  'latest_readings',
+  'list_nodes',
+  'reading_history',
+  'search_events',
+];
 
 export const jsonInit = (
   method: string,

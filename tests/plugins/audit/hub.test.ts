@@ -15,7 +15,8 @@ import { openDatabase } from '../../../src/store/database.js';
 import { schemaVersion } from '../../../src/store/migrations.js';
 import { FakeMicrosoft } from '../../fakes/microsoft/fake-microsoft.js';
 import { directoryAudit } from '../../fakes/microsoft/fixtures.js';
-import { QUIET_ENV } from './helpers.js';
+import { loopbackHubEnv } from '../../helpers/hub.js';
+import { hubStartRefusal, QUIET_ENV, radiolessHubEnv } from './helpers.js';
 
 // biome-ignore lint/suspicious/noExplicitAny: the test reads JSON bodies of many shapes
 const json = async (url: string, init?: RequestInit): Promise<any> => (await fetch(url, init)).json();
@@ -37,15 +38,7 @@ async function startHub(
   env: Record<string, string>,
   dataDir = mkdtempSync(join(tmpdir(), 'meshhub-audit-hub-')),
 ): Promise<RunningHub> {
-  const all = {
-    DATA_DIR: dataDir,
-    HTTP_HOST: '127.0.0.1',
-    HTTP_PORT: '0',
-    RADIO: 'none',
-    LOG_LEVEL: 'silent',
-    MQTT_PORT: '0',
-    ...env,
-  };
+  const all = { ...radiolessHubEnv(dataDir), ...loopbackHubEnv(dataDir), ...env };
   const hub = await createHub(loadConfig(all), {
     log: pino({ level: 'silent' }),
     defaultMetrics: false,
@@ -149,22 +142,7 @@ describe('the hub with and without the audit plugin', () => {
   });
 
   it('refuses to start with invalid audit settings, naming each one', async () => {
-    const dataDir = mkdtempSync(join(tmpdir(), 'meshhub-audit-bad-'));
-    try {
-      const env = {
-        DATA_DIR: dataDir,
-        HTTP_PORT: '0',
-        RADIO: 'none',
-        LOG_LEVEL: 'silent',
-        PLUGINS: 'audit',
-        AUDIT_SOURCES: 'fax',
-        RATE_LIMIT_WRITE: 'x',
-      };
-      await expect(
-        createHub(loadConfig(env), { log: pino({ level: 'silent' }), defaultMetrics: false, env }),
-      ).rejects.toThrow(/AUDIT_SOURCES: .*\n.*RATE_LIMIT_WRITE: /);
-    } finally {
-      rmSync(dataDir, { recursive: true, force: true });
-    }
+    const refusal = await hubStartRefusal({ PLUGINS: 'audit', AUDIT_SOURCES: 'fax', RATE_LIMIT_WRITE: 'x' });
+    expect(refusal.message).toMatch(/AUDIT_SOURCES: .*\n.*RATE_LIMIT_WRITE: /);
   });
 });

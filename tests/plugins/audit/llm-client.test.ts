@@ -17,12 +17,12 @@ describe('LLM settings', () => {
   });
 
   it('parses a cloud model', () => {
-    const c = loadAuditConfig({
+    const cloud = {
       LLM_BASE_URL: 'https://api.openai.com/v1/',
       LLM_MODEL: 'gpt-4o-mini',
       LLM_API_KEY: 'sk-abc',
-      LLM_MAX_EVENTS: '120',
-    });
+    };
+    const c = loadAuditConfig({ ...cloud, LLM_MAX_EVENTS: '120' });
     expect(c.ai.llm).toMatchObject({
       model: 'gpt-4o-mini',
       timeoutMs: 30_000,

@@ -16,7 +16,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MCP_SECURITY_WARNING } from '../../../hub/mcp.js';
 import { AuditStore } from '../../../plugins/audit/store/audit-store.js';
 import { closeDatabase, openDatabase } from '../../../src/store/database.js';
-import { seed } from './helpers.js';
+import { HUB_MCP_TOOLS, seed } from './helpers.js';
 
 const CLI = join(process.cwd(), 'dist', 'hub', 'cli.js');
 let dir: string;
@@ -53,6 +53,23 @@ beforeAll(() => {
 });
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
+/** `meshhub mcp` spawned with `env(extra)`, its stdout and stderr collected in `out`. */
+function spawnMcp(extra: Record<string, string> = {}) {
+  const child = spawn(process.execPath, [CLI, 'mcp'], {
+    env: { PATH: process.env.PATH ?? '', ...env(extra) },
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
+  const out = { stdout: '', stderr: '' };
+  child.stdout.on('data', (d: Buffer) => {
+    out.stdout += d.toString();
+  });
+  child.stderr.on('data', (d: Buffer) => {
+    out.stderr += d.toString();
+  });
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  return { child, out, exited };
+}
+
 const textOf = (result: unknown) => (result as { content: Array<{ text: string }> }).content[0]!.text;
 
 describe('meshhub mcp (the built CLI over stdio)', () => {
@@ -74,15 +91,7 @@ describe('meshhub mcp (the built CLI over stdio)', () => {
     await client.connect(transport);
     try {
       const { tools } = await client.listTools();
-      expect(tools.map((t) => t.name).sort()).toEqual([
-        'ask',
-        'get_event',
-        'get_summary',
-        'latest_readings',
-        'list_nodes',
-        'reading_history',
-        'search_events',
-      ]);
+      expect(tools.map((t) => t.name).sort()).toEqual(['ask', ...HUB_MCP_TOOLS]);
       expect(tools.find((t) => t.name === 'get_event')!.inputSchema.required).toEqual(['id']);
 
       const search = await client.callTool({ name: 'search_events', arguments: { limit: 10 } });
@@ -129,19 +138,7 @@ describe('meshhub mcp (the built CLI over stdio)', () => {
   });
 
   it('writes only JSON-RPC lines on stdout, and exits 0 when the client closes stdin', async () => {
-    const child = spawn(process.execPath, [CLI, 'mcp'], {
-      env: { PATH: process.env.PATH ?? '', ...env() },
-      stdio: ['pipe', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d: Buffer) => {
-      stdout += d.toString();
-    });
-    child.stderr.on('data', (d: Buffer) => {
-      stderr += d.toString();
-    });
-    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    const { child, out, exited } = spawnMcp();
     const send = (message: object) => child.stdin.write(`${JSON.stringify(message)}\n`);
     send({
       jsonrpc: '2.0',
@@ -153,36 +150,24 @@ describe('meshhub mcp (the built CLI over stdio)', () => {
     send({ jsonrpc: '2.0', id: 2, method: 'tools/list' });
     send({ jsonrpc: '2.0', id: 3, method: 'tools/call', params: { name: 'get_event', arguments: {} } });
     // Wait for the three answers, then hang up.
-    for (let i = 0; i < 400 && stdout.split('\n').filter(Boolean).length < 3; i++) {
+    for (let i = 0; i < 400 && out.stdout.split('\n').filter(Boolean).length < 3; i++) {
       await new Promise((r) => setTimeout(r, 25));
     }
     child.stdin.end();
     expect(await exited).toBe(0);
-    const lines = stdout.split('\n').filter((l) => l !== '');
+    const lines = out.stdout.split('\n').filter((l) => l !== '');
     expect(lines.length).toBe(3);
     for (const line of lines) expect(JSON.parse(line)).toHaveProperty('jsonrpc', '2.0');
     expect(lines.map((l) => JSON.parse(l).id)).toEqual([1, 2, 3]);
     expect(JSON.parse(lines[2]!).result).toMatchObject({ isError: true });
-    expect(stderr).toContain(MCP_SECURITY_WARNING);
+    expect(out.stderr).toContain(MCP_SECURITY_WARNING);
   });
 
   it('refuses a bad setting with a message on stderr and exit code 1, nothing on stdout', async () => {
-    const child = spawn(process.execPath, [CLI, 'mcp'], {
-      env: { PATH: process.env.PATH ?? '', ...env({ LLM_MAX_EVENTS: 'many' }) },
-      stdio: ['pipe', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d: Buffer) => {
-      stdout += d.toString();
-    });
-    child.stderr.on('data', (d: Buffer) => {
-      stderr += d.toString();
-    });
-    const code = await new Promise<number | null>((resolve) => child.once('exit', (c) => resolve(c)));
-    expect(code).toBe(1);
-    expect(stdout).toBe('');
-    expect(stderr).toMatch(/meshhub mcp: .*LLM_MAX_EVENTS/s);
-    expect(stderr).not.toMatch(/\n\s+at /); // a message, not a stack trace
+    const { out, exited } = spawnMcp({ LLM_MAX_EVENTS: 'many' });
+    expect(await exited).toBe(1);
+    expect(out.stdout).toBe('');
+    expect(out.stderr).toMatch(/meshhub mcp: .*LLM_MAX_EVENTS/s);
+    expect(out.stderr).not.toMatch(/\n\s+at /); // a message, not a stack trace
   });
 });

@@ -17,7 +17,7 @@ import { MCP_SECURITY_WARNING, type McpRun, runMcpServer } from '../../../hub/mc
 import { AuditStore } from '../../../plugins/audit/store/audit-store.js';
 import { closeDatabase, openDatabase } from '../../../src/store/database.js';
 import { NodeRepository } from '../../../src/store/nodes-repository.js';
-import { seed } from './helpers.js';
+import { HUB_MCP_TOOLS, seed } from './helpers.js';
 
 /** The client side of stdio: what StdioClientTransport does with a child's pipes, on streams. */
 class StreamClientTransport implements Transport {
@@ -116,14 +116,7 @@ describe('meshhub mcp', () => {
     stderrText = '';
     const client = await connect();
     const { tools } = await client.listTools();
-    expect(tools.map((t) => t.name).sort()).toEqual([
-      'get_event',
-      'get_summary',
-      'latest_readings',
-      'list_nodes',
-      'reading_history',
-      'search_events',
-    ]);
+    expect(tools.map((t) => t.name).sort()).toEqual(HUB_MCP_TOOLS);
     const search = tools.find((t) => t.name === 'search_events')!;
     expect(search.inputSchema.properties).toHaveProperty('start');
     expect(stderrText).toContain(MCP_SECURITY_WARNING);

@@ -34,14 +34,16 @@ async function app(env: Record<string, string>): Promise<AuditTestApp> {
   return t;
 }
 
+/** The Microsoft fake and an app collecting only the directory from it, `env` added. */
+async function directoryApp(env: Record<string, string>): Promise<{ f: FakeMicrosoft; t: AuditTestApp }> {
+  const f = await fake();
+  const t = await app({ ...f.env(), AUDIT_SOURCES: 'directory', ...env });
+  return { f, t };
+}
+
 describe('the private-address check on the Microsoft endpoints', () => {
   it('refuses a Graph base URL on a private address before anything is sent', async () => {
-    const f = await fake();
-    const t = await app({
-      ...f.env(),
-      AUDIT_SOURCES: 'directory',
-      AUDIT_GRAPH_BASE_URL: 'https://10.20.30.40',
-    });
+    const { f, t } = await directoryApp({ AUDIT_GRAPH_BASE_URL: 'https://10.20.30.40' });
     expect((await t.json('/api/fetch', { method: 'POST' })).status).toBe(202);
     await t.collector.idle();
     const health = (await t.json('/api/source-health')).body.data[0];
@@ -52,12 +54,7 @@ describe('the private-address check on the Microsoft endpoints', () => {
   });
 
   it('refuses a login URL on a link-local address: the client secret never goes there', async () => {
-    const f = await fake();
-    const t = await app({
-      ...f.env(),
-      AUDIT_SOURCES: 'directory',
-      AUDIT_LOGIN_BASE_URL: 'https://169.254.169.254',
-    });
+    const { t } = await directoryApp({ AUDIT_LOGIN_BASE_URL: 'https://169.254.169.254' });
     await t.request('/api/fetch', { method: 'POST' });
     await t.collector.idle();
     expect((await t.json('/api/source-health')).body.data[0].error).toMatch(
@@ -66,10 +63,7 @@ describe('the private-address check on the Microsoft endpoints', () => {
   });
 
   it('lets AUDIT_ALLOW_PRIVATE_NETWORK=true opt in (the request is then attempted)', async () => {
-    const f = await fake();
-    const t = await app({
-      ...f.env(),
-      AUDIT_SOURCES: 'directory',
+    const { t } = await directoryApp({
       AUDIT_GRAPH_BASE_URL: 'https://10.20.30.40',
       AUDIT_ALLOW_PRIVATE_NETWORK: 'true',
       AUDIT_REQUEST_TIMEOUT_MS: '100',

@@ -6,9 +6,8 @@
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { auditOpenApiDocument } from '../../../plugins/audit/http/openapi.js';
-import type { HttpMethod } from '../../../src/http/openapi.js';
 import { Conformance, operationsOf } from '../../http/openapi-conformance.js';
-import { type AuditTestApp, auditApp, jsonInit, seed } from './helpers.js';
+import { type AuditTestApp, auditApp, conformingCaller, mountedOperations, seed } from './helpers.js';
 
 const doc = auditOpenApiDocument('9.9.9');
 const SECRET = 'a-client-state-of-some-length';
@@ -58,24 +57,10 @@ describe('the document and the audit routes agree', () => {
   });
   afterAll(() => t?.close());
 
-  async function call(method: HttpMethod, path: string, url: string, body?: unknown) {
-    const res = await t.request(
-      url,
-      body === undefined ? { method: method.toUpperCase() } : jsonInit(method.toUpperCase(), body),
-    );
-    const answer = { status: res.status, headers: res.headers, text: await res.text() };
-    conformance.check(method, path, answer);
-    return { ...answer, json: () => JSON.parse(answer.text) as Record<string, unknown> };
-  }
+  const call = conformingCaller(() => t, conformance);
 
   it('mounts exactly the routes the document lists', () => {
-    const served = new Set(
-      t.app.routes
-        .filter((r) => r.method !== 'ALL' && r.path.startsWith('/api/'))
-        .filter((r) => !/\/(openapi\.json|docs)$/.test(r.path))
-        .map((r) => `${r.method} ${r.path.replace(/:(\w+)/g, '{$1}')}`),
-    );
-    expect([...served].sort()).toEqual(operationsOf(doc).sort());
+    expect(mountedOperations(t)).toEqual(operationsOf(doc).sort());
   });
 
   it('searches and pages', async () => {

@@ -4,8 +4,8 @@
  * single event, filter options or export — and cannot change them; a caller with the role sees all.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type AuditTestApp, auditApp, jsonInit, seed } from './helpers.js';
-import { idpAuthEnv, type LocalIdp, startLocalIdp, withBearer } from './idp.js';
+import { type AuditTestApp, auditApp, idpAuditApp, jsonInit, NO_RATE_LIMITS, seed } from './helpers.js';
+import { type LocalIdp, withBearer } from './idp.js';
 
 const T0 = Date.UTC(2025, 4, 1);
 let idp: LocalIdp;
@@ -21,17 +21,14 @@ const SEEDED = [
 ];
 
 beforeAll(async () => {
-  idp = await startLocalIdp();
-  t = await auditApp({
-    ...idpAuthEnv(idp),
+  ({ idp, t } = await idpAuditApp({
     PRIVACY_SENSITIVE_OPERATIONS: 'mailitemsaccessed',
     PRIVACY_SERVICES: 'teams',
     PRIVACY_SERVICE_ROLES: 'Audit.Privacy',
     AUDIT_READER_ROLES: 'Audit.Reader',
     AUDIT_ADMIN_ROLES: 'Audit.Admin',
-    RATE_LIMIT_DEFAULT: '100000/1m',
-    RATE_LIMIT_WRITE: '100000/1m',
-  });
+    ...NO_RATE_LIMITS,
+  }));
   seed(t.repos, SEEDED);
   // An administrator of the audit data (reads, tags) without the privacy role.
   plain = await idp.token({ roles: ['Audit.Reader', 'Audit.Admin'] });

@@ -5,7 +5,7 @@
  * nothing changed; every write in the internal audit trail.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type AlertsHub, jsonBody, startAlertsHub } from './alerts-hub.js';
+import { AFTER_HOURS_RULE, type AlertsHub, jsonBody, startAlertsHub } from './alerts-hub.js';
 import { bearerHeaders, idpAuthEnv, type LocalIdp, ROOT_ADMIN, startLocalIdp } from './idp.js';
 
 let idp: LocalIdp;
@@ -15,15 +15,8 @@ let reader: Record<string, string>;
 let stranger: Record<string, string>;
 
 const AFTER_HOURS = {
-  name: 'Failed role assignment after hours',
-  severity: 'high',
+  ...AFTER_HOURS_RULE,
   description: 'Someone tried to give a role outside business hours',
-  condition: {
-    services: ['Entra ID'],
-    operation: { contains: ['member to role', 'role assignment'] },
-    result: 'failure',
-    time: { days: ['mon', 'tue', 'wed', 'thu', 'fri'], from: '08:00', to: '18:00', when: 'outside' },
-  },
 };
 
 beforeAll(async () => {

@@ -2,24 +2,20 @@
  * Authentication, the audit trail, rate-limit tiers, the directory webhook, CORS and the
  * response headers of the audit routes.
  */
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FakeMicrosoft } from '../../fakes/microsoft/fake-microsoft.js';
 import { directoryAudit } from '../../fakes/microsoft/fixtures.js';
-import { type AuditTestApp, auditApp, jsonInit, seed } from './helpers.js';
+import { appPerTest, jsonInit, seed } from './helpers.js';
 import { idpAuthEnv, type LocalIdp, startLocalIdp } from './idp.js';
 
 const T0 = Date.UTC(2025, 4, 1);
 let idp: LocalIdp;
-let t: AuditTestApp | undefined;
 
 beforeAll(async () => {
   idp = await startLocalIdp();
 });
 afterAll(() => idp.stop());
-afterEach(async () => {
-  await t?.close();
-  t = undefined;
-});
+const app = appPerTest();
 
 const authEnv = () => idpAuthEnv(idp);
 const bearer = (token: string, init: RequestInit = {}): RequestInit => ({
@@ -29,7 +25,7 @@ const bearer = (token: string, init: RequestInit = {}): RequestInit => ({
 
 describe('bearer authentication (AUTH_ENABLED)', () => {
   it('refuses a missing or invalid token with 401 and a challenge, and accepts a valid one', async () => {
-    t = await auditApp(authEnv());
+    const t = await app(authEnv());
     const none = await t.json('/api/events');
     expect(none.status).toBe(401);
     expect(none.headers.get('www-authenticate')).toBe('Bearer realm="meshhub-audit"');
@@ -49,7 +45,7 @@ describe('bearer authentication (AUTH_ENABLED)', () => {
   });
 
   it('leaves the frontend config routes and the webhook open', async () => {
-    t = await auditApp({ ...authEnv(), AUTH_CLIENT_ID: 'spa-client' });
+    const t = await app({ ...authEnv(), AUTH_CLIENT_ID: 'spa-client' });
     const auth = await t.json('/api/config/auth');
     expect(auth.status).toBe(200);
     expect(auth.body).toEqual({
@@ -73,7 +69,7 @@ describe('bearer authentication (AUTH_ENABLED)', () => {
   it('fails closed when enabled with no identity provider: 503 on token routes, "misconfigured" for the frontend', async () => {
     // A half-configured provider (AUTH_ISSUER alone) stops the hub at start-up like any invalid
     // setting (tests/auth/local-issuer.test.ts); none at all is the spec's "misconfigured".
-    t = await auditApp({ AUTH_ENABLED: 'true' });
+    const t = await app({ AUTH_ENABLED: 'true' });
     const res = await t.json('/api/events', bearer(await idp.token()));
     expect(res.status).toBe(503);
     expect((await t.json('/api/config/auth')).body).toMatchObject({
@@ -84,7 +80,7 @@ describe('bearer authentication (AUTH_ENABLED)', () => {
   });
 
   it('reads roles from AUDIT_ROLES_CLAIM and gates the admin fetch by AUDIT_ADMIN_ROLES', async () => {
-    t = await auditApp({
+    const t = await app({
       ...authEnv(),
       AUDIT_ROLES_CLAIM: 'realm_access.roles',
       AUDIT_ADMIN_ROLES: 'Audit.Admin',
@@ -99,7 +95,7 @@ describe('bearer authentication (AUTH_ENABLED)', () => {
 
 describe('the internal audit trail', () => {
   it('records every mutating request with the verified caller, and no reads', async () => {
-    t = await auditApp(authEnv());
+    const t = await app(authEnv());
     seed(t.repos, [{ at: T0 }]);
     const token = await idp.token({
       sub: 'user-42',
@@ -134,7 +130,7 @@ describe('the internal audit trail', () => {
 
 describe('rate-limit tiers', () => {
   it('limits writes, reads and admin fetches separately; config routes are exempt', async () => {
-    t = await auditApp({ RATE_LIMIT_WRITE: '2/1m', RATE_LIMIT_DEFAULT: '3/1m', RATE_LIMIT_FETCH: '1/1h' });
+    const t = await app({ RATE_LIMIT_WRITE: '2/1m', RATE_LIMIT_DEFAULT: '3/1m', RATE_LIMIT_FETCH: '1/1h' });
     seed(t.repos, [{ at: T0 }]);
     const patch = () => t!.json('/api/events/1/tags', jsonInit('PATCH', { tags: ['a'] }));
     expect((await patch()).status).toBe(200);
@@ -165,7 +161,7 @@ describe('POST /api/webhooks/directory', () => {
   afterAll(() => fake.stop());
 
   it('answers the validation handshake with the decoded token as text/plain', async () => {
-    t = await auditApp({ WEBHOOK_CLIENT_SECRET: secret });
+    const t = await app({ WEBHOOK_CLIENT_SECRET: secret });
     const token = 'Validation: Testing client application reachability for subscription Request-Id: 2a9c&x=1';
     const res = await t.request(`/api/webhooks/directory?validationToken=${encodeURIComponent(token)}`, {
       method: 'POST',
@@ -177,7 +173,7 @@ describe('POST /api/webhooks/directory', () => {
   });
 
   it('refuses notifications with a wrong or missing clientState and fetches early on the right one', async () => {
-    t = await auditApp({ ...fake.env(), AUDIT_SOURCES: 'directory', WEBHOOK_CLIENT_SECRET: secret });
+    const t = await app({ ...fake.env(), AUDIT_SOURCES: 'directory', WEBHOOK_CLIENT_SECRET: secret });
     fake.directoryAudits.push(directoryAudit(1, Date.now() - 60_000));
     const notification = (clientState?: string) => ({
       value: [
@@ -215,7 +211,7 @@ describe('POST /api/webhooks/directory', () => {
 
 describe('response headers', () => {
   it('sends a CSP allowing the sign-in host, nosniff and no-store on API answers and errors', async () => {
-    t = await auditApp(authEnv());
+    const t = await app(authEnv());
     for (const path of ['/api/config/auth', '/api/events', '/api/events/nope']) {
       const res = await t.request(path);
       const csp = res.headers.get('content-security-policy')!;
@@ -230,7 +226,7 @@ describe('response headers', () => {
   });
 
   it('answers CORS preflights for CORS_ORIGINS only', async () => {
-    t = await auditApp({ CORS_ORIGINS: 'https://audit.contoso.com' });
+    const t = await app({ CORS_ORIGINS: 'https://audit.contoso.com' });
     const preflight = (origin: string) =>
       t!.request('/api/events/1/tags', {
         method: 'OPTIONS',
@@ -249,7 +245,7 @@ describe('response headers', () => {
   });
 
   it('keeps a wildcard in CORS_ORIGINS, even with auth on', async () => {
-    t = await auditApp({ ...authEnv(), CORS_ORIGINS: '*' });
+    const t = await app({ ...authEnv(), CORS_ORIGINS: '*' });
     const res = await t.request('/api/config/auth', { headers: { origin: 'https://anywhere.example' } });
     expect(res.headers.get('access-control-allow-origin')).toBe('*');
   });

@@ -4,17 +4,17 @@
  */
 import { inspect } from 'node:util';
 import { describe, expect, it } from 'vitest';
-import { type AuditConfigError, loadAuditConfig } from '../../../plugins/audit/settings.js';
+import { loadAuditConfig } from '../../../plugins/audit/settings.js';
 import { SiemSender } from '../../../plugins/audit/siem/sender.js';
+import { auditConfigProblems } from './helpers.js';
 
-function problems(env: Record<string, string>): string[] {
-  try {
-    loadAuditConfig(env);
-    return [];
-  } catch (error) {
-    return (error as AuditConfigError).problems.map(String);
-  }
-}
+const problems = auditConfigProblems;
+/** Forwarding to Splunk's HTTP Event Collector. */
+const HEC = {
+  SIEM_ENABLED: 'true',
+  SIEM_WEBHOOK_URL: 'https://splunk.example.com:8088/services/collector/event',
+  SIEM_FORMAT: 'splunk-hec',
+};
 
 describe('SIEM settings', () => {
   it('are off by default and need a URL, a secret (or a HEC token) when on', () => {
@@ -23,11 +23,7 @@ describe('SIEM settings', () => {
     const missing = problems({ SIEM_ENABLED: 'true' }).join('\n');
     expect(missing).toMatch(/SIEM_WEBHOOK_URL.*required with SIEM_ENABLED=true/);
     expect(missing).toMatch(/SIEM_WEBHOOK_SECRET.*required/);
-    const hec = problems({
-      SIEM_ENABLED: 'true',
-      SIEM_WEBHOOK_URL: 'https://splunk.example.com:8088/services/collector/event',
-      SIEM_FORMAT: 'splunk-hec',
-    });
+    const hec = problems(HEC);
     expect(hec.join('\n')).toMatch(/SIEM_HEC_TOKEN.*required with SIEM_FORMAT=splunk-hec/);
   });
 
@@ -55,9 +51,7 @@ describe('SIEM settings', () => {
 
   it('keeps the token and the secret out of logs and JSON', () => {
     const c = loadAuditConfig({
-      SIEM_ENABLED: 'true',
-      SIEM_WEBHOOK_URL: 'https://splunk.example.com:8088/services/collector/event',
-      SIEM_FORMAT: 'splunk-hec',
+      ...HEC,
       SIEM_HEC_TOKEN: 'hec-token-value-123',
       SIEM_WEBHOOK_SECRET: 'secret-value-0123456789',
     });

@@ -5,21 +5,17 @@
  * that, one overflow row per status, method and route. A flood cannot grow the table without
  * limit. The trail, refusals included, is pruned by the maintenance routine.
  */
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AuditTrail, type TrailEntry } from '../../../plugins/audit/store/audit-trail.js';
-import { type AuditTestApp, auditApp, jsonInit, seed } from './helpers.js';
+import { type AuditTestApp, appPerTest, jsonInit, seed } from './helpers.js';
 import { idpAuthEnv, type LocalIdp, startLocalIdp } from './idp.js';
 
-let t: AuditTestApp | undefined;
 let idp: LocalIdp;
 beforeAll(async () => {
   idp = await startLocalIdp();
 });
 afterAll(() => idp.stop());
-afterEach(async () => {
-  await t?.close();
-  t = undefined;
-});
+const app = appPerTest();
 
 const T0 = Date.parse('2026-11-02T09:00:00Z');
 const authEnv = () => idpAuthEnv(idp);
@@ -35,7 +31,7 @@ const trailRows = (app: AuditTestApp) =>
 
 describe('refusals are counted, not listed', () => {
   it('a flood of rate-limited writes from one client is one counted row', async () => {
-    t = await auditApp({ RATE_LIMIT_WRITE: '2/1m' });
+    const t = await app({ RATE_LIMIT_WRITE: '2/1m' });
     seed(t.repos, [{ at: T0 }]);
     const statuses: number[] = [];
     for (let i = 0; i < 50; i++) {
@@ -62,7 +58,7 @@ describe('refusals are counted, not listed', () => {
   });
 
   it('records refused reads and writes without a token (401) and without the role (403), by caller', async () => {
-    t = await auditApp(authEnv());
+    const t = await app(authEnv());
     const reader = await idp.token({ preferred_username: 'rita@contoso.com', roles: ['reader'] });
     for (let i = 0; i < 3; i++) await from(t, '10.0.0.7', '/api/events');
     await from(t, '10.0.0.7', '/api/events/5/tags', jsonInit('PATCH', { tags: ['x'] }));
@@ -105,7 +101,7 @@ describe('refusals are counted, not listed', () => {
   });
 
   it('a flood from many addresses adds at most the hourly cap plus overflow rows', async () => {
-    t = await auditApp({ ...authEnv(), AUDIT_TRAIL_REFUSALS_PER_HOUR: '10' });
+    const t = await app({ ...authEnv(), AUDIT_TRAIL_REFUSALS_PER_HOUR: '10' });
     const flood = async (first: number) => {
       for (let i = first; i < first + 150; i++) {
         const path = i % 2 ? '/api/events' : `/api/events/${i}/comments`;
@@ -132,7 +128,7 @@ describe('refusals are counted, not listed', () => {
   });
 
   it('starts new rows in the next hour (the bound is per hour)', async () => {
-    t = await auditApp();
+    const t = await app();
     const trail = new AuditTrail(t.db);
     const refusal = (at: number, clientIp: string): TrailEntry => ({
       at,
@@ -165,7 +161,7 @@ describe('refusals are counted, not listed', () => {
 
 describe('retention', () => {
   it('the maintenance routine prunes trail rows, refusals included, after AUDIT_TRAIL_RETENTION_DAYS', async () => {
-    t = await auditApp({ ...authEnv(), AUDIT_TRAIL_RETENTION_DAYS: '30' });
+    const t = await app({ ...authEnv(), AUDIT_TRAIL_RETENTION_DAYS: '30' });
     seed(t.repos, [{ at: Date.now() }]);
     await from(t, '10.0.0.9', '/api/events');
     await from(t, '10.0.0.9', '/api/events/1/comments', jsonInit('POST', { text: 'no token' }));

@@ -4,9 +4,9 @@
  * filters, cursor paging both ways, CSV and JSON export sharing the export slots, and every bad
  * filter a 400 naming the field.
  */
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type AlertsHub, jsonBody, startAlertsHub } from './alerts-hub.js';
-import { type AuditTestApp, auditApp, jsonInit, seed } from './helpers.js';
+import { appPerTest, jsonInit, seed } from './helpers.js';
 import { bearerHeaders, idpAuthEnv, type LocalIdp, ROOT_ADMIN, startLocalIdp } from './idp.js';
 
 const T0 = Date.parse('2026-11-02T09:00:00Z');
@@ -95,14 +95,10 @@ describe('an administrator reads the trail over the real socket', () => {
 });
 
 describe('paging, filters and bad input', () => {
-  let t: AuditTestApp | undefined;
-  afterEach(async () => {
-    await t?.close();
-    t = undefined;
-  });
+  const app = appPerTest();
 
   it('pages newest first with next and prev cursors, like /api/events', async () => {
-    t = await auditApp();
+    const t = await app();
     seed(t.repos, [{ at: T0 }]);
     for (let i = 0; i < 7; i++) {
       expect((await t.json('/api/events/1/tags', jsonInit('PATCH', { tags: [`t${i}`] }))).status).toBe(200);
@@ -135,7 +131,7 @@ describe('paging, filters and bad input', () => {
   });
 
   it('answers every bad filter with a 400 naming the field, and changes nothing', async () => {
-    t = await auditApp();
+    const t = await app();
     seed(t.repos, [{ at: T0 }]);
     await t.json('/api/events/1/tags', jsonInit('PATCH', { tags: ['x'] }));
     const eventsCursor = (await t.json('/api/events?limit=1')).body;
@@ -171,14 +167,10 @@ describe('paging, filters and bad input', () => {
 });
 
 describe('export', () => {
-  let t: AuditTestApp | undefined;
-  afterEach(async () => {
-    await t?.close();
-    t = undefined;
-  });
+  const app = appPerTest();
 
   it('streams CSV and JSON of every matching row', async () => {
-    t = await auditApp();
+    const t = await app();
     seed(t.repos, [{ at: T0 }]);
     await t.json('/api/events/1/tags', jsonInit('PATCH', { tags: ['reviewed'] }));
     await t.json('/api/events/1/comments', jsonInit('POST', { text: '=HYPERLINK("http://evil")' }));
@@ -209,7 +201,7 @@ describe('export', () => {
   });
 
   it('shares the export slots with the events export and gives them back on every way out', async () => {
-    t = await auditApp({ AUDIT_EXPORT_MAX_CONCURRENT: '1' });
+    const t = await app({ AUDIT_EXPORT_MAX_CONCURRENT: '1' });
     seed(t.repos, [{ at: T0 }]);
     const insert = t.db.prepare(
       "INSERT INTO audit_trail (at, method, path, status, roles, action, result) VALUES (?, 'POST', '/api/x', 200, '[]', 'other', 'success')",
