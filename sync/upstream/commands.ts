@@ -331,6 +331,26 @@ async function readPassword(ctx: UpstreamCommandContext): Promise<string> {
   return password;
 }
 
+/**
+ * Applies `change` to the user `username` and prints `done` of its result; a result of false or
+ * undefined means there is no such user (exit 1).
+ */
+function changeUser<T>(
+  ctx: UpstreamCommandContext,
+  usage: string,
+  username: string,
+  change: (users: UpstreamUserService) => Promise<T | false | undefined>,
+  done: (result: T) => string,
+): Promise<number> {
+  return withPool(ctx, async (pool) => {
+    const result = await change(new UpstreamUserService(pool));
+    if (result === false || result === undefined)
+      throw new UpstreamCommandError(`${usage}: no user "${username}"`, 1);
+    ctx.out(`${done(result)}\n`);
+    return 0;
+  });
+}
+
 async function userCommand(args: string[], ctx: UpstreamCommandContext): Promise<number> {
   const [sub, ...rest] = args;
   const { values, positionals } = parseArgs({
@@ -372,45 +392,45 @@ async function userCommand(args: string[], ctx: UpstreamCommandContext): Promise
     case 'passwd': {
       const username = one(positionals, 'user name', usage);
       const password = await readPassword(ctx);
-      return withPool(ctx, async (pool) => {
-        if (!(await new UpstreamUserService(pool).setPassword(username, password)))
-          throw new UpstreamCommandError(`${usage}: no user "${username}"`, 1);
-        ctx.out(`password of ${username.toLowerCase()} changed\n`);
-        return 0;
-      });
+      return changeUser(
+        ctx,
+        usage,
+        username,
+        (users) => users.setPassword(username, password),
+        () => `password of ${username.toLowerCase()} changed`,
+      );
     }
     case 'revoke': {
       const username = one(positionals, 'user name', usage);
-      return withPool(ctx, async (pool) => {
-        if (!(await new UpstreamUserService(pool).revokeTokens(username)))
-          throw new UpstreamCommandError(`${usage}: no user "${username}"`, 1);
-        ctx.out(
-          `every token of ${username.toLowerCase()} is revoked; they sign in again with their password\n`,
-        );
-        return 0;
-      });
+      return changeUser(
+        ctx,
+        usage,
+        username,
+        (users) => users.revokeTokens(username),
+        () => `every token of ${username.toLowerCase()} is revoked; they sign in again with their password`,
+      );
     }
     case 'disable': {
       const username = one(positionals, 'user name', usage);
-      return withPool(ctx, async (pool) => {
-        const told = await new UpstreamUserService(pool).disable(username);
-        if (told === undefined) throw new UpstreamCommandError(`${usage}: no user "${username}"`, 1);
-        ctx.out(
-          `disabled ${username.toLowerCase()}: no new tokens; ${told} site(s) will revoke their subscriptions (their tokens were revoked)\n`,
-        );
-        return 0;
-      });
+      return changeUser(
+        ctx,
+        usage,
+        username,
+        (users) => users.disable(username),
+        (told) =>
+          `disabled ${username.toLowerCase()}: no new tokens; ${told} site(s) will revoke their subscriptions (their tokens were revoked)`,
+      );
     }
     case 'enable': {
       const username = one(positionals, 'user name', usage);
-      return withPool(ctx, async (pool) => {
-        if (!(await new UpstreamUserService(pool).enable(username)))
-          throw new UpstreamCommandError(`${usage}: no user "${username}"`, 1);
-        ctx.out(
-          `enabled ${username.toLowerCase()} (grant subscriptions again: disabling revoked them at the sites)\n`,
-        );
-        return 0;
-      });
+      return changeUser(
+        ctx,
+        usage,
+        username,
+        (users) => users.enable(username),
+        () =>
+          `enabled ${username.toLowerCase()} (grant subscriptions again: disabling revoked them at the sites)`,
+      );
     }
     default:
       throw new UpstreamCommandError(
