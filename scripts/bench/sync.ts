@@ -90,7 +90,7 @@ import { openPool } from '../../sync/upstream/db/pool.js';
 import { METRIC_COLUMNS } from '../../sync/upstream/db/schema.js';
 import { SiteRegistry } from '../../sync/upstream/sites.js';
 import { type BrokerChild, forkBrokerChild, reportPort } from './lib/broker-child.js';
-import { get, serveOnLoopback } from './lib/http.js';
+import { get, historyQuery, serveOnLoopback } from './lib/http.js';
 import { loopbackHubEnv } from './lib/hub-env.js';
 import { publishAll, readingMessages, READINGS_TOPIC as TOPIC } from './lib/mqtt-publish.js';
 import { createScratchSchema, type ScratchSchema } from './lib/postgres.js';
@@ -1458,13 +1458,7 @@ async function historyParity(upstream: Upstream): Promise<BenchResult[]> {
             ['1h', 365 * 24],
             ['1d', 365],
           ] as const) {
-            const query = new URLSearchParams({
-              node_id: node,
-              start: new Date(yearStart).toISOString(),
-              end: new Date(yearEnd).toISOString(),
-              interval,
-              limit: '10000',
-            });
+            const query = historyQuery(node, yearStart, yearEnd, interval);
             const hubUrl = `${hub.url}/api/v1/weather/history?${query}`;
             query.set('site', 'history');
             const { hubMs, upstreamMs, stale } = await interleavedGets(
