@@ -9,36 +9,25 @@
  * the offline background (coordinate grid) unless MAP_TILES names a local .pmtiles/.mbtiles
  * file, whose tiles the hub serves. SCREENSHOT_ONLINE=1 lets online tiles through.
  */
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino } from 'pino';
-import { type Browser, chromium } from 'playwright-core';
+import type { Browser } from 'playwright-core';
 import { createHub } from '../hub/main.js';
 import { loadConfig } from '../hub/settings.js';
 import { normalizeRecord } from '../plugins/audit/normalize.js';
 import type { SourceName } from '../plugins/audit/sources.js';
 import { openAuditRepositories } from '../plugins/audit/store/audit-store.js';
 import { projectRoot } from '../src/version.js';
+import { findChromium, launchHeadlessChromium } from './bench/lib/chromium.js';
 import { auditHubEnv } from './bench/lib/hub-env.js';
 import { startInProcessHub } from './bench/lib/in-process-hub.js';
 import { prng } from './bench/lib/readings.js';
 
-const CHROMIUM = [process.env.CHROMIUM_PATH, '/usr/bin/chromium', '/usr/bin/chromium-browser'].find(
-  (p): p is string => !!p && existsSync(p),
-);
+const CHROMIUM = findChromium();
 
-const launch = () =>
-  chromium.launch({
-    executablePath: CHROMIUM,
-    args: [
-      '--headless',
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-background-networking',
-      '--no-first-run',
-    ],
-  });
+const launch = () => launchHeadlessChromium(CHROMIUM);
 
 async function main(): Promise<void> {
   if (!CHROMIUM) throw new Error('Chromium not found: apt-get install -y chromium (or set CHROMIUM_PATH)');

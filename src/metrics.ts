@@ -22,87 +22,111 @@ export function httpDurationHistogram(registry: Registry, prefix: string): HttpD
   });
 }
 
+/** A row of a metric table: the help text, and the label names when the metric has any. */
+export type MetricHelp = string | readonly [help: string, labelNames: readonly string[]];
+
+/** The label names a table row declares (`string` for a metric without labels, prom-client's default). */
+type RowLabels<R> = R extends readonly [string, readonly (infer L extends string)[]] ? L : string;
+
+/** What `declareCounters`/`declareGauges` pass to the factory: a hub module's `counter`/`gauge`, or a registry's. */
+type MetricConfig = { name: string; help: string; labelNames: string[] };
+
+/** Declares, in table order, one metric per `{ name: help }` row with `make`, keyed by name. */
+function declareMetrics<M>(make: (config: MetricConfig) => M, table: Record<string, MetricHelp>) {
+  const declared: Record<string, M> = {};
+  for (const [name, row] of Object.entries(table)) {
+    const [help, labelNames = []] = typeof row === 'string' ? [row] : row;
+    declared[name] = make({ name, help, labelNames: [...labelNames] });
+  }
+  return declared;
+}
+
+/** The counters of a `{ name: help }` (or `{ name: [help, labelNames] }`) table, made by `make`, keyed by name. */
+export function declareCounters<const T extends Record<string, MetricHelp>>(
+  make: (config: MetricConfig) => Counter<string>,
+  table: T,
+): { [N in keyof T]: Counter<RowLabels<T[N]>> } {
+  return declareMetrics(make, table) as { [N in keyof T]: Counter<RowLabels<T[N]>> };
+}
+
+/** The gauges of a `{ name: help }` (or `{ name: [help, labelNames] }`) table, made by `make`, keyed by name. */
+export function declareGauges<const T extends Record<string, MetricHelp>>(
+  make: (config: MetricConfig) => Gauge<string>,
+  table: T,
+): { [N in keyof T]: Gauge<RowLabels<T[N]>> } {
+  return declareMetrics(make, table) as { [N in keyof T]: Gauge<RowLabels<T[N]>> };
+}
+
 export class HubMetrics {
   readonly registry = new Registry();
 
   readonly httpDuration = httpDurationHistogram(this.registry, 'meshhub_');
 
-  readonly readingsIngested = this.counter(
-    'readings_ingested_total',
-    'Readings committed to the store (duplicates excluded), by source',
-    ['source'],
-  );
+  /** The hub's counters, keyed by name without the `meshhub_` prefix. */
+  private readonly counters = declareCounters((config) => this.counter(config), {
+    readings_ingested_total: ['Readings committed to the store (duplicates excluded), by source', ['source']],
+    mesh_packets_total: [
+      'Decoded mesh packets by port number name and path (radio or mqtt)',
+      ['port', 'via'],
+    ],
+    mesh_frame_errors_total: [
+      'Corrupt frames, undecodable protobufs and payloads from the radio',
+      ['reason'],
+    ],
+    radio_reconnects_total: 'Times the radio link was (re)established after the first connection',
+    mqtt_ingest_messages_total: [
+      'Publishes on ingestion topics by format (envelope, legacy_json, readings_json) and outcome (accepted, duplicate, ignored, or why refused: undecryptable, malformed_envelope, ...)',
+      ['format', 'outcome'],
+    ],
+    mqtt_auth_failures_total: ['MQTT logins refused, by reason', ['reason']],
+    mqtt_denied_total: [
+      'MQTT publishes (connection closed) and subscriptions (SUBACK 0x80) refused by the ACL',
+      ['action'],
+    ],
+    mqtt_oversize_packets_total: 'MQTT connections closed for announcing a packet over MQTT_MAX_PACKET_BYTES',
+    ingest_rejected_readings_total: [
+      'JSON readings refused by validation, by source (mqtt, http) and reason',
+      ['source', 'reason'],
+    ],
+    messages_total: [
+      'Texts that reached each status, by direction (outbound: queued, sent, delivered, failed; inbound: received, read)',
+      ['direction', 'status'],
+    ],
+    message_retries_total:
+      'Outbound attempts scheduled again after a transient routing error or a missing acknowledgement',
+    message_failures_total: [
+      'Outbound texts that failed, by reason (a Routing_Error name, or ACK_TIMEOUT)',
+      ['reason'],
+    ],
+  });
 
-  readonly meshPackets = this.counter(
-    'mesh_packets_total',
-    'Decoded mesh packets by port number name and path (radio or mqtt)',
-    ['port', 'via'],
-  );
+  /** The hub's gauges, keyed by name without the `meshhub_` prefix. */
+  private readonly gauges = declareGauges((config) => this.gauge(config), {
+    radio_connected: '1 while the radio link has completed its handshake, else 0',
+    mqtt_clients: 'MQTT clients connected to the embedded broker (TCP and WebSocket)',
+    messages_queued:
+      'Outbound texts waiting in the send queue (not yet handed to the radio, or waiting for a retry)',
+    mailbox_depth: ['Messages waiting in each actor mailbox', ['actor', 'mailbox']],
+    mailbox_dropped: [
+      'Messages dropped (drop-oldest) or rejected (reject) by each mailbox since start',
+      ['actor', 'mailbox', 'policy_outcome'],
+    ],
+  });
 
-  readonly meshFrameErrors = this.counter(
-    'mesh_frame_errors_total',
-    'Corrupt frames, undecodable protobufs and payloads from the radio',
-    ['reason'],
-  );
-
-  readonly radioReconnects = this.counter(
-    'radio_reconnects_total',
-    'Times the radio link was (re)established after the first connection',
-  );
-
-  readonly radioConnected = this.gauge(
-    'radio_connected',
-    '1 while the radio link has completed its handshake, else 0',
-  );
-
-  readonly mqttClients = this.gauge(
-    'mqtt_clients',
-    'MQTT clients connected to the embedded broker (TCP and WebSocket)',
-  );
-
-  readonly mqttIngestMessages = this.counter(
-    'mqtt_ingest_messages_total',
-    'Publishes on ingestion topics by format (envelope, legacy_json, readings_json) and outcome (accepted, duplicate, ignored, or why refused: undecryptable, malformed_envelope, ...)',
-    ['format', 'outcome'],
-  );
-
-  readonly mqttAuthFailures = this.counter('mqtt_auth_failures_total', 'MQTT logins refused, by reason', [
-    'reason',
-  ]);
-
-  readonly mqttDenied = this.counter(
-    'mqtt_denied_total',
-    'MQTT publishes (connection closed) and subscriptions (SUBACK 0x80) refused by the ACL',
-    ['action'],
-  );
-
-  readonly mqttOversizePackets = this.counter(
-    'mqtt_oversize_packets_total',
-    'MQTT connections closed for announcing a packet over MQTT_MAX_PACKET_BYTES',
-  );
-
-  readonly ingestRejectedReadings = this.counter(
-    'ingest_rejected_readings_total',
-    'JSON readings refused by validation, by source (mqtt, http) and reason',
-    ['source', 'reason'],
-  );
-
-  readonly messages = this.counter(
-    'messages_total',
-    'Texts that reached each status, by direction (outbound: queued, sent, delivered, failed; inbound: received, read)',
-    ['direction', 'status'],
-  );
-
-  readonly messageRetries = this.counter(
-    'message_retries_total',
-    'Outbound attempts scheduled again after a transient routing error or a missing acknowledgement',
-  );
-
-  readonly messageFailures = this.counter(
-    'message_failures_total',
-    'Outbound texts that failed, by reason (a Routing_Error name, or ACK_TIMEOUT)',
-    ['reason'],
-  );
+  readonly readingsIngested = this.counters.readings_ingested_total;
+  readonly meshPackets = this.counters.mesh_packets_total;
+  readonly meshFrameErrors = this.counters.mesh_frame_errors_total;
+  readonly radioReconnects = this.counters.radio_reconnects_total;
+  readonly radioConnected = this.gauges.radio_connected;
+  readonly mqttClients = this.gauges.mqtt_clients;
+  readonly mqttIngestMessages = this.counters.mqtt_ingest_messages_total;
+  readonly mqttAuthFailures = this.counters.mqtt_auth_failures_total;
+  readonly mqttDenied = this.counters.mqtt_denied_total;
+  readonly mqttOversizePackets = this.counters.mqtt_oversize_packets_total;
+  readonly ingestRejectedReadings = this.counters.ingest_rejected_readings_total;
+  readonly messages = this.counters.messages_total;
+  readonly messageRetries = this.counters.message_retries_total;
+  readonly messageFailures = this.counters.message_failures_total;
 
   readonly messageDeliverySeconds = new Histogram({
     name: 'meshhub_message_delivery_seconds',
@@ -111,21 +135,9 @@ export class HubMetrics {
     registers: [this.registry],
   });
 
-  readonly messagesQueued = this.gauge(
-    'messages_queued',
-    'Outbound texts waiting in the send queue (not yet handed to the radio, or waiting for a retry)',
-  );
-
-  private readonly mailboxDepth = this.gauge('mailbox_depth', 'Messages waiting in each actor mailbox', [
-    'actor',
-    'mailbox',
-  ]);
-
-  private readonly mailboxDropped = this.gauge(
-    'mailbox_dropped',
-    'Messages dropped (drop-oldest) or rejected (reject) by each mailbox since start',
-    ['actor', 'mailbox', 'policy_outcome'],
-  );
+  readonly messagesQueued = this.gauges.messages_queued;
+  private readonly mailboxDepth = this.gauges.mailbox_depth;
+  private readonly mailboxDropped = this.gauges.mailbox_dropped;
 
   private mailboxSource: () => MailboxStats[] = () => [];
   /** Called before each scrape: hot paths tally in plain counters and move them here. */
@@ -137,13 +149,13 @@ export class HubMetrics {
   }
 
   /** A counter `meshhub_<name>` in this registry. */
-  private counter<L extends string = string>(name: string, help: string, labelNames: readonly L[] = []) {
-    return new Counter<L>({ name: `meshhub_${name}`, help, labelNames, registers: [this.registry] });
+  private counter(config: MetricConfig) {
+    return new Counter({ ...config, name: `meshhub_${config.name}`, registers: [this.registry] });
   }
 
   /** A gauge `meshhub_<name>` in this registry. */
-  private gauge<L extends string = string>(name: string, help: string, labelNames: readonly L[] = []) {
-    return new Gauge<L>({ name: `meshhub_${name}`, help, labelNames, registers: [this.registry] });
+  private gauge(config: MetricConfig) {
+    return new Gauge({ ...config, name: `meshhub_${config.name}`, registers: [this.registry] });
   }
 
   /** Mailbox gauges are read at scrape time from the supervisor's actors. */

@@ -5,6 +5,7 @@
  * from the store at scrape time, so they always agree with `GET /api/source-health`.
  */
 import type { Counter, Histogram } from 'prom-client';
+import { declareCounters } from '../../src/metrics.js';
 import type { ModuleMetrics } from '../../src/module.js';
 import type { SourceName } from './sources.js';
 import type { SourceStateRow } from './store/source-state.js';
@@ -18,32 +19,28 @@ export class AuditMetrics {
 
   /** Names are prefixed `meshhub_audit_` by the module's metrics factory. */
   constructor(metrics: ModuleMetrics, health: () => SourceStateRow[]) {
-    this.records = metrics.counter({
-      name: 'records_total',
-      help: 'Upstream audit records by source and outcome (fetched, stored, duplicate, malformed)',
-      labelNames: ['source', 'outcome'],
+    const counters = declareCounters((config) => metrics.counter(config), {
+      records_total: [
+        'Upstream audit records by source and outcome (fetched, stored, duplicate, malformed)',
+        ['source', 'outcome'],
+      ],
+      fetch_errors_total: ['Fetch runs that ended early, by source and kind of failure', ['source', 'kind']],
+      fetch_retries_total: [
+        'Requests retried after throttling (429, 403 AF429) or unavailability (5xx, network)',
+        ['source', 'kind'],
+      ],
+      rate_limited_total: ['Requests refused by a rate-limit tier', ['tier']],
     });
-    this.fetchErrors = metrics.counter({
-      name: 'fetch_errors_total',
-      help: 'Fetch runs that ended early, by source and kind of failure',
-      labelNames: ['source', 'kind'],
-    });
-    this.retries = metrics.counter({
-      name: 'fetch_retries_total',
-      help: 'Requests retried after throttling (429, 403 AF429) or unavailability (5xx, network)',
-      labelNames: ['source', 'kind'],
-    });
+    this.records = counters.records_total;
+    this.fetchErrors = counters.fetch_errors_total;
+    this.retries = counters.fetch_retries_total;
     this.runs = metrics.histogram({
       name: 'fetch_duration_seconds',
       help: 'Duration of fetch runs by source and final status',
       labelNames: ['source', 'status'],
       buckets: [0.1, 0.5, 1, 5, 15, 60, 300, 900],
     });
-    this.rateLimited = metrics.counter({
-      name: 'rate_limited_total',
-      help: 'Requests refused by a rate-limit tier',
-      labelNames: ['tier'],
-    });
+    this.rateLimited = counters.rate_limited_total;
     const gauge = (name: string, help: string, value: (row: SourceStateRow) => number | null) =>
       metrics.gauge({
         name,

@@ -29,7 +29,6 @@ import { promisify } from 'node:util';
 import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
 import { gunzipSync, gzip } from 'node:zlib';
 import { pino } from 'pino';
-import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { NormalizedEvent } from '../../plugins/audit/normalize.js';
 import { loadAuditConfig } from '../../plugins/audit/settings.js';
 import { SiemDeliveryRepository } from '../../plugins/audit/siem/delivery-repository.js';
@@ -37,9 +36,9 @@ import { SiemForwarderActor } from '../../plugins/audit/siem/forwarder-actor.js'
 import { buildBatch } from '../../plugins/audit/siem/payload.js';
 import type { SiemConfig } from '../../plugins/audit/siem/settings.js';
 import { AuditStore } from '../../plugins/audit/store/audit-store.js';
-import type { ModuleMetrics } from '../../src/module.js';
 import { closeDatabase, type Database, openDatabase } from '../../src/store/database.js';
 import { normalizeAll, upstreamRecords } from './audit-fixture.js';
+import { privateModuleMetrics } from './lib/module-metrics.js';
 import { tempDir } from './lib/readings.js';
 import type { BenchResult } from './report.js';
 
@@ -146,18 +145,6 @@ async function receiver(): Promise<Receiver> {
   };
 }
 
-function metrics(): ModuleMetrics {
-  const registers = [new Registry()];
-  return {
-    prefix: 'bench_',
-    counter: (c) => new Counter({ ...c, registers }),
-    gauge: (c) => new Gauge({ ...c, registers }),
-    histogram: (c) => new Histogram({ ...c, registers }),
-    onRender: () => () => {},
-    core: undefined as never,
-  } as ModuleMetrics;
-}
-
 /**
  * CPU time (ms) of this thread alone — the event loop that ingests — from Linux's per-thread
  * counters (USER_HZ = 100); undefined elsewhere. Event-loop utilisation would also count time
@@ -185,7 +172,7 @@ async function hub(name: string, config: SiemConfig | undefined) {
     ? new SiemForwarderActor({
         config,
         store,
-        metrics: metrics(),
+        metrics: privateModuleMetrics('bench_'),
         log: pino({ level: 'silent' }),
         version: 'bench',
       })
@@ -360,7 +347,7 @@ export async function run(): Promise<BenchResult[]> {
   const again = new SiemForwarderActor({
     config,
     store: h.store,
-    metrics: metrics(),
+    metrics: privateModuleMetrics('bench_'),
     log: pino({ level: 'silent' }),
     version: 'bench',
   });

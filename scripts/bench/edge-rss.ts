@@ -12,6 +12,8 @@
  *
  * EDGE_RSS_IDLE_MS changes the 60 s (for trying things out; figures are taken at 60 s).
  */
+
+import { historyQuery } from './lib/http.js';
 import {
   freePort,
   type HubProc,
@@ -70,13 +72,7 @@ async function load(hub: HubProc, mqttPort: number): Promise<void> {
     await client.endAsync();
   }
   for (const interval of ['1h', '1d']) {
-    const q = new URLSearchParams({
-      node_id: '!0a0b0c0d',
-      start: new Date(YEAR_START).toISOString(),
-      end: new Date(YEAR_START + 366 * 86_400_000).toISOString(),
-      interval,
-      limit: '10000',
-    });
+    const q = historyQuery('!0a0b0c0d', YEAR_START, YEAR_START + 366 * 86_400_000, interval);
     const res = await fetch(`${hub.url}/api/v1/weather/history?${q}`);
     if (res.status !== 200) throw new Error(`history answered ${res.status}`);
     await res.arrayBuffer();

@@ -10,7 +10,7 @@ import { Agent } from 'node:http';
 import { join } from 'node:path';
 import { closeDatabase, openDatabase } from '../../src/store/database.js';
 import { baselineSql, END, NODE, seed } from './history.js';
-import { get } from './lib/http.js';
+import { get, historyQuery } from './lib/http.js';
 import { startHub, tempData } from './lib/hub-process.js';
 import { type BenchResult, compare, median } from './report.js';
 
@@ -33,13 +33,7 @@ export async function run(): Promise<BenchResult[]> {
     const agent = new Agent({ keepAlive: true, maxSockets: 1 });
     try {
       const statement = db.prepare(baselineSql(HOUR)).raw(true);
-      const query = new URLSearchParams({
-        node_id: NODE,
-        start: new Date(FROM).toISOString(),
-        end: new Date(END).toISOString(),
-        interval: '1h',
-        limit: '10000',
-      });
+      const query = historyQuery(NODE, FROM, END, '1h');
       const url = `${hub.url}/api/v1/weather/history?${query}`;
       const t = performance.now();
       const first = await get(agent, url);

@@ -14,7 +14,7 @@ import { closeDatabase, type Database, openDatabase } from '../../src/store/data
 import { ReadingWriter } from '../../src/store/reading-writer.js';
 import { weatherRoutes } from '../../src/weather/routes.js';
 import { WeatherService } from '../../src/weather/weather-service.js';
-import { get, serveOnLoopback } from './lib/http.js';
+import { get, historyQuery, serveOnLoopback } from './lib/http.js';
 import { prng, tempDir } from './lib/readings.js';
 import { type BenchResult, compare, median } from './report.js';
 
@@ -126,13 +126,7 @@ export async function run(): Promise<BenchResult[]> {
         ['1d', 86_400_000],
       ] as const) {
         const base = timeBaseline(db, bucketMs);
-        const query = new URLSearchParams({
-          node_id: NODE,
-          start: new Date(START).toISOString(),
-          end: new Date(END).toISOString(),
-          interval,
-          limit: '10000',
-        });
+        const query = historyQuery(NODE, START, END, interval);
         // As on a live hub: a reading lands in the newest bucket between any two requests.
         const newest: Reading = { nodeId: NODE, timestamp: END - STEP, temperatureC: 20 };
         const ours = await timeRequests(`${server.url}/api/v1/weather/history?${query}`, base.buckets, () =>

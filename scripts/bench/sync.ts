@@ -57,7 +57,7 @@ import { promisify } from 'node:util';
 import { gzip } from 'node:zlib';
 // The `mqtt` client is imported where it is used: this file is also the hub child.
 import type { MqttClient } from 'mqtt';
-import pg from 'pg';
+import type pg from 'pg';
 import { from as copyFrom } from 'pg-copy-streams';
 import { pino } from 'pino';
 import type { Hub } from '../../hub/main.js';
@@ -90,9 +90,10 @@ import { openPool } from '../../sync/upstream/db/pool.js';
 import { METRIC_COLUMNS } from '../../sync/upstream/db/schema.js';
 import { SiteRegistry } from '../../sync/upstream/sites.js';
 import { type BrokerChild, forkBrokerChild, reportPort } from './lib/broker-child.js';
-import { get, serveOnLoopback } from './lib/http.js';
+import { get, historyQuery, serveOnLoopback } from './lib/http.js';
 import { loopbackHubEnv } from './lib/hub-env.js';
 import { publishAll, readingMessages, READINGS_TOPIC as TOPIC } from './lib/mqtt-publish.js';
+import { createScratchSchema, type ScratchSchema } from './lib/postgres.js';
 import { interleavedReadings, nodeId, tempDir } from './lib/readings.js';
 import { absolute, type BenchResult, compare, median, percentile } from './report.js';
 
@@ -135,41 +136,6 @@ const silent = pino({ level: 'silent' });
 const gzipAsync = promisify(gzip);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const fmt = (n: number) => Math.round(n).toLocaleString('en-US');
-
-// ---------------------------------------------------------------- PostgreSQL schemas
-
-interface Schema {
-  name: string;
-  /** A URL whose connections use the schema (search_path). */
-  url: string;
-  drop(): Promise<void>;
-}
-
-async function createSchema(prefix: string): Promise<Schema> {
-  const name = `${prefix}_${randomBytes(5).toString('hex')}`;
-  const admin = new pg.Client({ connectionString: DATABASE_URL });
-  await admin.connect();
-  try {
-    await admin.query(`CREATE SCHEMA ${name}`);
-  } finally {
-    await admin.end();
-  }
-  const url = new URL(DATABASE_URL);
-  url.searchParams.set('options', `-c search_path=${name}`);
-  return {
-    name,
-    url: url.toString(),
-    async drop() {
-      const c = new pg.Client({ connectionString: DATABASE_URL });
-      await c.connect();
-      try {
-        await c.query(`DROP SCHEMA IF EXISTS ${name} CASCADE`);
-      } finally {
-        await c.end();
-      }
-    },
-  };
-}
 
 // ---------------------------------------------------------------- child processes
 
@@ -237,7 +203,7 @@ interface Upstream {
   stop(): Promise<void>;
 }
 
-async function startUpstream(schema: Schema): Promise<Upstream> {
+async function startUpstream(schema: ScratchSchema): Promise<Upstream> {
   const dir = tempDir('sync-upstream');
   const child = await startChild('upstream', {
     SYNC_BENCH_DATABASE_URL: schema.url,
@@ -305,7 +271,7 @@ function readingValues(r: Reading): (number | undefined)[] {
 
 /** COPY of the same rows into the same `readings` table of a fresh schema; rows/s. */
 async function copyBaseline(readings: Reading[], siteId: string): Promise<number> {
-  const schema = await createSchema('bench_sync_copy');
+  const schema = await createScratchSchema(DATABASE_URL, 'bench_sync_copy');
   const pool = openPool(schema.url, { max: 2, applicationName: 'meshhub-bench' });
   try {
     await migrateUpstream(pool);
@@ -1492,13 +1458,7 @@ async function historyParity(upstream: Upstream): Promise<BenchResult[]> {
             ['1h', 365 * 24],
             ['1d', 365],
           ] as const) {
-            const query = new URLSearchParams({
-              node_id: node,
-              start: new Date(yearStart).toISOString(),
-              end: new Date(yearEnd).toISOString(),
-              interval,
-              limit: '10000',
-            });
+            const query = historyQuery(node, yearStart, yearEnd, interval);
             const hubUrl = `${hub.url}/api/v1/weather/history?${query}`;
             query.set('site', 'history');
             const { hubMs, upstreamMs, stale } = await interleavedGets(
@@ -1531,7 +1491,7 @@ async function historyParity(upstream: Upstream): Promise<BenchResult[]> {
 
 export async function run(): Promise<BenchResult[]> {
   const wanted = (process.env.SYNC_BENCH_ONLY ?? 'catchup,ingest,texts,sites,history').split(',');
-  const schema = await createSchema('bench_sync');
+  const schema = await createScratchSchema(DATABASE_URL, 'bench_sync');
   let upstream: Upstream | undefined;
   const results: BenchResult[] = [];
   try {

@@ -7,12 +7,13 @@ import { fileURLToPath } from 'node:url';
 import { gzipSync } from 'node:zlib';
 import autocannon from 'autocannon';
 import { Hono } from 'hono';
-import { chromium, type Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { openAuditRepositories } from '../../plugins/audit/store/audit-store.js';
 import { LiveBroadcaster, sseEvent } from '../../src/live/live-broadcaster.js';
 import { DEFAULT_WEB_ROOT } from '../../src/ui-server/map-tiles.js';
 import { projectRoot } from '../../src/version.js';
 import { normalizeAll, upstreamRecords } from './audit-fixture.js';
+import { findChromium, launchHeadlessChromium } from './lib/chromium.js';
 import { serveOnLoopback } from './lib/http.js';
 import { auditHubEnv } from './lib/hub-env.js';
 import { startInProcessHub } from './lib/in-process-hub.js';
@@ -291,9 +292,7 @@ async function nextRender(page: Page, measures: number): Promise<{ ms: number; r
 
 /** A page of 100 events in the audit console, data arrival to rows painted, in Chromium. */
 async function auditRender(): Promise<BenchResult[]> {
-  const chromiumPath = [process.env.CHROMIUM_PATH, '/usr/bin/chromium', '/usr/bin/chromium-browser'].find(
-    (p): p is string => !!p && existsSync(p),
-  );
+  const chromiumPath = findChromium();
   if (!chromiumPath) {
     process.stderr.write('web: audit console render skipped: no Chromium (apt-get install -y chromium)\n');
     return [];
@@ -314,16 +313,7 @@ async function auditRender(): Promise<BenchResult[]> {
     e.timestamp = now - (i + 1) * 60_000;
   });
   openAuditRepositories(hub.store.db).writer.writeNow(events);
-  const browser = await chromium.launch({
-    executablePath: chromiumPath,
-    args: [
-      '--headless',
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-background-networking',
-      '--no-first-run',
-    ],
-  });
+  const browser = await launchHeadlessChromium(chromiumPath);
   const base = `http://127.0.0.1:${hub.http.port}`;
   try {
     const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });

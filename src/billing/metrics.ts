@@ -1,5 +1,6 @@
 /** The billing plugin's counters in /metrics (`meshhub_billing_…`). */
 import type { Counter } from 'prom-client';
+import { declareCounters } from '../metrics.js';
 import type { ModuleMetrics } from '../module.js';
 
 export type WebhookRejectReason =
@@ -20,26 +21,16 @@ export class BillingMetrics {
 
   /** `metrics`: a hub module's factory, or the upstream's (sync/upstream/billing). */
   constructor(metrics: Pick<ModuleMetrics, 'counter' | 'gauge'>, countPaid: () => number | Promise<number>) {
-    this.invoicesCreated = metrics.counter({
-      name: 'invoices_created_total',
-      help: 'Invoices created at BTCPay, by kind (purchase, renewal)',
-      labelNames: ['kind'],
+    const counters = declareCounters((config) => metrics.counter(config), {
+      invoices_created_total: ['Invoices created at BTCPay, by kind (purchase, renewal)', ['kind']],
+      invoices_settled_total: ['Invoices settled and applied, by kind', ['kind']],
+      invoices_expired_total: ['Invoices that ended unpaid, by status (expired, invalid)', ['status']],
+      webhook_rejects_total: ['BTCPay webhook deliveries refused, by reason', ['reason']],
     });
-    this.invoicesSettled = metrics.counter({
-      name: 'invoices_settled_total',
-      help: 'Invoices settled and applied, by kind',
-      labelNames: ['kind'],
-    });
-    this.invoicesExpired = metrics.counter({
-      name: 'invoices_expired_total',
-      help: 'Invoices that ended unpaid, by status (expired, invalid)',
-      labelNames: ['status'],
-    });
-    this.webhookRejects = metrics.counter({
-      name: 'webhook_rejects_total',
-      help: 'BTCPay webhook deliveries refused, by reason',
-      labelNames: ['reason'],
-    });
+    this.invoicesCreated = counters.invoices_created_total;
+    this.invoicesSettled = counters.invoices_settled_total;
+    this.invoicesExpired = counters.invoices_expired_total;
+    this.webhookRejects = counters.webhook_rejects_total;
     metrics.gauge({
       name: 'active_subscriptions',
       help: 'Paid subscriptions that may message now (active or past due within grace)',

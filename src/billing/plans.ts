@@ -6,7 +6,8 @@ import type { Database, Statement } from '../store/database.js';
 import { CURRENCY_PATTERN, PLAN_ID_PATTERN, PRICE_PATTERN } from './ids.js';
 import { planOf as fromRow, type PlanRow as Row } from './rows.js';
 
-export interface Plan {
+/** What an admin gives to create a plan. */
+export interface NewPlan {
   id: string;
   name: string;
   /** A decimal string, as BTCPay takes amounts: `5`, `0.0001`. */
@@ -14,17 +15,11 @@ export interface Plan {
   currency: string;
   periodDays: number;
   nodes: 'all' | string[];
-  active: boolean;
-  createdAt: number;
 }
 
-export interface NewPlan {
-  id: string;
-  name: string;
-  price: string;
-  currency: string;
-  periodDays: number;
-  nodes: 'all' | string[];
+export interface Plan extends NewPlan {
+  active: boolean;
+  createdAt: number;
 }
 
 export class PlanError extends Error {

@@ -10,6 +10,7 @@
  *
  * Used by the reading sink (MQTT and HTTP ingest) and the messaging POST batcher.
  */
+import { deferred } from './deferred.js';
 
 interface Group<T> {
   items: T[];
@@ -65,14 +66,8 @@ export class GroupCommit<T> {
   }
 
   private static open<T>(): Group<T> {
-    let resolve!: () => void;
-    let reject!: (error: unknown) => void;
-    const committed = new Promise<void>((res, rej) => {
-      resolve = res;
-      reject = rej;
-    });
-    // A group nobody awaits (every submitter gave up) must not be an unhandled rejection.
-    committed.catch(() => {});
+    // A group nobody awaits (every submitter gave up) must not be an unhandled rejection: deferred() sees to it.
+    const { promise: committed, resolve, reject } = deferred();
     return { items: [], committed, resolve, reject };
   }
 }

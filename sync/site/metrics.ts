@@ -3,6 +3,7 @@
  * outbox's depth and lag are read from SQLite at each scrape; the rest are counted as they happen.
  */
 import type { Counter, Gauge } from 'prom-client';
+import { declareCounters, declareGauges } from '../../src/metrics.js';
 import type { ModuleMetrics } from '../../src/module.js';
 import type { CommandAck } from '../protocol.js';
 
@@ -28,44 +29,36 @@ export class SyncMetrics {
   private droppedSeen: number | undefined;
 
   constructor(private readonly metrics: ModuleMetrics) {
-    this.depth = metrics.gauge({
-      name: 'sync_outbox_depth',
-      help: 'Outbox entries not yet acknowledged upstream',
+    const gauges = declareGauges((config) => metrics.gauge(config), {
+      sync_outbox_depth: 'Outbox entries not yet acknowledged upstream',
+      sync_lag_seconds: 'Age of the oldest outbox entry not yet acknowledged upstream (0 when none waits)',
+      sync_downlink_connected: '1 while the downlink connection to the upstream is open',
     });
-    this.lag = metrics.gauge({
-      name: 'sync_lag_seconds',
-      help: 'Age of the oldest outbox entry not yet acknowledged upstream (0 when none waits)',
+    const counters = declareCounters((config) => metrics.counter(config), {
+      sync_batches_sent_total: 'Batches the upstream acknowledged',
+      sync_records_sent_total: 'Records in batches the upstream acknowledged',
+      sync_rejects_total: [
+        'Requests the upstream refused, by reason (the problem type, or http_<status>)',
+        ['reason'],
+      ],
+      sync_outbox_dropped_total:
+        'Raw readings dropped from the outbox for its disk budget (their rollups are still synced)',
+      sync_downlink_commands_total: [
+        'Downlink commands answered, by kind and result (applied, duplicate, rejected)',
+        ['kind', 'result'],
+      ],
+      sync_downlink_invalid_frames_total:
+        'Downlink frames ignored because they were not JSON or not a known frame',
     });
-    this.batchesSent = metrics.counter({
-      name: 'sync_batches_sent_total',
-      help: 'Batches the upstream acknowledged',
-    });
-    this.recordsSent = metrics.counter({
-      name: 'sync_records_sent_total',
-      help: 'Records in batches the upstream acknowledged',
-    });
-    this.rejects = metrics.counter({
-      name: 'sync_rejects_total',
-      help: 'Requests the upstream refused, by reason (the problem type, or http_<status>)',
-      labelNames: ['reason'],
-    });
-    this.dropped = metrics.counter({
-      name: 'sync_outbox_dropped_total',
-      help: 'Raw readings dropped from the outbox for its disk budget (their rollups are still synced)',
-    });
-    this.downlinkConnected = metrics.gauge({
-      name: 'sync_downlink_connected',
-      help: '1 while the downlink connection to the upstream is open',
-    });
-    this.downlinkCommands = metrics.counter({
-      name: 'sync_downlink_commands_total',
-      help: 'Downlink commands answered, by kind and result (applied, duplicate, rejected)',
-      labelNames: ['kind', 'result'],
-    });
-    this.downlinkInvalidFrames = metrics.counter({
-      name: 'sync_downlink_invalid_frames_total',
-      help: 'Downlink frames ignored because they were not JSON or not a known frame',
-    });
+    this.depth = gauges.sync_outbox_depth;
+    this.lag = gauges.sync_lag_seconds;
+    this.downlinkConnected = gauges.sync_downlink_connected;
+    this.batchesSent = counters.sync_batches_sent_total;
+    this.recordsSent = counters.sync_records_sent_total;
+    this.rejects = counters.sync_rejects_total;
+    this.dropped = counters.sync_outbox_dropped_total;
+    this.downlinkCommands = counters.sync_downlink_commands_total;
+    this.downlinkInvalidFrames = counters.sync_downlink_invalid_frames_total;
   }
 
   /** Reads the outbox at each scrape; returns the function that stops it. */

@@ -331,6 +331,45 @@ async function readPassword(ctx: UpstreamCommandContext): Promise<string> {
   return password;
 }
 
+/**
+ * `user revoke|disable|enable <name>`: each changes the user and says what it did, or answers
+ * undefined when there is no such user.
+ */
+const USER_CHANGES: Record<
+  'revoke' | 'disable' | 'enable',
+  (users: UpstreamUserService, username: string) => Promise<string | undefined>
+> = {
+  revoke: async (users, username) =>
+    (await users.revokeTokens(username))
+      ? `every token of ${username.toLowerCase()} is revoked; they sign in again with their password`
+      : undefined,
+  disable: async (users, username) => {
+    const told = await users.disable(username);
+    return told === undefined
+      ? undefined
+      : `disabled ${username.toLowerCase()}: no new tokens; ${told} site(s) will revoke their subscriptions (their tokens were revoked)`;
+  },
+  enable: async (users, username) =>
+    (await users.enable(username))
+      ? `enabled ${username.toLowerCase()} (grant subscriptions again: disabling revoked them at the sites)`
+      : undefined,
+};
+
+/** Applies `change` to the user `username` and prints what it says; undefined means there is no such user (exit 1). */
+function changeUser(
+  ctx: UpstreamCommandContext,
+  usage: string,
+  username: string,
+  change: (users: UpstreamUserService) => Promise<string | undefined>,
+): Promise<number> {
+  return withPool(ctx, async (pool) => {
+    const done = await change(new UpstreamUserService(pool));
+    if (done === undefined) throw new UpstreamCommandError(`${usage}: no user "${username}"`, 1);
+    ctx.out(`${done}\n`);
+    return 0;
+  });
+}
+
 async function userCommand(args: string[], ctx: UpstreamCommandContext): Promise<number> {
   const [sub, ...rest] = args;
   const { values, positionals } = parseArgs({
@@ -372,45 +411,17 @@ async function userCommand(args: string[], ctx: UpstreamCommandContext): Promise
     case 'passwd': {
       const username = one(positionals, 'user name', usage);
       const password = await readPassword(ctx);
-      return withPool(ctx, async (pool) => {
-        if (!(await new UpstreamUserService(pool).setPassword(username, password)))
-          throw new UpstreamCommandError(`${usage}: no user "${username}"`, 1);
-        ctx.out(`password of ${username.toLowerCase()} changed\n`);
-        return 0;
-      });
+      return changeUser(ctx, usage, username, async (users) =>
+        (await users.setPassword(username, password))
+          ? `password of ${username.toLowerCase()} changed`
+          : undefined,
+      );
     }
-    case 'revoke': {
-      const username = one(positionals, 'user name', usage);
-      return withPool(ctx, async (pool) => {
-        if (!(await new UpstreamUserService(pool).revokeTokens(username)))
-          throw new UpstreamCommandError(`${usage}: no user "${username}"`, 1);
-        ctx.out(
-          `every token of ${username.toLowerCase()} is revoked; they sign in again with their password\n`,
-        );
-        return 0;
-      });
-    }
-    case 'disable': {
-      const username = one(positionals, 'user name', usage);
-      return withPool(ctx, async (pool) => {
-        const told = await new UpstreamUserService(pool).disable(username);
-        if (told === undefined) throw new UpstreamCommandError(`${usage}: no user "${username}"`, 1);
-        ctx.out(
-          `disabled ${username.toLowerCase()}: no new tokens; ${told} site(s) will revoke their subscriptions (their tokens were revoked)\n`,
-        );
-        return 0;
-      });
-    }
+    case 'revoke':
+    case 'disable':
     case 'enable': {
       const username = one(positionals, 'user name', usage);
-      return withPool(ctx, async (pool) => {
-        if (!(await new UpstreamUserService(pool).enable(username)))
-          throw new UpstreamCommandError(`${usage}: no user "${username}"`, 1);
-        ctx.out(
-          `enabled ${username.toLowerCase()} (grant subscriptions again: disabling revoked them at the sites)\n`,
-        );
-        return 0;
-      });
+      return changeUser(ctx, usage, username, (users) => USER_CHANGES[sub](users, username));
     }
     default:
       throw new UpstreamCommandError(

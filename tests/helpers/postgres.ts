@@ -7,8 +7,8 @@
  * `TEST_DATABASE_URL` names the server (default: the one `.ci/run` creates). When none answers:
  * under CI (`CI=true`) the tests FAIL; elsewhere they skip, saying why.
  */
-import { randomBytes } from 'node:crypto';
 import pg from 'pg';
+import { createScratchSchema } from '../../scripts/bench/lib/postgres.js';
 
 export const TEST_DATABASE_URL =
   process.env.TEST_DATABASE_URL ?? 'postgres://meshhub:meshhub@127.0.0.1:5432/meshhub_test';
@@ -53,27 +53,6 @@ export interface TestSchema {
 
 /** Creates an empty schema and returns a URL whose connections use it. */
 export async function createTestSchema(prefix = 't'): Promise<TestSchema> {
-  const schema = `${prefix}_${randomBytes(6).toString('hex')}`;
-  const admin = new pg.Client({ connectionString: TEST_DATABASE_URL });
-  await admin.connect();
-  try {
-    await admin.query(`CREATE SCHEMA ${schema}`);
-  } finally {
-    await admin.end();
-  }
-  const url = new URL(TEST_DATABASE_URL);
-  url.searchParams.set('options', `-c search_path=${schema}`);
-  return {
-    url: url.toString(),
-    schema,
-    async drop() {
-      const c = new pg.Client({ connectionString: TEST_DATABASE_URL });
-      await c.connect();
-      try {
-        await c.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
-      } finally {
-        await c.end();
-      }
-    },
-  };
+  const { name, url, drop } = await createScratchSchema(TEST_DATABASE_URL, prefix);
+  return { url, schema: name, drop };
 }

@@ -37,3 +37,19 @@ export function get(agent: Agent, url: string): Promise<{ status: number; body: 
     }).on('error', reject);
   });
 }
+
+/** The query of `GET /api/v1/weather/history` for one node from `startMs` to `endMs` (up to 10 000 buckets). */
+export function historyQuery(
+  nodeId: string,
+  startMs: number,
+  endMs: number,
+  interval: string,
+): URLSearchParams {
+  return new URLSearchParams({
+    node_id: nodeId,
+    start: new Date(startMs).toISOString(),
+    end: new Date(endMs).toISOString(),
+    interval,
+    limit: '10000',
+  });
+}

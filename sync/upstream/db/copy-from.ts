@@ -12,6 +12,7 @@
 import { once } from 'node:events';
 import type { Writable } from 'node:stream';
 import type pg from 'pg';
+import { deferred } from '../../../src/kernel/deferred.js';
 
 /** The part of pg's Connection a copy-in uses (not in @types/pg). */
 interface CopyConnection {
@@ -24,24 +25,6 @@ interface CopyConnection {
 const COPY_DATA = 0x64;
 /** Bytes queued on the socket past which `write` waits for it to drain. */
 const HIGH_WATER = 1024 * 1024;
-
-interface Deferred {
-  promise: Promise<void>;
-  resolve(): void;
-  reject(error: Error): void;
-}
-
-function deferred(): Deferred {
-  let resolve!: () => void;
-  let reject!: (error: Error) => void;
-  const promise = new Promise<void>((res, rej) => {
-    resolve = res;
-    reject = rej;
-  });
-  // Observed by whoever awaits it; never an unhandled rejection on its own.
-  promise.catch(() => {});
-  return { promise, resolve, reject };
-}
 
 class CopyFromQuery {
   private connection: CopyConnection | undefined;

@@ -4,6 +4,7 @@
  */
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { prng } from '../../../scripts/bench/lib/readings.js';
 import { type AuditTestApp, auditApp, type SeedEvent, seed } from './helpers.js';
 
 const T0 = Date.UTC(2025, 4, 1);
@@ -38,20 +39,9 @@ interface ModelEvent {
 let t: AuditTestApp;
 let model: ModelEvent[];
 
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let x = a;
-    x = Math.imul(x ^ (x >>> 15), x | 1);
-    x ^= x + Math.imul(x ^ (x >>> 7), x | 61);
-    return ((x ^ (x >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 beforeAll(async () => {
   t = await auditApp({ RATE_LIMIT_DEFAULT: '1000000/1m' });
-  const r = rng(7);
+  const r = prng(7);
   const pick = <T>(list: readonly T[]) => list[Math.floor(r() * list.length)]!;
   const events: SeedEvent[] = [];
   for (let i = 0; i < N; i++) {

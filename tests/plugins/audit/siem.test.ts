@@ -5,13 +5,12 @@
  * happens, the receiver ends up with every event, once, in order, and every batch signed.
  */
 import { gunzipSync } from 'node:zlib';
-import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { OutboxEvent } from '../../../plugins/audit/siem/delivery-repository.js';
 import { SiemForwarderActor } from '../../../plugins/audit/siem/forwarder-actor.js';
 import { eventJson } from '../../../plugins/audit/siem/payload.js';
 import { AuditStore } from '../../../plugins/audit/store/audit-store.js';
-import type { ModuleMetrics } from '../../../src/module.js';
+import { privateModuleMetrics } from '../../../scripts/bench/lib/module-metrics.js';
 import { FakeMicrosoft } from '../../fakes/microsoft/fake-microsoft.js';
 import { directoryAudit } from '../../fakes/microsoft/fixtures.js';
 import { FakeSiem } from '../../fakes/siem/fake-siem.js';
@@ -185,7 +184,7 @@ describe('SIEM forwarding (meshhub-json)', () => {
     const fresh = new SiemForwarderActor({
       config: forwarder().config,
       store: new AuditStore(() => hub!.db),
-      metrics: testMetrics(),
+      metrics: privateModuleMetrics('test_'),
       log: silent,
       version: 'test',
     });
@@ -295,7 +294,7 @@ describe('SIEM forwarding (meshhub-json)', () => {
         backoffMaxMs: 40,
       },
       store: new AuditStore(() => db),
-      metrics: testMetrics(),
+      metrics: privateModuleMetrics('test_'),
       log: silent,
       version: 'test',
     });
@@ -437,16 +436,3 @@ describe('SIEM event JSON', () => {
     });
   });
 });
-
-/** prom-client metrics on a private registry (a forwarder built outside the plugin). */
-function testMetrics(): ModuleMetrics {
-  const registers = [new Registry()];
-  return {
-    prefix: 'test_',
-    counter: (c) => new Counter({ ...c, registers }),
-    gauge: (c) => new Gauge({ ...c, registers }),
-    histogram: (c) => new Histogram({ ...c, registers }),
-    onRender: () => () => {},
-    core: undefined as never,
-  } as ModuleMetrics;
-}
