@@ -15,6 +15,7 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import type { Hono } from 'hono';
 import type { Secret } from '../../../src/config/secret.js';
 import {
+  BODY_PROBLEMS,
   COMMON_PROBLEMS,
   type OperationSpec,
   problem,
@@ -57,8 +58,7 @@ export function webhookOperations(signedIn: Record<number, ResponseSpec>): Opera
         409: problem(
           'A valid notification, but collection is not configured or the directory is not collected.',
         ),
-        413: COMMON_PROBLEMS.tooLarge,
-        415: COMMON_PROBLEMS.notJson,
+        ...BODY_PROBLEMS,
         429: signedIn[429]!,
       },
     },
