@@ -15,7 +15,6 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import type { Hono } from 'hono';
 import type { Secret } from '../../../src/config/secret.js';
 import {
-  BODY_PROBLEMS,
   COMMON_PROBLEMS,
   type OperationSpec,
   problem,
@@ -58,7 +57,8 @@ export function webhookOperations(signedIn: Record<number, ResponseSpec>): Opera
         409: problem(
           'A valid notification, but collection is not configured or the directory is not collected.',
         ),
-        ...BODY_PROBLEMS,
+        413: COMMON_PROBLEMS.tooLarge,
+        415: COMMON_PROBLEMS.notJson,
         429: signedIn[429]!,
       },
     },
