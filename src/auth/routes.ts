@@ -15,7 +15,7 @@
 import { getConnInfo } from '@hono/node-server/conninfo';
 import { type Context, Hono } from 'hono';
 import type { z } from 'zod';
-import { COMMON_PROBLEMS, HEADERS, problem } from '../http/openapi.js';
+import { BODY_PROBLEMS, COMMON_PROBLEMS, HEADERS, problem } from '../http/openapi.js';
 import { describeRoutes } from '../http/openapi-route.js';
 import { ProblemError } from '../http/problem.js';
 import type { HubIdentity } from './hub-identity.js';
@@ -76,8 +76,7 @@ function tokenRefusals(refused: string) {
   return {
     400: COMMON_PROBLEMS.badInput,
     401: problem(refused, { 'WWW-Authenticate': HEADERS.wwwAuthenticate }),
-    413: COMMON_PROBLEMS.tooLarge,
-    415: COMMON_PROBLEMS.notJson,
+    ...BODY_PROBLEMS,
   };
 }
 

@@ -135,6 +135,17 @@ export const AUTH_PROBLEMS = {
   }),
 } as const;
 
+/** The refusals of a JSON body (src/http/problem.ts): spread into an operation's responses. */
+export const BODY_PROBLEMS = {
+  413: COMMON_PROBLEMS.tooLarge,
+  415: COMMON_PROBLEMS.notJson,
+} as const;
+
+/** A cursor-paged list's answers: one page of `body` with its `Link` header, or a bad query. */
+export function pagedListResponses(body: z.ZodType, description = 'One page.'): Record<number, ResponseSpec> {
+  return { 200: { description, body, headers: { Link: HEADERS.link } }, 400: COMMON_PROBLEMS.badInput };
+}
+
 const BEARER = 'bearerAuth';
 
 /**

@@ -26,7 +26,14 @@ import { AuthError, bearerToken, type TokenVerifier, type VerifiedIdentity } fro
 import { limitBody } from '../auth/request-body.js';
 import { type AuthEnv, authProblem, requireAuth, verifiedIdentity } from '../auth/require-auth.js';
 import { ADMIN_ROLE, SUBSCRIBER_ROLE } from '../auth/user-service.js';
-import { AUTH_PROBLEMS, COMMON_PROBLEMS, HEADERS, problem } from '../http/openapi.js';
+import {
+  AUTH_PROBLEMS,
+  BODY_PROBLEMS,
+  COMMON_PROBLEMS,
+  HEADERS,
+  pagedListResponses,
+  problem,
+} from '../http/openapi.js';
 import { describeRoutes } from '../http/openapi-route.js';
 import { ProblemError } from '../http/problem.js';
 import type { RateLimit } from '../kernel/rate-limit.js';
@@ -129,8 +136,7 @@ export const messagingOperations = describeRoutes('/api/v1/messages', [
       ...messagingAuth,
       403: problem('A role is missing, or the subscription does not allow messaging this node.'),
       404: problem('No node with this id is known to the hub.'),
-      413: COMMON_PROBLEMS.tooLarge,
-      415: COMMON_PROBLEMS.notJson,
+      ...BODY_PROBLEMS,
       422: problem('This Idempotency-Key was used with another body.'),
       429: problem('Rate limit exceeded, per subscriber or per node.', {
         'Retry-After': HEADERS.retryAfter,
@@ -146,8 +152,7 @@ export const messagingOperations = describeRoutes('/api/v1/messages', [
     security: 'bearer',
     params: { query: pageQuerySchema },
     responses: {
-      200: { description: 'One page.', body: conversationListSchema, headers: { Link: HEADERS.link } },
-      400: COMMON_PROBLEMS.badInput,
+      ...pagedListResponses(conversationListSchema),
       ...messagingAuth,
     },
   },
@@ -160,8 +165,7 @@ export const messagingOperations = describeRoutes('/api/v1/messages', [
     security: 'bearer',
     params: { path: nodeIdPathSchema, query: pageQuerySchema },
     responses: {
-      200: { description: 'One page.', body: messageRecordListSchema, headers: { Link: HEADERS.link } },
-      400: COMMON_PROBLEMS.badInput,
+      ...pagedListResponses(messageRecordListSchema),
       ...messagingAuth,
     },
   },
@@ -179,8 +183,7 @@ export const messagingOperations = describeRoutes('/api/v1/messages', [
       400: COMMON_PROBLEMS.badInput,
       ...messagingAuth,
       404: problem('The caller has no conversation with this node.'),
-      413: COMMON_PROBLEMS.tooLarge,
-      415: COMMON_PROBLEMS.notJson,
+      ...BODY_PROBLEMS,
     },
   },
   {
@@ -224,8 +227,7 @@ export const messagingOperations = describeRoutes('/api/v1/messages', [
     security: 'bearer',
     params: { query: pageQuerySchema },
     responses: {
-      200: { description: 'One page.', body: messageDetailListSchema, headers: { Link: HEADERS.link } },
-      400: COMMON_PROBLEMS.badInput,
+      ...pagedListResponses(messageDetailListSchema),
       ...messagingAuth,
     },
   },

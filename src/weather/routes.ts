@@ -11,7 +11,7 @@
  */
 import { type Context, Hono } from 'hono';
 import type { z } from 'zod';
-import { COMMON_PROBLEMS, HEADERS } from '../http/openapi.js';
+import { COMMON_PROBLEMS, pagedListResponses } from '../http/openapi.js';
 import { describeRoutes } from '../http/openapi-route.js';
 import { type CursorCodec, nextPageHeaders, readCursor } from '../http/paging.js';
 import { fieldProblem, validationProblem } from '../http/problem.js';
@@ -50,14 +50,7 @@ export const weatherOperations = describeRoutes('/api/v1/weather', [
     tag: 'weather',
     summary: 'A node’s readings in [start, end), ascending: raw, or hourly / daily means',
     params: { query: historyQuerySchema },
-    responses: {
-      200: {
-        description: 'One page of readings.',
-        body: readingListSchema,
-        headers: { Link: HEADERS.link },
-      },
-      400: COMMON_PROBLEMS.badInput,
-    },
+    responses: pagedListResponses(readingListSchema, 'One page of readings.'),
   },
 ]);
 

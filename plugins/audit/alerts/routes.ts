@@ -9,6 +9,7 @@
 import type { Hono } from 'hono';
 import { z } from 'zod';
 import {
+  BODY_PROBLEMS,
   COMMON_PROBLEMS,
   type OperationSpec,
   problem,
@@ -100,8 +101,7 @@ export function alertOperations(signedIn: Record<number, ResponseSpec>): Operati
         400: COMMON_PROBLEMS.badInput,
         ...admin,
         409: clash,
-        413: COMMON_PROBLEMS.tooLarge,
-        415: COMMON_PROBLEMS.notJson,
+        ...BODY_PROBLEMS,
         422: problem('There are 500 rules already.'),
       },
     },
@@ -135,8 +135,7 @@ export function alertOperations(signedIn: Record<number, ResponseSpec>): Operati
         ...admin,
         404: noRule,
         409: clash,
-        413: COMMON_PROBLEMS.tooLarge,
-        415: COMMON_PROBLEMS.notJson,
+        ...BODY_PROBLEMS,
       },
     },
     {

@@ -7,6 +7,7 @@
  */
 import type { Hono } from 'hono';
 import {
+  BODY_PROBLEMS,
   COMMON_PROBLEMS,
   HEADERS,
   type OperationSpec,
@@ -64,8 +65,7 @@ export function aiOperations(signedIn: Record<number, ResponseSpec>): OperationS
         },
         400: COMMON_PROBLEMS.badInput,
         ...signedIn,
-        413: COMMON_PROBLEMS.tooLarge,
-        415: COMMON_PROBLEMS.notJson,
+        ...BODY_PROBLEMS,
         429: limited,
         503: problem('Sign-in is misconfigured, or the job store is unavailable (async).', {
           'Retry-After': HEADERS.retryAfter,

@@ -9,6 +9,7 @@
 import type { Hono, MiddlewareHandler } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import {
+  BODY_PROBLEMS,
   COMMON_PROBLEMS,
   type OperationSpec,
   problem,
@@ -89,8 +90,7 @@ export function eventsOperations(signedIn: Record<number, ResponseSpec>): Operat
         400: COMMON_PROBLEMS.badInput,
         ...signedIn,
         403: changeRefused,
-        413: COMMON_PROBLEMS.tooLarge,
-        415: COMMON_PROBLEMS.notJson,
+        ...BODY_PROBLEMS,
         422: problem('No event matches, or an event would carry too many tags; nothing was tagged.'),
       },
     },
@@ -125,8 +125,7 @@ export function eventsOperations(signedIn: Record<number, ResponseSpec>): Operat
         ...signedIn,
         403: changeRefused,
         404: noEvent,
-        413: COMMON_PROBLEMS.tooLarge,
-        415: COMMON_PROBLEMS.notJson,
+        ...BODY_PROBLEMS,
       },
     },
     {
@@ -148,8 +147,7 @@ export function eventsOperations(signedIn: Record<number, ResponseSpec>): Operat
         ...signedIn,
         403: changeRefused,
         404: noEvent,
-        413: COMMON_PROBLEMS.tooLarge,
-        415: COMMON_PROBLEMS.notJson,
+        ...BODY_PROBLEMS,
       },
     },
   ];

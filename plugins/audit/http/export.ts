@@ -166,22 +166,29 @@ export function exportOperations(signedIn: Record<number, ResponseSpec>): Operat
       summary: 'Every event matching the filters, as CSV or JSON (streamed)',
       security: 'optional-bearer',
       params: { query: exportQuerySchema },
-      responses: {
-        200: {
-          description: 'An attachment.',
-          headers: {
-            'Content-Disposition': { description: '`attachment; filename="audit-events-….csv"`' },
-          },
-          content: { 'text/csv': undefined, 'application/json': z.array(eventSchema) },
-        },
-        400: COMMON_PROBLEMS.badInput,
-        ...signedIn,
-        429: problem('Too many exports are running, or a rate limit is exceeded.', {
-          'Retry-After': HEADERS.retryAfter,
-        }),
-      },
+      responses: exportResponses('audit-events-….csv', eventSchema, signedIn),
     },
   ];
+}
+
+/** The answers of an export streamed here: the attachment (CSV, or JSON rows of `row`), or why not. */
+export function exportResponses(
+  fileName: string,
+  row: z.ZodType,
+  refusals: Record<number, ResponseSpec>,
+): Record<number, ResponseSpec> {
+  return {
+    200: {
+      description: 'An attachment.',
+      headers: { 'Content-Disposition': { description: `\`attachment; filename="${fileName}"\`` } },
+      content: { 'text/csv': undefined, 'application/json': z.array(row) },
+    },
+    400: COMMON_PROBLEMS.badInput,
+    ...refusals,
+    429: problem('Too many exports are running, or a rate limit is exceeded.', {
+      'Retry-After': HEADERS.retryAfter,
+    }),
+  };
 }
 
 export function exportRoutes(

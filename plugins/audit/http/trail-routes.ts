@@ -8,7 +8,7 @@
 import type { Hono } from 'hono';
 import { z } from 'zod';
 import type { OperationSpec, ResponseSpec } from '../../../src/http/openapi.js';
-import { COMMON_PROBLEMS, HEADERS, problem } from '../../../src/http/openapi.js';
+import { COMMON_PROBLEMS, problem } from '../../../src/http/openapi.js';
 import { cursorCodec, readCursor } from '../../../src/http/paging.js';
 import { ProblemError } from '../../../src/http/problem.js';
 import { CURSOR_DESCRIPTION, limitParam } from '../../../src/http/schemas.js';
@@ -18,7 +18,7 @@ import type { AuditStore } from '../store/audit-store.js';
 import type { TrailRow } from '../store/audit-trail.js';
 import { type TrailFilters, TrailQuery } from '../store/trail-query.js';
 import type { AuditEnv } from './context.js';
-import { csvCell, type ExportSlots, exportHeaders, exportStream } from './export.js';
+import { csvCell, type ExportSlots, exportHeaders, exportResponses, exportStream } from './export.js';
 import { AUDIT_PAGE, dateTime, queryObject, single } from './filters.js';
 import { TRAIL_ACTIONS } from './trail.js';
 
@@ -314,20 +314,7 @@ export function trailOperations(signedIn: Record<number, ResponseSpec>): Operati
       summary: 'Every trail row matching the filters, as CSV or JSON (streamed; administrators)',
       security: 'optional-bearer',
       params: { query: trailExportQuerySchema },
-      responses: {
-        200: {
-          description: 'An attachment.',
-          headers: {
-            'Content-Disposition': { description: '`attachment; filename="audit-trail-….csv"`' },
-          },
-          content: { 'text/csv': undefined, 'application/json': z.array(trailEntrySchema) },
-        },
-        400: COMMON_PROBLEMS.badInput,
-        ...admin,
-        429: problem('Too many exports are running, or a rate limit is exceeded.', {
-          'Retry-After': HEADERS.retryAfter,
-        }),
-      },
+      responses: exportResponses('audit-trail-….csv', trailEntrySchema, admin),
     },
   ];
 }

@@ -16,7 +16,7 @@ import { z } from 'zod';
 import { limitBody, readJsonBody } from '../../auth/request-body.js';
 import { type AuthEnv, verifiedIdentity } from '../../auth/require-auth.js';
 import { ADMIN_ROLE, SUBSCRIBER_ROLE } from '../../auth/user-service.js';
-import { COMMON_PROBLEMS, HEADERS, type OperationSpec, problem } from '../../http/openapi.js';
+import { BODY_PROBLEMS, COMMON_PROBLEMS, HEADERS, type OperationSpec, problem } from '../../http/openapi.js';
 import { ProblemError, validationProblem } from '../../http/problem.js';
 import type { ModuleAuth } from '../../module.js';
 import { type BillingService, unavailable } from '../billing-service.js';
@@ -63,10 +63,11 @@ async function body<S extends z.ZodType>(c: Context, schema: S): Promise<z.outpu
   return parse(schema, await readJsonBody(c));
 }
 
-const noToken = problem('No valid bearer token.', { 'WWW-Authenticate': HEADERS.wwwAuthenticate });
-const forbidden = problem('The token lacks the role this needs.', {
-  'WWW-Authenticate': HEADERS.wwwAuthenticate,
-});
+/** The bearer check's refusals, alike for every operation here. */
+const refused = {
+  401: problem('No valid bearer token.', { 'WWW-Authenticate': HEADERS.wwwAuthenticate }),
+  403: problem('The token lacks the role this needs.', { 'WWW-Authenticate': HEADERS.wwwAuthenticate }),
+};
 const paymentsDown = problem(
   'BTCPay cannot be reached or answered an error; `detail` says which in plain words.',
   {
@@ -90,8 +91,7 @@ export const billingOperations: OperationSpec[] = [
         body: planListSchema.or(adminPlanListSchema),
       },
       400: COMMON_PROBLEMS.badInput,
-      401: noToken,
-      403: forbidden,
+      ...refused,
     },
   },
   {
@@ -105,11 +105,9 @@ export const billingOperations: OperationSpec[] = [
     responses: {
       201: { description: 'The plan.', body: adminPlanSchema, headers: { Location: HEADERS.location } },
       400: COMMON_PROBLEMS.badInput,
-      401: noToken,
-      403: forbidden,
+      ...refused,
       409: problem('A plan with this id exists already.'),
-      413: COMMON_PROBLEMS.tooLarge,
-      415: COMMON_PROBLEMS.notJson,
+      ...BODY_PROBLEMS,
     },
   },
   {
@@ -123,8 +121,7 @@ export const billingOperations: OperationSpec[] = [
     responses: {
       200: { description: 'The plan, now `active: false`.', body: adminPlanSchema },
       400: COMMON_PROBLEMS.badInput,
-      401: noToken,
-      403: forbidden,
+      ...refused,
       404: problem('No plan with this id.'),
     },
   },
@@ -148,12 +145,10 @@ export const billingOperations: OperationSpec[] = [
         headers: { Location: HEADERS.location },
       },
       400: COMMON_PROBLEMS.badInput,
-      401: noToken,
-      403: forbidden,
+      ...refused,
       404: problem('No plan with this id.'),
       409: problem('The plan is retired.'),
-      413: COMMON_PROBLEMS.tooLarge,
-      415: COMMON_PROBLEMS.notJson,
+      ...BODY_PROBLEMS,
       503: paymentsDown,
     },
   },
@@ -168,8 +163,7 @@ export const billingOperations: OperationSpec[] = [
     responses: {
       200: { description: 'Oldest first.', body: subscriptionListSchema },
       400: COMMON_PROBLEMS.badInput,
-      401: noToken,
-      403: forbidden,
+      ...refused,
     },
   },
   {
@@ -189,8 +183,7 @@ export const billingOperations: OperationSpec[] = [
         body: subscriptionSchema,
       },
       400: COMMON_PROBLEMS.badInput,
-      401: noToken,
-      403: forbidden,
+      ...refused,
       404: problem('No subscription with this id is the caller’s.'),
       409: problem('The subscription is pending payment or canceled.'),
       503: paymentsDown,

@@ -11,6 +11,7 @@
  * URL (the search with its filters).
  */
 
+import { jwtClaims } from '../lib/jwt.js';
 import { createStore } from '../lib/store.js';
 import type { AuthConfig } from './audit-types.js';
 
@@ -286,23 +287,6 @@ function adopt(session: AuditSession): void {
     const { notice: _n, ...rest } = s;
     return { ...rest, session };
   });
-}
-
-/** Claims of a JWT, unverified (the hub verifies; the page only reads name, roles, expiry, audience). */
-export function jwtClaims(token: string): Record<string, unknown> | undefined {
-  const part = token.split('.')[1];
-  if (!part) return undefined;
-  try {
-    const b64 = part
-      .replace(/-/g, '+')
-      .replace(/_/g, '/')
-      .padEnd(Math.ceil(part.length / 4) * 4, '=');
-    const json = new TextDecoder().decode(Uint8Array.from(atob(b64), (c) => c.charCodeAt(0)));
-    const claims: unknown = JSON.parse(json);
-    return claims && typeof claims === 'object' ? (claims as Record<string, unknown>) : undefined;
-  } catch {
-    return undefined;
-  }
 }
 
 const audienceMatches = (aud: unknown, audience: string | null) =>

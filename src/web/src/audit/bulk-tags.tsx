@@ -14,6 +14,11 @@ import { TagInput } from './tag-input.js';
 
 export const BULK_TAG_CAP = 10_000;
 const COUNT_PAGE = 500;
+/** The two ways to tag, as the form offers them. */
+const MODES = [
+  ['append', 'Append: add these tags, keep the others'],
+  ['replace', 'Replace: the events’ tags become exactly these'],
+] as const;
 
 type Count =
   | { state: 'counting'; sofar: number }
@@ -155,24 +160,12 @@ export function BulkTags({ search, onClose }: { search: AuditSearch; onClose: (c
             />
             <fieldset class="bulk-mode">
               <legend>How</legend>
-              <label class="check">
-                <input
-                  type="radio"
-                  name="mode"
-                  checked={mode === 'append'}
-                  onChange={() => setMode('append')}
-                />{' '}
-                Append: add these tags, keep the others
-              </label>
-              <label class="check">
-                <input
-                  type="radio"
-                  name="mode"
-                  checked={mode === 'replace'}
-                  onChange={() => setMode('replace')}
-                />{' '}
-                Replace: the events’ tags become exactly these
-              </label>
+              {MODES.map(([value, words]) => (
+                <label key={value} class="check">
+                  <input type="radio" name="mode" checked={mode === value} onChange={() => setMode(value)} />{' '}
+                  {words}
+                </label>
+              ))}
             </fieldset>
             {error !== undefined && !tagError && (
               <p class="form-error" role="alert">

@@ -11,10 +11,12 @@ import { auditWords } from './audit-api.js';
 import { type AuditSearch, apiFilters, exportFileName, filterParams } from './audit-filters.js';
 import { auditToken, expired, SignInRedirect } from './audit-session.js';
 
+const FORMATS = ['csv', 'json'] as const;
+
 export function ExportButtons({ search }: { search: AuditSearch }) {
-  const [busy, setBusy] = useState<'csv' | 'json'>();
+  const [busy, setBusy] = useState<(typeof FORMATS)[number]>();
   const [error, setError] = useState<string>();
-  const run = async (format: 'csv' | 'json') => {
+  const run = async (format: (typeof FORMATS)[number]) => {
     setBusy(format);
     setError(undefined);
     const now = Date.now();
@@ -39,22 +41,17 @@ export function ExportButtons({ search }: { search: AuditSearch }) {
   };
   return (
     <span class="audit-export">
-      <button
-        type="button"
-        class="button button-secondary button-small"
-        disabled={!!busy}
-        onClick={() => void run('csv')}
-      >
-        {busy === 'csv' ? 'Exporting…' : 'Export CSV'}
-      </button>
-      <button
-        type="button"
-        class="button button-secondary button-small"
-        disabled={!!busy}
-        onClick={() => void run('json')}
-      >
-        {busy === 'json' ? 'Exporting…' : 'Export JSON'}
-      </button>
+      {FORMATS.map((format) => (
+        <button
+          key={format}
+          type="button"
+          class="button button-secondary button-small"
+          disabled={!!busy}
+          onClick={() => void run(format)}
+        >
+          {busy === format ? 'Exporting…' : `Export ${format.toUpperCase()}`}
+        </button>
+      ))}
       {error && (
         <span class="form-error" role="alert">
           Export failed: {error}

@@ -1,6 +1,7 @@
 /** What the UI reads from its own access token: when it expires and whose it is (never verified here; the hub does that). */
 
-function payload(token: string): Record<string, unknown> | undefined {
+/** Claims of a JWT, unverified (the hub verifies; the page only reads name, roles, expiry, audience). */
+export function jwtClaims(token: string): Record<string, unknown> | undefined {
   const part = token.split('.')[1];
   if (!part) return undefined;
   try {
@@ -18,18 +19,18 @@ function payload(token: string): Record<string, unknown> | undefined {
 
 /** `exp` in ms, when the token carries one. */
 export function tokenExpiry(token: string): number | undefined {
-  const exp = payload(token)?.exp;
+  const exp = jwtClaims(token)?.exp;
   return typeof exp === 'number' && Number.isFinite(exp) ? exp * 1000 : undefined;
 }
 
 /** The `roles` claim of a hub token (`subscriber`, `admin`, …): what the UI offers, not what the hub allows. */
 export function tokenRoles(token: string): string[] {
-  const roles = payload(token)?.roles;
+  const roles = jwtClaims(token)?.roles;
   return Array.isArray(roles) ? roles.filter((r): r is string => typeof r === 'string') : [];
 }
 
 export function tokenUsername(token: string): string | undefined {
-  const claims = payload(token);
+  const claims = jwtClaims(token);
   const name = claims?.preferred_username ?? claims?.sub;
   return typeof name === 'string' ? name : undefined;
 }
