@@ -6,10 +6,12 @@
  * and the shell history). Exit codes as the hub's CLI: 0 done, 1 refused (no such site or user,
  * exists already, database unreachable, invalid settings), 2 usage errors.
  */
+
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import type { JSONWebKeySet } from 'jose';
 import type pg from 'pg';
+import { UsageError } from '../../src/auth/cli-commands.js';
 import { EXTERNAL_PRINCIPAL_PREFIX } from '../../src/auth/hub-identity.js';
 import { ADMIN_ROLE, SUBSCRIBER_ROLE } from '../../src/auth/user-service.js';
 import { splitList } from '../../src/config/fields.js';
@@ -61,17 +63,6 @@ export const UPSTREAM_HELP = `Usage (the upstream role; configured by UPSTREAM_D
                         (every site for all) are told.
 `;
 
-/** A usage or refusal the user should read; `exitCode` 2 for usage, 1 for refusals. */
-export class UpstreamCommandError extends Error {
-  override readonly name = 'UpstreamCommandError';
-  constructor(
-    message: string,
-    readonly exitCode = 2,
-  ) {
-    super(message);
-  }
-}
-
 export async function runUpstreamCommand(args: string[], ctx: UpstreamCommandContext): Promise<number> {
   const [command, ...rest] = args;
   try {
@@ -79,10 +70,10 @@ export async function runUpstreamCommand(args: string[], ctx: UpstreamCommandCon
       case undefined:
       case 'serve':
       case 'start':
-        if (rest.length) throw new UpstreamCommandError(`meshhub upstream: unexpected "${rest[0]}"`);
+        if (rest.length) throw new UsageError(`meshhub upstream: unexpected "${rest[0]}"`);
         return await runUpstreamServer(ctx.env, ctx.err);
       case 'migrate':
-        if (rest.length) throw new UpstreamCommandError(`meshhub upstream migrate: unexpected "${rest[0]}"`);
+        if (rest.length) throw new UsageError(`meshhub upstream migrate: unexpected "${rest[0]}"`);
         return await withPool(ctx, async (pool) => {
           await migrateUpstream(pool);
           const now = Date.now();
@@ -102,7 +93,7 @@ export async function runUpstreamCommand(args: string[], ctx: UpstreamCommandCon
         ctx.out(UPSTREAM_HELP);
         return 0;
       default:
-        throw new UpstreamCommandError(`meshhub upstream: unknown command "${command}"\n\n${UPSTREAM_HELP}`);
+        throw new UsageError(`meshhub upstream: unknown command "${command}"\n\n${UPSTREAM_HELP}`);
     }
   } catch (error) {
     return report(error, ctx);
@@ -110,7 +101,7 @@ export async function runUpstreamCommand(args: string[], ctx: UpstreamCommandCon
 }
 
 function report(error: unknown, ctx: UpstreamCommandContext): number {
-  if (error instanceof UpstreamCommandError) {
+  if (error instanceof UsageError) {
     ctx.err(`${error.message}\n`);
     return error.exitCode;
   }
@@ -149,7 +140,7 @@ async function withPool<T>(ctx: UpstreamCommandContext, fn: (pool: pg.Pool) => P
 }
 
 function one(positionals: string[], what: string, usage: string): string {
-  if (positionals.length !== 1) throw new UpstreamCommandError(`${usage}: expected one ${what}`);
+  if (positionals.length !== 1) throw new UsageError(`${usage}: expected one ${what}`);
   return positionals[0]!;
 }
 
@@ -172,19 +163,19 @@ export function readSitePublicKeys(file: string): unknown {
   try {
     text = readFileSync(file, 'utf8');
   } catch (error) {
-    throw new UpstreamCommandError(`${usage}: cannot read ${file}: ${(error as Error).message}`, 1);
+    throw new UsageError(`${usage}: cannot read ${file}: ${(error as Error).message}`, 1);
   }
   let parsed: unknown;
   try {
     parsed = JSON.parse(text);
   } catch {
-    throw new UpstreamCommandError(`${usage}: ${file} is not JSON (expected a JWK set)`, 1);
+    throw new UsageError(`${usage}: ${file} is not JSON (expected a JWK set)`, 1);
   }
   if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) {
-    throw new UpstreamCommandError(`${usage}: ${file} must hold a JWK set: {"keys": [...]}`, 1);
+    throw new UsageError(`${usage}: ${file} must hold a JWK set: {"keys": [...]}`, 1);
   }
   if ('privateJwk' in parsed) {
-    throw new UpstreamCommandError(
+    throw new UsageError(
       `${usage}: ${file} is a site's private signing key; register its public key (meshhub sync key at the site)`,
       1,
     );
@@ -195,9 +186,7 @@ export function readSitePublicKeys(file: string): unknown {
 function siteId(value: string, usage: string): string {
   const parsed = siteIdSchema.safeParse(value);
   if (!parsed.success)
-    throw new UpstreamCommandError(
-      `${usage}: "${value}" is not a site id (${parsed.error.issues[0]!.message})`,
-    );
+    throw new UsageError(`${usage}: "${value}" is not a site id (${parsed.error.issues[0]!.message})`);
   return parsed.data;
 }
 
@@ -222,9 +211,7 @@ async function siteCommand(args: string[], ctx: UpstreamCommandContext): Promise
       values.name !== undefined ||
       values.replace
     )
-      throw new UpstreamCommandError(
-        `${usage}: --public-key, --jwks-url, --name and --replace are only for site add`,
-      );
+      throw new UsageError(`${usage}: --public-key, --jwks-url, --name and --replace are only for site add`);
   };
   switch (sub) {
     case 'add': {
@@ -232,19 +219,19 @@ async function siteCommand(args: string[], ctx: UpstreamCommandContext): Promise
       const file = values['public-key'];
       const url = values['jwks-url'];
       if ((file === undefined) === (url === undefined)) {
-        throw new UpstreamCommandError(`${usage}: give either --public-key <jwks-file> or --jwks-url <url>`);
+        throw new UsageError(`${usage}: give either --public-key <jwks-file> or --jwks-url <url>`);
       }
       const keys =
         file !== undefined ? { publicJwks: readSitePublicKeys(file) as JSONWebKeySet } : { jwksUrl: url! };
       const name = values.name?.trim();
       if (name !== undefined && (name.length === 0 || name.length > 128)) {
-        throw new UpstreamCommandError(`${usage}: --name must be 1 to 128 characters`);
+        throw new UsageError(`${usage}: --name must be 1 to 128 characters`);
       }
       return withPool(ctx, async (pool) => {
         const sites = new SiteRegistry(pool);
         const existing = await sites.get(id);
         if (existing && !values.replace) {
-          throw new UpstreamCommandError(
+          throw new UsageError(
             `${usage}: site ${id} is registered already; give --replace to replace its keys (this also lifts a revocation)`,
             1,
           );
@@ -253,8 +240,7 @@ async function siteCommand(args: string[], ctx: UpstreamCommandContext): Promise
         try {
           site = await sites.add({ siteId: id, ...(name ? { name } : {}), ...keys });
         } catch (error) {
-          if (error instanceof SiteRegistryError)
-            throw new UpstreamCommandError(`${usage}: ${error.message}`, 1);
+          if (error instanceof SiteRegistryError) throw new UsageError(`${usage}: ${error.message}`, 1);
           throw error;
         }
         const what = 'jwksUrl' in keys ? `the keys at ${keys.jwksUrl}` : `the public key(s) in ${file}`;
@@ -266,7 +252,7 @@ async function siteCommand(args: string[], ctx: UpstreamCommandContext): Promise
     }
     case 'list': {
       noOptions();
-      if (positionals.length) throw new UpstreamCommandError(`${usage}: takes no arguments`);
+      if (positionals.length) throw new UsageError(`${usage}: takes no arguments`);
       return withPool(ctx, async (pool) => {
         const sites = await new SiteRegistry(pool).list();
         if (sites.length === 0)
@@ -288,7 +274,7 @@ async function siteCommand(args: string[], ctx: UpstreamCommandContext): Promise
       return withPool(ctx, async (pool) => {
         const sites = new SiteRegistry(pool);
         const site = await sites.get(id);
-        if (!site) throw new UpstreamCommandError(`${usage}: no site ${id}`, 1);
+        if (!site) throw new UsageError(`${usage}: no site ${id}`, 1);
         if (site.revokedAt !== null) {
           ctx.out(`site ${id} was revoked already (${when(site.revokedAt)})\n`);
           return 0;
@@ -299,9 +285,7 @@ async function siteCommand(args: string[], ctx: UpstreamCommandContext): Promise
       });
     }
     default:
-      throw new UpstreamCommandError(
-        `meshhub upstream site: unknown subcommand "${sub ?? ''}"\n\n${UPSTREAM_HELP}`,
-      );
+      throw new UsageError(`meshhub upstream site: unknown subcommand "${sub ?? ''}"\n\n${UPSTREAM_HELP}`);
   }
 }
 
@@ -324,9 +308,7 @@ async function readPassword(ctx: UpstreamCommandContext): Promise<string> {
     .toString('utf8')
     .replace(/\r?\n$/, '');
   if (password === '') {
-    throw new UpstreamCommandError(
-      'meshhub upstream user: give the password in MESHHUB_PASSWORD or on stdin',
-    );
+    throw new UsageError('meshhub upstream user: give the password in MESHHUB_PASSWORD or on stdin');
   }
   return password;
 }
@@ -364,7 +346,7 @@ function changeUser(
 ): Promise<number> {
   return withPool(ctx, async (pool) => {
     const done = await change(new UpstreamUserService(pool));
-    if (done === undefined) throw new UpstreamCommandError(`${usage}: no user "${username}"`, 1);
+    if (done === undefined) throw new UsageError(`${usage}: no user "${username}"`, 1);
     ctx.out(`${done}\n`);
     return 0;
   });
@@ -380,15 +362,13 @@ async function userCommand(args: string[], ctx: UpstreamCommandContext): Promise
   });
   const usage = `meshhub upstream user ${sub ?? ''}`.trim();
   if (values.roles !== undefined && sub !== 'add')
-    throw new UpstreamCommandError(`${usage}: --roles is only for user add`);
+    throw new UsageError(`${usage}: --roles is only for user add`);
   switch (sub) {
     case 'add': {
       const username = one(positionals, 'user name', usage);
       const roles = splitList(values.roles ?? SUBSCRIBER_ROLE);
       if (roles.length === 0)
-        throw new UpstreamCommandError(
-          `${usage}: --roles expects e.g. subscriber or subscriber,${ADMIN_ROLE}`,
-        );
+        throw new UsageError(`${usage}: --roles expects e.g. subscriber or subscriber,${ADMIN_ROLE}`);
       const password = await readPassword(ctx);
       return withPool(ctx, async (pool) => {
         const user = await new UpstreamUserService(pool).add({ username, password, roles });
@@ -397,7 +377,7 @@ async function userCommand(args: string[], ctx: UpstreamCommandContext): Promise
       });
     }
     case 'list':
-      if (positionals.length) throw new UpstreamCommandError(`${usage}: takes no arguments`);
+      if (positionals.length) throw new UsageError(`${usage}: takes no arguments`);
       return withPool(ctx, async (pool) => {
         const users = await new UpstreamUserService(pool).list();
         if (users.length === 0) ctx.out('no users yet; add one with: meshhub upstream user add <name>\n');
@@ -424,9 +404,7 @@ async function userCommand(args: string[], ctx: UpstreamCommandContext): Promise
       return changeUser(ctx, usage, username, (users) => USER_CHANGES[sub](users, username));
     }
     default:
-      throw new UpstreamCommandError(
-        `meshhub upstream user: unknown subcommand "${sub ?? ''}"\n\n${UPSTREAM_HELP}`,
-      );
+      throw new UsageError(`meshhub upstream user: unknown subcommand "${sub ?? ''}"\n\n${UPSTREAM_HELP}`);
   }
 }
 
@@ -479,21 +457,21 @@ async function subscriptionCommand(args: string[], ctx: UpstreamCommandContext):
   });
   const usage = `meshhub upstream subscription ${sub ?? ''}`.trim();
   if (sub !== 'grant') {
-    throw new UpstreamCommandError(
+    throw new UsageError(
       `meshhub upstream subscription: unknown subcommand "${sub ?? ''}"\n\n${UPSTREAM_HELP}`,
     );
   }
   const who = one(positionals, 'principal (a user name, or idp:<sub>)', usage);
   const subscriber = who.startsWith(EXTERNAL_PRINCIPAL_PREFIX) ? who : who.toLowerCase();
   if (values.nodes === undefined)
-    throw new UpstreamCommandError(`${usage}: give --nodes all or --nodes !a1b2c3d4,!e5f6a7b8`);
+    throw new UsageError(`${usage}: give --nodes all or --nodes !a1b2c3d4,!e5f6a7b8`);
   let nodes: 'all' | string[];
   if (values.nodes.trim() === 'all') nodes = 'all';
   else {
     nodes = splitList(values.nodes);
     const bad = nodes.find((n) => !NODE_ID_PATTERN.test(n));
     if (nodes.length === 0 || bad !== undefined) {
-      throw new UpstreamCommandError(
+      throw new UsageError(
         `${usage}: --nodes expects all or node ids like !a1b2c3d4,!e5f6a7b8${bad === undefined ? '' : ` ("${bad}" is not one)`}`,
       );
     }
@@ -503,21 +481,18 @@ async function subscriptionCommand(args: string[], ctx: UpstreamCommandContext):
   if (values.expires !== undefined) {
     const until = parseUntil(values.expires);
     if (until === undefined)
-      throw new UpstreamCommandError(
+      throw new UsageError(
         `${usage}: --expires expects a date like 2026-12-31 or an ISO date-time with an offset`,
       );
-    if (until <= now) throw new UpstreamCommandError(`${usage}: --expires is in the past`);
+    if (until <= now) throw new UsageError(`${usage}: --expires is in the past`);
     expiresAt = until;
   }
   return withPool(ctx, async (pool) => {
     if (!subscriber.startsWith(EXTERNAL_PRINCIPAL_PREFIX)) {
       const user = await new UpstreamUserService(pool).get(subscriber);
       if (!user)
-        throw new UpstreamCommandError(
-          `${usage}: no user "${subscriber}" (add it with meshhub upstream user add)`,
-          1,
-        );
-      if (user.disabled) throw new UpstreamCommandError(`${usage}: user "${subscriber}" is disabled`, 1);
+        throw new UsageError(`${usage}: no user "${subscriber}" (add it with meshhub upstream user add)`, 1);
+      if (user.disabled) throw new UsageError(`${usage}: user "${subscriber}" is disabled`, 1);
     }
     const granted = await grantUpstreamSubscription(
       pool,
