@@ -1,7 +1,7 @@
 /**
  * A site as the upstream lists it (`GET /api/v1/sites`, sync/upstream/routes/sites-routes.ts;
  * docs/sync.md): how its sync stands. Here, below both, because the upstream writes it
- * (sync/upstream/read-queries.ts) and the web app reads it (src/web), which takes server code
+ * (sync/upstream/weather/pg-reads.ts) and the web app reads it (src/web), which takes server code
  * only from src/domain and schemas.ts files.
  */
 export interface SiteJson {

@@ -20,7 +20,7 @@ export const problemSchema = z
   })
   .meta({ description: 'RFC 9457 problem details; `errors` names each invalid field.' });
 
-/** The radio link as `/health`, the live stream and the `radio.status` event describe it (src/events.ts RadioStatus). */
+/** The radio link as `/health`, the live stream and the `radio.status` event describe it (src/domain/radio.ts RadioStatus). */
 export const radioStatusSchema = z.object({
   state: z.enum(['disconnected', 'connecting', 'configuring', 'connected']),
   transport: z.enum(['serial', 'tcp', 'none']),
