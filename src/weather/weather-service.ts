@@ -33,13 +33,6 @@ import {
   type WeatherReads,
 } from './weather-reads.js';
 
-export {
-  DEFAULT_HISTORY_LIMIT,
-  HISTORY_INTERVALS,
-  type HistoryInterval,
-  MAX_HISTORY_LIMIT,
-} from './schemas.js';
-export type { HistoryPage, HistoryQuery } from './weather-reads.js';
 /** Bound on the latest query: far beyond any one site's mesh. */
 export const MAX_LATEST_NODES = 10_000;
 

@@ -6,7 +6,7 @@
  * fast and the careful path fit in a batch's transaction.
  */
 import type pg from 'pg';
-import { addToRollups, ROLLUP_COLUMNS, RollupBuckets } from '../../src/store/rollups.js';
+import { addToRollups, METRIC_COLUMNS, ROLLUP_COLUMNS, RollupBuckets } from '../../src/store/rollups.js';
 import type { ReadingRow, RecordBody } from '../protocol.js';
 import {
   COPY_READINGS,
@@ -17,7 +17,6 @@ import {
   ROLLUP_STAGE,
 } from './db/copy-encoder.js';
 import { copyFrom } from './db/copy-from.js';
-import { METRIC_COLUMNS } from './db/schema.js';
 import { type ColumnType, pgArray, unnestSource } from './db/unnest.js';
 
 const SLOTS = METRIC_COLUMNS.length;

@@ -6,6 +6,7 @@
 import { Hono, type MiddlewareHandler } from 'hono';
 import { requireAuth, verifiedIdentity } from '../../src/auth/require-auth.js';
 import { jwksRoutes, tokenRoutes } from '../../src/auth/routes.js';
+import { METRIC_COLUMNS } from '../../src/store/rollups.js';
 import { mapRoutes } from '../../src/ui-server/map-routes.js';
 import { DEFAULT_WEB_ROOT } from '../../src/ui-server/map-tiles.js';
 import { tileOrigins } from '../../src/ui-server/map-tiles-setting.js';
@@ -13,7 +14,6 @@ import { StaticAssets } from '../../src/ui-server/static-assets.js';
 import { uiRoutes } from '../../src/ui-server/ui-routes.js';
 import { type ReadingRow, type RecordBody, SYNC_API } from '../protocol.js';
 import { type AppliedChanges, BatchApplier } from './batch-apply.js';
-import { METRIC_COLUMNS } from './db/schema.js';
 import { DownlinkQueue } from './downlink-queue.js';
 import { HistoryChangeListener } from './history-changes.js';
 import type { UpstreamIdentity } from './identity.js';

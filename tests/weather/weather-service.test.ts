@@ -4,7 +4,8 @@ import type { Reading } from '../../src/domain/reading.js';
 import { closeDatabase, type Database } from '../../src/store/database.js';
 import { ReadingWriter } from '../../src/store/reading-writer.js';
 import { BucketCache, CachedRange } from '../../src/weather/bucket-cache.js';
-import { type HistoryQuery, WeatherService } from '../../src/weather/weather-service.js';
+import type { HistoryQuery } from '../../src/weather/weather-reads.js';
+import { WeatherService } from '../../src/weather/weather-service.js';
 import { DAY, HOUR, iso, memoryDb, reading, T0 } from '../store/fixtures.js';
 
 let db: Database;

@@ -15,8 +15,6 @@ import { tagSchema } from '../http/filters.js';
 import { serviceKey } from '../store/service-names.js';
 import { DAYS, RESULTS, SEVERITIES } from './schemas.js';
 
-export { DAYS, type Day, RESULTS, SEVERITIES, type Severity } from './schemas.js';
-
 /** A threshold window is at most this long (matches are kept that long). */
 export const MAX_WINDOW_MS = 7 * 86_400_000;
 export const MAX_THRESHOLD_COUNT = 100_000;

@@ -4,7 +4,8 @@
  * event's local day and minute in the rule's time zone. Cheap parts are checked first, so the
  * usual non-matching event costs a few comparisons per rule.
  */
-import { type Condition, DAYS, type Day, DEFAULT_THRESHOLD } from './condition.js';
+import { type Condition, DEFAULT_THRESHOLD } from './condition.js';
+import { DAYS, type Day } from './schemas.js';
 
 /** What a rule sees of an event: the normalised fields, and its tags when stored. */
 export interface AlertableEvent {

@@ -2,7 +2,7 @@
 import { z } from 'zod';
 import { CURSOR_DESCRIPTION, limitParam } from '../../../src/http/schemas.js';
 import { AUDIT_PAGE, dateTime, listOf, single } from '../http/filters.js';
-import { SEVERITIES } from './condition.js';
+import { SEVERITIES } from './schemas.js';
 
 export const alertsQuerySchema = z
   .object({

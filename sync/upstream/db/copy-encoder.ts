@@ -4,8 +4,7 @@
  * rollup sums on their way into the rollup tables. Doubles and int8s go as they are: no text to
  * write here or to parse there (BENCHMARKS.md "Issue 12", binary against text COPY).
  */
-import { ACC_SIZE, ROLLUP_COLUMNS, type RollupBuckets } from '../../../src/store/rollups.js';
-import { METRIC_COLUMNS } from './schema.js';
+import { ACC_SIZE, METRIC_COLUMNS, ROLLUP_COLUMNS, type RollupBuckets } from '../../../src/store/rollups.js';
 
 const SLOTS = METRIC_COLUMNS.length;
 const TWO_32 = 2 ** 32;

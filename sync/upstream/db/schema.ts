@@ -314,4 +314,3 @@ export const PG_MIGRATIONS: readonly PgMigration[] = [
 ];
 
 /** The metric columns (as on the hub: src/store/rollups.ts). */
-export { LINEAR_METRIC_COLUMNS, METRIC_COLUMNS } from '../../../src/store/rollups.js';

@@ -18,7 +18,7 @@
  */
 import type pg from 'pg';
 import type { SiteJson } from '../../../src/domain/site.js';
-import { BUCKET_MS, ROLLUP_TABLE } from '../../../src/store/rollups.js';
+import { BUCKET_MS, METRIC_COLUMNS, ROLLUP_TABLE } from '../../../src/store/rollups.js';
 import type { HistoryPage, HistoryQuery, WeatherReads } from '../../../src/weather/weather-reads.js';
 import {
   bucketJson,
@@ -29,7 +29,6 @@ import {
   rawLower,
   readingJson,
 } from '../../../src/weather/weather-reads.js';
-import { METRIC_COLUMNS } from '../db/schema.js';
 import { UpstreamHistoryCache } from '../history-cache.js';
 import type { HistoryChangeFeed } from '../history-changes.js';
 
