@@ -13,10 +13,10 @@ import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createHub, type Hub } from '../../hub/main.js';
 import { loadConfig } from '../../hub/settings.js';
+import { loopbackListeners } from '../../scripts/bench/lib/hub-env.js';
 import { SIGNING_KEY_FILE } from '../../src/auth/local-issuer.js';
 import { LoginThrottle } from '../../src/auth/login-throttle.js';
 import { HubUserService } from '../../src/auth/user-service.js';
-import { loopbackHubEnv } from '../helpers/hub.js';
 import { postFrom } from '../helpers/post-from.js';
 import { expectTokensIssued } from '../helpers/token-answer.js';
 import { call, type Json } from '../messaging/helpers.js';
@@ -27,7 +27,7 @@ const PASSWORD = 'lantern-on-the-ridge';
 async function startAuthHub(options: { logins?: LoginThrottle; env?: Record<string, string> } = {}) {
   const dataDir = mkdtempSync(join(tmpdir(), 'meshhub-auth-'));
   const config = loadConfig({
-    ...loopbackHubEnv(dataDir),
+    ...loopbackListeners(dataDir),
     RADIO: 'none',
     AUTH_TOKEN_TTL: '10m',
     ...options.env,

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { pino } from 'pino';
 import { createHub, type Hub } from '../../hub/main.js';
 import { loadConfig } from '../../hub/settings.js';
+import { loopbackListeners } from '../../scripts/bench/lib/hub-env.js';
 import type { MqttBrokerActor } from '../../src/mqtt/broker-actor.js';
 
 export interface TestHub {
@@ -13,14 +14,6 @@ export interface TestHub {
   stop(): Promise<void>;
 }
 
-/** A hub's settings for a test: its data in `dataDir`, HTTP and MQTT on free loopback ports. */
-export const loopbackHubEnv = (dataDir: string): Record<string, string> => ({
-  DATA_DIR: dataDir,
-  HTTP_HOST: '127.0.0.1',
-  HTTP_PORT: '0',
-  MQTT_PORT: '0',
-});
-
 /**
  * A whole hub in this process: a real SQLite file in a temp dir, the simulator on a free
  * loopback port reached over TCP, HTTP on a free loopback port.
@@ -28,7 +21,7 @@ export const loopbackHubEnv = (dataDir: string): Record<string, string> => ({
 export async function startTestHub(env: Record<string, string> = {}): Promise<TestHub> {
   const dataDir = mkdtempSync(join(tmpdir(), 'meshhub-test-'));
   const config = loadConfig({
-    ...loopbackHubEnv(dataDir),
+    ...loopbackListeners(dataDir),
     RADIO: 'sim',
     SIM_PORT: '0',
     SIM_BACKFILL: '6h',

@@ -16,12 +16,13 @@ import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createHub } from '../../hub/main.js';
 import { loadConfig } from '../../hub/settings.js';
+import { loopbackListeners } from '../../scripts/bench/lib/hub-env.js';
 import { createMessagingResponder, messagingRoles } from '../../src/mesh/simulator/messaging-responder.js';
 import { type AwayWindow, awayDuring } from '../../src/mesh/simulator/presence.js';
 import type { PacketResponder, SimClient } from '../../src/mesh/simulator/responder.js';
 import { pauseAfterSendMs, textAirtimeMs } from '../../src/messaging/airtime.js';
 import type { MessageGatewayActor } from '../../src/messaging/gateway-actor.js';
-import { loopbackHubEnv, startTestHub, type TestHub, waitFor } from '../helpers/hub.js';
+import { startTestHub, type TestHub, waitFor } from '../helpers/hub.js';
 import { testSimulator } from '../helpers/simulator.js';
 import { FakeClock } from './fake-clock.js';
 import { call, FAST_MESSAGING, type Json, knownNodes, subscriber } from './helpers.js';
@@ -78,7 +79,7 @@ async function startHubOn(
   const all = {
     ...FAST_MESSAGING,
     MESSAGE_MAX_RETRIES: '0',
-    ...loopbackHubEnv(dataDir),
+    ...loopbackListeners(dataDir),
     RADIO: `tcp:127.0.0.1:${simPort}`,
     LOG_LEVEL: 'silent',
     AUTH_TOKEN_TTL: '48h',

@@ -16,10 +16,11 @@ import { connectAsync, type IClientOptions, type MqttClient } from 'mqtt';
 import { pino } from 'pino';
 import { createHub, type Hub } from '../../hub/main.js';
 import { loadConfig } from '../../hub/settings.js';
+import { loopbackListeners } from '../../scripts/bench/lib/hub-env.js';
 import { createTokenVerifier, type TokenVerifier } from '../../src/auth/jwt-verifier.js';
 import { HubUserService } from '../../src/auth/user-service.js';
 import { channelCipher, channelHash, expandChannelKey } from '../../src/mesh/mqtt/channel-crypto.js';
-import { loopbackHubEnv, mqttOf } from '../helpers/hub.js';
+import { mqttOf } from '../helpers/hub.js';
 
 const _scryptAsync = promisify(scrypt) as (password: string, salt: Buffer, keylen: number) => Promise<Buffer>;
 
@@ -75,7 +76,7 @@ export async function startMqttHub(
 ): Promise<MqttTestHub> {
   const dataDir = mkdtempSync(join(tmpdir(), 'meshhub-mqtt-'));
   const config = loadConfig({
-    ...loopbackHubEnv(dataDir),
+    ...loopbackListeners(dataDir),
     RADIO: 'none',
     SIM_PORT: '0',
     LOG_LEVEL: 'silent',

@@ -1,15 +1,20 @@
 /** The settings of a hub a benchmark (or scripts/screenshot.ts) runs in its own process. */
 
+/** A hub's data in `dataDir`, HTTP and MQTT on free loopback ports (tests add the rest themselves). */
+export const loopbackListeners = (dataDir: string): Record<string, string> => ({
+  DATA_DIR: dataDir,
+  HTTP_HOST: '127.0.0.1',
+  HTTP_PORT: '0',
+  MQTT_PORT: '0',
+});
+
 /**
  * A hub on loopback with ephemeral HTTP and MQTT ports, no radio and no logs, its data in
  * `dataDir`; `extra` adds or overrides settings.
  */
 export function loopbackHubEnv(dataDir: string, extra: Record<string, string> = {}): Record<string, string> {
   return {
-    DATA_DIR: dataDir,
-    HTTP_HOST: '127.0.0.1',
-    HTTP_PORT: '0',
-    MQTT_PORT: '0',
+    ...loopbackListeners(dataDir),
     RADIO: 'none',
     LOG_LEVEL: 'silent',
     ...extra,

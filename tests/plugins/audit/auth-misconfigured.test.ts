@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createHub, type Hub } from '../../../hub/main.js';
 import { loadConfig } from '../../../hub/settings.js';
-import { loopbackHubEnv } from '../../helpers/hub.js';
+import { loopbackListeners } from '../../../scripts/bench/lib/hub-env.js';
 import { capturingLogger, hubStartRefusal, QUIET_ENV } from './helpers.js';
 
 const running: Array<{ hub: Hub; dir: string }> = [];
@@ -23,7 +23,7 @@ afterEach(async () => {
 
 async function startHub(env: Record<string, string>) {
   const dir = mkdtempSync(join(tmpdir(), 'meshhub-audit-auth-'));
-  const all = { ...loopbackHubEnv(dir), RADIO: 'none', ...env };
+  const all = { ...loopbackListeners(dir), RADIO: 'none', ...env };
   const { log, lines } = capturingLogger();
   const hub = await createHub(loadConfig(all), { log, defaultMetrics: false, env: all });
   running.push({ hub, dir });

@@ -11,11 +11,11 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { createHub, type Hub } from '../../../hub/main.js';
 import { loadConfig } from '../../../hub/settings.js';
 import { AUDIT_MIGRATIONS } from '../../../plugins/audit/store/schema.js';
+import { loopbackListeners } from '../../../scripts/bench/lib/hub-env.js';
 import { openDatabase } from '../../../src/store/database.js';
 import { schemaVersion } from '../../../src/store/migrations.js';
 import { FakeMicrosoft } from '../../fakes/microsoft/fake-microsoft.js';
 import { directoryAudit } from '../../fakes/microsoft/fixtures.js';
-import { loopbackHubEnv } from '../../helpers/hub.js';
 import { hubStartRefusal, QUIET_ENV, radiolessHubEnv } from './helpers.js';
 
 // biome-ignore lint/suspicious/noExplicitAny: the test reads JSON bodies of many shapes
@@ -38,7 +38,7 @@ async function startHub(
   env: Record<string, string>,
   dataDir = mkdtempSync(join(tmpdir(), 'meshhub-audit-hub-')),
 ): Promise<RunningHub> {
-  const all = { ...radiolessHubEnv(dataDir), ...loopbackHubEnv(dataDir), ...env };
+  const all = { ...radiolessHubEnv(dataDir), ...loopbackListeners(dataDir), ...env };
   const hub = await createHub(loadConfig(all), {
     log: pino({ level: 'silent' }),
     defaultMetrics: false,
