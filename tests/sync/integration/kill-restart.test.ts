@@ -290,51 +290,61 @@ describe.skipIf(skip)('sync under SIGKILL and database restarts (real processes)
       );
     });
 
-    // The last start: no new telemetry, so the site holds still and the upstream catches up.
+    // The last start: no new telemetry after each node's first report (the simulator sends one
+    // within ~2 s of a start), so the site soon holds still and the upstream catches up.
     await kill(hub);
     await startHub({ SIM_TELEMETRY_SECONDS: '86400' });
     const site = hubDb();
     try {
-      const siteState = () => ({
-        last: (site.prepare("SELECT seq FROM sqlite_sequence WHERE name = 'sync_outbox'").pluck().get() ??
+      // Each side read as one snapshot: the cursor, the readings, and the hourly rollup's count
+      // and sum (a batch applied twice, or a reading whose rollup share was lost, shows there).
+      const siteSnapshot = site.transaction(() => ({
+        acked: (site.prepare("SELECT seq FROM sqlite_sequence WHERE name = 'sync_outbox'").pluck().get() ??
           0) as number,
         readings: site.prepare('SELECT count(*) AS n, sum(ts) AS t FROM readings').get() as {
           n: number;
           t: number;
         },
-      });
-      const upstreamState = async () => {
+        rollup: site
+          .prepare(
+            'SELECT sum(temperature_c_count) AS c, round(sum(temperature_c_sum), 3) AS s FROM readings_hourly',
+          )
+          .get() as { c: number; s: number },
+      }));
+      const upstreamSnapshot = async () => {
         const { rows } = await pool.query(
-          'SELECT s.acked_seq, (SELECT count(*) FROM readings r WHERE r.site_id = s.site_id) AS n, (SELECT sum(ts) FROM readings r WHERE r.site_id = s.site_id) AS t FROM sites s WHERE s.site_id = $1',
+          `SELECT s.acked_seq,
+             (SELECT count(*) FROM readings r WHERE r.site_id = s.site_id) AS n,
+             (SELECT sum(ts) FROM readings r WHERE r.site_id = s.site_id) AS t,
+             (SELECT sum(temperature_c_count) FROM readings_hourly h WHERE h.site_id = s.site_id) AS c,
+             (SELECT round(sum(temperature_c_sum)::numeric, 3) FROM readings_hourly h WHERE h.site_id = s.site_id) AS s
+           FROM sites s WHERE s.site_id = $1`,
           [SITE],
         );
-        return { acked: Number(rows[0].acked_seq), readings: { n: Number(rows[0].n), t: Number(rows[0].t) } };
+        const r = rows[0];
+        return {
+          acked: Number(r.acked_seq),
+          readings: { n: Number(r.n), t: Number(r.t) },
+          rollup: { c: Number(r.c), s: Number(r.s) },
+        };
       };
+      let last: unknown;
       const { here, there } = await waitFor(
         async () => {
-          const here = siteState();
-          const there = await upstreamState();
-          return there.acked === here.last && there.readings.n === here.readings.n
-            ? { here, there }
-            : undefined;
+          const here = siteSnapshot();
+          const there = await upstreamSnapshot();
+          last = { here, there };
+          // Caught up: the upstream acknowledged everything the site has written so far.
+          return there.acked === here.acked ? { here, there } : undefined;
         },
         60_000,
-        'the upstream in step with the site',
+        () => `the upstream in step with the site (last seen: ${JSON.stringify(last)})`,
       );
-      // Every reading of the site is upstream, none twice (the same count and the same sum of times).
-      expect(there).toEqual({ acked: here.last, readings: here.readings });
+      // Every reading of the site is upstream, none twice (the same count and the same sum of
+      // times), and nothing counted twice or lost in the rollups either (a batch applied twice
+      // would add its readings again).
+      expect(there).toEqual(here);
       const acked = there.acked;
-      // Nothing counted twice in the rollups either (a batch applied twice would add its readings again).
-      const siteRollup = site
-        .prepare(
-          'SELECT sum(temperature_c_count) AS c, round(sum(temperature_c_sum), 3) AS s FROM readings_hourly',
-        )
-        .get() as { c: number; s: number };
-      const { rows: rollup } = await pool.query(
-        'SELECT sum(temperature_c_count) AS c, round(sum(temperature_c_sum)::numeric, 3) AS s FROM readings_hourly WHERE site_id = $1',
-        [SITE],
-      );
-      expect({ c: Number(rollup[0].c), s: Number(rollup[0].s) }).toEqual(siteRollup);
       // The applied batches tile 1..acked exactly: nothing applied twice, nothing skipped.
       const { rows: batches } = await pool.query(
         'SELECT first_seq, last_seq FROM sync_batches WHERE site_id = $1 ORDER BY first_seq',
