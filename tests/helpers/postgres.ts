@@ -4,11 +4,13 @@
  * (dropped at cleanup), so test files run in parallel against one database without seeing each
  * other's tables.
  *
- * `TEST_DATABASE_URL` names the server (default: the one `.ci/run` creates). When none answers:
- * under CI (`CI=true`) the tests FAIL; elsewhere they skip, saying why.
+ * `TEST_DATABASE_URL` names the server (default: the one `.ci/run` creates; README "Tests" says
+ * how to make it). When none answers: under CI (`CI=true`) the tests FAIL; elsewhere they skip,
+ * and the run ends with one line saying why (tests/helpers/skips.ts).
  */
 import pg from 'pg';
 import { createScratchSchema } from '../../scripts/bench/lib/postgres.js';
+import { skipBecauseMissing } from './skips.js';
 
 export const TEST_DATABASE_URL =
   process.env.TEST_DATABASE_URL ?? 'postgres://meshhub:meshhub@127.0.0.1:5432/meshhub_test';
@@ -24,7 +26,7 @@ export function postgresUnavailable(): Promise<string | undefined> {
       await client.query('SELECT 1');
       return undefined;
     } catch (error) {
-      return `PostgreSQL at ${TEST_DATABASE_URL.replace(/:[^:@/]*@/, ':***@')} is not reachable: ${(error as Error).message}`;
+      return `${(error as Error).message} at TEST_DATABASE_URL=${TEST_DATABASE_URL.replace(/:[^:@/]*@/, ':***@')}`;
     } finally {
       await client.end().catch(() => {});
     }
@@ -38,10 +40,7 @@ export function postgresUnavailable(): Promise<string | undefined> {
  */
 export async function skipWithoutPostgres(): Promise<boolean> {
   const why = await postgresUnavailable();
-  if (!why) return false;
-  if (process.env.CI === 'true') throw new Error(`CI=true and ${why}`);
-  console.warn(`skipping PostgreSQL tests: ${why}`);
-  return true;
+  return why ? skipBecauseMissing('PostgreSQL', why) : false;
 }
 
 export interface TestSchema {

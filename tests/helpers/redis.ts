@@ -3,10 +3,11 @@
  * per test file on a free loopback port, with persistence off, and stopped afterwards.
  *
  * When `redis-server` is not installed: under CI (`CI=true`) the tests FAIL; elsewhere they skip,
- * saying why (as tests/helpers/postgres.ts does for PostgreSQL).
+ * and the run ends with one line saying why (tests/helpers/skips.ts).
  */
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { createServer, Socket } from 'node:net';
+import { skipBecauseMissing } from './skips.js';
 
 export const REDIS_SERVER = process.env.REDIS_SERVER ?? 'redis-server';
 
@@ -22,10 +23,7 @@ export function redisUnavailable(): string | undefined {
 /** For `describe.skipIf(...)`: true when the tests must skip; under CI a missing server throws. */
 export function skipWithoutRedis(): boolean {
   const why = redisUnavailable();
-  if (!why) return false;
-  if (process.env.CI === 'true') throw new Error(`CI=true and ${why}`);
-  console.warn(`skipping Redis tests: ${why}`);
-  return true;
+  return why ? skipBecauseMissing('Redis', why) : false;
 }
 
 export interface TestRedis {

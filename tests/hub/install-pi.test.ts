@@ -19,6 +19,7 @@ import {
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { noteSkip } from '../helpers/skips.js';
 
 const CHECKOUT_USER = 1234;
 const dirs: string[] = [];
@@ -40,7 +41,9 @@ function tree(dir: string, prefix = ''): { path: string; uid: number; gid: numbe
   return out;
 }
 
-describe.skipIf(process.getuid?.() !== 0)('scripts/install-pi.sh as root', () => {
+const notRoot = process.getuid?.() !== 0 && noteSkip('root', 'install-pi.sh installs as root');
+
+describe.skipIf(notRoot)('scripts/install-pi.sh as root', () => {
   it('copies the code owned by root and writable by root alone, whoever owned the checkout', () => {
     const root = mkdtempSync(join(tmpdir(), 'meshhub-install-'));
     dirs.push(root);

@@ -12,10 +12,15 @@ import { join } from 'node:path';
 import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { SystemdNotifier, systemdNotifySend } from '../../hub/sd-notify.js';
 import { freePort, waitFor } from '../helpers/hub.js';
+import { skipBecauseMissing } from '../helpers/skips.js';
 
 const has = (cmd: string) => spawnSync('sh', ['-c', `command -v ${cmd}`]).status === 0;
 const tools = has('socat') && has('systemd-notify');
 const ci = process.env.CI === 'true';
+const noTools =
+  !tools &&
+  !ci &&
+  skipBecauseMissing('socat and systemd-notify', 'not installed (apt-get install socat systemd)');
 
 const children: ChildProcess[] = [];
 const dirs: string[] = [];
@@ -116,7 +121,7 @@ async function fakeNotifySocket(): Promise<{ path: string; received: () => strin
   return { path, received: () => text };
 }
 
-describe.skipIf(!tools && !ci)('sd_notify through systemd-notify, with socat as systemd', () => {
+describe.skipIf(noTools)('sd_notify through systemd-notify, with socat as systemd', () => {
   beforeAll(() => {
     if (!tools) throw new Error('socat and systemd-notify are needed (apt-get install socat systemd)');
     const result = spawnSync(process.execPath, ['scripts/start.mjs', '--build-only'], { stdio: 'inherit' });

@@ -24,6 +24,7 @@ import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createUpstream } from '../../sync/upstream/main.js';
 import { loadUpstreamSettings } from '../../sync/upstream/settings.js';
 import { freePort, getJson, waitFor } from '../helpers/hub.js';
+import { noteSkip } from '../helpers/skips.js';
 
 const CLI = join(process.cwd(), 'dist', 'hub', 'cli.js');
 const dirs: string[] = [];
@@ -203,7 +204,8 @@ describe('files in DATA_DIR', () => {
   }
 
   // Only root can make a file another user owns; an unprivileged run skips these.
-  it.skipIf(process.getuid?.() !== 0)('stops with one line naming a folder it cannot tighten', () => {
+  const notRoot = process.getuid?.() !== 0 && noteSkip('root', 'only root can make files another user owns');
+  it.skipIf(notRoot)('stops with one line naming a folder it cannot tighten', () => {
     const parent = tempDir();
     chmodSync(parent, 0o755);
     const dataDir = join(parent, 'data');
@@ -215,7 +217,7 @@ describe('files in DATA_DIR', () => {
     );
   });
 
-  it.skipIf(process.getuid?.() !== 0)('leaves alone a private folder of another user (lost+found)', () => {
+  it.skipIf(notRoot)('leaves alone a private folder of another user (lost+found)', () => {
     const parent = tempDir();
     chmodSync(parent, 0o755);
     const dataDir = join(parent, 'data');
