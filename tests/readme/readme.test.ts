@@ -5,6 +5,9 @@
  * changes to the text are `localhost:8080` → the hub's HTTP port and `-p 1883` → its MQTT port;
  * everything else reaches the commands through the environment, as it would in a terminal.
  *
+ * A block whose last command is `npm start` starts a second hub (its own DATA_DIR and ports): it
+ * must serve /health, and is then stopped.
+ *
  * Each block must exit 0 (bash -e -o pipefail; curl fails on an HTTP error status), must not
  * trip bash's history expansion (a `!` inside double quotes breaks a pasted command), the weather
  * and node reads must return data, and a `# → {…}` comment's written-out values must be in the
@@ -171,6 +174,59 @@ function runBlock(block: ReadmeBlock): Promise<{ code: number; stdout: string; s
   });
 }
 
+/** A block whose last command starts a hub, as `HTTP_ALLOWED_HOSTS=… npm start`. */
+const STARTS_HUB = /(^|\s)npm start\s*(#.*)?$/;
+
+function lastCommand(code: string): string {
+  const commands = code
+    .replace(/\\\n/g, ' ')
+    .split('\n')
+    .filter((l) => l.trim() !== '' && !l.trim().startsWith('#'));
+  return commands.at(-1) ?? '';
+}
+
+/** Runs a block that starts a hub, on ports and a DATA_DIR of its own; stops it once it answers. */
+async function runHubBlock(block: ReadmeBlock): Promise<void> {
+  const script = join(work, `.readme-block-${block.line}.sh`);
+  writeFileSync(script, `set -e -o pipefail\nset -o history -H\n${localized(block.code)}\n`);
+  const port = await freePort();
+  const own = {
+    ...env,
+    DATA_DIR: join(work, `data-${block.line}`),
+    HTTP_PORT: String(port),
+    MQTT_PORT: String(await freePort()),
+    MESH_API_PORT: String(await freePort()),
+  };
+  const child = spawn('bash', [script], {
+    cwd: work,
+    env: own,
+    detached: true,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let log = '';
+  const keep = (d: Buffer) => {
+    log += d.toString();
+  };
+  child.stdout!.on('data', keep);
+  child.stderr!.on('data', keep);
+  const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
+  try {
+    await waitFor(
+      async () => {
+        if (child.exitCode !== null)
+          throw new Error(`README.md line ${block.line} exited ${child.exitCode}:\n${log}`);
+        const health = await getJson(`http://127.0.0.1:${port}/health`).catch(() => undefined);
+        return health?.status === 200;
+      },
+      60_000,
+      () => `README.md line ${block.line}: the hub to answer /health\n${log}`,
+    );
+  } finally {
+    if (child.exitCode === null) process.kill(-child.pid!, 'SIGTERM');
+  }
+  await exited;
+}
+
 const READS = /\/api\/v1\/(weather\/(latest|history)|nodes)(\?|$)/;
 
 describe.skipIf(noCurl)("README.md's shell blocks", () => {
@@ -188,6 +244,7 @@ describe.skipIf(noCurl)("README.md's shell blocks", () => {
     it.skipIf(skip)(
       `line ${block.line} (${block.heading}) runs as printed`,
       async () => {
+        if (STARTS_HUB.test(lastCommand(block.code))) return runHubBlock(block);
         const { code, stdout, stderr } = await runBlock(block);
         const context = `README.md line ${block.line}\n--- stdout\n${stdout.slice(-3000)}\n--- stderr\n${stderr.slice(-3000)}`;
         expect(stderr, context).not.toMatch(/event not found/);
