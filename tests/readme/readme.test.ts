@@ -14,7 +14,7 @@
  * answer of the curl call it follows. Blocks marked `<!-- readme-test: skip (why) -->` are listed.
  * The README is read when the test runs, so changed command words need no change here.
  */
-import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { type ChildProcess, execFile, spawn, spawnSync } from 'node:child_process';
 import {
   chmodSync,
   existsSync,
@@ -58,7 +58,7 @@ const CURL_SHIM = `#!/usr/bin/env bash
 call="$README_TEST_CALLS/$(printf '%04d' "$(ls "$README_TEST_CALLS" | wc -l)")"
 mkdir "$call"
 printf '%s\\n' "$@" > "$call/args"
-"$README_TEST_REAL_CURL" --fail-with-body "$@" > "$call/out"
+"$README_TEST_REAL_CURL" "$README_TEST_CURL_FAIL" "$@" > "$call/out"
 rc=$?
 echo "$rc" > "$call/rc"
 cat "$call/out"
@@ -87,6 +87,12 @@ beforeAll(async () => {
     PATH: `${bin}:${process.env.PATH}`,
     README_TEST_CALLS: calls,
     README_TEST_REAL_CURL: whichCurl!,
+    // curl before 7.76 (Debian 11) has --fail only, which drops the error's body.
+    README_TEST_CURL_FAIL: spawnSync(whichCurl!, ['--help', 'all'], { encoding: 'utf8' }).stdout.includes(
+      '--fail-with-body',
+    )
+      ? '--fail-with-body'
+      : '--fail',
     DATA_DIR: join(work, 'data'),
     HTTP_HOST: '127.0.0.1',
     HTTP_PORT: String(httpPort),
