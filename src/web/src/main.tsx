@@ -1,10 +1,12 @@
 import { render } from 'preact';
 import { App } from './app.js';
+import { followTheme } from './lib/units.js';
 import { startHubLive } from './live/hub-live.js';
 import { initChat } from './state/chat.js';
 import { initSession } from './state/session.js';
 import './styles/base.css';
 
+followTheme();
 initSession();
 initChat();
 startHubLive();

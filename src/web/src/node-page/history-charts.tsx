@@ -7,8 +7,9 @@ import { chartSeries } from '../lib/chart-series.js';
 import { csvFileName, historyCsv } from '../lib/csv.js';
 import { formatDateTime } from '../lib/format.js';
 import { type HistoryPlan, INTERVAL_LABELS, planHistory, rangeFromQuery } from '../lib/history-plan.js';
-import { METRICS, type ReadingJson } from '../lib/metrics.js';
+import type { ReadingJson } from '../lib/metrics.js';
 import { type ApiError, plainWords } from '../lib/problem.js';
+import { displayMetrics, displayStore } from '../lib/units.js';
 import { navigate } from '../router.js';
 import { hubStore } from '../state/hub.js';
 import { onLiveReadings } from '../state/mesh.js';
@@ -92,7 +93,17 @@ export function HistoryCharts({
   const { sites } = useStore(sitesStore);
   const seriesSite = rows[0]?.site_id;
   const seriesSiteName = seriesSite ? (siteNames(sites).get(seriesSite) ?? seriesSite) : undefined;
-  const series = useMemo(() => chartSeries(rows, METRICS), [rows]);
+  const display = useStore(displayStore);
+  const metrics = displayMetrics(display);
+  const series = useMemo(
+    () =>
+      chartSeries(
+        rows,
+        metrics,
+        'error' in plan ? undefined : { start: plan.start, end: plan.end, interval: plan.interval },
+      ),
+    [rows, metrics, plan],
+  );
 
   let body: ComponentChildren;
   if ('error' in plan) {
@@ -131,6 +142,7 @@ export function HistoryCharts({
             x={series.x}
             y={series.y[metric.key]!}
             interval={plan.interval}
+            theme={display.theme}
           />
         ))}
       </div>

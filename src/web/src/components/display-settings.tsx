@@ -1,0 +1,48 @@
+/**
+ * The header's "Display" menu: units of temperature, pressure and wind speed, and the colour
+ * scheme (System, Light, Dark). Each choice applies at once and is remembered by this browser
+ * (lib/units.ts).
+ */
+import { useStore } from '../hooks.js';
+import { DISPLAY_CHOICES, type DisplaySettings, displayStore, setDisplay } from '../lib/units.js';
+
+const LABELS: Record<keyof DisplaySettings, string> = {
+  temperature: 'Temperature',
+  pressure: 'Pressure',
+  wind: 'Wind speed',
+  theme: 'Theme',
+};
+
+const KEYS = Object.keys(LABELS) as Array<keyof DisplaySettings>;
+
+export function DisplaySettingsMenu() {
+  const settings = useStore(displayStore);
+  return (
+    <details class="display-settings" data-testid="display-settings">
+      <summary class="link-button" title="Units and colour scheme">
+        Display
+      </summary>
+      <div class="display-settings-panel">
+        {KEYS.map((key) => (
+          <label key={key}>
+            <span>{LABELS[key]}</span>
+            <select
+              name={key}
+              data-testid={`display-${key}`}
+              value={settings[key]}
+              onChange={(event) =>
+                setDisplay({ [key]: (event.target as HTMLSelectElement).value } as Partial<DisplaySettings>)
+              }
+            >
+              {DISPLAY_CHOICES[key].map(([value, words]) => (
+                <option key={value} value={value}>
+                  {words}
+                </option>
+              ))}
+            </select>
+          </label>
+        ))}
+      </div>
+    </details>
+  );
+}
