@@ -1,10 +1,11 @@
 /**
  * The header's "Display" menu: units of temperature, pressure and wind speed, and the colour
  * scheme (System, Light, Dark). Each choice applies at once and is remembered by this browser
- * (lib/units.ts).
+ * (state/display.ts).
  */
 import { useStore } from '../hooks.js';
-import { DISPLAY_CHOICES, type DisplaySettings, displayStore, setDisplay } from '../lib/units.js';
+import { DISPLAY_CHOICES, type DisplaySettings } from '../lib/units.js';
+import { displayStore, setDisplay } from '../state/display.js';
 
 const LABELS: Record<keyof DisplaySettings, string> = {
   temperature: 'Temperature',

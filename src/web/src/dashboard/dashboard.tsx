@@ -7,13 +7,14 @@ import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { useNow, useStore, useTitle } from '../hooks.js';
 import { nodeIdFromNum, sortedNodes } from '../lib/mesh-state.js';
 import { matchesSearch, nodeView } from '../lib/node-view.js';
-import { displayMetrics, displayStore } from '../lib/units.js';
+import { displayMetrics } from '../lib/units.js';
 import { Link } from '../router.js';
 import { hubStore } from '../state/hub.js';
 import { meshStore, refreshMesh } from '../state/mesh.js';
 import { siteNames, sitesStore } from '../state/sites.js';
 import './dashboard.css';
 import { LoadError, Loading } from '../components/load-states.js';
+import { displayStore } from '../state/display.js';
 import { type MapHandle, MapView } from './map-view.js';
 import { Legend, NodeList } from './node-list.js';
 

@@ -1,11 +1,11 @@
 /**
  * The display settings a person picks once per browser: the units of temperature, pressure and
- * wind speed, and the colour scheme (the system's, light or dark). Kept in localStorage, so they
- * survive a reload and apply to every page; the API always speaks its own units (°C, Pa, m/s).
+ * wind speed, and the colour scheme (the system's, light or dark), and the metric catalogue in
+ * those units. The API always speaks its own units (°C, Pa, m/s). state/display.ts keeps the
+ * choice in localStorage and applies the scheme.
  */
 
 import { METRICS, type MetricInfo } from './metrics.js';
-import { createStore } from './store.js';
 
 export type TemperatureUnit = 'c' | 'f';
 export type PressureUnit = 'hpa' | 'inhg';
@@ -118,47 +118,7 @@ export function displayMetrics(
   return metrics;
 }
 
-function storage(): Storage | undefined {
-  try {
-    return globalThis.localStorage;
-  } catch {
-    return undefined; // storage blocked (privacy settings): the choice lasts until the tab closes
-  }
-}
-
-export const displayStore = createStore<DisplaySettings>(
-  parseDisplay(storage()?.getItem(DISPLAY_STORAGE_KEY)),
-);
-
-/** Changes one setting, remembers it for this browser, and applies the colour scheme. */
-export function setDisplay(patch: Partial<DisplaySettings>): void {
-  displayStore.set((current) => ({ ...current, ...patch }));
-  try {
-    storage()?.setItem(DISPLAY_STORAGE_KEY, JSON.stringify(displayStore.get()));
-  } catch {
-    // Full or blocked storage: the choice still applies to this page.
-  }
-}
-
 /** `light` or `dark`: the choice, or for `auto` the system's. */
 export function resolvedTheme(choice: ThemeChoice, systemDark: boolean): 'light' | 'dark' {
   return choice === 'auto' ? (systemDark ? 'dark' : 'light') : choice;
-}
-
-/**
- * Keeps `<html data-theme>` on the scheme in use (the stylesheet's dark palette keys on it),
- * following the system while the choice is `auto`. Called once, before the first render.
- */
-export function followTheme(): void {
-  if (typeof document === 'undefined' || typeof matchMedia !== 'function') return;
-  const system = matchMedia('(prefers-color-scheme: dark)');
-  const apply = () => {
-    const root = document.documentElement;
-    const choice = displayStore.get().theme;
-    root.dataset.theme = resolvedTheme(choice, system.matches);
-    root.dataset.themeChoice = choice;
-  };
-  apply();
-  system.addEventListener('change', apply);
-  displayStore.subscribe(apply);
 }

@@ -18,13 +18,14 @@ import {
 import { batteryLabel } from '../lib/node-view.js';
 import { plainWords } from '../lib/problem.js';
 import { chatPath, nodePath, siteParam } from '../lib/routes.js';
-import { displayMetrics, displayStore } from '../lib/units.js';
+import { displayMetrics } from '../lib/units.js';
 import { Link } from '../router.js';
 import { hubStore } from '../state/hub.js';
 import { meshStore, refreshMesh } from '../state/mesh.js';
 import { siteNames, sitesStore } from '../state/sites.js';
 import { HistoryCharts } from './history-charts.js';
 import './node-page.css';
+import { displayStore } from '../state/display.js';
 
 export function NodePage({ nodeId, search }: { nodeId: string; search: string }) {
   const view = useStore(meshStore);
