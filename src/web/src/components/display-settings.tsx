@@ -25,9 +25,10 @@ export function DisplaySettingsMenu() {
       </summary>
       <div class="display-settings-panel">
         {KEYS.map((key) => (
-          <label key={key}>
+          <label key={key} for={`display-${key}`}>
             <span>{LABELS[key]}</span>
             <select
+              id={`display-${key}`}
               name={key}
               data-testid={`display-${key}`}
               value={settings[key]}
