@@ -103,7 +103,7 @@ describe('map labels', () => {
       { id: '!00000003', shortName: 'WX1' },
     ]);
     expect(labels.get('!00000001')).toBe('North Farm');
-    expect(labels.get('!00000002')).toBe('Ridge sta…');
+    expect(labels.get('!00000002')).toBe('Ridge stati…');
     expect(labels.get('!00000003')).toBe('WX1');
   });
 

@@ -6,7 +6,7 @@ import type { Freshness } from '../lib/freshness.js';
 import type { NodeView } from '../lib/node-view.js';
 
 /** The longest label a marker carries; a longer site name is cut with an ellipsis. */
-export const MAX_LABEL_CHARS = 10;
+export const MAX_LABEL_CHARS = 12;
 
 function shorten(text: string): string {
   const chars = [...text];
