@@ -130,6 +130,37 @@ describeInBrowser('charts, display settings and the node list', () => {
     expect(await page.locator('li.node-item[data-sensor]').count()).toBe(1);
   });
 
+  it('keeps every marker when zoomed out, showing crowded ones as dots whose labels do not overlap', async () => {
+    const { page } = await pages.open();
+    await page.goto(`${hub.baseUrl}/`);
+    const placed = nodes.filter((n) => n.latitude !== undefined).length;
+    const markers = page.locator('.node-marker');
+    await expect.poll(() => markers.count(), { timeout: 15_000 }).toBe(placed);
+    /** Pairs of labelled markers whose badges overlap, and how many markers are dots. */
+    const crowding = () =>
+      markers.evaluateAll((els) => {
+        type Rect = { left: number; right: number; top: number; bottom: number };
+        const shown = els
+          .filter((el) => !el.classList.contains('node-marker-dot'))
+          .map((el) => (el as unknown as { getBoundingClientRect(): Rect }).getBoundingClientRect());
+        let overlapping = 0;
+        for (let i = 0; i < shown.length; i++)
+          for (let j = i + 1; j < shown.length; j++) {
+            const [a, b] = [shown[i]!, shown[j]!];
+            if (a.left < b.right && b.left < a.right && a.top < b.bottom && b.top < a.bottom) overlapping++;
+          }
+        return { overlapping, dots: els.length - shown.length };
+      });
+    expect((await crowding()).overlapping).toBe(0);
+    for (let i = 0; i < 5; i++) await page.locator('.leaflet-control-zoom-out').click();
+    await expect.poll(async () => (await crowding()).dots).toBeGreaterThan(0);
+    expect(await crowding()).toMatchObject({ overlapping: 0 });
+    expect(await markers.count()).toBe(placed);
+    // The hub's radio keeps its label.
+    const hubMarker = page.locator('.node-marker-hub');
+    expect(await hubMarker.evaluate((el) => el.classList.contains('node-marker-dot'))).toBe(false);
+  });
+
   it('filters the node list by name, short name or id', async () => {
     const { page } = await pages.open();
     await page.goto(`${hub.baseUrl}/`);
