@@ -311,9 +311,23 @@ export class MeshMap {
         label: e.label,
       })),
     );
-    const covered: Box[] = [];
+    const container = this.map.getContainer();
+    const origin = container.getBoundingClientRect();
+    const inMap = (r: DOMRect): Box => ({
+      left: r.left - origin.left,
+      right: r.right - origin.left,
+      top: r.top - origin.top,
+      bottom: r.bottom - origin.top,
+    });
+    // The zoom buttons, "Show all", the scale and the attribution cover grid labels too.
+    const covered: Box[] = [...container.querySelectorAll('.leaflet-control')].map((el) =>
+      inMap(el.getBoundingClientRect()),
+    );
     for (const entry of entries) {
       const dot = !kept.has(entry.node.id);
+      // A dot lies under every labelled badge.
+      if ((entry.marker.options.zIndexOffset ?? 0) !== (dot ? -1000 : 0))
+        entry.marker.setZIndexOffset(dot ? -1000 : 0);
       const box = boxes.get(entry.node.id)!;
       const el = entry.marker.getElement();
       if (el && el.classList.contains('node-marker-dot') !== dot) {
@@ -336,8 +350,6 @@ export class MeshMap {
         });
       }
     }
-    const container = this.map.getContainer();
-    const origin = container.getBoundingClientRect();
     const text = document.createRange();
     for (const label of container.querySelectorAll<HTMLElement>('.graticule-label')) {
       label.style.visibility = '';
@@ -345,12 +357,7 @@ export class MeshMap {
       text.selectNodeContents(label);
       const r = text.getBoundingClientRect();
       if (r.width === 0) continue; // not shown (tiles cover the grid)
-      const box = {
-        left: r.left - origin.left,
-        right: r.right - origin.left,
-        top: r.top - origin.top,
-        bottom: r.bottom - origin.top,
-      };
+      const box = inMap(r);
       if (covered.some((other) => overlaps(box, other))) label.style.visibility = 'hidden';
       else covered.push(box);
     }
