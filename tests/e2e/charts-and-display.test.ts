@@ -9,11 +9,10 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { formatMetric } from '../../src/web/src/lib/format.js';
 import { DEFAULT_DISPLAY, displayMetrics } from '../../src/web/src/lib/units.js';
 import type { TestHub } from '../helpers/hub.js';
-import { waitFor } from '../helpers/hub.js';
 import { call, subscriber } from '../messaging/helpers.js';
 import { describeInBrowser, useGuardedPages } from './helpers/browser.js';
 import type { DomCanvas } from './helpers/dom.js';
-import { type ApiNode, apiJson, startUiHub } from './helpers/hubs.js';
+import { type ApiNode, apiJson, simulatedNodes, startUiHub } from './helpers/hubs.js';
 
 const DAY_S = 86_400;
 const SENSOR = 'garden';
@@ -60,14 +59,7 @@ describeInBrowser('charts, display settings and the node list', () => {
 
   beforeAll(async () => {
     hub = await startUiHub();
-    nodes = await waitFor(
-      async () => {
-        const { data } = await apiJson<{ data: ApiNode[] }>(hub, '/api/v1/nodes');
-        return data.length >= 7 && data.every((n) => n.long_name) ? data : undefined;
-      },
-      15_000,
-      'the simulated nodes',
-    );
+    nodes = await simulatedNodes(hub);
     station = nodes.find((n) => n.long_name?.includes('Barometer'))!;
     // A plain sensor posts one reading over HTTP, with a token that carries the ingest role.
     const token = await subscriber(hub, 'sensor', { roles: ['ingest'], nodes: 'none' });
