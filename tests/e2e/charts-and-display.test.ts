@@ -233,6 +233,9 @@ describeInBrowser('charts, display settings and the node list', () => {
     await page.getByTestId('display-theme').selectOption('dark');
     await expect.poll(() => root.getAttribute('data-theme')).toBe('dark');
     expect(await background()).not.toBe(light);
+    // The menu closes with Escape, like any menu.
+    await page.keyboard.press('Escape');
+    expect(await page.getByTestId('display-settings').getAttribute('open')).toBeNull();
     await page.reload();
     await expect.poll(() => root.getAttribute('data-theme')).toBe('dark');
     expect(await page.getByTestId('display-theme').inputValue()).toBe('dark');

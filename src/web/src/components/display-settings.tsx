@@ -3,6 +3,7 @@
  * scheme (System, Light, Dark). Each choice applies at once and is remembered by this browser
  * (state/display.ts).
  */
+import { useEffect, useRef } from 'preact/hooks';
 import { useStore } from '../hooks.js';
 import { DISPLAY_CHOICES, type DisplaySettings } from '../lib/units.js';
 import { displayStore, setDisplay } from '../state/display.js';
@@ -18,8 +19,26 @@ const KEYS = Object.keys(LABELS) as Array<keyof DisplaySettings>;
 
 export function DisplaySettingsMenu() {
   const settings = useStore(displayStore);
+  const menu = useRef<HTMLDetailsElement>(null);
+  useEffect(() => {
+    // Closes like a menu: a click elsewhere, or Escape (focus goes back to "Display").
+    const onClick = (event: MouseEvent) => {
+      if (menu.current?.open && !menu.current.contains(event.target as Node)) menu.current.open = false;
+    };
+    const onKey = (event: KeyboardEvent) => {
+      if (event.key !== 'Escape' || !menu.current?.open) return;
+      menu.current.open = false;
+      menu.current.querySelector('summary')?.focus();
+    };
+    document.addEventListener('click', onClick);
+    document.addEventListener('keydown', onKey);
+    return () => {
+      document.removeEventListener('click', onClick);
+      document.removeEventListener('keydown', onKey);
+    };
+  }, []);
   return (
-    <details class="display-settings" data-testid="display-settings">
+    <details ref={menu} class="display-settings" data-testid="display-settings">
       <summary class="link-button" title="Units and colour scheme">
         Display
       </summary>

@@ -11,7 +11,7 @@ import type { ReadingJson } from '../lib/metrics.js';
 import { type ApiError, plainWords } from '../lib/problem.js';
 import { displayMetrics } from '../lib/units.js';
 import { navigate } from '../router.js';
-import { displayStore } from '../state/display.js';
+import { displayStore, themeStore } from '../state/display.js';
 import { hubStore } from '../state/hub.js';
 import { onLiveReadings } from '../state/mesh.js';
 import { siteNames, sitesStore } from '../state/sites.js';
@@ -94,8 +94,8 @@ export function HistoryCharts({
   const { sites } = useStore(sitesStore);
   const seriesSite = rows[0]?.site_id;
   const seriesSiteName = seriesSite ? (siteNames(sites).get(seriesSite) ?? seriesSite) : undefined;
-  const display = useStore(displayStore);
-  const metrics = displayMetrics(display);
+  const metrics = displayMetrics(useStore(displayStore));
+  const theme = useStore(themeStore);
   const series = useMemo(
     () =>
       chartSeries(
@@ -143,7 +143,7 @@ export function HistoryCharts({
             x={series.x}
             y={series.y[metric.key]!}
             interval={plan.interval}
-            theme={display.theme}
+            theme={theme}
           />
         ))}
       </div>

@@ -27,6 +27,9 @@ export function setDisplay(patch: Partial<DisplaySettings>): void {
   }
 }
 
+/** The scheme in use (`light` or `dark`): charts take their colours from it when drawn. */
+export const themeStore = createStore<'light' | 'dark'>('light');
+
 /**
  * Keeps `<html data-theme>` on the scheme in use (the stylesheet's dark palette keys on it),
  * following the system while the choice is `auto`. Called once, before the first render.
@@ -37,8 +40,10 @@ export function followTheme(): void {
   const apply = () => {
     const root = document.documentElement;
     const choice = displayStore.get().theme;
-    root.dataset.theme = resolvedTheme(choice, system.matches);
+    const theme = resolvedTheme(choice, system.matches);
+    root.dataset.theme = theme;
     root.dataset.themeChoice = choice;
+    themeStore.set(theme);
   };
   apply();
   system.addEventListener('change', apply);
