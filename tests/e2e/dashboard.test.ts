@@ -7,7 +7,7 @@ import type { TestHub } from '../helpers/hub.js';
 import { waitFor } from '../helpers/hub.js';
 import { describeInBrowser, screenshot, useGuardedPages } from './helpers/browser.js';
 import type { BrowserWindow, DomElement } from './helpers/dom.js';
-import { type ApiNode, apiJson, startUiHub } from './helpers/hubs.js';
+import { type ApiNode, apiJson, simulatedNodes, startUiHub } from './helpers/hubs.js';
 
 describeInBrowser('the dashboard', () => {
   let hub: TestHub;
@@ -18,14 +18,7 @@ describeInBrowser('the dashboard', () => {
   beforeAll(async () => {
     hub = await startUiHub();
     // Six simulated sensor nodes (one without a position) and the hub's own radio.
-    nodes = await waitFor(
-      async () => {
-        const { data } = await apiJson<{ data: ApiNode[] }>(hub, '/api/v1/nodes');
-        return data.length >= 7 && data.every((n) => n.long_name) ? data : undefined;
-      },
-      15_000,
-      'the simulated nodes',
-    );
+    nodes = await simulatedNodes(hub);
   });
 
   afterAll(async () => {

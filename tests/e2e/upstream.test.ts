@@ -517,4 +517,38 @@ async function readEvents(
     await expect.poll(polls, { timeout: 20_000 }).toBeGreaterThanOrEqual(shownAt + 2);
     expect(await reason.innerText()).toBe(said);
   });
+
+  it('labels each site’s radio by its site when both are called HUB (last: it adds two nodes)', async () => {
+    const radios = {
+      north: {
+        id: '!0000d0d0',
+        short: 'HUB',
+        long: 'meshhub Radio',
+        ...at(0.03, 0.04),
+        lastHeard: now - MINUTE,
+      },
+      south: {
+        id: '!0000e0e0',
+        short: 'HUB',
+        long: 'meshhub Radio',
+        ...at(-0.03, -0.04),
+        lastHeard: offlineSince - MINUTE,
+      },
+    };
+    await apply('north', (seq) => [nodeRecord(seq(), radios.north)]);
+    await apply(
+      'south',
+      (seq) => [nodeRecord(seq(), radios.south)],
+      new BatchApplier(upstream.pool, { now: () => offlineSince }),
+    );
+    guarded = await signedInPage('/');
+    const { page } = guarded;
+    await expect.poll(() => page.locator('.node-marker').count(), { timeout: 15_000 }).toBe(5);
+    const label = (id: string) =>
+      page.locator(`.node-marker[data-node-id="${id}"] .node-marker-label`).textContent();
+    await expect.poll(() => label(radios.north.id)).toBe('North Farm');
+    expect(await label(radios.south.id)).toBe('South Ridge');
+    // The other nodes keep their short names.
+    expect(await label(B)).toBe('DAM');
+  });
 });

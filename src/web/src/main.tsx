@@ -2,9 +2,11 @@ import { render } from 'preact';
 import { App } from './app.js';
 import { startHubLive } from './live/hub-live.js';
 import { initChat } from './state/chat.js';
+import { followTheme } from './state/display.js';
 import { initSession } from './state/session.js';
 import './styles/base.css';
 
+followTheme();
 initSession();
 initChat();
 startHubLive();

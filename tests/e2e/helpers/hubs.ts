@@ -3,7 +3,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { FakeMicrosoft } from '../../fakes/microsoft/fake-microsoft.js';
-import { startTestHub, type TestHub } from '../../helpers/hub.js';
+import { startTestHub, type TestHub, waitFor } from '../../helpers/hub.js';
 import { QUIET_ENV } from '../../plugins/audit/helpers.js';
 import { tilesAround, writeMbtiles } from '../../ui-server/fixtures.js';
 
@@ -42,6 +42,18 @@ export async function apiJson<T>(t: TestHub, path: string): Promise<T> {
   const res = await fetch(`${t.baseUrl}${path}`);
   if (!res.ok) throw new Error(`${path}: ${res.status}`);
   return (await res.json()) as T;
+}
+
+/** The simulator's six nodes and the hub's own radio, once the hub knows all their names. */
+export function simulatedNodes(t: TestHub): Promise<ApiNode[]> {
+  return waitFor(
+    async () => {
+      const { data } = await apiJson<{ data: ApiNode[] }>(t, '/api/v1/nodes');
+      return data.length >= 7 && data.every((n) => n.long_name) ? data : undefined;
+    },
+    15_000,
+    'the simulated nodes',
+  );
 }
 
 /** A UI hub with PLUGINS=audit, quiet (no fetch at start, no cron), collecting from `fake`. */

@@ -13,6 +13,7 @@ import { chatStore, totalUnread } from '../state/chat.js';
 import { hubStore } from '../state/hub.js';
 import { sessionStore, signOut } from '../state/session.js';
 import { sitesStore } from '../state/sites.js';
+import { DisplaySettingsMenu } from './display-settings.js';
 
 const RADIO_WORDS: Record<RadioStatus['state'], string> = {
   connected: 'connected',
@@ -139,6 +140,7 @@ export function Header({ page }: { page: string }) {
             v{hub.version}
           </span>
         )}
+        <DisplaySettingsMenu />
         {session && (
           <button
             type="button"

@@ -3,16 +3,18 @@
  * shows every site's nodes (each named with the sites that heard it), or one site's (`?site=`).
  */
 import type { ComponentChildren } from 'preact';
-import { useEffect, useMemo, useRef } from 'preact/hooks';
+import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { useNow, useStore, useTitle } from '../hooks.js';
 import { nodeIdFromNum, sortedNodes } from '../lib/mesh-state.js';
-import { nodeView } from '../lib/node-view.js';
+import { matchesSearch, nodeView } from '../lib/node-view.js';
+import { displayMetrics } from '../lib/units.js';
 import { Link } from '../router.js';
 import { hubStore } from '../state/hub.js';
 import { meshStore, refreshMesh } from '../state/mesh.js';
 import { siteNames, sitesStore } from '../state/sites.js';
 import './dashboard.css';
 import { LoadError, Loading } from '../components/load-states.js';
+import { displayStore } from '../state/display.js';
 import { type MapHandle, MapView } from './map-view.js';
 import { Legend, NodeList } from './node-list.js';
 
@@ -32,13 +34,16 @@ export function Dashboard({ focus, site }: { focus?: string; site?: string }) {
   const pendingFocus = useRef(focus);
   const hubNodeId = hub.radio?.myNodeNum !== undefined ? nodeIdFromNum(hub.radio.myNodeNum) : undefined;
 
+  const metrics = displayMetrics(useStore(displayStore));
+  const [search, setSearch] = useState('');
   const nodes = useMemo(
     () =>
-      sortedNodes(view.mesh)
+      sortedNodes(view.mesh, { sensors: true })
         .filter((node) => !only || view.mesh.sites.get(node.node_id)?.has(only))
-        .map((node) => nodeView(view.mesh, node, now, hubNodeId, upstream ? names : undefined)),
-    [view.mesh, now, hubNodeId, upstream, names, only],
+        .map((node) => nodeView(view.mesh, node, now, hubNodeId, upstream ? names : undefined, metrics)),
+    [view.mesh, now, hubNodeId, upstream, names, only, metrics],
   );
+  const listed = useMemo(() => nodes.filter((node) => matchesSearch(node, search)), [nodes, search]);
 
   const show = (id: string) => {
     mapSection.current?.scrollIntoView({ block: 'nearest', behavior: 'smooth' });
@@ -67,8 +72,14 @@ export function Dashboard({ focus, site }: { focus?: string; site?: string }) {
             : 'No nodes heard yet. When the radio hears one, it appears here and on the map.'}
       </p>
     );
+  } else if (listed.length === 0) {
+    list = (
+      <p class="muted" data-testid="no-search-match">
+        No node matches “{search.trim()}”.
+      </p>
+    );
   } else {
-    list = <NodeList nodes={nodes} onShow={show} site={only} />;
+    list = <NodeList nodes={listed} onShow={show} site={only} />;
   }
 
   return (
@@ -86,9 +97,27 @@ export function Dashboard({ focus, site }: { focus?: string; site?: string }) {
       </section>
       <aside class="node-panel" aria-labelledby="nodes-heading">
         <div class="node-panel-head">
-          <h2 id="nodes-heading">Nodes {view.loaded && <span class="count">{nodes.length}</span>}</h2>
+          <h2 id="nodes-heading">
+            Nodes{' '}
+            {view.loaded && (
+              <span class="count" data-testid="node-count">
+                {listed.length === nodes.length ? nodes.length : `${listed.length} of ${nodes.length}`}
+              </span>
+            )}
+          </h2>
           <Legend />
         </div>
+        {view.loaded && nodes.length > 0 && (
+          <input
+            type="search"
+            class="node-search"
+            data-testid="node-search"
+            placeholder="Search name, short name or id"
+            aria-label="Search nodes by name, short name or id"
+            value={search}
+            onInput={(event) => setSearch((event.target as HTMLInputElement).value)}
+          />
+        )}
         {onlyName && (
           <p class="notice-info site-filter" data-testid="site-filter">
             Only the nodes {onlyName} heard. <Link href="/">Show every site</Link> ·{' '}

@@ -3,6 +3,8 @@
  * short name, coloured by freshness; hovering shows its readings, a click, tap or Enter opens
  * them with a link to the node page. Under the tiles lies a coordinate grid: if no tile loads
  * (no internet, an unreachable tile server), the tiles are dropped and the grid is the map.
+ * Where markers crowd (a coarse zoom), those whose label would overlap another's show as dots,
+ * and grid labels under a marker are hidden (map-labels.ts).
  */
 import L from 'leaflet';
 import 'leaflet/dist/leaflet.css';
@@ -10,6 +12,7 @@ import './map.css';
 import type { TileJson } from '../api/types.js';
 import { heardByWords, type NodeView } from '../lib/node-view.js';
 import { Graticule } from './graticule.js';
+import { type Box, keptLabels, markerLabels, markerWidth, overlaps } from './map-labels.js';
 
 export type Background = 'loading' | 'tiles' | 'grid';
 
@@ -25,7 +28,12 @@ interface MarkerEntry {
   marker: L.Marker;
   node: NodeView;
   iconKey: string;
+  label: string;
 }
+
+const MARKER_HEIGHT = 26;
+/** A crowded-out marker's size. */
+const DOT = 16;
 
 /** Tile failures before the first success that mean "no tiles here". */
 const FAILURES_BEFORE_GRID = 3;
@@ -86,6 +94,8 @@ export class MeshMap {
     const grid = this.map.createPane('grid');
     grid.style.zIndex = '150';
     new Graticule('grid').addTo(this.map);
+    // After the grid's own moveend (registered above), so its new labels are there to check.
+    this.map.on('moveend', () => this.declutter());
     this.addFitControl();
     for (const event of ['wheel', 'mousedown', 'touchstart', 'keydown'] as const) {
       container.addEventListener(
@@ -169,13 +179,14 @@ export class MeshMap {
     new FitControl({ position: 'topright' }).addTo(this.map);
   }
 
-  private icon(node: NodeView): L.DivIcon {
-    const label = element('span', 'node-marker-label', node.shortName);
+  private icon(node: NodeView, text: string): L.DivIcon {
+    const label = element('span', 'node-marker-label', text);
+    const width = markerWidth(text);
     return L.divIcon({
       html: label,
       className: `node-marker fresh-${node.freshness}${node.isHub ? ' node-marker-hub' : ''}`,
-      iconSize: [46, 26],
-      iconAnchor: [23, 13],
+      iconSize: [width, MARKER_HEIGHT],
+      iconAnchor: [width / 2, MARKER_HEIGHT / 2],
       popupAnchor: [0, -12],
       tooltipAnchor: [0, -12],
     });
@@ -210,21 +221,23 @@ export class MeshMap {
   /** Adds, moves, recolours and removes markers to match `nodes` (only those with a position are drawn). */
   update(nodes: readonly NodeView[]): void {
     const seen = new Set<string>();
+    const labels = markerLabels(nodes.filter((n) => n.position));
     for (const node of nodes) {
       if (!node.position) continue;
       seen.add(node.id);
       const latLng = L.latLng(node.position.latitude, node.position.longitude);
-      const iconKey = `${node.shortName}|${node.freshness}|${node.isHub}`;
+      const text = labels.get(node.id) ?? node.shortName;
+      const iconKey = `${text}|${node.freshness}|${node.isHub}`;
       const label = `${node.name}, ${node.heard}`;
       let entry = this.markers.get(node.id);
       if (!entry) {
         const marker = L.marker(latLng, {
-          icon: this.icon(node),
+          icon: this.icon(node, text),
           title: label,
           keyboard: true,
           riseOnHover: true,
         });
-        entry = { marker, node, iconKey };
+        entry = { marker, node, iconKey, label: text };
         const current = entry;
         marker.bindPopup(() => this.popupContent(current.node), { maxWidth: 280, minWidth: 200 });
         if (this.hoverable) {
@@ -245,8 +258,9 @@ export class MeshMap {
         entry.node = node;
         if (!entry.marker.getLatLng().equals(latLng)) entry.marker.setLatLng(latLng);
         if (entry.iconKey !== iconKey) {
-          entry.marker.setIcon(this.icon(node));
+          entry.marker.setIcon(this.icon(node, text));
           entry.iconKey = iconKey;
+          entry.label = text;
         }
         if (entry.marker.isPopupOpen()) entry.marker.getPopup()?.setContent(this.popupContent(node));
       }
@@ -267,6 +281,85 @@ export class MeshMap {
     if (!this.fitted && this.markers.size > 0) {
       this.fitted = true;
       this.fitToNodes();
+    }
+    this.declutter();
+  }
+
+  /**
+   * Markers whose label would overlap another's show as dots (the hub's radio and the most
+   * recently heard keep theirs); grid labels that a marker or another grid label covers are hidden.
+   */
+  private declutter(): void {
+    const entries = [...this.markers.values()];
+    const boxes = new Map<string, Box>();
+    for (const entry of entries) {
+      const at = this.map.latLngToContainerPoint(entry.marker.getLatLng());
+      const half = markerWidth(entry.label) / 2;
+      boxes.set(entry.node.id, {
+        left: at.x - half,
+        right: at.x + half,
+        top: at.y - MARKER_HEIGHT / 2,
+        bottom: at.y + MARKER_HEIGHT / 2,
+      });
+    }
+    const kept = keptLabels(
+      entries.map((e) => ({
+        id: e.node.id,
+        box: boxes.get(e.node.id)!,
+        isHub: e.node.isHub,
+        freshness: e.node.freshness,
+        label: e.label,
+      })),
+    );
+    const container = this.map.getContainer();
+    const origin = container.getBoundingClientRect();
+    const inMap = (r: DOMRect): Box => ({
+      left: r.left - origin.left,
+      right: r.right - origin.left,
+      top: r.top - origin.top,
+      bottom: r.bottom - origin.top,
+    });
+    // The zoom buttons, "Show all", the scale and the attribution cover grid labels too.
+    const covered: Box[] = [...container.querySelectorAll('.leaflet-control')].map((el) =>
+      inMap(el.getBoundingClientRect()),
+    );
+    for (const entry of entries) {
+      const dot = !kept.has(entry.node.id);
+      // A dot lies under every labelled badge.
+      if ((entry.marker.options.zIndexOffset ?? 0) !== (dot ? -1000 : 0))
+        entry.marker.setZIndexOffset(dot ? -1000 : 0);
+      const box = boxes.get(entry.node.id)!;
+      const el = entry.marker.getElement();
+      if (el && el.classList.contains('node-marker-dot') !== dot) {
+        // Leaflet sized and centred the badge inline: a dot is DOT px, centred the same way.
+        const [width, height] = dot ? [DOT, DOT] : [box.right - box.left, MARKER_HEIGHT];
+        el.classList.toggle('node-marker-dot', dot);
+        el.style.width = `${width}px`;
+        el.style.height = `${height}px`;
+        el.style.marginLeft = `${-width / 2}px`;
+        el.style.marginTop = `${-height / 2}px`;
+      }
+      if (!dot) covered.push(box);
+      else {
+        const at = { x: (box.left + box.right) / 2, y: (box.top + box.bottom) / 2 };
+        covered.push({
+          left: at.x - DOT / 2,
+          right: at.x + DOT / 2,
+          top: at.y - DOT / 2,
+          bottom: at.y + DOT / 2,
+        });
+      }
+    }
+    const text = document.createRange();
+    for (const label of container.querySelectorAll<HTMLElement>('.graticule-label')) {
+      label.style.visibility = '';
+      // The label's box is 0×0 (its anchor); its text overflows it.
+      text.selectNodeContents(label);
+      const r = text.getBoundingClientRect();
+      if (r.width === 0) continue; // not shown (tiles cover the grid)
+      const box = inMap(r);
+      if (covered.some((other) => overlaps(box, other))) label.style.visibility = 'hidden';
+      else covered.push(box);
     }
   }
 

@@ -23,10 +23,13 @@ function PinIcon() {
   );
 }
 
+/** Readings whose unit alone does not say what they are (two particle sizes share µg/m³). */
+const NAMED_IN_SUMMARY = new Set(['pm25_ugm3', 'pm10_ugm3']);
+
 function NodeItem({ node, onShow, site }: { node: NodeView; onShow?: (id: string) => void; site?: string }) {
   const summary = node.readings
     .slice(0, 3)
-    .map((r) => r.value)
+    .map((r) => (NAMED_IN_SUMMARY.has(r.key) ? `${r.label} ${r.value}` : r.value))
     .join(' · ');
   return (
     <li
@@ -34,6 +37,7 @@ function NodeItem({ node, onShow, site }: { node: NodeView; onShow?: (id: string
       data-node-id={node.id}
       data-reading-at={node.readingAt}
       data-freshness={node.freshness}
+      data-sensor={node.sensor ? 'true' : undefined}
     >
       <FreshnessDot freshness={node.freshness} />
       <div class="node-item-main">
@@ -43,6 +47,14 @@ function NodeItem({ node, onShow, site }: { node: NodeView; onShow?: (id: string
           </Link>
           <span class="chip">{node.shortName}</span>
           {node.isHub && <span class="chip chip-hub">this hub</span>}
+          {node.sensor && (
+            <span
+              class="chip chip-sensor"
+              title="Known from its readings (HTTP or MQTT), not heard on the mesh"
+            >
+              sensor
+            </span>
+          )}
         </div>
         <div class="node-meta">
           {node.heard}

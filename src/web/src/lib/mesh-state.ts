@@ -176,9 +176,23 @@ export function displayName(node: NodeJson | undefined, nodeId: string): string 
   return node?.long_name || node?.short_name || nodeId;
 }
 
-/** Nodes in a stable order (by name), so the list does not jump as readings arrive. */
-export function sortedNodes(state: MeshState): NodeJson[] {
-  return [...state.nodes.values()].sort(
+/**
+ * A sensor known only from its readings (posted over HTTP or MQTT ingestion): no radio heard it,
+ * so `/api/v1/nodes` has no record of it and it cannot be messaged.
+ */
+export function isSensorOnly(state: MeshState, nodeId: string): boolean {
+  return !state.nodes.has(nodeId) && state.latest.has(nodeId);
+}
+
+/**
+ * Nodes in a stable order (by name), so the list does not jump as readings arrive; with
+ * `sensors`, also the sensors known only from their readings (the map's list shows them).
+ */
+export function sortedNodes(state: MeshState, options: { sensors?: boolean } = {}): NodeJson[] {
+  const sensors = options.sensors
+    ? [...state.latest.keys()].filter((id) => !state.nodes.has(id)).map((id) => ({ node_id: id }))
+    : [];
+  return [...state.nodes.values(), ...sensors].sort(
     (a, b) =>
       displayName(a, a.node_id).localeCompare(displayName(b, b.node_id), undefined, {
         sensitivity: 'base',

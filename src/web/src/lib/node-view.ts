@@ -1,10 +1,19 @@
 /** A node as the map and the list show it: name, freshness, and its latest readings in words. */
 import { cardinal, formatAge, formatCoordinates, formatMetric } from './format.js';
 import { type Freshness, freshness } from './freshness.js';
-import { displayName, hasPosition, heardBy, lastHeard, type MeshState, type NodeJson } from './mesh-state.js';
-import { METRICS } from './metrics.js';
+import {
+  displayName,
+  hasPosition,
+  heardBy,
+  isSensorOnly,
+  lastHeard,
+  type MeshState,
+  type NodeJson,
+} from './mesh-state.js';
+import { METRICS, type MetricInfo, type MetricKey } from './metrics.js';
 
 export interface ReadingLine {
+  key: MetricKey;
   label: string;
   value: string;
 }
@@ -21,23 +30,30 @@ export interface NodeView {
   readings: ReadingLine[];
   position?: { latitude: number; longitude: number; text: string };
   isHub: boolean;
+  /** Known only from its readings (HTTP or MQTT ingestion): no radio heard it, it cannot be messaged. */
+  sensor: boolean;
   battery?: number;
   /** Upstream: the names of the sites that heard it, most recently first. */
   sites?: string[];
 }
 
-export function readingLines(state: MeshState, nodeId: string): ReadingLine[] {
+/** The node's newest values in words, in the units of `metrics` (lib/units.ts displayMetrics). */
+export function readingLines(
+  state: MeshState,
+  nodeId: string,
+  metrics: readonly MetricInfo[] = METRICS,
+): ReadingLine[] {
   const latest = state.latest.get(nodeId);
   if (!latest) return [];
   const lines: ReadingLine[] = [];
-  for (const metric of METRICS) {
+  for (const metric of metrics) {
     const entry = latest.values[metric.key];
     if (!entry) continue;
     const value =
       metric.key === 'wind_direction'
         ? `${formatMetric(metric, entry.value)} (from ${cardinal(entry.value)})`
         : formatMetric(metric, entry.value);
-    lines.push({ label: metric.label, value });
+    lines.push({ key: metric.key, label: metric.label, value });
   }
   return lines;
 }
@@ -48,6 +64,7 @@ export function nodeView(
   nowMs: number,
   hubNodeId: string | undefined,
   siteNames?: ReadonlyMap<string, string>,
+  metrics: readonly MetricInfo[] = METRICS,
 ): NodeView {
   const heardAt = lastHeard(state, node.node_id);
   const latest = state.latest.get(node.node_id);
@@ -59,7 +76,7 @@ export function nodeView(
     freshness: freshness(heardAt, nowMs),
     heard: heardAt === undefined ? 'never heard' : `heard ${formatAge(heardAt, nowMs)}`,
     ...(latest ? { readingAt: latest.at } : {}),
-    readings: readingLines(state, node.node_id),
+    readings: readingLines(state, node.node_id, metrics),
     ...(hasPosition(node)
       ? {
           position: {
@@ -70,9 +87,18 @@ export function nodeView(
         }
       : {}),
     isHub: node.node_id === hubNodeId,
+    sensor: isSensorOnly(state, node.node_id),
     ...(typeof node.battery_level === 'number' ? { battery: node.battery_level } : {}),
     ...(sites.length > 0 ? { sites } : {}),
   };
+}
+
+/** The node list's search: every word of it in the name, the short name or the id (case ignored). */
+export function matchesSearch(node: Pick<NodeView, 'id' | 'name' | 'shortName'>, search: string): boolean {
+  const words = search.toLocaleLowerCase().split(/\s+/).filter(Boolean);
+  if (words.length === 0) return true;
+  const text = `${node.name}\n${node.shortName}\n${node.id}`.toLocaleLowerCase();
+  return words.every((word) => text.includes(word));
 }
 
 /** `Heard by North Farm and Ridge`: the sites as a sentence. */

@@ -7,9 +7,11 @@ import { chartSeries } from '../lib/chart-series.js';
 import { csvFileName, historyCsv } from '../lib/csv.js';
 import { formatDateTime } from '../lib/format.js';
 import { type HistoryPlan, INTERVAL_LABELS, planHistory, rangeFromQuery } from '../lib/history-plan.js';
-import { METRICS, type ReadingJson } from '../lib/metrics.js';
+import type { ReadingJson } from '../lib/metrics.js';
 import { type ApiError, plainWords } from '../lib/problem.js';
+import { displayMetrics } from '../lib/units.js';
 import { navigate } from '../router.js';
+import { displayStore, themeStore } from '../state/display.js';
 import { hubStore } from '../state/hub.js';
 import { onLiveReadings } from '../state/mesh.js';
 import { siteNames, sitesStore } from '../state/sites.js';
@@ -92,7 +94,17 @@ export function HistoryCharts({
   const { sites } = useStore(sitesStore);
   const seriesSite = rows[0]?.site_id;
   const seriesSiteName = seriesSite ? (siteNames(sites).get(seriesSite) ?? seriesSite) : undefined;
-  const series = useMemo(() => chartSeries(rows, METRICS), [rows]);
+  const metrics = displayMetrics(useStore(displayStore));
+  const theme = useStore(themeStore);
+  const series = useMemo(
+    () =>
+      chartSeries(
+        rows,
+        metrics,
+        'error' in plan ? undefined : { start: plan.start, end: plan.end, interval: plan.interval },
+      ),
+    [rows, metrics, plan],
+  );
 
   let body: ComponentChildren;
   if ('error' in plan) {
@@ -131,6 +143,7 @@ export function HistoryCharts({
             x={series.x}
             y={series.y[metric.key]!}
             interval={plan.interval}
+            theme={theme}
           />
         ))}
       </div>

@@ -1,12 +1,14 @@
 /**
  * One metric over time, drawn with uPlot (canvas; ~50 kB for every chart on the page). The
  * charts of a page share their cursor, so hovering one shows the same moment in all. Drag to
- * zoom in, double-click to zoom out. The canvas carries a text summary for screen readers.
+ * zoom in, double-click to zoom out. The x axis spans the chosen range (chart-series.ts pads the
+ * data to it); the figure carries the axis' span in `data-x-min`/`data-x-max` (seconds) and a
+ * text summary for screen readers.
  */
 import { useEffect, useRef } from 'preact/hooks';
 import uPlot from 'uplot';
 import 'uplot/dist/uPlot.min.css';
-import { summarise } from '../lib/chart-series.js';
+import { hasLoneValue, summarise, tickDigits } from '../lib/chart-series.js';
 import { cardinal, formatNumber, withUnit } from '../lib/format.js';
 import type { HistoryInterval } from '../lib/history-plan.js';
 import type { MetricInfo } from '../lib/metrics.js';
@@ -17,7 +19,18 @@ function cssVar(name: string, fallback: string): string {
   return getComputedStyle(document.documentElement).getPropertyValue(name).trim() || fallback;
 }
 
-function options(metric: MetricInfo, interval: HistoryInterval, width: number): uPlot.Options {
+interface ChartLook {
+  metric: MetricInfo;
+  interval: HistoryInterval;
+  /** Draw every value as a point too (means, or a value no line can show). */
+  points: boolean;
+}
+
+function options(
+  { metric, interval, points: dots }: ChartLook,
+  width: number,
+  figure: HTMLElement,
+): uPlot.Options {
   const text = cssVar('--muted', '#5a6472');
   const grid = cssVar('--grid', 'rgba(0,0,0,.08)');
   const stroke = cssVar(`--chart-${metric.key}`, cssVar('--accent', '#0b6bcb'));
@@ -31,6 +44,15 @@ function options(metric: MetricInfo, interval: HistoryInterval, width: number): 
     width,
     height: HEIGHT,
     cursor: { sync: { key: 'node-charts' }, drag: { x: true, y: false } },
+    hooks: {
+      setScale: [
+        (u, key) => {
+          if (key !== 'x') return;
+          figure.dataset.xMin = String(u.scales.x?.min ?? '');
+          figure.dataset.xMax = String(u.scales.x?.max ?? '');
+        },
+      ],
+    },
     legend: { live: true },
     scales: { x: { time: true }, y: wind ? { range: [0, 360] } : { auto: true } },
     series: [
@@ -41,7 +63,7 @@ function options(metric: MetricInfo, interval: HistoryInterval, width: number): 
         width: 2,
         spanGaps: false,
         value: (_u, v) => format(v),
-        points: { show: points || interval !== 'raw', size: points ? 5 : 4, fill: stroke },
+        points: { show: points || dots || interval !== 'raw', size: points || dots ? 5 : 4, fill: stroke },
         ...(points ? { paths: () => null } : {}),
       },
     ],
@@ -58,8 +80,10 @@ function options(metric: MetricInfo, interval: HistoryInterval, width: number): 
               values: (_u: uPlot, splits: number[]) => splits.map((v) => cardinal(v)),
             }
           : {
-              values: (_u: uPlot, splits: number[]) =>
-                splits.map((v) => formatNumber(v, metric.digits > 0 && Math.abs(v) < 100 ? 1 : 0)),
+              values: (_u: uPlot, splits: number[]) => {
+                const digits = Math.min(metric.digits, tickDigits(splits));
+                return splits.map((v) => formatNumber(v, digits));
+              },
             }),
       },
     ],
@@ -71,18 +95,23 @@ export interface MetricChartProps {
   x: number[];
   y: Array<number | null>;
   interval: HistoryInterval;
+  /** The colour scheme in use: the chart takes its colours from the stylesheet when made. */
+  theme: string;
 }
 
-export function MetricChart({ metric, x, y, interval }: MetricChartProps) {
+export function MetricChart({ metric, x, y, interval, theme }: MetricChartProps) {
   const host = useRef<HTMLDivElement>(null);
+  const figure = useRef<HTMLElement>(null);
+  const points = hasLoneValue(y);
   const plot = useRef<uPlot | undefined>(undefined);
   const data = useRef<uPlot.AlignedData>([x, y]);
   data.current = [x, y];
 
   useEffect(() => {
     const el = host.current;
-    if (!el) return;
-    const created = new uPlot(options(metric, interval, Math.max(240, el.clientWidth)), data.current, el);
+    if (!el || !figure.current) return;
+    const look = { metric, interval, points };
+    const created = new uPlot(options(look, Math.max(240, el.clientWidth), figure.current), data.current, el);
     plot.current = created;
     const observer = new ResizeObserver(() => {
       const width = Math.max(240, el.clientWidth);
@@ -94,7 +123,7 @@ export function MetricChart({ metric, x, y, interval }: MetricChartProps) {
       created.destroy();
       plot.current = undefined;
     };
-  }, [metric, interval]);
+  }, [metric, interval, points, theme]);
 
   useEffect(() => {
     plot.current?.setData([x, y]);
@@ -106,7 +135,7 @@ export function MetricChart({ metric, x, y, interval }: MetricChartProps) {
     ? `${metric.label}: lowest ${describe(summary.min)}, highest ${describe(summary.max)}, latest ${describe(summary.last)}`
     : `${metric.label}: no values in this range`;
   return (
-    <figure class="chart" data-metric={metric.key} data-points={x.length}>
+    <figure ref={figure} class="chart" data-metric={metric.key} data-points={x.length}>
       <figcaption>
         {metric.label} <span class="muted">({metric.unit})</span>
       </figcaption>

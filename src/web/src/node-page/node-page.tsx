@@ -7,23 +7,32 @@ import { FreshnessDot } from '../dashboard/node-list.js';
 import { useNow, useStore, useTitle } from '../hooks.js';
 import { cardinal, formatAge, formatCoordinates, formatMetric, formatTime } from '../lib/format.js';
 import { freshness } from '../lib/freshness.js';
-import { displayName, hasPosition, heardBy, lastHeard, nodeIdFromNum } from '../lib/mesh-state.js';
-import { METRICS } from '../lib/metrics.js';
+import {
+  displayName,
+  hasPosition,
+  heardBy,
+  isSensorOnly,
+  lastHeard,
+  nodeIdFromNum,
+} from '../lib/mesh-state.js';
 import { batteryLabel } from '../lib/node-view.js';
 import { plainWords } from '../lib/problem.js';
 import { chatPath, nodePath, siteParam } from '../lib/routes.js';
+import { displayMetrics } from '../lib/units.js';
 import { Link } from '../router.js';
 import { hubStore } from '../state/hub.js';
 import { meshStore, refreshMesh } from '../state/mesh.js';
 import { siteNames, sitesStore } from '../state/sites.js';
 import { HistoryCharts } from './history-charts.js';
 import './node-page.css';
+import { displayStore } from '../state/display.js';
 
 export function NodePage({ nodeId, search }: { nodeId: string; search: string }) {
   const view = useStore(meshStore);
   const hub = useStore(hubStore);
   const now = useNow(30_000);
   const { sites } = useStore(sitesStore);
+  const catalogue = displayMetrics(useStore(displayStore));
   const upstream = hub.mode === 'upstream';
   const site = upstream ? siteParam(search) : undefined;
   const node = view.mesh.nodes.get(nodeId);
@@ -69,7 +78,8 @@ export function NodePage({ nodeId, search }: { nodeId: string; search: string })
   if (typeof node?.battery_level === 'number') facts.push(['Battery', batteryLabel(node.battery_level)]);
   if (typeof node?.snr === 'number') facts.push(['Signal (SNR)', `${node.snr.toFixed(1)} dB`]);
   if (typeof node?.altitude === 'number') facts.push(['Altitude', `${Math.round(node.altitude)} m`]);
-  const metrics = METRICS.filter((m) => latest?.values[m.key]);
+  const metrics = catalogue.filter((m) => latest?.values[m.key]);
+  const sensor = isSensorOnly(view.mesh, nodeId);
   const names = siteNames(sites);
   const heard = heardBy(view.mesh, nodeId);
 
@@ -83,6 +93,7 @@ export function NodePage({ nodeId, search }: { nodeId: string; search: string })
           {name}
           {node?.short_name && <span class="chip">{node.short_name}</span>}
           {isHub && <span class="chip chip-hub">this hub</span>}
+          {sensor && <span class="chip chip-sensor">sensor</span>}
         </h1>
         <p class="node-heard">
           <FreshnessDot freshness={fresh} />{' '}
@@ -129,7 +140,12 @@ export function NodePage({ nodeId, search }: { nodeId: string; search: string })
             </div>
           )}
         </dl>
-        {!isHub && (
+        {sensor && (
+          <p class="muted small" data-testid="sensor-note">
+            Known from its readings (sent over HTTP or MQTT); no radio has heard it, so it cannot be messaged.
+          </p>
+        )}
+        {!isHub && !sensor && (
           <Link href={chatPath(nodeId)} class="button button-secondary button-small">
             Message this node
           </Link>

@@ -1,0 +1,69 @@
+/**
+ * The header's "Display" menu: units of temperature, pressure and wind speed, and the colour
+ * scheme (System, Light, Dark). Each choice applies at once and is remembered by this browser
+ * (state/display.ts).
+ */
+import { useEffect, useRef } from 'preact/hooks';
+import { useStore } from '../hooks.js';
+import { DISPLAY_CHOICES, type DisplaySettings } from '../lib/units.js';
+import { displayStore, setDisplay } from '../state/display.js';
+
+const LABELS: Record<keyof DisplaySettings, string> = {
+  temperature: 'Temperature',
+  pressure: 'Pressure',
+  wind: 'Wind speed',
+  theme: 'Theme',
+};
+
+const KEYS = Object.keys(LABELS) as Array<keyof DisplaySettings>;
+
+export function DisplaySettingsMenu() {
+  const settings = useStore(displayStore);
+  const menu = useRef<HTMLDetailsElement>(null);
+  useEffect(() => {
+    // Closes like a menu: a click elsewhere, or Escape (focus goes back to "Display").
+    const onClick = (event: MouseEvent) => {
+      if (menu.current?.open && !menu.current.contains(event.target as Node)) menu.current.open = false;
+    };
+    const onKey = (event: KeyboardEvent) => {
+      if (event.key !== 'Escape' || !menu.current?.open) return;
+      menu.current.open = false;
+      menu.current.querySelector('summary')?.focus();
+    };
+    document.addEventListener('click', onClick);
+    document.addEventListener('keydown', onKey);
+    return () => {
+      document.removeEventListener('click', onClick);
+      document.removeEventListener('keydown', onKey);
+    };
+  }, []);
+  return (
+    <details ref={menu} class="display-settings" data-testid="display-settings">
+      <summary class="link-button" title="Units and colour scheme">
+        Display
+      </summary>
+      <div class="display-settings-panel">
+        {KEYS.map((key) => (
+          <label key={key} for={`display-${key}`}>
+            <span>{LABELS[key]}</span>
+            <select
+              id={`display-${key}`}
+              name={key}
+              data-testid={`display-${key}`}
+              value={settings[key]}
+              onChange={(event) =>
+                setDisplay({ [key]: (event.target as HTMLSelectElement).value } as Partial<DisplaySettings>)
+              }
+            >
+              {DISPLAY_CHOICES[key].map(([value, words]) => (
+                <option key={value} value={value}>
+                  {words}
+                </option>
+              ))}
+            </select>
+          </label>
+        ))}
+      </div>
+    </details>
+  );
+}
