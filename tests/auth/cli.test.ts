@@ -48,7 +48,9 @@ function meshhub(args: string[], stdin = ''): Promise<{ code: number | null; out
     child.stderr.on('data', (d) => (err += d));
     child.on('error', reject);
     // The line naming the database opened is checked in tests/hub/cli-data-dir.test.ts.
-    child.on('close', (code) => resolve({ code, out, err: err.replace(/^meshhub: using database .*\n/m, '') }));
+    child.on('close', (code) =>
+      resolve({ code, out, err: err.replace(/^meshhub: using database .*\n/m, '') }),
+    );
     child.stdin.end(stdin);
   });
 }
