@@ -10,12 +10,8 @@ import { ConfigError } from '../src/config/load.js';
 import { type CliCommand, parseCommand, pickSubcommand, reportCliError } from '../src/kernel/cli-args.js';
 import { onShutdownSignals } from '../src/kernel/shutdown.js';
 import { createLogger } from '../src/log.js';
-import { MeshSimulator } from '../src/mesh/simulator/simulator.js';
-import { simulatorOptionsFrom } from '../src/mesh/simulator/simulator-actor.js';
 import { runSubscriptionCommand, SUBSCRIPTION_HELP } from '../src/messaging/subscription-commands.js';
 import { readVersion } from '../src/version.js';
-import { createHub, SLICED_CORE_MODULES } from './main.js';
-import { hubAnswers, SystemdNotifier } from './sd-notify.js';
 import { loadConfig, loadHubSettings } from './settings.js';
 
 const START = {
@@ -119,6 +115,7 @@ function loadConfigOrExit(env: NodeJS.ProcessEnv = process.env) {
 /** The hub's settings and every enabled plugin's, all problems reported at once. */
 async function loadHubSettingsOrExit() {
   const names = splitList(process.env.PLUGINS ?? '');
+  const { SLICED_CORE_MODULES } = await import('./main.js');
   try {
     const plugins = await loadPlugins(names);
     return loadHubSettings(process.env, [...SLICED_CORE_MODULES, ...plugins]);
@@ -131,6 +128,9 @@ async function loadHubSettingsOrExit() {
 
 async function runHub(): Promise<void> {
   const { config, slices } = await loadHubSettingsOrExit();
+  // The hub's code is loaded only to run it: every other command answers without it.
+  const { createHub } = await import('./main.js');
+  const { hubAnswers, SystemdNotifier } = await import('./sd-notify.js');
   const log = createLogger({ level: config.LOG_LEVEL });
   let hub: Awaited<ReturnType<typeof createHub>>;
   try {
@@ -193,6 +193,8 @@ async function runSimulator(args: string[]): Promise<void> {
   for (const [k, v] of Object.entries(map)) if (v !== undefined) env[k] = v;
   const config = loadConfigOrExit(env);
   const log = createLogger({ level: config.LOG_LEVEL, name: 'meshhub-sim' });
+  const { MeshSimulator } = await import('../src/mesh/simulator/simulator.js');
+  const { simulatorOptionsFrom } = await import('../src/mesh/simulator/simulator-actor.js');
   const sim = new MeshSimulator({ ...simulatorOptionsFrom(config), log });
   const address = await sim.start();
   log.info({ ...address, nodes: config.SIM_NODES }, 'simulator listening; connect with RADIO=tcp:HOST:PORT');
