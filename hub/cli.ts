@@ -7,7 +7,13 @@ import { loadPlugins, UnknownPluginError } from '../plugins/index.js';
 import { dataDirFrom, runTokenCommand, runUserCommand, USER_HELP } from '../src/auth/cli-commands.js';
 import { parseDuration, splitList } from '../src/config/fields.js';
 import { ConfigError } from '../src/config/load.js';
-import { type CliCommand, parseCommand, pickSubcommand, reportCliError } from '../src/kernel/cli-args.js';
+import {
+  type CliCommand,
+  parseCommand,
+  pickSubcommand,
+  reportCliError,
+  stringOptions,
+} from '../src/kernel/cli-args.js';
 import { onShutdownSignals } from '../src/kernel/shutdown.js';
 import { createLogger } from '../src/log.js';
 import { runSubscriptionCommand, SUBSCRIPTION_HELP } from '../src/messaging/subscription-commands.js';
@@ -35,14 +41,7 @@ const SIM = {
       --interval SECONDS  seconds between telemetry packets per node (SIM_TELEMETRY_SECONDS, default 300)
       --seed N            seed for names, positions and values (SIM_SEED, default 1)
 `,
-  options: {
-    host: { type: 'string' },
-    port: { type: 'string' },
-    nodes: { type: 'string' },
-    backfill: { type: 'string' },
-    interval: { type: 'string' },
-    seed: { type: 'string' },
-  },
+  options: stringOptions('host', 'port', 'nodes', 'backfill', 'interval', 'seed'),
   positionals: false,
 } satisfies CliCommand;
 

@@ -44,8 +44,9 @@ const buildOnly = args[0] === '--build-only';
 if (stale()) {
   process.stderr.write('meshhub: building (tsc)...\n');
   const tsc = join(root, 'node_modules', 'typescript', 'bin', 'tsc');
+  // The build's output goes to stderr: stdout is the command's (`TOKEN=$(npm run -s meshhub -- token alice)`).
   const result = spawnSync(process.execPath, [tsc, '-p', join(root, 'tsconfig.build.json')], {
-    stdio: 'inherit',
+    stdio: ['inherit', 2, 'inherit'],
   });
   if (result.status !== 0) process.exit(result.status ?? 1);
   // tsc leaves its build info untouched when nothing changed; mark the build fresh anyway.
@@ -66,7 +67,7 @@ if (webStale()) {
     const result = spawnSync(
       process.execPath,
       [vite, 'build', '--config', join(root, 'src', 'web', 'vite.config.ts')],
-      { stdio: 'inherit' },
+      { stdio: ['inherit', 2, 'inherit'] },
     );
     if (result.status !== 0) process.exit(result.status ?? 1);
   } else if (!existsSync(webIndex)) {

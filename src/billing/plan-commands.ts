@@ -8,7 +8,14 @@
  * for a mistyped id could be bought and never used.
  */
 import { type CommandContext, openHubDatabase, reportError } from '../auth/cli-commands.js';
-import { type CliCommand, type CliIo, parseCommand, pickSubcommand, UsageError } from '../kernel/cli-args.js';
+import {
+  type CliCommand,
+  type CliIo,
+  parseCommand,
+  pickSubcommand,
+  stringOptions,
+  UsageError,
+} from '../kernel/cli-args.js';
 import { migrateComponent } from '../store/component-migrations.js';
 import { NodeRepository } from '../store/nodes-repository.js';
 import type { PlanStorage } from './billing-storage.js';
@@ -25,13 +32,7 @@ export function planCommands(prefix: string) {
                         knows (USD, EUR, BTC, SATS), N the paid period in days; --nodes (default
                         all) names nodes this ${prefix.includes('upstream') ? 'upstream (any site)' : 'hub'} has heard.
 `,
-    options: {
-      name: { type: 'string' },
-      price: { type: 'string' },
-      currency: { type: 'string' },
-      days: { type: 'string' },
-      nodes: { type: 'string' },
-    },
+    options: stringOptions('name', 'price', 'currency', 'days', 'nodes'),
   } satisfies CliCommand;
   const list = {
     name: `${prefix} list`,

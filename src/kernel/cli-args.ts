@@ -43,6 +43,11 @@ export interface CliCommand<O extends Record<string, CliOption> = Record<string,
   positionals?: boolean;
 }
 
+/** Options that each take a string value, by name. */
+export function stringOptions<K extends string>(...names: K[]): Record<K, { type: 'string' }> {
+  return Object.fromEntries(names.map((name) => [name, { type: 'string' }])) as Record<K, { type: 'string' }>;
+}
+
 type ValueOf<T extends CliOption> = T['type'] extends 'boolean'
   ? T['multiple'] extends true
     ? boolean[]

@@ -4,23 +4,20 @@
  * revocations included (issue 23, finding 14: a token issued before `user remove`, `user roles`,
  * `user passwd` or `token revoke` is refused over HTTP and MQTT right after).
  */
-import { spawn, spawnSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { join } from 'node:path';
 import { decodeJwt } from 'jose';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { HubUserService } from '../../src/auth/user-service.js';
+import { buildCli, type CliResult, meshhubCli } from '../helpers/cli.js';
 import { mqttOf, startTestHub, type TestHub } from '../helpers/hub.js';
 import { call, FAST_MESSAGING, knownNodes, PASSWORD, send, tokenFor } from '../messaging/helpers.js';
 import { connect, endClients, refusedCode } from '../mqtt/helpers.js';
 
-const CLI = join(process.cwd(), 'dist', 'hub', 'cli.js');
 let t: TestHub;
 let nodes: string[];
 
 beforeAll(async () => {
-  const built = spawnSync(process.execPath, ['scripts/start.mjs', '--build-only'], { stdio: 'inherit' });
-  if (built.status !== 0) throw new Error('building dist/ failed');
+  buildCli();
   t = await startTestHub(FAST_MESSAGING);
   nodes = await knownNodes(t, 6);
 }, 180_000);
@@ -36,23 +33,13 @@ async function existingUser(prefix: string): Promise<string> {
   return username;
 }
 
-function meshhub(args: string[], stdin = ''): Promise<{ code: number | null; out: string; err: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [CLI, ...args], {
-      env: { ...process.env, DATA_DIR: t.dataDir, LOG_LEVEL: 'silent' },
-      stdio: ['pipe', 'pipe', 'pipe'],
-    });
-    let out = '';
-    let err = '';
-    child.stdout.on('data', (d) => (out += d));
-    child.stderr.on('data', (d) => (err += d));
-    child.on('error', reject);
-    // The line naming the database opened is checked in tests/hub/cli-data-dir.test.ts.
-    child.on('close', (code) =>
-      resolve({ code, out, err: err.replace(/^meshhub: using database .*\n/m, '') }),
-    );
-    child.stdin.end(stdin);
+async function meshhub(args: string[], stdin = ''): Promise<CliResult> {
+  const res = await meshhubCli(args, {
+    env: { ...process.env, DATA_DIR: t.dataDir, LOG_LEVEL: 'silent' },
+    stdin,
   });
+  // The line naming the database opened is checked in tests/hub/cli-data-dir.test.ts.
+  return { ...res, err: res.err.replace(/^meshhub: using database .*\n/m, '') };
 }
 
 describe('meshhub user', () => {

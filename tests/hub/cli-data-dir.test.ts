@@ -5,48 +5,31 @@
  * only what a script captures (`TOKEN=$(meshhub token alice)`, `meshhub sync key > file`), and
  * `sync status` prints one field a line.
  */
-import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { decodeJwt } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildCli, type CliResult, meshhubCli } from '../helpers/cli.js';
 
-const CLI = join(process.cwd(), 'dist', 'hub', 'cli.js');
 const PASSWORD = 'a-long-field-password';
 
 let root: string;
 
 beforeAll(() => {
-  const built = spawnSync(process.execPath, ['scripts/start.mjs', '--build-only'], { stdio: 'inherit' });
-  if (built.status !== 0) throw new Error('building dist/ failed');
+  buildCli();
   root = mkdtempSync(join(tmpdir(), 'meshhub-cli-data-'));
 }, 300_000);
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 
-interface Result {
-  code: number | null;
-  out: string;
-  err: string;
-}
-
 function meshhub(
   args: string[],
   options: { env?: Record<string, string>; stdin?: string; cwd?: string } = {},
-): Promise<Result> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [CLI, ...args], {
-      cwd: options.cwd ?? root,
-      env: { PATH: process.env.PATH ?? '', HOME: root, ...options.env },
-      stdio: ['pipe', 'pipe', 'pipe'],
-    });
-    let out = '';
-    let err = '';
-    child.stdout.on('data', (d) => (out += d));
-    child.stderr.on('data', (d) => (err += d));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, out, err }));
-    child.stdin.end(options.stdin ?? '');
+): Promise<CliResult> {
+  return meshhubCli(args, {
+    cwd: options.cwd ?? root,
+    env: { PATH: process.env.PATH ?? '', HOME: root, ...options.env },
+    stdin: options.stdin ?? '',
   });
 }
 

@@ -5,13 +5,11 @@
  * subcommand gives one plain line naming the valid ones, exit 2, no stack trace. The lists below
  * are checked against what each group itself names, so a new subcommand cannot go untested.
  */
-import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-
-const CLI = join(process.cwd(), 'dist', 'hub', 'cli.js');
+import { buildCli, type CliResult, meshhubCli } from '../helpers/cli.js';
 
 /** Each group's words and its subcommands; `[]` is `meshhub` itself. */
 const GROUPS: Array<[string[], string[]]> = [
@@ -53,46 +51,28 @@ let root: string;
 let dataDir: string;
 
 beforeAll(() => {
-  const built = spawnSync(process.execPath, ['scripts/start.mjs', '--build-only'], { stdio: 'inherit' });
-  if (built.status !== 0) throw new Error('building dist/ failed');
+  buildCli();
   root = mkdtempSync(join(tmpdir(), 'meshhub-cli-help-'));
   dataDir = join(root, 'data');
 }, 300_000);
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 
-interface Result {
-  code: number | null;
-  out: string;
-  err: string;
-}
+type Result = CliResult;
 
 /** `meshhub …args` with stdin left open (a command that waits for input or serves never ends). */
 function meshhub(args: string[]): Promise<Result> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [CLI, ...args], {
-      env: {
-        PATH: process.env.PATH ?? '',
-        HOME: root,
-        DATA_DIR: dataDir,
-        HTTP_PORT: '0',
-        MQTT_PORT: '0',
-        RADIO: 'none',
-        LOG_LEVEL: 'info',
-        // A port nothing listens on: a command that reached PostgreSQL would fail, not exit 0.
-        UPSTREAM_DATABASE_URL: 'postgres://meshhub:meshhub@127.0.0.1:1/none',
-      },
-      stdio: ['pipe', 'pipe', 'pipe'],
-    });
-    let out = '';
-    let err = '';
-    const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
-    child.stdout.on('data', (d) => (out += d));
-    child.stderr.on('data', (d) => (err += d));
-    child.on('error', reject);
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      resolve({ code, out, err });
-    });
+  return meshhubCli(args, {
+    env: {
+      PATH: process.env.PATH ?? '',
+      HOME: root,
+      DATA_DIR: dataDir,
+      HTTP_PORT: '0',
+      MQTT_PORT: '0',
+      RADIO: 'none',
+      LOG_LEVEL: 'info',
+      // A port nothing listens on: a command that reached PostgreSQL would fail, not exit 0.
+      UPSTREAM_DATABASE_URL: 'postgres://meshhub:meshhub@127.0.0.1:1/none',
+    },
   });
 }
 
@@ -112,10 +92,21 @@ function expectOneLine(res: Result, args: string[]): void {
   expect(res.err).not.toMatch(/\n\s+at |ERR_PARSE_ARGS|TypeError|Error:/);
 }
 
-function expectNothingStarted(res: Result, args: string[]): void {
-  // Ended by itself (not killed), with nothing created in DATA_DIR.
+/**
+ * `meshhub …args`, checked to have ended by itself (not killed) with nothing created in
+ * DATA_DIR, with exit `code`, and nothing on the other stream than the one it answers on.
+ */
+async function answer(args: string[], code: 0 | 2): Promise<Result> {
+  const res = await meshhub(args);
   expect({ args, killed: res.code === null }).toEqual({ args, killed: false });
   expect({ args, created: existsSync(dataDir) }).toEqual({ args, created: false });
+  const quiet = code === 0 ? { err: res.err } : { out: res.out };
+  expect({ args, code: res.code, ...quiet }).toEqual({
+    args,
+    code,
+    ...(code === 0 ? { err: '' } : { out: '' }),
+  });
+  return res;
 }
 
 describe('meshhub … --help', () => {
@@ -129,10 +120,7 @@ describe('meshhub … --help', () => {
 
   it('every command answers --help with its own usage on stdout, exit 0, and starts nothing', async () => {
     await each(LEAVES, async (leaf) => {
-      const args = [...leaf, '--help'];
-      const res = await meshhub(args);
-      expectNothingStarted(res, args);
-      expect({ args, code: res.code, err: res.err }).toEqual({ args, code: 0, err: '' });
+      const res = await answer([...leaf, '--help'], 0);
       expect(res.out).toMatch(/^Usage:\n {2}meshhub /);
       // Its own usage: the line that names it comes first (`upstream serve` is `meshhub upstream [serve]`).
       const words = leaf[0] === 'help' ? 'meshhub help' : `meshhub ${leaf.join(' ')}`;
@@ -146,9 +134,7 @@ describe('meshhub … --help', () => {
       [...words, 'help'],
     ]);
     await each(cases, async (args) => {
-      const res = await meshhub(args);
-      expectNothingStarted(res, args);
-      expect({ args, code: res.code, err: res.err }).toEqual({ args, code: 0, err: '' });
+      const res = await answer(args, 0);
       const group = GROUPS.find(([words]) => words.join(' ') === args.slice(0, -1).join(' '))!;
       for (const sub of group[1])
         expect({ args, sub, listed: new RegExp(`\\b${sub}\\b`).test(res.out) }).toEqual({
@@ -166,9 +152,7 @@ describe('meshhub … --help', () => {
   it('an unknown option gives one line naming the valid ones, exit 2, and starts nothing', async () => {
     await each(LEAVES, async (leaf) => {
       const args = [...leaf, '--frobnicate'];
-      const res = await meshhub(args);
-      expectNothingStarted(res, args);
-      expect({ args, code: res.code, out: res.out }).toEqual({ args, code: 2, out: '' });
+      const res = await answer(args, 2);
       expectOneLine(res, args);
       expect(res.err).toMatch(
         /^meshhub[\w -]*: unknown option --frobnicate; (valid options: .*--help|it takes no options but --help)\n$/,
@@ -207,14 +191,7 @@ describe('meshhub … --help', () => {
       ],
     ];
     await each(cases, async ([args, line]) => {
-      const res = await meshhub(args);
-      expectNothingStarted(res, args);
-      expect({ args, code: res.code, out: res.out, err: res.err }).toEqual({
-        args,
-        code: 2,
-        out: '',
-        err: line,
-      });
+      expect({ args, err: (await answer(args, 2)).err }).toEqual({ args, err: line });
     });
   }, 300_000);
 });
