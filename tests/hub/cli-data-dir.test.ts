@@ -54,6 +54,10 @@ describe('a DATA_DIR without a hub database', () => {
       const res = await meshhub(args, { env });
       expect({ args, ...res }).toEqual({ args, code: 1, out: '', err: refusal });
     }
+    // `meshhub mcp` too, after its security warning.
+    const mcp = await meshhub(['mcp'], { env });
+    expect(mcp).toMatchObject({ code: 1, out: '' });
+    expect(mcp.err.split('\n').slice(1).join('\n')).toBe(refusal);
     expect(existsSync(dataDir)).toBe(false);
   }, 300_000);
 
