@@ -2,8 +2,10 @@
  * `meshhub upstream …`: run the upstream, migrate its database, register and revoke sites,
  * manage its users and grant subscriptions. The database commands need only
  * UPSTREAM_DATABASE_URL and work while upstream processes run (they share PostgreSQL).
- * Passwords come from MESHHUB_PASSWORD or stdin, never from arguments (they would show in `ps`
- * and the shell history). Exit codes as the hub's CLI: 0 done, 1 refused (no such site or user,
+ * The words are the hub CLI's (`--roles`, `--password-stdin`, `--nodes`, `--expires`), the hub's
+ * old spellings accepted with a deprecation line. Passwords come from stdin (`--password-stdin`)
+ * or MESHHUB_PASSWORD, never from arguments (they would show in `ps` and the shell history); stdin
+ * without the flag, the upstream's old way, still works with a deprecation line. Exit codes as the hub's CLI: 0 done, 1 refused (no such site or user,
  * exists already, database unreachable, invalid settings), 2 usage errors.
  */
 
