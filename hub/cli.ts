@@ -3,29 +3,36 @@
  * The `meshhub` command. From a checkout: `npm run meshhub -- <command>`; `npm start` runs
  * `meshhub start`.
  */
-import { parseArgs } from 'node:util';
 import { loadPlugins, UnknownPluginError } from '../plugins/index.js';
-import { runTokenCommand, runUserCommand, USER_HELP } from '../src/auth/cli-commands.js';
+import { dataDirFrom, runTokenCommand, runUserCommand, USER_HELP } from '../src/auth/cli-commands.js';
 import { parseDuration, splitList } from '../src/config/fields.js';
 import { ConfigError } from '../src/config/load.js';
+import {
+  type CliCommand,
+  parseCommand,
+  pickSubcommand,
+  reportCliError,
+  stringOptions,
+} from '../src/kernel/cli-args.js';
 import { onShutdownSignals } from '../src/kernel/shutdown.js';
 import { createLogger } from '../src/log.js';
-import { MeshSimulator } from '../src/mesh/simulator/simulator.js';
-import { simulatorOptionsFrom } from '../src/mesh/simulator/simulator-actor.js';
 import { runSubscriptionCommand, SUBSCRIPTION_HELP } from '../src/messaging/subscription-commands.js';
 import { readVersion } from '../src/version.js';
-import { createHub, SLICED_CORE_MODULES } from './main.js';
-import { hubAnswers, SystemdNotifier } from './sd-notify.js';
 import { loadConfig, loadHubSettings } from './settings.js';
 
-const HELP = `meshhub — edge hub for Meshtastic LoRa mesh networks
+const START = {
+  name: 'meshhub start',
+  help: `  meshhub start         Run the hub (what \`npm start\` and a bare \`meshhub\` run). Configured by
+                        environment variables (see README): DATA_DIR, HTTP_HOST, HTTP_PORT,
+                        RADIO, MQTT_PORT, PLUGINS, LOG_LEVEL, ...
+`,
+  options: {},
+  positionals: false,
+} satisfies CliCommand;
 
-Usage: meshhub <command> [options]
-
-Commands:
-  start                 Run the hub (what \`npm start\` runs). Configured by environment
-                        variables (see README): DATA_DIR, HTTP_HOST, HTTP_PORT, RADIO, ...
-  sim [options]         Run the mesh simulator alone: a virtual Meshtastic device on TCP that
+const SIM = {
+  name: 'meshhub sim',
+  help: `  meshhub sim [options] Run the mesh simulator alone: a virtual Meshtastic device on TCP that
                         the hub (RADIO=tcp:127.0.0.1:4403) or any Meshtastic app can connect to.
       --host HOST         listen address (SIM_HOST, default 127.0.0.1)
       --port PORT         listen port (SIM_PORT, default 4403)
@@ -33,18 +40,62 @@ Commands:
       --backfill DUR      history replayed to each new client, e.g. 30d (SIM_BACKFILL, default 24h)
       --interval SECONDS  seconds between telemetry packets per node (SIM_TELEMETRY_SECONDS, default 300)
       --seed N            seed for names, positions and values (SIM_SEED, default 1)
-  user, token           Manage users, print and revoke access tokens (see below).
+`,
+  options: stringOptions('host', 'port', 'nodes', 'backfill', 'interval', 'seed'),
+  positionals: false,
+} satisfies CliCommand;
+
+const MCP = {
+  name: 'meshhub mcp',
+  help: `  meshhub mcp           The MCP server (mesh and audit tools) on stdio, over the database in
+                        DATA_DIR (MCP_ROLES for privacy-gated events; stdout carries only the
+                        protocol).
+`,
+  options: {},
+  positionals: false,
+} satisfies CliCommand;
+
+const VERSION = {
+  name: 'meshhub version',
+  help: '  meshhub version       Print the version (also --version, -v).\n',
+  options: {},
+  positionals: false,
+} satisfies CliCommand;
+
+const HELP_COMMAND = {
+  name: 'meshhub help',
+  help: "  meshhub help [<command>]\n                        This help, or a command's (as meshhub <command> --help).\n",
+  options: {},
+} satisfies CliCommand;
+
+const HELP = `meshhub — edge hub for Meshtastic LoRa mesh networks
+
+Usage: meshhub <command> [options]; meshhub <command> --help for a command's own usage.
+
+Commands:
+${START.help}${SIM.help}  user, token           Manage users, print and revoke access tokens (see below).
   subscription          Grant and revoke which nodes a user may message (see below).
   plan                  Add, list and retire billing plans (PLUGINS=billing; see below).
-                        These work while the hub runs, on the database in DATA_DIR.
+                        These work while the hub runs, on the database in DATA_DIR; each says
+                        on stderr which database it opened.
   sync                  This hub's upstream sync: \`meshhub sync status\`, \`meshhub sync key\`.
   upstream              Run the upstream for many sites on PostgreSQL, and manage its sites,
-                        users and subscriptions (\`meshhub upstream help\`).
-  mcp                   The MCP server (mesh and audit tools) on stdio, over the database in DATA_DIR
-                        (MCP_ROLES for privacy-gated events; stdout carries only the protocol).
-  --version             Print the version.
-  --help                Print this help.
-`;
+                        users and subscriptions (\`meshhub upstream --help\`).
+${MCP.help}${VERSION.help}${HELP_COMMAND.help}`;
+
+const COMMANDS = [
+  'start',
+  'sim',
+  'user',
+  'token',
+  'subscription',
+  'plan',
+  'sync',
+  'upstream',
+  'mcp',
+  'version',
+  'help',
+] as const;
 
 function fail(message: string, code = 2): never {
   process.stderr.write(`${message}\n`);
@@ -63,6 +114,7 @@ function loadConfigOrExit(env: NodeJS.ProcessEnv = process.env) {
 /** The hub's settings and every enabled plugin's, all problems reported at once. */
 async function loadHubSettingsOrExit() {
   const names = splitList(process.env.PLUGINS ?? '');
+  const { SLICED_CORE_MODULES } = await import('./main.js');
   try {
     const plugins = await loadPlugins(names);
     return loadHubSettings(process.env, [...SLICED_CORE_MODULES, ...plugins]);
@@ -75,6 +127,9 @@ async function loadHubSettingsOrExit() {
 
 async function runHub(): Promise<void> {
   const { config, slices } = await loadHubSettingsOrExit();
+  // The hub's code is loaded only to run it: every other command answers without it.
+  const { createHub } = await import('./main.js');
+  const { hubAnswers, SystemdNotifier } = await import('./sd-notify.js');
   const log = createLogger({ level: config.LOG_LEVEL });
   let hub: Awaited<ReturnType<typeof createHub>>;
   try {
@@ -121,18 +176,7 @@ async function runHub(): Promise<void> {
 }
 
 async function runSimulator(args: string[]): Promise<void> {
-  const { values } = parseArgs({
-    args,
-    options: {
-      host: { type: 'string' },
-      port: { type: 'string' },
-      nodes: { type: 'string' },
-      backfill: { type: 'string' },
-      interval: { type: 'string' },
-      seed: { type: 'string' },
-    },
-    strict: true,
-  });
+  const { values } = parseCommand(args, SIM, (text) => process.stderr.write(text));
   if (values.backfill !== undefined && parseDuration(values.backfill) === undefined) {
     fail('meshhub sim: --backfill expects a duration like 90s, 15m, 24h or 30d');
   }
@@ -148,16 +192,68 @@ async function runSimulator(args: string[]): Promise<void> {
   for (const [k, v] of Object.entries(map)) if (v !== undefined) env[k] = v;
   const config = loadConfigOrExit(env);
   const log = createLogger({ level: config.LOG_LEVEL, name: 'meshhub-sim' });
+  const { MeshSimulator } = await import('../src/mesh/simulator/simulator.js');
+  const { simulatorOptionsFrom } = await import('../src/mesh/simulator/simulator-actor.js');
   const sim = new MeshSimulator({ ...simulatorOptionsFrom(config), log });
   const address = await sim.start();
   log.info({ ...address, nodes: config.SIM_NODES }, 'simulator listening; connect with RADIO=tcp:HOST:PORT');
   onShutdownSignals(() => sim.stop(), log);
 }
 
+const io = {
+  out: (text: string) => {
+    process.stdout.write(text);
+  },
+  err: (text: string) => {
+    process.stderr.write(text);
+  },
+};
+
+/** The hub's DATA_DIR, read when a command first needs it (so `--help` needs no valid settings). */
+function hubCommandContext() {
+  return {
+    get dataDir() {
+      return loadConfigOrExit().DATA_DIR;
+    },
+    dataDirFrom: dataDirFrom(process.env),
+    env: process.env,
+    stdin: process.stdin,
+    ...io,
+  };
+}
+
+async function fullHelp(): Promise<string> {
+  const { PLAN_HELP } = await import('../src/billing/plan-commands.js');
+  const { SYNC_HELP } = await import('../sync/site/commands.js');
+  const { UPSTREAM_HELP } = await import('../sync/upstream/commands.js');
+  return [HELP, USER_HELP, SUBSCRIPTION_HELP, PLAN_HELP, SYNC_HELP, UPSTREAM_HELP].join('\n');
+}
+
 export async function main(argv: string[]): Promise<void> {
-  const [command = 'start', ...rest] = argv;
+  // A bare `meshhub` runs the hub, as `npm start` does.
+  const args = argv.length === 0 ? ['start'] : [...argv];
+  try {
+    if (args[0] === '--version' || args[0] === '-v') args[0] = 'version';
+    if (args[0] === '--help' || args[0] === '-h') args[0] = 'help';
+    if (args[0] === 'help') return await run('help', args.slice(1));
+    const { sub: command, rest } = pickSubcommand(args, {
+      name: 'meshhub',
+      help: HELP,
+      subcommands: COMMANDS,
+      noun: 'command',
+    });
+    await run(command, rest);
+  } catch (error) {
+    const code = reportCliError(error, io);
+    if (code === undefined) throw error;
+    process.exitCode = code;
+  }
+}
+
+async function run(command: (typeof COMMANDS)[number], rest: string[]): Promise<void> {
   switch (command) {
     case 'start':
+      parseCommand(rest, START, io.err);
       return runHub();
     case 'sim':
       return runSimulator(rest);
@@ -165,78 +261,61 @@ export async function main(argv: string[]): Promise<void> {
     case 'token':
     case 'subscription':
     case 'plan': {
-      const config = loadConfigOrExit();
-      const ctx = {
-        dataDir: config.DATA_DIR,
-        stdin: process.stdin,
-        out: (text: string) => process.stdout.write(text),
-        err: (text: string) => process.stderr.write(text),
-      };
       const commands = {
         user: runUserCommand,
         token: runTokenCommand,
         subscription: runSubscriptionCommand,
         // The billing plugin's code is loaded only when asked for (plugins/index.ts).
-        plan: async (args: string[], c: typeof ctx) =>
+        plan: async (args: string[], c: ReturnType<typeof hubCommandContext>) =>
           (await import('../src/billing/plan-commands.js')).runPlanCommand(args, c),
       };
-      process.exitCode = await commands[command](rest, ctx);
+      process.exitCode = await commands[command](rest, hubCommandContext());
       return;
     }
     case 'upstream': {
       // Loaded only when asked for: the hub itself never needs PostgreSQL.
-      const upstreamCtx = {
-        env: process.env,
-        stdin: process.stdin,
-        out: (text: string) => process.stdout.write(text),
-        err: (text: string) => process.stderr.write(text),
-      };
-      if (rest[0] === 'plan') {
-        const { runUpstreamPlanCommand } = await import('../sync/upstream/billing/plan-commands.js');
-        process.exitCode = await runUpstreamPlanCommand(rest.slice(1), upstreamCtx);
-        return;
-      }
       const { runUpstreamCommand } = await import('../sync/upstream/commands.js');
-      process.exitCode = await runUpstreamCommand(rest, upstreamCtx);
+      process.exitCode = await runUpstreamCommand(rest, { env: process.env, stdin: process.stdin, ...io });
       return;
     }
     case 'mcp': {
+      parseCommand(rest, MCP, io.err);
       // stdout is the MCP protocol: the security warning and every log line go to stderr.
       const { runMcpServer } = await import('./mcp.js');
-      let run: Awaited<ReturnType<typeof runMcpServer>>;
+      let running: Awaited<ReturnType<typeof runMcpServer>>;
       try {
-        run = await runMcpServer(process.env);
+        running = await runMcpServer(process.env);
       } catch (error) {
         if (error instanceof ConfigError) fail(`meshhub mcp: ${error.message}`, 1);
         throw error;
       }
       // When the client closes stdin nothing is left to say, whatever handles remain.
-      return run.closed.then(() => process.exit(0));
+      return running.closed.then(() => process.exit(0));
     }
     case 'sync': {
       const { syncCommand } = await import('../sync/site/commands.js');
-      const code: unknown = await syncCommand(rest, {
+      process.exitCode = await syncCommand(rest, {
         env: process.env,
         dataDir: () => loadConfig(process.env).DATA_DIR,
-        out: (text: string) => process.stdout.write(text),
+        dataDirFrom: dataDirFrom(process.env),
+        ...io,
       });
-      if (typeof code === 'number') process.exitCode = code;
       return;
     }
-    case '--version':
-    case '-v':
     case 'version':
-      process.stdout.write(`${readVersion()}\n`);
+      parseCommand(rest, VERSION, io.err);
+      io.out(`${readVersion()}\n`);
       return;
-    case '--help':
-    case '-h':
-    case 'help':
-      process.stdout.write(
-        `${HELP}\n${USER_HELP}\n${SUBSCRIPTION_HELP}\n${(await import('../src/billing/plan-commands.js')).PLAN_HELP}\n${(await import('../sync/upstream/commands.js')).UPSTREAM_HELP}\n${(await import('../sync/upstream/billing/plan-commands.js')).UPSTREAM_PLAN_HELP}`,
-      );
-      return;
-    default:
-      fail(`meshhub: unknown command "${command}"\n\n${HELP}`);
+    case 'help': {
+      const [topic, ...more] = rest;
+      if (topic === undefined || topic.startsWith('-')) {
+        parseCommand(rest, HELP_COMMAND, io.err);
+        io.out(await fullHelp());
+        return;
+      }
+      // `meshhub help user add` is `meshhub user add --help`.
+      return main([topic, ...more, '--help']);
+    }
   }
 }
 

@@ -10,14 +10,14 @@
  *   { "mcpServers": { "meshhub": { "command": "meshhub", "args": ["mcp"],
  *       "env": { "DATA_DIR": "/var/lib/meshhub", "MCP_ROLES": "" } } } }
  */
-import { join } from 'node:path';
 import type { Readable, Writable } from 'node:stream';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { pino } from 'pino';
 import { auditMcpSettings, openAuditMcp } from '../plugins/audit/mcp/main.js';
+import { dataDirFrom, openHubDatabase } from '../src/auth/cli-commands.js';
 import { meshTools } from '../src/mcp/mesh-tools.js';
 import { createMcpServer } from '../src/mcp/server.js';
-import { closeDatabase, openDatabase } from '../src/store/database.js';
+import { closeDatabase } from '../src/store/database.js';
 import { readVersion } from '../src/version.js';
 import { loadConfig } from './settings.js';
 
@@ -40,7 +40,14 @@ export async function runMcpServer(
   stderr.write(`${MCP_SECURITY_WARNING}\n`);
   const hub = loadConfig(env);
   const auditConfig = auditMcpSettings(env);
-  const db = openDatabase(join(hub.DATA_DIR, 'meshhub.sqlite'));
+  // Said on stderr; a missing database is refused, never created in a wrong place.
+  const db = openHubDatabase({
+    dataDir: hub.DATA_DIR,
+    dataDirFrom: dataDirFrom(env),
+    stdin: io.stdin ?? process.stdin,
+    out: () => {},
+    err: (text) => stderr.write(text),
+  });
   const audit = await openAuditMcp(auditConfig, { db, log });
   const server = createMcpServer({ version: readVersion(), log, tools: [audit.tools, meshTools(db)] });
   const transport = new StdioServerTransport(io.stdin, io.stdout);

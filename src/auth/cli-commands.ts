@@ -1,12 +1,25 @@
 /**
  * `meshhub user …` and `meshhub token …`: they open the hub's SQLite file and signing key in
  * DATA_DIR directly, so they work while the hub runs (WAL lets both write; a busy database is
- * waited for). Passwords come only from stdin (`--password-stdin`), never from arguments, which
- * would show in `ps` and the shell history.
+ * waited for). Passwords come only from stdin (`--password-stdin`) or MESHHUB_PASSWORD, never
+ * from arguments, which would show in `ps` and the shell history. The upstream's user commands
+ * (sync/upstream/commands.ts) take the same words (`rolesFrom`, `readPassword`, PASSWORD_OPTIONS).
+ *
+ * Every command that opens the database says which file on stderr (`openHubDatabase`), so stdout
+ * carries only what a script captures (`TOKEN=$(meshhub token alice)`).
  */
-import { join } from 'node:path';
-import { parseArgs } from 'node:util';
-import { parseDuration } from '../config/fields.js';
+import { existsSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { parseDuration, splitList } from '../config/fields.js';
+import {
+  type CliCommand,
+  type CliOption,
+  type CliValues,
+  parseCommand,
+  pickSubcommand,
+  reportCliError,
+  UsageError,
+} from '../kernel/cli-args.js';
 import { type Database, openDatabase } from '../store/database.js';
 import { LocalIssuer } from './local-issuer.js';
 import {
@@ -19,58 +32,202 @@ import {
 
 export interface CommandContext {
   dataDir: string;
-  stdin: NodeJS.ReadableStream;
+  /** Where dataDir came from, said with the database's path: `DATA_DIR`, or the default's note. */
+  dataDirFrom?: string;
+  /** For MESHHUB_PASSWORD; none: only stdin. */
+  env?: Readonly<Record<string, string | undefined>>;
+  stdin: NodeJS.ReadableStream & { isTTY?: boolean };
   out: (text: string) => void;
   err: (text: string) => void;
 }
 
-export const USER_HELP = `Usage:
-  meshhub user add <name> [--admin] [--role ROLE]... --password-stdin
-                        Create a user; the password is read from stdin. Roles: subscriber (the
-                        default), admin (--admin), or any others (--role device, --role ingest).
-  meshhub user list     List users and their roles.
-  meshhub user roles <name> [--admin] [--role ROLE]...
-                        Replace the user's roles (subscriber when none is given).
-  meshhub user passwd <name> --password-stdin
-  meshhub user remove <name>
-                        Changing roles or the password, and removing a user, end every token
-                        and sign-in of theirs at once.
-  meshhub token <name> [--ttl 1h]
-                        Print an access token (JWT) for the user, valid for --ttl (max 365d).
-  meshhub token revoke <name>
-                        End every token and sign-in of the user now (the user stays).
-`;
+export const HUB_DATABASE_FILE = 'meshhub.sqlite';
 
-const MAX_TOKEN_TTL_MS = 365 * 86_400_000;
-
-export function openHubDatabase(dataDir: string): Database {
-  return openDatabase(join(dataDir, 'meshhub.sqlite'));
+/** How the CLI names where DATA_DIR came from (`env` is the process environment). */
+export function dataDirFrom(env: Readonly<Record<string, string | undefined>>): string {
+  return env.DATA_DIR?.trim() ? 'DATA_DIR' : 'DATA_DIR is unset: the default ./data';
 }
 
-async function readPassword(stdin: NodeJS.ReadableStream): Promise<string> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of stdin) {
-    const buffer = typeof chunk === 'string' ? Buffer.from(chunk) : (chunk as Buffer);
-    size += buffer.length;
-    if (size > 4096) throw new InvalidUserError('password', 'on stdin is longer than 4096 bytes');
-    chunks.push(buffer);
+/**
+ * Opens DATA_DIR's hub database and says which on stderr. A missing file is refused (exit 1)
+ * rather than created empty in a wrong place, unless `create` (`meshhub user add` on a fresh
+ * install), which says it created it.
+ */
+export function openHubDatabase(ctx: CommandContext, options: { create?: boolean } = {}): Database {
+  const file = resolve(ctx.dataDir, HUB_DATABASE_FILE);
+  const from = ctx.dataDirFrom ?? 'DATA_DIR';
+  const existed = existsSync(file);
+  if (!existed && !options.create) {
+    throw new UsageError(
+      `meshhub: no hub database at ${file} (${from}); set DATA_DIR to the running hub's data directory`,
+      1,
+    );
   }
-  // One trailing newline is what `echo` and a terminal add; it is not part of the password.
-  return Buffer.concat(chunks)
-    .toString('utf8')
-    .replace(/\r?\n$/, '');
+  const db = openDatabase(file);
+  ctx.err(`meshhub: ${existed ? 'using' : 'created a new'} database ${file} (${from})\n`);
+  return db;
 }
 
-function withDatabase<T>(dataDir: string, fn: (db: Database) => Promise<T>): Promise<T> {
-  const db = openHubDatabase(dataDir);
+function withDatabase<T>(
+  ctx: CommandContext,
+  fn: (db: Database) => Promise<T>,
+  options: { create?: boolean } = {},
+): Promise<T> {
+  const db = openHubDatabase(ctx, options);
   // Plain close, no checkpoint: the running hub owns the WAL.
   return fn(db).finally(() => db.close());
 }
 
+// ---- words shared with the upstream's user commands ----
+
+export const ROLES_OPTIONS = {
+  roles: { type: 'string' },
+  admin: { type: 'boolean', deprecated: '--roles admin' },
+  role: { type: 'string', multiple: true, deprecated: '--roles ROLE,ROLE' },
+} as const satisfies Record<string, CliOption>;
+
+export const PASSWORD_OPTIONS = {
+  'password-stdin': { type: 'boolean' },
+} as const satisfies Record<string, CliOption>;
+
+/** The roles `--roles a,b` (or the deprecated `--role a --role b`, `--admin`) name; subscriber when none. */
+export function rolesFrom(values: CliValues<typeof ROLES_OPTIONS>, usage: string): string[] {
+  const roles = [...splitList(values.roles ?? ''), ...(values.role ?? [])];
+  if (values.roles !== undefined && roles.length === 0) {
+    throw new UsageError(`${usage}: --roles expects e.g. subscriber or subscriber,${ADMIN_ROLE}`);
+  }
+  if (values.admin) roles.push(ADMIN_ROLE);
+  if (roles.length === 0) roles.push(SUBSCRIBER_ROLE);
+  return [...new Set(roles)];
+}
+
+const MAX_PASSWORD_BYTES = 4096;
+
+/**
+ * The password: stdin with `--password-stdin`, else MESHHUB_PASSWORD. `implicitStdin` (the
+ * upstream's old way) reads stdin without the flag, with a deprecation line.
+ */
+export async function readPassword(
+  values: CliValues<typeof PASSWORD_OPTIONS>,
+  ctx: Pick<CommandContext, 'env' | 'stdin' | 'err'>,
+  usage: string,
+  implicitStdin = false,
+): Promise<string> {
+  const missing = `${usage}: give the password on stdin with --password-stdin, or in MESHHUB_PASSWORD`;
+  if (!values['password-stdin']) {
+    const fromEnv = ctx.env?.MESHHUB_PASSWORD;
+    if (fromEnv !== undefined && fromEnv !== '') return fromEnv;
+    if (!implicitStdin) throw new UsageError(missing);
+    ctx.err(`${usage}: a password on stdin without --password-stdin is deprecated, use --password-stdin\n`);
+  }
+  if (ctx.stdin.isTTY) ctx.err('password (then Enter and Ctrl-D): ');
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of ctx.stdin) {
+    const buffer = typeof chunk === 'string' ? Buffer.from(chunk) : (chunk as Buffer);
+    size += buffer.length;
+    if (size > MAX_PASSWORD_BYTES) {
+      throw new InvalidUserError('password', `on stdin is longer than ${MAX_PASSWORD_BYTES} bytes`);
+    }
+    chunks.push(buffer);
+  }
+  // One trailing newline is what `echo` and a terminal add; it is not part of the password.
+  const password = Buffer.concat(chunks)
+    .toString('utf8')
+    .replace(/\r?\n$/, '');
+  if (password === '') throw new UsageError(missing);
+  return password;
+}
+
+/** The one argument of `<usage> <what>`. */
+export function one(positionals: string[], what: string, usage: string): string {
+  if (positionals.length !== 1) throw new UsageError(`${usage}: expected one ${what}`);
+  return positionals[0]!;
+}
+
+// ---- meshhub user ----
+
+const USER_ADD = {
+  name: 'meshhub user add',
+  help: `  meshhub user add <name> [--roles ROLE,ROLE] --password-stdin
+                        Create a user; the password is read from stdin (or MESHHUB_PASSWORD).
+                        Roles: subscriber (the default), admin, or any others (device, ingest).
+                        Creates the database in DATA_DIR on a fresh install.
+`,
+  options: { ...ROLES_OPTIONS, ...PASSWORD_OPTIONS },
+} satisfies CliCommand;
+
+const USER_LIST = {
+  name: 'meshhub user list',
+  help: '  meshhub user list     List users and their roles.\n',
+  options: {},
+  positionals: false,
+} satisfies CliCommand;
+
+const USER_ROLES = {
+  name: 'meshhub user roles',
+  help: `  meshhub user roles <name> --roles ROLE,ROLE
+                        Replace the user's roles (subscriber when none is given).
+`,
+  options: ROLES_OPTIONS,
+} satisfies CliCommand;
+
+const USER_PASSWD = {
+  name: 'meshhub user passwd',
+  help: '  meshhub user passwd <name> --password-stdin\n',
+  options: PASSWORD_OPTIONS,
+} satisfies CliCommand;
+
+const USER_REMOVE = {
+  name: 'meshhub user remove',
+  help: `  meshhub user remove <name>
+                        Changing roles or the password, and removing a user, end every token
+                        and sign-in of theirs at once.
+`,
+  options: {},
+} satisfies CliCommand;
+
+const TOKEN_ISSUE = {
+  name: 'meshhub token',
+  help: `  meshhub token <name> [--ttl 1h]
+                        Print an access token (JWT) for the user, valid for --ttl (max 365d).
+`,
+  options: { ttl: { type: 'string' } },
+} satisfies CliCommand;
+
+const TOKEN_REVOKE = {
+  name: 'meshhub token revoke',
+  help: `  meshhub token revoke <name>
+                        End every token and sign-in of the user now (the user stays).
+`,
+  options: {},
+} satisfies CliCommand;
+
+const USER_COMMANDS = {
+  add: USER_ADD,
+  list: USER_LIST,
+  roles: USER_ROLES,
+  passwd: USER_PASSWD,
+  remove: USER_REMOVE,
+};
+
+export const TOKEN_HELP = TOKEN_ISSUE.help + TOKEN_REVOKE.help;
+
+export const USER_HELP = `Usage:\n${Object.values(USER_COMMANDS)
+  .map((c) => c.help)
+  .join('')}${TOKEN_HELP}`;
+
+const USER_GROUP = {
+  name: 'meshhub user',
+  help: USER_HELP.replace(/^Usage:\n/, ''),
+  subcommands: Object.keys(USER_COMMANDS) as Array<keyof typeof USER_COMMANDS>,
+};
+
+const MAX_TOKEN_TTL_MS = 365 * 86_400_000;
+
 export type Command = (args: string[], ctx: CommandContext) => Promise<number>;
 
-/** `command` with its usage and input errors reported as exit codes (`reportError`). */
+/** `command` with its help, usage and input errors reported as exit codes (`reportError`). */
 export function reportingErrors(command: Command): Command {
   return async (args, ctx) => {
     try {
@@ -84,41 +241,27 @@ export function reportingErrors(command: Command): Command {
 export const runUserCommand = reportingErrors(userCommand);
 
 async function userCommand(args: string[], ctx: CommandContext): Promise<number> {
-  const [sub, ...rest] = args;
-  const { values, positionals } = parseArgs({
-    args: rest,
-    options: {
-      admin: { type: 'boolean', default: false },
-      role: { type: 'string', multiple: true },
-      'password-stdin': { type: 'boolean', default: false },
-    },
-    allowPositionals: true,
-    strict: true,
-  });
-  const name = positionals[0];
-  const needName = () => {
-    if (!name || positionals.length !== 1)
-      throw new UsageError(`meshhub user ${sub}: expected one user name`);
-    return name;
-  };
+  const { sub, rest } = pickSubcommand(args, USER_GROUP);
+  const warn = ctx.err;
   switch (sub) {
     case 'add': {
-      const username = needName();
-      if (!values['password-stdin']) {
-        throw new UsageError('meshhub user add: give the password on stdin with --password-stdin');
-      }
-      const password = await readPassword(ctx.stdin);
-      const roles = [...(values.role ?? [])];
-      if (values.admin) roles.push(ADMIN_ROLE);
-      if (roles.length === 0) roles.push(SUBSCRIBER_ROLE);
-      const user = await withDatabase(ctx.dataDir, (db) =>
-        new HubUserService(db).add({ username, password, roles }),
+      const { values, positionals } = parseCommand(rest, USER_ADD, warn);
+      const username = one(positionals, 'user name', USER_ADD.name);
+      const roles = rolesFrom(values, USER_ADD.name);
+      const password = await readPassword(values, ctx, USER_ADD.name);
+      const user = await withDatabase(
+        ctx,
+        (db) => new HubUserService(db).add({ username, password, roles }),
+        {
+          create: true,
+        },
       );
       ctx.out(`created user ${user.username} (${user.roles.join(', ')})\n`);
       return 0;
     }
     case 'list': {
-      const users = await withDatabase(ctx.dataDir, async (db) => new HubUserService(db).list());
+      parseCommand(rest, USER_LIST, warn);
+      const users = await withDatabase(ctx, async (db) => new HubUserService(db).list());
       if (users.length === 0)
         ctx.out('no users yet; add one with: meshhub user add <name> --password-stdin\n');
       for (const u of users) {
@@ -129,62 +272,47 @@ async function userCommand(args: string[], ctx: CommandContext): Promise<number>
       return 0;
     }
     case 'roles': {
-      const username = needName();
-      const roles = [...(values.role ?? [])];
-      if (values.admin) roles.push(ADMIN_ROLE);
-      if (roles.length === 0) roles.push(SUBSCRIBER_ROLE);
-      const changed = await withDatabase(ctx.dataDir, async (db) =>
-        new HubUserService(db).setRoles(username, roles),
-      );
+      const { values, positionals } = parseCommand(rest, USER_ROLES, warn);
+      const username = one(positionals, 'user name', USER_ROLES.name);
+      const roles = rolesFrom(values, USER_ROLES.name);
+      const changed = await withDatabase(ctx, async (db) => new HubUserService(db).setRoles(username, roles));
       if (!changed) throw new UsageError(`meshhub user roles: no user "${username}"`, 1);
-      ctx.out(
-        `roles of ${username.toLowerCase()} are now ${[...new Set(roles)].join(', ')} (their tokens were revoked)\n`,
-      );
+      ctx.out(`roles of ${username.toLowerCase()} are now ${roles.join(', ')} (their tokens were revoked)\n`);
       return 0;
     }
     case 'passwd': {
-      const username = needName();
-      if (!values['password-stdin'])
-        throw new UsageError('meshhub user passwd: give the password on stdin with --password-stdin');
-      const password = await readPassword(ctx.stdin);
-      const changed = await withDatabase(ctx.dataDir, (db) =>
-        new HubUserService(db).setPassword(username, password),
-      );
+      const { values, positionals } = parseCommand(rest, USER_PASSWD, warn);
+      const username = one(positionals, 'user name', USER_PASSWD.name);
+      const password = await readPassword(values, ctx, USER_PASSWD.name);
+      const changed = await withDatabase(ctx, (db) => new HubUserService(db).setPassword(username, password));
       if (!changed) throw new UsageError(`meshhub user passwd: no user "${username}"`, 1);
       ctx.out(`password of ${username.toLowerCase()} changed (their tokens were revoked)\n`);
       return 0;
     }
     case 'remove': {
-      const username = needName();
-      const removed = await withDatabase(ctx.dataDir, async (db) => new HubUserService(db).remove(username));
+      const { positionals } = parseCommand(rest, USER_REMOVE, warn);
+      const username = one(positionals, 'user name', USER_REMOVE.name);
+      const removed = await withDatabase(ctx, async (db) => new HubUserService(db).remove(username));
       if (!removed) throw new UsageError(`meshhub user remove: no user "${username}"`, 1);
       ctx.out(`removed user ${username.toLowerCase()} (their tokens were revoked)\n`);
       return 0;
     }
-    default:
-      throw new UsageError(`meshhub user: unknown subcommand "${sub ?? ''}"\n\n${USER_HELP}`);
   }
 }
 
 export const runTokenCommand = reportingErrors(tokenCommand);
 
 async function tokenCommand(args: string[], ctx: CommandContext): Promise<number> {
-  const { values, positionals } = parseArgs({
-    args,
-    options: { ttl: { type: 'string' } },
-    allowPositionals: true,
-    strict: true,
-  });
-  if (positionals[0] === 'revoke') return await revokeTokens(positionals.slice(1), values, ctx);
-  const name = positionals[0];
-  if (!name || positionals.length !== 1) throw new UsageError('meshhub token: expected one user name');
+  if (args[0] === 'revoke') return await revokeTokens(args.slice(1), ctx);
+  const { values, positionals } = parseCommand(args, { ...TOKEN_ISSUE, help: TOKEN_HELP }, ctx.err);
+  const name = one(positionals, 'user name', TOKEN_ISSUE.name);
   const ttlMs = parseDuration(values.ttl ?? '1h');
   if (ttlMs === undefined || ttlMs < 1000 || ttlMs > MAX_TOKEN_TTL_MS) {
     throw new UsageError(
       'meshhub token: --ttl expects a duration from 1s to 365d, like 90s, 15m, 24h or 30d',
     );
   }
-  const user = await withDatabase(ctx.dataDir, async (db) => {
+  const user = await withDatabase(ctx, async (db) => {
     const users = new HubUserService(db);
     const found = await users.get(name);
     return found && { ...found, tokenVersion: (await users.tokenVersion(found.username)) ?? 0 };
@@ -197,43 +325,21 @@ async function tokenCommand(args: string[], ctx: CommandContext): Promise<number
 }
 
 /** `meshhub token revoke <name>`: bumps the user's token version; the running hub sees it on the next request. */
-async function revokeTokens(
-  positionals: string[],
-  values: { ttl?: string | undefined },
-  ctx: CommandContext,
-): Promise<number> {
-  const name = positionals[0];
-  if (!name || positionals.length !== 1) throw new UsageError('meshhub token revoke: expected one user name');
-  if (values.ttl !== undefined)
-    throw new UsageError('meshhub token revoke: --ttl is only for issuing a token');
-  const revoked = await withDatabase(ctx.dataDir, async (db) => new HubUserService(db).revokeTokens(name));
+async function revokeTokens(args: string[], ctx: CommandContext): Promise<number> {
+  const { positionals } = parseCommand(args, TOKEN_REVOKE, ctx.err);
+  const name = one(positionals, 'user name', TOKEN_REVOKE.name);
+  const revoked = await withDatabase(ctx, async (db) => new HubUserService(db).revokeTokens(name));
   if (!revoked) throw new UsageError(`meshhub token revoke: no user "${name}"`, 1);
   ctx.out(`revoked every token and sign-in of ${name.toLowerCase()}\n`);
   return 0;
 }
 
-export class UsageError extends Error {
-  override readonly name = 'UsageError';
-  constructor(
-    message: string,
-    readonly exitCode = 2,
-  ) {
-    super(message);
-  }
-}
-
 export function reportError(error: unknown, ctx: CommandContext): number {
-  if (error instanceof UsageError) {
-    ctx.err(`${error.message}\n`);
-    return error.exitCode;
-  }
+  const code = reportCliError(error, ctx);
+  if (code !== undefined) return code;
   if (error instanceof InvalidUserError || error instanceof UserExistsError) {
     ctx.err(`meshhub: ${error.message}\n`);
     return 1;
-  }
-  if ((error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
-    ctx.err(`meshhub: ${(error as Error).message}\n`);
-    return 2;
   }
   throw error;
 }

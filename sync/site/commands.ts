@@ -9,74 +9,101 @@
  *   `meshhub upstream site add <site_id> --public-key site.jwks.json`.
  */
 import { existsSync } from 'node:fs';
-import { join } from 'node:path';
-import { LocalIssuer } from '../../src/auth/local-issuer.js';
+import { resolve } from 'node:path';
+import { type CommandContext, openHubDatabase, reportError } from '../../src/auth/cli-commands.js';
+import { LocalIssuer, SIGNING_KEY_FILE } from '../../src/auth/local-issuer.js';
 import { ConfigError } from '../../src/config/load.js';
+import { type CliCommand, parseCommand, pickSubcommand } from '../../src/kernel/cli-args.js';
 import { componentSchemaVersion } from '../../src/store/component-migrations.js';
-import { openDatabase } from '../../src/store/database.js';
 import { Outbox } from './outbox.js';
 import { lagSeconds, SYNC_STATE } from './push-actor.js';
 
-export const SYNC_HELP = `Usage:
-  meshhub sync status   Print the upstream sync state: acknowledged sequence, outbox depth,
-                        oldest entry's age, last success, last error, dropped total, downlink.
-  meshhub sync key      Print this hub's public key set (JWKS) for registering the site upstream:
-                        meshhub upstream site add <site_id> --public-key <file>
-`;
+const STATUS = {
+  name: 'meshhub sync status',
+  help: `  meshhub sync status   Print the upstream sync state, one field a line: acknowledged sequence,
+                        outbox depth, oldest entry's age, last success, last error, dropped
+                        total, downlink. Reads SYNC_UPSTREAM_URL and DATA_DIR as the hub has them.
+`,
+  options: {},
+  positionals: false,
+} satisfies CliCommand;
+
+const KEY = {
+  name: 'meshhub sync key',
+  help: `  meshhub sync key      Print this hub's public key set (JWKS) for registering the site upstream:
+                        meshhub sync key > site.jwks.json, then on the upstream
+                        meshhub upstream site add <site_id> --public-key site.jwks.json
+`,
+  options: {},
+  positionals: false,
+} satisfies CliCommand;
+
+const GROUP = {
+  name: 'meshhub sync',
+  help: STATUS.help + KEY.help,
+  subcommands: ['status', 'key'] as const,
+};
+
+export const SYNC_HELP = `Usage:\n${GROUP.help}`;
 
 /** The component the outbox's tables belong to (outbox-schema.ts). */
 const SYNC_COMPONENT = 'sync';
-const DATABASE_FILE = 'meshhub.sqlite';
 
-export interface SyncCommandIo {
-  env: NodeJS.ProcessEnv;
+export interface SyncCommandIo extends Omit<CommandContext, 'dataDir' | 'stdin'> {
+  env: Readonly<Record<string, string | undefined>>;
   /** The hub's DATA_DIR from its validated settings (hub/cli.ts); throws ConfigError when they are invalid. */
   dataDir: () => string;
-  out: (line: string) => void;
 }
 
 export async function syncCommand(args: string[], io: SyncCommandIo): Promise<number> {
-  const [sub, ...rest] = args;
-  if ((sub !== 'status' && sub !== 'key') || rest.length > 0) {
-    io.out(
-      `meshhub sync: ${sub === undefined ? 'name a subcommand' : `unknown subcommand "${[sub, ...rest].join(' ')}"`}`,
-    );
-    io.out('');
-    io.out(SYNC_HELP.trimEnd());
-    return 2;
-  }
-  let dataDir: string;
+  const ctx: CommandContext = { ...io, dataDir: '', stdin: process.stdin };
   try {
-    dataDir = io.dataDir();
-  } catch (error) {
-    if (error instanceof ConfigError) {
-      io.out(`meshhub: ${error.message}`);
-      return 1;
+    const { sub, rest } = pickSubcommand(args, GROUP);
+    parseCommand(rest, sub === 'key' ? KEY : STATUS, io.err);
+    try {
+      ctx.dataDir = io.dataDir();
+    } catch (error) {
+      if (error instanceof ConfigError) {
+        io.err(`meshhub: ${error.message}\n`);
+        return 1;
+      }
+      throw error;
     }
-    throw error;
+    return sub === 'key' ? await printKey(ctx) : printStatus(ctx, io.env);
+  } catch (error) {
+    return reportError(error, ctx);
   }
-  if (sub === 'key') {
-    const issuer = await LocalIssuer.open(dataDir);
-    io.out(JSON.stringify(issuer.jwks(), null, 2));
-    return 0;
-  }
-  return printStatus(dataDir, io);
 }
 
-function printStatus(dataDir: string, io: SyncCommandIo): number {
-  const upstream = io.env.SYNC_UPSTREAM_URL?.trim();
-  const line = (label: string, value: string) => io.out(`${`${label}:`.padEnd(15)} ${value}`);
-  line('upstream', upstream ? upstream : 'not configured (SYNC_UPSTREAM_URL is unset)');
-  if (io.env.SYNC_SITE_ID?.trim()) line('site', io.env.SYNC_SITE_ID.trim());
-  const file = join(dataDir, DATABASE_FILE);
-  if (!existsSync(file)) {
-    io.out(`no hub database at ${file}`);
+/** The public JWK set on stdout (nothing else there); which key file on stderr. */
+async function printKey(ctx: CommandContext): Promise<number> {
+  const file = resolve(ctx.dataDir, SIGNING_KEY_FILE);
+  const existed = existsSync(file);
+  const issuer = await LocalIssuer.open(ctx.dataDir, { warn: (m) => ctx.err(`meshhub: ${m}\n`) });
+  ctx.err(
+    existed
+      ? `meshhub: using signing key ${file} (${ctx.dataDirFrom ?? 'DATA_DIR'})\n`
+      : `meshhub: created a new signing key ${file} (${ctx.dataDirFrom ?? 'DATA_DIR'}); if the hub runs with another DATA_DIR, set it and run this again\n`,
+  );
+  ctx.out(`${JSON.stringify(issuer.jwks(), null, 2)}\n`);
+  return 0;
+}
+
+function printStatus(ctx: CommandContext, env: Readonly<Record<string, string | undefined>>): number {
+  const upstream = env.SYNC_UPSTREAM_URL?.trim();
+  if (!upstream) {
+    ctx.out(
+      'sync: not configured (SYNC_UPSTREAM_URL is unset here); set SYNC_UPSTREAM_URL and SYNC_SITE_ID as the hub has them\n',
+    );
     return 1;
   }
-  const db = openDatabase(file);
+  const line = (label: string, value: string) => ctx.out(`${`${label}:`.padEnd(15)} ${value}\n`);
+  const db = openHubDatabase(ctx);
   try {
+    line('upstream', upstream);
+    line('site', env.SYNC_SITE_ID?.trim() || 'not set (SYNC_SITE_ID)');
     if (componentSchemaVersion(db, SYNC_COMPONENT) === 0) {
-      io.out('sync has never run on this hub: there is no outbox');
+      line('outbox', 'none yet: sync has never run on this hub');
       return 0;
     }
     const outbox = new Outbox(db);

@@ -2,22 +2,39 @@
  * `meshhub upstream …`: run the upstream, migrate its database, register and revoke sites,
  * manage its users and grant subscriptions. The database commands need only
  * UPSTREAM_DATABASE_URL and work while upstream processes run (they share PostgreSQL).
- * Passwords come from MESHHUB_PASSWORD or stdin, never from arguments (they would show in `ps`
- * and the shell history). Exit codes as the hub's CLI: 0 done, 1 refused (no such site or user,
+ * The words are the hub CLI's (`--roles`, `--password-stdin`, `--nodes`, `--expires`), the hub's
+ * old spellings accepted with a deprecation line. Passwords come from stdin (`--password-stdin`)
+ * or MESHHUB_PASSWORD, never from arguments (they would show in `ps` and the shell history); stdin
+ * without the flag, the upstream's old way, still works with a deprecation line. Exit codes as the hub's CLI: 0 done, 1 refused (no such site or user,
  * exists already, database unreachable, invalid settings), 2 usage errors.
  */
 
 import { readFileSync } from 'node:fs';
-import { parseArgs } from 'node:util';
 import type { JSONWebKeySet } from 'jose';
 import type pg from 'pg';
-import { UsageError } from '../../src/auth/cli-commands.js';
+import {
+  one,
+  PASSWORD_OPTIONS,
+  ROLES_OPTIONS,
+  readPassword,
+  rolesFrom,
+} from '../../src/auth/cli-commands.js';
 import { EXTERNAL_PRINCIPAL_PREFIX } from '../../src/auth/hub-identity.js';
-import { ADMIN_ROLE, SUBSCRIBER_ROLE } from '../../src/auth/user-service.js';
-import { splitList } from '../../src/config/fields.js';
 import { ConfigError } from '../../src/config/load.js';
-import { NODE_ID_PATTERN } from '../../src/messaging/schemas.js';
-import { parseUntil } from '../../src/messaging/subscription-commands.js';
+import {
+  type CliCommand,
+  type CliIo,
+  parseCommand,
+  pickSubcommand,
+  reportCliError,
+  UsageError,
+} from '../../src/kernel/cli-args.js';
+import {
+  EXPIRES_OPTIONS,
+  expiresFrom,
+  NODES_OPTIONS,
+  nodesFrom,
+} from '../../src/messaging/subscription-commands.js';
 import { siteIdSchema } from '../protocol.js';
 import { InvalidUserError, UpstreamUserService, UserExistsError } from './auth/user-service.js';
 import { grantOrExtend } from './billing/grants.js';
@@ -28,52 +45,159 @@ import { runUpstreamServer } from './main.js';
 import { loadUpstreamDatabaseSettings } from './settings.js';
 import { SiteRegistry, SiteRegistryError, type SiteRow } from './sites.js';
 
-export interface UpstreamCommandContext {
+export interface UpstreamCommandContext extends CliIo {
   env: Readonly<Record<string, string | undefined>>;
-  /** Where `user add` / `user passwd` read the password when MESHHUB_PASSWORD is not set. */
+  /** Where `user add` / `user passwd` read the password (--password-stdin). */
   stdin: NodeJS.ReadableStream & { isTTY?: boolean };
-  out: (text: string) => void;
-  err: (text: string) => void;
 }
 
-export const UPSTREAM_HELP = `Usage (the upstream role; configured by UPSTREAM_DATABASE_URL and the settings in the README):
-  meshhub upstream      Run the upstream: migrate, then serve the sync, read, messaging and auth
+const SERVE = {
+  name: 'meshhub upstream',
+  help: `  meshhub upstream [serve]
+                        Run the upstream: migrate, then serve the sync, read, messaging and auth
                         APIs and the web UI on HTTP_HOST:HTTP_PORT.
-  meshhub upstream migrate
+`,
+  options: {},
+  positionals: false,
+} satisfies CliCommand;
+
+const MIGRATE = {
+  name: 'meshhub upstream migrate',
+  help: `  meshhub upstream migrate
                         Apply the PostgreSQL schema migrations and exit.
-  meshhub upstream site add <site_id> (--public-key <jwks-file> | --jwks-url <url>) [--name <name>] [--replace]
+`,
+  options: {},
+  positionals: false,
+} satisfies CliCommand;
+
+const SITE_COMMANDS = {
+  add: {
+    name: 'meshhub upstream site add',
+    help: `  meshhub upstream site add <site_id> (--public-key <jwks-file> | --jwks-url <url>) [--name <name>] [--replace]
                         Register a site and the public key its requests are signed with (the
                         site's \`meshhub sync key\`, or its /.well-known/jwks.json). --replace
                         replaces a registered site's keys (and lifts its revocation).
-  meshhub upstream site list
-  meshhub upstream site revoke <site_id>
+`,
+    options: {
+      'public-key': { type: 'string' },
+      'jwks-url': { type: 'string' },
+      name: { type: 'string' },
+      replace: { type: 'boolean' },
+    },
+  },
+  list: {
+    name: 'meshhub upstream site list',
+    help: '  meshhub upstream site list\n',
+    options: {},
+    positionals: false,
+  },
+  revoke: {
+    name: 'meshhub upstream site revoke',
+    help: `  meshhub upstream site revoke <site_id>
                         Refuse the site's requests from now on (its data stays).
-  meshhub upstream user add <name> [--roles subscriber[,admin]]
-                        Create a user; the password comes from MESHHUB_PASSWORD or stdin.
-  meshhub upstream user list
-  meshhub upstream user passwd <name>
-  meshhub upstream user revoke <name>
+`,
+    options: {},
+  },
+} satisfies Record<string, CliCommand>;
+
+const USER_COMMANDS = {
+  add: {
+    name: 'meshhub upstream user add',
+    help: `  meshhub upstream user add <name> [--roles ROLE,ROLE] --password-stdin
+                        Create a user (roles: subscriber by default, admin, ...); the password
+                        comes from stdin (or MESHHUB_PASSWORD).
+`,
+    options: { ...ROLES_OPTIONS, ...PASSWORD_OPTIONS },
+  },
+  list: {
+    name: 'meshhub upstream user list',
+    help: '  meshhub upstream user list\n',
+    options: {},
+    positionals: false,
+  },
+  passwd: {
+    name: 'meshhub upstream user passwd',
+    help: '  meshhub upstream user passwd <name> --password-stdin\n',
+    options: PASSWORD_OPTIONS,
+  },
+  revoke: {
+    name: 'meshhub upstream user revoke',
+    help: `  meshhub upstream user revoke <name>
                         End every token and sign-in of the user now (they sign in again).
-  meshhub upstream user disable <name>
+`,
+    options: {},
+  },
+  disable: {
+    name: 'meshhub upstream user disable',
+    help: `  meshhub upstream user disable <name>
                         Refuse the user's logins and revoke their subscriptions at every site.
-  meshhub upstream user enable <name>
-  meshhub upstream subscription grant <principal> --nodes all|!id,!id [--expires DATE]
+`,
+    options: {},
+  },
+  enable: {
+    name: 'meshhub upstream user enable',
+    help: '  meshhub upstream user enable <name>\n',
+    options: {},
+  },
+} satisfies Record<string, CliCommand>;
+
+const SUBSCRIPTION_GRANT = {
+  name: 'meshhub upstream subscription grant',
+  help: `  meshhub upstream subscription grant <user> --nodes all|!a1b2c3d4,... [--expires DATE]
                         Let a user (or idp:<sub>) text every node (all) or the nodes named, until
                         DATE (2026-12-31, or an ISO date-time); the sites that heard those nodes
                         (every site for all) are told.
+`,
+  options: { ...NODES_OPTIONS, ...EXPIRES_OPTIONS },
+} satisfies CliCommand;
+
+const helpOf = (commands: Record<string, CliCommand>) =>
+  Object.values(commands)
+    .map((c) => c.help)
+    .join('');
+
+const SITE_GROUP = {
+  name: 'meshhub upstream site',
+  help: helpOf(SITE_COMMANDS),
+  subcommands: Object.keys(SITE_COMMANDS) as Array<keyof typeof SITE_COMMANDS>,
+};
+const USER_GROUP = {
+  name: 'meshhub upstream user',
+  help: helpOf(USER_COMMANDS),
+  subcommands: Object.keys(USER_COMMANDS) as Array<keyof typeof USER_COMMANDS>,
+};
+const SUBSCRIPTION_GROUP = {
+  name: 'meshhub upstream subscription',
+  help: SUBSCRIPTION_GRANT.help,
+  subcommands: ['grant'] as const,
+};
+const PLAN_LINE = `  meshhub upstream plan add|list|retire ...
+                        Billing plans on the upstream (PLUGINS=billing there), as meshhub plan.
 `;
+const UPSTREAM_GROUP = {
+  name: 'meshhub upstream',
+  help: [SERVE.help, MIGRATE.help, SITE_GROUP.help, USER_GROUP.help, SUBSCRIPTION_GROUP.help, PLAN_LINE].join(
+    '',
+  ),
+  subcommands: ['serve', 'migrate', 'site', 'user', 'subscription', 'plan'] as const,
+};
+
+export const UPSTREAM_HELP = `Usage (the upstream role; configured by UPSTREAM_DATABASE_URL and the settings in the README):
+${UPSTREAM_GROUP.help}`;
 
 export async function runUpstreamCommand(args: string[], ctx: UpstreamCommandContext): Promise<number> {
-  const [command, ...rest] = args;
   try {
-    switch (command) {
-      case undefined:
+    // `meshhub upstream` alone serves; `start` is the old word for `serve`.
+    const { sub, rest } =
+      args.length === 0 || args[0] === 'start'
+        ? { sub: 'serve' as const, rest: args.slice(1) }
+        : pickSubcommand(args, UPSTREAM_GROUP);
+    switch (sub) {
       case 'serve':
-      case 'start':
-        if (rest.length) throw new UsageError(`meshhub upstream: unexpected "${rest[0]}"`);
+        parseCommand(rest, SERVE, ctx.err);
         return await runUpstreamServer(ctx.env, ctx.err);
       case 'migrate':
-        if (rest.length) throw new UsageError(`meshhub upstream migrate: unexpected "${rest[0]}"`);
+        parseCommand(rest, MIGRATE, ctx.err);
         return await withPool(ctx, async (pool) => {
           await migrateUpstream(pool);
           const now = Date.now();
@@ -87,61 +211,57 @@ export async function runUpstreamCommand(args: string[], ctx: UpstreamCommandCon
         return await userCommand(rest, ctx);
       case 'subscription':
         return await subscriptionCommand(rest, ctx);
-      case 'help':
-      case '--help':
-      case '-h':
-        ctx.out(UPSTREAM_HELP);
-        return 0;
-      default:
-        throw new UsageError(`meshhub upstream: unknown command "${command}"\n\n${UPSTREAM_HELP}`);
+      case 'plan': {
+        // Loaded only when asked for, as the billing plugin is.
+        const { runUpstreamPlanCommand } = await import('./billing/plan-commands.js');
+        return await runUpstreamPlanCommand(rest, ctx);
+      }
     }
   } catch (error) {
-    return report(error, ctx);
+    return reportUpstreamError(error, ctx);
   }
 }
 
-function report(error: unknown, ctx: UpstreamCommandContext): number {
-  if (error instanceof UsageError) {
-    ctx.err(`${error.message}\n`);
-    return error.exitCode;
-  }
+/** Reports what a command line or the upstream's settings got wrong (exit 2 or 1); rethrows the rest. */
+export function reportUpstreamError(error: unknown, ctx: CliIo, prefix = 'meshhub upstream'): number {
+  const code = reportCliError(error, ctx);
+  if (code !== undefined) return code;
   if (error instanceof InvalidUserError || error instanceof UserExistsError) {
-    ctx.err(`meshhub upstream: ${error.message}\n`);
+    ctx.err(`${prefix}: ${error.message}\n`);
     return 1;
   }
   if (error instanceof ConfigError) {
-    ctx.err(`meshhub upstream: ${error.message}\n`);
+    ctx.err(`${prefix}: ${error.message}\n`);
     return 1;
   }
-  if ((error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
-    ctx.err(`meshhub upstream: ${(error as Error).message}\n`);
-    return 2;
-  }
   if (isTransientDatabaseError(error)) {
-    ctx.err(
-      `meshhub upstream: PostgreSQL (UPSTREAM_DATABASE_URL) does not answer: ${(error as Error).message}\n`,
-    );
+    ctx.err(`${prefix}: PostgreSQL (UPSTREAM_DATABASE_URL) does not answer: ${(error as Error).message}\n`);
     return 1;
   }
   throw error;
 }
 
-/** Opens a small pool on UPSTREAM_DATABASE_URL for one command, migrated, and ends it after. */
-async function withPool<T>(ctx: UpstreamCommandContext, fn: (pool: pg.Pool) => Promise<T>): Promise<T> {
+/** A small pool on UPSTREAM_DATABASE_URL, migrated: commands may run before the first `meshhub upstream`. */
+export async function openMigratedPool(ctx: UpstreamCommandContext): Promise<pg.Pool> {
   const settings = loadUpstreamDatabaseSettings(ctx.env);
   const pool = openPool(settings.UPSTREAM_DATABASE_URL.reveal(), { max: 2 });
   try {
-    // Commands may run before the first `meshhub upstream`: the tables they write must exist.
     await migrateUpstream(pool);
+    return pool;
+  } catch (error) {
+    await pool.end();
+    throw error;
+  }
+}
+
+/** Runs `fn` on a migrated pool for one command, and ends the pool after. */
+async function withPool<T>(ctx: UpstreamCommandContext, fn: (pool: pg.Pool) => Promise<T>): Promise<T> {
+  const pool = await openMigratedPool(ctx);
+  try {
     return await fn(pool);
   } finally {
     await pool.end();
   }
-}
-
-function one(positionals: string[], what: string, usage: string): string {
-  if (positionals.length !== 1) throw new UsageError(`${usage}: expected one ${what}`);
-  return positionals[0]!;
 }
 
 function when(value: unknown): string {
@@ -191,28 +311,9 @@ function siteId(value: string, usage: string): string {
 }
 
 async function siteCommand(args: string[], ctx: UpstreamCommandContext): Promise<number> {
-  const [sub, ...rest] = args;
-  const { values, positionals } = parseArgs({
-    args: rest,
-    options: {
-      'public-key': { type: 'string' },
-      'jwks-url': { type: 'string' },
-      name: { type: 'string' },
-      replace: { type: 'boolean', default: false },
-    },
-    allowPositionals: true,
-    strict: true,
-  });
-  const usage = `meshhub upstream site ${sub ?? ''}`.trim();
-  const noOptions = () => {
-    if (
-      values['public-key'] !== undefined ||
-      values['jwks-url'] !== undefined ||
-      values.name !== undefined ||
-      values.replace
-    )
-      throw new UsageError(`${usage}: --public-key, --jwks-url, --name and --replace are only for site add`);
-  };
+  const { sub, rest } = pickSubcommand(args, SITE_GROUP);
+  const { values, positionals } = parseCommand(rest, SITE_COMMANDS[sub] as typeof SITE_COMMANDS.add, ctx.err);
+  const usage = SITE_COMMANDS[sub].name;
   switch (sub) {
     case 'add': {
       const id = siteId(one(positionals, 'site id', usage), usage);
@@ -251,8 +352,6 @@ async function siteCommand(args: string[], ctx: UpstreamCommandContext): Promise
       });
     }
     case 'list': {
-      noOptions();
-      if (positionals.length) throw new UsageError(`${usage}: takes no arguments`);
       return withPool(ctx, async (pool) => {
         const sites = await new SiteRegistry(pool).list();
         if (sites.length === 0)
@@ -269,7 +368,6 @@ async function siteCommand(args: string[], ctx: UpstreamCommandContext): Promise
       });
     }
     case 'revoke': {
-      noOptions();
       const id = siteId(one(positionals, 'site id', usage), usage);
       return withPool(ctx, async (pool) => {
         const sites = new SiteRegistry(pool);
@@ -284,34 +382,10 @@ async function siteCommand(args: string[], ctx: UpstreamCommandContext): Promise
         return 0;
       });
     }
-    default:
-      throw new UsageError(`meshhub upstream site: unknown subcommand "${sub ?? ''}"\n\n${UPSTREAM_HELP}`);
   }
 }
 
 // ---- users ----
-
-async function readPassword(ctx: UpstreamCommandContext): Promise<string> {
-  const fromEnv = ctx.env.MESHHUB_PASSWORD;
-  if (fromEnv !== undefined && fromEnv !== '') return fromEnv;
-  if (ctx.stdin.isTTY) ctx.err('password (then Enter and Ctrl-D): ');
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of ctx.stdin) {
-    const buffer = typeof chunk === 'string' ? Buffer.from(chunk) : (chunk as Buffer);
-    size += buffer.length;
-    if (size > 4096) throw new InvalidUserError('password', 'on stdin is longer than 4096 bytes');
-    chunks.push(buffer);
-  }
-  // One trailing newline is what `echo` and a terminal add; it is not part of the password.
-  const password = Buffer.concat(chunks)
-    .toString('utf8')
-    .replace(/\r?\n$/, '');
-  if (password === '') {
-    throw new UsageError('meshhub upstream user: give the password in MESHHUB_PASSWORD or on stdin');
-  }
-  return password;
-}
 
 /**
  * `user revoke|disable|enable <name>`: each changes the user and says what it did, or answers
@@ -353,23 +427,16 @@ function changeUser(
 }
 
 async function userCommand(args: string[], ctx: UpstreamCommandContext): Promise<number> {
-  const [sub, ...rest] = args;
-  const { values, positionals } = parseArgs({
-    args: rest,
-    options: { roles: { type: 'string' } },
-    allowPositionals: true,
-    strict: true,
-  });
-  const usage = `meshhub upstream user ${sub ?? ''}`.trim();
-  if (values.roles !== undefined && sub !== 'add')
-    throw new UsageError(`${usage}: --roles is only for user add`);
+  const { sub, rest } = pickSubcommand(args, USER_GROUP);
+  const command = USER_COMMANDS[sub];
+  const usage = command.name;
+  const { values, positionals } = parseCommand(rest, command as typeof USER_COMMANDS.add, ctx.err);
   switch (sub) {
     case 'add': {
       const username = one(positionals, 'user name', usage);
-      const roles = splitList(values.roles ?? SUBSCRIBER_ROLE);
-      if (roles.length === 0)
-        throw new UsageError(`${usage}: --roles expects e.g. subscriber or subscriber,${ADMIN_ROLE}`);
-      const password = await readPassword(ctx);
+      const roles = rolesFrom(values, usage);
+      // Before --password-stdin, the upstream read stdin unasked: still so, with a deprecation line.
+      const password = await readPassword(values, ctx, usage, true);
       return withPool(ctx, async (pool) => {
         const user = await new UpstreamUserService(pool).add({ username, password, roles });
         ctx.out(`created user ${user.username} (${user.roles.join(', ')})\n`);
@@ -377,10 +444,10 @@ async function userCommand(args: string[], ctx: UpstreamCommandContext): Promise
       });
     }
     case 'list':
-      if (positionals.length) throw new UsageError(`${usage}: takes no arguments`);
       return withPool(ctx, async (pool) => {
         const users = await new UpstreamUserService(pool).list();
-        if (users.length === 0) ctx.out('no users yet; add one with: meshhub upstream user add <name>\n');
+        if (users.length === 0)
+          ctx.out('no users yet; add one with: meshhub upstream user add <name> --password-stdin\n');
         for (const u of users) {
           ctx.out(
             `${u.username.padEnd(32)} ${u.roles.join(',').padEnd(24)} ${(u.disabled ? 'disabled' : 'active').padEnd(8)} created ${when(u.createdAt)}\n`,
@@ -390,7 +457,7 @@ async function userCommand(args: string[], ctx: UpstreamCommandContext): Promise
       });
     case 'passwd': {
       const username = one(positionals, 'user name', usage);
-      const password = await readPassword(ctx);
+      const password = await readPassword(values, ctx, usage, true);
       return changeUser(ctx, usage, username, async (users) =>
         (await users.setPassword(username, password))
           ? `password of ${username.toLowerCase()} changed`
@@ -403,8 +470,6 @@ async function userCommand(args: string[], ctx: UpstreamCommandContext): Promise
       const username = one(positionals, 'user name', usage);
       return changeUser(ctx, usage, username, (users) => USER_CHANGES[sub](users, username));
     }
-    default:
-      throw new UsageError(`meshhub upstream user: unknown subcommand "${sub ?? ''}"\n\n${UPSTREAM_HELP}`);
   }
 }
 
@@ -448,45 +513,15 @@ export async function grantUpstreamSubscription(
 }
 
 async function subscriptionCommand(args: string[], ctx: UpstreamCommandContext): Promise<number> {
-  const [sub, ...rest] = args;
-  const { values, positionals } = parseArgs({
-    args: rest,
-    options: { nodes: { type: 'string' }, expires: { type: 'string' } },
-    allowPositionals: true,
-    strict: true,
-  });
-  const usage = `meshhub upstream subscription ${sub ?? ''}`.trim();
-  if (sub !== 'grant') {
-    throw new UsageError(
-      `meshhub upstream subscription: unknown subcommand "${sub ?? ''}"\n\n${UPSTREAM_HELP}`,
-    );
-  }
-  const who = one(positionals, 'principal (a user name, or idp:<sub>)', usage);
+  pickSubcommand(args, SUBSCRIPTION_GROUP);
+  const usage = SUBSCRIPTION_GRANT.name;
+  const { values, positionals } = parseCommand(args.slice(1), SUBSCRIPTION_GRANT, ctx.err);
+  const [who, ...extra] = positionals;
+  if (!who) throw new UsageError(`${usage}: name a user (or idp:<sub>)`);
   const subscriber = who.startsWith(EXTERNAL_PRINCIPAL_PREFIX) ? who : who.toLowerCase();
-  if (values.nodes === undefined)
-    throw new UsageError(`${usage}: give --nodes all or --nodes !a1b2c3d4,!e5f6a7b8`);
-  let nodes: 'all' | string[];
-  if (values.nodes.trim() === 'all') nodes = 'all';
-  else {
-    nodes = splitList(values.nodes);
-    const bad = nodes.find((n) => !NODE_ID_PATTERN.test(n));
-    if (nodes.length === 0 || bad !== undefined) {
-      throw new UsageError(
-        `${usage}: --nodes expects all or node ids like !a1b2c3d4,!e5f6a7b8${bad === undefined ? '' : ` ("${bad}" is not one)`}`,
-      );
-    }
-  }
+  const nodes = nodesFrom(values, extra, usage, ctx.err);
   const now = Date.now();
-  let expiresAt: number | null = null;
-  if (values.expires !== undefined) {
-    const until = parseUntil(values.expires);
-    if (until === undefined)
-      throw new UsageError(
-        `${usage}: --expires expects a date like 2026-12-31 or an ISO date-time with an offset`,
-      );
-    if (until <= now) throw new UsageError(`${usage}: --expires is in the past`);
-    expiresAt = until;
-  }
+  const expiresAt = expiresFrom(values, usage, now);
   return withPool(ctx, async (pool) => {
     if (!subscriber.startsWith(EXTERNAL_PRINCIPAL_PREFIX)) {
       const user = await new UpstreamUserService(pool).get(subscriber);

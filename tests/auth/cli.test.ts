@@ -4,23 +4,20 @@
  * revocations included (issue 23, finding 14: a token issued before `user remove`, `user roles`,
  * `user passwd` or `token revoke` is refused over HTTP and MQTT right after).
  */
-import { spawn, spawnSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { join } from 'node:path';
 import { decodeJwt } from 'jose';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { HubUserService } from '../../src/auth/user-service.js';
+import { buildCli, type CliResult, meshhubCli } from '../helpers/cli.js';
 import { mqttOf, startTestHub, type TestHub } from '../helpers/hub.js';
 import { call, FAST_MESSAGING, knownNodes, PASSWORD, send, tokenFor } from '../messaging/helpers.js';
 import { connect, endClients, refusedCode } from '../mqtt/helpers.js';
 
-const CLI = join(process.cwd(), 'dist', 'hub', 'cli.js');
 let t: TestHub;
 let nodes: string[];
 
 beforeAll(async () => {
-  const built = spawnSync(process.execPath, ['scripts/start.mjs', '--build-only'], { stdio: 'inherit' });
-  if (built.status !== 0) throw new Error('building dist/ failed');
+  buildCli();
   t = await startTestHub(FAST_MESSAGING);
   nodes = await knownNodes(t, 6);
 }, 180_000);
@@ -36,20 +33,13 @@ async function existingUser(prefix: string): Promise<string> {
   return username;
 }
 
-function meshhub(args: string[], stdin = ''): Promise<{ code: number | null; out: string; err: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [CLI, ...args], {
-      env: { ...process.env, DATA_DIR: t.dataDir, LOG_LEVEL: 'silent' },
-      stdio: ['pipe', 'pipe', 'pipe'],
-    });
-    let out = '';
-    let err = '';
-    child.stdout.on('data', (d) => (out += d));
-    child.stderr.on('data', (d) => (err += d));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, out, err }));
-    child.stdin.end(stdin);
+async function meshhub(args: string[], stdin = ''): Promise<CliResult> {
+  const res = await meshhubCli(args, {
+    env: { ...process.env, DATA_DIR: t.dataDir, LOG_LEVEL: 'silent' },
+    stdin,
   });
+  // The line naming the database opened is checked in tests/hub/cli-data-dir.test.ts.
+  return { ...res, err: res.err.replace(/^meshhub: using database .*\n/m, '') };
 }
 
 describe('meshhub user', () => {
@@ -63,7 +53,7 @@ describe('meshhub user', () => {
     expect(await tokenFor(t.baseUrl, alice, 'moss-on-the-north-side')).toMatch(/^ey/);
     const ops = uniqueName('ops');
     const admin = await meshhub(
-      ['user', 'add', ops, '--admin', '--role', 'integration', '--password-stdin'],
+      ['user', 'add', ops, '--roles', 'integration,admin', '--password-stdin'],
       'ops-password-1',
     );
     expect(admin.out).toBe(`created user ${ops} (integration, admin)\n`);
@@ -147,7 +137,7 @@ describe('revoking tokens from the CLI while the hub runs', () => {
 
   it("meshhub user roles: a demoted user's old token gets 401 and CONNACK 4; the new one has the new roles", async () => {
     const u = await signedIn('demote');
-    const res = await meshhub(['user', 'roles', u.username, '--role', 'subscriber']);
+    const res = await meshhub(['user', 'roles', u.username, '--roles', 'subscriber']);
     expect(res).toMatchObject({
       code: 0,
       out: `roles of ${u.username} are now subscriber (their tokens were revoked)\n`,
@@ -196,7 +186,7 @@ describe('meshhub subscription', () => {
     const token = (await meshhub(['token', alice])).out.trim();
     const [a, b] = nodes;
     expect((await send(t, token, a!, 'before')).status).toBe(403);
-    const granted = await meshhub(['subscription', 'grant', alice, a!, '--until', '2099-12-31']);
+    const granted = await meshhub(['subscription', 'grant', alice, '--nodes', a!, '--expires', '2099-12-31']);
     expect(granted.code).toBe(0);
     expect(granted.out).toMatch(
       new RegExp(`^granted #\\d+ ${alice} active until 2100-01-01T00:00:00.000Z \\(cli\\): ${a}\\n$`),
@@ -204,25 +194,56 @@ describe('meshhub subscription', () => {
     expect((await send(t, token, a!, 'granted')).status).toBe(202);
     expect((await send(t, token, b!, 'not granted')).status).toBe(403);
 
-    expect((await meshhub(['subscription', 'grant', alice, '--all'])).code).toBe(0);
+    expect((await meshhub(['subscription', 'grant', alice, '--nodes', 'all'])).code).toBe(0);
     expect((await send(t, token, b!, 'all nodes')).status).toBe(202);
     const list = await meshhub(['subscription', 'list', alice]);
     expect(list.out.trim().split('\n')).toHaveLength(2);
 
-    const revoked = await meshhub(['subscription', 'revoke', alice, '--all']);
+    const revoked = await meshhub(['subscription', 'revoke', alice, '--nodes', 'all']);
     expect(revoked).toMatchObject({ code: 0, out: `revoked 2 subscription(s) of ${alice}\n` });
     expect((await send(t, token, a!, 'after')).status).toBe(403);
   });
 
   it('refuses unknown users, mixed scopes, bad node ids and past dates', async () => {
     const alice = await existingUser('alice');
-    expect((await meshhub(['subscription', 'grant', alice, '--all'])).code).toBe(0);
-    expect((await meshhub(['subscription', 'grant', uniqueName('nobody'), '--all'])).code).toBe(1);
-    expect((await meshhub(['subscription', 'grant', alice, '--all', nodes[0]!])).code).toBe(2);
-    expect((await meshhub(['subscription', 'grant', alice, 'a1b2c3d4'])).code).toBe(2);
-    expect((await meshhub(['subscription', 'grant', alice, '--all', '--until', '2001-01-01'])).code).toBe(2);
-    expect((await meshhub(['subscription', 'grant', alice, '--all', '--until', 'tomorrow'])).code).toBe(2);
+    const all = ['--nodes', 'all'];
+    expect((await meshhub(['subscription', 'grant', alice, ...all])).code).toBe(0);
+    expect((await meshhub(['subscription', 'grant', uniqueName('nobody'), ...all])).code).toBe(1);
+    expect((await meshhub(['subscription', 'grant', alice, ...all, nodes[0]!])).code).toBe(2);
+    expect((await meshhub(['subscription', 'grant', alice, '--nodes', 'a1b2c3d4'])).code).toBe(2);
+    expect((await meshhub(['subscription', 'grant', alice])).code).toBe(2);
+    expect((await meshhub(['subscription', 'grant', alice, ...all, '--expires', '2001-01-01'])).code).toBe(2);
+    expect((await meshhub(['subscription', 'grant', alice, ...all, '--expires', 'tomorrow'])).code).toBe(2);
     // Only the one valid grant is there.
     expect((await meshhub(['subscription', 'list', alice])).out.trim().split('\n')).toHaveLength(1);
+  });
+});
+
+describe('the old spellings (before the hub and the upstream took the same words)', () => {
+  it('still work, each with one "deprecated, use X" line on stderr', async () => {
+    const carol = uniqueName('carol');
+    const added = await meshhub(
+      ['user', 'add', carol, '--admin', '--role', 'integration', '--password-stdin'],
+      'ops-password-1',
+    );
+    expect(added).toMatchObject({ code: 0, out: `created user ${carol} (integration, admin)\n` });
+    expect(added.err).toBe(
+      'meshhub user add: --admin is deprecated, use --roles admin\n' +
+        'meshhub user add: --role is deprecated, use --roles ROLE,ROLE\n',
+    );
+    const [a, b] = nodes;
+    const granted = await meshhub(['subscription', 'grant', carol, a!, b!, '--until', '2099-12-31']);
+    expect(granted.code).toBe(0);
+    expect(granted.out).toMatch(new RegExp(`until 2100-01-01T00:00:00.000Z \\(cli\\): ${a} ${b}\\n$`));
+    expect(granted.err).toBe(
+      'meshhub subscription grant: --until is deprecated, use --expires\n' +
+        `meshhub subscription grant: node ids as arguments are deprecated, use --nodes ${a},${b}\n`,
+    );
+    const revoked = await meshhub(['subscription', 'revoke', carol, '--all']);
+    expect(revoked).toMatchObject({
+      code: 0,
+      out: `revoked 1 subscription(s) of ${carol}\n`,
+      err: 'meshhub subscription revoke: --all is deprecated, use --nodes all\n',
+    });
   });
 });

@@ -157,7 +157,7 @@ describe('QoS 1 durability in the hub process', () => {
       // The README's way: a device account, password on stdin; anonymous access stays off.
       const add = spawn(
         process.execPath,
-        [CLI, 'user', 'add', 'weather-station', '--role', 'device', '--password-stdin'],
+        [CLI, 'user', 'add', 'weather-station', '--roles', 'device', '--password-stdin'],
         {
           env,
           stdio: ['pipe', 'ignore', 'inherit'],

@@ -98,7 +98,7 @@ beforeAll(async () => {
     },
   });
   tokens = [hub.userToken('carol', ['subscriber']), hub.userToken('root', ['admin'])];
-  hub.cli(['subscription', 'grant', 'carol', '--all']);
+  hub.cli(['subscription', 'grant', 'carol', '--nodes', 'all']);
   await hub.start();
   for (const [doc, path] of Object.entries(DOCS)) {
     const res = await fetch(`${hub.baseUrl}${path}`);

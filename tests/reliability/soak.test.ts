@@ -132,7 +132,7 @@ describe.concurrent('soak at ten times a busy site', () => {
         const admin = hub.userToken('admin', ['admin']);
         const subscribers = Array.from({ length: SUBSCRIBERS }, (_, i) => {
           const token = hub.userToken(`sub${i}`, ['subscriber']);
-          hub.cli(['subscription', 'grant', `sub${i}`, '--all']);
+          hub.cli(['subscription', 'grant', `sub${i}`, '--nodes', 'all']);
           return token;
         });
         await hub.start({}, 60_000);

@@ -74,7 +74,7 @@ export async function startSendingHub(
     },
   });
   const token = hub.userToken('carol', ['subscriber']);
-  hub.cli(['subscription', 'grant', 'carol', '--all']);
+  hub.cli(['subscription', 'grant', 'carol', '--nodes', 'all']);
   await hub.start();
   return { hub, token };
 }
@@ -205,10 +205,7 @@ export class HubProcess {
 
   /** A user with `roles`, and a token for it (valid across restarts: the keys live in DATA_DIR). */
   userToken(name: string, roles: string[], password = `${name}-password-1`): string {
-    this.cli(
-      ['user', 'add', name, ...roles.flatMap((r) => ['--role', r]), '--password-stdin'],
-      `${password}\n`,
-    );
+    this.cli(['user', 'add', name, '--roles', roles.join(','), '--password-stdin'], `${password}\n`);
     return this.cli(['token', name, '--ttl', '2h']).split('\n').pop()!.trim();
   }
 }

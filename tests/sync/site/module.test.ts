@@ -4,7 +4,7 @@
  * does not answer is normal for a site (the hub's health stays ok, the error is in the detail);
  * `meshhub sync status` and `meshhub sync key`.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino } from 'pino';
@@ -20,6 +20,7 @@ import { StoreActor } from '../../../src/store/store-actor.js';
 import { syncCommand } from '../../../sync/site/commands.js';
 import { syncModule } from '../../../sync/site/module.js';
 import { enableOutbox, outboxTriggerNames } from '../../../sync/site/outbox-schema.js';
+import { SYNC_STATE } from '../../../sync/site/push-actor.js';
 import { freePort, waitFor } from '../../helpers/hub.js';
 
 const log = pino({ level: 'silent' });
@@ -192,16 +193,12 @@ describe('the sync module', () => {
     expect(metrics).toContain('meshhub_sync_outbox_depth 1');
     expect(metrics).toContain('meshhub_sync_downlink_connected 0');
 
-    const lines: string[] = [];
     const env = { DATA_DIR: h.dir, SYNC_UPSTREAM_URL: `http://127.0.0.1:${port}`, SYNC_SITE_ID: 'north' };
-    expect(
-      await syncCommand(['status'], {
-        env,
-        dataDir: () => loadConfig(env).DATA_DIR,
-        out: (l) => lines.push(l),
-      }),
-    ).toBe(0);
-    expect(lines).toEqual([
+    const status = await runSync(['status'], env, () => loadConfig(env).DATA_DIR);
+    expect(status.code).toBe(0);
+    expect(status.err).toBe(`meshhub: using database ${join(h.dir, 'meshhub.sqlite')} (DATA_DIR)\n`);
+    // One field a line, the values aligned.
+    expect(status.out.split('\n').slice(0, -1)).toEqual([
       `upstream:       http://127.0.0.1:${port}`,
       'site:           north',
       'acked seq:      0',
@@ -218,29 +215,76 @@ describe('the sync module', () => {
   });
 });
 
+/** `meshhub sync …` through the command function the CLI calls: exit code, stdout, stderr. */
+async function runSync(
+  args: string[],
+  env: Record<string, string>,
+  dataDir: () => string,
+): Promise<{ code: number; out: string; err: string }> {
+  let out = '';
+  let err = '';
+  const code = await syncCommand(args, {
+    env,
+    dataDir,
+    dataDirFrom: 'DATA_DIR',
+    out: (t) => (out += t),
+    err: (t) => (err += t),
+  });
+  return { code, out, err };
+}
+
 describe('meshhub sync', () => {
-  it('key prints the hub public key set, the same the hub signs with', async () => {
+  it('key prints the hub public key set (only that on stdout), the same the hub signs with', async () => {
     const dir = tempDir();
-    const lines: string[] = [];
-    expect(await syncCommand(['key'], { env: {}, dataDir: () => dir, out: (l) => lines.push(l) })).toBe(0);
-    const printed = JSON.parse(lines.join('\n'));
+    const res = await runSync(['key'], {}, () => dir);
+    expect(res.code).toBe(0);
+    const printed = JSON.parse(res.out);
     expect(printed).toEqual((await LocalIssuer.open(dir)).jwks());
     expect(printed.keys[0]).not.toHaveProperty('d');
+    expect(res.err).toMatch(/^meshhub: created a new signing key \S+jwt-signing-key.json \(DATA_DIR\)/);
+    expect((await runSync(['key'], {}, () => dir)).err).toMatch(/^meshhub: using signing key /);
   });
 
-  it('status on a hub that never synced says so; an unknown subcommand prints the usage', async () => {
+  it('status on a hub that never synced says so; an unknown subcommand names the valid ones', async () => {
     const dir = tempDir();
     const h = await moduleHost();
-    const lines: string[] = [];
-    expect(await syncCommand(['status'], { env: {}, dataDir: () => h.dir, out: (l) => lines.push(l) })).toBe(
-      0,
+    const env = { SYNC_UPSTREAM_URL: 'https://upstream.example', SYNC_SITE_ID: 'north' };
+    expect(await runSync(['status'], env, () => h.dir)).toMatchObject({
+      code: 0,
+      out:
+        'upstream:       https://upstream.example\n' +
+        'site:           north\n' +
+        'outbox:         none yet: sync has never run on this hub\n',
+    });
+    expect(await runSync(['push'], {}, () => dir)).toEqual({
+      code: 2,
+      out: '',
+      err: 'meshhub sync: unknown subcommand "push"; use one of: status, key (or --help)\n',
+    });
+  });
+
+  it('status without SYNC_UPSTREAM_URL says only that sync is not configured, and which setting to set', async () => {
+    const h = await moduleHost();
+    // An earlier run with sync left a downlink state: not shown when sync is not configured now.
+    enableOutbox(h.store.db);
+    h.store.db
+      .prepare('INSERT INTO sync_state (key, value) VALUES (?, ?)')
+      .run(SYNC_STATE.downlinkState, 'connected');
+    const res = await runSync(['status'], {}, () => h.dir);
+    expect(res).toEqual({
+      code: 1,
+      out: 'sync: not configured (SYNC_UPSTREAM_URL is unset here); set SYNC_UPSTREAM_URL and SYNC_SITE_ID as the hub has them\n',
+      err: '',
+    });
+  });
+
+  it('status refuses a data directory without a hub database, and creates none', async () => {
+    const dir = join(tempDir(), 'not-the-hub');
+    const res = await runSync(['status'], { SYNC_UPSTREAM_URL: 'https://upstream.example' }, () => dir);
+    expect(res.code).toBe(1);
+    expect(res.err).toBe(
+      `meshhub: no hub database at ${join(dir, 'meshhub.sqlite')} (DATA_DIR); set DATA_DIR to the running hub's data directory\n`,
     );
-    expect(lines).toEqual([
-      'upstream:       not configured (SYNC_UPSTREAM_URL is unset)',
-      'sync has never run on this hub: there is no outbox',
-    ]);
-    const usage: string[] = [];
-    expect(await syncCommand(['push'], { env: {}, dataDir: () => dir, out: (l) => usage.push(l) })).toBe(2);
-    expect(usage[0]).toBe('meshhub sync: unknown subcommand "push"');
+    expect(existsSync(dir)).toBe(false);
   });
 });

@@ -6,6 +6,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { runUpstreamPlanCommand } from '../../../sync/upstream/billing/plan-commands.js';
+import { openPool } from '../../../sync/upstream/db/pool.js';
 import { loadUpstreamSettings } from '../../../sync/upstream/settings.js';
 import { configProblems } from '../../helpers/config.js';
 import { createTestSchema, skipWithoutPostgres } from '../../helpers/postgres.js';
@@ -83,12 +84,18 @@ describe.skipIf(skip)('meshhub upstream plan', () => {
         '30',
       ];
       expect(await runUpstreamPlanCommand(add, ctx)).toBe(0);
-      expect(
-        await runUpstreamPlanCommand(
-          'add hut --name Hut --price 0.0001 --currency BTC --days 7 --nodes !a1b2c3d4'.split(' '),
-          ctx,
-        ),
-      ).toBe(0);
+      const hut = 'add hut --name Hut --price 0.0001 --currency BTC --days 7 --nodes'.split(' ');
+      // A node no site has reported is refused by name; once a site heard it, it is taken.
+      expect(await runUpstreamPlanCommand([...hut, '!a1b2c3d4'], ctx)).toBe(1);
+      expect(err.join('')).toContain(
+        'meshhub upstream plan add: --nodes: never heard !a1b2c3d4 (at any site); name nodes it has heard, or all',
+      );
+      const pool = openPool(schema.url, { max: 1 });
+      await pool.query(
+        `INSERT INTO nodes (site_id, node_id, node_num, updated_at, received_at) VALUES ('north', '!a1b2c3d4', 2712847316, 0, 0)`,
+      );
+      await pool.end();
+      expect(await runUpstreamPlanCommand([...hut, '!a1b2c3d4'], ctx)).toBe(0);
       expect(await runUpstreamPlanCommand(add, ctx)).toBe(2);
       expect(err.join('')).toContain('meshhub upstream plan: id: a plan "monthly" exists already');
       expect(

@@ -126,9 +126,21 @@ describe.skipIf(skip)('meshhub upstream commands', () => {
       [['site', 'add', 'x1', '--public-key', join(dir, 'missing.json')], 1, 'cannot read'],
       [['site', 'add', 'x1', '--jwks-url', 'http://keys.example/jwks.json'], 1, 'must be https'],
       [['site', 'add'], 2, 'meshhub upstream site add: expected one site id\n'],
-      [['site', 'add', 'x1', '--bogus'], 2, "Unknown option '--bogus'"],
-      [['site', 'list', '--name', 'x'], 2, 'only for site add'],
-      [['site', 'rename', 'x1'], 2, 'meshhub upstream site: unknown subcommand "rename"'],
+      [
+        ['site', 'add', 'x1', '--bogus'],
+        2,
+        'meshhub upstream site add: unknown option --bogus; valid options: --public-key, --jwks-url, --name, --replace, --help\n',
+      ],
+      [
+        ['site', 'list', '--name', 'x'],
+        2,
+        'meshhub upstream site list: unknown option --name; it takes no options but --help\n',
+      ],
+      [
+        ['site', 'rename', 'x1'],
+        2,
+        'meshhub upstream site: unknown subcommand "rename"; use one of: add, list, revoke (or --help)\n',
+      ],
     ];
     for (const [args, code, message] of cases) {
       const res = await run(args);
@@ -165,7 +177,7 @@ describe.skipIf(skip)('meshhub upstream commands', () => {
       env: { MESHHUB_PASSWORD: PASSWORD },
     });
     expect(fromEnv).toEqual({ code: 0, out: 'created user alice (subscriber, admin)\n', err: '' });
-    const fromStdin = await run(['user', 'add', 'bob'], { stdin: `${PASSWORD}\n` });
+    const fromStdin = await run(['user', 'add', 'bob', '--password-stdin'], { stdin: `${PASSWORD}\n` });
     expect(fromStdin).toEqual({ code: 0, out: 'created user bob (subscriber)\n', err: '' });
     const { rows } = await pool.query(
       `SELECT username, password_hash, roles FROM users WHERE username IN ('alice', 'bob') ORDER BY username`,
@@ -205,7 +217,13 @@ describe.skipIf(skip)('meshhub upstream commands', () => {
         1,
         'roles "Root!" is not a valid role name',
       ],
-      [['user', 'add', 'carol'], {}, '', 2, 'give the password in MESHHUB_PASSWORD or on stdin'],
+      [
+        ['user', 'add', 'carol', '--password-stdin'],
+        {},
+        '',
+        2,
+        'meshhub upstream user add: give the password on stdin with --password-stdin, or in MESHHUB_PASSWORD\n',
+      ],
       [
         ['user', 'add'],
         { MESHHUB_PASSWORD: PASSWORD },
@@ -213,7 +231,13 @@ describe.skipIf(skip)('meshhub upstream commands', () => {
         2,
         'meshhub upstream user add: expected one user name',
       ],
-      [['user', 'list', '--roles', 'x'], {}, undefined, 2, '--roles is only for user add'],
+      [
+        ['user', 'list', '--roles', 'x'],
+        {},
+        undefined,
+        2,
+        'meshhub upstream user list: unknown option --roles; it takes no options but --help\n',
+      ],
     ];
     for (const [args, env, stdin, code, message] of cases) {
       const res = await run(args, { env, ...(stdin === undefined ? {} : { stdin }) });
@@ -347,8 +371,13 @@ describe.skipIf(skip)('meshhub upstream commands', () => {
         1,
         'no user "nobody" (add it with meshhub upstream user add)',
       ],
-      [['subscription', 'grant', 'erin', '--nodes', '!xyz'], 2, '("!xyz" is not one)'],
+      [
+        ['subscription', 'grant', 'erin', '--nodes', '!xyz'],
+        2,
+        '--nodes: "!xyz" is not a node id like !a1b2c3d4',
+      ],
       [['subscription', 'grant', 'erin'], 2, 'give --nodes all or --nodes'],
+      [['subscription', 'grant', 'erin', '--nodes', 'all', '!0000000a'], 2, 'give --nodes all or --nodes'],
       [
         ['subscription', 'grant', 'erin', '--nodes', 'all', '--expires', '2001-01-01'],
         2,
@@ -359,7 +388,11 @@ describe.skipIf(skip)('meshhub upstream commands', () => {
         2,
         '--expires expects a date',
       ],
-      [['subscription', 'revoke', 'erin'], 2, 'unknown subcommand "revoke"'],
+      [
+        ['subscription', 'revoke', 'erin'],
+        2,
+        'meshhub upstream subscription: unknown subcommand "revoke"; use one of: grant (or --help)\n',
+      ],
     ];
     const before = await pool.query('SELECT count(*) AS n FROM subscriptions');
     for (const [args, code, message] of cases) {
@@ -369,6 +402,45 @@ describe.skipIf(skip)('meshhub upstream commands', () => {
     }
     const after = await pool.query('SELECT count(*) AS n FROM subscriptions');
     expect(after.rows[0].n).toBe(before.rows[0].n);
+  });
+
+  it("takes the hub's words too; the old spellings still work with one deprecation line each", async () => {
+    // The hub's old spellings: --role/--admin, --all, --until, node ids as arguments.
+    const old = await run(['user', 'add', 'gina', '--role', 'subscriber', '--admin', '--password-stdin'], {
+      stdin: PASSWORD,
+    });
+    expect(old).toEqual({
+      code: 0,
+      out: 'created user gina (subscriber, admin)\n',
+      err:
+        'meshhub upstream user add: --admin is deprecated, use --roles admin\n' +
+        'meshhub upstream user add: --role is deprecated, use --roles ROLE,ROLE\n',
+    });
+    // The upstream's own old way: the password on stdin without --password-stdin.
+    const implied = await run(['user', 'add', 'hank'], { stdin: PASSWORD });
+    expect(implied).toEqual({
+      code: 0,
+      out: 'created user hank (subscriber)\n',
+      err: 'meshhub upstream user add: a password on stdin without --password-stdin is deprecated, use --password-stdin\n',
+    });
+    const granted = await run(['subscription', 'grant', 'gina', '!0000000a', '--until', '2099-12-31']);
+    expect(granted.code).toBe(0);
+    expect(granted.out).toMatch(/^granted #\d+ gina until 2100-01-01T00:00:00.000Z: !0000000a; /);
+    expect(granted.err).toBe(
+      'meshhub upstream subscription grant: --until is deprecated, use --expires\n' +
+        'meshhub upstream subscription grant: node ids as arguments are deprecated, use --nodes !0000000a\n',
+    );
+    const all = await run(['subscription', 'grant', 'hank', '--all']);
+    expect(all.code).toBe(0);
+    expect(all.out).toMatch(/^granted #\d+ hank no expiry: all nodes; /);
+    expect(all.err).toBe('meshhub upstream subscription grant: --all is deprecated, use --nodes all\n');
+    const { rows } = await pool.query(
+      `SELECT username, roles FROM users WHERE username IN ('gina', 'hank') ORDER BY username`,
+    );
+    expect(rows).toEqual([
+      { username: 'gina', roles: ['subscriber', 'admin'] },
+      { username: 'hank', roles: ['subscriber'] },
+    ]);
   });
 
   it('reports settings and unknown commands clearly', async () => {
@@ -392,7 +464,9 @@ describe.skipIf(skip)('meshhub upstream commands', () => {
     expect(err).not.toContain('hunter2');
     const unknown = await run(['frobnicate']);
     expect(unknown.code).toBe(2);
-    expect(unknown.err).toMatch(/^meshhub upstream: unknown command "frobnicate"\n\nUsage/);
+    expect(unknown.err).toBe(
+      'meshhub upstream: unknown subcommand "frobnicate"; use one of: serve, migrate, site, user, subscription, plan (or --help)\n',
+    );
     const down = await runUpstreamCommand(['site', 'list'], {
       env: { UPSTREAM_DATABASE_URL: 'postgres://meshhub:meshhub@127.0.0.1:1/nothing' },
       stdin: Readable.from([]),
