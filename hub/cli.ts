@@ -9,6 +9,7 @@ import { runTokenCommand, runUserCommand, USER_HELP } from '../src/auth/cli-comm
 import { parseDuration, splitList } from '../src/config/fields.js';
 import { ConfigError } from '../src/config/load.js';
 import { onShutdownSignals } from '../src/kernel/shutdown.js';
+import { debugRequested, StartupFailure, startupFailureText } from '../src/kernel/startup-failure.js';
 import { createLogger } from '../src/log.js';
 import { MeshSimulator } from '../src/mesh/simulator/simulator.js';
 import { simulatorOptionsFrom } from '../src/mesh/simulator/simulator-actor.js';
@@ -60,6 +61,19 @@ function loadConfigOrExit(env: NodeJS.ProcessEnv = process.env) {
   }
 }
 
+/**
+ * A start that cannot go on for a reason the operator fixes (a setting, a taken port, DATA_DIR,
+ * the database): one line on stderr naming it and what to do, the stack only with
+ * LOG_LEVEL=debug, exit 1. Anything else is a bug: thrown on, its stack printed.
+ */
+function failStart(error: unknown): never {
+  const failure = error instanceof UnknownPluginError ? new ConfigError([error.message]) : error;
+  const text = startupFailureText(failure, 'meshhub', debugRequested());
+  if (text === undefined) throw error;
+  process.stderr.write(text);
+  process.exit(1);
+}
+
 /** The hub's settings and every enabled plugin's, all problems reported at once. */
 async function loadHubSettingsOrExit() {
   const names = splitList(process.env.PLUGINS ?? '');
@@ -67,15 +81,13 @@ async function loadHubSettingsOrExit() {
     const plugins = await loadPlugins(names);
     return loadHubSettings(process.env, [...SLICED_CORE_MODULES, ...plugins]);
   } catch (error) {
-    if (error instanceof UnknownPluginError) fail(`meshhub: invalid configuration:\n  - ${error.message}`, 1);
-    if (error instanceof ConfigError) fail(`meshhub: ${error.message}`, 1);
-    throw error;
+    failStart(error);
   }
 }
 
 async function runHub(): Promise<void> {
   const { config, slices } = await loadHubSettingsOrExit();
-  const log = createLogger({ level: config.LOG_LEVEL });
+  const log = createLogger({ level: config.LOG_LEVEL, format: config.LOG_FORMAT });
   let hub: Awaited<ReturnType<typeof createHub>>;
   try {
     hub = await createHub(config, {
@@ -90,10 +102,9 @@ async function runHub(): Promise<void> {
       },
     });
   } catch (error) {
-    if (error instanceof UnknownPluginError) fail(`meshhub: invalid configuration:\n  - ${error.message}`, 1);
-    // Settings checked together when the hub is built (AUTH_JWKS_URL with AUTH_ISSUER, ...).
-    if (error instanceof ConfigError) fail(`meshhub: ${error.message}`, 1);
-    throw error;
+    // Settings checked together when the hub is built (AUTH_JWKS_URL with AUTH_ISSUER, ...),
+    // DATA_DIR, the database, another hub on DATA_DIR.
+    failStart(error);
   }
   // Under systemd (Type=notify): READY=1 once started, the watchdog fed while the hub answers.
   const systemd = new SystemdNotifier({
@@ -113,9 +124,11 @@ async function runHub(): Promise<void> {
   try {
     await hub.start();
   } catch (err) {
-    log.fatal({ err }, 'meshhub could not start');
+    // A taken port and the like: stderr says it in one line (failStart); the log keeps the details.
+    if (err instanceof StartupFailure) log.debug({ err }, 'meshhub could not start');
+    else log.fatal({ err }, 'meshhub could not start');
     await stop().catch(() => {});
-    process.exit(1);
+    failStart(err);
   }
   await systemd.ready();
 }
