@@ -126,13 +126,16 @@ function requiredHint(schema: z.ZodObject<z.ZodRawShape> | undefined, name: stri
   return hint ? `is required: set it to ${hint}` : 'is required';
 }
 
+/** What zod says of a setting left unset (a too-short secret, hidden from `input`, is not one). */
+const UNSET_CODES = new Set(['invalid_type', 'invalid_union', 'invalid_value']);
+
 /** How zod's own messages begin (a schema's own message is kept). */
 const ZOD_WORDING = /^(Invalid|Too (small|big))/;
 
 /** zod's own messages ("expected number, received NaN") in words a person setting a value reads. */
 function inWords(issue: z.core.$ZodIssue): string {
-  // Our own messages (fields.ts, parse functions) already say it in words; old ones say "expected …".
-  if (!ZOD_WORDING.test(issue.message)) return issue.message.replace(/^expected /, 'must be ');
+  // Our own messages (fields.ts, the parse functions) already say it in words.
+  if (!ZOD_WORDING.test(issue.message)) return issue.message;
   switch (issue.code) {
     case 'invalid_type':
       if (issue.expected === 'int') return 'must be a whole number';
@@ -152,6 +155,8 @@ function inWords(issue: z.core.$ZodIssue): string {
         return `must have ${small ? 'at least' : 'at most'} ${bound} entries`;
       return `must be ${small ? 'at least' : 'at most'} ${bound}`;
     }
+    case 'invalid_union':
+      return 'has a value of the wrong kind';
     case 'invalid_value':
       return `must be one of ${issue.values.map(String).join(', ')}`;
     case 'invalid_format':
@@ -182,7 +187,8 @@ export function settingsProblems(
     }
     const name = issue.path.join('.') || '(config)';
     const value = input[name];
-    if (value === undefined && issue.path.length === 1 && issue.code !== 'custom') {
+    // Unset (a secret's value is left out of `input` too: only the type check tells them apart).
+    if (value === undefined && issue.path.length === 1 && UNSET_CODES.has(issue.code)) {
       problems.push(`${name}: ${requiredHint(schema, name)}`);
       continue;
     }

@@ -41,6 +41,8 @@ function isBusy(error: unknown): boolean {
 function takeLock(dataDir: string): BetterSqlite3.Database {
   const db = new BetterSqlite3(join(dataDir, LOCK_FILE), { timeout: 0 });
   try {
+    // Nothing is ever written: no journal file beside it.
+    db.pragma('journal_mode = MEMORY');
     db.pragma('locking_mode = EXCLUSIVE');
     db.exec('BEGIN EXCLUSIVE');
     return db;

@@ -377,7 +377,7 @@ describe.skipIf(skip)('meshhub upstream commands', () => {
       stdin: Readable.from([]),
       out: () => {},
       err: (t) =>
-        expect(t).toBe('meshhub upstream: invalid configuration:\n  - UPSTREAM_DATABASE_URL: is required\n'),
+        expect(t).toBe('meshhub upstream: UPSTREAM_DATABASE_URL: is required\n'),
     });
     expect(noUrl).toBe(1);
     let err = '';
