@@ -13,6 +13,7 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { freePort, getJson, waitFor } from '../helpers/hub.js';
+import { createTestSchema, skipWithoutPostgres } from '../helpers/postgres.js';
 
 const CLI = join(process.cwd(), 'dist', 'hub', 'cli.js');
 const dirs: string[] = [];
@@ -197,6 +198,39 @@ describe('ports', () => {
       new RegExp(`^meshhub: HTTP_COMPONENT_PORTS ${port} on 127.0.0.1 is in use by another program`),
     );
   }, 40_000);
+});
+
+describe.skipIf(await skipWithoutPostgres())('the upstream', () => {
+  it('a taken HTTP_PORT stops `meshhub upstream` with one line', async () => {
+    const schema = await createTestSchema('startup');
+    try {
+      const port = await takenPort();
+      const child = spawn(process.execPath, [CLI, 'upstream'], {
+        env: {
+          ...process.env,
+          UPSTREAM_DATABASE_URL: schema.url,
+          DATA_DIR: tempDir(),
+          HTTP_HOST: '127.0.0.1',
+          HTTP_PORT: String(port),
+          LOG_LEVEL: 'info',
+        },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      children.push(child);
+      let stdout = '';
+      let stderr = '';
+      child.stdout?.on('data', (d) => (stdout += d));
+      child.stderr?.on('data', (d) => (stderr += d));
+      const code = await new Promise<number | null>((r) => child.once('close', r));
+      expect(code).toBe(1);
+      expect(stderr).toBe(
+        `meshhub upstream: HTTP_PORT ${port} on 127.0.0.1 is in use by another program: stop it or set HTTP_PORT\n`,
+      );
+      expect(stdout).not.toMatch(/\\n\s+at /);
+    } finally {
+      await schema.drop();
+    }
+  }, 60_000);
 });
 
 describe('one hub per DATA_DIR', () => {
