@@ -13,7 +13,7 @@ export class StartupFailure extends Error {
 const BIND_PROBLEMS: Record<string, (what: string) => string> = {
   EADDRINUSE: (what) => `${what} is in use by another program`,
   EACCES: (what) =>
-    `${what} needs privileges this user lacks (EACCES): ports below 1024 need root or CAP_NET_BIND_SERVICE`,
+    `${what} needs privileges this user lacks (EACCES; ports below 1024 need root or CAP_NET_BIND_SERVICE)`,
   EADDRNOTAVAIL: (what) => `${what} is not an address of this machine (EADDRNOTAVAIL)`,
 };
 
