@@ -36,7 +36,17 @@ const LEVEL_NAMES: Record<number, string> = {
 };
 
 /** Fields every line has, shown by position (or not at all) rather than as `key=value`. */
-const SHOWN_APART = new Set(['time', 'level', 'pid', 'hostname', 'name', 'component', 'msg', 'err']);
+const SHOWN_APART = new Set([
+  'time',
+  'level',
+  'pid',
+  'hostname',
+  'name',
+  'component',
+  'module',
+  'msg',
+  'err',
+]);
 
 const two = (n: number) => String(n).padStart(2, '0');
 
@@ -47,7 +57,7 @@ function valueText(value: unknown): string {
 
 /**
  * One JSON log line as a person reads it: `14:03:07 INFO  meshhub/http: http listening port=8080`
- * (local time; the component after the logger's name), an error's message inline and its stack
+ * (local time; the component or module after the logger's name), an error's message inline and its stack
  * indented below. A line that is not JSON passes through as it is.
  */
 export function readableLine(json: string): string {
@@ -62,7 +72,8 @@ export function readableLine(json: string): string {
   );
   const time = `${two(at.getHours())}:${two(at.getMinutes())}:${two(at.getSeconds())}`;
   const level = (LEVEL_NAMES[Number(entry.level)] ?? String(entry.level)).padEnd(5);
-  const who = [entry.name, entry.component].filter((p) => typeof p === 'string' && p).join('/');
+  const part = entry.component ?? entry.module;
+  const who = [entry.name, part].filter((p) => typeof p === 'string' && p).join('/');
   const fields = Object.entries(entry)
     .filter(([key]) => !SHOWN_APART.has(key))
     .map(([key, value]) => `${key}=${valueText(value)}`);

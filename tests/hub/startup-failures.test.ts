@@ -291,6 +291,45 @@ describe('settings', () => {
 });
 
 describe('logs on a terminal', () => {
+  it.skipIf(spawnSync('script', ['--version']).status !== 0)(
+    'a hub started on a terminal (LOG_FORMAT unset) writes readable lines',
+    async () => {
+      const port = await freePort();
+      // `script` gives the hub a pseudo-terminal for stdout, as a shell would.
+      const hub = spawn('script', ['-qfec', `${process.execPath} ${CLI} start`, '/dev/null'], {
+        env: {
+          ...process.env,
+          DATA_DIR: tempDir(),
+          HTTP_HOST: '127.0.0.1',
+          HTTP_PORT: String(port),
+          MQTT_PORT: '0',
+          MESH_API: 'false',
+          RADIO: 'none',
+          LOG_LEVEL: 'info',
+          LOG_FORMAT: '',
+        },
+        stdio: ['pipe', 'pipe', 'pipe'],
+      });
+      children.push(hub);
+      let output = '';
+      hub.stdout?.on('data', (d) => (output += d));
+      await waitFor(() => output.includes('meshhub running'), 20_000, 'the hub running');
+      const lines = output.split(/\r?\n/).filter((l) => l.includes('meshhub'));
+      expect(lines.find((l) => l.includes('meshhub starting'))).toMatch(
+        /^\d\d:\d\d:\d\d INFO {2}meshhub: meshhub starting version=/,
+      );
+      expect(lines.find((l) => l.includes('http listening'))).toMatch(
+        /INFO {2}meshhub\/http: http listening .*port=/,
+      );
+      expect(output).not.toMatch(/^\{"level"/m);
+      // `script` ends the hub it started when it is ended itself.
+      const closed = new Promise((r) => hub.once('close', r));
+      hub.kill('SIGTERM');
+      await closed;
+    },
+    30_000,
+  );
+
   it('LOG_FORMAT=pretty writes readable lines, json (and auto on a pipe) JSON lines', async () => {
     const port = await freePort();
     const dataDir = tempDir();
