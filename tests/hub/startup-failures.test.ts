@@ -49,22 +49,24 @@ interface Run {
   stderr: string;
 }
 
-/** `meshhub start` on loopback with free ports and no radio; `env` adds or overrides settings. */
-function spawnHub(env: Record<string, string>): { child: ChildProcess; done: Promise<Run> } {
-  const child = spawn(process.execPath, [CLI, 'start'], {
-    env: {
-      ...process.env,
-      HTTP_HOST: '127.0.0.1',
-      HTTP_PORT: '0',
-      MQTT_PORT: '0',
-      MESH_API: 'false',
-      RADIO: 'none',
-      LOG_LEVEL: 'info',
-      LOG_FORMAT: 'json',
-      ...env,
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+/** The settings of a hub on loopback with free ports and no radio. */
+const HUB_ENV = {
+  HTTP_HOST: '127.0.0.1',
+  HTTP_PORT: '0',
+  MQTT_PORT: '0',
+  MESH_API: 'false',
+  RADIO: 'none',
+  LOG_LEVEL: 'info',
+  LOG_FORMAT: 'json',
+};
+
+/** `file args…` with `env` over this process's, its output collected; `live` is what it wrote so far. */
+function spawnCommand(
+  file: string,
+  args: string[],
+  env: Record<string, string>,
+): { child: ChildProcess; done: Promise<Run>; live: () => string } {
+  const child = spawn(file, args, { env: { ...process.env, ...env }, stdio: ['pipe', 'pipe', 'pipe'] });
   children.push(child);
   let stdout = '';
   let stderr = '';
@@ -73,8 +75,12 @@ function spawnHub(env: Record<string, string>): { child: ChildProcess; done: Pro
   const done = new Promise<Run>((resolve) =>
     child.once('close', (code) => resolve({ code, stdout, stderr })),
   );
-  return { child, done };
+  return { child, done, live: () => stdout };
 }
+
+/** `meshhub start` with HUB_ENV; `env` adds or overrides settings. */
+const spawnHub = (env: Record<string, string>) =>
+  spawnCommand(process.execPath, [CLI, 'start'], { ...HUB_ENV, ...env });
 
 const runHub = (env: Record<string, string>) => spawnHub(env).done;
 
@@ -205,23 +211,13 @@ describe.skipIf(await skipWithoutPostgres())('the upstream', () => {
     const schema = await createTestSchema('startup');
     try {
       const port = await takenPort();
-      const child = spawn(process.execPath, [CLI, 'upstream'], {
-        env: {
-          ...process.env,
-          UPSTREAM_DATABASE_URL: schema.url,
-          DATA_DIR: tempDir(),
-          HTTP_HOST: '127.0.0.1',
-          HTTP_PORT: String(port),
-          LOG_LEVEL: 'info',
-        },
-        stdio: ['ignore', 'pipe', 'pipe'],
-      });
-      children.push(child);
-      let stdout = '';
-      let stderr = '';
-      child.stdout?.on('data', (d) => (stdout += d));
-      child.stderr?.on('data', (d) => (stderr += d));
-      const code = await new Promise<number | null>((r) => child.once('close', r));
+      const { stdout, stderr, code } = await spawnCommand(process.execPath, [CLI, 'upstream'], {
+        UPSTREAM_DATABASE_URL: schema.url,
+        DATA_DIR: tempDir(),
+        HTTP_HOST: '127.0.0.1',
+        HTTP_PORT: String(port),
+        LOG_LEVEL: 'info',
+      }).done;
       expect(code).toBe(1);
       expect(stderr).toBe(
         `meshhub upstream: HTTP_PORT ${port} on 127.0.0.1 is in use by another program: stop it or set HTTP_PORT\n`,
@@ -296,24 +292,14 @@ describe('logs on a terminal', () => {
     async () => {
       const port = await freePort();
       // `script` gives the hub a pseudo-terminal for stdout, as a shell would.
-      const hub = spawn('script', ['-qfec', `${process.execPath} ${CLI} start`, '/dev/null'], {
-        env: {
-          ...process.env,
-          DATA_DIR: tempDir(),
-          HTTP_HOST: '127.0.0.1',
-          HTTP_PORT: String(port),
-          MQTT_PORT: '0',
-          MESH_API: 'false',
-          RADIO: 'none',
-          LOG_LEVEL: 'info',
-          LOG_FORMAT: '',
-        },
-        stdio: ['pipe', 'pipe', 'pipe'],
+      const hub = spawnCommand('script', ['-qfec', `${process.execPath} ${CLI} start`, '/dev/null'], {
+        ...HUB_ENV,
+        DATA_DIR: tempDir(),
+        HTTP_PORT: String(port),
+        LOG_FORMAT: '',
       });
-      children.push(hub);
-      let output = '';
-      hub.stdout?.on('data', (d) => (output += d));
-      await waitFor(() => output.includes('meshhub running'), 20_000, 'the hub running');
+      await waitFor(() => hub.live().includes('meshhub running'), 20_000, 'the hub running');
+      const output = hub.live();
       const lines = output.split(/\r?\n/).filter((l) => l.includes('meshhub'));
       expect(lines.find((l) => l.includes('meshhub starting'))).toMatch(
         /^\d\d:\d\d:\d\d INFO {2}meshhub: meshhub starting version=/,
@@ -323,9 +309,8 @@ describe('logs on a terminal', () => {
       );
       expect(output).not.toMatch(/^\{"level"/m);
       // `script` ends the hub it started when it is ended itself.
-      const closed = new Promise((r) => hub.once('close', r));
-      hub.kill('SIGTERM');
-      await closed;
+      hub.child.kill('SIGTERM');
+      await hub.done;
     },
     30_000,
   );
