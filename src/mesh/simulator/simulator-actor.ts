@@ -39,8 +39,8 @@ export function simulatorOptionsFrom(config: SimulatorSettings): Omit<MeshSimula
  * Runs the built-in simulator when no radio is attached: a virtual device on loopback TCP that
  * the radio link reaches like any real radio, so the hub always runs its real radio path.
  * Listens on SIM_HOST:SIM_PORT so official apps can connect to it too; when that port is taken
- * (say, by a separate `meshhub sim`) it falls back to a free port. Where it listens is announced
- * on the retained `simulator.listening`, which the radio actor reads.
+ * (say, by a separate `meshhub sim`) the start fails naming SIM_PORT, as for every port. Where it
+ * listens is announced on the retained `simulator.listening`, which the radio actor reads.
  */
 export class SimulatorActor extends Actor {
   readonly name = 'simulator';
