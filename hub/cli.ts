@@ -3,6 +3,7 @@
  * The `meshhub` command. From a checkout: `npm run meshhub -- <command>`; `npm start` runs
  * `meshhub start`.
  */
+import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { loadPlugins, UnknownPluginError } from '../plugins/index.js';
 import { runTokenCommand, runUserCommand, USER_HELP } from '../src/auth/cli-commands.js';
@@ -14,8 +15,9 @@ import { createLogger } from '../src/log.js';
 import { MeshSimulator } from '../src/mesh/simulator/simulator.js';
 import { simulatorOptionsFrom } from '../src/mesh/simulator/simulator-actor.js';
 import { runSubscriptionCommand, SUBSCRIPTION_HELP } from '../src/messaging/subscription-commands.js';
+import { damagedDatabase } from '../src/store/database.js';
 import { readVersion } from '../src/version.js';
-import { createHub, SLICED_CORE_MODULES } from './main.js';
+import { createHub, DATABASE_FILE, SLICED_CORE_MODULES } from './main.js';
 import { hubAnswers, SystemdNotifier } from './sd-notify.js';
 import { loadConfig, loadHubSettings } from './settings.js';
 
@@ -123,9 +125,11 @@ async function runHub(): Promise<void> {
   });
   try {
     await hub.start();
-  } catch (err) {
-    // A taken port and the like: stderr says it in one line (failStart); the log keeps the details.
-    if (err instanceof StartupFailure) log.debug({ err }, 'meshhub could not start');
+  } catch (error) {
+    // A taken port, a damaged database met by a first query: stderr says it in one line
+    // (failStart); the log keeps the details.
+    const err = damagedDatabase(join(config.DATA_DIR, DATABASE_FILE), error);
+    if (err instanceof StartupFailure) log.debug({ err: error }, 'meshhub could not start');
     else log.fatal({ err }, 'meshhub could not start');
     await stop().catch(() => {});
     failStart(err);
