@@ -3,8 +3,15 @@
  * The `meshhub` command. From a checkout: `npm run meshhub -- <command>`; `npm start` runs
  * `meshhub start`.
  */
+import { join } from 'node:path';
 import { loadPlugins, UnknownPluginError } from '../plugins/index.js';
-import { dataDirFrom, runTokenCommand, runUserCommand, USER_HELP } from '../src/auth/cli-commands.js';
+import {
+  dataDirFrom,
+  HUB_DATABASE_FILE,
+  runTokenCommand,
+  runUserCommand,
+  USER_HELP,
+} from '../src/auth/cli-commands.js';
 import { parseDuration, splitList } from '../src/config/fields.js';
 import { ConfigError } from '../src/config/load.js';
 import {
@@ -15,8 +22,10 @@ import {
   stringOptions,
 } from '../src/kernel/cli-args.js';
 import { onShutdownSignals } from '../src/kernel/shutdown.js';
+import { debugRequested, StartupFailure, startupFailureText } from '../src/kernel/startup-failure.js';
 import { createLogger } from '../src/log.js';
 import { runSubscriptionCommand, SUBSCRIPTION_HELP } from '../src/messaging/subscription-commands.js';
+import { damagedDatabase } from '../src/store/database.js';
 import { readVersion } from '../src/version.js';
 import { loadConfig, loadHubSettings } from './settings.js';
 
@@ -111,6 +120,19 @@ function loadConfigOrExit(env: NodeJS.ProcessEnv = process.env) {
   }
 }
 
+/**
+ * A start that cannot go on for a reason the operator fixes (a setting, a taken port, DATA_DIR,
+ * the database): one line on stderr naming it and what to do, the stack only with
+ * LOG_LEVEL=debug, exit 1. Anything else is a bug: thrown on, its stack printed.
+ */
+function failStart(error: unknown): never {
+  const failure = error instanceof UnknownPluginError ? new ConfigError([error.message]) : error;
+  const text = startupFailureText(failure, 'meshhub', debugRequested());
+  if (text === undefined) throw error;
+  process.stderr.write(text);
+  process.exit(1);
+}
+
 /** The hub's settings and every enabled plugin's, all problems reported at once. */
 async function loadHubSettingsOrExit() {
   const names = splitList(process.env.PLUGINS ?? '');
@@ -119,18 +141,16 @@ async function loadHubSettingsOrExit() {
     const plugins = await loadPlugins(names);
     return loadHubSettings(process.env, [...SLICED_CORE_MODULES, ...plugins]);
   } catch (error) {
-    if (error instanceof UnknownPluginError) fail(`meshhub: invalid configuration:\n  - ${error.message}`, 1);
-    if (error instanceof ConfigError) fail(`meshhub: ${error.message}`, 1);
-    throw error;
+    failStart(error);
   }
 }
 
 async function runHub(): Promise<void> {
   const { config, slices } = await loadHubSettingsOrExit();
   // The hub's code is loaded only to run it: every other command answers without it.
-  const { createHub } = await import('./main.js');
+  const { createHub, DATABASE_FILE } = await import('./main.js');
   const { hubAnswers, SystemdNotifier } = await import('./sd-notify.js');
-  const log = createLogger({ level: config.LOG_LEVEL });
+  const log = createLogger({ level: config.LOG_LEVEL, format: config.LOG_FORMAT });
   let hub: Awaited<ReturnType<typeof createHub>>;
   try {
     hub = await createHub(config, {
@@ -145,10 +165,9 @@ async function runHub(): Promise<void> {
       },
     });
   } catch (error) {
-    if (error instanceof UnknownPluginError) fail(`meshhub: invalid configuration:\n  - ${error.message}`, 1);
-    // Settings checked together when the hub is built (AUTH_JWKS_URL with AUTH_ISSUER, ...).
-    if (error instanceof ConfigError) fail(`meshhub: ${error.message}`, 1);
-    throw error;
+    // Settings checked together when the hub is built (AUTH_JWKS_URL with AUTH_ISSUER, ...),
+    // DATA_DIR, the database, another hub on DATA_DIR.
+    failStart(error);
   }
   // Under systemd (Type=notify): READY=1 once started, the watchdog fed while the hub answers.
   const systemd = new SystemdNotifier({
@@ -167,10 +186,14 @@ async function runHub(): Promise<void> {
   });
   try {
     await hub.start();
-  } catch (err) {
-    log.fatal({ err }, 'meshhub could not start');
+  } catch (error) {
+    // A taken port, a damaged database met by a first query: stderr says it in one line
+    // (failStart); the log keeps the details.
+    const err = damagedDatabase(join(config.DATA_DIR, DATABASE_FILE), error);
+    if (err instanceof StartupFailure) log.debug({ err: error }, 'meshhub could not start');
+    else log.fatal({ err }, 'meshhub could not start');
     await stop().catch(() => {});
-    process.exit(1);
+    failStart(err);
   }
   await systemd.ready();
 }
@@ -320,8 +343,18 @@ async function run(command: (typeof COMMANDS)[number], rest: string[]): Promise<
 }
 
 main(process.argv.slice(2)).catch((error: unknown) => {
+  // A damaged database met by any command is one line naming the file (the stack with
+  // LOG_LEVEL=debug); anything else is a bug, printed with its stack.
+  let dataDir = './data';
+  try {
+    dataDir = loadConfig(process.env).DATA_DIR;
+  } catch {
+    // The settings' own problems were reported where they were read.
+  }
+  const failure = damagedDatabase(join(dataDir, HUB_DATABASE_FILE), error);
   process.stderr.write(
-    `meshhub: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
+    startupFailureText(failure, 'meshhub', debugRequested()) ??
+      `meshhub: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
   );
   process.exit(1);
 });

@@ -10,6 +10,7 @@ import type { HttpMounts } from '../src/http/mounts.js';
 import { refuseMisdirectedUpgrade, refuseUpgrade, serveWithoutUpgrade } from '../src/http/refuse-upgrade.js';
 import type { Component } from '../src/http/routes.js';
 import { Actor } from '../src/kernel/actor.js';
+import { bindFailure } from '../src/kernel/startup-failure.js';
 import type { Logger } from '../src/log.js';
 import type { HubMetrics } from '../src/metrics.js';
 import type { UpgradeHandler } from '../src/module.js';
@@ -68,7 +69,7 @@ export class HttpServerActor extends Actor {
       routes,
       allowedHosts,
     });
-    this.boundPort = await this.listen(this.app, this.deps.port, (server) => {
+    this.boundPort = await this.listen(this.app, this.deps.port, 'HTTP_PORT', (server) => {
       this.server = server;
     });
     // Listened for even when no module upgrades anything: Node then serves an upgrade request
@@ -115,7 +116,7 @@ export class HttpServerActor extends Actor {
         allowedHosts,
       });
       const entry: { server?: ServerType; port?: number } = {};
-      entry.port = await this.listen(app, port, (server) => {
+      entry.port = await this.listen(app, port, 'HTTP_COMPONENT_PORTS', (server) => {
         entry.server = server;
         this.componentServers.set(component, entry as { server: ServerType });
       });
@@ -123,14 +124,24 @@ export class HttpServerActor extends Actor {
     }
   }
 
-  private listen(app: Hono, port: number, created: (server: ServerType) => void): Promise<number> {
+  /** Listens on `port`; a taken port fails the start at once, naming `setting` (no restarts). */
+  private listen(
+    app: Hono,
+    port: number,
+    setting: string,
+    created: (server: ServerType) => void,
+  ): Promise<number> {
     return new Promise<number>((resolve, reject) => {
+      const refused = (error: unknown) =>
+        reject(
+          bindFailure(error, { portSetting: setting, port, host: this.deps.host, hostSetting: 'HTTP_HOST' }),
+        );
       const server = serve({ fetch: app.fetch, hostname: this.deps.host, port }, (info) => {
-        server.off('error', reject);
+        server.off('error', refused);
         server.on('error', (err) => this.crash(err));
         resolve(info.port);
       });
-      server.once('error', reject);
+      server.once('error', refused);
       created(server);
     });
   }

@@ -36,8 +36,9 @@ import type { HubModule, UpgradeHandler } from '../src/module.js';
 import { mqttModule } from '../src/mqtt/module.js';
 import { nodesModule } from '../src/nodes/module.js';
 import { retentionModule } from '../src/retention/module.js';
-import { secureDataDir } from '../src/store/data-dir.js';
-import type { Database } from '../src/store/database.js';
+import { secureDataDir, unwritableDataDir } from '../src/store/data-dir.js';
+import { type DataDirLock, lockDataDir } from '../src/store/data-dir-lock.js';
+import { type Database, damagedDatabase } from '../src/store/database.js';
 import { IngestWriterActor } from '../src/store/ingest-writer-actor.js';
 import { StoreActor } from '../src/store/store-actor.js';
 import { webUiModule } from '../src/ui-server/module.js';
@@ -194,14 +195,15 @@ async function openIdentity(config: HubConfig, options: HubOptions): Promise<Ope
   // Local tokens are checked against their user's token version (README "Logins and tokens"):
   // the users are read from the store, opened later, before anything is served.
   let users: HubUserService | undefined;
-  // DATA_DIR is private before the signing key is read or made in it (README "Files on disk").
-  secureDataDir(config.DATA_DIR);
   const identity = await openHubIdentity({
     dataDir: config.DATA_DIR,
     external: providerMissing.length ? {} : external,
     warn: (message) => log.warn(message),
     tokenVersions: { tokenVersion: (username) => users?.tokenVersion(username) },
     logins: options.logins ?? loginThrottleFrom(config),
+  }).catch((error: unknown) => {
+    // The signing key cannot be made (a read-only or full DATA_DIR): one line saying so.
+    throw unwritableDataDir(config.DATA_DIR, error);
   });
   return {
     identity,
@@ -326,14 +328,52 @@ function httpActorOf(
   });
 }
 
+/** The hub's database, in DATA_DIR. */
+export const DATABASE_FILE = 'meshhub.sqlite';
+
 export async function createHub(config: HubConfig, options: HubOptions): Promise<Hub> {
-  const { log } = options;
   const version = readVersion();
-  const startedAt = Date.now();
   const plugins = await loadPlugins(config.PLUGINS);
   const sliceSettings =
     options.pluginSettings ?? loadSlices(options.env ?? process.env, [...SLICED_CORE_MODULES, ...plugins]);
   const { bus, metrics, supervisor } = kernelOf(options);
+  // DATA_DIR is private before anything is read or made in it (README "Files on disk"), and this
+  // hub's alone until it stops: a second hub on it refuses to start (store/data-dir-lock.ts).
+  secureDataDir(config.DATA_DIR);
+  const lock = lockDataDir(config.DATA_DIR);
+  try {
+    return await composeHub(config, options, {
+      bus,
+      metrics,
+      supervisor,
+      plugins,
+      sliceSettings,
+      version,
+      lock,
+    });
+  } catch (error) {
+    lock.release();
+    // A damaged database met past its opening (a module's first query) names the file too.
+    throw damagedDatabase(join(config.DATA_DIR, DATABASE_FILE), error);
+  }
+}
+
+async function composeHub(
+  config: HubConfig,
+  options: HubOptions,
+  parts: {
+    bus: HubBus;
+    metrics: HubMetrics;
+    supervisor: Supervisor;
+    plugins: readonly HubModule[];
+    sliceSettings: Map<string, unknown>;
+    version: string;
+    lock: DataDirLock;
+  },
+): Promise<Hub> {
+  const { log } = options;
+  const { bus, metrics, supervisor, plugins, sliceSettings, version, lock } = parts;
+  const startedAt = Date.now();
   const opened = await openIdentity(config, options);
   const identity = identityModule(opened.identity);
   const modules: HubModule[] = [identity, ...CORE_MODULES, ...SLICED_CORE_MODULES, ...plugins];
@@ -342,7 +382,7 @@ export async function createHub(config: HubConfig, options: HubOptions): Promise
     { name: 'hub', apiVersion: MODULE_API_VERSION, settings: hubSettings, create: () => undefined },
     ...modules,
   ]);
-  const store = StoreActor.open(join(config.DATA_DIR, 'meshhub.sqlite'), log.child({ component: 'store' }));
+  const store = StoreActor.open(join(config.DATA_DIR, DATABASE_FILE), log.child({ component: 'store' }));
   opened.readUsersFrom(store.db);
   const scheduler = new SchedulerActor({
     log: log.child({ component: 'scheduler' }),
@@ -421,7 +461,11 @@ export async function createHub(config: HubConfig, options: HubOptions): Promise
     async stop() {
       trimmer.stop();
       bus.emit('hub.stopping', {});
-      await supervisor.stopAll();
+      try {
+        await supervisor.stopAll();
+      } finally {
+        lock.release();
+      }
       for (const module of modules) bus.removeOwner(moduleOwner(module.name));
       log.info('meshhub stopped');
     },

@@ -9,6 +9,7 @@ import { duration, flag, int, list, parsedBy, port } from '../src/config/fields.
 import { type LoadedSettings, loadSettings, type SettingsSlice } from '../src/config/load.js';
 import { parseAllowedHosts } from '../src/http/host-check.js';
 import { liveSettings } from '../src/live/settings.js';
+import { LOG_FORMATS } from '../src/log.js';
 import { meshApiSettings } from '../src/mesh-api/settings.js';
 import { messagingSettings } from '../src/messaging/settings.js';
 import { mqttSettings } from '../src/mqtt/settings.js';
@@ -78,6 +79,8 @@ export const hubSettings = z.object({
   /** How long `RADIO=auto` waits for each serial port to answer the handshake. */
   RADIO_PROBE_TIMEOUT_MS: int(200, 30_000).default(2_500),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  /** `auto`: readable lines when stdout is a terminal, JSON lines otherwise; `pretty` or `json` always. */
+  LOG_FORMAT: z.enum(LOG_FORMATS).default('auto'),
   PLUGINS: list.default([]),
   /** External identity provider (all three together): its JWKS URL, `iss` and the `aud` our tokens must carry. */
   AUTH_JWKS_URL: z.string().optional(),

@@ -19,8 +19,11 @@ export function splitList(value: string): string[] {
 /** A comma-separated list. */
 export const list = text.transform(splitList);
 
-/** A whole number from `min` to `max`. */
-export const int = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
+/** A whole number from `min` to `max`; anything else reads "must be a whole number from min to max". */
+export const int = (min: number, max: number, words = `must be a whole number from ${min} to ${max}`) => {
+  const error = { error: words };
+  return z.coerce.number(error).int(error).min(min, error).max(max, error);
+};
 
 /** `90s`, `15m`, `24h`, `30d` → milliseconds. */
 export function parseDuration(value: string): number | undefined {
@@ -30,11 +33,12 @@ export function parseDuration(value: string): number | undefined {
   return Number(m[1]) * unit;
 }
 
-export const port = z.coerce.number().int().min(0).max(65535);
+/** A TCP port; 0 picks any free port. */
+export const port = int(0, 65535, 'must be a whole number from 1 to 65535, or 0 for any free port');
 export const duration = z.string().transform((v, ctx) => {
   const ms = parseDuration(v);
   if (ms === undefined) {
-    ctx.addIssue({ code: 'custom', message: 'expected a duration like 90s, 15m, 24h or 30d' });
+    ctx.addIssue({ code: 'custom', message: 'must be a duration like 90s, 15m, 24h or 30d' });
     return z.NEVER;
   }
   return ms;
@@ -51,7 +55,7 @@ export function parseRate(value: string): { count: number; windowMs: number } | 
 export const rate = z.string().transform((v, ctx) => {
   const parsed = parseRate(v);
   if (!parsed) {
-    ctx.addIssue({ code: 'custom', message: 'expected a count per window like 10/5m or 100/1h' });
+    ctx.addIssue({ code: 'custom', message: 'must be a count per window like 10/5m or 100/1h' });
     return z.NEVER;
   }
   return parsed;
@@ -63,7 +67,7 @@ export const flag = z.union([z.boolean(), z.string()]).transform((v, ctx) => {
   const s = v.trim().toLowerCase();
   if (['true', '1', 'yes', 'on'].includes(s)) return true;
   if (['false', '0', 'no', 'off', ''].includes(s)) return false;
-  ctx.addIssue({ code: 'custom', message: 'expected true or false' });
+  ctx.addIssue({ code: 'custom', message: 'must be true or false (also yes/no, on/off, 1/0)' });
   return z.NEVER;
 });
 

@@ -1,10 +1,19 @@
 import { readFileSync } from 'node:fs';
 import type { z } from 'zod';
+import { StartupFailure } from '../kernel/startup-failure.js';
 
-export class ConfigError extends Error {
+/**
+ * Settings the process cannot start with, every one by name: one problem is the message itself
+ * (one line), more are listed one per line under "invalid configuration:".
+ */
+export class ConfigError extends StartupFailure {
   override readonly name = 'ConfigError';
   constructor(readonly problems: string[]) {
-    super(`invalid configuration:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
+    super(
+      problems.length === 1
+        ? problems[0]!
+        : `invalid configuration:\n${problems.map((p) => `  - ${p}`).join('\n')}`,
+    );
   }
 }
 
@@ -64,7 +73,7 @@ export function loadSettings<S extends z.ZodObject<z.ZodRawShape>>(
     if (!sliceKeys.has(key) && !(key in coreInput)) coreInput[key] = fromFile[key];
   }
   const result = core.safeParse(coreInput);
-  if (!result.success) problems.push(...settingsProblems(result.error, coreInput));
+  if (!result.success) problems.push(...settingsProblems(result.error, coreInput, core));
 
   const parsedSlices = parseSlices(slices, inputFor, problems);
   if (problems.length) throw new ConfigError(problems);
@@ -100,7 +109,7 @@ function parseSlices(
     const input = inputFor(Object.keys(slice.settings.shape));
     const result = slice.settings.safeParse(input);
     if (result.success) parsed.set(slice.name, result.data);
-    else problems.push(...settingsProblems(result.error, input));
+    else problems.push(...settingsProblems(result.error, input, slice.settings));
   }
   return parsed;
 }
@@ -108,8 +117,68 @@ function parseSlices(
 /** A secret's value is never echoed back, not even in an error. */
 const SECRET_NAME = /SECRET|PASSWORD|API_KEY|TOKEN(?!_TTL)/;
 
-/** One line per invalid setting, `NAME: why (got "value")`, as every module's settings report them. */
-export function settingsProblems(error: z.ZodError, input: Record<string, unknown>): string[] {
+/** A missing setting's hint, from its schema's own message for an empty value (`required: …`). */
+function requiredHint(schema: z.ZodObject<z.ZodRawShape> | undefined, name: string): string {
+  const field = schema?.shape[name] as z.ZodType | undefined;
+  const probe = field?.safeParse('');
+  const message = probe && !probe.success ? probe.error.issues[0]?.message : undefined;
+  const hint = message && /^required:\s*(.+)$/.exec(message)?.[1];
+  return hint ? `is required: set it to ${hint}` : 'is required';
+}
+
+/** What zod says of a setting left unset (a too-short secret, hidden from `input`, is not one). */
+const UNSET_CODES = new Set(['invalid_type', 'invalid_union', 'invalid_value']);
+
+/** How zod's own messages begin (a schema's own message is kept). */
+const ZOD_WORDING = /^(Invalid|Too (small|big))/;
+
+/** zod's own messages ("expected number, received NaN") in words a person setting a value reads. */
+function inWords(issue: z.core.$ZodIssue): string {
+  // Our own messages (fields.ts, the parse functions) already say it in words.
+  if (!ZOD_WORDING.test(issue.message)) return issue.message;
+  switch (issue.code) {
+    case 'invalid_type':
+      if (issue.expected === 'int') return 'must be a whole number';
+      if (issue.expected === 'number') return 'must be a number';
+      if (issue.expected === 'boolean') return 'must be true or false';
+      if (issue.expected === 'string') return 'must be text';
+      return `must be a ${issue.expected}`;
+    case 'too_small':
+    case 'too_big': {
+      const small = issue.code === 'too_small';
+      const bound = small ? issue.minimum : issue.maximum;
+      if (issue.origin === 'string')
+        return small && Number(bound) <= 1
+          ? 'must not be empty'
+          : `must be ${small ? 'at least' : 'at most'} ${bound} characters`;
+      if (issue.origin === 'array' || issue.origin === 'set')
+        return `must have ${small ? 'at least' : 'at most'} ${bound} entries`;
+      return `must be ${small ? 'at least' : 'at most'} ${bound}`;
+    }
+    case 'invalid_union':
+      return 'has a value of the wrong kind';
+    case 'invalid_value':
+      return `must be one of ${issue.values.map(String).join(', ')}`;
+    case 'invalid_format':
+      return issue.format === 'url'
+        ? 'must be a URL like https://host/path'
+        : `must be a valid ${issue.format}`;
+    default:
+      return issue.message;
+  }
+}
+
+/**
+ * One line per invalid setting, `NAME: what is expected, in words (got "value")`, as every
+ * module's settings report them; a missing required one reads `NAME: is required: set it to …`
+ * when its schema says what (a `required: …` message for an empty value). `schema` is the object
+ * the error came from (for that hint).
+ */
+export function settingsProblems(
+  error: z.ZodError,
+  input: Record<string, unknown>,
+  schema?: z.ZodObject<z.ZodRawShape>,
+): string[] {
   const problems: string[] = [];
   for (const issue of error.issues) {
     if (issue.code === 'unrecognized_keys') {
@@ -118,8 +187,13 @@ export function settingsProblems(error: z.ZodError, input: Record<string, unknow
     }
     const name = issue.path.join('.') || '(config)';
     const value = input[name];
+    // Unset (a secret's value is left out of `input` too: only the type check tells them apart).
+    if (value === undefined && issue.path.length === 1 && UNSET_CODES.has(issue.code)) {
+      problems.push(`${name}: ${requiredHint(schema, name)}`);
+      continue;
+    }
     const shown = value === undefined || SECRET_NAME.test(name) ? '' : ` (got ${JSON.stringify(value)})`;
-    problems.push(`${name}: ${issue.message}${shown}`);
+    problems.push(`${name}: ${inWords(issue)}${shown}`);
   }
   return problems;
 }

@@ -4,10 +4,12 @@
  * (docs/architecture.md "Actors" 5).
  *
  * Giving up on a required actor calls `onGiveUp`: the hub exits non-zero and systemd restarts
- * the process. Giving up on an optional actor (a plugin) disables it; the hub runs on.
+ * the process. A start that fails with a StartupFailure (a taken port) is not retried: the
+ * whole start fails at once, whether the actor is required or not. Giving up on an optional actor (a plugin) disables it; the hub runs on.
  */
 import type { Actor, ActorState, KernelLogger } from './actor.js';
 import { exponentialDelay } from './backoff.js';
+import { StartupFailure } from './startup-failure.js';
 import { pause, withTimeout } from './timing.js';
 
 export interface RestartPolicy {
@@ -135,6 +137,12 @@ export class Supervisor {
         await this.startOnce(entry);
         return;
       } catch (error) {
+        // The operator's to fix (a taken port): retrying cannot help, and no actor may do without it.
+        if (error instanceof StartupFailure) {
+          entry.lastError = error.message;
+          this.setState(entry, 'failed');
+          throw error;
+        }
         const delay = this.recordFailure(entry, error);
         if (delay === undefined) {
           if (entry.actor.required) throw error;

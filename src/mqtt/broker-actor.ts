@@ -5,6 +5,7 @@ import type { LoginThrottle } from '../auth/login-throttle.js';
 import type { MeshPacketFanOut } from '../domain/mesh.js';
 import type { ReadingSink } from '../ingest/reading-sink.js';
 import { Actor } from '../kernel/actor.js';
+import { bindFailure } from '../kernel/startup-failure.js';
 import type { ChannelKey } from '../mesh/mqtt/channel-keys.js';
 import { ChannelKeyring } from '../mesh/mqtt/channel-keys.js';
 import type { TrustedGateways } from '../mesh/mqtt/trusted-gateways.js';
@@ -27,7 +28,7 @@ interface IngestTally {
 
 export interface MqttSettings {
   host: string;
-  /** 0: any free port. A taken port falls back to a free one, with a warning. */
+  /** 0: any free port. A taken port fails the start. */
   port: number;
   websocket: boolean;
   allowAnonymous: boolean;
@@ -171,20 +172,13 @@ export class MqttBrokerActor extends Actor {
     );
   }
 
+  /** A taken MQTT_PORT fails the start at once, like every port of the hub (README "Configuration"). */
   private async listen(broker: MqttBroker): Promise<number> {
     const { host, port } = this.deps.settings;
     try {
       return (await broker.listen(host, port)).port;
     } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'EADDRINUSE' || port === 0) throw error;
-      // As the simulator does: the hub keeps working (internal ingestion, WebSocket, events);
-      // /health shows both ports, and MQTT_PORT picks another.
-      const fallback = (await broker.listen(host, 0)).port;
-      this.deps.log.warn(
-        { requestedPort: port, port: fallback },
-        'MQTT port is taken (another broker running?); listening on a free port instead — set MQTT_PORT',
-      );
-      return fallback;
+      throw bindFailure(error, { portSetting: 'MQTT_PORT', port, host, hostSetting: 'MQTT_HOST' });
     }
   }
 
@@ -219,7 +213,6 @@ export class MqttBrokerActor extends Actor {
     if (this.bound === undefined) return {};
     return {
       port: this.bound,
-      ...(this.bound !== settings.port && settings.port !== 0 ? { requested_port: settings.port } : {}),
       websocket: settings.websocket ? WEBSOCKET_PATH : false,
       clients: this.broker?.connectedClients ?? 0,
       anonymous: settings.allowAnonymous,

@@ -12,11 +12,22 @@
  *   SQLite gives -wal/-shm/-journal the database file's mode when it creates them. So a CLI
  *   command never loosens what the hub tightened, whatever its umask.
  *
- * A file we cannot tighten (another user owns it) stops the start with one line naming it.
+ * A file we cannot tighten (another user owns it), a DATA_DIR that cannot be made or written, stop
+ * the start with one line naming it (a StartupFailure, src/kernel/startup-failure.ts).
  */
-import { chmodSync, closeSync, type Dirent, lstatSync, mkdirSync, openSync, readdirSync } from 'node:fs';
-import { join } from 'node:path';
+import {
+  chmodSync,
+  closeSync,
+  type Dirent,
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+} from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
 import { ConfigError } from '../config/load.js';
+import { StartupFailure } from '../kernel/startup-failure.js';
 
 export const PRIVATE_DIR_MODE = 0o700;
 export const PRIVATE_FILE_MODE = 0o600;
@@ -62,17 +73,65 @@ function tightenTree(dir: string): void {
   }
 }
 
+/** What to do about a DATA_DIR this user cannot use. */
+const FIX_DATA_DIR = 'make it writable by this user or set DATA_DIR to another folder';
+
+/**
+ * `mkdir -p`, one level at a time from the nearest folder that exists: the first level that
+ * cannot be made gives its own error (Node's recursive mkdir loops forever on some file systems).
+ */
+function makeFolders(dir: string): void {
+  const missing: string[] = [];
+  let at = resolve(dir);
+  while (!existsSync(at)) {
+    missing.unshift(at);
+    const parent = dirname(at);
+    if (parent === at) break;
+    at = parent;
+  }
+  for (const folder of missing) {
+    try {
+      mkdirSync(folder, { mode: PRIVATE_DIR_MODE });
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+    }
+  }
+}
+
+/** Why DATA_DIR cannot be made or used, as one line naming it and what to do. */
+function dataDirProblem(dir: string, error: NodeJS.ErrnoException): StartupFailure {
+  if (error.code === 'ENOTDIR' || error.code === 'EEXIST')
+    return new StartupFailure(
+      `DATA_DIR=${dir} is not a folder (a file is in the way): set DATA_DIR to a folder, or move the file aside`,
+    );
+  return new StartupFailure(
+    `DATA_DIR=${dir} cannot be created or written (${error.code}${error.code === 'EROFS' ? ': read-only file system' : ''}): ${FIX_DATA_DIR}`,
+  );
+}
+
+/**
+ * DATA_DIR cannot be written (`error` from writing in it): one line naming it and what to do.
+ * Any other error is returned as it is.
+ */
+export function unwritableDataDir(dir: string, error: unknown): unknown {
+  const code = (error as NodeJS.ErrnoException | undefined)?.code;
+  if (!code || !['EACCES', 'EPERM', 'EROFS', 'ENOSPC', 'SQLITE_CANTOPEN', 'SQLITE_READONLY'].includes(code))
+    return error;
+  const why =
+    code === 'EROFS' ? 'EROFS: read-only file system' : code === 'ENOSPC' ? 'ENOSPC: the disk is full' : code;
+  return new StartupFailure(`DATA_DIR=${dir} is not writable (${why}): ${FIX_DATA_DIR}`, { cause: error });
+}
+
 /** Umask 077 for this process; DATA_DIR made or tightened to 0700, everything in it to 0600. */
 export function secureDataDir(dir: string): void {
   process.umask(0o077);
   try {
-    mkdirSync(dir, { recursive: true, mode: PRIVATE_DIR_MODE });
+    makeFolders(dir);
   } catch (error) {
-    throw new ConfigError([
-      `DATA_DIR: cannot create ${dir} (${(error as NodeJS.ErrnoException).code}); make its parent writable by this user, or set DATA_DIR to a folder it owns`,
-    ]);
+    throw dataDirProblem(dir, error as NodeJS.ErrnoException);
   }
-  if (!lstatSync(dir).isDirectory()) throw new ConfigError([`DATA_DIR: ${dir} is not a directory`]);
+  if (!lstatSync(dir).isDirectory())
+    throw dataDirProblem(dir, Object.assign(new Error('not a folder'), { code: 'ENOTDIR' }));
   tightenTree(dir);
 }
 

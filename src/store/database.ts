@@ -5,7 +5,8 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
-import { PRIVATE_DIR_MODE, privateDatabaseFile } from './data-dir.js';
+import { StartupFailure } from '../kernel/startup-failure.js';
+import { PRIVATE_DIR_MODE, privateDatabaseFile, unwritableDataDir } from './data-dir.js';
 import { migrate } from './migrations.js';
 
 export type Database = BetterSqlite3.Database;
@@ -26,16 +27,55 @@ export interface OpenDatabaseOptions {
 /**
  * Opens (creating when needed) the database file, tunes the connection and migrates it. `:memory:`
  * works too. The file and SQLite's files beside it are private (0600; its folder, when made here,
- * 0700), whoever opens it: the hub, or a CLI command under any umask (data-dir.ts).
+ * 0700), whoever opens it: the hub, or a CLI command under any umask (data-dir.ts). A file that is
+ * damaged or not a database, or a folder it cannot write, throws a StartupFailure naming it.
  */
 export function openDatabase(file: string, options: OpenDatabaseOptions = {}): Database {
-  const { busyTimeoutMs = 5_000, cacheSizeKib = 16_000 } = options;
+  const { busyTimeoutMs = 5_000 } = options;
   const inMemory = file === ':memory:' || file === '';
-  if (!inMemory) {
-    mkdirSync(dirname(file), { recursive: true, mode: PRIVATE_DIR_MODE });
-    privateDatabaseFile(file);
+  try {
+    if (!inMemory) {
+      mkdirSync(dirname(file), { recursive: true, mode: PRIVATE_DIR_MODE });
+      privateDatabaseFile(file);
+    }
+    return tunedAndMigrated(new BetterSqlite3(file, { timeout: busyTimeoutMs }), inMemory, options);
+  } catch (error) {
+    throw inMemory ? error : databaseProblem(file, error);
   }
-  const db = new BetterSqlite3(file, { timeout: busyTimeoutMs });
+}
+
+/** SQLite's codes for a file that is not a database, or one that is damaged. */
+const DAMAGED = /^SQLITE_(CORRUPT|NOTADB)/;
+
+/**
+ * SQLITE_CORRUPT or SQLITE_NOTADB met anywhere (opening, migrating, a module's first query) as
+ * one line naming the database file and what to do; any other error as it is.
+ */
+export function damagedDatabase(file: string, error: unknown): unknown {
+  const code = String((error as { code?: unknown } | undefined)?.code ?? '');
+  if (!DAMAGED.test(code)) return error;
+  return new StartupFailure(
+    `${file} is not a SQLite database or is damaged (${code}): move it aside and restore a backup, or start with an empty DATA_DIR`,
+    { cause: error },
+  );
+}
+
+/**
+ * A database file the hub cannot open, as one line naming it and what to do (a StartupFailure):
+ * damaged or not a database (SQLITE_CORRUPT, SQLITE_NOTADB, wherever they are met), a folder in
+ * its place, a folder that is not writable. Any other error is returned as it is.
+ */
+export function databaseProblem(file: string, error: unknown): unknown {
+  const damaged = damagedDatabase(file, error);
+  if (damaged !== error || error instanceof StartupFailure) return damaged;
+  const code = String((error as { code?: unknown } | undefined)?.code ?? '');
+  if (code === 'EISDIR')
+    return new StartupFailure(`${file} is a folder, not a database file: move it aside`, { cause: error });
+  return unwritableDataDir(dirname(file), error);
+}
+
+function tunedAndMigrated(db: Database, inMemory: boolean, options: OpenDatabaseOptions): Database {
+  const { busyTimeoutMs = 5_000, cacheSizeKib = 16_000 } = options;
   try {
     // WAL: readers (the HTTP routes) never wait for the writer; NORMAL: durable across a process
     // crash, and a power cut loses at most the last transactions, never the database.

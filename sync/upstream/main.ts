@@ -10,6 +10,7 @@
  */
 import { ConfigError } from '../../src/config/load.js';
 import { onShutdownSignals, STOP_DEADLINE_MS } from '../../src/kernel/shutdown.js';
+import { debugRequested, StartupFailure, startupFailureText } from '../../src/kernel/startup-failure.js';
 import { createLogger, type Logger } from '../../src/log.js';
 import type { UpstreamBilling } from './billing/index.js';
 import { identityPart, messagingPart, siteDataPart, webPart } from './parts.js';
@@ -81,7 +82,9 @@ export async function serveUpstream(
   try {
     await upstream.start();
   } catch (err) {
-    log.fatal({ err }, 'the upstream could not start');
+    // A taken port and the like: the caller prints one line; the log keeps the details.
+    if (err instanceof StartupFailure) log.debug({ err }, 'the upstream could not start');
+    else log.fatal({ err }, 'the upstream could not start');
     await upstream.stop().catch(() => {});
     throw err;
   }
@@ -110,11 +113,9 @@ export async function runUpstreamServer(
     await serveUpstream(settings);
     return 0;
   } catch (error) {
-    if (error instanceof ConfigError) {
-      err(`meshhub upstream: ${error.message}\n`);
-      return 1;
-    }
-    err(`meshhub upstream: could not start: ${(error as Error).message}\n`);
+    // A ConfigError, a taken port, DATA_DIR: one line naming it (the stack with LOG_LEVEL=debug).
+    const text = startupFailureText(error, 'meshhub upstream', debugRequested(env));
+    err(text ?? `meshhub upstream: could not start: ${(error as Error).message}\n`);
     return 1;
   }
 }

@@ -22,6 +22,7 @@ import { createErrorHandler, notFound, problemResponse } from '../../src/http/er
 import { ProblemError } from '../../src/http/problem.js';
 import { refuseUpgrade, serveWithoutUpgrade } from '../../src/http/refuse-upgrade.js';
 import { requestId } from '../../src/http/request-id.js';
+import { bindFailure } from '../../src/kernel/startup-failure.js';
 import type { Logger } from '../../src/log.js';
 import { secureDataDir } from '../../src/store/data-dir.js';
 import { openConfiguredMapTiles } from '../../src/ui-server/map-tiles.js';
@@ -184,9 +185,19 @@ function httpListener(core: UpstreamCore, app: Hono, upgrade: UpstreamUpgrade) {
         socket.once('close', () => upgraded.delete(socket));
         upgrade.handle(request, socket, head);
       });
-      created.once('error', reject);
+      // A taken port fails the start with one line naming HTTP_PORT (README "Configuration").
+      const refused = (error: unknown) =>
+        reject(
+          bindFailure(error, {
+            portSetting: 'HTTP_PORT',
+            port: settings.HTTP_PORT,
+            host: settings.HTTP_HOST,
+            hostSetting: 'HTTP_HOST',
+          }),
+        );
+      created.once('error', refused);
       created.listen(settings.HTTP_PORT, settings.HTTP_HOST, () => {
-        created.off('error', reject);
+        created.off('error', refused);
         created.on('error', (err) => log.error({ err }, 'http server error'));
         resolve((created.address() as AddressInfo).port);
       });

@@ -18,7 +18,7 @@ describe('mesh API settings', () => {
     });
     expect(loadConfig({ MESH_API_SHOW_HUB_TEXTS: 'true' }).MESH_API_SHOW_HUB_TEXTS).toBe(true);
     expect(problemsOf({ MESH_API_SHOW_HUB_TEXTS: 'perhaps' })).toEqual([
-      expect.stringMatching(/^MESH_API_SHOW_HUB_TEXTS: expected true or false/),
+      expect.stringMatching(/^MESH_API_SHOW_HUB_TEXTS: must be true or false/),
     ]);
     expect(c.MESH_API_ALLOW.entries).toEqual([]);
     expect(loadConfig({ MESH_API: 'false' }).MESH_API).toBe(false);
@@ -34,11 +34,11 @@ describe('mesh API settings', () => {
     });
     expect(problems).toEqual(
       expect.arrayContaining([
-        expect.stringMatching(/^MESH_API: expected true or false/),
+        expect.stringMatching(/^MESH_API: must be true or false/),
         expect.stringMatching(/^MESH_API_PORT: /),
-        expect.stringMatching(/^MESH_API_ADMIN: expected true or false/),
+        expect.stringMatching(/^MESH_API_ADMIN: must be true or false/),
         expect.stringMatching(/^MESH_API_ALLOW: "not-an-ip" is not an IP address or CIDR range/),
-        expect.stringMatching(/^MESH_API_IDLE_TIMEOUT: expected a duration/),
+        expect.stringMatching(/^MESH_API_IDLE_TIMEOUT: must be a duration/),
       ]),
     );
   });

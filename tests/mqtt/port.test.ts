@@ -1,35 +1,39 @@
-/** A taken MQTT_PORT: the hub still runs, on a free port, and says so in /health. */
+/**
+ * A taken MQTT_PORT stops the start at once, naming MQTT_PORT (README "Configuration"): no silent
+ * move to another port that gateways do not know, and no restarts.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pino } from 'pino';
 import { afterAll, expect, it } from 'vitest';
-import { getJson, mqttOf } from '../helpers/hub.js';
-import { connect, endClients, type MqttTestHub, startMqttHub } from './helpers.js';
+import { createHub } from '../../hub/main.js';
+import { loadConfig } from '../../hub/settings.js';
+import { loopbackListeners } from '../../scripts/bench/lib/hub-env.js';
+import { StartupFailure } from '../../src/kernel/startup-failure.js';
 
 let blocker: Server;
-let t: MqttTestHub | undefined;
+const dataDir = mkdtempSync(join(tmpdir(), 'meshhub-mqtt-port-'));
 afterAll(async () => {
-  await endClients();
-  await t?.stop();
   await new Promise((r) => blocker.close(r));
+  rmSync(dataDir, { recursive: true, force: true });
 });
 
-it('falls back to a free port when MQTT_PORT is taken, and reports both ports', async () => {
+it('fails the start when MQTT_PORT is taken, naming MQTT_PORT and what to do', async () => {
   blocker = createServer();
   await new Promise<void>((r) => blocker.listen(0, '127.0.0.1', r));
   const taken = (blocker.address() as { port: number }).port;
-  t = await startMqttHub({ MQTT_PORT: String(taken), MQTT_ALLOW_ANONYMOUS: 'true' });
-  expect(mqttOf(t.hub).port).not.toBe(taken);
-  const health = await getJson(`${t.baseUrl}/health`);
-  expect(health.body.actors.find((a: { name: string }) => a.name === 'mqtt')).toMatchObject({
-    state: 'running',
-    port: mqttOf(t.hub).port,
-    requested_port: taken,
-    websocket: false,
-    anonymous: true,
+  const config = loadConfig({ ...loopbackListeners(dataDir), RADIO: 'none', MQTT_PORT: String(taken) });
+  const hub = await createHub(config, { log: pino({ level: 'silent' }), defaultMetrics: false });
+  const started = hub.start();
+  await expect(started).rejects.toBeInstanceOf(StartupFailure);
+  await expect(started).rejects.toThrow(
+    `MQTT_PORT ${taken} on 127.0.0.1 is in use by another program: stop it or set MQTT_PORT`,
+  );
+  expect(hub.supervisor.status().find((a) => a.name === 'mqtt')).toMatchObject({
+    state: 'failed',
+    restarts: 0,
   });
-  const client = await connect(t.mqttUrl);
-  expect(client.connected).toBe(true);
-  const health2 = await getJson(`${t.baseUrl}/health`);
-  expect(health2.body.actors.find((a: { name: string }) => a.name === 'mqtt').clients).toBe(1);
-  const metrics = await (await fetch(`${t.baseUrl}/metrics`)).text();
-  expect(metrics).toMatch(/^meshhub_mqtt_clients 1$/m);
+  await hub.stop();
 });

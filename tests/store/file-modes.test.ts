@@ -44,6 +44,9 @@ afterEach(() => {
 
 /** The files a hub keeps in DATA_DIR, each 0600. */
 const HUB_FILES_PRIVATE = {
+  // The running hub's hold on DATA_DIR (src/store/data-dir-lock.ts).
+  'hub.lock': '600',
+  'hub.pid': '600',
   'jwt-signing-key.json': '600',
   'meshhub.sqlite': '600',
   'meshhub.sqlite-wal': '600',

@@ -1,5 +1,6 @@
 import type { HubBus } from '../../domain/events.js';
 import { Actor } from '../../kernel/actor.js';
+import { bindFailure } from '../../kernel/startup-failure.js';
 import type { Logger } from '../../log.js';
 import { createMessagingResponder } from './messaging-responder.js';
 import { MeshSimulator, type MeshSimulatorOptions } from './simulator.js';
@@ -38,8 +39,8 @@ export function simulatorOptionsFrom(config: SimulatorSettings): Omit<MeshSimula
  * Runs the built-in simulator when no radio is attached: a virtual device on loopback TCP that
  * the radio link reaches like any real radio, so the hub always runs its real radio path.
  * Listens on SIM_HOST:SIM_PORT so official apps can connect to it too; when that port is taken
- * (say, by a separate `meshhub sim`) it falls back to a free port. Where it listens is announced
- * on the retained `simulator.listening`, which the radio actor reads.
+ * (say, by a separate `meshhub sim`) the start fails naming SIM_PORT, as for every port. Where it
+ * listens is announced on the retained `simulator.listening`, which the radio actor reads.
  */
 export class SimulatorActor extends Actor {
   readonly name = 'simulator';
@@ -65,10 +66,13 @@ export class SimulatorActor extends Actor {
       this.sim = new MeshSimulator({ ...this.options, log });
       this.bound = await this.sim.start();
     } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'EADDRINUSE' || this.options.port === 0) throw error;
-      log.warn({ port: this.options.port }, 'simulator port is taken; using a free port instead');
-      this.sim = new MeshSimulator({ ...this.options, port: 0, log });
-      this.bound = await this.sim.start();
+      // A taken port fails the start, like every port of the hub (README "Configuration").
+      throw bindFailure(error, {
+        portSetting: 'SIM_PORT',
+        port: this.options.port,
+        host: this.options.host,
+        hostSetting: 'SIM_HOST',
+      });
     }
     log.info({ ...this.bound, nodes: this.options.nodeCount }, 'simulator listening');
     this.bus.emit('simulator.listening', this.bound);

@@ -68,7 +68,7 @@ describe('sync settings', () => {
       'SYNC_READINGS_DEBOUNCE: must be at most 10m (got "11m")',
     ]);
     expect(problemsOf({ SYNC_READINGS_DEBOUNCE: 'later' })).toEqual([
-      'SYNC_READINGS_DEBOUNCE: expected a duration like 90s, 15m, 24h or 30d (got "later")',
+      'SYNC_READINGS_DEBOUNCE: must be a duration like 90s, 15m, 24h or 30d (got "later")',
     ]);
   });
 
@@ -80,8 +80,8 @@ describe('sync settings', () => {
         SYNC_RETRY_MAX: 'soon',
       }),
     ).toEqual([
-      'SYNC_BATCH_MAX_RECORDS: Too big: expected number to be <=5000 (got "6000")',
-      'SYNC_RETRY_MAX: expected a duration like 90s, 15m, 24h or 30d (got "soon")',
+      'SYNC_BATCH_MAX_RECORDS: must be a whole number from 1 to 5000 (got "6000")',
+      'SYNC_RETRY_MAX: must be a duration like 90s, 15m, 24h or 30d (got "soon")',
       'SYNC_UPSTREAM_URL: is not an absolute URL (got "upstream.example.org")',
       'SYNC_SITE_ID: required when SYNC_UPSTREAM_URL is set: the id this site is registered under upstream (meshhub upstream site add <site_id>)',
     ]);

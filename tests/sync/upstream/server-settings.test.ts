@@ -47,7 +47,7 @@ describe('upstream settings', () => {
     ]);
     expect(problems.join('\n')).not.toContain('short-secret');
     expect(problemsOf({ UPSTREAM_DATABASE_URL: URL_WITH_PASSWORD, UPSTREAM_PUBLIC_READ: 'maybe' })).toEqual([
-      expect.stringMatching(/^UPSTREAM_PUBLIC_READ: expected true or false/),
+      expect.stringMatching(/^UPSTREAM_PUBLIC_READ: must be true or false/),
     ]);
   });
 
@@ -72,7 +72,7 @@ describe('upstream settings', () => {
       expect.stringMatching(/^UPSTREAM_DB_POOL_MAX: .* \(got "0"\)$/),
       expect.stringMatching(/^HTTP_PORT: .* \(got "70000"\)$/),
       expect.stringMatching(/^LOG_LEVEL: /),
-      'MESSAGE_RATE_PER_NODE: expected a count per window like 10/5m or 100/1h (got "lots")',
+      'MESSAGE_RATE_PER_NODE: must be a count per window like 10/5m or 100/1h (got "lots")',
       'AUTH_JWKS_URL: required when AUTH_ISSUER or AUTH_AUDIENCE is set',
       'AUTH_AUDIENCE: required when AUTH_JWKS_URL is set',
     ]);

@@ -250,7 +250,9 @@ describe.skipIf(skip)('the upstream process', () => {
       log: pino({ level: 'silent' }),
       defaultMetrics: false,
     });
-    await expect(clash.start()).rejects.toThrow(/EADDRINUSE/);
+    await expect(clash.start()).rejects.toThrow(
+      `HTTP_PORT ${upstream.port} on 127.0.0.1 is in use by another program: stop it or set HTTP_PORT`,
+    );
     await clash.stop();
     await clash.stop();
   });
