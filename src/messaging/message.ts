@@ -105,10 +105,13 @@ export function messageDetailJson(m: Message, history?: MessageTransition[]): Me
   if (m.failureCode !== null) out.failure_code = m.failureCode;
   if (m.failureReason !== null) out.failure_reason = m.failureReason;
   // Only a hub knows these (the upstream's records leave them undefined, and so out).
+  // A text that is through (or failed) is held no longer: only a queued one has a hold.
   if (m.direction === 'outbound' && m.holdUntil !== undefined)
-    out.hold_until = hasHold(m) ? iso(m.holdUntil!) : null;
-  if (m.direction === 'outbound' && m.heldSince !== undefined)
+    out.hold_until = m.status === 'queued' && hasHold(m) ? iso(m.holdUntil!) : null;
+  if (m.direction === 'outbound' && m.heldSince !== undefined) {
     out.waiting_for_node = m.status === 'queued' && m.heldSince !== null ? m.nodeId : null;
+    out.next_attempt_at = m.status === 'queued' ? iso(m.nextAttemptAt) : null;
+  }
   if (history) {
     out.history = history.map((t) => ({
       status: t.status,

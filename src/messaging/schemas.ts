@@ -205,6 +205,10 @@ export const messageDetailSchema = messageRecordSchema.extend({
     description:
       'Outbound: the node id while the text waits for that node to be heard again (it could not be reached); else null.',
   }),
+  next_attempt_at: utc.nullable().optional().meta({
+    description:
+      'Outbound, while queued: the latest time of its next attempt (sooner when its node is heard); else null.',
+  }),
   history: z
     .array(
       z.object({

@@ -4,6 +4,7 @@
  * socket talk far more often), lagging when its newest data (`lag_s`) is more than ten minutes
  * old, offline since its last contact otherwise.
  */
+import { durationWords } from '../../../domain/duration.js';
 import type { SiteJson } from '../api/types.js';
 import { formatAge, formatTime } from './format.js';
 
@@ -18,18 +19,6 @@ export interface SiteHealth {
 
 export const ONLINE_WITHIN_MS = 2 * 60_000;
 export const LAGGING_AFTER_S = 10 * 60;
-
-/** `45 s`, `25 min`, `3 h`, `2 days`. */
-export function durationWords(seconds: number): string {
-  const s = Math.max(0, Math.round(seconds));
-  if (s < 90) return `${s} s`;
-  const minutes = Math.round(s / 60);
-  if (minutes < 90) return `${minutes} min`;
-  const hours = Math.round(minutes / 60);
-  if (hours < 36) return `${hours} h`;
-  const days = Math.round(hours / 24);
-  return `${days} day${days === 1 ? '' : 's'}`;
-}
 
 /** `nowMs` on the upstream's clock (the page corrects its own with the answer's Date header). */
 export function siteHealth(site: SiteJson, nowMs: number): SiteHealth {
@@ -48,7 +37,7 @@ export function siteHealth(site: SiteJson, nowMs: number): SiteHealth {
   if (typeof site.lag_s === 'number' && site.lag_s > LAGGING_AFTER_S) {
     return {
       state: 'lagging',
-      words: `Lagging: its newest data is ${durationWords(site.lag_s)} old`,
+      words: `Lagging: its newest data is ${durationWords(site.lag_s * 1000)} old`,
       tone: 'warn',
     };
   }
