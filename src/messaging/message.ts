@@ -78,6 +78,10 @@ export interface ConversationSummary {
   latestText: string;
   latestAt: number;
   unreadCount: number;
+  /** Outbound texts still queued (waiting for the radio, or held for their node). */
+  waitingCount: number;
+  /** Outbound texts that failed since the node last got a text through or replied. */
+  failedCount: number;
 }
 
 export const iso = (ms: number): string => new Date(ms).toISOString();
@@ -131,5 +135,7 @@ export function conversationSummaryJson(s: ConversationSummary): ConversationSum
     latest_text: s.latestText,
     latest_at: iso(s.latestAt),
     unread_count: s.unreadCount,
+    waiting_count: s.waitingCount,
+    failed_count: s.failedCount,
   };
 }

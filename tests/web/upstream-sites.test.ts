@@ -20,6 +20,7 @@ function site(overrides: Partial<SiteJson> = {}): SiteJson {
     site_id: 'north',
     name: 'North Farm',
     last_contact_at: iso(NOW - 30_000),
+    stopped_at: null,
     last_batch_at: iso(NOW - 30_000),
     lag_s: 5,
     acked_seq: 120,
@@ -53,6 +54,19 @@ describe('a site’s health', () => {
       tone: 'bad',
     });
     expect(siteHealth(site({ last_contact_at: iso(NOW - 120_000) }), NOW).state).toBe('offline');
+  });
+
+  it('is offline at once when it said it was stopping, until it makes contact again', () => {
+    const stopped = NOW - 5_000;
+    expect(siteHealth(site({ last_contact_at: iso(NOW - 6_000), stopped_at: iso(stopped) }), NOW)).toEqual({
+      state: 'offline',
+      words: `Offline since ${formatTime(stopped, NOW)} (just now, stopped)`,
+      tone: 'bad',
+    });
+    // Back: a contact after the stop.
+    expect(siteHealth(site({ last_contact_at: iso(NOW - 1_000), stopped_at: iso(stopped) }), NOW).state).toBe(
+      'online',
+    );
   });
 
   it('says revoked before anything else, and never connected for a site that never called', () => {

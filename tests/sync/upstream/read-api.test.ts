@@ -436,6 +436,7 @@ describe.skipIf(skip)('upstream read API', () => {
         site_id: 'east',
         name: null,
         last_contact_at: null,
+        stopped_at: null,
         last_batch_at: null,
         lag_s: null,
         acked_seq: 0,
