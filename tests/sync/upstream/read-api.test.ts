@@ -408,6 +408,7 @@ describe.skipIf(skip)('upstream read API', () => {
           'node_count',
           'revoked',
           'site_id',
+          'stopped_at',
         ].sort(),
       );
       expect(north).toMatchObject({
