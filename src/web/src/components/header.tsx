@@ -74,7 +74,9 @@ function RadioPill({ status }: { status: RadioSummary }) {
       {open && (
         <div id="radio-details" class="radio-details" role="status" data-testid="radio-details">
           {status.details.map((line) => (
-            <p key={line}>{line}</p>
+            <p key={line} class="radio-detail">
+              {line}
+            </p>
           ))}
         </div>
       )}
