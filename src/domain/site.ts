@@ -9,6 +9,11 @@ export interface SiteJson {
   name: string | null;
   /** Last signed request of any kind from the site (ISO 8601 Z), null when it never connected. */
   last_contact_at: string | null;
+  /**
+   * When the site last said it was stopping (it closed its downlink cleanly), null when never;
+   * it is offline from then until a later `last_contact_at`.
+   */
+  stopped_at: string | null;
   /** Last batch applied (upstream clock, ISO 8601 Z), null when never. */
   last_batch_at: string | null;
   /**

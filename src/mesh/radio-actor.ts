@@ -54,6 +54,8 @@ export class RadioActor extends Actor {
             ? 'tcp'
             : deps.plan.transport.kind,
       simulated: deps.plan.kind === 'simulator' || (deps.plan.kind === 'transport' && deps.plan.simulated),
+      // Where it is, from the start: "disconnected" before the first attempt still says where.
+      ...(deps.plan.kind === 'transport' ? { address: deps.plan.transport.address } : {}),
     };
   }
 
@@ -79,7 +81,11 @@ export class RadioActor extends Actor {
     let transport: RadioTransport;
     if (plan.kind === 'simulator') {
       const sim = bus.last('simulator.listening');
-      if (!sim) throw new Error('the simulator is not listening');
+      if (!sim) {
+        const error = new Error('the simulator is not listening');
+        this.setStatus({ ...this.current, state: 'disconnected', lastError: error.message });
+        throw error;
+      }
       transport = tcpTransport(sim.host, sim.port, { connectTimeoutMs: 2_000 });
     } else {
       transport = plan.transport;

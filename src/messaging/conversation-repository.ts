@@ -16,6 +16,20 @@ import {
 } from './message-rows.js';
 import type { ConversationCursor } from './messaging-storage.js';
 
+/**
+ * A conversation's summary: its texts still queued (waiting_count) and those that failed since
+ * the node last got a text through or replied (failed_count), beside the stored summary row.
+ */
+const SUMMARY = `SELECT c.node_id, coalesce(c.nickname, n.long_name, n.short_name, c.node_id) AS nickname,
+  c.latest_text, c.latest_at, c.unread_count,
+  (SELECT count(*) FROM messages q WHERE q.owner = c.owner AND q.node_id = c.node_id
+    AND q.direction = 'outbound' AND q.status = 'queued') AS waiting_count,
+  (SELECT count(*) FROM messages f WHERE f.owner = c.owner AND f.node_id = c.node_id
+    AND f.direction = 'outbound' AND f.status = 'failed' AND f.id > coalesce((SELECT max(r.id) FROM messages r
+      WHERE r.owner = c.owner AND r.node_id = c.node_id AND (r.status = 'delivered' OR r.direction = 'inbound')), 0)
+  ) AS failed_count
+  FROM conversations c LEFT JOIN nodes n ON n.node_id = c.node_id`;
+
 export class ConversationRepository extends MessagingTables {
   constructor(db: Database) {
     super(db, {
@@ -23,14 +37,10 @@ export class ConversationRepository extends MessagingTables {
         ORDER BY last_outbound_at DESC LIMIT 1`,
       correspondent: `SELECT owner, owner_name FROM conversations WHERE node_id = ?
         AND (owner = ? OR lower(owner_name) = ?) ORDER BY latest_at DESC LIMIT 1`,
-      conversations: `SELECT c.node_id, coalesce(c.nickname, n.long_name, n.short_name, c.node_id) AS nickname,
-        c.latest_text, c.latest_at, c.unread_count
-        FROM conversations c LEFT JOIN nodes n ON n.node_id = c.node_id
+      conversations: `${SUMMARY}
         WHERE c.owner = ? AND (c.latest_at < ? OR (c.latest_at = ? AND c.node_id > ?))
         ORDER BY c.latest_at DESC, c.node_id LIMIT ?`,
-      conversationOne: `SELECT c.node_id, coalesce(c.nickname, n.long_name, n.short_name, c.node_id) AS nickname,
-        c.latest_text, c.latest_at, c.unread_count
-        FROM conversations c LEFT JOIN nodes n ON n.node_id = c.node_id WHERE c.owner = ? AND c.node_id = ?`,
+      conversationOne: `${SUMMARY} WHERE c.owner = ? AND c.node_id = ?`,
       conversationMessages: `SELECT ${COLUMNS} FROM messages WHERE owner = ? AND node_id = ? AND id > ?
         ORDER BY id LIMIT ?`,
       unreadIds: `SELECT id FROM messages WHERE owner = ? AND node_id = ? AND direction = 'inbound'
@@ -67,19 +77,21 @@ export class ConversationRepository extends MessagingTables {
   // --- conversations ---
 
   conversations(owner: string, limit: number, after?: ConversationCursor): ConversationSummary[] {
-    const rows = this.stmt<[string, string, string, number, number]>('conversations').all(
+    const rows = this.stmt<[string, string, string, number, number, number, number]>('conversations').all(
       owner,
       after?.latestAt ?? Number.MAX_SAFE_INTEGER,
       after?.latestAt ?? Number.MAX_SAFE_INTEGER,
       after?.nodeId ?? '',
       limit,
     );
-    return rows.map(([nodeId, nickname, latestText, latestAt, unreadCount]) => ({
+    return rows.map(([nodeId, nickname, latestText, latestAt, unreadCount, waitingCount, failedCount]) => ({
       nodeId,
       nickname,
       latestText,
       latestAt,
       unreadCount,
+      waitingCount,
+      failedCount,
     }));
   }
 

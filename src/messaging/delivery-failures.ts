@@ -13,7 +13,7 @@ const DESCRIPTIONS: Record<string, string> = {
   MAX_RETRANSMIT: 'the radio repeated it but no node acknowledged it (the node may be out of range or off)',
   NO_CHANNEL: 'the radio has no such channel',
   TOO_LARGE: 'it is too large for one radio packet',
-  NO_RESPONSE: 'the node received it but no application on the node answered',
+  NO_RESPONSE: "the node's radio received it; no app on the node replied",
   DUTY_CYCLE_LIMIT: 'the radio may not transmit now (duty-cycle limit)',
   BAD_REQUEST: 'the node considered the request invalid',
   NOT_AUTHORIZED: 'the node refused it as not authorized',
@@ -37,6 +37,13 @@ const RADIO_BUSY = new Set(['NO_INTERFACE', 'DUTY_CYCLE_LIMIT', 'RATE_LIMIT_EXCE
 
 export const ACK_TIMEOUT_CODE = 'ACK_TIMEOUT';
 
+/**
+ * The destination's own radio received the text, but no application there answered the request
+ * (mesh.proto Routing.Error NO_RESPONSE: "the request reached the destination node, but no
+ * service on that node wants to send a response"). The text got there: it counts as delivered.
+ */
+export const NO_RESPONSE_CODE = 'NO_RESPONSE';
+
 /** Code of a text that failed because its hold ended before it got through. */
 export const HOLD_EXPIRED_CODE = 'HOLD_EXPIRED';
 
@@ -58,21 +65,4 @@ export function describeRoutingError(code: string): string {
 export function describeAckTimeout(timeoutMs: number, attempts: number): string {
   const seconds = Math.round(timeoutMs / 1000);
   return `no acknowledgement within ${seconds} s after ${attempts} attempt${attempts === 1 ? '' : 's'} [${ACK_TIMEOUT_CODE}]`;
-}
-
-/** `3 min`, `2 h`, `5 days`: a duration in the words the chat uses. */
-export function durationWords(ms: number): string {
-  const minutes = Math.round(ms / 60_000);
-  if (ms < 60_000) return `${Math.max(0, Math.round(ms / 1000))} s`;
-  if (minutes < 60) return `${minutes} min`;
-  const hours = Math.round(minutes / 60);
-  if (hours < 36) return `${hours} h`;
-  const days = Math.round(hours / 24);
-  return `${days} day${days === 1 ? '' : 's'}`;
-}
-
-/** `1 h`, `24 h`, `0.5 h`: a hold in hours. */
-export function holdWords(ms: number): string {
-  const hours = Math.round((ms / 3_600_000) * 100) / 100;
-  return `${hours} h`;
 }

@@ -20,17 +20,18 @@
  * PKI_FAILED, …). A text without a hold (hold_hours 0) fails after the retries, as before.
  * A late real ACK still wins (`failed` → `delivered`): the node did get it.
  */
+import { durationAdjective, durationWords } from '../domain/duration.js';
 import { nodeNumFromId } from '../domain/node.js';
+import { heardButNotAcknowledging } from '../domain/reachability.js';
 import { exponentialDelay } from '../kernel/backoff.js';
 import {
   ACK_TIMEOUT_CODE,
   describeAckTimeout,
   describeRoutingError,
-  durationWords,
   HOLD_EXPIRED_CODE,
-  holdWords,
   isTransientRoutingError,
   isUnreachable,
+  NO_RESPONSE_CODE,
 } from './delivery-failures.js';
 import { hasHold, type Message, type MessageChange } from './message.js';
 import type { MessageRepository } from './message-repository.js';
@@ -93,6 +94,9 @@ export class DeliveryTracker {
     if (report.errorReason === 0) {
       return fromDestination ? this.delivered(message, at) : this.sent(message, at);
     }
+    // The node's own radio took it; only no app there answered: it got there.
+    if (fromDestination && report.errorName === NO_RESPONSE_CODE)
+      return this.delivered(message, at, describeRoutingError(NO_RESPONSE_CODE));
     // A NAK for an attempt we already replaced, or for a finished message, changes nothing.
     if (attempt !== message.attempts || message.status === 'delivered' || message.status === 'failed')
       return [];
@@ -113,7 +117,7 @@ export class DeliveryTracker {
   expireHolds(now: number): MessageChange[] {
     return this.repo.holdEnded(now).map((message) => {
       const last = this.repo.history(message.rowId).findLast((t) => t.code);
-      const hold = holdWords((message.holdUntil ?? now) - message.createdAt);
+      const hold = durationAdjective((message.holdUntil ?? now) - message.createdAt);
       const node = this.nodes(message.nodeId);
       const reason =
         message.attempts === 0
@@ -150,7 +154,8 @@ export class DeliveryTracker {
     return [{ message: next, kind: 'status', previousStatus: message.status }];
   }
 
-  private delivered(message: Message, at: number): MessageChange[] {
+  /** `reason`: why it counts as delivered when the node did not simply acknowledge it. */
+  private delivered(message: Message, at: number, reason?: string): MessageChange[] {
     if (message.status === 'delivered') return [];
     const changes: MessageChange[] = [];
     let current = message;
@@ -166,7 +171,9 @@ export class DeliveryTracker {
     const previousStatus = current.status;
     current = this.repo.update(current, {
       status: 'delivered',
-      reason: previousStatus === 'failed' ? 'the node acknowledged it after all' : 'the node acknowledged it',
+      reason:
+        reason ??
+        (previousStatus === 'failed' ? 'the node acknowledged it after all' : 'the node acknowledged it'),
       failureCode: null,
       ackDeadline: null,
       at,
@@ -199,7 +206,10 @@ export class DeliveryTracker {
         reason = `${why}; retry ${retriesUsed + 1} of ${this.settings.maxRetries} in ${Math.round(delayMs / 1000)} s`;
       } else if (unreachable) {
         const node = this.nodes(message.nodeId);
-        reason = `${timeout ? `${why} [${ACK_TIMEOUT_CODE}]` : why}; waiting for ${node.name} to come in range (${lastHeardWords(node, at)}): sent again as soon as it is heard, at the latest in ${durationWords(delayMs)}`;
+        const cause = timeout ? `${why} [${ACK_TIMEOUT_CODE}]` : why;
+        reason = heardButNotAcknowledging(node.lastHeardAt, message.createdAt, at)
+          ? `${cause}; ${node.name} was heard ${durationWords(Math.max(0, at - node.lastHeardAt!))} ago but is not acknowledging: trying again when it is next heard, at the latest in ${durationWords(delayMs)}`
+          : `${cause}; waiting for ${node.name} to come in range (${lastHeardWords(node, at)}): sent again as soon as it is heard, at the latest in ${durationWords(delayMs)}`;
       } else {
         reason = `${why}; sent again in ${durationWords(delayMs)}`;
       }
@@ -226,7 +236,7 @@ export class DeliveryTracker {
       // Transient, but the hold is over: the hold's end is why it fails.
       failureCode = HOLD_EXPIRED_CODE;
       const node = this.nodes(message.nodeId);
-      reason = `its ${holdWords(holdUntil - message.createdAt)} hold ended: ${node.name} was not reached in ${message.attempts} attempt${message.attempts === 1 ? '' : 's'} (${lastHeardWords(node, at)}; last: ${code}) [${HOLD_EXPIRED_CODE}]`;
+      reason = `its ${durationAdjective(holdUntil - message.createdAt)} hold ended: ${node.name} was not reached in ${message.attempts} attempt${message.attempts === 1 ? '' : 's'} (${lastHeardWords(node, at)}; last: ${code}) [${HOLD_EXPIRED_CODE}]`;
     }
     const next = this.repo.update(message, {
       status: 'failed',

@@ -118,9 +118,9 @@ export class MessageRepository extends MessagingTables {
         AND direction = 'outbound' AND status = 'queued' AND held_since IS NULL AND id > ?`,
       releaseHeldSince: `UPDATE messages SET held_since = NULL, next_attempt_at = ? WHERE direction = 'outbound'
         AND status = 'queued' AND held_since IS NOT NULL AND held_since >= ? AND ack_deadline IS NULL`,
-      wakeHeld: `UPDATE messages SET next_attempt_at = ? WHERE node_id = ? AND direction = 'outbound'
-        AND status = 'queued' AND held_since IS NOT NULL AND ack_deadline IS NULL AND next_attempt_at > ?
-        AND updated_at <= ?`,
+      wakeHeld: `UPDATE messages SET next_attempt_at = max(:at, updated_at + :gap) WHERE node_id = :node
+        AND direction = 'outbound' AND status = 'queued' AND held_since IS NOT NULL AND ack_deadline IS NULL
+        AND next_attempt_at > max(:at, updated_at + :gap)`,
       heldNodes: `SELECT DISTINCT node_id FROM messages WHERE direction = 'outbound' AND status = 'queued'
         AND held_since IS NOT NULL LIMIT 10000`,
       holdEnded: `SELECT ${COLUMNS} FROM messages WHERE direction = 'outbound' AND status = 'queued'
@@ -307,12 +307,12 @@ export class MessageRepository extends MessagingTables {
   }
 
   /**
-   * The node was heard: its held texts are due now, unless their last attempt ended less than
-   * WAKE_MIN_GAP_MS ago (a node we hear but cannot reach must not cost an attempt per packet).
-   * Returns how many were woken.
+   * The node was heard: its held texts are due now, or, when their last attempt ended less than
+   * WAKE_MIN_GAP_MS ago, once that minute is over (a node we hear but cannot reach must not cost
+   * an attempt per packet, nor wait for its slow backoff). Returns how many were brought forward.
    */
   wakeHeld(nodeId: string, at: number): number {
-    return this.stmt('wakeHeld').run(at, nodeId, at, at - WAKE_MIN_GAP_MS).changes;
+    return this.stmt('wakeHeld').run({ at, node: nodeId, gap: WAKE_MIN_GAP_MS }).changes;
   }
 
   /** The nodes that texts wait for. */

@@ -120,6 +120,8 @@ export interface ConversationSummaryRow {
   /** BIGINT: a string from a pool with pg's default int8 parser. */
   latest_at: number | string;
   unread_count: number;
+  waiting_count: number;
+  failed_count: number;
 }
 
 export function conversationSummaryFromRow(r: ConversationSummaryRow): ConversationSummary {
@@ -129,5 +131,7 @@ export function conversationSummaryFromRow(r: ConversationSummaryRow): Conversat
     latestText: r.latest_text,
     latestAt: Number(r.latest_at),
     unreadCount: r.unread_count,
+    waitingCount: Number(r.waiting_count),
+    failedCount: Number(r.failed_count),
   };
 }

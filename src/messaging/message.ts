@@ -78,6 +78,10 @@ export interface ConversationSummary {
   latestText: string;
   latestAt: number;
   unreadCount: number;
+  /** Outbound texts still queued (waiting for the radio, or held for their node). */
+  waitingCount: number;
+  /** Outbound texts that failed since the node last got a text through or replied. */
+  failedCount: number;
 }
 
 export const iso = (ms: number): string => new Date(ms).toISOString();
@@ -105,10 +109,13 @@ export function messageDetailJson(m: Message, history?: MessageTransition[]): Me
   if (m.failureCode !== null) out.failure_code = m.failureCode;
   if (m.failureReason !== null) out.failure_reason = m.failureReason;
   // Only a hub knows these (the upstream's records leave them undefined, and so out).
+  // A text that is through (or failed) is held no longer: only a queued one has a hold.
   if (m.direction === 'outbound' && m.holdUntil !== undefined)
-    out.hold_until = hasHold(m) ? iso(m.holdUntil!) : null;
-  if (m.direction === 'outbound' && m.heldSince !== undefined)
+    out.hold_until = m.status === 'queued' && hasHold(m) ? iso(m.holdUntil!) : null;
+  if (m.direction === 'outbound' && m.heldSince !== undefined) {
     out.waiting_for_node = m.status === 'queued' && m.heldSince !== null ? m.nodeId : null;
+    out.next_attempt_at = m.status === 'queued' ? iso(m.nextAttemptAt) : null;
+  }
   if (history) {
     out.history = history.map((t) => ({
       status: t.status,
@@ -128,5 +135,7 @@ export function conversationSummaryJson(s: ConversationSummary): ConversationSum
     latest_text: s.latestText,
     latest_at: iso(s.latestAt),
     unread_count: s.unreadCount,
+    waiting_count: s.waitingCount,
+    failed_count: s.failedCount,
   };
 }

@@ -89,6 +89,8 @@ export interface MessagingStorage<M extends Message = Message, P = unknown> {
   /** The principal whose conversation `message` is; null when nobody's (unmatched, or site-local). */
   ownerOf(message: M): string | null;
   history(message: M): Awaitable<MessageTransition[]>;
+  /** The upstream: the site that carries `message` (its chat says when that site is offline). */
+  siteOf?(message: M): string;
 }
 
 /** The rate-limit bucket of a subscriber's sends. */

@@ -276,7 +276,8 @@ export function messagingRoutes<M extends Message, P>(deps: MessagingRoutesDeps<
     const json = messageDetailJson(m, history);
     if (storage.knowsAttempts) return json;
     const { attempts: _radioOnly, ...rest } = json;
-    return rest;
+    const siteId = storage.siteOf?.(m as M);
+    return siteId === undefined ? rest : { ...rest, site_id: siteId };
   };
 
   app.post('/', limitBody(4096), auth, async (c) => {

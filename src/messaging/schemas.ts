@@ -205,6 +205,13 @@ export const messageDetailSchema = messageRecordSchema.extend({
     description:
       'Outbound: the node id while the text waits for that node to be heard again (it could not be reached); else null.',
   }),
+  site_id: z.string().optional().meta({
+    description: 'The upstream: the site that carries the text (its state: GET /api/v1/sites).',
+  }),
+  next_attempt_at: utc.nullable().optional().meta({
+    description:
+      'Outbound, while queued: the latest time of its next attempt (sooner when its node is heard); else null.',
+  }),
   history: z
     .array(
       z.object({
@@ -227,6 +234,12 @@ export const conversationSummarySchema = z.object({
   latest_text: z.string(),
   latest_at: utc,
   unread_count: z.int(),
+  waiting_count: z.int().meta({
+    description: 'Outbound texts still queued: waiting for the radio, or for their node to be heard.',
+  }),
+  failed_count: z.int().meta({
+    description: 'Outbound texts that failed since the node last got a text through or replied.',
+  }),
 });
 
 export const messageRecordListSchema = z.object({ data: z.array(messageRecordSchema) });

@@ -232,6 +232,14 @@ export class SiteRegistry {
   }
 
   /**
+   * The site closed its downlink saying it is stopping (a clean stop): it is offline from now,
+   * not once its last contact is two minutes old. Its next signed request makes it online again.
+   */
+  async markStopped(siteId: string): Promise<void> {
+    await this.pool.query('UPDATE sites SET stopped_at = $2 WHERE site_id = $1', [siteId, this.now()]);
+  }
+
+  /**
    * Remembers a signed request's `jti` until the token expires; false when it was seen before (a
    * replay). Expired ids of the site are forgotten on the way.
    */

@@ -197,6 +197,26 @@ describeInBrowser('chat', () => {
     await expect
       .poll(() => bubble(page, 'Can you hear me?').getByTestId('failure-reason').innerText())
       .toMatch(/^The radio repeated it/);
+    // The conversation says a text was not delivered.
+    const row = page.locator(`.conversation-list li[data-node-id="${chat.outOfRange.id}"]`);
+    await expect.poll(() => row.getByTestId('failed-badge').innerText()).toBe('⚠ 1 not delivered');
+    expect(await row.getByTestId('waiting-badge').count()).toBe(0);
+
+    // Send again: the same text to the same node, as a new message (with this hub's hold: it waits).
+    await bubble(page, 'Can you hear me?').getByRole('button', { name: 'Send again' }).click();
+    await expect.poll(() => bubble(page, 'Can you hear me?').count()).toBe(2);
+    const again = bubble(page, 'Can you hear me?').nth(1);
+    expect(await again.getAttribute('data-status')).toBe('queued');
+    expect(await again.getByRole('button', { name: 'Send again' }).count()).toBe(0);
+    await expect.poll(() => row.getByTestId('waiting-badge').innerText()).toBe('◷ 1 waiting');
+    const listed = await fetch(`${chat.hub.baseUrl}/api/v1/messages/conversations/${chat.outOfRange.id}`, {
+      headers: { authorization: `Bearer ${token}` },
+    });
+    const texts = ((await listed.json()) as { data: Array<{ text: string; status: string }> }).data;
+    expect(texts.map((m) => [m.text, m.status])).toEqual([
+      ['Can you hear me?', 'failed'],
+      ['Can you hear me?', 'queued'],
+    ]);
   });
 
   it('shows a text waiting for a node out of range, with when it was last heard', async () => {
@@ -221,8 +241,9 @@ describeInBrowser('chat', () => {
         { timeout: 30_000 },
       )
       .toMatch(
+        // The simulator's unreachable node still sends telemetry: heard lately, it is not "out of range".
         new RegExp(
-          `^Waiting for (${names.join('|')}) to come in range \\((last heard (just now|.+ ago)|never heard)\\)$`,
+          `^(Waiting for (${names.join('|')}) to come in range \\((last heard (just now|.+ ago)|never heard)\\)|(${names.join('|')}) was heard (just now|.+ ago) but is not acknowledging; trying again (by .+|soon))$`,
         ),
       );
     expect(await mine.getAttribute('data-status')).toBe('queued');
@@ -235,7 +256,7 @@ describeInBrowser('chat', () => {
           .innerText()
           .catch(() => ''),
       )
-      .toMatch(/^Waiting for /);
+      .toMatch(/^Waiting for | but is not acknowledging; /);
   });
 
   it('shows new replies live in the open conversation, and can name it', async () => {

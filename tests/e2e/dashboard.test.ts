@@ -69,7 +69,7 @@ describeInBrowser('the dashboard', () => {
     const { version } = await apiJson<{ version: string }>(hub, '/api/version');
     await expect.poll(() => page.getByTestId('radio-state').innerText()).toMatch(/Radio\s+connected/);
     expect(await page.getByTestId('radio-state').getAttribute('title')).toMatch(
-      /^Radio link connected \(tcp 127\.0\.0\.1:\d+\)$/,
+      /^Radio link connected \(the built-in simulator\)\nRadio: tcp:127\.0\.0\.1:\d+$/,
     );
     await expect
       .poll(() => page.getByTestId('simulator-banner').innerText())

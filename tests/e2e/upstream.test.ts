@@ -518,7 +518,32 @@ async function readEvents(
     expect(await reason.innerText()).toBe(said);
   });
 
-  it('labels each site’s radio by its site when both are called HUB (last: it adds two nodes)', async () => {
+  it('says a queued text waits for its offline site, not merely "Queued"', async () => {
+    guarded = await signedInPage(`/chat/${B}`);
+    const { page } = guarded;
+    await page.getByLabel(/^Message to /).fill('Is the dam gate shut?');
+    await page.getByRole('button', { name: 'Send' }).click();
+    const bubble = page.locator('.message', { hasText: 'Is the dam gate shut?' });
+    await bubble.waitFor();
+    expect(await bubble.getAttribute('data-status')).toBe('queued');
+    // B is heard by South alone, which went quiet three hours ago.
+    await expect
+      .poll(() =>
+        bubble
+          .getByTestId('waiting-for')
+          .innerText()
+          .catch(() => ''),
+      )
+      .toMatch(/^South Ridge is offline since .+; the text goes out when it is back$/);
+    // The conversation says a text waits.
+    await expect
+      .poll(() =>
+        page.locator(`.conversation-list li[data-node-id="${B}"]`).getByTestId('waiting-badge').innerText(),
+      )
+      .toBe('◷ 1 waiting');
+  });
+
+  it('labels each site’s radio by its site when both are called HUB (it adds two nodes)', async () => {
     const radios = {
       north: {
         id: '!0000d0d0',
@@ -550,5 +575,18 @@ async function readEvents(
     expect(await label(radios.south.id)).toBe('South Ridge');
     // The other nodes keep their short names.
     expect(await label(B)).toBe('DAM');
+  });
+
+  // Last: North is offline from here on.
+  it('shows a site that stopped cleanly as offline at once, not "Online" for minutes', async () => {
+    // What the downlink does when North closes it saying it is stopping (tests/sync/site/downlink-upstream.test.ts).
+    await new SiteRegistry(upstream.pool).markStopped('north');
+    guarded = await signedInPage('/sites');
+    const { page } = guarded;
+    const card = page.locator('.site-card[data-site-id="north"]');
+    await expect
+      .poll(() => card.getByTestId('site-health').innerText())
+      .toMatch(/^Offline since .+ \(just now, stopped\)$/);
+    expect(await card.getAttribute('data-health')).toBe('offline');
   });
 });

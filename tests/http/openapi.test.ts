@@ -72,6 +72,8 @@ describe('the mesh OpenAPI document', () => {
       'latest_text',
       'latest_at',
       'unread_count',
+      'waiting_count',
+      'failed_count',
     ]);
   });
 });

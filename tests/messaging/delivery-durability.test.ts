@@ -189,27 +189,45 @@ describe('acknowledgements', () => {
     }
   });
 
-  it('fails at once on a permanent error, and a late ACK from the node still counts as delivered', async () => {
+  /** A hub on a silent simulated radio that took one text to a node: the test answers for the mesh. */
+  async function oneTextSent(text: string) {
     const sim = await controlledSim({ silent: true });
     const t = await hubOn(sim, { MESSAGE_ACK_TIMEOUT: '30s' });
     await knownNodes(t, 6);
     const token = await subscriber(t, 'alice');
     const node = sim.network.nodes[1]!;
     const radio = sim.network.radio.num;
-    const res = await send(t, token, node.id, 'check the key');
+    const res = await send(t, token, node.id, text);
     await waitFor(() => (sim.recorder.texts.length === 1 ? true : undefined), 5_000, 'the send');
-    const packetId = sim.recorder.texts[0]!.id;
+    return { sim, t, token, node, radio, res, packetId: sim.recorder.texts[0]!.id };
+  }
+
+  it('fails at once on a permanent error, and a late ACK from the node still counts as delivered', async () => {
+    const { sim, t, token, node, radio, res, packetId } = await oneTextSent('check the key');
     sim.recorder.client!.deliver(routingFrom(radio, radio, packetId, Mesh.Routing_Error.PKI_UNKNOWN_PUBKEY));
     const failed = await waitForStatus(t, token, res.body.id, 'failed');
     expect(failed.failure_code).toBe('PKI_UNKNOWN_PUBKEY');
     expect(failed.failure_reason).toBe('the node has no public key to decrypt it [PKI_UNKNOWN_PUBKEY]');
     expect(failed.attempts).toBe(1);
+    // Failed: it is held no longer, though its hold (MESSAGE_HOLD_HOURS) had hours to run.
+    expect(failed.hold_until).toBeNull();
+    expect(failed.next_attempt_at).toBeNull();
     // An ACK for a packet id that is not ours changes nothing; the node's own late ACK does.
     sim.recorder.client!.deliver(routingFrom(node.num, radio, (packetId ^ 1) >>> 0, Mesh.Routing_Error.NONE));
     sim.recorder.client!.deliver(routingFrom(node.num, radio, packetId, Mesh.Routing_Error.NONE));
     const delivered = await waitForStatus(t, token, res.body.id, 'delivered');
     expect(delivered.failure_code).toBeUndefined();
     expect(delivered.history.map((h: Json) => h.status)).toEqual(['queued', 'failed', 'delivered']);
+  });
+
+  it("counts NO_RESPONSE from the node as delivered: the node's radio received it, only no app there replied", async () => {
+    const { sim, t, token, node, radio, res, packetId } = await oneTextSent('gate shut?');
+    sim.recorder.client!.deliver(routingFrom(node.num, radio, packetId, Mesh.Routing_Error.NO_RESPONSE));
+    const delivered = await waitForStatus(t, token, res.body.id, 'delivered');
+    expect(delivered.failure_code).toBeUndefined();
+    expect(delivered.history.at(-1).reason).toBe(
+      "the node's radio received it; no app on the node replied [NO_RESPONSE]",
+    );
   });
 });
 

@@ -64,6 +64,21 @@ function tick(ms: number): number {
 const statuses = (m: Message) => repo.history(m.rowId).map((h) => h.status);
 
 describe('DeliveryTracker', () => {
+  it("NO_RESPONSE from the destination → delivered: the node's radio got it, only no app there replied", () => {
+    const m = queue(24);
+    const id = attempt(m);
+    tracker.onRouting({ from: HUB, requestId: id, ...NONE }, tick(800));
+    const changes = tracker.onRouting(
+      { from: NODE, requestId: id, errorReason: 8, errorName: 'NO_RESPONSE' },
+      tick(2_000),
+    );
+    expect(changes).toMatchObject([{ message: { status: 'delivered', failureCode: null } }]);
+    expect(statuses(m)).toEqual(['queued', 'sent', 'delivered']);
+    expect(repo.history(m.rowId).at(-1)?.reason).toBe(
+      "the node's radio received it; no app on the node replied [NO_RESPONSE]",
+    );
+  });
+
   it('implicit ACK from our radio → sent; ACK from the destination → delivered', () => {
     const m = queue();
     const id = attempt(m);
@@ -197,13 +212,15 @@ describe('DeliveryTracker', () => {
     const [failed] = tracker.onRouting({ from: HUB, requestId: packetOf(tried), ...MAX_RETRANSMIT }, tick(2));
     expect(failed?.message).toMatchObject({ status: 'failed', failureCode: 'HOLD_EXPIRED' });
     expect(failed?.message.failureReason).toBe(
-      'its 1 h hold ended: Ana (!0af52a53) was not reached in 2 attempts (last heard 3 h ago; last: MAX_RETRANSMIT) [HOLD_EXPIRED]',
+      'its 1-hour hold ended: Ana (!0af52a53) was not reached in 2 attempts (last heard 3 h ago; last: MAX_RETRANSMIT) [HOLD_EXPIRED]',
     );
     // Never sent (say the radio was away): it fails when its hold ends, and not a moment before.
     expect(tracker.expireHolds(waiting.createdAt + 2 * HOUR - 1)).toEqual([]);
     const [expired] = tracker.expireHolds(waiting.createdAt + 2 * HOUR);
     expect(expired?.message).toMatchObject({ status: 'failed', failureCode: 'HOLD_EXPIRED' });
-    expect(expired?.message.failureReason).toBe('its 2 h hold ended before it could be sent [HOLD_EXPIRED]');
+    expect(expired?.message.failureReason).toBe(
+      'its 2-hour hold ended before it could be sent [HOLD_EXPIRED]',
+    );
   });
 
   it('fails a held text at once on a reason another attempt cannot mend', () => {
@@ -255,6 +272,7 @@ describe('DeliveryTracker', () => {
     // While the first waits for its ACK, the node's second text waits too; another node's does not.
     expect(repo.nextDue(now)?.rowId).toBe(elsewhere.rowId);
     tracker.onRouting({ from: HUB, requestId: packetOf(first), ...MAX_RETRANSMIT }, tick(1_000));
+    const failedAt = now;
     tracker.expire(now);
     // The first is held; the second waits behind it, and says so.
     expect(repo.getByRowId(second.rowId)?.heldSince).toBe(now);
@@ -263,10 +281,15 @@ describe('DeliveryTracker', () => {
     // As after the quick retries: the next blind attempt is 10 min away.
     db.prepare('UPDATE messages SET next_attempt_at = ? WHERE id = ?').run(now + 600_000, first.rowId);
     // Heard again within a minute of the failed attempt: no new attempt yet (a node we hear
-    // but cannot reach must not cost an attempt per packet).
+    // but cannot reach must not cost an attempt per packet), but one at the end of that minute,
+    // not at the slow backoff.
+    expect(repo.wakeHeld(NODE_ID, tick(1_000))).toBe(1);
+    expect(repo.getByRowId(first.rowId)?.nextAttemptAt).toBe(failedAt + 60_000);
+    expect(repo.nextDue(now)?.rowId).toBe(elsewhere.rowId);
+    // Heard again in that minute: nothing more changes.
     expect(repo.wakeHeld(NODE_ID, tick(1_000))).toBe(0);
-    // Heard later: its held text is due now (the second was due already, behind it).
-    expect(repo.wakeHeld(NODE_ID, tick(60_000))).toBe(1);
+    // The minute is over: its held text is due now (the second was due already, behind it).
+    tick(60_000);
     const due = repo.nextDue(now);
     expect([first.rowId, elsewhere.rowId]).toContain(due?.rowId);
     expect(due?.rowId).not.toBe(second.rowId);

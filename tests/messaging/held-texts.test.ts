@@ -11,7 +11,8 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { Mesh } from '@meshtastic/protobufs';
+import { create, toBinary } from '@bufbuild/protobuf';
+import { Mesh, Portnums } from '@meshtastic/protobufs';
 import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createHub } from '../../hub/main.js';
@@ -231,10 +232,14 @@ describe('held texts', () => {
     );
     expect(failed.failure_code).toBe('HOLD_EXPIRED');
     expect(failed.failure_reason).toMatch(
-      /^its 0\.05 h hold ended: .+ was not reached in 1 attempt \((last heard .+ ago|never heard); last: MAX_RETRANSMIT\) \[HOLD_EXPIRED\]$/,
+      /^its 3-minute hold ended: .+ was not reached in 1 attempt \((last heard .+ ago|never heard); last: MAX_RETRANSMIT\) \[HOLD_EXPIRED\]$/,
     );
     expect(failed.attempts).toBe(1);
     expect(failed.history.at(-1)).toMatchObject({ status: 'failed', code: 'HOLD_EXPIRED' });
+    // Failed: nothing holds it any more, and it has no next attempt.
+    expect(failed.hold_until).toBeNull();
+    expect(failed.waiting_for_node).toBeNull();
+    expect(failed.next_attempt_at).toBeNull();
   });
 
   it('sends 200 held texts to 20 nodes that return together paced by airtime, in order per node', async () => {
@@ -348,6 +353,106 @@ describe('held texts', () => {
     const after = recorder.texts.slice(before);
     expect(after.map((s) => s.text)).toEqual(['first, before the restart', 'second, before the restart']);
     expect(after[0]!.at).toBeLessThan(start + 5 * MINUTE);
+  });
+});
+
+/** A node that is heard (its telemetry) but whose radio never acknowledges a text: our radio gives up on each. */
+class DeafNode implements PacketResponder {
+  constructor(
+    private readonly inner: PacketResponder,
+    private readonly deaf: () => number,
+  ) {}
+  onPacket(packet: Mesh.MeshPacket, client: SimClient) {
+    const decoded = packet.payloadVariant.case === 'decoded' ? packet.payloadVariant.value : undefined;
+    if (decoded?.portnum !== Portnums.PortNum.TEXT_MESSAGE_APP || packet.to !== this.deaf())
+      return this.inner.onPacket(packet, client);
+    const radio = client.network.radio.num;
+    const routing = create(Mesh.RoutingSchema, {
+      variant: { case: 'errorReason', value: Mesh.Routing_Error.MAX_RETRANSMIT },
+    });
+    client.after(50, () =>
+      client.deliver(
+        create(Mesh.MeshPacketSchema, {
+          from: radio,
+          to: radio,
+          payloadVariant: {
+            case: 'decoded',
+            value: {
+              portnum: Portnums.PortNum.ROUTING_APP,
+              payload: toBinary(Mesh.RoutingSchema, routing),
+              requestId: packet.id,
+            },
+          },
+        }),
+      ),
+    );
+  }
+}
+
+describe('a node that is heard but does not acknowledge', () => {
+  it('is tried again at the end of the minute after the last attempt, not at the slow backoff, and is not called out of range', async () => {
+    const clock = new FakeClock();
+    let deaf = 0;
+    const responder = new DeafNode(
+      createMessagingResponder({ failurePercent: 0, delayScale: 0.02 }),
+      () => deaf,
+    );
+    const recorder = new TimedRecorder(responder);
+    const sim = testSimulator({
+      nodeCount: 6,
+      seed: 11,
+      telemetryIntervalMs: 1_500,
+      now: () => clock.now(),
+      responder: recorder,
+    });
+    const { port } = await sim.start();
+    cleanups.push(() => sim.stop());
+    const node = sim.network!.nodes.find((n) => n !== messagingRoles(sim.network!).outOfRange)!;
+    deaf = node.num;
+    const t = await startHubOn(clock, port);
+    await knownNodes(t, 6);
+    const token = await subscriber(t, 'alice');
+    const heard: number[] = [];
+    t.hub.bus.on('test', 'mesh.packet', (p) => {
+      if (p.from >>> 0 === deaf) heard.push(clock.now());
+    });
+
+    await waitFor(() => (heard.length > 0 ? true : undefined), 15_000, 'the node heard');
+    const res = await post(t, token, { target_node_id: node.id, text: 'Is the gauge working?' });
+    expect(res.status).toBe(202);
+    const id = res.body.id as string;
+    const first = await settled(t, id, 1);
+    const failedAt = (
+      t.hub.store.db.prepare('SELECT updated_at FROM messages WHERE public_id = ?').get(id) as {
+        updated_at: number;
+      }
+    ).updated_at;
+    // Not out of range: it is heard, it just does not acknowledge.
+    const held = await detail(t, token, id);
+    expect(held).toMatchObject({ status: 'queued', waiting_for_node: node.id });
+    expect(held.history.at(-1).reason).toMatch(/was heard .+ ago but is not acknowledging/);
+    expect(held.history.at(-1).reason).not.toMatch(/come in range/);
+    // Without news the next attempt is the slow backoff's, 5 min on.
+    expect(first.next_attempt_at).toBeGreaterThanOrEqual(failedAt + 5 * MINUTE);
+
+    // Heard 30 s after the attempt failed, inside the once-a-minute limit: the text goes at the
+    // end of that minute, not at the slow backoff.
+    clock.advanceTo(failedAt + 30_000);
+    const heardBefore = heard.length;
+    await waitFor(() => (heard.length > heardBefore ? true : undefined), 15_000, 'the node heard again');
+    const woken = await waitFor(
+      () => (row(t, id).next_attempt_at < failedAt + 5 * MINUTE ? row(t, id) : undefined),
+      15_000,
+      () => `the text brought forward (now ${JSON.stringify(row(t, id))})`,
+    );
+    expect(woken.next_attempt_at).toBe(failedAt + MINUTE);
+    expect((await detail(t, token, id)).next_attempt_at).toBe(new Date(failedAt + MINUTE).toISOString());
+    const sentBefore = recorder.texts.length;
+    clock.advanceTo(failedAt + MINUTE + 50);
+    await settled(t, id, 2);
+    const again = recorder.texts.slice(sentBefore);
+    expect(again).toHaveLength(1);
+    expect(again[0]!.at).toBeLessThan(failedAt + 2 * MINUTE);
   });
 });
 

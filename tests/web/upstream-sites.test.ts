@@ -3,12 +3,13 @@
  * node per id from the upstream's one-item-per-site node list, and the site filter's routes.
  */
 import { describe, expect, it } from 'vitest';
+import { durationAdjective, durationWords } from '../../src/domain/duration.js';
 import type { SiteJson } from '../../src/web/src/api/types.js';
 import { formatTime } from '../../src/web/src/lib/format.js';
 import { EMPTY_MESH, heardBy, mergeNode, snapshot } from '../../src/web/src/lib/mesh-state.js';
 import { heardByWords, nodeView } from '../../src/web/src/lib/node-view.js';
 import { mapPath, matchRoute, nodePath, siteParam } from '../../src/web/src/lib/routes.js';
-import { durationWords, siteHealth, upstreamSummary } from '../../src/web/src/lib/site-health.js';
+import { siteHealth, upstreamSummary } from '../../src/web/src/lib/site-health.js';
 
 const NOW = Date.UTC(2026, 10, 21, 12);
 const iso = (ms: number) => new Date(ms).toISOString();
@@ -19,6 +20,7 @@ function site(overrides: Partial<SiteJson> = {}): SiteJson {
     site_id: 'north',
     name: 'North Farm',
     last_contact_at: iso(NOW - 30_000),
+    stopped_at: null,
     last_batch_at: iso(NOW - 30_000),
     lag_s: 5,
     acked_seq: 120,
@@ -54,6 +56,19 @@ describe('a site’s health', () => {
     expect(siteHealth(site({ last_contact_at: iso(NOW - 120_000) }), NOW).state).toBe('offline');
   });
 
+  it('is offline at once when it said it was stopping, until it makes contact again', () => {
+    const stopped = NOW - 5_000;
+    expect(siteHealth(site({ last_contact_at: iso(NOW - 6_000), stopped_at: iso(stopped) }), NOW)).toEqual({
+      state: 'offline',
+      words: `Offline since ${formatTime(stopped, NOW)} (just now, stopped)`,
+      tone: 'bad',
+    });
+    // Back: a contact after the stop.
+    expect(siteHealth(site({ last_contact_at: iso(NOW - 1_000), stopped_at: iso(stopped) }), NOW).state).toBe(
+      'online',
+    );
+  });
+
   it('says revoked before anything else, and never connected for a site that never called', () => {
     expect(siteHealth(site({ revoked: true }), NOW)).toEqual({
       state: 'revoked',
@@ -69,8 +84,33 @@ describe('a site’s health', () => {
 
   it('writes durations as people say them', () => {
     expect(
-      [0, 45, 89, 90, 25 * 60, 89 * 60, 5 * 3_600, 36 * 3_600, 86_400 * 1.4, 86_400 * 10].map(durationWords),
-    ).toEqual(['0 s', '45 s', '89 s', '2 min', '25 min', '89 min', '5 h', '2 days', '34 h', '10 days']);
+      [0, 45, 89, 90, 25 * 60, 60 * 60, 89 * 60, 5 * 3_600, 36 * 3_600, 86_400 * 1.4, 86_400 * 10].map((s) =>
+        durationWords(s * 1000),
+      ),
+    ).toEqual([
+      '0 s',
+      '45 s',
+      '1 min',
+      '2 min',
+      '25 min',
+      '1 h',
+      '89 min',
+      '5 h',
+      '2 days',
+      '34 h',
+      '10 days',
+    ]);
+    // Before a noun, as in "its 6-hour hold ended" (0.02 h is 72 s: a 1-minute hold).
+    expect([0.02, 0.05, 0.5, 1, 1.5, 6, 24, 72].map((h) => durationAdjective(h * 3_600_000))).toEqual([
+      '1-minute',
+      '3-minute',
+      '30-minute',
+      '1-hour',
+      '90-minute',
+      '6-hour',
+      '24-hour',
+      '3-day',
+    ]);
   });
 });
 

@@ -311,6 +311,15 @@ export const PG_MIGRATIONS: readonly PgMigration[] = [
       CREATE INDEX refresh_tokens_by_expiry ON refresh_tokens (expires_at);
     `,
   },
+  {
+    version: 5,
+    name: 'a site that stops cleanly is offline at once',
+    sql: `
+      -- When the site last closed its downlink saying it is stopping (sync/upstream/sites.ts
+      -- markStopped); a later last_contact_at means it is back.
+      ALTER TABLE sites ADD COLUMN stopped_at BIGINT;
+    `,
+  },
 ];
 
 /** The metric columns (as on the hub: src/store/rollups.ts). */

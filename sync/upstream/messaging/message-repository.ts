@@ -226,11 +226,15 @@ export async function messageHistory(db: Queryable, message: UpstreamMessage): P
 
 const SUMMARY_SQL = `
   SELECT c.node_id, coalesce(k.nickname, n.long_name, n.short_name, c.node_id) AS nickname,
-    c.latest_text, c.latest_at, c.unread_count
+    c.latest_text, c.latest_at, c.unread_count, c.waiting_count,
+    (SELECT count(*)::int FROM messages f WHERE f.subscriber = $1 AND f.node_id = c.node_id
+      AND f.direction = 'outbound' AND f.status = 'failed' AND f.created_at > c.reached_at) AS failed_count
   FROM (
     SELECT node_id, max(created_at) AS latest_at,
       (array_agg(text ORDER BY created_at DESC, id DESC))[1] AS latest_text,
-      count(*) FILTER (WHERE direction = 'inbound' AND status = 'received')::int AS unread_count
+      count(*) FILTER (WHERE direction = 'inbound' AND status = 'received')::int AS unread_count,
+      count(*) FILTER (WHERE direction = 'outbound' AND status = 'queued')::int AS waiting_count,
+      coalesce(max(created_at) FILTER (WHERE status = 'delivered' OR direction = 'inbound'), 0) AS reached_at
     FROM messages WHERE subscriber = $1 AND ($2::text IS NULL OR node_id = $2) GROUP BY node_id
   ) c
   LEFT JOIN conversation_nicknames k ON k.subscriber = $1 AND k.node_id = c.node_id

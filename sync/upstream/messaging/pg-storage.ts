@@ -171,6 +171,10 @@ export class PgMessagingStorage implements MessagingStorage<UpstreamMessage, Mes
   }
 
   /** A subscriber's conversation is theirs; a message carried for a site's own user is nobody's here. */
+  siteOf(message: UpstreamMessage): string {
+    return message.siteId;
+  }
+
   ownerOf(message: UpstreamMessage): string | null {
     return message.subscriber;
   }

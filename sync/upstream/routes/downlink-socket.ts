@@ -123,7 +123,16 @@ export function downlinkUpgradeHandler(deps: DownlinkSocketDeps): DownlinkUpgrad
         this.missedPongs = 0;
       });
       ws.on('message', (data, isBinary) => this.onFrame(data, isBinary));
-      ws.on('close', () => this.end());
+      ws.on('close', (code) => {
+        // The site said it is stopping (sync/site/downlink-client.ts closes with 1001 then); a
+        // close we started (replaced, revoked, the upstream stopping) has ended the session first.
+        if (!this.closed && code === CLOSE_GOING_AWAY) {
+          sites
+            .markStopped(siteId)
+            .catch((error: unknown) => log?.debug({ err: error, siteId }, 'marking a site stopped failed'));
+        }
+        this.end();
+      });
       ws.on('error', (error) => {
         log?.debug({ err: error, siteId }, 'downlink socket error');
         ws.terminate();

@@ -194,11 +194,12 @@ export class PgWeatherReads implements WeatherReads<UpstreamLatestFilter, string
       revoked_at: Numeric;
       acked_seq: Numeric;
       last_contact_at: Numeric;
+      stopped_at: Numeric;
       last_batch_at: Numeric;
       last_record_at: Numeric;
       node_count: Numeric;
     }>(
-      `SELECT s.site_id, s.name, s.revoked_at, s.acked_seq, s.last_contact_at, s.last_batch_at,
+      `SELECT s.site_id, s.name, s.revoked_at, s.acked_seq, s.last_contact_at, s.stopped_at, s.last_batch_at,
               s.last_record_at,
               (SELECT count(*) FROM nodes n WHERE n.site_id = s.site_id) AS node_count
        FROM sites s ORDER BY s.site_id LIMIT ${MAX_LISTED_SITES}`,
@@ -210,6 +211,7 @@ export class PgWeatherReads implements WeatherReads<UpstreamLatestFilter, string
         site_id: row.site_id,
         name: row.name,
         last_contact_at: iso(row.last_contact_at),
+        stopped_at: iso(row.stopped_at),
         last_batch_at: iso(row.last_batch_at),
         // A site clock ahead of ours would give a negative lag: the upstream is not behind then.
         lag_s: lastRecord === null ? null : Math.max(0, Math.round((now - lastRecord) / 1000)),

@@ -10,6 +10,7 @@ import { MessageRepository } from '../../../src/messaging/message-repository.js'
 import { SubscriptionRepository } from '../../../src/messaging/subscription-repository.js';
 import type { Database } from '../../../src/store/database.js';
 import type { CommandBody } from '../../../sync/protocol.js';
+import { PgWeatherReads } from '../../../sync/upstream/weather/pg-reads.js';
 import { waitFor } from '../../helpers/hub.js';
 import { skipWithoutPostgres } from '../../helpers/postgres.js';
 import { type LoopbackUpstream, syncTestbed, type TestSite } from '../helpers/loopback-upstream.js';
@@ -68,6 +69,36 @@ function messageCount(db: Database): number {
 }
 
 describe.skipIf(skip)('site downlink against the real upstream', () => {
+  it('a site that stops cleanly is offline upstream at once; a dropped connection is not a stop', async () => {
+    const upstream = await bed.upstream({ downlink: true });
+    const site = await startSite(upstream);
+    const reads = new PgWeatherReads(upstream.pool);
+    const listed = async () => (await reads.sites()).find((s) => s.site_id === site.siteId)!;
+    expect((await listed()).stopped_at).toBeNull();
+
+    // A network blip: the site reconnects; that is no stop.
+    upstream.cutDownlinks();
+    await waitFor(
+      () => (!upstream.connectedSites.includes(site.siteId) ? true : undefined),
+      10_000,
+      'the cut',
+    );
+    await connected(site, upstream);
+    expect((await listed()).stopped_at).toBeNull();
+
+    // A clean stop closes the downlink saying so: GET /api/v1/sites has it stopped after its last contact.
+    await site.actor.stop();
+    const stopped = await waitFor(
+      async () => {
+        const s = await listed();
+        return s.stopped_at ? s : undefined;
+      },
+      10_000,
+      'the stop recorded',
+    );
+    expect(Date.parse(stopped.stopped_at!)).toBeGreaterThanOrEqual(Date.parse(stopped.last_contact_at!));
+  });
+
   it('applies a text once, though it is delivered twice (the first ack lost), and the gateway is told once', async () => {
     const upstream = await bed.upstream({ downlink: true });
     const site = await startSite(upstream);

@@ -730,6 +730,9 @@ describe.skipIf(skip)('upstream messaging API', () => {
           latest_text: 'reply at B',
           latest_at: new Date(T0 + 3_000).toISOString(),
           unread_count: 2,
+          // Both texts are still queued as far as the upstream knows; none failed.
+          waiting_count: 2,
+          failed_count: 0,
         },
       ]);
 
@@ -872,6 +875,8 @@ describe.skipIf(skip)('upstream messaging API', () => {
       expect(detail.body).toMatchObject({ id: sent.body.id, node_id: node, status: 'queued' });
       expect(detail.body.attempts).toBeUndefined();
       expect(detail.body.history).toEqual([{ status: 'queued', at: sent.body.created_at }]);
+      // The site that carries it: the chat says when that site is offline (GET /api/v1/sites).
+      expect(detail.body.site_id).toBe((await messageRow(sent.body.id)).site_id);
       const badId = await call(app, 'GET', '/not-a-uuid', { token });
       expect(badId.status).toBe(400);
       expect(badId.body.errors).toEqual([{ field: 'id', message: 'must be a message id (a UUID)' }]);

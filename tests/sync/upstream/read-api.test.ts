@@ -408,6 +408,7 @@ describe.skipIf(skip)('upstream read API', () => {
           'node_count',
           'revoked',
           'site_id',
+          'stopped_at',
         ].sort(),
       );
       expect(north).toMatchObject({
@@ -436,6 +437,7 @@ describe.skipIf(skip)('upstream read API', () => {
         site_id: 'east',
         name: null,
         last_contact_at: null,
+        stopped_at: null,
         last_batch_at: null,
         lag_s: null,
         acked_seq: 0,

@@ -11,7 +11,8 @@ import { randomId } from '../lib/random-id.js';
 import { checkMessageText, MAX_TEXT_BYTES, MAX_TEXT_CHARACTERS } from '../lib/text-limits.js';
 import { sendMessage } from '../state/chat.js';
 
-function refusal(error: unknown, name: string, nodeId: string): string {
+/** A refused send in plain words (the composer's, and a failed text's Send again). */
+export function refusal(error: unknown, name: string, nodeId: string): string {
   if (!(error instanceof ApiError)) return plainWords(error);
   switch (error.status) {
     case 0:

@@ -88,6 +88,24 @@ export function ConversationList({ activeId }: { activeId?: string }) {
               </span>
               <span class="conversation-bottom">
                 <span class="conversation-latest">{c.latest_text}</span>
+                {c.waiting_count > 0 && (
+                  <span
+                    class="badge badge-waiting"
+                    data-testid="waiting-badge"
+                    title="Texts that wait: for the radio, or for the node to be heard"
+                  >
+                    ◷ {c.waiting_count} waiting
+                  </span>
+                )}
+                {c.failed_count > 0 && (
+                  <span
+                    class="badge badge-failed"
+                    data-testid="failed-badge"
+                    title="Texts not delivered since the node last got one or replied"
+                  >
+                    ⚠ {c.failed_count} not delivered
+                  </span>
+                )}
                 {c.unread_count > 0 && (
                   <span class="badge" data-testid="unread-badge">
                     {c.unread_count}

@@ -1,17 +1,30 @@
 /** A message's delivery state as people expect it from a messenger, with the failure reason in words. */
+import { useState } from 'preact/hooks';
 import type { MessageRecord } from '../api/types.js';
 import { useNow, useStore } from '../hooks.js';
 import { displayName } from '../lib/mesh-state.js';
+import { randomId } from '../lib/random-id.js';
+import { sendMessage } from '../state/chat.js';
+import { hubStore } from '../state/hub.js';
 import { meshStore } from '../state/mesh.js';
-import { waitingWords } from './held-words.js';
+import { sitesStore } from '../state/sites.js';
+import { refusal } from './composer.js';
+import { upstreamWaitingWords, waitingWords } from './held-words.js';
+
+const time = (iso: string | null | undefined) => (iso ? Date.parse(iso) : undefined);
 
 /** The node's name and last-heard time come live from the mesh, so "3 h ago" stays true. */
-function HeldStatus({ nodeId, holdUntil }: { nodeId: string; holdUntil: string | null | undefined }) {
+function HeldStatus({ message }: { message: MessageRecord }) {
+  const nodeId = message.waiting_for_node!;
   const mesh = useStore(meshStore);
   const now = useNow(30_000);
   const node = mesh.mesh.nodes.get(nodeId);
   const heard = node?.last_heard === undefined ? undefined : Date.parse(node.last_heard);
-  const until = holdUntil ? new Date(holdUntil) : undefined;
+  const until = message.hold_until ? new Date(message.hold_until) : undefined;
+  const words = waitingWords(displayName(node, nodeId), heard, now, {
+    createdAt: time(message.created_at),
+    nextAttemptAt: time(message.next_attempt_at),
+  });
   return (
     <span
       class="status status-queued status-held"
@@ -22,8 +35,62 @@ function HeldStatus({ nodeId, holdUntil }: { nodeId: string; holdUntil: string |
       }
     >
       <span aria-hidden="true">◷ </span>
-      <span data-testid="waiting-for">{waitingWords(displayName(node, nodeId), heard, now)}</span>
+      <span data-testid="waiting-for">{words}</span>
     </span>
+  );
+}
+
+/** Queued: on the upstream, why it waits (its site offline, or what the site said); on a hub, for the radio. */
+function QueuedStatus({ message }: { message: MessageRecord }) {
+  const hub = useStore(hubStore);
+  const sites = useStore(sitesStore);
+  const now = useNow(30_000) + sites.clockOffsetMs;
+  const why = hub.mode === 'upstream' ? upstreamWaitingWords(message, sites.sites, now) : undefined;
+  if (why) {
+    return (
+      <span class="status status-queued status-held" title="Queued at the upstream for its site">
+        <span aria-hidden="true">◷ </span>
+        <span data-testid="waiting-for">{why}</span>
+      </span>
+    );
+  }
+  return (
+    <span class="status status-queued" title="Waiting for the radio and its airtime">
+      <span aria-hidden="true">◷ </span>Queued
+    </span>
+  );
+}
+
+/** A failed text: the same text to the same node again, as a new message. */
+function SendAgain({ message }: { message: MessageRecord }) {
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<string>();
+  const nodeId = message.node_id ?? message.target_node_id;
+  if (!nodeId) return null;
+  const again = async () => {
+    setBusy(true);
+    setError(undefined);
+    try {
+      await sendMessage(nodeId, message.text, randomId());
+    } catch (caught) {
+      setError(refusal(caught, nodeId, nodeId));
+    } finally {
+      setBusy(false);
+    }
+  };
+  return (
+    <>
+      {' '}
+      <button type="button" class="link-button small" disabled={busy} onClick={() => void again()}>
+        Send again
+      </button>
+      {error && (
+        <span class="send-again-error" role="alert">
+          {' '}
+          {error}
+        </span>
+      )}
+    </>
   );
 }
 
@@ -39,13 +106,8 @@ export function MessageStatus({ message }: { message: MessageRecord }) {
   if (message.direction === 'inbound') return null;
   switch (message.status) {
     case 'queued':
-      if (message.waiting_for_node)
-        return <HeldStatus nodeId={message.waiting_for_node} holdUntil={message.hold_until} />;
-      return (
-        <span class="status status-queued" title="Waiting for the radio and its airtime">
-          <span aria-hidden="true">◷ </span>Queued
-        </span>
-      );
+      if (message.waiting_for_node) return <HeldStatus message={message} />;
+      return <QueuedStatus message={message} />;
     case 'sent':
       return (
         <span class="status status-sent" title="The mesh repeated it; waiting for the node to confirm">
@@ -63,6 +125,7 @@ export function MessageStatus({ message }: { message: MessageRecord }) {
       return (
         <span class="status status-failed" title={code ? `Radio error ${code}` : undefined}>
           <span aria-hidden="true">⚠ </span>Not delivered: <span data-testid="failure-reason">{text}</span>
+          <SendAgain message={message} />
         </span>
       );
     }

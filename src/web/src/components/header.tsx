@@ -4,6 +4,7 @@
  * upstream, which has no radio, it says "Upstream" and how many sites it serves, with a link to
  * them.
  */
+import { useState } from 'preact/hooks';
 import type { RadioStatus } from '../api/types.js';
 import { useNow, useStore } from '../hooks.js';
 import { tokenRoles } from '../lib/jwt.js';
@@ -22,27 +23,66 @@ const RADIO_WORDS: Record<RadioStatus['state'], string> = {
   disconnected: 'disconnected',
 };
 
-function radioSummary(
-  radio: RadioStatus | undefined,
-  hubReachable: boolean,
-): { text: string; tone: string; title: string } {
+/** The radio as the RADIO setting names it: `tcp:127.0.0.1:4403`, `/dev/ttyUSB0`. */
+export function radioSetting(radio: Pick<RadioStatus, 'transport' | 'address'>): string | undefined {
+  if (!radio.address) return undefined;
+  return radio.transport === 'tcp' ? `tcp:${radio.address}` : radio.address;
+}
+
+interface RadioSummary {
+  text: string;
+  tone: string;
+  title: string;
+  /** The lines of the pill's popover: the state, where the radio is, the last error. */
+  details: string[];
+}
+
+function radioSummary(radio: RadioStatus | undefined, hubReachable: boolean): RadioSummary {
+  const only = (text: string, tone: string, title: string) => ({ text, tone, title, details: [title] });
   if (!hubReachable)
-    return {
-      text: 'unknown',
-      tone: 'unknown',
-      title: 'The hub cannot be reached, so the radio state is unknown.',
-    };
-  if (!radio) return { text: '…', tone: 'unknown', title: 'Waiting for the hub' };
+    return only('unknown', 'unknown', 'The hub cannot be reached, so the radio state is unknown.');
+  if (!radio) return only('…', 'unknown', 'Waiting for the hub');
   if (radio.transport === 'none')
-    return { text: 'none', tone: 'unknown', title: 'The hub runs without a radio (RADIO=none).' };
-  const where = radio.address ? ` (${radio.transport} ${radio.address})` : '';
-  const error = radio.state !== 'connected' && radio.lastError ? `: ${radio.lastError}` : '';
+    return only('none', 'unknown', 'The hub runs without a radio (RADIO=none).');
+  const setting = radioSetting(radio);
+  const details = [
+    `Radio link ${RADIO_WORDS[radio.state]}${radio.simulated ? ' (the built-in simulator)' : ''}`,
+    ...(setting ? [`Radio: ${setting}`] : []),
+    ...(radio.state !== 'connected' && radio.lastError ? [`Last error: ${radio.lastError}`] : []),
+  ];
   const tone = radio.state === 'connected' ? 'good' : radio.state === 'disconnected' ? 'bad' : 'warn';
-  return {
-    text: RADIO_WORDS[radio.state],
-    tone,
-    title: `Radio link ${RADIO_WORDS[radio.state]}${where}${error}`,
-  };
+  return { text: RADIO_WORDS[radio.state], tone, title: details.join('\n'), details };
+}
+
+/** The radio pill: its state at a glance; a tap (or hover) tells where the radio is and what went wrong. */
+function RadioPill({ status }: { status: RadioSummary }) {
+  const [open, setOpen] = useState(false);
+  return (
+    <span class="radio-pill">
+      <button
+        type="button"
+        class={`pill pill-${status.tone} pill-button`}
+        title={status.title}
+        data-testid="radio-state"
+        aria-expanded={open}
+        aria-controls="radio-details"
+        onClick={() => setOpen(!open)}
+      >
+        <span class="dot" aria-hidden="true" />
+        <span class="pill-label">Radio </span>
+        {status.text}
+      </button>
+      {open && (
+        <div id="radio-details" class="radio-details" role="status" data-testid="radio-details">
+          {status.details.map((line) => (
+            <p key={line} class="radio-detail">
+              {line}
+            </p>
+          ))}
+        </div>
+      )}
+    </span>
+  );
 }
 
 export function Header({ page }: { page: string }) {
@@ -129,11 +169,7 @@ export function Header({ page }: { page: string }) {
             {status.text}
           </span>
         ) : (
-          <span class={`pill pill-${status.tone}`} title={status.title} data-testid="radio-state">
-            <span class="dot" aria-hidden="true" />
-            <span class="pill-label">Radio </span>
-            {status.text}
-          </span>
+          <RadioPill status={status as RadioSummary} />
         )}
         {hub.version && (
           <span class="version" title="meshhub version" data-testid="version">

@@ -1,9 +1,10 @@
 /**
  * A site's health in plain words, from what the upstream's `GET /api/v1/sites` says (issue 12):
  * online while it made contact in the last two minutes (its push probes and its downlink
- * socket talk far more often), lagging when its newest data (`lag_s`) is more than ten minutes
+ * socket talk far more often) and did not say it was stopping since, lagging when its newest data (`lag_s`) is more than ten minutes
  * old, offline since its last contact otherwise.
  */
+import { durationWords } from '../../../domain/duration.js';
 import type { SiteJson } from '../api/types.js';
 import { formatAge, formatTime } from './format.js';
 
@@ -19,16 +20,20 @@ export interface SiteHealth {
 export const ONLINE_WITHIN_MS = 2 * 60_000;
 export const LAGGING_AFTER_S = 10 * 60;
 
-/** `45 s`, `25 min`, `3 h`, `2 days`. */
-export function durationWords(seconds: number): string {
-  const s = Math.max(0, Math.round(seconds));
-  if (s < 90) return `${s} s`;
-  const minutes = Math.round(s / 60);
-  if (minutes < 90) return `${minutes} min`;
-  const hours = Math.round(minutes / 60);
-  if (hours < 36) return `${hours} h`;
-  const days = Math.round(hours / 24);
-  return `${days} day${days === 1 ? '' : 's'}`;
+/**
+ * Since when the site is offline, or undefined while it is online (or never connected): it said
+ * it was stopping (a clean stop, `stopped_at`) and made no contact since, or its last contact
+ * is ONLINE_WITHIN_MS old. `nowMs` on the upstream's clock.
+ */
+export function offlineSince(
+  site: Pick<SiteJson, 'last_contact_at' | 'stopped_at'>,
+  nowMs: number,
+): { at: number; stopped: boolean } | undefined {
+  const contact = site.last_contact_at ? Date.parse(site.last_contact_at) : Number.NaN;
+  if (!Number.isFinite(contact)) return undefined;
+  const stopped = site.stopped_at ? Date.parse(site.stopped_at) : Number.NaN;
+  if (Number.isFinite(stopped) && stopped >= contact) return { at: stopped, stopped: true };
+  return nowMs - contact >= ONLINE_WITHIN_MS ? { at: contact, stopped: false } : undefined;
 }
 
 /** `nowMs` on the upstream's clock (the page corrects its own with the answer's Date header). */
@@ -38,17 +43,19 @@ export function siteHealth(site: SiteJson, nowMs: number): SiteHealth {
   }
   const contact = site.last_contact_at ? Date.parse(site.last_contact_at) : Number.NaN;
   if (!Number.isFinite(contact)) return { state: 'never', words: 'Never connected', tone: 'unknown' };
-  if (nowMs - contact >= ONLINE_WITHIN_MS) {
+  const since = offlineSince(site, nowMs);
+  if (since !== undefined) {
+    const stopped = since.stopped ? ', stopped' : '';
     return {
       state: 'offline',
-      words: `Offline since ${formatTime(contact, nowMs)} (${formatAge(contact, nowMs)})`,
+      words: `Offline since ${formatTime(since.at, nowMs)} (${formatAge(since.at, nowMs)}${stopped})`,
       tone: 'bad',
     };
   }
   if (typeof site.lag_s === 'number' && site.lag_s > LAGGING_AFTER_S) {
     return {
       state: 'lagging',
-      words: `Lagging: its newest data is ${durationWords(site.lag_s)} old`,
+      words: `Lagging: its newest data is ${durationWords(site.lag_s * 1000)} old`,
       tone: 'warn',
     };
   }

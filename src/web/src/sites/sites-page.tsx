@@ -5,11 +5,12 @@
  */
 import type { ComponentChildren } from 'preact';
 import { useEffect, useMemo } from 'preact/hooks';
+import { durationWords } from '../../../domain/duration.js';
 import type { SiteJson } from '../api/types.js';
 import { useNow, useStore, useTitle } from '../hooks.js';
 import { formatAge, formatDateTime } from '../lib/format.js';
 import { mapPath } from '../lib/routes.js';
-import { durationWords, plural, siteHealth, siteLabel } from '../lib/site-health.js';
+import { plural, siteHealth, siteLabel } from '../lib/site-health.js';
 import { Link } from '../router.js';
 import { refreshSites, sitesStore } from '../state/sites.js';
 import './sites.css';
@@ -49,7 +50,7 @@ function SiteCard({ site, now }: { site: SiteJson; now: number }) {
         {typeof site.lag_s === 'number' && (
           <div>
             <dt title="How old the newest record it sent is">Newest data</dt>
-            <dd>{durationWords(site.lag_s)} old</dd>
+            <dd>{durationWords(site.lag_s * 1000)} old</dd>
           </div>
         )}
       </dl>
