@@ -116,6 +116,8 @@ export const hubSettings = z.object({
   SIM_FAILURE_PERCENT: z.coerce.number().min(0).max(100).default(10),
   /** Multiplies the simulated acknowledgement and reply delays (0.1 for fast tests). */
   SIM_ACK_DELAY_SCALE: z.coerce.number().min(0.01).max(100).default(1),
+  /** Minutes the wandering simulated node stays and is away each cycle (fractions allowed); unset: 10–60 min, seeded. */
+  SIM_AWAY_MINUTES: z.coerce.number().gt(0).max(1440).optional(),
 
   /** Time zone for scheduled jobs (e.g. `Europe/Zurich`); unset: the system's local time, and no time-zone data is loaded. */
   SCHEDULE_TIMEZONE: z.string().min(1).optional(),

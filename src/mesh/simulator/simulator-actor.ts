@@ -15,6 +15,7 @@ export interface SimulatorSettings {
   SIM_BACKFILL: number;
   SIM_FAILURE_PERCENT: number;
   SIM_ACK_DELAY_SCALE: number;
+  SIM_AWAY_MINUTES?: number | undefined;
 }
 
 /** The simulator's options from the SIM_* settings: one place for the hub's built-in simulator and `meshhub sim`. */
@@ -27,6 +28,7 @@ export function simulatorOptionsFrom(config: SimulatorSettings): Omit<MeshSimula
     seed: config.SIM_SEED,
     telemetryIntervalMs: config.SIM_TELEMETRY_SECONDS * 1000,
     backfillMs: config.SIM_BACKFILL,
+    ...(config.SIM_AWAY_MINUTES ? { awayMinutes: config.SIM_AWAY_MINUTES } : {}),
     responder: createMessagingResponder({
       failurePercent: config.SIM_FAILURE_PERCENT,
       delayScale: config.SIM_ACK_DELAY_SCALE,
