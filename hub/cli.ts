@@ -32,7 +32,7 @@ Commands:
       --nodes N           number of simulated nodes (SIM_NODES, default 6)
       --backfill DUR      history replayed to each new client, e.g. 30d (SIM_BACKFILL, default 24h)
       --interval SECONDS  seconds between telemetry packets per node (SIM_TELEMETRY_SECONDS, default 300)
-      --seed N            seed for names, positions and values (SIM_SEED, default 1)
+      --seed N            seed for names, positions and values (SIM_SEED; default: from SYNC_SITE_ID, else 1)
   user, token           Manage users, print and revoke access tokens (see below).
   subscription          Grant and revoke which nodes a user may message (see below).
   plan                  Add, list and retire billing plans (PLUGINS=billing; see below).
@@ -148,8 +148,14 @@ async function runSimulator(args: string[]): Promise<void> {
   for (const [k, v] of Object.entries(map)) if (v !== undefined) env[k] = v;
   const config = loadConfigOrExit(env);
   const log = createLogger({ level: config.LOG_LEVEL, name: 'meshhub-sim' });
-  const sim = new MeshSimulator({ ...simulatorOptionsFrom(config), log });
-  const address = await sim.start();
+  const sim = new MeshSimulator({ ...simulatorOptionsFrom(config, env.SYNC_SITE_ID?.trim()), log });
+  const address = await sim.start().catch((error: NodeJS.ErrnoException) => {
+    if (error.code !== 'EADDRINUSE') throw error;
+    return fail(
+      `meshhub sim: port ${config.SIM_PORT} on ${config.SIM_HOST} is taken (another simulator or hub?): choose another with --port or SIM_PORT, or 0 for a free one`,
+      1,
+    );
+  });
   log.info({ ...address, nodes: config.SIM_NODES }, 'simulator listening; connect with RADIO=tcp:HOST:PORT');
   onShutdownSignals(() => sim.stop(), log);
 }

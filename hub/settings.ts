@@ -95,11 +95,12 @@ export const hubSettings = z.object({
   SIM_HOST: z.string().default('127.0.0.1'),
   SIM_PORT: port.default(4403),
   SIM_NODES: int(1, 5000).default(6),
-  /** Centre of the simulated mesh, `lat,lon`. */
+  /** Centre of the simulated mesh, `lat,lon`; unset: drawn from SYNC_SITE_ID, else 47.3769,8.5417 (simulator-actor.ts). */
   SIM_CENTER: z
     .string()
-    .default('47.3769,8.5417')
+    .optional()
     .transform((v, ctx) => {
+      if (v === undefined) return undefined;
       const [lat, lon] = v.split(',').map((s) => Number(s.trim()));
       if (lat === undefined || lon === undefined || !(Math.abs(lat) <= 90) || !(Math.abs(lon) <= 180)) {
         ctx.addIssue({ code: 'custom', message: 'expected "latitude,longitude" in degrees' });
@@ -111,7 +112,8 @@ export const hubSettings = z.object({
   SIM_BACKFILL: duration.prefault('24h'),
   /** Seconds between environment telemetry packets of each simulated node. */
   SIM_TELEMETRY_SECONDS: int(1, 86_400).default(300),
-  SIM_SEED: z.coerce.number().int().default(1),
+  /** Unset: drawn from SYNC_SITE_ID, else 1 (simulator-actor.ts). */
+  SIM_SEED: z.coerce.number().int().optional(),
   /** Percent of texts to simulated nodes that fail with a routing error (MAX_RETRANSMIT, NO_RESPONSE). */
   SIM_FAILURE_PERCENT: z.coerce.number().min(0).max(100).default(10),
   /** Multiplies the simulated acknowledgement and reply delays (0.1 for fast tests). */
