@@ -14,6 +14,8 @@
  */
 import type { Hono } from 'hono';
 import { z } from 'zod';
+import { COMMON_PROBLEMS, type OperationSpec, pagedListResponses } from '../../../src/http/openapi.js';
+import { describeRoutes } from '../../../src/http/openapi-route.js';
 import { cursorCodec } from '../../../src/http/paging.js';
 import { fieldProblem } from '../../../src/http/problem.js';
 import { type WeatherScope, weatherApi } from '../../../src/weather/routes.js';
@@ -21,6 +23,7 @@ import {
   historyIntervalSchema,
   historyQuerySchema,
   latestQuerySchema,
+  readingSchema,
 } from '../../../src/weather/schemas.js';
 import { SITE_ID_PATTERN } from '../../protocol.js';
 import type { PgWeatherReads, UpstreamLatestFilter } from '../weather/pg-reads.js';
@@ -37,6 +40,38 @@ export const upstreamHistoryQuerySchema = historyQuerySchema.extend({
     description: 'The site whose series to read; default: the site that heard the node most recently.',
   }),
 });
+
+/** A Reading of the upstream: the hub's, with the site that sent it. */
+export const upstreamReadingSchema = readingSchema.extend({ site_id: z.string() });
+const upstreamReadingListSchema = z.object({ data: z.array(upstreamReadingSchema) });
+
+/** The OpenAPI operations of the routes below (src/http/openapi-route.ts). */
+export const upstreamWeatherOperations: OperationSpec[] = describeRoutes('/api/v1/weather', [
+  {
+    method: 'get',
+    path: '/latest',
+    operationId: 'getLatestReadings',
+    tag: 'weather',
+    summary:
+      'The newest value of every metric, one Reading per (site, node), ordered by node_id then site_id',
+    security: 'optional-bearer',
+    params: { query: upstreamLatestQuerySchema },
+    responses: {
+      200: { description: 'The readings.', body: upstreamReadingListSchema },
+      400: COMMON_PROBLEMS.badInput,
+    },
+  },
+  {
+    method: 'get',
+    path: '/history',
+    operationId: 'getReadingHistory',
+    tag: 'weather',
+    summary: 'One site’s readings of a node in [start, end), ascending: raw, or hourly / daily means',
+    security: 'optional-bearer',
+    params: { query: upstreamHistoryQuerySchema },
+    responses: pagedListResponses(upstreamReadingListSchema, 'One page of readings.'),
+  },
+]);
 
 /** The history cursor: the previous page's last time (`a`), its interval (`i`) and site (`s`). */
 const upstreamCursorPosition = z.strictObject({
