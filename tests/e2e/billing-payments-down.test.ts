@@ -17,9 +17,16 @@ import {
   userToken,
 } from '../plugins/billing/helpers.js';
 import { describeInBrowser, useGuardedPages } from './helpers/browser.js';
-import { localTiles } from './helpers/hubs.js';
 
 const DAY_MS = 24 * 3600_000;
+const PLAN = {
+  id: 'week',
+  name: 'Week of messages',
+  price: '2',
+  currency: 'EUR',
+  period_days: 7,
+  nodes: 'all',
+};
 const REASON = 'Payments are unavailable right now: the payment server cannot be reached; try again later.';
 
 async function signInHere(page: Page, username: string): Promise<void> {
@@ -36,19 +43,11 @@ describeInBrowser('billing while the payment server is down', () => {
   beforeAll(async () => {
     fake = fakeBtcpay();
     await fake.start();
-    hub = await startBillingHub(fake, { env: { MAP_TILES: localTiles() } });
-    const admin = await userToken(hub, 'root', ['admin']);
-    await addPlan(hub, admin, {
-      id: 'month',
-      name: 'Month of messages',
-      price: '5',
-      currency: 'USD',
-      period_days: 30,
-      nodes: 'all',
-    });
+    hub = await startBillingHub(fake);
+    await addPlan(hub, await userToken(hub, 'root', ['admin']), PLAN);
     // Bo paid while BTCPay answered; his period ends in two days, so "Renew" is offered.
     const bo = await userToken(hub, 'bo');
-    const bought = await buy(hub, bo, 'month');
+    const bought = await buy(hub, bo, PLAN.id);
     expect(bought.status).toBe(201);
     await fake.pay(bought.body.invoice_id);
     endPeriodAt(hub, bought.body.id, Date.now() + 2 * DAY_MS, DAY_MS);
@@ -67,7 +66,7 @@ describeInBrowser('billing while the payment server is down', () => {
     await page.goto(`${hub.baseUrl}/plans`);
     await signInHere(page, 'ana');
     await page.getByRole('heading', { name: 'Your subscriptions' }).waitFor();
-    await page.getByRole('button', { name: 'Pay for Month of messages, 5 USD for 30 days' }).click();
+    await page.getByRole('button', { name: 'Pay for Week of messages, 2 EUR for 7 days' }).click();
     await expect.poll(() => page.getByRole('alert').allInnerTexts()).toContain(REASON);
     expect(await page.getByText('busy or still starting').count()).toBe(0);
     await guarded.close();

@@ -6,7 +6,6 @@
  */
 
 import { spawn, spawnSync } from 'node:child_process';
-import { join } from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../hub/settings.js';
 import {
@@ -15,8 +14,8 @@ import {
   simulatorOptionsFrom,
 } from '../../src/mesh/simulator/simulator-actor.js';
 import { freePort, getJson, startTestHub, type TestHub, waitFor } from '../helpers/hub.js';
+import { CLI } from '../reliability/helpers/hub-process.js';
 
-const CLI = join(process.cwd(), 'dist', 'hub', 'cli.js');
 const hubs: TestHub[] = [];
 const stops: Array<() => void> = [];
 afterEach(async () => {

@@ -10,8 +10,8 @@
  */
 
 import { jwksOperations, tokenOperations } from '../../../src/auth/routes.js';
+import { BILLING_COMPONENTS, BILLING_TAGS } from '../../../src/billing/http/openapi.js';
 import { billingOperations } from '../../../src/billing/http/routes.js';
-import { adminPlanSchema, planSchema, subscriptionSchema } from '../../../src/billing/schemas.js';
 import { type OpenApiDocument, openApiDocument } from '../../../src/http/openapi.js';
 import { messagingOperations } from '../../../src/messaging/routes.js';
 import {
@@ -34,6 +34,18 @@ export const UNSERVED_MESSAGING_PATHS: readonly string[] = [
   '/api/v1/messages/stream/tickets',
 ];
 
+/** The upstream's tags (billing's come with billing). */
+const UPSTREAM_TAGS: Record<string, string> = {
+  sync: 'The sites’ side: batches in, the online probe (site request tokens, docs/sync.md).',
+  sites: 'The registered sites and how their sync stands.',
+  weather: 'Environmental readings, per site.',
+  nodes: 'The mesh nodes the sites have heard of.',
+  auth: 'The upstream’s own token issuer.',
+  messaging: 'Texts to and from mesh nodes, through the site that hears them.',
+  map: 'What the web map draws under the nodes.',
+  operations: 'Health, version, metrics and the live dashboard stream.',
+};
+
 export function upstreamOpenApiDocument(version: string, options: { billing: boolean }): OpenApiDocument {
   return openApiDocument({
     title: 'meshhub upstream API',
@@ -42,24 +54,8 @@ export function upstreamOpenApiDocument(version: string, options: { billing: boo
       'The upstream of many meshhub sites: the sites’ sync endpoints, the read API over what they sent (each Reading and node with its `site_id`), messaging for internet subscribers' +
       `${options.billing ? ', billing' : ''} and the token issuer. Reads need a bearer token unless UPSTREAM_PUBLIC_READ. Errors are RFC 9457 problem details.`,
     tags: [
-      {
-        name: 'sync',
-        description: 'The sites’ side: batches in, the online probe (site request tokens, docs/sync.md).',
-      },
-      { name: 'sites', description: 'The registered sites and how their sync stands.' },
-      { name: 'weather', description: 'Environmental readings, per site.' },
-      { name: 'nodes', description: 'The mesh nodes the sites have heard of.' },
-      { name: 'auth', description: 'The upstream’s own token issuer.' },
-      { name: 'messaging', description: 'Texts to and from mesh nodes, through the site that hears them.' },
-      { name: 'map', description: 'What the web map draws under the nodes.' },
-      ...(options.billing
-        ? [
-            { name: 'plans', description: 'What can be bought.' },
-            { name: 'subscriptions', description: 'Buying and renewing.' },
-            { name: 'webhooks', description: 'BTCPay Server deliveries.' },
-          ]
-        : []),
-      { name: 'operations', description: 'Health, version, metrics and the live dashboard stream.' },
+      ...Object.entries(UPSTREAM_TAGS).map(([name, description]) => ({ name, description })),
+      ...(options.billing ? BILLING_TAGS : []),
     ],
     components: {
       Reading: upstreamReadingSchema,
@@ -69,9 +65,7 @@ export function upstreamOpenApiDocument(version: string, options: { billing: boo
       MessageDetail: messageDetailSchema,
       ConversationSummary: conversationSummarySchema,
       TileJson: tileJsonSchema,
-      ...(options.billing
-        ? { Plan: planSchema, AdminPlan: adminPlanSchema, BillingSubscription: subscriptionSchema }
-        : {}),
+      ...(options.billing ? BILLING_COMPONENTS : {}),
     },
     operations: [
       ...syncOperations,

@@ -14,11 +14,10 @@
  */
 import type { Hono } from 'hono';
 import { z } from 'zod';
-import { COMMON_PROBLEMS, type OperationSpec, pagedListResponses } from '../../../src/http/openapi.js';
-import { describeRoutes } from '../../../src/http/openapi-route.js';
+import type { OperationSpec } from '../../../src/http/openapi.js';
 import { cursorCodec } from '../../../src/http/paging.js';
 import { fieldProblem } from '../../../src/http/problem.js';
-import { type WeatherScope, weatherApi } from '../../../src/weather/routes.js';
+import { type WeatherScope, weatherApi, weatherOperations } from '../../../src/weather/routes.js';
 import {
   historyIntervalSchema,
   historyQuerySchema,
@@ -45,33 +44,31 @@ export const upstreamHistoryQuerySchema = historyQuerySchema.extend({
 export const upstreamReadingSchema = readingSchema.extend({ site_id: z.string() });
 const upstreamReadingListSchema = z.object({ data: z.array(upstreamReadingSchema) });
 
-/** The OpenAPI operations of the routes below (src/http/openapi-route.ts). */
-export const upstreamWeatherOperations: OperationSpec[] = describeRoutes('/api/v1/weather', [
-  {
-    method: 'get',
-    path: '/latest',
-    operationId: 'getLatestReadings',
-    tag: 'weather',
+/** What the upstream's weather operations say beyond the hub's. */
+const upstreamSide: Record<string, { query: z.ZodObject; summary: string }> = {
+  getLatestReadings: {
+    query: upstreamLatestQuerySchema,
     summary:
       'The newest value of every metric, one Reading per (site, node), ordered by node_id then site_id',
-    security: 'optional-bearer',
-    params: { query: upstreamLatestQuerySchema },
-    responses: {
-      200: { description: 'The readings.', body: upstreamReadingListSchema },
-      400: COMMON_PROBLEMS.badInput,
-    },
   },
-  {
-    method: 'get',
-    path: '/history',
-    operationId: 'getReadingHistory',
-    tag: 'weather',
+  getReadingHistory: {
+    query: upstreamHistoryQuerySchema,
     summary: 'One site’s readings of a node in [start, end), ascending: raw, or hourly / daily means',
-    security: 'optional-bearer',
-    params: { query: upstreamHistoryQuerySchema },
-    responses: pagedListResponses(upstreamReadingListSchema, 'One page of readings.'),
   },
-]);
+};
+
+/**
+ * The OpenAPI operations of the routes below (src/http/openapi-route.ts): the hub's
+ * (`weatherOperations`) with the upstream's queries (`site`), Readings with their `site_id`, and
+ * read access in front.
+ */
+export const upstreamWeatherOperations: OperationSpec[] = weatherOperations.map((op) => ({
+  ...op,
+  security: 'optional-bearer',
+  summary: upstreamSide[op.operationId]!.summary,
+  params: { query: upstreamSide[op.operationId]!.query },
+  responses: { ...op.responses, 200: { ...op.responses[200]!, body: upstreamReadingListSchema } },
+}));
 
 /** The history cursor: the previous page's last time (`a`), its interval (`i`) and site (`s`). */
 const upstreamCursorPosition = z.strictObject({

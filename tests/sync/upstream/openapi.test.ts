@@ -17,6 +17,12 @@ import { createTestSchema, skipWithoutPostgres, type TestSchema } from '../../he
 import { operationsOf } from '../../http/openapi-conformance.js';
 
 const skip = await skipWithoutPostgres();
+const BTCPAY = {
+  BTCPAY_URL: 'https://btcpay.example.org',
+  BTCPAY_STORE_ID: 'store',
+  BTCPAY_API_KEY: 'api-key-of-the-store',
+  BTCPAY_WEBHOOK_SECRET: 'webhook-secret-of-the-store',
+};
 
 describe('the upstream OpenAPI document', () => {
   it.each([true, false])('is a valid OpenAPI 3.0 document (billing %s)', async (billing) => {
@@ -36,21 +42,13 @@ describe.skipIf(skip)('the upstream serves its OpenAPI document', () => {
   let base: string;
 
   beforeAll(async () => {
-    schema = await createTestSchema('openapi');
-    dataDir = mkdtempSync(join(tmpdir(), 'meshhub-upstream-openapi-'));
-    const settings = loadUpstreamSettings({
-      UPSTREAM_DATABASE_URL: schema.url,
-      HTTP_PORT: '0',
-      DATA_DIR: dataDir,
-      WEB_ROOT: join(dataDir, 'no-web'),
-      UPSTREAM_HISTORY_LISTEN: 'false',
-      PLUGINS: 'billing',
-      BTCPAY_URL: 'https://btcpay.example.org',
-      BTCPAY_STORE_ID: 'store',
-      BTCPAY_API_KEY: 'api-key-of-the-store',
-      BTCPAY_WEBHOOK_SECRET: 'webhook-secret-of-the-store',
+    [schema, dataDir] = [await createTestSchema('openapi'), mkdtempSync(join(tmpdir(), 'meshhub-openapi-'))];
+    // Billing on, so its routes are served and must be listed too (BTCPay is never called here).
+    const env = { PLUGINS: 'billing', ...BTCPAY, UPSTREAM_DATABASE_URL: schema.url, DATA_DIR: dataDir };
+    upstream = await createUpstream(loadUpstreamSettings({ ...env, HTTP_PORT: '0' }), {
+      log: pino({ level: 'silent' }),
+      defaultMetrics: false,
     });
-    upstream = await createUpstream(settings, { log: pino({ level: 'silent' }), defaultMetrics: false });
     await upstream.start();
     base = `http://127.0.0.1:${upstream.port}`;
   }, 60_000);
