@@ -8,7 +8,7 @@
  */
 import { Hono } from 'hono';
 import { z } from 'zod';
-import { COMMON_PROBLEMS, type OperationSpec } from '../../../src/http/openapi.js';
+import { AUTH_PROBLEMS, COMMON_PROBLEMS, type OperationSpec } from '../../../src/http/openapi.js';
 import { describeRoutes } from '../../../src/http/openapi-route.js';
 import { validationProblem } from '../../../src/http/problem.js';
 import { nodeSchema } from '../../../src/nodes/schemas.js';
@@ -35,6 +35,7 @@ export const upstreamNodesOperations: OperationSpec[] = describeRoutes('/api/v1/
     responses: {
       200: { description: 'The nodes.', body: z.object({ data: z.array(upstreamNodeSchema) }) },
       400: COMMON_PROBLEMS.badInput,
+      401: AUTH_PROBLEMS.unauthorized,
     },
   },
 ]);

@@ -7,7 +7,7 @@
 import { Hono } from 'hono';
 import { z } from 'zod';
 import type { SiteJson } from '../../../src/domain/site.js';
-import type { OperationSpec } from '../../../src/http/openapi.js';
+import { AUTH_PROBLEMS, type OperationSpec } from '../../../src/http/openapi.js';
 import { describeRoutes } from '../../../src/http/openapi-route.js';
 import type { PgWeatherReads } from '../weather/pg-reads.js';
 
@@ -38,7 +38,10 @@ export const sitesOperations: OperationSpec[] = describeRoutes('/api/v1/sites', 
     tag: 'sites',
     summary: 'Every registered site and how its sync stands, ordered by site_id',
     security: 'optional-bearer',
-    responses: { 200: { description: 'The sites.', body: z.object({ data: z.array(siteSchema) }) } },
+    responses: {
+      200: { description: 'The sites.', body: z.object({ data: z.array(siteSchema) }) },
+      401: AUTH_PROBLEMS.unauthorized,
+    },
   },
 ]);
 

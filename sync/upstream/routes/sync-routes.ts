@@ -29,7 +29,7 @@ import { type Context, Hono } from 'hono';
 import { decodeJwt } from 'jose';
 import { bearerToken } from '../../../src/auth/jwt-verifier.js';
 import { createErrorHandler, problemResponse } from '../../../src/http/error-handler.js';
-import { type OperationSpec, problem } from '../../../src/http/openapi.js';
+import { HEADERS, type OperationSpec, problem } from '../../../src/http/openapi.js';
 import { describeRoutes } from '../../../src/http/openapi-route.js';
 import { ProblemError } from '../../../src/http/problem.js';
 import type { Logger } from '../../../src/log.js';
@@ -71,11 +71,10 @@ export const SYNC_PROBLEM_PREFIX = 'urn:meshhub:sync:';
 const siteTokenProblems = {
   401: problem(
     '`unknown_site` or `bad_token`: the site request token does not verify (`type` `urn:meshhub:sync:<reason>`).',
+    { 'WWW-Authenticate': HEADERS.wwwAuthenticate },
   ),
   403: problem('`revoked_site` or `site_mismatch`.'),
-  503: problem('The database is not answering.', {
-    'Retry-After': { description: 'Seconds to wait.', schema: { type: 'integer', minimum: 0 } },
-  }),
+  503: problem('The database is not answering.', { 'Retry-After': HEADERS.retryAfter }),
 };
 
 /** The OpenAPI operations of the routes below (src/http/openapi-route.ts): the sites' side of docs/sync.md. */

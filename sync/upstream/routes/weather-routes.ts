@@ -14,7 +14,7 @@
  */
 import type { Hono } from 'hono';
 import { z } from 'zod';
-import type { OperationSpec } from '../../../src/http/openapi.js';
+import { AUTH_PROBLEMS, type OperationSpec } from '../../../src/http/openapi.js';
 import { cursorCodec } from '../../../src/http/paging.js';
 import { fieldProblem } from '../../../src/http/problem.js';
 import { type WeatherScope, weatherApi, weatherOperations } from '../../../src/weather/routes.js';
@@ -67,7 +67,11 @@ export const upstreamWeatherOperations: OperationSpec[] = weatherOperations.map(
   security: 'optional-bearer',
   summary: upstreamSide[op.operationId]!.summary,
   params: { query: upstreamSide[op.operationId]!.query },
-  responses: { ...op.responses, 200: { ...op.responses[200]!, body: upstreamReadingListSchema } },
+  responses: {
+    ...op.responses,
+    200: { ...op.responses[200]!, body: upstreamReadingListSchema },
+    401: AUTH_PROBLEMS.unauthorized,
+  },
 }));
 
 /** The history cursor: the previous page's last time (`a`), its interval (`i`) and site (`s`). */

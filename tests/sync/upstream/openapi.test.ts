@@ -9,12 +9,14 @@ import { join } from 'node:path';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { HttpMethod } from '../../../src/http/openapi.js';
 import { readVersion } from '../../../src/version.js';
 import { createUpstream, type UpstreamServer } from '../../../sync/upstream/main.js';
 import { UNSERVED_MESSAGING_PATHS, upstreamOpenApiDocument } from '../../../sync/upstream/routes/openapi.js';
 import { loadUpstreamSettings } from '../../../sync/upstream/settings.js';
 import { createTestSchema, skipWithoutPostgres, type TestSchema } from '../../helpers/postgres.js';
-import { operationsOf } from '../../http/openapi-conformance.js';
+import { Conformance, operationsOf } from '../../http/openapi-conformance.js';
+import { signedIn } from './helpers.js';
 
 const skip = await skipWithoutPostgres();
 const BTCPAY = {
@@ -85,5 +87,37 @@ describe.skipIf(skip)('the upstream serves its OpenAPI document', () => {
     expect([...served].sort()).toEqual(operationsOf(doc).sort());
     const stream = await fetch(`${base}/api/v1/messages/stream`);
     expect(stream.status).toBe(404);
+  });
+
+  it('answers the upstream’s own read and operational routes with statuses and bodies the document lists', async () => {
+    const doc = upstreamOpenApiDocument(readVersion(), { billing: true });
+    const conformance = new Conformance(doc);
+    const authorization = await signedIn(upstream);
+    const call = async (
+      method: HttpMethod,
+      path: string,
+      url: string,
+      headers: Record<string, string> = {},
+    ) => {
+      const res = await fetch(`${base}${url}`, { method: method.toUpperCase(), headers });
+      const answer = { status: res.status, headers: res.headers, text: await res.text() };
+      conformance.check(method, path, answer);
+      return answer.status;
+    };
+    const withToken = { authorization };
+    expect(await call('get', '/api/v1/sites', '/api/v1/sites')).toBe(401);
+    expect(await call('get', '/api/v1/sites', '/api/v1/sites', withToken)).toBe(200);
+    expect(await call('get', '/api/v1/nodes', '/api/v1/nodes?site=north', withToken)).toBe(200);
+    expect(await call('get', '/api/v1/nodes', '/api/v1/nodes?site=Not_A_Site', withToken)).toBe(400);
+    expect(await call('get', '/api/v1/weather/latest', '/api/v1/weather/latest', withToken)).toBe(200);
+    const history =
+      '/api/v1/weather/history?node_id=!0000000a&start=2026-10-01T00:00:00Z&end=2026-10-02T00:00:00Z';
+    expect(await call('get', '/api/v1/weather/history', history, withToken)).toBe(200);
+    expect(await call('get', '/api/v1/weather/history', '/api/v1/weather/history', withToken)).toBe(400);
+    expect(await call('get', '/health', '/health')).toBe(200);
+    expect(await call('get', '/api/version', '/api/version')).toBe(200);
+    expect(await call('get', '/metrics', '/metrics')).toBe(404);
+    expect(await call('get', '/api/sync/v1/ping', '/api/sync/v1/ping')).toBe(401);
+    expect(await call('post', '/api/v1/live/tickets', '/api/v1/live/tickets', withToken)).toBe(201);
   });
 });
