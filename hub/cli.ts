@@ -22,7 +22,12 @@ import {
   stringOptions,
 } from '../src/kernel/cli-args.js';
 import { onShutdownSignals } from '../src/kernel/shutdown.js';
-import { debugRequested, StartupFailure, startupFailureText } from '../src/kernel/startup-failure.js';
+import {
+  bindFailure,
+  debugRequested,
+  StartupFailure,
+  startupFailureText,
+} from '../src/kernel/startup-failure.js';
 import { createLogger } from '../src/log.js';
 import { runSubscriptionCommand, SUBSCRIPTION_HELP } from '../src/messaging/subscription-commands.js';
 import { damagedDatabase } from '../src/store/database.js';
@@ -48,7 +53,7 @@ const SIM = {
       --nodes N           number of simulated nodes (SIM_NODES, default 6)
       --backfill DUR      history replayed to each new client, e.g. 30d (SIM_BACKFILL, default 24h)
       --interval SECONDS  seconds between telemetry packets per node (SIM_TELEMETRY_SECONDS, default 300)
-      --seed N            seed for names, positions and values (SIM_SEED, default 1)
+      --seed N            seed for names, positions and values (SIM_SEED; default: from SYNC_SITE_ID, else 1)
 `,
   options: stringOptions('host', 'port', 'nodes', 'backfill', 'interval', 'seed'),
   positionals: false,
@@ -217,8 +222,20 @@ async function runSimulator(args: string[]): Promise<void> {
   const log = createLogger({ level: config.LOG_LEVEL, name: 'meshhub-sim' });
   const { MeshSimulator } = await import('../src/mesh/simulator/simulator.js');
   const { simulatorOptionsFrom } = await import('../src/mesh/simulator/simulator-actor.js');
-  const sim = new MeshSimulator({ ...simulatorOptionsFrom(config), log });
-  const address = await sim.start();
+  const sim = new MeshSimulator({ ...simulatorOptionsFrom(config, env.SYNC_SITE_ID?.trim()), log });
+  const address = await sim.start().catch((error: unknown) => {
+    // A taken port is one line, as for every port of the hub (README "Configuration").
+    const failure = bindFailure(error, {
+      portSetting: 'SIM_PORT (--port)',
+      port: config.SIM_PORT,
+      host: config.SIM_HOST,
+      hostSetting: 'SIM_HOST (--host)',
+    });
+    const text = startupFailureText(failure, 'meshhub sim', debugRequested());
+    if (text === undefined) throw error;
+    process.stderr.write(text);
+    process.exit(1);
+  });
   log.info({ ...address, nodes: config.SIM_NODES }, 'simulator listening; connect with RADIO=tcp:HOST:PORT');
   onShutdownSignals(() => sim.stop(), log);
 }

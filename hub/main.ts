@@ -45,6 +45,7 @@ import { webUiModule } from '../src/ui-server/module.js';
 import { readVersion } from '../src/version.js';
 import { weatherModule } from '../src/weather/module.js';
 import { syncModule } from '../sync/site/module.js';
+import type { SyncSettings } from '../sync/site/settings.js';
 import { apiDocsModule } from './api-docs-module.js';
 import { HttpServerActor } from './http-server-actor.js';
 import { MemoryTrimmer } from './memory-trim.js';
@@ -218,11 +219,19 @@ async function openIdentity(config: HubConfig, options: HubOptions): Promise<Ope
 /** The radio (and the built-in simulator when there is no radio) and the ingest writer, after the store. */
 async function kernelActorsOf(
   config: HubConfig,
-  parts: { bus: HubBus; log: Logger; metrics: HubMetrics; store: StoreActor; fanOut: MeshFanOut },
+  parts: {
+    bus: HubBus;
+    log: Logger;
+    metrics: HubMetrics;
+    store: StoreActor;
+    fanOut: MeshFanOut;
+    siteId: string | undefined;
+  },
 ): Promise<{ actors: Actor[]; radio: RadioActor }> {
   const { bus, log, metrics, store, fanOut } = parts;
   const plan = await resolveRadioPlan(config, log);
-  const simOptions = simulatorOptionsFrom(config);
+  // A site's simulated mesh is its own (seed and centre from the site id) unless SIM_* say otherwise.
+  const simOptions = simulatorOptionsFrom(config, parts.siteId);
   // The mesh API is the radio the apps see on 4403; the built-in simulator behind it moves aside.
   if (config.MESH_API && simOptions.port === config.MESH_API_PORT) simOptions.port = 0;
   const simulator = plan.kind === 'simulator' ? new SimulatorActor(simOptions, bus, log) : undefined;
@@ -394,7 +403,8 @@ async function composeHub(
     dedupe: new PacketDedupe(),
     onPacket: (port, via) => metrics.meshPackets.inc({ port, via }),
   });
-  const kernel = await kernelActorsOf(config, { bus, log, metrics, store, fanOut });
+  const siteId = (sliceSettings.get(syncModule.name) as Partial<SyncSettings> | undefined)?.SYNC_SITE_ID;
+  const kernel = await kernelActorsOf(config, { bus, log, metrics, store, fanOut, siteId });
   for (const actor of kernel.actors) supervisor.add(actor);
 
   const provider = providerOf(config);

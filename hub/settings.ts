@@ -98,11 +98,12 @@ export const hubSettings = z.object({
   SIM_HOST: z.string().default('127.0.0.1'),
   SIM_PORT: port.default(4403),
   SIM_NODES: int(1, 5000).default(6),
-  /** Centre of the simulated mesh, `lat,lon`. */
+  /** Centre of the simulated mesh, `lat,lon`; unset: drawn from SYNC_SITE_ID, else 47.3769,8.5417 (simulator-actor.ts). */
   SIM_CENTER: z
     .string()
-    .default('47.3769,8.5417')
+    .optional()
     .transform((v, ctx) => {
+      if (v === undefined) return undefined;
       const [lat, lon] = v.split(',').map((s) => Number(s.trim()));
       if (lat === undefined || lon === undefined || !(Math.abs(lat) <= 90) || !(Math.abs(lon) <= 180)) {
         ctx.addIssue({ code: 'custom', message: 'expected "latitude,longitude" in degrees' });
@@ -114,11 +115,14 @@ export const hubSettings = z.object({
   SIM_BACKFILL: duration.prefault('24h'),
   /** Seconds between environment telemetry packets of each simulated node. */
   SIM_TELEMETRY_SECONDS: int(1, 86_400).default(300),
-  SIM_SEED: z.coerce.number().int().default(1),
+  /** Unset: drawn from SYNC_SITE_ID, else 1 (simulator-actor.ts). */
+  SIM_SEED: z.coerce.number().int().optional(),
   /** Percent of texts to simulated nodes that fail with a routing error (MAX_RETRANSMIT, NO_RESPONSE). */
   SIM_FAILURE_PERCENT: z.coerce.number().min(0).max(100).default(10),
   /** Multiplies the simulated acknowledgement and reply delays (0.1 for fast tests). */
   SIM_ACK_DELAY_SCALE: z.coerce.number().min(0.01).max(100).default(1),
+  /** Minutes the wandering simulated node stays and is away each cycle (fractions allowed); unset: 10–60 min, seeded. */
+  SIM_AWAY_MINUTES: z.coerce.number().gt(0).max(1440).optional(),
 
   /** Time zone for scheduled jobs (e.g. `Europe/Zurich`); unset: the system's local time, and no time-zone data is loaded. */
   SCHEDULE_TIMEZONE: z.string().min(1).optional(),

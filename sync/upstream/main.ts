@@ -13,7 +13,7 @@ import { onShutdownSignals, STOP_DEADLINE_MS } from '../../src/kernel/shutdown.j
 import { debugRequested, StartupFailure, startupFailureText } from '../../src/kernel/startup-failure.js';
 import { createLogger, type Logger } from '../../src/log.js';
 import type { UpstreamBilling } from './billing/index.js';
-import { identityPart, messagingPart, siteDataPart, webPart } from './parts.js';
+import { identityPart, messagingPart, openApiPart, siteDataPart, webPart } from './parts.js';
 import {
   openUpstreamCore,
   type UpstreamCore,
@@ -62,6 +62,7 @@ export async function createUpstream(
     identityPart(core),
     messagingPart(core),
     ...(billingRoutes ? [billingRoutes] : []),
+    openApiPart(core, { billing: billing !== undefined }),
     webPart(core),
   ];
   return upstreamServer(core, parts, siteData.upgrade, billing ? { billing } : {});

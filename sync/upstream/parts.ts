@@ -6,6 +6,7 @@
 import { Hono, type MiddlewareHandler } from 'hono';
 import { requireAuth, verifiedIdentity } from '../../src/auth/require-auth.js';
 import { jwksRoutes, tokenRoutes } from '../../src/auth/routes.js';
+import { openApiRoutes } from '../../src/http/api-docs.js';
 import { METRIC_COLUMNS } from '../../src/store/rollups.js';
 import { mapRoutes } from '../../src/ui-server/map-routes.js';
 import { DEFAULT_WEB_ROOT } from '../../src/ui-server/map-tiles.js';
@@ -23,6 +24,7 @@ import { DOWNLINK_PATH, downlinkUpgradeHandler } from './routes/downlink-socket.
 import { healthRoutes, siteCounts } from './routes/health-routes.js';
 import { type UpstreamLive, upstreamLiveRoutes } from './routes/live-routes.js';
 import { upstreamNodesRoutes } from './routes/nodes-routes.js';
+import { upstreamOpenApiDocument } from './routes/openapi.js';
 import { sitesRoutes } from './routes/sites-routes.js';
 import { syncRoutes } from './routes/sync-routes.js';
 import { upstreamWeatherRoutes } from './routes/weather-routes.js';
@@ -199,6 +201,11 @@ export function messagingPart(core: UpstreamCore): UpstreamPart {
     rates: { perSubscriber: settings.MESSAGE_RATE_PER_SUBSCRIBER, perNode: settings.MESSAGE_RATE_PER_NODE },
   });
   return { routes: [['/api/v1/messages', routes]] };
+}
+
+/** `GET /api/v1/openapi.json`: the upstream's OpenAPI document (routes/openapi.ts), to anyone, as on a hub. */
+export function openApiPart(core: UpstreamCore, options: { billing: boolean }): UpstreamPart {
+  return { routes: [['/api/v1', openApiRoutes(upstreamOpenApiDocument(core.version, options))]] };
 }
 
 /** The map's tiles and, last, the web app's files with index.html for browser routes (SPA fallback). */

@@ -4,7 +4,12 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { decodeMeshPacket } from '../../src/mesh/packet-decoder.js';
 import { BACKFILL_GRID_MS, backfillTimes } from '../../src/mesh/simulator/client-session.js';
 import { createSimNetwork } from '../../src/mesh/simulator/nodes.js';
-import { SPECIAL_NONCE_ONLY_NODES, telemetryPacket } from '../../src/mesh/simulator/packets.js';
+import {
+  nodeInfoPacket,
+  positionPacket,
+  SPECIAL_NONCE_ONLY_NODES,
+  telemetryPacket,
+} from '../../src/mesh/simulator/packets.js';
 import type { PacketResponder } from '../../src/mesh/simulator/responder.js';
 import type { MeshSimulator, MeshSimulatorOptions } from '../../src/mesh/simulator/simulator.js';
 import { diurnalShape, environmentAt, solarHour } from '../../src/mesh/simulator/weather-model.js';
@@ -103,6 +108,21 @@ describe('simulated mesh', () => {
       if (hour >= 14 && hour < 16) afternoon += v.temperature;
     }
     expect(afternoon / 180 - dawn / 180).toBeGreaterThan(4);
+  });
+
+  it('gives every packet of a node and second its own id, the same on every replay', () => {
+    const net = createSimNetwork({ seed: 7, nodeCount: 6, center: CENTER });
+    const node = net.nodes.find((n) => n.profile.airQuality)!;
+    const ids = (n: typeof net) => [
+      telemetryPacket(n, node, 'environment', NOW)!.id,
+      telemetryPacket(n, node, 'airQuality', NOW)!.id,
+      telemetryPacket(n, node, 'device', NOW)!.id,
+      positionPacket(n, node, NOW)?.id,
+      nodeInfoPacket(n, node, NOW).id,
+    ];
+    const first = ids(net).filter((id) => id !== undefined);
+    expect(new Set(first).size).toBe(first.length);
+    expect(ids(createSimNetwork({ seed: 7, nodeCount: 6, center: CENTER }))).toEqual(ids(net));
   });
 
   it('computes backfill grid times aligned to the epoch', () => {

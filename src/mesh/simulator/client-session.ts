@@ -31,6 +31,8 @@ const DEVICE_METRICS_INTERVAL_MS = 10 * MINUTE_MS;
 // Firmware default Config.DeviceConfig.node_info_broadcast_secs.
 const NODE_INFO_INTERVAL_MS = 3 * 60 * MINUTE_MS;
 const LOG_LINE_INTERVAL_MS = 30_000;
+/** How often a session looks for nodes coming back in range (presence.ts). */
+const PRESENCE_CHECK_MS = 5_000;
 /** Live packets are dropped (as a radio drops for a slow phone) while this much is unsent. */
 const LIVE_BACKLOG_LIMIT_BYTES = 256 * 1024;
 /** A client that reads nothing for this long during the backfill is dropped. */
@@ -260,6 +262,30 @@ export class SimClientSession implements SimClient {
       }
     }
     this.every(2_000 + r() * 8_000, LOG_LINE_INTERVAL_MS, () => this.writeStatusLine());
+    this.announceReturns();
+  }
+
+  /**
+   * A node coming back in range (or switched on again) sends its nodeinfo at once, as firmware
+   * does at boot, so texts held for it (docs/held-texts.md) go out without waiting for its next
+   * telemetry.
+   */
+  private announceReturns(): void {
+    const away = new Set<number>();
+    const check = () => {
+      const now = this.now();
+      for (const node of this.network.nodes) {
+        const present = isPresent(this.network, node, now);
+        if (!present) away.add(node.num);
+        else if (away.delete(node.num)) {
+          this.sendLive({
+            payloadVariant: { case: 'packet', value: nodeInfoPacket(this.network, node, now) },
+          });
+        }
+      }
+      this.after(PRESENCE_CHECK_MS, check);
+    };
+    this.after(PRESENCE_CHECK_MS, check);
   }
 
   private sendTelemetry(node: SimNode, kind: TelemetryKind): void {

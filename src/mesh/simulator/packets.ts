@@ -184,6 +184,35 @@ function configs(network: SimNetwork): MessageInitShape<typeof Config.ConfigSche
   ];
 }
 
+/**
+ * A packet's id: deterministic (the same packet gets the same id on every replay) and unique per
+ * packet: two packets of one node, port and second (say its environment and air-quality
+ * telemetry) differ in payload and get different ids, so the hub's dedupe on (from, id) keeps both.
+ */
+export function packetId(
+  seed: number,
+  from: number,
+  portnum: number,
+  payload: Uint8Array,
+  timeMs: number,
+): number {
+  return hash32(seed, from, portnum, timeMs, ...bytesAsWords(payload)) || 1;
+}
+
+/** The payload as 32-bit words (the last one zero-padded), for hashing. */
+function bytesAsWords(bytes: Uint8Array): number[] {
+  const words: number[] = [bytes.length];
+  for (let i = 0; i < bytes.length; i += 4) {
+    words.push(
+      ((bytes[i] ?? 0) << 24) |
+        ((bytes[i + 1] ?? 0) << 16) |
+        ((bytes[i + 2] ?? 0) << 8) |
+        (bytes[i + 3] ?? 0),
+    );
+  }
+  return words;
+}
+
 /** A FromRadio carrying a MeshPacket from `node`, as the simulator's radio heard it at `timeMs`. */
 export function meshPacket(
   network: SimNetwork,
@@ -197,8 +226,7 @@ export function meshPacket(
     from: node.num,
     to: BROADCAST_NODE_NUM,
     channel: 0,
-    // Deterministic: the same node, port and second give the same packet id on every replay.
-    id: hash32(network.seed, node.num, portnum, Math.floor(timeMs / 1000)) || 1,
+    id: packetId(network.seed, node.num, portnum, payload, timeMs),
     rxTime: Math.floor(timeMs / 1000),
     rxSnr: snr,
     rxRssi: rssiAt(snr),

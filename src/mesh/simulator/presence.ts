@@ -8,6 +8,8 @@
  * the node that is always out of range) wanders. Each wanderer stays for the first 10–20 min
  * after the simulator starts, so a fresh demo or test sees every node, then is away for 30–60 min
  * and back for 20–40 min, over and over — all lengths drawn from the seed and the node.
+ * With `awayMinutes` (SIM_AWAY_MINUTES, for a demo of held texts in minutes) every length is
+ * that many minutes instead: there for N min, away for N, back for N, away for N, …
  */
 import { hash32, unitHash } from './random.js';
 
@@ -54,12 +56,14 @@ interface Wanderer {
 
 /**
  * The seeded come-and-go schedule of a network, anchored at `startedAt` (when the simulator
- * started). `excluded`: nodes that never wander (the one always out of range).
+ * started). `excluded`: nodes that never wander (the one always out of range); `awayMinutes`:
+ * the fixed length of every stay and absence (default: the seeded 10–60 min lengths).
  */
 export function comeAndGo(
   network: { seed: number; nodes: readonly { num: number }[] },
   startedAt: number,
   excluded: readonly number[] = [],
+  awayMinutes?: number,
 ): PresenceSchedule {
   const candidates = network.nodes.filter((n) => !excluded.includes(n.num));
   const count = candidates.length >= 2 ? Math.max(1, Math.round(network.nodes.length / 6)) : 0;
@@ -69,6 +73,11 @@ export function comeAndGo(
     const node = candidates[(start + i * 5) % candidates.length]!;
     if (wanderers.has(node.num)) continue;
     const r = (k: number) => unitHash(network.seed, node.num, k);
+    if (awayMinutes !== undefined && awayMinutes > 0) {
+      const ms = Math.round(awayMinutes * MINUTE_MS);
+      wanderers.set(node.num, { firstStayMs: ms, awayMs: ms, stayMs: ms });
+      continue;
+    }
     wanderers.set(node.num, {
       firstStayMs: Math.round((10 + 10 * r(1)) * MINUTE_MS),
       awayMs: Math.round((30 + 30 * r(2)) * MINUTE_MS),

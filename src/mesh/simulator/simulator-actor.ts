@@ -3,31 +3,67 @@ import { Actor } from '../../kernel/actor.js';
 import { bindFailure } from '../../kernel/startup-failure.js';
 import type { Logger } from '../../log.js';
 import { createMessagingResponder } from './messaging-responder.js';
+import { hash32, unitHash } from './random.js';
 import { MeshSimulator, type MeshSimulatorOptions } from './simulator.js';
+
+/** The simulated mesh without SIM_SEED, SIM_CENTER or a site id: seed 1 around Zürich. */
+export const DEFAULT_SIM_SEED = 1;
+export const DEFAULT_SIM_CENTER = { latitude: 47.3769, longitude: 8.5417 };
 
 /** The SIM_* settings (hub/settings.ts). */
 export interface SimulatorSettings {
   SIM_HOST: string;
   SIM_PORT: number;
   SIM_NODES: number;
-  SIM_CENTER: MeshSimulatorOptions['center'];
-  SIM_SEED: number;
+  SIM_CENTER?: MeshSimulatorOptions['center'] | undefined;
+  SIM_SEED?: number | undefined;
   SIM_TELEMETRY_SECONDS: number;
   SIM_BACKFILL: number;
   SIM_FAILURE_PERCENT: number;
   SIM_ACK_DELAY_SCALE: number;
+  SIM_AWAY_MINUTES?: number | undefined;
 }
 
-/** The simulator's options from the SIM_* settings: one place for the hub's built-in simulator and `meshhub sim`. */
-export function simulatorOptionsFrom(config: SimulatorSettings): Omit<MeshSimulatorOptions, 'log'> {
+/**
+ * The seed and centre of a site's simulated mesh when SIM_SEED / SIM_CENTER are not set: drawn
+ * from the site id (SYNC_SITE_ID), so two sites on one machine simulate different nodes (their
+ * own node numbers and names) at different places, up to ~20 km from the default centre.
+ */
+export function simulatedMeshOfSite(siteId: string): {
+  seed: number;
+  center: MeshSimulatorOptions['center'];
+} {
+  const keys = [...siteId].map((c) => c.codePointAt(0)!);
+  const seed = (hash32(0x73697465, ...keys) % 2_147_483_646) + 2;
+  const shift = (k: number) => unitHash(seed, k) - 0.5;
+  return {
+    seed,
+    center: {
+      latitude: Number((DEFAULT_SIM_CENTER.latitude + 0.36 * shift(1)).toFixed(4)),
+      longitude: Number((DEFAULT_SIM_CENTER.longitude + 0.52 * shift(2)).toFixed(4)),
+    },
+  };
+}
+
+/**
+ * The simulator's options from the SIM_* settings: one place for the hub's built-in simulator and
+ * `meshhub sim`. Without SIM_SEED / SIM_CENTER, a site (`siteId`, SYNC_SITE_ID) gets its own
+ * (simulatedMeshOfSite); without a site either, seed 1 around Zürich.
+ */
+export function simulatorOptionsFrom(
+  config: SimulatorSettings,
+  siteId?: string | undefined,
+): Omit<MeshSimulatorOptions, 'log'> {
+  const ofSite = siteId ? simulatedMeshOfSite(siteId) : undefined;
   return {
     host: config.SIM_HOST,
     port: config.SIM_PORT,
     nodeCount: config.SIM_NODES,
-    center: config.SIM_CENTER,
-    seed: config.SIM_SEED,
+    center: config.SIM_CENTER ?? ofSite?.center ?? DEFAULT_SIM_CENTER,
+    seed: config.SIM_SEED ?? ofSite?.seed ?? DEFAULT_SIM_SEED,
     telemetryIntervalMs: config.SIM_TELEMETRY_SECONDS * 1000,
     backfillMs: config.SIM_BACKFILL,
+    ...(config.SIM_AWAY_MINUTES ? { awayMinutes: config.SIM_AWAY_MINUTES } : {}),
     responder: createMessagingResponder({
       failurePercent: config.SIM_FAILURE_PERCENT,
       delayScale: config.SIM_ACK_DELAY_SCALE,
@@ -74,7 +110,8 @@ export class SimulatorActor extends Actor {
         hostSetting: 'SIM_HOST',
       });
     }
-    log.info({ ...this.bound, nodes: this.options.nodeCount }, 'simulator listening');
+    const { seed, center, nodeCount } = this.options;
+    log.info({ ...this.bound, nodes: nodeCount, seed, center }, 'simulator listening');
     this.bus.emit('simulator.listening', this.bound);
   }
 

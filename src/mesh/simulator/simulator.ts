@@ -32,6 +32,8 @@ export interface MeshSimulatorOptions {
    * start(), every node there for the first 10 minutes at least.
    */
   presence?: PresenceSchedule | ((network: SimNetwork, startedAt: number) => PresenceSchedule);
+  /** With the default presence: every wanderer's stay and absence lasts this many minutes (SIM_AWAY_MINUTES). */
+  awayMinutes?: number;
 }
 
 export interface SimulatorAddress {
@@ -72,7 +74,7 @@ export class MeshSimulator {
       ...network,
       presence:
         presence === undefined
-          ? comeAndGo(network, startedAt, outOfRange ? [outOfRange.num] : [])
+          ? comeAndGo(network, startedAt, outOfRange ? [outOfRange.num] : [], this.options.awayMinutes)
           : typeof presence === 'function'
             ? presence(network, startedAt)
             : presence,

@@ -15,10 +15,13 @@ import type { MiddlewareHandler } from 'hono';
 import { Hono } from 'hono';
 import type pg from 'pg';
 import { Counter, collectDefaultMetrics, Gauge, Registry } from 'prom-client';
+import { z } from 'zod';
 import { bearerToken } from '../../../src/auth/jwt-verifier.js';
 import { bearerChallenge } from '../../../src/auth/require-auth.js';
 import type { Secret } from '../../../src/config/secret.js';
 import { accessMetrics } from '../../../src/http/access-metrics.js';
+import { AUTH_PROBLEMS, type OperationSpec, problem } from '../../../src/http/openapi.js';
+import { describeRoutes } from '../../../src/http/openapi-route.js';
 import { ProblemError } from '../../../src/http/problem.js';
 import { httpDurationHistogram } from '../../../src/metrics.js';
 import { SYNC_API } from '../../protocol.js';
@@ -145,6 +148,57 @@ export interface UpstreamHealth extends UpstreamLiveness {
   sites: number | null;
   downlink_connections: number;
 }
+
+/** `/health`'s answer: the liveness alone, or everything with the metrics token. */
+const upstreamHealthSchema = z.object({
+  status: z.enum(['ok', 'degraded']),
+  version: z.string().optional(),
+  role: z.literal('upstream').optional(),
+  uptime_s: z.number().int().optional(),
+  database: z.enum(['ok', 'unreachable']).optional(),
+  sites: z.number().int().nullable().optional(),
+  downlink_connections: z.number().int().optional(),
+}) satisfies z.ZodType<UpstreamLiveness | UpstreamHealth>;
+
+/** The OpenAPI operations of the routes below (src/http/openapi-route.ts). */
+export const upstreamOperationalOperations: OperationSpec[] = describeRoutes('', [
+  {
+    method: 'get',
+    path: '/health',
+    operationId: 'getHealth',
+    tag: 'operations',
+    summary:
+      '`{ status }` to anyone; with the metrics token as a bearer token, also the version, database, sites and downlinks',
+    responses: {
+      200: { description: 'ok, or degraded when PostgreSQL does not answer.', body: upstreamHealthSchema },
+    },
+  },
+  {
+    method: 'get',
+    path: '/api/version',
+    operationId: 'getVersion',
+    tag: 'operations',
+    summary: 'The upstream’s version, its role, and whether anyone may read without signing in',
+    responses: {
+      200: {
+        description: 'The version.',
+        body: z.object({ version: z.string(), role: z.literal('upstream'), public_read: z.boolean() }),
+      },
+    },
+  },
+  {
+    method: 'get',
+    path: '/metrics',
+    operationId: 'getMetrics',
+    tag: 'operations',
+    summary: 'Prometheus metrics, with `Authorization: Bearer <UPSTREAM_METRICS_TOKEN>`',
+    responses: {
+      200: { description: 'Prometheus text exposition format.', contentType: 'text/plain' },
+      401: AUTH_PROBLEMS.unauthorized,
+      404: problem('Metrics are off: UPSTREAM_METRICS_TOKEN is not set.'),
+    },
+  },
+]);
 
 export interface HealthRoutesOptions {
   pool: pg.Pool;

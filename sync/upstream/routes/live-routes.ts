@@ -19,10 +19,47 @@
  */
 import type { ServerResponse } from 'node:http';
 import { Hono } from 'hono';
+import { AUTH_PROBLEMS, HEADERS, type OperationSpec, problem } from '../../../src/http/openapi.js';
+import { describeRoutes } from '../../../src/http/openapi-route.js';
 import { LiveBroadcaster, type LiveStreamLimits, sseEvent } from '../../../src/live/live-broadcaster.js';
 import type { HelloEvent } from '../../../src/live/schemas.js';
+import { streamTicketSchema } from '../../../src/messaging/schemas.js';
 import { coarsenNode, type ReadEnv } from '../read-access.js';
 import type { UpstreamNodeJson } from '../weather/pg-reads.js';
+
+/**
+ * The OpenAPI operations of the stream below and of its ticket route (mounted together at
+ * /api/v1/live in parts.ts; src/http/openapi-route.ts).
+ */
+export const upstreamLiveOperations: OperationSpec[] = describeRoutes('/api/v1/live', [
+  {
+    method: 'get',
+    path: '/',
+    operationId: 'streamLive',
+    tag: 'operations',
+    summary: 'Live updates for the dashboard (Server-Sent Events)',
+    description:
+      '`hello` first (with `mode: "upstream"`), then `sites`, `readings` and `node` (each with its `site_id`) as this process applies batches, and `ping` every 15 s. A bearer token or `?ticket=` unless UPSTREAM_PUBLIC_READ.',
+    security: 'optional-bearer',
+    responses: {
+      200: { description: 'The event stream.', contentType: 'text/event-stream' },
+      401: AUTH_PROBLEMS.unauthorized,
+      503: problem('Too many dashboards are open.', { 'Retry-After': HEADERS.retryAfter }),
+    },
+  },
+  {
+    method: 'post',
+    path: '/tickets',
+    operationId: 'issueLiveTicket',
+    tag: 'operations',
+    summary: 'A single-use ticket to open the stream without a token in the URL (EventSource)',
+    security: 'bearer',
+    responses: {
+      201: { description: 'Valid for a short while, once.', body: streamTicketSchema },
+      401: AUTH_PROBLEMS.unauthorized,
+    },
+  },
+]);
 
 /** The hub's hello, and the role that sends it (absent on a hub: the web UI reads that as `hub`). */
 export type UpstreamHelloEvent = HelloEvent & { mode: 'upstream' };

@@ -8,12 +8,37 @@
  */
 import { Hono } from 'hono';
 import { z } from 'zod';
+import { AUTH_PROBLEMS, COMMON_PROBLEMS, type OperationSpec } from '../../../src/http/openapi.js';
+import { describeRoutes } from '../../../src/http/openapi-route.js';
 import { validationProblem } from '../../../src/http/problem.js';
+import { nodeSchema } from '../../../src/nodes/schemas.js';
 import { nodesFor, type ReadEnv } from '../read-access.js';
 import type { PgWeatherReads } from '../weather/pg-reads.js';
 import { siteParam } from './weather-routes.js';
 
 export const upstreamNodesQuerySchema = z.object({ site: siteParam.optional() });
+
+/** A node record of the upstream: the hub's, with the site that knows it. */
+export const upstreamNodeSchema = nodeSchema.extend({ site_id: z.string() });
+
+/** The OpenAPI operations of the routes below (src/http/openapi-route.ts). */
+export const upstreamNodesOperations: OperationSpec[] = describeRoutes('/api/v1/nodes', [
+  {
+    method: 'get',
+    path: '/',
+    operationId: 'listNodes',
+    tag: 'nodes',
+    summary: 'The nodes every site has heard of, once per site, ordered by node_id then site_id',
+    description: 'Positions are exact for a signed-in caller and coarsened for an anonymous one.',
+    security: 'optional-bearer',
+    params: { query: upstreamNodesQuerySchema },
+    responses: {
+      200: { description: 'The nodes.', body: z.object({ data: z.array(upstreamNodeSchema) }) },
+      400: COMMON_PROBLEMS.badInput,
+      401: AUTH_PROBLEMS.unauthorized,
+    },
+  },
+]);
 
 export function upstreamNodesRoutes(queries: PgWeatherReads): Hono<ReadEnv> {
   const app = new Hono<ReadEnv>();

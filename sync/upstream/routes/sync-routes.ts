@@ -29,14 +29,18 @@ import { type Context, Hono } from 'hono';
 import { decodeJwt } from 'jose';
 import { bearerToken } from '../../../src/auth/jwt-verifier.js';
 import { createErrorHandler, problemResponse } from '../../../src/http/error-handler.js';
+import { HEADERS, type OperationSpec, problem } from '../../../src/http/openapi.js';
+import { describeRoutes } from '../../../src/http/openapi-route.js';
 import { ProblemError } from '../../../src/http/problem.js';
 import type { Logger } from '../../../src/log.js';
 import {
   type BatchAck,
+  batchAckSchema,
   batchSchema,
   MAX_BATCH_BYTES,
   MAX_BATCH_INFLATED_BYTES,
   type PingAnswer,
+  pingAnswerSchema,
   SYNC_API,
   type SyncRefusal,
 } from '../../protocol.js';
@@ -63,6 +67,45 @@ export interface SyncRoutesDeps {
 type Reason = SyncRefusal;
 
 export const SYNC_PROBLEM_PREFIX = 'urn:meshhub:sync:';
+
+const siteTokenProblems = {
+  401: problem(
+    '`unknown_site` or `bad_token`: the site request token does not verify (`type` `urn:meshhub:sync:<reason>`).',
+    { 'WWW-Authenticate': HEADERS.wwwAuthenticate },
+  ),
+  403: problem('`revoked_site` or `site_mismatch`.'),
+  503: problem('The database is not answering.', { 'Retry-After': HEADERS.retryAfter }),
+};
+
+/** The OpenAPI operations of the routes below (src/http/openapi-route.ts): the sites' side of docs/sync.md. */
+export const syncOperations: OperationSpec[] = describeRoutes(SYNC_API, [
+  {
+    method: 'get',
+    path: '/ping',
+    operationId: 'syncPing',
+    tag: 'sync',
+    summary: 'The sites’ online probe: the site’s cursor as the upstream knows it, and the upstream’s clock',
+    security: 'bearer',
+    responses: { 200: { description: 'The cursor.', body: pingAnswerSchema }, ...siteTokenProblems },
+  },
+  {
+    method: 'post',
+    path: '/batches',
+    operationId: 'syncPushBatch',
+    tag: 'sync',
+    summary: 'One batch of a site’s records, gzip’d (Content-Encoding: gzip), signed by the site',
+    security: 'bearer',
+    body: { schema: batchSchema, description: 'The batch as JSON, sent gzip’d.' },
+    responses: {
+      200: { description: 'Applied, or applied before (`duplicate: true`).', body: batchAckSchema },
+      400: problem('`bad_batch`: not gzip data, not JSON or not the schema; `errors` names the fields.'),
+      409: problem('`gap`, `sequence_backwards` or `replayed_request`, with `expected_seq`.'),
+      413: problem('`too_large`: over the batch size limits as sent or inflated.'),
+      415: problem('`bad_batch`: not gzip.'),
+      ...siteTokenProblems,
+    },
+  },
+]);
 const REALM = 'Bearer realm="meshhub-upstream"';
 
 /** SQLSTATE class 22, data exception: a value out of range or not storable. */

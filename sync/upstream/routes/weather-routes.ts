@@ -14,13 +14,15 @@
  */
 import type { Hono } from 'hono';
 import { z } from 'zod';
+import { AUTH_PROBLEMS, type OperationSpec } from '../../../src/http/openapi.js';
 import { cursorCodec } from '../../../src/http/paging.js';
 import { fieldProblem } from '../../../src/http/problem.js';
-import { type WeatherScope, weatherApi } from '../../../src/weather/routes.js';
+import { type WeatherScope, weatherApi, weatherOperations } from '../../../src/weather/routes.js';
 import {
   historyIntervalSchema,
   historyQuerySchema,
   latestQuerySchema,
+  readingSchema,
 } from '../../../src/weather/schemas.js';
 import { SITE_ID_PATTERN } from '../../protocol.js';
 import type { PgWeatherReads, UpstreamLatestFilter } from '../weather/pg-reads.js';
@@ -37,6 +39,40 @@ export const upstreamHistoryQuerySchema = historyQuerySchema.extend({
     description: 'The site whose series to read; default: the site that heard the node most recently.',
   }),
 });
+
+/** A Reading of the upstream: the hub's, with the site that sent it. */
+export const upstreamReadingSchema = readingSchema.extend({ site_id: z.string() });
+const upstreamReadingListSchema = z.object({ data: z.array(upstreamReadingSchema) });
+
+/** What the upstream's weather operations say beyond the hub's. */
+const upstreamSide: Record<string, { query: z.ZodObject; summary: string }> = {
+  getLatestReadings: {
+    query: upstreamLatestQuerySchema,
+    summary:
+      'The newest value of every metric, one Reading per (site, node), ordered by node_id then site_id',
+  },
+  getReadingHistory: {
+    query: upstreamHistoryQuerySchema,
+    summary: 'One site’s readings of a node in [start, end), ascending: raw, or hourly / daily means',
+  },
+};
+
+/**
+ * The OpenAPI operations of the routes below (src/http/openapi-route.ts): the hub's
+ * (`weatherOperations`) with the upstream's queries (`site`), Readings with their `site_id`, and
+ * read access in front.
+ */
+export const upstreamWeatherOperations: OperationSpec[] = weatherOperations.map((op) => ({
+  ...op,
+  security: 'optional-bearer',
+  summary: upstreamSide[op.operationId]!.summary,
+  params: { query: upstreamSide[op.operationId]!.query },
+  responses: {
+    ...op.responses,
+    200: { ...op.responses[200]!, body: upstreamReadingListSchema },
+    401: AUTH_PROBLEMS.unauthorized,
+  },
+}));
 
 /** The history cursor: the previous page's last time (`a`), its interval (`i`) and site (`s`). */
 const upstreamCursorPosition = z.strictObject({

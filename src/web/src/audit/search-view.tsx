@@ -6,7 +6,7 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { useStore } from '../hooks.js';
 import { Link, navigate } from '../router.js';
-import { auditJson, auditWords, fieldError } from './audit-api.js';
+import { auditJson, auditWords, COLLECTION_NOT_CONFIGURED, fieldError } from './audit-api.js';
 import { auditFeaturesStore } from './audit-features.js';
 import {
   type AuditSearch,
@@ -163,7 +163,10 @@ export function SearchView({ search }: { search: string }) {
           />
           {rows.length === 0 && (
             <p class="audit-empty" role="status">
-              No events match these filters{current.cursor ? ' on this page' : ''}.
+              {features?.collection === 'not_configured'
+                ? `${COLLECTION_NOT_CONFIGURED} No stored events`
+                : 'No events'}{' '}
+              match these filters{current.cursor ? ' on this page' : ''}.
             </p>
           )}
           <Pager current={current} data={data} />

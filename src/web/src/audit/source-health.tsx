@@ -2,13 +2,14 @@
  * Source health (issue 15 "Source health"): each source's status, last attempt, last success,
  * consecutive failures and the error, and "Fetch now" (POST /api/fetch, for administrators: with
  * AUTH_ENABLED the hub allows it to AUDIT_ADMIN_ROLES only; the button shows only when the
- * source-health answer's `fetch_allowed` says this caller may).
+ * source-health answer's `fetch_allowed` says this caller may; it is disabled, with the reason
+ * under it, while collection is not configured).
  * Refreshes every 10 s while a fetch runs, every minute otherwise.
  */
 import { useEffect, useState } from 'preact/hooks';
 import { useTitle } from '../hooks.js';
 import { ApiError } from '../lib/problem.js';
-import { auditJson, auditWords } from './audit-api.js';
+import { auditJson, auditWords, COLLECTION_NOT_CONFIGURED } from './audit-api.js';
 import { AuditTable } from './audit-table.js';
 import type { SourceHealth } from './audit-types.js';
 import { shownTime } from './format.js';
@@ -54,6 +55,8 @@ export function SourceHealthView() {
   }, [tick]);
 
   const running = health.data?.data.some((s) => s.status === 'running');
+  // Without credentials a fetch can only be refused (409): the button is off and says why.
+  const notConfigured = health.data?.collection === 'not_configured';
   useEffect(() => {
     const timer = setTimeout(() => setTick((t) => t + 1), running ? 2_000 : 60_000);
     return () => clearTimeout(timer);
@@ -88,7 +91,7 @@ export function SourceHealthView() {
           <button
             type="button"
             class="button button-small"
-            disabled={fetching.busy || fetching.holdUntil !== undefined}
+            disabled={notConfigured || fetching.busy || fetching.holdUntil !== undefined}
             aria-describedby="fetch-status"
             onClick={fetchNow}
           >
@@ -99,20 +102,18 @@ export function SourceHealthView() {
       <p
         role="status"
         id="fetch-status"
-        class={fetching.error !== undefined ? 'form-error' : 'muted small'}
+        class={fetching.error !== undefined ? 'form-error' : notConfigured ? 'notice-info' : 'muted small'}
         data-testid="fetch-status"
       >
-        {fetching.error !== undefined ? auditWords(fetching.error) : (fetching.message ?? '')}
+        {fetching.error !== undefined
+          ? auditWords(fetching.error)
+          : notConfigured
+            ? `${COLLECTION_NOT_CONFIGURED} Search still works on the events already stored.`
+            : (fetching.message ?? '')}
       </p>
       {health.error !== undefined && (
         <p class="form-error" role="alert">
           {auditWords(health.error)}
-        </p>
-      )}
-      {health.data?.collection === 'not_configured' && (
-        <p class="notice-info">
-          Collection is not configured: the hub needs AUDIT_TENANT_ID, AUDIT_CLIENT_ID and
-          AUDIT_CLIENT_SECRET. Search still works on the events already stored.
         </p>
       )}
       {!health.data && health.error === undefined && (

@@ -10,13 +10,13 @@ import type { BillingPlan, BillingSubscription } from '../api/types.js';
 import { SignIn } from '../chat/sign-in.js';
 import { useStore, useTitle } from '../hooks.js';
 import { formatDateTime } from '../lib/format.js';
-import { type ApiError, plainWords } from '../lib/problem.js';
+import type { ApiError } from '../lib/problem.js';
 import { sessionStore } from '../state/session.js';
 import './billing.css';
 import { DataTable } from '../components/data-table.js';
 import { FormAlert } from '../components/form-alert.js';
 import { LoadError, Loading } from '../components/load-states.js';
-import { planPeriod, planPrice, subscriptionWords } from './subscription-words.js';
+import { billingWords, planPeriod, planPrice, subscriptionWords } from './subscription-words.js';
 
 interface AdminData {
   subscriptions: BillingSubscription[];
@@ -76,13 +76,13 @@ export function AdminBillingPage({ billingOn }: { billingOn: boolean }) {
       await request(`/api/v1/billing/plans/${encodeURIComponent(plan.id)}/retire`, { method: 'POST', token });
       await reload();
     } catch (caught) {
-      setRetireError(plainWords(caught));
+      setRetireError(billingWords(caught));
     }
   };
 
   let body: ComponentChildren;
   if (error && !data) {
-    body = <LoadError error={error} onRetry={() => void reload()} small />;
+    body = <LoadError error={error} words={billingWords} onRetry={() => void reload()} small />;
   } else if (!data) {
     body = <Loading>Loading…</Loading>;
   } else {

@@ -8,7 +8,6 @@ import type { BillingPlan } from '../api/types.js';
 import { SignIn } from '../chat/sign-in.js';
 import { useNow, useStore, useTitle } from '../hooks.js';
 import { displayName } from '../lib/mesh-state.js';
-import { plainWords } from '../lib/problem.js';
 import { meshStore } from '../state/mesh.js';
 import { sessionStore } from '../state/session.js';
 import { billingStore, buyPlan, followSubscriptions, loadPlans, openCheckout } from './billing-state.js';
@@ -16,7 +15,7 @@ import './billing.css';
 import { FormAlert } from '../components/form-alert.js';
 import { LoadError, Loading } from '../components/load-states.js';
 import { SubscriptionState } from './subscription-state.js';
-import { planPeriod, planPrice } from './subscription-words.js';
+import { billingWords, planPeriod, planPrice } from './subscription-words.js';
 
 function PlanNodes({ nodes }: { nodes: BillingPlan['nodes'] }) {
   const mesh = useStore(meshStore);
@@ -38,7 +37,7 @@ function PayButton({ plan, signedIn }: { plan: BillingPlan; signedIn: boolean })
         setBusy(false);
       }
     } catch (caught) {
-      setError(plainWords(caught));
+      setError(billingWords(caught));
       setBusy(false);
     }
   };
@@ -65,7 +64,7 @@ function MySubscriptions() {
   if (billing.subscriptionsError && !billing.subscriptionsLoaded) {
     return (
       <p class="form-error" role="alert">
-        {plainWords(billing.subscriptionsError)}
+        {billingWords(billing.subscriptionsError)}
       </p>
     );
   }
@@ -110,7 +109,9 @@ export function PlansPage({ billingOn }: { billingOn: boolean }) {
 
   let plans: ComponentChildren;
   if (billing.plansError && !billing.plansLoaded) {
-    plans = <LoadError error={billing.plansError} onRetry={() => void loadPlans()} small />;
+    plans = (
+      <LoadError error={billing.plansError} words={billingWords} onRetry={() => void loadPlans()} small />
+    );
   } else if (!billing.plansLoaded) {
     plans = <Loading>Loading the plans…</Loading>;
   } else if (billing.plans.length === 0) {

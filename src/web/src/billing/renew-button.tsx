@@ -1,7 +1,7 @@
 /** "Renew": an invoice for the next period, then BTCPay's checkout in this tab. */
 import { useState } from 'preact/hooks';
-import { plainWords } from '../lib/problem.js';
 import { openCheckout, renewSubscription } from './billing-state.js';
+import { billingWords } from './subscription-words.js';
 
 export function RenewButton({ subscriptionId, label = 'Renew' }: { subscriptionId: string; label?: string }) {
   const [busy, setBusy] = useState(false);
@@ -13,7 +13,7 @@ export function RenewButton({ subscriptionId, label = 'Renew' }: { subscriptionI
       const link = await renewSubscription(subscriptionId);
       if (!openCheckout(link)) setError('The hub made the invoice but sent no address to pay it at.');
     } catch (caught) {
-      setError(plainWords(caught));
+      setError(billingWords(caught));
     } finally {
       setBusy(false);
     }

@@ -5,12 +5,11 @@
  */
 import { useEffect } from 'preact/hooks';
 import { useNow, useStore } from '../hooks.js';
-import { plainWords } from '../lib/problem.js';
 import { Link } from '../router.js';
 import { billingStore, followSubscriptions } from './billing-state.js';
 import './billing.css';
 import { SubscriptionState } from './subscription-state.js';
-import { currentSubscription } from './subscription-words.js';
+import { billingWords, currentSubscription } from './subscription-words.js';
 
 export function SubscriptionBar() {
   const billing = useStore(billingStore);
@@ -22,7 +21,7 @@ export function SubscriptionBar() {
       <section class="subscription-bar" aria-label="Your subscription" aria-busy="true">
         <span class="muted small">
           {billing.subscriptionsError
-            ? plainWords(billing.subscriptionsError)
+            ? billingWords(billing.subscriptionsError)
             : 'Checking your subscription…'}
         </span>
       </section>

@@ -1,7 +1,21 @@
 /** A subscription's state in plain words, and which one the chat's bar speaks of. */
 import type { BillingPlan, BillingSubscription } from '../api/types.js';
 import { formatDateTime } from '../lib/format.js';
-import type { ApiError } from '../lib/problem.js';
+import { ApiError, plainWords } from '../lib/problem.js';
+
+/**
+ * An API failure on a billing page in words: for a 502/503/504 the hub answered with problem
+ * details, the hub's own reason (its `detail`, else its `title`), e.g. "Payments are unavailable
+ * right now: the payment server cannot be reached; try again later." rather than a guess that
+ * the hub is busy; everything else as everywhere (plainWords).
+ */
+export function billingWords(error: unknown): string {
+  if (!(error instanceof ApiError) || error.status <= 500 || error.extras.title === undefined) {
+    return plainWords(error);
+  }
+  const reason = (error.detail || error.extras.title).replace(/\.$/, '');
+  return `${reason.charAt(0).toUpperCase()}${reason.slice(1)}.`;
+}
 
 /** Offer "Renew" this long before the paid period ends. */
 export const RENEW_BEFORE_MS = 7 * 24 * 3600_000;

@@ -7,14 +7,17 @@ export function LoadError({
   error,
   onRetry,
   small,
+  words = plainWords,
 }: {
   error: unknown;
   onRetry: () => void;
   small?: boolean;
+  /** The error in words (default plainWords; the billing pages give the hub's own reason). */
+  words?: (error: unknown) => string;
 }) {
   return (
     <div class="notice notice-error" role="alert">
-      <p>{plainWords(error)}</p>
+      <p>{words(error)}</p>
       <button type="button" class={small ? 'button button-small' : 'button'} onClick={onRetry}>
         Try again
       </button>
