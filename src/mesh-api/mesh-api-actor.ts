@@ -22,6 +22,7 @@ import { Counter, Gauge, type Registry } from 'prom-client';
 import type { HubBus } from '../domain/events.js';
 import type { MeshNode } from '../domain/node.js';
 import { Actor } from '../kernel/actor.js';
+import { bindFailure } from '../kernel/startup-failure.js';
 import { withTimeout } from '../kernel/timing.js';
 import type { Logger } from '../log.js';
 import { encodeFrame } from '../mesh/framing.js';
@@ -119,7 +120,6 @@ export class MeshApiActor extends Actor {
   private readonly hubIds = new Set<number>();
   private unsubscribe: (() => void) | undefined;
   private listening: string | undefined;
-  private listenError: string | undefined;
   private frameId = 0;
 
   constructor(private readonly deps: MeshApiActorDeps) {
@@ -156,17 +156,16 @@ export class MeshApiActor extends Actor {
         });
       });
     } catch (error) {
-      const code = (error as NodeJS.ErrnoException).code;
-      if (code !== 'EADDRINUSE' && code !== 'EADDRNOTAVAIL') throw error;
-      // A taken port is an operator's matter (another radio server on 4403, e.g. `meshhub sim`):
-      // say so once and run without the mesh API rather than restart-loop the hub.
-      this.listenError = `${settings.MESH_API_HOST}:${settings.MESH_API_PORT}: ${code}`;
       this.server = undefined;
-      log.error(
-        { host: settings.MESH_API_HOST, port: settings.MESH_API_PORT, code },
-        'mesh API cannot listen (set MESH_API_PORT, or MESH_API=false); running without it',
-      );
-      return;
+      // A taken port stops the start with one line, as for every port of the hub (README
+      // "Configuration"): another radio server on 4403 (say, `meshhub sim`) is the operator's
+      // to move.
+      throw bindFailure(error, {
+        portSetting: 'MESH_API_PORT',
+        port: settings.MESH_API_PORT,
+        host: settings.MESH_API_HOST,
+        hostSetting: 'MESH_API_HOST',
+      });
     }
     server.on('error', (error) => log.warn({ err: error }, 'mesh API server error'));
     const bound = this.address!;
@@ -192,7 +191,6 @@ export class MeshApiActor extends Actor {
   override describe(): Record<string, unknown> {
     return {
       ...(this.listening ? { listening: this.listening } : {}),
-      ...(this.listenError ? { error: this.listenError } : {}),
       admin: this.deps.settings.MESH_API_ADMIN,
       clients: this.clients.map((c) => ({
         address: c.address,

@@ -185,7 +185,7 @@ describe('ports', () => {
     );
   }, 30_000);
 
-  it('a taken MQTT_PORT, SIM_PORT or component port stops the start too (no silent move)', async () => {
+  it('a taken MQTT_PORT, SIM_PORT, MESH_API_PORT or component port stops the start too (no silent move)', async () => {
     const port = await takenPort();
     expectOneLine(
       await runHub({ DATA_DIR: tempDir(), MQTT_PORT: String(port) }),
@@ -197,6 +197,12 @@ describe('ports', () => {
       await runHub({ DATA_DIR: tempDir(), RADIO: 'sim', SIM_PORT: String(port) }),
       new RegExp(
         `^meshhub: SIM_PORT ${port} on 127.0.0.1 is in use by another program: stop it or set SIM_PORT\\n$`,
+      ),
+    );
+    expectOneLine(
+      await runHub({ DATA_DIR: tempDir(), MESH_API: 'true', MESH_API_PORT: String(port) }),
+      new RegExp(
+        `^meshhub: MESH_API_PORT ${port} on 127.0.0.1 is in use by another program: stop it or set MESH_API_PORT\\n$`,
       ),
     );
     expectOneLine(
