@@ -49,6 +49,8 @@ function tighten(path: string, mode: number, setting: string): void {
     chmodSync(path, mode);
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
+    // A read-only file system (a DATA_DIR on a read-only mount): nothing can be written there.
+    if (code === 'EROFS') throw unwritableDataDir(path, error);
     if (code !== 'EPERM' && code !== 'EACCES') throw error;
     throw new ConfigError([
       `${setting}: ${path} is readable by other users (mode ${current.toString(8)}) and this user cannot change it; run as its owner, or chmod ${mode.toString(8)} it`,

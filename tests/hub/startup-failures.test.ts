@@ -14,12 +14,14 @@ import Database from 'better-sqlite3';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { freePort, getJson, waitFor } from '../helpers/hub.js';
 import { createTestSchema, skipWithoutPostgres } from '../helpers/postgres.js';
+import { skipBecauseMissing } from '../helpers/skips.js';
 
 const CLI = join(process.cwd(), 'dist', 'hub', 'cli.js');
 const dirs: string[] = [];
 const children: ChildProcess[] = [];
 const blockers: Server[] = [];
 const immutable: string[] = [];
+const mounted: string[] = [];
 
 beforeAll(() => {
   const result = spawnSync(process.execPath, ['scripts/start.mjs', '--build-only'], { stdio: 'inherit' });
@@ -29,12 +31,14 @@ beforeAll(() => {
 afterEach(async () => {
   for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
   for (const d of immutable) spawnSync('chattr', ['-i', d]);
+  for (const d of mounted) spawnSync('umount', [d]);
   for (const d of dirs) rmSync(d, { recursive: true, force: true });
   await Promise.all(blockers.map((b) => new Promise((r) => b.close(r))));
   children.length = 0;
   dirs.length = 0;
   blockers.length = 0;
   immutable.length = 0;
+  mounted.length = 0;
 });
 
 function tempDir(): string {
@@ -97,12 +101,26 @@ function expectOneLine(run: Run, line: RegExp): void {
   expect(run.stdout).not.toMatch(/actor crashed; restarting/);
 }
 
-/** A folder no process may write, root included (`chattr +i`); undefined where the file system cannot. */
+/**
+ * A folder this process may not write: mode 0500 for a user; for root (who ignores modes) the
+ * folder made immutable (`chattr +i`, ext4 and the like), else a read-only tmpfs mounted on it.
+ * Undefined when neither works here (the test then skips, or fails under CI=true).
+ */
 function readOnlyDir(): string | undefined {
   const dir = tempDir();
-  if (spawnSync('chattr', ['+i', dir]).status !== 0) return undefined;
-  immutable.push(dir);
-  return dir;
+  if (process.getuid?.() !== 0) {
+    chmodSync(dir, 0o500);
+    return dir;
+  }
+  if (spawnSync('chattr', ['+i', dir]).status === 0) {
+    immutable.push(dir);
+    return dir;
+  }
+  if (spawnSync('mount', ['-t', 'tmpfs', '-o', 'ro,size=64k', 'tmpfs', dir]).status === 0) {
+    mounted.push(dir);
+    return dir;
+  }
+  return undefined;
 }
 
 /** A port on 127.0.0.1 that another program holds. */
@@ -129,16 +147,21 @@ describe('DATA_DIR and the database', () => {
 
   it('a DATA_DIR that cannot be written, or made, names DATA_DIR and says what to do', async (ctx) => {
     const locked = readOnlyDir();
-    if (!locked) ctx.skip();
+    if (!locked) {
+      skipBecauseMissing('a read-only folder', 'neither chattr +i nor a read-only tmpfs mount works here');
+      return ctx.skip();
+    }
     expectOneLine(
       await runHub({ DATA_DIR: locked! }),
       new RegExp(
-        `^meshhub: DATA_DIR=${locked} is not writable \\(EPERM\\): make it writable by this user or set DATA_DIR to another folder\\n$`,
+        `^meshhub: DATA_DIR=${locked} is not writable \\((EPERM|EACCES|EROFS)[^)]*\\): make it writable by this user or set DATA_DIR to another folder\\n$`,
       ),
     );
     expectOneLine(
       await runHub({ DATA_DIR: join(locked!, 'data') }),
-      new RegExp(`DATA_DIR=${locked}/data cannot be created or written \\(EPERM\\): make it writable`),
+      new RegExp(
+        `DATA_DIR=${locked}/data cannot be created or written \\((EPERM|EACCES|EROFS)[^)]*\\): make it writable`,
+      ),
     );
     // LOG_LEVEL=debug adds the stack after the line.
     const debug = await runHub({ DATA_DIR: locked!, LOG_LEVEL: 'debug' });
@@ -293,7 +316,10 @@ describe('settings', () => {
 });
 
 describe('logs on a terminal', () => {
-  it.skipIf(spawnSync('script', ['--version']).status !== 0)(
+  it.skipIf(
+    spawnSync('script', ['--version']).status !== 0 &&
+      skipBecauseMissing('script (util-linux)', 'the `script` command is missing'),
+  )(
     'a hub started on a terminal (LOG_FORMAT unset) writes readable lines',
     async () => {
       const port = await freePort();
