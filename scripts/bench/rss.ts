@@ -35,6 +35,7 @@ async function hub(): Promise<number> {
       DATA_DIR: dataDir,
       HTTP_HOST: '127.0.0.1',
       HTTP_PORT: String(port),
+      MESH_API_PORT: '0',
       RADIO: 'sim',
       SIM_PORT: '0',
       MQTT_PORT: '0',

@@ -34,6 +34,7 @@ describeInBrowser('npm start, then the browser', () => {
         DATA_DIR: dataDir,
         HTTP_HOST: '127.0.0.1',
         HTTP_PORT: String(port),
+        MESH_API_PORT: '0',
         SIM_PORT: '0',
         MQTT_PORT: '0',
         RADIO_PROBE_TIMEOUT_MS: '500',

@@ -67,6 +67,7 @@ function meshhub(args: string[]): Promise<Result> {
       HOME: root,
       DATA_DIR: dataDir,
       HTTP_PORT: '0',
+      MESH_API_PORT: '0',
       MQTT_PORT: '0',
       RADIO: 'none',
       LOG_LEVEL: 'info',

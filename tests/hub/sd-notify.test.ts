@@ -150,6 +150,7 @@ describe.skipIf(noTools)('sd_notify through systemd-notify, with socat as system
         DATA_DIR: dataDir,
         HTTP_HOST: '127.0.0.1',
         HTTP_PORT: String(port),
+        MESH_API_PORT: '0',
         RADIO: 'none',
         MQTT_PORT: '0',
         LOG_LEVEL: 'warn',

@@ -57,6 +57,7 @@ async function startProcess(
       DATA_DIR: dataDir,
       HTTP_HOST: '127.0.0.1',
       HTTP_PORT: String(httpPort),
+      MESH_API_PORT: '0',
       MQTT_PORT: String(mqttPort),
       MQTT_ALLOW_ANONYMOUS: String(anonymous),
       RADIO: 'none',

@@ -5,6 +5,7 @@ export const loopbackListeners = (dataDir: string): Record<string, string> => ({
   DATA_DIR: dataDir,
   HTTP_HOST: '127.0.0.1',
   HTTP_PORT: '0',
+  MESH_API_PORT: '0',
   MQTT_PORT: '0',
 });
 

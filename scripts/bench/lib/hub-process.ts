@@ -131,6 +131,7 @@ export async function startHub(options: {
       DATA_DIR: options.dataDir,
       HTTP_HOST: '127.0.0.1',
       HTTP_PORT: String(port),
+      MESH_API_PORT: '0',
       RADIO: 'none',
       LOG_LEVEL: 'warn',
       ...options.env,

@@ -84,6 +84,7 @@ export function auditConfigProblems(env: Record<string, string>): string[] {
 export const radiolessHubEnv = (dataDir: string): Record<string, string> => ({
   DATA_DIR: dataDir,
   HTTP_PORT: '0',
+  MESH_API_PORT: '0',
   RADIO: 'none',
   LOG_LEVEL: 'silent',
 });

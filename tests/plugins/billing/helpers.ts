@@ -39,6 +39,7 @@ export async function startBillingHub(
     DATA_DIR: dataDir,
     HTTP_HOST: '127.0.0.1',
     HTTP_PORT: '0',
+    MESH_API_PORT: '0',
     RADIO: 'sim',
     SIM_PORT: '0',
     MQTT_PORT: '0',

@@ -92,6 +92,7 @@ async function startHub(extra: Record<string, string> = {}): Promise<void> {
     DATA_DIR: hubData,
     HTTP_HOST: '127.0.0.1',
     HTTP_PORT: String(hubPort),
+    MESH_API_PORT: '0',
     RADIO: 'sim',
     SIM_PORT: '0',
     MQTT_PORT: '0',

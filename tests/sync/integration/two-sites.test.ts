@@ -62,6 +62,7 @@ async function startSite(site: Site): Promise<void> {
     DATA_DIR: site.dataDir,
     HTTP_HOST: '127.0.0.1',
     HTTP_PORT: '0',
+    MESH_API_PORT: '0',
     RADIO: 'sim',
     SIM_PORT: '0',
     SIM_SEED: String(site.seed),

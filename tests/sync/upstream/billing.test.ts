@@ -215,6 +215,7 @@ beforeAll(async () => {
     DATA_DIR: siteDir,
     HTTP_HOST: '127.0.0.1',
     HTTP_PORT: '0',
+    MESH_API_PORT: '0',
     RADIO: 'sim',
     SIM_PORT: '0',
     SIM_SEED: String(SEED),
