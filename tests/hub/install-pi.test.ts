@@ -9,7 +9,7 @@
  * settings, stdin, stdout and exit codes passing through. The script creates the `meshhub` user
  * when there is none (CI runs as root); the test then removes it again.
  */
-import { type SpawnSyncOptions, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import {
   chmodSync,
   chownSync,
@@ -155,12 +155,19 @@ describe.skipIf(notRoot)('the meshhub command install-pi.sh installs', () => {
       env: installEnv,
       encoding: 'utf8',
     });
-  const meshhub = (args: string[], options: SpawnSyncOptions & { as?: string } = {}) => {
-    const { as, env, ...rest } = options;
-    const [file, argv] = as
-      ? ['setpriv', [`--reuid=${as}`, `--regid=${as}`, '--init-groups', command, ...args]]
+  /** Runs the installed command as root with sudo's environment (or as the user `as`). */
+  const meshhub = (
+    args: string[],
+    options: { input?: string; env?: Record<string, string>; as?: string } = {},
+  ) => {
+    const [file, argv] = options.as
+      ? ['setpriv', [`--reuid=${options.as}`, `--regid=${options.as}`, '--init-groups', command, ...args]]
       : [command, args];
-    return spawnSync(file, argv, { encoding: 'utf8', env: { ...SUDO_ENV, ...env }, ...rest });
+    return spawnSync(file, argv, {
+      encoding: 'utf8',
+      input: options.input,
+      env: { ...SUDO_ENV, ...options.env },
+    });
   };
 
   beforeAll(() => {
