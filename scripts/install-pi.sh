@@ -67,12 +67,20 @@ install_command() {
 # (`sudo LOG_LEVEL=debug meshhub ...`) wins over both. stdin, stdout, stderr and the exit code
 # are the CLI's own.
 set -euo pipefail
+if [[ ! -f $CLI ]]; then
+  echo "meshhub: $CLI is missing; run scripts/install-pi.sh again" >&2
+  exit 1
+fi
 if [[ $(id -un) != meshhub ]]; then
   if [[ $(id -u) -ne 0 ]]; then
     echo "meshhub: run it with sudo, as in: sudo meshhub <command> (it runs as the meshhub user)" >&2
     exit 1
   fi
   # As root: become the service user (with its groups, as the unit has them) and start again.
+  if ! id meshhub >/dev/null 2>&1; then
+    echo "meshhub: there is no meshhub user; run scripts/install-pi.sh again" >&2
+    exit 1
+  fi
   home=~meshhub
   if command -v setpriv >/dev/null; then
     exec setpriv --reuid=meshhub --regid=meshhub --init-groups --no-new-privs -- \

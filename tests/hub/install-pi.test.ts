@@ -150,9 +150,9 @@ describe.skipIf(notRoot)('the meshhub command install-pi.sh installs', () => {
   let userExisted = true;
   let meshhubUid = -1;
 
-  const install = () =>
+  const install = (env: Record<string, string> = {}) =>
     spawnSync('bash', [join(process.cwd(), 'scripts', 'install-pi.sh'), '--command-only'], {
-      env: installEnv,
+      env: { ...installEnv, ...env },
       encoding: 'utf8',
     });
   /** Runs the installed command as root with sudo's environment (or as the user `as`). */
@@ -253,6 +253,18 @@ describe.skipIf(notRoot)('the meshhub command install-pi.sh installs', () => {
     expect(other.stdout).toBe('');
     expect(other.stderr).toBe(
       'meshhub: run it with sudo, as in: sudo meshhub <command> (it runs as the meshhub user)\n',
+    );
+  });
+
+  it('says in one line when the installed code is missing', () => {
+    const otherBin = join(root, 'other-bin');
+    const run = install({ MESHHUB_PREFIX: join(root, 'nothing'), MESHHUB_BIN_DIR: otherBin });
+    expect(run.status, run.stderr).toBe(0);
+    const missing = spawnSync(join(otherBin, 'meshhub'), ['--version'], { encoding: 'utf8', env: SUDO_ENV });
+    expect(missing.status).toBe(1);
+    expect(missing.stdout).toBe('');
+    expect(missing.stderr).toBe(
+      `meshhub: ${join(root, 'nothing', 'dist', 'hub', 'cli.js')} is missing; run scripts/install-pi.sh again\n`,
     );
   });
 
