@@ -1,8 +1,9 @@
 /**
  * The V8 flags the hub runs with, wherever it is started: `npm start` (package.json), the
- * `meshhub` command's shebang (hub/cli.ts), the systemd unit (systemd/meshhub.service), and the
- * tests and benches that start the built hub as a process. tests/hub/node-flags.test.ts checks
- * that each of those carries exactly these. They must be given at start: V8 sizes its heap when
+ * `meshhub` command's shebang (hub/cli.ts), the systemd unit (systemd/meshhub.service), the
+ * `meshhub` command scripts/install-pi.sh installs on a Pi, and the tests and benches that start
+ * the built hub as a process. tests/hub/node-flags.test.ts checks that each of those carries
+ * exactly these (tests/hub/install-pi.test.ts the installed command). They must be given at start: V8 sizes its heap when
  * the process begins, and `v8.setFlagsFromString` afterwards changes nothing.
  *
  * A young generation of a fixed, small size (2 MB semi-spaces). By default V8 sizes it to the
