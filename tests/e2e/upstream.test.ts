@@ -543,6 +543,90 @@ async function readEvents(
       .toBe('◷ 1 waiting');
   });
 
+  it('says what an online site last said of a queued text, and as of when', async () => {
+    guarded = await signedInPage(`/chat/${C}`);
+    const { page } = guarded;
+    await page.getByLabel(/^Message to /).fill('Is the creek rising?');
+    await page.getByRole('button', { name: 'Send' }).click();
+    const bubble = page.locator('.message', { hasText: 'Is the creek rising?' });
+    await bubble.waitFor();
+    const id = (await bubble.getAttribute('data-message-id'))!;
+    // North is online and has said nothing of it yet: simply queued.
+    await expect.poll(() => bubble.locator('.status').innerText()).toMatch(/Queued$/);
+    expect(await bubble.getByTestId('waiting-for').count()).toBe(0);
+
+    // North took it, its first attempt went unanswered, and it now waits for C; its next batch
+    // says so (a retry that stays queued sends only its transition).
+    const tookAt = Date.now();
+    await apply('north', (seq) => [
+      {
+        seq: seq(),
+        kind: 'message',
+        at: tookAt,
+        body: {
+          id,
+          owner: 'upstream:ana',
+          owner_name: 'ana',
+          node_id: C,
+          direction: 'outbound',
+          sender_node_id: null,
+          target_node_id: C,
+          text: 'Is the creek rising?',
+          status: 'queued',
+          failure_code: null,
+          failure_reason: null,
+          created_at: tookAt - 5_000,
+          updated_at: tookAt,
+        },
+      },
+      {
+        seq: seq(),
+        kind: 'message_transition',
+        at: tookAt,
+        body: { message_id: id, seq: 1, status: 'queued', reason: null, at: tookAt },
+      },
+      {
+        seq: seq(),
+        kind: 'message_transition',
+        at: tookAt + 1_000,
+        body: {
+          message_id: id,
+          seq: 2,
+          status: 'queued',
+          reason:
+            'the radio repeated it but no node acknowledged it (the node may be out of range or off) [MAX_RETRANSMIT]; waiting for Creek Gauge to come in range (last heard 5 min ago): sent again as soon as it is heard, at the latest in 5 min',
+          at: tookAt + 1_000,
+        },
+      },
+    ]);
+    // The open thread learns it while it is polled, without a reload.
+    await expect
+      .poll(
+        () =>
+          bubble
+            .getByTestId('waiting-for')
+            .innerText()
+            .catch(() => ''),
+        { timeout: 40_000 },
+      )
+      .toMatch(/^Waiting for Creek Gauge to come in range \(last heard 5 min ago\), as of \S.*$/);
+    expect(await bubble.getAttribute('data-status')).toBe('queued');
+  });
+
+  it('lists a sensor known only from its readings under the site they came from', async () => {
+    const sensor = '!0000f00d';
+    await apply('north', (seq) => readingRecords(seq, sensor, Date.now() - MINUTE, 3, 10 * MINUTE));
+    guarded = await signedInPage('/?site=north');
+    const { page } = guarded;
+    const item = page.locator(`.node-item[data-node-id="${sensor}"]`);
+    await expect.poll(() => item.count(), { timeout: 15_000 }).toBe(1);
+    expect(await page.locator(`.node-item[data-node-id="${C}"]`).count()).toBe(1);
+    // Not South's: South never reported it.
+    await page.goto(`${base}/?site=south`);
+    await expect.poll(() => page.locator(`.node-item[data-node-id="${B}"]`).count()).toBe(1);
+    expect(await item.count()).toBe(0);
+  });
+
   it('labels each site’s radio by its site when both are called HUB (it adds two nodes)', async () => {
     const radios = {
       north: {
