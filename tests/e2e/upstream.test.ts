@@ -601,15 +601,11 @@ async function readEvents(
     ]);
     // The open thread learns it while it is polled, without a reload.
     await expect
-      .poll(
-        () =>
-          bubble
-            .getByTestId('waiting-for')
-            .innerText()
-            .catch(() => ''),
-        { timeout: 40_000 },
-      )
-      .toMatch(/^Waiting for Creek Gauge to come in range \(last heard 5 min ago\), as of \S.*$/);
+      .poll(() => bubble.locator('.status').innerText(), { timeout: 40_000 })
+      .toContain('Waiting for Creek Gauge');
+    expect(await bubble.getByTestId('waiting-for').innerText()).toMatch(
+      /^Waiting for Creek Gauge to come in range \(last heard 5 min ago\), as of \S.*$/,
+    );
     expect(await bubble.getAttribute('data-status')).toBe('queued');
   });
 
