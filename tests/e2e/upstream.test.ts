@@ -89,6 +89,44 @@ function readingRecords(seq: () => number, nodeId: string, newest: number, count
   });
 }
 
+/** What a site's batch says of a text the upstream sent through it (`owner` upstream:ana). */
+function outboundRecord(
+  seq: number,
+  text: { id: string; nodeId: string; text: string; at: number },
+  status: 'queued' | 'delivered' | 'failed',
+  failure: { code: string; reason: string } | null = null,
+): SyncRecord {
+  return {
+    seq,
+    kind: 'message',
+    at: text.at,
+    body: {
+      id: text.id,
+      owner: 'upstream:ana',
+      owner_name: 'ana',
+      node_id: text.nodeId,
+      direction: 'outbound',
+      sender_node_id: null,
+      target_node_id: text.nodeId,
+      text: text.text,
+      status,
+      failure_code: failure?.code ?? null,
+      failure_reason: failure?.reason ?? null,
+      created_at: text.at - 5_000,
+      updated_at: text.at,
+    },
+  };
+}
+
+/** Sends `text` in the open thread; its bubble and the message id the upstream gave it. */
+async function sendText(page: Page, text: string) {
+  await page.getByLabel(/^Message to /).fill(text);
+  await page.getByRole('button', { name: 'Send' }).click();
+  const bubble = page.locator('.message', { hasText: text });
+  await bubble.waitFor();
+  return { bubble, id: (await bubble.getAttribute('data-message-id'))! };
+}
+
 /** The ids of the nodes the map shows, sorted. */
 const markerIds = (page: Page) =>
   page
@@ -438,13 +476,8 @@ async function readEvents(
     await page.getByLabel('To node').selectOption(A);
     await page.getByRole('button', { name: 'Open' }).click();
     await page.waitForURL(`${base}/chat/${A}`);
-    await page.getByLabel(/^Message to /).fill('Is the ridge road open?');
-    await page.getByRole('button', { name: 'Send' }).click();
-
-    const bubble = page.locator('.message', { hasText: 'Is the ridge road open?' });
-    await bubble.waitFor();
+    const { bubble, id } = await sendText(page, 'Is the ridge road open?');
     expect(await bubble.getAttribute('data-status')).toBe('queued');
-    const id = (await bubble.getAttribute('data-message-id'))!;
     const { rows } = await upstream.pool.query<{ site_id: string; status: string; subscriber: string }>(
       'SELECT site_id, status, subscriber FROM messages WHERE id = $1',
       [id],
@@ -452,62 +485,21 @@ async function readEvents(
     expect(rows).toEqual([{ site_id: 'north', status: 'queued', subscriber: 'ana' }]);
 
     // North's radio delivered it; its next batch says so, and the open thread follows.
-    const sentAt = Date.now();
-    await apply('north', (seq) => [
-      {
-        seq: seq(),
-        kind: 'message',
-        at: sentAt,
-        body: {
-          id,
-          owner: 'upstream:ana',
-          owner_name: 'ana',
-          node_id: A,
-          direction: 'outbound',
-          sender_node_id: null,
-          target_node_id: A,
-          text: 'Is the ridge road open?',
-          status: 'delivered',
-          failure_code: null,
-          failure_reason: null,
-          created_at: sentAt - 5_000,
-          updated_at: sentAt,
-        },
-      },
-    ]);
+    const sent = { id, nodeId: A, text: 'Is the ridge road open?', at: Date.now() };
+    await apply('north', (seq) => [outboundRecord(seq(), sent, 'delivered')]);
     await expect.poll(() => bubble.getAttribute('data-status'), { timeout: 20_000 }).toBe('delivered');
     // Polled, never streamed: the upstream has no messaging stream to ask for.
     expect(asked.some((path) => path.includes('/stream'))).toBe(false);
     expect(asked.filter((path) => path === `/api/v1/messages/conversations/${A}`).length).toBeGreaterThan(1);
 
     // A text that fails at the site shows why, and keeps showing it while the thread is polled.
-    await page.getByLabel(/^Message to /).fill('Then call the hut.');
-    await page.getByRole('button', { name: 'Send' }).click();
-    const second = page.locator('.message', { hasText: 'Then call the hut.' });
-    await second.waitFor();
-    const secondId = (await second.getAttribute('data-message-id'))!;
-    const failedAt = Date.now();
+    const { bubble: second, id: secondId } = await sendText(page, 'Then call the hut.');
+    const failed = { id: secondId, nodeId: A, text: 'Then call the hut.', at: Date.now() };
     await apply('north', (seq) => [
-      {
-        seq: seq(),
-        kind: 'message',
-        at: failedAt,
-        body: {
-          id: secondId,
-          owner: 'upstream:ana',
-          owner_name: 'ana',
-          node_id: A,
-          direction: 'outbound',
-          sender_node_id: null,
-          target_node_id: A,
-          text: 'Then call the hut.',
-          status: 'failed',
-          failure_code: 'MAX_RETRANSMIT',
-          failure_reason: 'the radio repeated it but no node acknowledged it [MAX_RETRANSMIT]',
-          created_at: failedAt - 5_000,
-          updated_at: failedAt,
-        },
-      },
+      outboundRecord(seq(), failed, 'failed', {
+        code: 'MAX_RETRANSMIT',
+        reason: 'the radio repeated it but no node acknowledged it [MAX_RETRANSMIT]',
+      }),
     ]);
     const reason = second.getByTestId('failure-reason');
     const said = 'The radio repeated it but no node acknowledged it';
@@ -521,10 +513,7 @@ async function readEvents(
   it('says a queued text waits for its offline site, not merely "Queued"', async () => {
     guarded = await signedInPage(`/chat/${B}`);
     const { page } = guarded;
-    await page.getByLabel(/^Message to /).fill('Is the dam gate shut?');
-    await page.getByRole('button', { name: 'Send' }).click();
-    const bubble = page.locator('.message', { hasText: 'Is the dam gate shut?' });
-    await bubble.waitFor();
+    const { bubble } = await sendText(page, 'Is the dam gate shut?');
     expect(await bubble.getAttribute('data-status')).toBe('queued');
     // B is heard by South alone, which went quiet three hours ago.
     await expect
@@ -541,6 +530,63 @@ async function readEvents(
         page.locator(`.conversation-list li[data-node-id="${B}"]`).getByTestId('waiting-badge').innerText(),
       )
       .toBe('◷ 1 waiting');
+  });
+
+  it('says what an online site last said of a queued text, and as of when', async () => {
+    guarded = await signedInPage(`/chat/${C}`);
+    const { page } = guarded;
+    const { bubble, id } = await sendText(page, 'Is the creek rising?');
+    // North is online and has said nothing of it yet: simply queued.
+    await expect.poll(() => bubble.locator('.status').innerText()).toMatch(/Queued$/);
+    expect(await bubble.getByTestId('waiting-for').count()).toBe(0);
+
+    // North took it, its first attempt went unanswered, and it now waits for C; its next batch
+    // says so (a retry that stays queued sends only its transition).
+    const tookAt = Date.now();
+    await apply('north', (seq) => [
+      outboundRecord(seq(), { id, nodeId: C, text: 'Is the creek rising?', at: tookAt }, 'queued'),
+      {
+        seq: seq(),
+        kind: 'message_transition',
+        at: tookAt,
+        body: { message_id: id, seq: 1, status: 'queued', reason: null, at: tookAt },
+      },
+      {
+        seq: seq(),
+        kind: 'message_transition',
+        at: tookAt + 1_000,
+        body: {
+          message_id: id,
+          seq: 2,
+          status: 'queued',
+          reason:
+            'the radio repeated it but no node acknowledged it (the node may be out of range or off) [MAX_RETRANSMIT]; waiting for Creek Gauge to come in range (last heard 5 min ago): sent again as soon as it is heard, at the latest in 5 min',
+          at: tookAt + 1_000,
+        },
+      },
+    ]);
+    // The open thread learns it while it is polled, without a reload.
+    await expect
+      .poll(() => bubble.locator('.status').innerText(), { timeout: 40_000 })
+      .toContain('Waiting for Creek Gauge');
+    expect(await bubble.getByTestId('waiting-for').innerText()).toMatch(
+      /^Waiting for Creek Gauge to come in range \(last heard 5 min ago\), as of \S.*$/,
+    );
+    expect(await bubble.getAttribute('data-status')).toBe('queued');
+  });
+
+  it('lists a sensor known only from its readings under the site they came from', async () => {
+    const sensor = '!0000f00d';
+    await apply('north', (seq) => readingRecords(seq, sensor, Date.now() - MINUTE, 3, 10 * MINUTE));
+    guarded = await signedInPage('/?site=north');
+    const { page } = guarded;
+    const item = page.locator(`.node-item[data-node-id="${sensor}"]`);
+    await expect.poll(() => item.count(), { timeout: 15_000 }).toBe(1);
+    expect(await page.locator(`.node-item[data-node-id="${C}"]`).count()).toBe(1);
+    // Not South's: South never reported it.
+    await page.goto(`${base}/?site=south`);
+    await expect.poll(() => page.locator(`.node-item[data-node-id="${B}"]`).count()).toBe(1);
+    expect(await item.count()).toBe(0);
   });
 
   it('labels each site’s radio by its site when both are called HUB (it adds two nodes)', async () => {

@@ -6,7 +6,16 @@ import { describe, expect, it } from 'vitest';
 import { durationAdjective, durationWords } from '../../src/domain/duration.js';
 import type { SiteJson } from '../../src/web/src/api/types.js';
 import { formatTime } from '../../src/web/src/lib/format.js';
-import { EMPTY_MESH, heardBy, mergeNode, snapshot } from '../../src/web/src/lib/mesh-state.js';
+import {
+  atSite,
+  EMPTY_MESH,
+  heardBy,
+  type MeshState,
+  mergeNode,
+  mergeReadings,
+  snapshot,
+  sortedNodes,
+} from '../../src/web/src/lib/mesh-state.js';
 import { heardByWords, nodeView } from '../../src/web/src/lib/node-view.js';
 import { mapPath, matchRoute, nodePath, siteParam } from '../../src/web/src/lib/routes.js';
 import { siteHealth, upstreamSummary } from '../../src/web/src/lib/site-health.js';
@@ -207,6 +216,32 @@ describe('the upstream’s nodes: one per id, with the sites that heard it', () 
     );
     expect(hub.sites.size).toBe(0);
     expect(nodeView(hub, hub.nodes.get('!00000001')!, NOW, undefined).sites).toBeUndefined();
+  });
+
+  it('files a sensor known only from its readings under the site they came from', () => {
+    const sensor = '!0000f00d';
+    const reading = (site: string, minute: number) => ({
+      site_id: site,
+      node_id: sensor,
+      timestamp: at(minute),
+      temperature_c: 9,
+    });
+    const under = (state: MeshState, site: string) =>
+      sortedNodes(state, { sensors: true })
+        .filter((node) => atSite(state, node.node_id, site))
+        .map((node) => node.node_id);
+    let state = snapshot(nodes, [reading('north', 40)], EMPTY_MESH);
+    expect(under(state, 'north')).toEqual([sensor, '!00000002', '!00000001']);
+    expect(under(state, 'south')).toEqual(['!00000003', '!00000001']);
+    // Readings from a second site, live, and a snapshot that has not caught up keeps them.
+    state = mergeReadings(state, [reading('south', 58)]);
+    expect(atSite(state, sensor, 'south')).toBe(true);
+    state = snapshot(nodes, [reading('north', 40)], state);
+    expect(atSite(state, sensor, 'south')).toBe(true);
+    expect(atSite(state, sensor, 'lake')).toBe(false);
+    // A mesh node's readings do not put it under a site that never heard it.
+    state = mergeReadings(state, [{ ...reading('lake', 59), node_id: '!00000002' }]);
+    expect(atSite(state, '!00000002', 'lake')).toBe(false);
   });
 });
 

@@ -16,9 +16,13 @@ import {
   renameConversation,
   setActiveThread,
 } from '../state/chat.js';
+import { hubStore } from '../state/hub.js';
 import { meshStore } from '../state/mesh.js';
 import { Composer } from './composer.js';
 import { MessageStatus } from './message-status.js';
+
+/** How often the upstream's chat asks again what a queued text's site said of it (the thread is polled every 4 s). */
+const QUEUED_RECHECK_MS = 15_000;
 
 function Bubble({ message, now }: { message: MessageRecord; now: number }) {
   return (
@@ -96,9 +100,11 @@ function Rename({ nodeId, current, canRename }: { nodeId: string; current: strin
 export function Thread({ nodeId }: { nodeId: string }) {
   const chat = useStore(chatStore);
   const mesh = useStore(meshStore);
+  const upstream = useStore(hubStore).mode === 'upstream';
   const now = useNow(30_000);
   const list = useRef<HTMLOListElement>(null);
-  const asked = useRef(new Set<string>());
+  /** Message id → the lookup last asked for it (its status, and on the upstream the round). */
+  const asked = useRef(new Map<string, string>());
   const thread = chat.threads[nodeId];
   const summary = chat.conversations.find((c) => c.node_id === nodeId);
   const name = summary?.nickname || displayName(mesh.mesh.nodes.get(nodeId), nodeId);
@@ -120,13 +126,17 @@ export function Thread({ nodeId }: { nodeId: string }) {
           message.direction === 'outbound' &&
           message.waiting_for_node === undefined);
       // Asked once per status: a text looked up while queued is looked up again once it failed.
-      const key = `${message.id} ${message.status}`;
-      if (unexplained && !asked.current.has(key)) {
-        asked.current.add(key);
-        loadMessageDetail(message.id).catch(() => asked.current.delete(key));
+      // On the upstream a queued text is looked up again every so often: its site says why it
+      // waits in a transition that leaves the listed record as it was.
+      const round =
+        upstream && message.status === 'queued' ? ` ${Math.floor(Date.now() / QUEUED_RECHECK_MS)}` : '';
+      const key = `${message.id} ${message.status}${round}`;
+      if (unexplained && asked.current.get(message.id) !== key) {
+        asked.current.set(message.id, key);
+        loadMessageDetail(message.id).catch(() => asked.current.delete(message.id));
       }
     }
-  }, [thread?.messages]);
+  }, [thread?.messages, upstream]);
 
   const count = thread?.messages.length ?? 0;
   useLayoutEffect(() => {

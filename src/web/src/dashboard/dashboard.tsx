@@ -5,7 +5,7 @@
 import type { ComponentChildren } from 'preact';
 import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { useNow, useStore, useTitle } from '../hooks.js';
-import { nodeIdFromNum, sortedNodes } from '../lib/mesh-state.js';
+import { atSite, nodeIdFromNum, sortedNodes } from '../lib/mesh-state.js';
 import { matchesSearch, nodeView } from '../lib/node-view.js';
 import { displayMetrics } from '../lib/units.js';
 import { Link } from '../router.js';
@@ -39,7 +39,7 @@ export function Dashboard({ focus, site }: { focus?: string; site?: string }) {
   const nodes = useMemo(
     () =>
       sortedNodes(view.mesh, { sensors: true })
-        .filter((node) => !only || view.mesh.sites.get(node.node_id)?.has(only))
+        .filter((node) => !only || atSite(view.mesh, node.node_id, only))
         .map((node) => nodeView(view.mesh, node, now, hubNodeId, upstream ? names : undefined, metrics)),
     [view.mesh, now, hubNodeId, upstream, names, only, metrics],
   );

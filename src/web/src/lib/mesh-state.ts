@@ -18,6 +18,8 @@ export interface LatestReading {
   /** The newest reading's time (ms). */
   at: number;
   values: Partial<Record<MetricKey, { value: number; at: number }>>;
+  /** Upstream only: the sites whose readings these are (a sensor posted to a site is no site's mesh node). */
+  sites?: ReadonlySet<string>;
 }
 
 export interface MeshState {
@@ -31,12 +33,19 @@ export const EMPTY_MESH: MeshState = { nodes: new Map(), latest: new Map(), site
 
 const time = (iso: string | undefined): number => (iso === undefined ? Number.NaN : Date.parse(iso));
 
+function withSite(sites: ReadonlySet<string> | undefined, site: unknown): ReadonlySet<string> | undefined {
+  if (typeof site !== 'string' || sites?.has(site)) return sites;
+  return new Set(sites).add(site);
+}
+
 function mergeReading(entry: LatestReading | undefined, reading: ReadingJson): LatestReading | undefined {
   const at = time(reading.timestamp);
   if (!Number.isFinite(at)) return entry;
   const next: LatestReading = entry
     ? { nodeId: entry.nodeId, at: Math.max(entry.at, at), values: { ...entry.values } }
     : { nodeId: reading.node_id, at, values: {} };
+  const sites = withSite(entry?.sites, reading.site_id);
+  if (sites) next.sites = sites;
   for (const key of METRIC_KEYS) {
     const value = reading[key];
     if (typeof value !== 'number' || !Number.isFinite(value)) continue;
@@ -137,7 +146,8 @@ export function snapshot(
       const old = before.values[key];
       if (old && old.at > (values[key]?.at ?? -Infinity)) values[key] = old;
     }
-    latestMap.set(id, { nodeId: id, at: before.at, values });
+    const sites = [...(before.sites ?? [])].reduce(withSite, now.sites);
+    latestMap.set(id, { nodeId: id, at: before.at, values, ...(sites ? { sites } : {}) });
   }
   return { nodes: nodeMap, latest: latestMap, sites };
 }
@@ -182,6 +192,15 @@ export function displayName(node: NodeJson | undefined, nodeId: string): string 
  */
 export function isSensorOnly(state: MeshState, nodeId: string): boolean {
   return !state.nodes.has(nodeId) && state.latest.has(nodeId);
+}
+
+/**
+ * Whether the node belongs under the upstream's `?site=` filter: the site heard it, or, for a
+ * sensor known only from its readings, the site reported them.
+ */
+export function atSite(state: MeshState, nodeId: string, site: string): boolean {
+  if (state.sites.get(nodeId)?.has(site)) return true;
+  return isSensorOnly(state, nodeId) && !!state.latest.get(nodeId)?.sites?.has(site);
 }
 
 /**
