@@ -5,13 +5,7 @@
  */
 import { join } from 'node:path';
 import { loadPlugins, UnknownPluginError } from '../plugins/index.js';
-import {
-  dataDirFrom,
-  HUB_DATABASE_FILE,
-  runTokenCommand,
-  runUserCommand,
-  USER_HELP,
-} from '../src/auth/cli-commands.js';
+import { dataDirFrom, runTokenCommand, runUserCommand, USER_HELP } from '../src/auth/cli-commands.js';
 import { parseDuration, splitList } from '../src/config/fields.js';
 import { ConfigError } from '../src/config/load.js';
 import {
@@ -30,7 +24,7 @@ import {
 } from '../src/kernel/startup-failure.js';
 import { createLogger } from '../src/log.js';
 import { runSubscriptionCommand, SUBSCRIPTION_HELP } from '../src/messaging/subscription-commands.js';
-import { damagedDatabase } from '../src/store/database.js';
+import { damagedDatabase, HUB_DATABASE_FILE } from '../src/store/database.js';
 import { readVersion } from '../src/version.js';
 import { loadConfig, loadHubSettings } from './settings.js';
 
@@ -153,7 +147,7 @@ async function loadHubSettingsOrExit() {
 async function runHub(): Promise<void> {
   const { config, slices } = await loadHubSettingsOrExit();
   // The hub's code is loaded only to run it: every other command answers without it.
-  const { createHub, DATABASE_FILE } = await import('./main.js');
+  const { createHub } = await import('./main.js');
   const { hubAnswers, SystemdNotifier } = await import('./sd-notify.js');
   const log = createLogger({ level: config.LOG_LEVEL, format: config.LOG_FORMAT });
   let hub: Awaited<ReturnType<typeof createHub>>;
@@ -194,7 +188,7 @@ async function runHub(): Promise<void> {
   } catch (error) {
     // A taken port, a damaged database met by a first query: stderr says it in one line
     // (failStart); the log keeps the details.
-    const err = damagedDatabase(join(config.DATA_DIR, DATABASE_FILE), error);
+    const err = damagedDatabase(join(config.DATA_DIR, HUB_DATABASE_FILE), error);
     if (err instanceof StartupFailure) log.debug({ err: error }, 'meshhub could not start');
     else log.fatal({ err }, 'meshhub could not start');
     await stop().catch(() => {});

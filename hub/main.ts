@@ -38,7 +38,7 @@ import { nodesModule } from '../src/nodes/module.js';
 import { retentionModule } from '../src/retention/module.js';
 import { secureDataDir, unwritableDataDir } from '../src/store/data-dir.js';
 import { type DataDirLock, lockDataDir } from '../src/store/data-dir-lock.js';
-import { type Database, damagedDatabase } from '../src/store/database.js';
+import { type Database, damagedDatabase, HUB_DATABASE_FILE } from '../src/store/database.js';
 import { IngestWriterActor } from '../src/store/ingest-writer-actor.js';
 import { StoreActor } from '../src/store/store-actor.js';
 import { webUiModule } from '../src/ui-server/module.js';
@@ -338,7 +338,6 @@ function httpActorOf(
 }
 
 /** The hub's database, in DATA_DIR. */
-export const DATABASE_FILE = 'meshhub.sqlite';
 
 export async function createHub(config: HubConfig, options: HubOptions): Promise<Hub> {
   const version = readVersion();
@@ -363,7 +362,7 @@ export async function createHub(config: HubConfig, options: HubOptions): Promise
   } catch (error) {
     lock.release();
     // A damaged database met past its opening (a module's first query) names the file too.
-    throw damagedDatabase(join(config.DATA_DIR, DATABASE_FILE), error);
+    throw damagedDatabase(join(config.DATA_DIR, HUB_DATABASE_FILE), error);
   }
 }
 
@@ -391,7 +390,7 @@ async function composeHub(
     { name: 'hub', apiVersion: MODULE_API_VERSION, settings: hubSettings, create: () => undefined },
     ...modules,
   ]);
-  const store = StoreActor.open(join(config.DATA_DIR, DATABASE_FILE), log.child({ component: 'store' }));
+  const store = StoreActor.open(join(config.DATA_DIR, HUB_DATABASE_FILE), log.child({ component: 'store' }));
   opened.readUsersFrom(store.db);
   const scheduler = new SchedulerActor({
     log: log.child({ component: 'scheduler' }),

@@ -20,7 +20,7 @@ import {
   reportCliError,
   UsageError,
 } from '../kernel/cli-args.js';
-import { type Database, openDatabase } from '../store/database.js';
+import { type Database, HUB_DATABASE_FILE, openDatabase } from '../store/database.js';
 import { LocalIssuer } from './local-issuer.js';
 import {
   ADMIN_ROLE,
@@ -40,8 +40,6 @@ export interface CommandContext {
   out: (text: string) => void;
   err: (text: string) => void;
 }
-
-export const HUB_DATABASE_FILE = 'meshhub.sqlite';
 
 /** How the CLI names where DATA_DIR came from (`env` is the process environment). */
 export function dataDirFrom(env: Readonly<Record<string, string | undefined>>): string {

@@ -47,6 +47,9 @@ export function openDatabase(file: string, options: OpenDatabaseOptions = {}): D
 /** SQLite's codes for a file that is not a database, or one that is damaged. */
 const DAMAGED = /^SQLITE_(CORRUPT|NOTADB)/;
 
+/** The hub's database file in DATA_DIR. */
+export const HUB_DATABASE_FILE = 'meshhub.sqlite';
+
 /**
  * SQLITE_CORRUPT or SQLITE_NOTADB met anywhere (opening, migrating, a module's first query) as
  * one line naming the database file and what to do; any other error as it is.
