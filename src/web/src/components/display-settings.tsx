@@ -40,7 +40,16 @@ export function DisplaySettingsMenu() {
   return (
     <details ref={menu} class="display-settings" data-testid="display-settings">
       <summary class="link-button" title="Units and colour scheme">
-        Display
+        {/* On a phone the icon alone, so the links keep their room; the word stays for screen readers. */}
+        <svg class="display-icon" viewBox="0 0 16 16" width="16" height="16" aria-hidden="true">
+          <path
+            d="M2 4h7M13 4h1M2 12h1M7 12h7M9 2v4M13 2v4M3 10v4M7 10v4"
+            stroke="currentColor"
+            stroke-width="1.5"
+            fill="none"
+          />
+        </svg>
+        <span class="display-label">Display</span>
       </summary>
       <div class="display-settings-panel">
         {KEYS.map((key) => (
