@@ -3,7 +3,7 @@
  * EventBusMap). HubRequests: the requests answered with `bus.ask`.
  */
 import type { Bus } from '../kernel/bus.js';
-import type { MeshRoutingReport, MeshText } from './mesh.js';
+import type { HeardPacket, MeshRoutingReport, MeshText } from './mesh.js';
 import type { NodeUpdate } from './node.js';
 import type { RadioSendRequest, RadioStatus } from './radio.js';
 import type { Reading } from './reading.js';
@@ -40,6 +40,11 @@ export interface HubEvents {
     receivedAt: number;
     via: 'radio' | 'mqtt';
   };
+  /**
+   * Every sighting of a decoded packet, duplicates included (`duplicate`: (from, id) was heard
+   * before), before `mesh.packet`: the packet log and the mesh-insight features listen here.
+   */
+  'mesh.heard': { packet: HeardPacket; via: 'radio' | 'mqtt'; duplicate: boolean };
   'mesh.frameError': { reason: string };
   /** After commit: the readings that were new (duplicates left out). */
   'reading.stored': { readings: Reading[]; source: ReadingSource };

@@ -36,6 +36,34 @@ export interface MeshRoutingReport {
   via: HeardVia;
 }
 
+/**
+ * Radio-level facts of one heard packet (MeshPacket fields), for the packet log and the
+ * mesh-insight features. Fields the firmware leaves at 0 when it does not know them are absent.
+ */
+export interface PacketMeta {
+  /** MeshPacket.channel: the channel index on the radio, the channel hash on MQTT. */
+  channel: number;
+  /** Hops the packet still had left when heard (MeshPacket.hop_limit). */
+  hopLimit: number;
+  /** Hops it started with (MeshPacket.hop_start; firmware 2.3+), absent when 0. */
+  hopStart?: number;
+  /** SNR (dB) and RSSI (dBm) as the receiving radio measured them; absent when 0. */
+  snr?: number;
+  rssi?: number;
+  /** Data.payload length in bytes. */
+  payloadBytes: number;
+  wantAck: boolean;
+  /** Data.want_response: the sender asks for an answer (traceroute requests set it). */
+  wantResponse: boolean;
+  /** Data.request_id / Data.reply_id; 0 when none. */
+  requestId: number;
+  replyId: number;
+  /** MeshPacket.via_mqtt: the packet crossed an MQTT bridge on its way. */
+  viaMqtt: boolean;
+  /** The MQTT gateway (`!xxxxxxxx`) whose uplink brought it, on the MQTT path. */
+  gateway?: string;
+}
+
 export interface HeardPacket {
   from: number;
   to: number;
@@ -43,6 +71,9 @@ export interface HeardPacket {
   id: number;
   portnum: number;
   receivedAt: number;
+  meta: PacketMeta;
+  /** Data.payload, undecoded: a feature decodes the ports it knows (traceroute, neighbour info). */
+  payload: Uint8Array;
   readings: Reading[];
   nodes: NodeUpdate[];
   /** A text message (to the hub, someone else or the channel: messaging decides). */

@@ -8,7 +8,7 @@
  */
 import { type DescMessage, fromBinary, type MessageShape, toBinary } from '@bufbuild/protobuf';
 import { Mesh, Portnums, Telemetry } from '@meshtastic/protobufs';
-import type { HeardPacket, MeshRoutingReport, MeshText } from '../domain/mesh.js';
+import type { HeardPacket, MeshRoutingReport, MeshText, PacketMeta } from '../domain/mesh.js';
 import { type NodeUpdate, nodeIdFromNum } from '../domain/node.js';
 import type { Reading } from '../domain/reading.js';
 import { PayloadDecodeError } from './errors.js';
@@ -250,17 +250,35 @@ export function decodeHeardPacket(
   hubNowMs: number,
   via: 'radio' | 'mqtt',
   receivedAt = hubNowMs,
+  gateway?: string,
 ): HeardPacket | undefined {
   if (packet.payloadVariant.case !== 'decoded') return undefined;
+  const data = packet.payloadVariant.value;
   const { readings, nodes } = decodeMeshPacket(packet, hubNowMs);
   const text = decodeTextPacket(packet, hubNowMs, via);
   const routing = decodeRoutingPacket(packet, hubNowMs, via);
+  const meta: PacketMeta = {
+    channel: packet.channel,
+    hopLimit: packet.hopLimit,
+    payloadBytes: data.payload.length,
+    wantAck: packet.wantAck,
+    wantResponse: data.wantResponse,
+    requestId: data.requestId >>> 0,
+    replyId: data.replyId >>> 0,
+    viaMqtt: packet.viaMqtt,
+  };
+  if (packet.hopStart !== 0) meta.hopStart = packet.hopStart;
+  if (packet.rxSnr !== 0 && Number.isFinite(packet.rxSnr)) meta.snr = packet.rxSnr;
+  if (packet.rxRssi !== 0) meta.rssi = packet.rxRssi;
+  if (gateway) meta.gateway = gateway;
   return {
     from: packet.from >>> 0,
     to: packet.to >>> 0,
     id: packet.id >>> 0,
-    portnum: packet.payloadVariant.value.portnum,
+    portnum: data.portnum,
     receivedAt,
+    meta,
+    payload: data.payload,
     readings,
     nodes,
     ...(text ? { text } : {}),

@@ -5,7 +5,7 @@
  *
  * The first sighting of (from, id) is announced: `mesh.packet`, then `node.updated` for every
  * node fact, `mesh.text`, `mesh.routing`; the caller commits its readings. A later sighting
- * announces nothing and is reported as a duplicate. Only decoded packets come here: a copy the
+ * announces only `mesh.heard` (marked as a duplicate) and is reported as one. Only decoded packets come here: a copy the
  * hub could not decrypt must never hide a copy it can read.
  */
 import { Portnums } from '@meshtastic/protobufs';
@@ -25,8 +25,10 @@ export class MeshFanOut implements MeshPacketFanOut {
 
   /** Announces a first sighting and returns true; returns false for a repeat. */
   deliver(packet: HeardPacket, via: HeardVia, now = Date.now()): boolean {
-    if (!this.deps.dedupe.firstSighting(packet.from, packet.id, now)) return false;
     const { bus } = this.deps;
+    const first = this.deps.dedupe.firstSighting(packet.from, packet.id, now);
+    bus.emit('mesh.heard', { packet, via, duplicate: !first });
+    if (!first) return false;
     this.deps.onPacket?.(Portnums.PortNum[packet.portnum] ?? String(packet.portnum), via);
     bus.emit('mesh.packet', {
       portnum: packet.portnum,

@@ -300,6 +300,17 @@ describe('the hub radio and MQTT share one dedupe', () => {
       id: 0xa00a,
       portnum: 67,
       receivedAt: Date.now(),
+      meta: {
+        channel: 0,
+        hopLimit: 3,
+        payloadBytes: 0,
+        wantAck: false,
+        wantResponse: false,
+        requestId: 0,
+        replyId: 0,
+        viaMqtt: false,
+      },
+      payload: new Uint8Array(0),
       readings: [],
       nodes: [],
     };

@@ -12,6 +12,7 @@
  * - `nodeinfo`: `longname`, `shortname`, `hardware` (the HardwareModel number).
  */
 import { Portnums } from '@meshtastic/protobufs';
+import type { PacketMeta } from '../../domain/mesh.js';
 import { type NodeUpdate, nodeIdFromNum } from '../../domain/node.js';
 import type { Reading } from '../../domain/reading.js';
 import { hardwareModelName } from '../packet-decoder.js';
@@ -137,7 +138,30 @@ export function decodeLegacyJson(
     id,
     portnum: PORT_OF_TYPE[type] ?? Portnums.PortNum.UNKNOWN_APP,
     receivedAt,
+    // The JSON uplink carries no payload bytes and few radio facts.
+    meta: legacyMeta(message),
+    payload: new Uint8Array(0),
     readings,
     nodes: [node],
   };
+}
+
+function legacyMeta(message: Record<string, unknown>): PacketMeta {
+  const meta: PacketMeta = {
+    channel: uint32(message.channel) ?? 0,
+    hopLimit: uint32(message.hop_limit) ?? 0,
+    payloadBytes: 0,
+    wantAck: false,
+    wantResponse: false,
+    requestId: 0,
+    replyId: 0,
+    viaMqtt: false,
+  };
+  const hopStart = uint32(message.hop_start);
+  if (hopStart) meta.hopStart = hopStart;
+  const snr = num(message.snr);
+  if (snr) meta.snr = snr;
+  const rssi = num(message.rssi);
+  if (rssi) meta.rssi = rssi;
+  return meta;
 }

@@ -151,7 +151,7 @@ export class MeshUplinkDecoder {
     if (!this.plausible(packet.rxTime * 1000, nowMs)) packet.rxTime = 0;
     try {
       const receivedAt = packet.rxTime !== 0 ? packet.rxTime * 1000 : nowMs;
-      const heard = decodeHeardPacket(packet, nowMs, 'mqtt', receivedAt)!;
+      const heard = decodeHeardPacket(packet, nowMs, 'mqtt', receivedAt, gatewayId)!;
       return { kind: 'packet', ...heard, gatewayId, trusted };
     } catch (error) {
       if (!(error instanceof PayloadDecodeError)) throw error;
