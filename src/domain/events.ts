@@ -3,7 +3,7 @@
  * EventBusMap). HubRequests: the requests answered with `bus.ask`.
  */
 import type { Bus } from '../kernel/bus.js';
-import type { HeardPacket, MeshRoutingReport, MeshText } from './mesh.js';
+import type { DeviceHealthSample, HeardPacket, MeshLink, MeshRoutingReport, MeshText } from './mesh.js';
 import type { NodeUpdate } from './node.js';
 import type { RadioSendRequest, RadioStatus } from './radio.js';
 import type { Reading } from './reading.js';
@@ -53,6 +53,15 @@ export interface HubEvents {
   'mesh.text': MeshText;
   /** A ROUTING_APP packet: an ACK or NAK for `requestId` (docs/architecture.md "Meshtastic facts"). */
   'mesh.routing': MeshRoutingReport;
+  /** A link between two nodes was heard (neighbour info or a traceroute hop): src/topology. */
+  'mesh.link': MeshLink;
+  /** A node reported its device metrics (stored by src/device-health, watched by notifications). */
+  'device.metrics': DeviceHealthSample;
+  /**
+   * A node reappeared under a new number with the public key of a known one (firmware 2.8 derives
+   * the number from the key): each feature moves what it keeps under `oldNodeId` to `newNodeId`.
+   */
+  'node.renumbered': { oldNodeId: string; newNodeId: string; at: number };
   'hub.stopping': Record<string, never>;
 }
 

@@ -87,3 +87,29 @@ export interface MeshPacketFanOut {
   /** Announces a first sighting and returns true; returns false for a repeat. */
   deliver(packet: HeardPacket, via: HeardVia, now?: number): boolean;
 }
+
+/** A radio link between two nodes, as last heard: from a NEIGHBORINFO_APP report or a traceroute hop. */
+export interface MeshLink {
+  /** The node that reported (or, on a traceroute, the hop that heard) the other: `!xxxxxxxx`. */
+  from: string;
+  to: string;
+  /** SNR in dB of `to` as heard by `from`, when known. */
+  snr?: number;
+  /** When the link was last heard (ms). */
+  lastHeard: number;
+  source: 'neighborinfo' | 'traceroute';
+}
+
+/** One DEVICE_METRICS report (Telemetry.device_metrics) of a node; absent fields were not sent. */
+export interface DeviceHealthSample {
+  nodeId: string;
+  /** The packet's receive time (ms). */
+  at: number;
+  /** 0–100; 101 means powered (no battery or charging). */
+  batteryLevel?: number;
+  voltage?: number;
+  /** Percent of airtime the node hears in use, and it used to transmit, over the last hour. */
+  channelUtilization?: number;
+  airUtilTx?: number;
+  uptimeSeconds?: number;
+}
