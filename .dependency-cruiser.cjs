@@ -24,8 +24,14 @@ const LAYERS = [
   ['src/messaging'],
   // The mesh API: a module on the radio's tap and messaging's paced send (`messaging.sendPaced`).
   ['src/mesh-api'],
+  // Mesh insight: device metrics and their rollups; traceroutes and links (sent through messaging's paced queue).
+  ['src/device-health'],
+  ['src/topology'],
   ['src/mqtt'],
   ['src/live'],
+  // The packet log and notifications, both shown live over the live stream.
+  ['src/packets'],
+  ['src/notifications'],
   ['src/retention'],
   ['src/ui-server'],
   ['src/billing'],
