@@ -19,6 +19,7 @@ import {
 } from '../src/messaging/schemas.js';
 import { nodesOperations } from '../src/nodes/routes.js';
 import { nodeSchema } from '../src/nodes/schemas.js';
+import { packetsOperations } from '../src/packets/routes.js';
 import { mapOperations } from '../src/ui-server/map-routes.js';
 import { tileJsonSchema } from '../src/ui-server/schemas.js';
 import { weatherOperations } from '../src/weather/routes.js';
@@ -54,6 +55,7 @@ export function meshOpenApiDocument(version: string): OpenApiDocument {
     operations: [
       ...weatherOperations,
       ...nodesOperations,
+      ...packetsOperations,
       ...ingestOperations,
       ...tokenOperations,
       ...jwksOperations,

@@ -19,7 +19,7 @@ const nodeIdParam = z
   .min(1, 'must not be empty')
   .max(128, 'must be at most 128 characters');
 
-const dateTimeParam = z.iso
+export const dateTimeParam = z.iso
   .datetime({
     offset: true,
     error: (issue) =>
