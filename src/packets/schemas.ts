@@ -53,11 +53,9 @@ export const packetSchema = z.object({
   from: z.string(),
   to: z.string().meta({ description: '`!ffffffff` is a broadcast.' }),
   packet_id: z.int(),
-  port: z
-    .string()
-    .meta({
-      description: 'The port name, or its number as text when the protobufs do not know it (`"35"`).',
-    }),
+  port: z.string().meta({
+    description: 'The port name, or its number as text when the protobufs do not know it (`"38"`).',
+  }),
   portnum: z.int(),
   channel: z.int().meta({ description: 'The channel index on the radio; the channel hash on MQTT.' }),
   hops_taken: z

@@ -239,6 +239,16 @@ describe('the document and the hub agree', () => {
     'GET /api/v1/nodes': async () => {
       expect((await call('get', '/api/v1/nodes', '/api/v1/nodes')).status).toBe(200);
     },
+    'GET /api/v1/packets': async () => {
+      const page = await call('get', '/api/v1/packets', '/api/v1/packets?limit=1');
+      expect(page.status).toBe(200);
+      expect(page.headers.get('link')).toMatch(/rel="next"$/);
+      expect((await call('get', '/api/v1/packets', '/api/v1/packets?format=csv')).status).toBe(200);
+      expect((await call('get', '/api/v1/packets', '/api/v1/packets?port=NOPE')).status).toBe(400);
+    },
+    'GET /api/v1/packets/stream': async () => {
+      await firstEvent('/api/v1/packets/stream', '/api/v1/packets/stream');
+    },
     'GET /api/v1/map/tilejson': async () => {
       const tilejson = await call('get', '/api/v1/map/tilejson', '/api/v1/map/tilejson');
       expect(tilejson.json()).toMatchObject({ tilejson: '3.0.0', bounds: [8.4, 47.3, 8.7, 47.5] });
