@@ -17,6 +17,7 @@ const loadChatPage = () => import('./chat/chat-page.js').then((m) => m.ChatPage)
 const loadPlansPage = () => import('./billing/plans-page.js').then((m) => m.PlansPage);
 const loadAdminBillingPage = () => import('./billing/admin-billing-page.js').then((m) => m.AdminBillingPage);
 const loadSitesPage = () => import('./sites/sites-page.js').then((m) => m.SitesPage);
+const loadPacketsPage = () => import('./packets/packets-page.js').then((m) => m.PacketsPage);
 const loadAuditConsole = () => import('./audit/audit-console.js').then((m) => m.AuditConsole);
 
 function NotFound({ path }: { path: string }) {
@@ -86,6 +87,8 @@ export function App() {
       ) : (
         <LazyView load={loadSitesPage} props={{ upstream: mode === 'upstream' }} />
       );
+  } else if (route.page === 'packets') {
+    view = <LazyView load={loadPacketsPage} props={{}} />;
   } else if (route.page === 'audit') {
     // Shown only when the hub runs the audit plugin (from the live stream's hello, as billing).
     const auditOn = plugins?.includes('audit');

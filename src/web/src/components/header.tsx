@@ -136,6 +136,11 @@ export function Header({ page }: { page: string }) {
             </span>
           )}
         </Link>
+        {!upstream && (
+          <Link href="/packets" class="nav-link" aria-current={page === 'packets' ? 'page' : undefined}>
+            Packets
+          </Link>
+        )}
         {upstream && (
           <Link href="/sites" class="nav-link" aria-current={page === 'sites' ? 'page' : undefined}>
             Sites
