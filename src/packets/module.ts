@@ -30,7 +30,7 @@ export const packetsModule = defineModule({
           log: ctx.log,
           bounds: { maxRows: settings.PACKET_LOG_MAX_ROWS, maxAgeMs: settings.PACKET_LOG_DAYS * DAY_MS },
           counters: { written: (n) => written.inc(n), trimmed: (n) => trimmed.inc(n) },
-          onWritten: (rows) => routes.broadcast(rows),
+          onWritten: (sightings, firstId) => routes.broadcast(sightings, firstId),
         })
       : undefined;
     const routes = packetsRoutes(() => writer?.packets);

@@ -9,10 +9,10 @@ import type { HubBus } from '../domain/events.js';
 import { Actor, type KernelLogger } from '../kernel/actor.js';
 import { GroupCommit } from '../kernel/group-commit.js';
 import type { Database } from '../store/database.js';
-import { type PacketBounds, PacketLogStore, type PacketRow, type PacketSighting } from './store.js';
+import { type PacketBounds, PacketLogStore, type PacketSighting } from './store.js';
 
 /** Rows a transaction takes at most before it is handed over at once. */
-export const PACKET_LOG_BATCH_ROWS = 500;
+export const PACKET_LOG_BATCH_ROWS = 1_000;
 const DAY_TRIM_EVERY_MS = 60_000;
 
 export interface PacketLogCounters {
@@ -26,8 +26,8 @@ export interface PacketLogWriterDeps {
   log: KernelLogger;
   bounds: PacketBounds;
   counters: PacketLogCounters;
-  /** Told after each commit, with the rows it wrote (the live tail). */
-  onWritten?: (rows: readonly PacketRow[]) => void;
+  /** Told after each commit: the sightings it wrote, the first numbered `firstId`, the rest in order (the live tail). */
+  onWritten?: (sightings: readonly PacketSighting[], firstId: number) => void;
   now?: () => number;
   /** The longest a sighting waits before its batch is written. Default 250 ms. */
   batchDelayMs?: number;
@@ -81,10 +81,10 @@ export class PacketLogWriter extends Actor {
     this.pending = Math.max(0, this.pending - rows.length);
     const store = this.store;
     if (!store || rows.length === 0) return;
-    let written: PacketRow[];
+    let firstId: number;
     try {
       const result = store.write(rows, this.deps.bounds.maxRows);
-      written = result.rows;
+      firstId = result.firstId;
       this.deps.counters.written(rows.length);
       if (result.trimmed > 0) this.deps.counters.trimmed(result.trimmed);
       if (this.now() - this.lastDayTrim >= DAY_TRIM_EVERY_MS) this.trimDays();
@@ -93,7 +93,7 @@ export class PacketLogWriter extends Actor {
       return;
     }
     try {
-      this.deps.onWritten?.(written);
+      this.deps.onWritten?.(rows, firstId);
     } catch (error) {
       this.deps.log.error({ err: error }, 'packet log: a listener failed');
     }

@@ -29,7 +29,14 @@ import {
   packetListSchema,
   packetQuerySchema,
 } from './schemas.js';
-import type { PacketFilter, PacketLogStore, PacketRow } from './store.js';
+import {
+  PACKET_FLAGS,
+  type PacketFilter,
+  type PacketLogStore,
+  type PacketRow,
+  type PacketSighting,
+  sightingRow,
+} from './store.js';
 
 /** The highest port number (PortNum.MAX). */
 const MAX_PORTNUM = 511;
@@ -65,14 +72,14 @@ export function packetJson(row: PacketRow): PacketJson {
     portnum: row.portnum,
     channel: row.channel,
     hops_left: row.hop_limit,
-    via: row.via,
+    via: row.flags & PACKET_FLAGS.mqtt ? 'mqtt' : 'radio',
     payload_bytes: row.payload_bytes,
-    duplicate: row.duplicate === 1,
-    want_ack: row.want_ack === 1,
-    want_response: row.want_response === 1,
+    duplicate: (row.flags & PACKET_FLAGS.duplicate) !== 0,
+    want_ack: (row.flags & PACKET_FLAGS.wantAck) !== 0,
+    want_response: (row.flags & PACKET_FLAGS.wantResponse) !== 0,
     request_id: row.request_id,
     reply_id: row.reply_id,
-    via_mqtt: row.via_mqtt === 1,
+    via_mqtt: (row.flags & PACKET_FLAGS.viaMqtt) !== 0,
   };
   if (row.hop_start !== null) {
     out.hop_start = row.hop_start;
@@ -136,8 +143,8 @@ export const packetsOperations = describeRoutes('/api/v1/packets', [
 
 export interface PacketRoutes {
   app: Hono;
-  /** Sends rows just written to every open stream. */
-  broadcast(rows: readonly PacketRow[]): void;
+  /** Sends the sightings just written (the first numbered `firstId`) to every open stream. */
+  broadcast(sightings: readonly PacketSighting[], firstId: number): void;
   /** Ends every open stream (the hub stops). */
   closeAll(): void;
 }
@@ -208,10 +215,12 @@ export function packetsRoutes(
 
   return {
     app,
-    broadcast(rows) {
+    broadcast(sightings, firstId) {
       // Serialising costs real CPU at ingest rates: only when someone is listening.
       if (live.clientCount === 0) return;
-      for (const row of rows) live.broadcast('packet', JSON.stringify(packetJson(row)));
+      sightings.forEach((s, i) => {
+        live.broadcast('packet', JSON.stringify(packetJson(sightingRow(s, firstId + i))));
+      });
     },
     closeAll: () => live.closeAll(),
   };

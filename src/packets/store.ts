@@ -3,8 +3,8 @@
  * the statements over it: a batch of rows written and trimmed in one transaction, a day trim, and
  * the filtered, newest-first page the route reads.
  *
- * Rows are numbered by an AUTOINCREMENT id in arrival order and only ever deleted from the oldest
- * end, so the ids are contiguous: the row cap is one `DELETE … WHERE id <= ?` (a rowid range), and
+ * Rows are numbered here in arrival order and only ever deleted from the oldest end, so the ids
+ * are contiguous: the row cap is one `DELETE … WHERE id <= ?` (a rowid range), and
  * the oldest row younger than the day bound is the first one a scan from the oldest end meets.
  * Payload contents are never stored: only their size.
  */
@@ -19,7 +19,7 @@ const MIGRATIONS = [
     name: 'packet log',
     up: `
       CREATE TABLE packet_log (
-        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        id INTEGER PRIMARY KEY,
         ts INTEGER NOT NULL,
         from_num INTEGER NOT NULL,
         to_num INTEGER NOT NULL,
@@ -30,19 +30,25 @@ const MIGRATIONS = [
         hop_limit INTEGER NOT NULL,
         snr REAL,
         rssi INTEGER,
-        via TEXT NOT NULL,
         gateway TEXT,
         payload_bytes INTEGER NOT NULL,
-        duplicate INTEGER NOT NULL,
-        want_ack INTEGER NOT NULL,
-        want_response INTEGER NOT NULL,
+        flags INTEGER NOT NULL,
         request_id INTEGER NOT NULL,
-        reply_id INTEGER NOT NULL,
-        via_mqtt INTEGER NOT NULL
+        reply_id INTEGER NOT NULL
       );
     `,
   },
 ];
+
+/** The bits of `flags`: one column instead of five keeps the row (and its write) small. */
+export const PACKET_FLAGS = {
+  duplicate: 1,
+  /** Heard through an MQTT gateway (else the hub's own radio). */
+  mqtt: 2,
+  wantAck: 4,
+  wantResponse: 8,
+  viaMqtt: 16,
+} as const;
 
 const COLUMNS = [
   'id',
@@ -56,15 +62,11 @@ const COLUMNS = [
   'hop_limit',
   'snr',
   'rssi',
-  'via',
   'gateway',
   'payload_bytes',
-  'duplicate',
-  'want_ack',
-  'want_response',
+  'flags',
   'request_id',
   'reply_id',
-  'via_mqtt',
 ] as const;
 
 /** One stored row, as SQLite answers it. */
@@ -80,15 +82,11 @@ export interface PacketRow {
   hop_limit: number;
   snr: number | null;
   rssi: number | null;
-  via: HeardVia;
   gateway: string | null;
   payload_bytes: number;
-  duplicate: 0 | 1;
-  want_ack: 0 | 1;
-  want_response: 0 | 1;
+  flags: number;
   request_id: number;
   reply_id: number;
-  via_mqtt: 0 | 1;
 }
 
 /** One sighting (`mesh.heard`) waiting to be written. */
@@ -98,6 +96,48 @@ export interface PacketSighting {
   packet: HeardPacket;
   via: HeardVia;
   duplicate: boolean;
+}
+
+function flagsOf({ packet, via, duplicate }: PacketSighting): number {
+  const m = packet.meta;
+  return (
+    (duplicate ? PACKET_FLAGS.duplicate : 0) |
+    (via === 'mqtt' ? PACKET_FLAGS.mqtt : 0) |
+    (m.wantAck ? PACKET_FLAGS.wantAck : 0) |
+    (m.wantResponse ? PACKET_FLAGS.wantResponse : 0) |
+    (m.viaMqtt ? PACKET_FLAGS.viaMqtt : 0)
+  );
+}
+
+/** Appends the sighting's column values (COLUMNS order), numbered `id`. */
+function pushValues(out: unknown[], s: PacketSighting, id: number): void {
+  const { packet } = s;
+  const m = packet.meta;
+  out.push(
+    id,
+    s.at,
+    packet.from >>> 0,
+    packet.to >>> 0,
+    packet.id >>> 0,
+    packet.portnum,
+    m.channel,
+    m.hopStart ?? null,
+    m.hopLimit,
+    m.snr ?? null,
+    m.rssi ?? null,
+    m.gateway ?? null,
+    m.payloadBytes,
+    flagsOf(s),
+    m.requestId >>> 0,
+    m.replyId >>> 0,
+  );
+}
+
+/** The row a sighting became, numbered `id` (for the live tail: no read back). */
+export function sightingRow(s: PacketSighting, id: number): PacketRow {
+  const values: unknown[] = [];
+  pushValues(values, s, id);
+  return Object.fromEntries(COLUMNS.map((c, i) => [c, values[i]])) as unknown as PacketRow;
 }
 
 /** What a page is narrowed to; every field optional. */
@@ -122,47 +162,21 @@ export interface PacketBounds {
   maxAgeMs: number;
 }
 
-/** The row a sighting becomes, numbered `id`. */
-export function sightingRow({ at, packet, via, duplicate }: PacketSighting, id: number): PacketRow {
-  const m = packet.meta;
-  return {
-    id,
-    ts: at,
-    from_num: packet.from >>> 0,
-    to_num: packet.to >>> 0,
-    packet_id: packet.id >>> 0,
-    portnum: packet.portnum,
-    channel: m.channel,
-    hop_start: m.hopStart ?? null,
-    hop_limit: m.hopLimit,
-    snr: m.snr ?? null,
-    rssi: m.rssi ?? null,
-    via,
-    gateway: m.gateway ?? null,
-    payload_bytes: m.payloadBytes,
-    duplicate: duplicate ? 1 : 0,
-    want_ack: m.wantAck ? 1 : 0,
-    want_response: m.wantResponse ? 1 : 0,
-    request_id: m.requestId >>> 0,
-    reply_id: m.replyId >>> 0,
-    via_mqtt: m.viaMqtt ? 1 : 0,
-  };
-}
-
-/** What one write did: the rows as stored (with their ids) and how many old rows it trimmed. */
+/** What one write did: the id of its first row (the rest follow in order) and the old rows it trimmed. */
 export interface PacketWrite {
-  rows: PacketRow[];
+  firstId: number;
   trimmed: number;
 }
 
 export class PacketLogStore {
   private readonly insert: MultiRowStatement;
   private readonly lastId: Statement<[], { id: number | null }>;
-  private readonly lastSequence: Statement<[], { seq: number }>;
   private readonly trimTo: Statement<[number]>;
   private readonly firstYoung: Statement<[number], { id: number }>;
   /** One prepared statement per combination of filters (at most 2^10). */
   private readonly pages = new Map<string, Statement>();
+  /** Ids are given here, in arrival order, so they stay contiguous (the cap is one rowid range). */
+  private nextId: number;
   private readonly writeBatch: (sightings: readonly PacketSighting[], maxRows: number) => PacketWrite;
 
   constructor(private readonly db: Database) {
@@ -173,30 +187,27 @@ export class PacketLogStore {
       (rows) => `INSERT INTO packet_log (${COLUMNS.join(',')}) VALUES ${placeholders(COLUMNS.length, rows)}`,
     );
     this.lastId = db.prepare('SELECT max(id) AS id FROM packet_log');
-    this.lastSequence = db.prepare("SELECT seq FROM sqlite_sequence WHERE name = 'packet_log'");
     this.trimTo = db.prepare('DELETE FROM packet_log WHERE id <= ?');
     this.firstYoung = db.prepare('SELECT id FROM packet_log WHERE ts >= ? ORDER BY id LIMIT 1');
+    this.nextId = (this.lastId.get()?.id ?? 0) + 1;
     this.writeBatch = db.transaction((sightings: readonly PacketSighting[], maxRows: number) => {
-      // AUTOINCREMENT: the new rows are numbered on from the highest id ever used, in order.
-      const next = (this.lastSequence.get()?.seq ?? 0) + 1;
-      const rows = sightings.map((s, i) => sightingRow(s, next + i));
+      const firstId = this.nextId;
       const values: unknown[] = [];
-      for (const row of rows) for (const column of COLUMNS) values.push(row[column]);
-      this.insert.run(values, rows.length);
-      return { rows, trimmed: this.trimToRows(maxRows) };
+      for (let i = 0; i < sightings.length; i++) pushValues(values, sightings[i]!, firstId + i);
+      this.insert.run(values, sightings.length);
+      const last = firstId + sightings.length - 1;
+      const trimmed = last > maxRows ? this.trimTo.run(last - maxRows).changes : 0;
+      return { firstId, trimmed };
     });
   }
 
-  /** Writes the sightings and trims to `maxRows` in one transaction. */
+  /** Writes the sightings, numbered on from the last row, and trims to `maxRows`, in one transaction. */
   write(sightings: readonly PacketSighting[], maxRows: number): PacketWrite {
-    if (sightings.length === 0) return { rows: [], trimmed: 0 };
-    return this.writeBatch(sightings, maxRows);
-  }
-
-  private trimToRows(maxRows: number): number {
-    const last = this.lastId.get()?.id;
-    if (last == null || last <= maxRows) return 0;
-    return this.trimTo.run(last - maxRows).changes;
+    if (sightings.length === 0) return { firstId: this.nextId, trimmed: 0 };
+    const written = this.writeBatch(sightings, maxRows);
+    // Only once committed: a rolled-back batch leaves its ids to the next one.
+    this.nextId += sightings.length;
+    return written;
   }
 
   /** Deletes the rows heard before `cutoff` (ms); answers how many. */
@@ -224,9 +235,11 @@ export class PacketLogStore {
     if (filter.to !== undefined) add('to_num = ?', filter.to);
     if (filter.node !== undefined) add('(from_num = ? OR to_num = ?)', filter.node, filter.node);
     if (filter.portnum !== undefined) add('portnum = ?', filter.portnum);
-    if (filter.via !== undefined) add('via = ?', filter.via);
+    if (filter.via !== undefined)
+      add(`(flags & ${PACKET_FLAGS.mqtt}) = ?`, filter.via === 'mqtt' ? PACKET_FLAGS.mqtt : 0);
     if (filter.gateway !== undefined) add('gateway = ?', filter.gateway);
-    if (filter.duplicate !== undefined) add('duplicate = ?', filter.duplicate ? 1 : 0);
+    if (filter.duplicate !== undefined)
+      add(`(flags & ${PACKET_FLAGS.duplicate}) = ?`, filter.duplicate ? PACKET_FLAGS.duplicate : 0);
     if (filter.since !== undefined) add('ts >= ?', filter.since);
     if (filter.until !== undefined) add('ts < ?', filter.until);
     const sql = `SELECT * FROM packet_log ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY id DESC LIMIT ?`;

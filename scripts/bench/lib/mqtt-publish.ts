@@ -12,7 +12,7 @@ export function publishWindowed(
   topic: string,
   count: number,
   window: number,
-  payloadAt: (i: number) => string,
+  payloadAt: (i: number) => string | Buffer,
 ): Promise<void> {
   let next = 0;
   return new Promise<void>((resolve, reject) => {
