@@ -43,6 +43,13 @@ interface LiveClient {
 const encoder = new TextEncoder();
 
 /** One SSE event; `data` must be one line (JSON.stringify never emits a raw newline). */
+/** The headers of a Server-Sent Events answer; nginx and similar proxies buffer responses unless told not to. */
+export const SSE_HEADERS = {
+  'content-type': 'text/event-stream; charset=utf-8',
+  'cache-control': 'no-cache, no-transform',
+  'x-accel-buffering': 'no',
+};
+
 export function sseEvent(event: string, data: string): Uint8Array {
   return encoder.encode(`event: ${event}\ndata: ${data}\n\n`);
 }

@@ -21,7 +21,7 @@ import type { HubBus } from '../domain/events.js';
 import { HEADERS, problem } from '../http/openapi.js';
 import { describeRoutes } from '../http/openapi-route.js';
 import type { HubFacts } from '../module.js';
-import { LiveBroadcaster, type LiveStreamLimits, sseEvent } from './live-broadcaster.js';
+import { LiveBroadcaster, type LiveStreamLimits, SSE_HEADERS, sseEvent } from './live-broadcaster.js';
 import { nodeEventData, radioEventData, readingsEventData } from './live-json.js';
 import { LIVE_EVENTS_DESCRIPTION } from './schemas.js';
 
@@ -94,12 +94,7 @@ export function liveRoutes(options: LiveStreamOptions): Hono {
       outgoing ? () => outgoing.destroy() : undefined,
       clientAddress(env?.incoming),
     );
-    return c.body(stream, 200, {
-      'content-type': 'text/event-stream; charset=utf-8',
-      'cache-control': 'no-cache, no-transform',
-      // nginx and similar proxies buffer responses unless told not to.
-      'x-accel-buffering': 'no',
-    });
+    return c.body(stream, 200, SSE_HEADERS);
   });
   return app;
 }

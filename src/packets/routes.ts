@@ -20,7 +20,7 @@ import { HEADERS, pagedListResponses, problem } from '../http/openapi.js';
 import { describeRoutes } from '../http/openapi-route.js';
 import { cursorCodec, nextPageHeaders, readCursor } from '../http/paging.js';
 import { fieldProblem, validationProblem } from '../http/problem.js';
-import { LiveBroadcaster, type LiveStreamLimits } from '../live/live-broadcaster.js';
+import { LiveBroadcaster, type LiveStreamLimits, SSE_HEADERS } from '../live/live-broadcaster.js';
 import { clientAddress } from '../live/live-routes.js';
 import {
   PACKET_CSV_COLUMNS,
@@ -199,18 +199,15 @@ export function packetsRoutes(
   });
 
   app.get('/stream', (c) => {
+    // @hono/node-server hands over the ServerResponse: a stuck client's socket is destroyed outright.
     const env = c.env as { incoming?: IncomingMessage; outgoing?: ServerResponse } | undefined;
     const outgoing = env?.outgoing;
-    const stream = live.open(
-      () => [],
-      outgoing ? () => outgoing.destroy() : undefined,
-      clientAddress(env?.incoming),
+    const abort = outgoing ? () => outgoing.destroy() : undefined;
+    return c.body(
+      live.open(() => [], abort, clientAddress(env?.incoming)),
+      200,
+      SSE_HEADERS,
     );
-    return c.body(stream, 200, {
-      'content-type': 'text/event-stream; charset=utf-8',
-      'cache-control': 'no-cache, no-transform',
-      'x-accel-buffering': 'no',
-    });
   });
 
   return {

@@ -13,37 +13,40 @@ const nodeParam = z
   .regex(/^![0-9a-fA-F]{8}$/, 'must be a node id like !a1b2c3d4')
   .transform((id) => id.toLowerCase());
 
+/** An optional query parameter and what it does. */
+function param<T extends z.ZodType>(schema: T, description: string) {
+  return schema.optional().meta({ description });
+}
+
 /** Unknown parameters are ignored (stripped), as a browser's extra parameters should be. */
 export const packetQuerySchema = z.object({
-  from: nodeParam.optional().meta({ description: 'Only packets from this node (`!xxxxxxxx`).' }),
-  to: nodeParam.optional().meta({ description: 'Only packets to this node (`!ffffffff`: broadcasts).' }),
-  node: nodeParam.optional().meta({ description: 'Only packets from or to this node.' }),
-  port: z
-    .string()
-    .regex(/^[A-Za-z0-9_]{1,40}$/, 'must be a port name like TEXT_MESSAGE_APP or a number')
-    .optional()
-    .meta({ description: 'A port name (`TEXT_MESSAGE_APP`, any case) or its number (`35`).' }),
-  via: z
-    .enum(['radio', 'mqtt'], { error: 'must be radio or mqtt' })
-    .optional()
-    .meta({ description: 'How the hub heard it: its own radio, or an MQTT gateway.' }),
-  gateway: z
-    .string()
-    .regex(/^[\x21-\x7e]{1,64}$/, 'must be a gateway id like !a1b2c3d4')
-    .optional()
-    .meta({ description: 'Only packets an MQTT gateway brought (`!xxxxxxxx`).' }),
-  duplicate: z
-    .enum(['true', 'false'], { error: 'must be true or false' })
-    .optional()
-    .meta({ description: 'true: only repeat sightings; false: only first ones.' }),
-  since: dateTimeParam.optional().meta({ description: 'Heard at or after (ISO 8601).' }),
-  until: dateTimeParam.optional().meta({ description: 'Heard before (ISO 8601).' }),
-  format: z
-    .enum(['json', 'csv'], { error: 'must be json or csv' })
-    .optional()
-    .meta({ description: 'csv: the page as CSV (as `Accept: text/csv`).' }),
+  from: param(nodeParam, 'Only packets from this node (`!xxxxxxxx`).'),
+  to: param(nodeParam, 'Only packets to this node (`!ffffffff`: broadcasts).'),
+  node: param(nodeParam, 'Only packets from or to this node.'),
+  port: param(
+    z.string().regex(/^[A-Za-z0-9_]{1,40}$/, 'must be a port name like TEXT_MESSAGE_APP or a number'),
+    'A port name (`TEXT_MESSAGE_APP`, any case) or its number (`38`).',
+  ),
+  via: param(
+    z.enum(['radio', 'mqtt'], { error: 'must be radio or mqtt' }),
+    'How the hub heard it: its own radio, or an MQTT gateway.',
+  ),
+  gateway: param(
+    z.string().regex(/^[\x21-\x7e]{1,64}$/, 'must be a gateway id like !a1b2c3d4'),
+    'Only packets an MQTT gateway brought (`!xxxxxxxx`).',
+  ),
+  duplicate: param(
+    z.enum(['true', 'false'], { error: 'must be true or false' }),
+    'true: only repeat sightings; false: only first ones.',
+  ),
+  since: param(dateTimeParam, 'Heard at or after (ISO 8601).'),
+  until: param(dateTimeParam, 'Heard before (ISO 8601).'),
+  format: param(
+    z.enum(['json', 'csv'], { error: 'must be json or csv' }),
+    'csv: the page as CSV (as `Accept: text/csv`).',
+  ),
   limit: limitParam(PACKET_PAGE_LIMITS).optional(),
-  cursor: z.string().optional().meta({ description: CURSOR_DESCRIPTION }),
+  cursor: param(z.string(), CURSOR_DESCRIPTION),
 });
 
 /** One sighting of a packet as the log holds it; never its contents. Unknown facts are left out. */

@@ -42,7 +42,7 @@ function rowCount(): number {
 
 function hear(n: number, firstId: number): void {
   for (let i = 0; i < n; i++) {
-    bus.emit('mesh.heard', { packet: heardPacket({ id: firstId + i }), via: 'mqtt', duplicate: false });
+    bus.emit('mesh.heard', { packet: heardPacket(firstId + i), via: 'mqtt', duplicate: false });
   }
 }
 

@@ -1,30 +1,17 @@
-/** Heard packets for the packet log's tests, as src/mesh/packet-decoder.ts makes them. */
-import type { HeardPacket, PacketMeta } from '../../src/domain/mesh.js';
+/** Heard packets for the packet log's tests, made by the hub's own decoder from a MeshPacket. */
+import { create } from '@bufbuild/protobuf';
+import { Mesh, Portnums } from '@meshtastic/protobufs';
+import type { HeardPacket } from '../../src/domain/mesh.js';
+import { decodeHeardPacket } from '../../src/mesh/packet-decoder.js';
 
-export function heardPacket(
-  init: Partial<Omit<HeardPacket, 'meta'>> & { meta?: Partial<PacketMeta> } = {},
-): HeardPacket {
-  const { meta, ...rest } = init;
-  return {
+/** A broadcast text (no payload) from !a1b2c3d4 with packet id `id`, as the radio hears it. */
+export function heardPacket(id: number): HeardPacket {
+  const packet = create(Mesh.MeshPacketSchema, {
     from: 0xa1b2c3d4,
     to: 0xffffffff,
-    id: 1,
-    portnum: 1,
-    receivedAt: Date.now(),
-    payload: new Uint8Array(),
-    readings: [],
-    nodes: [],
-    ...rest,
-    meta: {
-      channel: 0,
-      hopLimit: 3,
-      payloadBytes: 0,
-      wantAck: false,
-      wantResponse: false,
-      requestId: 0,
-      replyId: 0,
-      viaMqtt: false,
-      ...meta,
-    },
-  };
+    id,
+    hopLimit: 3,
+    payloadVariant: { case: 'decoded', value: { portnum: Portnums.PortNum.TEXT_MESSAGE_APP } },
+  });
+  return decodeHeardPacket(packet, Date.now(), 'radio')!;
 }

@@ -90,29 +90,16 @@ beforeAll(async () => {
   const text = new TextEncoder().encode(SECRET_TEXT);
   // A text heard through two gateways (the second a duplicate), a position, and a port the
   // protobufs do not name (38), each a distinct packet.
-  await publish(
-    meshPacket({
-      from: 0x11111111,
-      id: 101,
-      portnum: Portnums.PortNum.TEXT_MESSAGE_APP,
-      payload: text,
-      hopStart: 5,
-      hopLimit: 3,
-      rxSnr: 6.5,
-    }),
-    GW_A,
-  );
-  await publish(
-    meshPacket({
-      from: 0x11111111,
-      id: 101,
-      portnum: Portnums.PortNum.TEXT_MESSAGE_APP,
-      payload: text,
-      hopStart: 5,
-      hopLimit: 2,
-    }),
-    GW_B,
-  );
+  for (const [gateway, hopLimit, rxSnr] of [
+    [GW_A, 3, 6.5],
+    [GW_B, 2, 0],
+  ] as const) {
+    const portnum = Portnums.PortNum.TEXT_MESSAGE_APP;
+    await publish(
+      meshPacket({ from: 0x11111111, id: 101, portnum, payload: text, hopStart: 5, hopLimit, rxSnr }),
+      gateway,
+    );
+  }
   await publish(
     meshPacket({
       from: 0x22222222,

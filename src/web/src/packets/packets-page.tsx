@@ -204,7 +204,7 @@ export function PacketsPage() {
           No packets {query.size ? 'match these filters' : 'heard yet'}.
         </p>
       ) : (
-        <div class="packets-table-wrap">
+        <div class="panel packets-table-wrap">
           <table class="packets-table" data-testid="packets-table">
             <caption class="visually-hidden">Packets heard, newest first</caption>
             <thead>
