@@ -287,6 +287,27 @@ describe('GET /api/v1/packets', () => {
   });
 });
 
+describe('PACKET_LOG=false', () => {
+  it('writes nothing and answers an empty list', async () => {
+    const off = await startMqttHub({ MQTT_ALLOW_ANONYMOUS: 'true', PACKET_LOG: 'false' });
+    try {
+      const client = await connect(off.mqttUrl);
+      const packet = meshPacket({ from: 0x55555555, id: 505, portnum: Portnums.PortNum.TEXT_MESSAGE_APP });
+      // The PUBACK comes once the packet went through the hub (its node is known).
+      await client.publishAsync(meshTopic(), Buffer.from(envelopeOf(packet)), { qos: 1 });
+      await waitFor(async () => (await getJson(`${off.baseUrl}/api/v1/nodes`)).body.data.length > 0);
+      const res = await getJson(`${off.baseUrl}/api/v1/packets`);
+      expect(res.status).toBe(200);
+      expect(res.body).toEqual({ data: [] });
+      // No writer runs at all (so nothing arrives later either).
+      expect(off.hub.actor('packet-log')).toBeUndefined();
+    } finally {
+      await endClients();
+      await off.stop();
+    }
+  });
+});
+
 describe('packet log settings', () => {
   it('refuses a bad value at start-up, naming the setting', () => {
     expect(configProblems(() => loadConfig({ PACKET_LOG: 'maybe' })).join('\n')).toMatch(
