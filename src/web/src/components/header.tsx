@@ -136,11 +136,6 @@ export function Header({ page }: { page: string }) {
             </span>
           )}
         </Link>
-        {!upstream && (
-          <Link href="/packets" class="nav-link" aria-current={page === 'packets' ? 'page' : undefined}>
-            Packets
-          </Link>
-        )}
         {upstream && (
           <Link href="/sites" class="nav-link" aria-current={page === 'sites' ? 'page' : undefined}>
             Sites
@@ -163,6 +158,11 @@ export function Header({ page }: { page: string }) {
             aria-current={page === 'admin-billing' ? 'page' : undefined}
           >
             Billing
+          </Link>
+        )}
+        {!upstream && (
+          <Link href="/packets" class="nav-link" aria-current={page === 'packets' ? 'page' : undefined}>
+            Packets
           </Link>
         )}
       </nav>
