@@ -1,9 +1,9 @@
 /**
  * Writes every `mesh.heard` sighting into the packet log in batches (src/kernel/group-commit.ts,
  * deferred: one transaction per PACKET_LOG_BATCH_ROWS rows or per `batchDelayMs`, never one per
- * packet), trimming to the row cap in the same transaction and to the day bound at most once a
- * minute. A failed write is logged and counted, and the hub goes on: the log is a window on the
- * mesh, not a record anyone is owed.
+ * packet), trimming to the row cap in the same transaction and to the day bound once a minute.
+ * A failed write is logged and the hub goes on: the log is a window on the mesh, not a record
+ * anyone is owed.
  */
 import type { HubBus } from '../domain/events.js';
 import { Actor, type KernelLogger } from '../kernel/actor.js';
@@ -40,6 +40,7 @@ export class PacketLogWriter extends Actor {
   private store: PacketLogStore | undefined;
   private pending = 0;
   private lastDayTrim = 0;
+  private dayTimer: NodeJS.Timeout | undefined;
   private readonly now: () => number;
   private readonly commits: GroupCommit<PacketSighting>;
 
@@ -55,6 +56,9 @@ export class PacketLogWriter extends Actor {
   async start(): Promise<void> {
     this.store = new PacketLogStore(this.deps.db);
     this.trimDays();
+    // A quiet mesh writes nothing, yet its old rows must still go.
+    this.dayTimer = setInterval(() => this.trimDays(), DAY_TRIM_EVERY_MS);
+    this.dayTimer.unref();
     this.deps.bus.on(this.name, 'mesh.heard', ({ packet, via, duplicate }) => {
       this.pending++;
       void this.commits.submitAll([{ at: this.now(), packet, via, duplicate }], { defer: true });
@@ -64,6 +68,7 @@ export class PacketLogWriter extends Actor {
 
   async stop(): Promise<void> {
     this.deps.bus.removeOwner(this.name);
+    clearInterval(this.dayTimer);
     await this.flush();
   }
 
@@ -103,7 +108,11 @@ export class PacketLogWriter extends Actor {
     const store = this.store;
     if (!store) return;
     this.lastDayTrim = this.now();
-    const trimmed = store.trimOlderThan(this.now() - this.deps.bounds.maxAgeMs);
-    if (trimmed > 0) this.deps.counters.trimmed(trimmed);
+    try {
+      const trimmed = store.trimOlderThan(this.now() - this.deps.bounds.maxAgeMs);
+      if (trimmed > 0) this.deps.counters.trimmed(trimmed);
+    } catch (error) {
+      this.deps.log.error({ err: error }, 'packet log: old rows could not be trimmed');
+    }
   }
 }
