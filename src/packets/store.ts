@@ -218,10 +218,6 @@ export class PacketLogStore {
     return last == null ? 0 : this.trimTo.run(last).changes;
   }
 
-  count(): number {
-    return (this.db.prepare('SELECT count(*) AS n FROM packet_log').get() as { n: number }).n;
-  }
-
   /** Up to `limit` rows matching `filter`, newest first. */
   page(filter: PacketFilter, limit: number): PacketRow[] {
     const where: string[] = [];
