@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { TestHub } from '../helpers/hub.js';
 import { waitFor } from '../helpers/hub.js';
-import { describeInBrowser, useGuardedPages } from './helpers/browser.js';
+import { describeInBrowser, screenshot, useGuardedPages } from './helpers/browser.js';
 import { apiJson, startUiHub } from './helpers/hubs.js';
 
 interface PacketItem {
@@ -53,6 +53,7 @@ describeInBrowser('the packet log page', () => {
     const item = recent.find((p) => p.packet_id === shownId);
     expect(item).toBeDefined();
     expect(await rows.first().innerText()).toContain(item!.from);
+    await screenshot(page, 'packet-log');
   });
 
   it('holds still while paused, counting what waits, and catches up on Resume', async () => {

@@ -26,6 +26,8 @@ import './packets.css';
 const MAX_SHOWN = 1_000;
 const PAGE = 100;
 const BROADCAST = '!ffffffff';
+/** A packet log is read by the second: the time of day with seconds, the date in the cell's title. */
+const SECONDS: Intl.DateTimeFormatOptions = { hour: '2-digit', minute: '2-digit', second: '2-digit' };
 
 function NodeCell({ id }: { id: string }) {
   if (id === BROADCAST) return <span class="muted">everyone</span>;
@@ -39,7 +41,9 @@ function PacketRow({ p }: { p: PacketJson }) {
       data-packet-id={p.packet_id}
       class={p.duplicate ? 'packet-duplicate' : undefined}
     >
-      <td class="nowrap">{formatDateTime(Date.parse(p.time))}</td>
+      <td class="nowrap" title={formatDateTime(Date.parse(p.time))}>
+        {new Date(p.time).toLocaleTimeString(undefined, SECONDS)}
+      </td>
       <td>
         <NodeCell id={p.from} />
       </td>
