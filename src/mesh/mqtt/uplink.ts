@@ -164,6 +164,9 @@ export class MeshUplinkDecoder {
     packet: Mesh.MeshPacket,
     encrypted: Uint8Array,
   ): Mesh.Data | undefined {
+    // A port the protobufs do not name yet (newer firmware sends 35-37 and more) is kept only when
+    // no key opens the packet to a known port: a wrong key's garbage must never shadow the right key.
+    let unnamed: Mesh.Data | undefined;
     for (const { key } of this.options.keys.candidates(channelName, packet.channel)) {
       if (!key) continue;
       const plain = channelCipher(key, packet.id, packet.from, encrypted);
@@ -172,13 +175,17 @@ export class MeshUplinkDecoder {
         // A wrong key's garbage rarely parses at all, and hardly ever names a port we know.
         if (data.portnum !== Portnums.PortNum.UNKNOWN_APP && Portnums.PortNum[data.portnum] !== undefined)
           return data;
+        if (!unnamed && data.portnum > 0 && data.portnum <= MAX_PORTNUM) unnamed = data;
       } catch {
         // Garbage from a wrong key: try the next one.
       }
     }
-    return undefined;
+    return unnamed;
   }
 }
+
+/** Meshtastic's port numbers stop at MAX (511); anything above is a wrong key's garbage. */
+const MAX_PORTNUM = Portnums.PortNum.MAX;
 
 function untrusted(gatewayId: string, what: string): UplinkResult {
   return {
