@@ -35,6 +35,7 @@ import { HubMetrics } from '../src/metrics.js';
 import type { HubModule, UpgradeHandler } from '../src/module.js';
 import { mqttModule } from '../src/mqtt/module.js';
 import { nodesModule } from '../src/nodes/module.js';
+import { notificationsModule } from '../src/notifications/module.js';
 import { retentionModule } from '../src/retention/module.js';
 import { secureDataDir, unwritableDataDir } from '../src/store/data-dir.js';
 import { type DataDirLock, lockDataDir } from '../src/store/data-dir-lock.js';
@@ -61,6 +62,7 @@ export const CORE_MODULES: readonly HubModule[] = [
   meshApiModule,
   mqttModule,
   liveModule,
+  notificationsModule,
   retentionModule,
   webUiModule,
   apiDocsModule,

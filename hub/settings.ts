@@ -13,6 +13,7 @@ import { LOG_FORMATS } from '../src/log.js';
 import { meshApiSettings } from '../src/mesh-api/settings.js';
 import { messagingSettings } from '../src/messaging/settings.js';
 import { mqttSettings } from '../src/mqtt/settings.js';
+import { notificationSettings } from '../src/notifications/settings.js';
 import { retentionSettings } from '../src/retention/settings.js';
 import { webUiSettings } from '../src/ui-server/settings.js';
 
@@ -142,6 +143,7 @@ export const configSchema = z
     ...meshApiSettings.shape,
     ...messagingSettings.shape,
     ...mqttSettings.shape,
+    ...notificationSettings.shape,
     ...retentionSettings.shape,
     ...webUiSettings.shape,
   })
