@@ -106,12 +106,12 @@ export class RuleEngine {
     if (previous === undefined) {
       this.lastHeard.set(id, u.lastHeard ?? 0);
       for (const c of this.rulesFor('new_node', id))
-        this.fire(out, c, id, id, true, `New node ${this.label(id)} heard`);
+        this.fire(out, c, id, id, true, () => `New node ${this.label(id)} heard`);
     }
     if (u.lastHeard !== undefined && previous !== undefined && u.lastHeard > previous) {
       this.lastHeard.set(id, u.lastHeard);
       for (const c of this.rulesFor('node_offline', id))
-        this.fire(out, c, id, id, false, `${this.label(id)} heard again`);
+        this.fire(out, c, id, id, false, () => `${this.label(id)} heard again`);
       if (previous > 0) {
         const away = u.lastHeard - previous;
         for (const c of this.rulesFor('node_online', id))
@@ -122,7 +122,7 @@ export class RuleEngine {
               id,
               id,
               true,
-              `${this.label(id)} is back after ${Math.round(away / 60_000)} min`,
+              () => `${this.label(id)} is back after ${Math.round(away / 60_000)} min`,
             );
       }
     }
@@ -144,7 +144,7 @@ export class RuleEngine {
             id,
             id,
             true,
-            `${this.label(id)} rebooted (uptime ${s.uptimeSeconds} s, was ${before} s)`,
+            () => `${this.label(id)} rebooted (uptime ${s.uptimeSeconds} s, was ${before} s)`,
           );
     }
     if (s.batteryLevel !== undefined) this.batteryLevel(out, id, s.batteryLevel, s.at);
@@ -162,12 +162,7 @@ export class RuleEngine {
         if (v === undefined) continue;
         const { min, max, metric } = c.rule;
         const outside = (min !== undefined && v < min) || (max !== undefined && v > max);
-        this.fire(
-          out,
-          c,
-          r.nodeId,
-          r.nodeId,
-          outside,
+        this.fire(out, c, r.nodeId, r.nodeId, outside, () =>
           outside
             ? `${metric} of ${this.label(r.nodeId)} is ${v}, outside ${min ?? '−∞'}…${max ?? '∞'}`
             : `${metric} of ${this.label(r.nodeId)} is back in range (${v})`,
@@ -185,7 +180,7 @@ export class RuleEngine {
     if (this.links.size > MAX_LINKS) this.links.delete(this.links.keys().next().value!);
     for (const c of this.byKind.get('link_lost') ?? [])
       if (this.watches(c, link.from) || this.watches(c, link.to))
-        this.fire(out, c, link.from, key, false, `Link ${link.from} → ${link.to} heard again`);
+        this.fire(out, c, link.from, key, false, () => `Link ${link.from} → ${link.to} heard again`);
     return out;
   }
 
@@ -204,7 +199,7 @@ export class RuleEngine {
             id,
             id,
             true,
-            `${this.label(id)} not heard for ${Math.round((now - heard) / 60_000)} min`,
+            () => `${this.label(id)} not heard for ${Math.round((now - heard) / 60_000)} min`,
           );
       };
       if (c.nodes) for (const id of c.nodes) consider(id, this.lastHeard.get(id));
@@ -221,7 +216,8 @@ export class RuleEngine {
             link.from,
             key,
             true,
-            `Link ${link.from} → ${link.to} not heard for ${Math.round((now - link.lastHeard) / 60_000)} min`,
+            () =>
+              `Link ${link.from} → ${link.to} not heard for ${Math.round((now - link.lastHeard) / 60_000)} min`,
           );
       }
     }
@@ -232,12 +228,7 @@ export class RuleEngine {
     if (level > 100) return; // 101: powered, no battery to watch
     for (const c of this.rulesFor('battery_low', id)) {
       const low = level < c.rule.threshold!;
-      this.fire(
-        out,
-        c,
-        id,
-        id,
-        low,
+      this.fire(out, c, id, id, low, () =>
         low
           ? `Battery of ${this.label(id)} at ${level} % (below ${c.rule.threshold} %)`
           : `Battery of ${this.label(id)} at ${level} %`,
@@ -259,12 +250,7 @@ export class RuleEngine {
       let peak = level;
       for (const [t, l] of samples) if (t >= since && l > peak) peak = l;
       const drop = peak - level;
-      this.fire(
-        out,
-        c,
-        id,
-        id,
-        drop >= c.rule.threshold!,
+      this.fire(out, c, id, id, drop >= c.rule.threshold!, () =>
         drop >= c.rule.threshold!
           ? `Battery of ${this.label(id)} fell ${drop} points to ${level} %`
           : `Battery of ${this.label(id)} steady at ${level} %`,
@@ -300,7 +286,7 @@ export class RuleEngine {
     nodeId: string,
     subject: string,
     on: boolean,
-    message: string,
+    message: () => string,
   ): void {
     const instant = INSTANT.has(c.rule.kind);
     const byRule = this.state.get(c.rule.id);
@@ -308,7 +294,15 @@ export class RuleEngine {
     if (!on) {
       if (!existing?.on) return;
       existing.on = false;
-      out.push({ rule: c.rule, nodeId, subject, state: 'off', message, at: this.now(), suppressed: false });
+      out.push({
+        rule: c.rule,
+        nodeId,
+        subject,
+        state: 'off',
+        message: message(),
+        at: this.now(),
+        suppressed: false,
+      });
       return;
     }
     if (existing?.on && !instant) return;
@@ -317,6 +311,6 @@ export class RuleEngine {
     const suppressed = s.lastFired !== undefined && at - s.lastFired < minutes(c.rule.repeat_minutes);
     if (!instant) s.on = true;
     if (!suppressed) s.lastFired = at;
-    out.push({ rule: c.rule, nodeId, subject, state: 'on', message, at, suppressed });
+    out.push({ rule: c.rule, nodeId, subject, state: 'on', message: message(), at, suppressed });
   }
 }
