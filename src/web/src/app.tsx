@@ -17,6 +17,8 @@ const loadChatPage = () => import('./chat/chat-page.js').then((m) => m.ChatPage)
 const loadPlansPage = () => import('./billing/plans-page.js').then((m) => m.PlansPage);
 const loadAdminBillingPage = () => import('./billing/admin-billing-page.js').then((m) => m.AdminBillingPage);
 const loadSitesPage = () => import('./sites/sites-page.js').then((m) => m.SitesPage);
+const loadNotificationsPage = () =>
+  import('./notifications/notifications-page.js').then((m) => m.NotificationsPage);
 const loadAuditConsole = () => import('./audit/audit-console.js').then((m) => m.AuditConsole);
 
 function NotFound({ path }: { path: string }) {
@@ -86,6 +88,8 @@ export function App() {
       ) : (
         <LazyView load={loadSitesPage} props={{ upstream: mode === 'upstream' }} />
       );
+  } else if (route.page === 'notifications') {
+    view = <LazyView load={loadNotificationsPage} props={{}} />;
   } else if (route.page === 'audit') {
     // Shown only when the hub runs the audit plugin (from the live stream's hello, as billing).
     const auditOn = plugins?.includes('audit');

@@ -7,6 +7,7 @@ export type Route =
   | { page: 'plans' }
   | { page: 'admin-billing' }
   | { page: 'sites' }
+  | { page: 'notifications' }
   | { page: 'audit'; view: AuditView }
   | { page: 'not-found'; path: string };
 
@@ -41,6 +42,7 @@ export function matchRoute(pathname: string, search = ''): Route {
   if (path === '/plans') return { page: 'plans' };
   if (path === '/admin/billing') return { page: 'admin-billing' };
   if (path === '/sites') return { page: 'sites' };
+  if (path === '/notifications') return { page: 'notifications' };
   if (path === '/audit') return { page: 'audit', view: 'search' };
   const audit = /^\/audit\/([a-z]+)$/.exec(path);
   if (audit && (AUDIT_VIEWS as readonly string[]).includes(audit[1]!) && audit[1] !== 'search')
