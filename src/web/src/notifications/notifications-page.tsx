@@ -100,7 +100,8 @@ function RuleForm({ token, onAdded }: { token: string; onAdded: () => void }) {
   const fields = KINDS[kind].fields;
   const submit = async (event: Event) => {
     event.preventDefault();
-    const form = new FormData(event.currentTarget as HTMLFormElement);
+    const element = event.currentTarget as HTMLFormElement;
+    const form = new FormData(element);
     const body: Record<string, unknown> = { name: String(form.get('name') ?? ''), kind };
     const nodes = String(form.get('nodes') ?? '')
       .split(/[\s,]+/)
@@ -112,7 +113,7 @@ function RuleForm({ token, onAdded }: { token: string; onAdded: () => void }) {
     }
     try {
       await request('/api/v1/notifications/rules', { method: 'POST', token, body });
-      (event.currentTarget as HTMLFormElement | null)?.reset();
+      element.reset();
       setError(undefined);
       onAdded();
     } catch (e) {
