@@ -126,11 +126,6 @@ export class Deliveries {
     for (const subscription of subscriptions) this.enqueue({ kind: 'push', subscription, message });
   }
 
-  /** Resolves once the queue is empty (tests). */
-  async idle(): Promise<void> {
-    while (this.running) await this.running;
-  }
-
   async stop(): Promise<void> {
     this.abort.abort();
     this.queue.length = 0;

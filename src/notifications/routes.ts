@@ -46,7 +46,10 @@ const FIRING_PAGE = { default: 50, max: 200 };
 export const MAX_SUBSCRIPTIONS_PER_USER = 20;
 
 const signedIn = { 401: AUTH_PROBLEMS.unauthorized, 503: AUTH_PROBLEMS.idpDown };
-const admin = { ...signedIn, 403: AUTH_PROBLEMS.noRole };
+const admin = {
+  ...signedIn,
+  403: problem('The token does not carry the admin role.', { 'WWW-Authenticate': HEADERS.wwwAuthenticate }),
+};
 const noRule = problem('No rule with this id.');
 
 export const notificationOperations = describeRoutes(BASE, [

@@ -14,6 +14,14 @@ import { startUiHub } from './helpers/hubs.js';
 
 const PASSWORD = 'field-radio-42';
 
+/** Runs in the page (the tests compile without the DOM library). */
+async function hasServiceWorker(): Promise<boolean> {
+  const { navigator } = globalThis as unknown as {
+    navigator: { serviceWorker: { getRegistration(scope: string): Promise<unknown> } };
+  };
+  return !!(await navigator.serviceWorker.getRegistration('/'));
+}
+
 async function signIn(page: Page, baseUrl: string, username: string): Promise<void> {
   await page.goto(`${baseUrl}/notifications`);
   await page.getByLabel('Username').fill(username);
@@ -68,9 +76,7 @@ describeInBrowser('notifications page', () => {
     await expect
       .poll(() => page.getByRole('alert').innerText(), { timeout: 20_000 })
       .toContain('could not reach its push service');
-    expect(await page.evaluate(async () => !!(await navigator.serviceWorker.getRegistration('/')))).toBe(
-      true,
-    );
+    expect(await page.evaluate(hasServiceWorker)).toBe(true);
     // Chromium itself logs why the subscription failed (a test profile has no push service); the
     // page handled it and said so above: that one line is the browser's, not the app's.
     await logged;
@@ -95,8 +101,6 @@ describeInBrowser('notifications page', () => {
     expect(manifest).toMatchObject({ name: 'meshhub', start_url: '/', display: 'standalone' });
     const sw = await fetch(`${t.baseUrl}/sw.js`);
     expect(sw.headers.get('content-type')).toContain('javascript');
-    await expect
-      .poll(() => page.evaluate(async () => !!(await navigator.serviceWorker.getRegistration('/'))))
-      .toBe(true);
+    await expect.poll(() => page.evaluate(hasServiceWorker)).toBe(true);
   });
 });
