@@ -2,6 +2,8 @@
  * `/api/v1/notifications/rules` and `/firings` over loopback HTTP: admins manage rules; bad
  * input is a 400 problem naming the field and changes nothing; others get 401/403.
  */
+import { readFileSync, statSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { call, subscriber } from '../messaging/helpers.js';
 import { createRule, freshNode, heard, type NotifyHub, startNotifyHub } from './helpers.js';
@@ -153,6 +155,15 @@ describe('notification rules', () => {
     expect(
       (await call(h.t.baseUrl, 'GET', '/api/v1/notifications/firings?limit=0', { token: h.admin })).status,
     ).toBe(400);
+  });
+
+  it('keeps the VAPID key pair in DATA_DIR, readable by the hub alone, and serves its public half', async () => {
+    const file = join(h.t.dataDir, 'vapid-keys.json');
+    expect(statSync(file).mode & 0o777).toBe(0o600);
+    const stored = JSON.parse(readFileSync(file, 'utf8'));
+    const key = await call(h.t.baseUrl, 'GET', '/api/v1/notifications/push/key');
+    expect(key.body).toEqual({ public_key: stored.publicKey });
+    expect(JSON.stringify(key.body)).not.toContain(stored.privateKey);
   });
 
   it('lists its routes in the OpenAPI document', async () => {
