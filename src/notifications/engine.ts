@@ -184,6 +184,17 @@ export class RuleEngine {
     return out;
   }
 
+  /** A node reappeared under a new number (node.renumbered): what is known of it moves along. */
+  onRenumbered(oldNodeId: string, newNodeId: string): void {
+    for (const map of [this.lastHeard, this.names, this.uptime, this.battery] as Array<
+      Map<string, unknown>
+    >) {
+      const value = map.get(oldNodeId);
+      map.delete(oldNodeId);
+      if (value !== undefined && !map.has(newNodeId)) map.set(newNodeId, value);
+    }
+  }
+
   /** Nodes not heard and links not heard for their rules' minutes. */
   check(): Transition[] {
     const out: Transition[] = [];

@@ -81,6 +81,9 @@ export class NotifierActor extends Actor {
       bus.on(this.name, 'reading.stored', ({ readings }) => this.apply(this.engine.onReadings(readings))),
       bus.on(this.name, 'mesh.link', (link) => this.apply(this.engine.onLink(link))),
       bus.on(this.name, 'message.updated', (change) => this.messageChanged(change)),
+      bus.on(this.name, 'node.renumbered', ({ oldNodeId, newNodeId }) =>
+        this.renumbered(oldNodeId, newNodeId),
+      ),
     );
     this.timer = setInterval(() => this.check(), this.deps.checkMs);
     this.timer.unref();
@@ -199,6 +202,19 @@ export class NotifierActor extends Actor {
       };
       deliveries.pushTo(store.subscriptions({ admins: true }), message);
     }
+  }
+
+  /** Rules that name the old number name the new one; the engine moves what it knows. */
+  private renumbered(oldNodeId: string, newNodeId: string): void {
+    const { store } = this.deps;
+    for (const rule of store.rules()) {
+      if (!rule.nodes.includes(oldNodeId)) continue;
+      const { id, ...spec } = rule;
+      const nodes = [...new Set(rule.nodes.map((n) => (n === oldNodeId ? newNodeId : n)))];
+      store.updateRule(id, { ...spec, nodes }, this.now());
+    }
+    this.engine.onRenumbered(oldNodeId, newNodeId);
+    this.reloadRules();
   }
 
   /** A subscriber hears of a reply or a failed text on their own subscriptions only. */

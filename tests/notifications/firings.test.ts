@@ -7,6 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { waitFor } from '../helpers/hub.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../helpers/push-receiver.js';
+import { call } from '../messaging/helpers.js';
 import { createRule, firingsOf, freshNode, heard, type NotifyHub, startNotifyHub } from './helpers.js';
 
 let h: NotifyHub;
@@ -139,6 +140,18 @@ describe('each rule kind fires exactly once on its condition', () => {
     const f = await firingsOf(h, id);
     expect(f).toHaveLength(1);
     expect(f[0]).toMatchObject({ node_id: a, subject: `${a}>${b}` });
+  });
+
+  it('follows a node that changed its number: the rule names the new one, the old is not reported quiet', async () => {
+    const [old, renewed] = [freshNode(), freshNode()];
+    heard(h, old, 20);
+    const id = await createRule(h, { name: 'renumbered', kind: 'node_offline', minutes: 10, nodes: [old] });
+    h.t.hub.bus.emit('node.renumbered', { oldNodeId: old, newNodeId: renewed, at: Date.now() });
+    heard(h, renewed, 0);
+    h.notifier.check();
+    expect(await firingsOf(h, id)).toHaveLength(0);
+    const rule = await call(h.t.baseUrl, 'GET', `/api/v1/notifications/rules/${id}`, { token: h.admin });
+    expect(rule.body.nodes).toEqual([renewed]);
   });
 
   it('a disabled rule does not fire', async () => {
