@@ -36,6 +36,7 @@ import type { HubModule, UpgradeHandler } from '../src/module.js';
 import { mqttModule } from '../src/mqtt/module.js';
 import { nodesModule } from '../src/nodes/module.js';
 import { packetsModule } from '../src/packets/module.js';
+import { notificationsModule } from '../src/notifications/module.js';
 import { retentionModule } from '../src/retention/module.js';
 import { secureDataDir, unwritableDataDir } from '../src/store/data-dir.js';
 import { type DataDirLock, lockDataDir } from '../src/store/data-dir-lock.js';
@@ -63,6 +64,7 @@ export const CORE_MODULES: readonly HubModule[] = [
   mqttModule,
   liveModule,
   packetsModule,
+  notificationsModule,
   retentionModule,
   webUiModule,
   apiDocsModule,

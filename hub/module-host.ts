@@ -28,6 +28,7 @@ import type {
   ModuleMqtt,
   ModuleRadio,
   MqttPublish,
+  MqttPublishOptions,
   MqttTopicDeclaration,
   MqttTopicOptions,
   MqttTopicRegistry,
@@ -85,8 +86,8 @@ export class ModuleTopics implements MqttTopicRegistry {
   }
 
   /** Publishes through the broker carrying them; undefined when none does (the publish is dropped). */
-  publish(topic: string, payload: string): Promise<void> | undefined {
-    return this.publisher?.(topic, payload);
+  publish(topic: string, payload: string, options?: MqttPublishOptions): Promise<void> | undefined {
+    return this.publisher?.(topic, payload, options);
   }
 }
 
@@ -141,8 +142,8 @@ export class ModuleHost {
     const { topics } = this;
     return {
       topic: (filter, options) => topics.declare(name, filter, options),
-      publish: (topic, payload) => {
-        topics.publish(topic, payload)?.catch((err: unknown) => {
+      publish: (topic, payload, options) => {
+        topics.publish(topic, payload, options)?.catch((err: unknown) => {
           log.warn({ err, topic }, 'publishing on MQTT failed');
         });
       },

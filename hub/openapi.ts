@@ -20,6 +20,8 @@ import {
 import { nodesOperations } from '../src/nodes/routes.js';
 import { nodeSchema } from '../src/nodes/schemas.js';
 import { packetsOperations } from '../src/packets/routes.js';
+import { notificationOperations } from '../src/notifications/routes.js';
+import { firingSchema, ruleSchema } from '../src/notifications/schemas.js';
 import { mapOperations } from '../src/ui-server/map-routes.js';
 import { tileJsonSchema } from '../src/ui-server/schemas.js';
 import { weatherOperations } from '../src/weather/routes.js';
@@ -39,6 +41,10 @@ export function meshOpenApiDocument(version: string): OpenApiDocument {
       { name: 'auth', description: 'The hub’s own token issuer.' },
       { name: 'messaging', description: 'Texts to and from mesh nodes (bearer, role subscriber or admin).' },
       { name: 'map', description: 'What the web map draws under the nodes.' },
+      {
+        name: 'notifications',
+        description: 'Notification rules, their firings and browsers’ Web Push subscriptions.',
+      },
       { name: 'operations', description: 'Health, version, metrics and the live dashboard stream.' },
     ],
     components: {
@@ -51,6 +57,8 @@ export function meshOpenApiDocument(version: string): OpenApiDocument {
       RadioStatus: radioStatusSchema,
       HealthReport: healthReportSchema,
       LiveHello: helloEventSchema,
+      NotificationRule: ruleSchema,
+      NotificationFiring: firingSchema,
     },
     operations: [
       ...weatherOperations,
@@ -62,6 +70,7 @@ export function meshOpenApiDocument(version: string): OpenApiDocument {
       ...messagingOperations,
       ...mapOperations,
       ...liveOperations,
+      ...notificationOperations,
       ...operationalOperations,
     ],
   });

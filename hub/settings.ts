@@ -14,6 +14,7 @@ import { meshApiSettings } from '../src/mesh-api/settings.js';
 import { messagingSettings } from '../src/messaging/settings.js';
 import { mqttSettings } from '../src/mqtt/settings.js';
 import { packetLogSettings } from '../src/packets/settings.js';
+import { notificationSettings } from '../src/notifications/settings.js';
 import { retentionSettings } from '../src/retention/settings.js';
 import { webUiSettings } from '../src/ui-server/settings.js';
 
@@ -144,6 +145,7 @@ export const configSchema = z
     ...messagingSettings.shape,
     ...mqttSettings.shape,
     ...packetLogSettings.shape,
+    ...notificationSettings.shape,
     ...retentionSettings.shape,
     ...webUiSettings.shape,
   })

@@ -103,8 +103,13 @@ export interface MqttTopicDeclaration extends MqttTopicOptions {
   readonly module: string;
 }
 
-/** Publishes as the hub (no ACL applies): not retained, QoS 0. */
-export type MqttPublish = (topic: string, payload: string) => Promise<void>;
+/** Publishes as the hub (no ACL applies): QoS 0, retained only when asked. */
+export type MqttPublish = (topic: string, payload: string, options?: MqttPublishOptions) => Promise<void>;
+
+export interface MqttPublishOptions {
+  /** Kept by the broker as the topic's state (counted with the hub's own retained messages). */
+  retain?: boolean;
+}
 
 /** The hub's one registry of module topics: the broker's ACL and forwarding filter read it. */
 export interface MqttTopicRegistry {
@@ -127,8 +132,8 @@ export interface MqttTopicRegistry {
 export interface ModuleMqtt {
   /** Declares a topic filter the module publishes on (only the hub publishes there); call it in `create`. */
   topic(filter: string, options: MqttTopicOptions): void;
-  /** Publishes as the hub, not retained, QoS 0; dropped while no broker runs, a failure is logged. */
-  publish(topic: string, payload: string): void;
+  /** Publishes as the hub, QoS 0, not retained unless asked; dropped while no broker runs, a failure is logged. */
+  publish(topic: string, payload: string, options?: MqttPublishOptions): void;
   /** The registry itself, for the broker module. */
   readonly registry: MqttTopicRegistry;
 }

@@ -6,9 +6,7 @@ import { createHmac, timingSafeEqual } from 'node:crypto';
 
 export type SignatureFailure = 'missing_signature' | 'bad_signature';
 
-export function signBody(secret: string, body: Uint8Array | string): string {
-  return `sha256=${createHmac('sha256', secret).update(body).digest('hex')}`;
-}
+export { signBody } from '../http/webhook-post.js';
 
 /** undefined when the signature is right, otherwise why not. */
 export function checkSignature(

@@ -33,6 +33,16 @@ export function parseDuration(value: string): number | undefined {
   return Number(m[1]) * unit;
 }
 
+/** Whether `zone` is an IANA time zone this runtime knows (`UTC`, `Europe/Berlin`). */
+export function isTimeZone(zone: string): boolean {
+  try {
+    new Intl.DateTimeFormat('en-US', { timeZone: zone });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 /** A TCP port; 0 picks any free port. */
 export const port = int(0, 65535, 'must be a whole number from 1 to 65535, or 0 for any free port');
 export const duration = z.string().transform((v, ctx) => {

@@ -62,7 +62,22 @@ export interface HubEvents {
    * the number from the key): each feature moves what it keeps under `oldNodeId` to `newNodeId`.
    */
   'node.renumbered': { oldNodeId: string; newNodeId: string; at: number };
+  /** A notification rule fired (src/notifications), in the API's JSON: the live stream shows it. */
+  'notification.fired': NotificationFired;
   'hub.stopping': Record<string, never>;
+}
+
+/** One stored firing of a notification rule, as `GET /api/v1/notifications/firings` lists it. */
+export interface NotificationFired {
+  id: number;
+  rule_id: number | null;
+  kind: string;
+  node_id: string;
+  subject: string;
+  /** ISO 8601 UTC. */
+  at: string;
+  message: string;
+  quiet: boolean;
 }
 
 /** Events whose last value the bus keeps (`bus.last`, `on(…, { replay: true })`). */

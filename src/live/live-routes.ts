@@ -72,6 +72,9 @@ export function liveRoutes(options: LiveStreamOptions): Hono {
   bus.on(owner, 'radio.status', (status) => {
     if (live.clientCount > 0) live.broadcast('radio', radioEventData(status));
   });
+  bus.on(owner, 'notification.fired', (firing) => {
+    if (live.clientCount > 0) live.broadcast('notification', JSON.stringify(firing));
+  });
   bus.on(owner, 'hub.stopping', () => live.closeAll());
 
   const app = new Hono();

@@ -157,8 +157,10 @@ export class MqttBrokerActor extends Actor {
       publisher.readingsStored(readings.map((r) => r.nodeId)),
     );
     bus.on(this.name, 'node.updated', (update) => publisher.nodeUpdated(update.nodeId));
-    // Modules' own events (ctx.mqtt.publish): not retained, on the topics they declared.
-    this.deps.moduleTopics?.carry((topic, payload) => broker.publish(topic, payload));
+    // Modules' own events (ctx.mqtt.publish) on the topics they declared: retained when asked.
+    this.deps.moduleTopics?.carry((topic, payload, options) =>
+      options?.retain ? broker.publishRetained(topic, payload) : broker.publish(topic, payload),
+    );
     publisher.start();
     log.info(
       {

@@ -4,6 +4,7 @@
  * and every operation in it, driven on a whole hub (real SQLite file, the simulator over TCP,
  * real HTTP), answers a status the document lists with a body its schema accepts.
  */
+import { createECDH, randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -207,6 +208,28 @@ describe('the document and the hub agree', () => {
       headers,
     });
 
+  const notificationRule = async (): Promise<number> => {
+    const res = await fetch(`${t.baseUrl}/api/v1/notifications/rules`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${admin}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ name: 'Low battery', kind: 'battery_low', threshold: 20 }),
+    });
+    return ((await res.json()) as { id: number }).id;
+  };
+  /** A browser's PushSubscription.toJSON() (nothing is ever pushed to it here). */
+  const pushSubscription = (name: string) => {
+    const ecdh = createECDH('prime256v1');
+    ecdh.generateKeys();
+    return {
+      endpoint: `https://push.example.org/${name}`,
+      expirationTime: null,
+      keys: {
+        p256dh: ecdh.getPublicKey().toString('base64url'),
+        auth: randomBytes(16).toString('base64url'),
+      },
+    };
+  };
+
   /** One case per operation of the document: valid requests (and a few refused ones), each on its own. */
   const cases: Record<string, () => Promise<void>> = {
     'GET /api/v1/weather/latest': async () => {
@@ -358,6 +381,68 @@ describe('the document and the hub agree', () => {
     },
     'GET /api/v1/live': async () => {
       conformance.component('LiveHello', await firstEvent('/api/v1/live', '/api/v1/live', 'hello'));
+    },
+    'GET /api/v1/notifications/rules': async () => {
+      const path = '/api/v1/notifications/rules';
+      expect((await call('get', path, path, { token: admin })).status).toBe(200);
+      expect((await call('get', path, path, { token: alice })).status).toBe(403);
+    },
+    'POST /api/v1/notifications/rules': async () => {
+      const path = '/api/v1/notifications/rules';
+      const body = { name: 'Quiet gateway', kind: 'node_offline', minutes: 30 };
+      expect((await call('post', path, path, { token: admin, body })).status).toBe(201);
+      expect((await call('post', path, path, { token: admin, body: { ...body, minutes: 0 } })).status).toBe(
+        400,
+      );
+    },
+    'GET /api/v1/notifications/rules/{id}': async () => {
+      const path = '/api/v1/notifications/rules/{id}';
+      expect(
+        (await call('get', path, `/api/v1/notifications/rules/${await notificationRule()}`, { token: admin }))
+          .status,
+      ).toBe(200);
+      expect((await call('get', path, '/api/v1/notifications/rules/999999', { token: admin })).status).toBe(
+        404,
+      );
+    },
+    'PATCH /api/v1/notifications/rules/{id}': async () => {
+      const path = '/api/v1/notifications/rules/{id}';
+      const url = `/api/v1/notifications/rules/${await notificationRule()}`;
+      expect((await call('patch', path, url, { token: admin, body: { enabled: false } })).status).toBe(200);
+      expect((await call('patch', path, url, { token: admin, body: { minutes: 5 } })).status).toBe(400);
+    },
+    'DELETE /api/v1/notifications/rules/{id}': async () => {
+      const path = '/api/v1/notifications/rules/{id}';
+      const url = `/api/v1/notifications/rules/${await notificationRule()}`;
+      expect((await call('delete', path, url, { token: admin })).status).toBe(204);
+      expect((await call('delete', path, url, { token: admin })).status).toBe(404);
+    },
+    'GET /api/v1/notifications/firings': async () => {
+      const path = '/api/v1/notifications/firings';
+      expect((await call('get', path, path, { token: admin })).status).toBe(200);
+      expect((await call('get', path, `${path}?cursor=x`, { token: admin })).status).toBe(400);
+    },
+    'GET /api/v1/notifications/push/key': async () => {
+      const path = '/api/v1/notifications/push/key';
+      expect((await call('get', path, path)).status).toBe(200);
+    },
+    'POST /api/v1/notifications/push/subscriptions': async () => {
+      const path = '/api/v1/notifications/push/subscriptions';
+      expect((await call('post', path, path, { token: alice, body: pushSubscription('a') })).status).toBe(
+        201,
+      );
+      expect((await call('post', path, path, { token: alice, body: { endpoint: 'x' } })).status).toBe(400);
+    },
+    'DELETE /api/v1/notifications/push/subscriptions': async () => {
+      const path = '/api/v1/notifications/push/subscriptions';
+      const sub = pushSubscription('b');
+      await call('post', path, path, { token: alice, body: sub });
+      expect(
+        (await call('delete', path, path, { token: alice, body: { endpoint: sub.endpoint } })).status,
+      ).toBe(204);
+      expect(
+        (await call('delete', path, path, { token: alice, body: { endpoint: sub.endpoint } })).status,
+      ).toBe(404);
     },
     'GET /health': async () => {
       expect([200, 503]).toContain((await call('get', '/health', '/health')).status);

@@ -9,7 +9,7 @@
  * backtrack: `(a+)+$` in `contains` is those six characters.
  */
 import { z } from 'zod';
-import { parseDuration } from '../../../src/config/fields.js';
+import { isTimeZone, parseDuration } from '../../../src/config/fields.js';
 import { CONTROL_CHAR } from '../../../src/kernel/text.js';
 import { tagSchema } from '../http/filters.js';
 import { serviceKey } from '../store/service-names.js';
@@ -44,14 +44,7 @@ const clock = z
   .regex(/^([01]\d|2[0-3]):[0-5]\d$|^24:00$/, 'must be a time like 08:00 (00:00–24:00)')
   .transform((v) => Number(v.slice(0, 2)) * 60 + Number(v.slice(3)));
 
-export function isTimeZone(zone: string): boolean {
-  try {
-    new Intl.DateTimeFormat('en-US', { timeZone: zone });
-    return true;
-  } catch {
-    return false;
-  }
-}
+export { isTimeZone };
 
 const timeZone = z
   .string()

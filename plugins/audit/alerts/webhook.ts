@@ -12,11 +12,12 @@
  * lead into the LAN). With ALERT_WEBHOOK_SECRET the body is signed:
  * `X-Meshhub-Signature: sha256=<hex HMAC-SHA256 of the body>`.
  */
-import { createHmac } from 'node:crypto';
-import { type GuardedFetch, guardedFetch, refusedAddressOf } from '../../../src/http/guarded-fetch.js';
+import { type GuardedFetch, guardedFetch } from '../../../src/http/guarded-fetch.js';
 import { checkOutboundUrl, OutboundUrlError } from '../../../src/http/outbound-url.js';
+import { postWebhook, signBody } from '../../../src/http/webhook-post.js';
 import type { KernelLogger } from '../../../src/kernel/actor.js';
 import { exponentialDelay } from '../../../src/kernel/backoff.js';
+import { pause } from '../../../src/kernel/timing.js';
 import type { AlertRepository, AlertRow } from './alert-repository.js';
 import { toApiAlert } from './api-json.js';
 import type { AlertWebhookConfig } from './settings.js';
@@ -34,8 +35,6 @@ export interface WebhookOptions {
   /** Delays before the 2nd, 3rd… attempt. */
   retryDelaysMs?: readonly number[];
 }
-
-class DeliveryError extends Error {}
 
 export class AlertWebhook {
   private readonly queue: number[] = [];
@@ -127,7 +126,7 @@ export class AlertWebhook {
           this.options.onOutcome('failed');
           return;
         }
-        await sleep(delays[attempt]!, this.abort.signal);
+        await pause(delays[attempt]!, this.abort.signal);
       }
     }
   }
@@ -140,32 +139,8 @@ export class AlertWebhook {
       'content-type': 'application/json',
       'user-agent': 'meshhub-alerts',
     };
-    if (config.secret) {
-      headers['x-meshhub-signature'] =
-        `sha256=${createHmac('sha256', config.secret.reveal()).update(body).digest('hex')}`;
-    }
+    if (config.secret) headers['x-meshhub-signature'] = signBody(config.secret.reveal(), body);
     const signal = AbortSignal.any([this.abort.signal, AbortSignal.timeout(config.timeoutMs)]);
-    const send = this.options.fetchImpl ?? this.network!;
-    let res: Response;
-    try {
-      res = await send(url, { method: 'POST', headers, body, redirect: 'manual', signal });
-    } catch (error) {
-      // A refused address is an OutboundUrlError: final, not retried.
-      throw refusedAddressOf(error) ?? error;
-    }
-    await res.body?.cancel().catch(() => {});
-    if (res.status >= 300 && res.status < 400)
-      throw new DeliveryError(`redirect (${res.status}) not followed`);
-    if (!res.ok) throw new DeliveryError(`the receiver answered ${res.status}`);
+    await postWebhook(this.options.fetchImpl ?? this.network!, url, { headers, body, signal });
   }
-}
-
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const timer = setTimeout(resolve, ms);
-    signal.addEventListener('abort', () => {
-      clearTimeout(timer);
-      resolve();
-    });
-  });
 }

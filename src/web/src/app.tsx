@@ -18,6 +18,8 @@ const loadPlansPage = () => import('./billing/plans-page.js').then((m) => m.Plan
 const loadAdminBillingPage = () => import('./billing/admin-billing-page.js').then((m) => m.AdminBillingPage);
 const loadSitesPage = () => import('./sites/sites-page.js').then((m) => m.SitesPage);
 const loadPacketsPage = () => import('./packets/packets-page.js').then((m) => m.PacketsPage);
+const loadNotificationsPage = () =>
+  import('./notifications/notifications-page.js').then((m) => m.NotificationsPage);
 const loadAuditConsole = () => import('./audit/audit-console.js').then((m) => m.AuditConsole);
 
 function NotFound({ path }: { path: string }) {
@@ -89,6 +91,8 @@ export function App() {
       );
   } else if (route.page === 'packets') {
     view = <LazyView load={loadPacketsPage} props={{}} />;
+  } else if (route.page === 'notifications') {
+    view = <LazyView load={loadNotificationsPage} props={{}} />;
   } else if (route.page === 'audit') {
     // Shown only when the hub runs the audit plugin (from the live stream's hello, as billing).
     const auditOn = plugins?.includes('audit');

@@ -136,6 +136,15 @@ export function Header({ page }: { page: string }) {
             </span>
           )}
         </Link>
+        {session && !upstream && (
+          <Link
+            href="/notifications"
+            class="nav-link"
+            aria-current={page === 'notifications' ? 'page' : undefined}
+          >
+            Alerts
+          </Link>
+        )}
         {upstream && (
           <Link href="/sites" class="nav-link" aria-current={page === 'sites' ? 'page' : undefined}>
             Sites

@@ -8,6 +8,7 @@ export type Route =
   | { page: 'admin-billing' }
   | { page: 'sites' }
   | { page: 'packets' }
+  | { page: 'notifications' }
   | { page: 'audit'; view: AuditView }
   | { page: 'not-found'; path: string };
 
@@ -43,6 +44,7 @@ export function matchRoute(pathname: string, search = ''): Route {
   if (path === '/admin/billing') return { page: 'admin-billing' };
   if (path === '/sites') return { page: 'sites' };
   if (path === '/packets') return { page: 'packets' };
+  if (path === '/notifications') return { page: 'notifications' };
   if (path === '/audit') return { page: 'audit', view: 'search' };
   const audit = /^\/audit\/([a-z]+)$/.exec(path);
   if (audit && (AUDIT_VIEWS as readonly string[]).includes(audit[1]!) && audit[1] !== 'search')

@@ -8,6 +8,7 @@
 import type { HelloEvent, RadioStatus } from '../api/types.js';
 import type { NodeJson } from '../lib/mesh-state.js';
 import type { ReadingJson } from '../lib/metrics.js';
+import { applyFiring } from '../notifications/live-firings.js';
 import { hubStore } from '../state/hub.js';
 import { applyNode, applyReadings, refreshMesh } from '../state/mesh.js';
 import { liveStreamUrl, serverFacts } from '../state/read-access.js';
@@ -46,6 +47,7 @@ export function startHubLive(): ReconnectingStream {
       },
       node: (data) => applyNode(data as NodeJson),
       radio: (data) => hubStore.set((s) => ({ ...s, radio: data as RadioStatus })),
+      notification: applyFiring,
       ping: () => {},
     },
   });
