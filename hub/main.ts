@@ -41,6 +41,7 @@ import { type DataDirLock, lockDataDir } from '../src/store/data-dir-lock.js';
 import { type Database, damagedDatabase, HUB_DATABASE_FILE } from '../src/store/database.js';
 import { IngestWriterActor } from '../src/store/ingest-writer-actor.js';
 import { StoreActor } from '../src/store/store-actor.js';
+import { topologyModule } from '../src/topology/module.js';
 import { webUiModule } from '../src/ui-server/module.js';
 import { readVersion } from '../src/version.js';
 import { weatherModule } from '../src/weather/module.js';
@@ -62,6 +63,7 @@ export const CORE_MODULES: readonly HubModule[] = [
   mqttModule,
   liveModule,
   retentionModule,
+  topologyModule,
   webUiModule,
   apiDocsModule,
 ];

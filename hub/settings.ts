@@ -14,6 +14,7 @@ import { meshApiSettings } from '../src/mesh-api/settings.js';
 import { messagingSettings } from '../src/messaging/settings.js';
 import { mqttSettings } from '../src/mqtt/settings.js';
 import { retentionSettings } from '../src/retention/settings.js';
+import { topologySettings } from '../src/topology/settings.js';
 import { webUiSettings } from '../src/ui-server/settings.js';
 
 export type RadioSpec =
@@ -143,6 +144,7 @@ export const configSchema = z
     ...messagingSettings.shape,
     ...mqttSettings.shape,
     ...retentionSettings.shape,
+    ...topologySettings.shape,
     ...webUiSettings.shape,
   })
   .strict();
