@@ -202,7 +202,7 @@ export function tracerouteRequestRoutes(deps: TopologyRoutesDeps): Hono<AuthEnv>
   return app;
 }
 
-const positionSchema = z.object({ id: z.string().regex(/^[0-9a-f-]{36}$/) });
+const positionSchema = z.object({ seq: z.int().min(1) });
 const cursors = cursorCodec(positionSchema);
 
 export function tracerouteRoutes(deps: Pick<TopologyRoutesDeps, 'repo'>): Hono {
@@ -213,7 +213,7 @@ export function tracerouteRoutes(deps: Pick<TopologyRoutesDeps, 'repo'>): Hono {
     const before =
       query.cursor === undefined
         ? undefined
-        : readCursor(cursors, query.cursor, 'is not a cursor this list issued').id;
+        : readCursor(cursors, query.cursor, 'is not a cursor this list issued').seq;
     const rows = deps
       .repo()
       .list(
@@ -221,7 +221,7 @@ export function tracerouteRoutes(deps: Pick<TopologyRoutesDeps, 'repo'>): Hono {
         limit + 1,
       );
     const page = rows.slice(0, limit);
-    const next = rows.length > limit ? cursors.encode({ id: page.at(-1)!.id }) : undefined;
+    const next = rows.length > limit ? cursors.encode({ seq: page.at(-1)!.seq! }) : undefined;
     const params: Record<string, string> = {};
     if (query.node_id) params.node_id = query.node_id;
     if (query.limit !== undefined) params.limit = String(query.limit);

@@ -14,7 +14,7 @@
 import { randomInt } from 'node:crypto';
 import { Portnums } from '@meshtastic/protobufs';
 import type { HubBus } from '../domain/events.js';
-import type { HeardPacket, MeshLink } from '../domain/mesh.js';
+import type { HeardPacket, HeardVia, MeshLink } from '../domain/mesh.js';
 import { nodeIdFromNum, nodeNumFromId } from '../domain/node.js';
 import { ProblemError } from '../http/problem.js';
 import { Actor } from '../kernel/actor.js';
@@ -94,8 +94,9 @@ export class TopologyActor extends Actor {
     this.pruneTimer = setInterval(() => this.prune(), PRUNE_EVERY_MS);
     this.pruneTimer.unref();
     const { bus } = this.deps;
-    bus.on(this.name, 'mesh.heard', ({ packet, duplicate }) => {
-      if (!duplicate) this.guard(() => this.onHeard(packet));
+    bus.on(this.name, 'mesh.heard', ({ packet, via, duplicate }) => {
+      // The radio's copy answers the hub's own traceroute even when MQTT brought it first.
+      if (!duplicate || via === 'radio') this.guard(() => this.onHeard(packet, via, duplicate));
     });
     bus.on(this.name, 'node.renumbered', ({ oldNodeId, newNodeId }) =>
       this.guard(() => this.repo?.renumber(oldNodeId, newNodeId)),
@@ -218,39 +219,48 @@ export class TopologyActor extends Actor {
     return ended;
   }
 
-  private onHeard(packet: HeardPacket): void {
+  /**
+   * The hub's own traceroute is answered (or refused) only by what its own radio hears, as ACKs
+   * are: a copy over MQTT could come from anyone. Other traceroutes and neighbour reports count
+   * from either path, once (first sightings only).
+   */
+  private onHeard(packet: HeardPacket, via: HeardVia, duplicate: boolean): void {
     const repo = this.repo;
     if (!repo) return;
     switch (packet.portnum) {
       case Portnums.PortNum.TRACEROUTE_APP: {
         // A request (no request_id) is on its way; only a reply carries the route.
         if (packet.meta.requestId === 0) return;
+        const ours = repo.hubByPacket(packet.meta.requestId);
+        if (ours && via === 'mqtt') return;
+        if (duplicate && !ours) return;
         const answer = decodeTracerouteReply(packet.from, packet.to, packet.payload);
         if (!answer) return;
-        const mine = repo.pendingByPacket(packet.meta.requestId);
-        if (mine) {
-          this.end(mine.id, 'hub', {
+        if (ours) {
+          const answered = this.end(ours.id, 'hub', {
             status: 'answered',
             at: packet.receivedAt,
             route: answer.route,
             routeBack: answer.routeBack,
           });
+          if (!answered) return;
         } else if (!this.storeHeard(packet, answer)) return;
         for (const link of tracerouteLinks(answer, packet.receivedAt)) this.link(link);
         return;
       }
       case Portnums.PortNum.NEIGHBORINFO_APP: {
+        if (duplicate) return;
         for (const link of decodeNeighborInfo(packet.from, packet.payload, packet.receivedAt) ?? [])
           this.link(link);
         return;
       }
       case Portnums.PortNum.ROUTING_APP: {
         const routing = packet.routing;
-        if (!routing || routing.errorReason === 0 || routing.requestId === 0) return;
-        const mine = repo.pendingByPacket(routing.requestId);
-        if (!mine) return;
+        if (via !== 'radio' || !routing || routing.errorReason === 0 || routing.requestId === 0) return;
+        const ours = repo.hubByPacket(routing.requestId);
+        if (ours?.status !== 'pending') return;
         const refused = routing.errorReason === RATE_LIMIT_EXCEEDED;
-        this.end(mine.id, 'hub', {
+        this.end(ours.id, 'hub', {
           status: refused ? 'refused' : 'no_answer',
           at: packet.receivedAt,
           error: refused ? 'the radio refused it: RATE_LIMIT_EXCEEDED' : `routing error ${routing.errorName}`,
@@ -264,7 +274,7 @@ export class TopologyActor extends Actor {
   private storeHeard(packet: HeardPacket, answer: TracerouteAnswer): boolean {
     const stored = this.repo!.insert(
       {
-        id: messageId(packet.receivedAt),
+        id: messageId(this.now()),
         nodeId: answer.target,
         originId: answer.origin,
         source: 'heard',

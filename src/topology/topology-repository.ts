@@ -15,7 +15,8 @@ const MIGRATIONS = [
     name: 'traceroutes and links',
     up: `
       CREATE TABLE topology_traceroutes (
-        id TEXT PRIMARY KEY,
+        seq INTEGER PRIMARY KEY,
+        id TEXT NOT NULL UNIQUE,
         node_id TEXT NOT NULL,
         origin_id TEXT NOT NULL,
         source TEXT NOT NULL CHECK (source IN ('hub', 'heard')),
@@ -28,10 +29,10 @@ const MIGRATIONS = [
         route TEXT NOT NULL DEFAULT '[]',
         route_back TEXT NOT NULL DEFAULT '[]',
         error TEXT
-      ) WITHOUT ROWID;
-      CREATE INDEX topology_traceroutes_node ON topology_traceroutes (node_id, id);
+      );
+      CREATE INDEX topology_traceroutes_node ON topology_traceroutes (node_id, seq);
       CREATE INDEX topology_traceroutes_requested ON topology_traceroutes (requested_at);
-      CREATE INDEX topology_traceroutes_pending ON topology_traceroutes (packet_id) WHERE status = 'pending';
+      CREATE INDEX topology_traceroutes_packet ON topology_traceroutes (packet_id) WHERE source = 'hub';
       CREATE TABLE topology_links (
         from_id TEXT NOT NULL,
         to_id TEXT NOT NULL,
@@ -50,6 +51,8 @@ export const MAX_LISTED_LINKS = 10_000;
 
 export interface Traceroute {
   id: string;
+  /** Insertion order: lists are newest first by it (ids made in the same millisecond do not sort). */
+  seq?: number;
   nodeId: string;
   originId: string;
   source: 'hub' | 'heard';
@@ -64,6 +67,7 @@ export interface Traceroute {
 }
 
 interface TracerouteRow {
+  seq: number;
   id: string;
   node_id: string;
   origin_id: string;
@@ -89,6 +93,7 @@ interface LinkRow {
 function fromRow(row: TracerouteRow): Traceroute {
   return {
     id: row.id,
+    seq: row.seq,
     nodeId: row.node_id,
     originId: row.origin_id,
     source: row.source,
@@ -156,11 +161,11 @@ export class TopologyRepository {
     return row ? fromRow(row) : undefined;
   }
 
-  /** The hub's pending traceroute whose request went out as `packetId`. */
-  pendingByPacket(packetId: number): Traceroute | undefined {
+  /** The hub's traceroute whose request went out as `packetId` (the newest, should an id recur). */
+  hubByPacket(packetId: number): Traceroute | undefined {
     const row = this.db
       .prepare(
-        "SELECT * FROM topology_traceroutes WHERE status = 'pending' AND packet_id = ? AND source = 'hub'",
+        "SELECT * FROM topology_traceroutes WHERE packet_id = ? AND source = 'hub' ORDER BY seq DESC LIMIT 1",
       )
       .get(packetId >>> 0) as TracerouteRow | undefined;
     return row ? fromRow(row) : undefined;
@@ -207,8 +212,8 @@ export class TopologyRepository {
     return row.at ?? undefined;
   }
 
-  /** Newest first; `before`: the id the previous page ended at. One more than `limit` tells a next page exists. */
-  list(filter: { nodeId?: string; before?: string }, limit: number): Traceroute[] {
+  /** Newest first; `before`: the seq the previous page ended at. One more than `limit` tells a next page exists. */
+  list(filter: { nodeId?: string; before?: number }, limit: number): Traceroute[] {
     const where: string[] = [];
     const params: unknown[] = [];
     if (filter.nodeId !== undefined) {
@@ -216,10 +221,10 @@ export class TopologyRepository {
       params.push(filter.nodeId);
     }
     if (filter.before !== undefined) {
-      where.push('id < ?');
+      where.push('seq < ?');
       params.push(filter.before);
     }
-    const sql = `SELECT * FROM topology_traceroutes ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY id DESC LIMIT ?`;
+    const sql = `SELECT * FROM topology_traceroutes ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY seq DESC LIMIT ?`;
     return (this.db.prepare(sql).all(...params, limit) as TracerouteRow[]).map(fromRow);
   }
 
