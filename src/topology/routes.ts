@@ -82,8 +82,9 @@ export function linkJson(l: MeshLink): LinkJson {
 
 const tracerouteAuth = {
   401: AUTH_PROBLEMS.unauthorized,
-  403: AUTH_PROBLEMS.noRole,
-  503: AUTH_PROBLEMS.idpDown,
+  403: problem('The token carries neither role admin nor operator.', {
+    'WWW-Authenticate': HEADERS.wwwAuthenticate,
+  }),
 };
 
 export const tracerouteRequestOperations = describeRoutes('/api/v1/nodes/{node_id}/traceroute', [
