@@ -15,14 +15,7 @@ import { bodyProblem, limitBody, readJsonBody } from '../auth/request-body.js';
 import type { AuthEnv } from '../auth/require-auth.js';
 import type { MeshLink } from '../domain/mesh.js';
 import { nodeIdFromNum } from '../domain/node.js';
-import {
-  AUTH_PROBLEMS,
-  BODY_PROBLEMS,
-  COMMON_PROBLEMS,
-  HEADERS,
-  pagedListResponses,
-  problem,
-} from '../http/openapi.js';
+import { AUTH_PROBLEMS, COMMON_PROBLEMS, HEADERS, pagedListResponses, problem } from '../http/openapi.js';
 import { describeRoutes } from '../http/openapi-route.js';
 import { cursorCodec, nextPageHeaders, readCursor } from '../http/paging.js';
 import { ProblemError, validationProblem } from '../http/problem.js';
@@ -108,7 +101,8 @@ export const tracerouteRequestOperations = describeRoutes('/api/v1/nodes/{node_i
       400: COMMON_PROBLEMS.badInput,
       ...tracerouteAuth,
       404: problem('No node with this id is known to the hub.'),
-      ...BODY_PROBLEMS,
+      413: COMMON_PROBLEMS.tooLarge,
+      415: COMMON_PROBLEMS.notJson,
       429: problem('A traceroute went out less than 30 s ago.', { 'Retry-After': HEADERS.retryAfter }),
       503: problem('The radio is not connected, or the identity provider cannot be reached.', {
         'Retry-After': HEADERS.retryAfter,

@@ -37,18 +37,22 @@ import { TopologyRepository, type Traceroute } from './topology-repository.js';
 export const TRACEROUTE_INTERVAL_MS = 30_000;
 /** Routing_Error.RATE_LIMIT_EXCEEDED (mesh.proto). */
 const RATE_LIMIT_EXCEEDED = 38;
-/** An empty RouteDiscovery: what a traceroute request carries. */
-const EMPTY_PAYLOAD = new Uint8Array(0);
 /** The paced queue may hold a request a while; the timeout ends it anyway. */
 const PACED_ASK_MS = 10 * 60_000;
+/** The radio answers a send at once (or rejects it while the link is down). */
 const SEND_ASK_MS = 10_000;
+/** Old traceroutes and links go hourly: a small delete each time rather than a big one nightly. */
 const PRUNE_EVERY_MS = 3_600_000;
 
+/** An empty RouteDiscovery: what a traceroute request carries. */
+const EMPTY_PAYLOAD = new Uint8Array(0);
+
+/** What the actor is built with (the module hands it its context's parts). */
 export interface TopologyDeps {
+  settings: TopologySettings;
   bus: HubBus;
   db: Database;
   log: Logger;
-  settings: TopologySettings;
   metrics: Pick<ModuleMetrics, 'counter'>;
   now?: () => number;
 }

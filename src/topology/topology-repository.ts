@@ -91,7 +91,8 @@ interface LinkRow {
 }
 
 function fromRow(row: TracerouteRow): Traceroute {
-  return {
+  const { answered_at: answeredAt, deadline, error } = row;
+  const trace: Traceroute = {
     id: row.id,
     seq: row.seq,
     nodeId: row.node_id,
@@ -100,12 +101,13 @@ function fromRow(row: TracerouteRow): Traceroute {
     status: row.status,
     packetId: row.packet_id,
     requestedAt: row.requested_at,
-    ...(row.answered_at === null ? {} : { answeredAt: row.answered_at }),
-    ...(row.deadline === null ? {} : { deadline: row.deadline }),
     route: JSON.parse(row.route) as RouteHop[],
     routeBack: JSON.parse(row.route_back) as RouteHop[],
-    ...(row.error === null ? {} : { error: row.error }),
   };
+  if (answeredAt !== null) trace.answeredAt = answeredAt;
+  if (deadline !== null) trace.deadline = deadline;
+  if (error !== null) trace.error = error;
+  return trace;
 }
 
 function linkFromRow(row: LinkRow): MeshLink {
@@ -117,6 +119,9 @@ function linkFromRow(row: LinkRow): MeshLink {
     source: row.source,
   };
 }
+
+/** A condition and its values; undefined values leave the condition out. */
+type Condition = readonly [sql: string, values: unknown[] | undefined];
 
 export class TopologyRepository {
   private readonly insertTrace: Statement;
@@ -214,18 +219,24 @@ export class TopologyRepository {
 
   /** Newest first; `before`: the seq the previous page ended at. One more than `limit` tells a next page exists. */
   list(filter: { nodeId?: string; before?: number }, limit: number): Traceroute[] {
-    const where: string[] = [];
-    const params: unknown[] = [];
-    if (filter.nodeId !== undefined) {
-      where.push('node_id = ?');
-      params.push(filter.nodeId);
-    }
-    if (filter.before !== undefined) {
-      where.push('seq < ?');
-      params.push(filter.before);
-    }
-    const sql = `SELECT * FROM topology_traceroutes ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY seq DESC LIMIT ?`;
-    return (this.db.prepare(sql).all(...params, limit) as TracerouteRow[]).map(fromRow);
+    return this.select<TracerouteRow>(
+      'topology_traceroutes',
+      [
+        ['node_id = ?', filter.nodeId === undefined ? undefined : [filter.nodeId]],
+        ['seq < ?', filter.before === undefined ? undefined : [filter.before]],
+      ],
+      'seq DESC',
+      limit,
+    ).map(fromRow);
+  }
+
+  /** Rows of `table` meeting the given conditions, in `order`, at most `limit`. */
+  private select<R>(table: string, conditions: readonly Condition[], order: string, limit: number): R[] {
+    const given = conditions.filter(([, values]) => values !== undefined);
+    const where = given.length ? `WHERE ${given.map(([sql]) => sql).join(' AND ')}` : '';
+    return this.db
+      .prepare(`SELECT * FROM ${table} ${where} ORDER BY ${order} LIMIT ?`)
+      .all(...given.flatMap(([, values]) => values!), limit) as R[];
   }
 
   upsertLink(link: MeshLink): void {
@@ -234,18 +245,16 @@ export class TopologyRepository {
 
   /** The newest links first, at most MAX_LISTED_LINKS. */
   links(filter: { nodeId?: string; since?: number }): MeshLink[] {
-    const where: string[] = [];
-    const params: unknown[] = [];
-    if (filter.nodeId !== undefined) {
-      where.push('(from_id = ? OR to_id = ?)');
-      params.push(filter.nodeId, filter.nodeId);
-    }
-    if (filter.since !== undefined) {
-      where.push('last_heard >= ?');
-      params.push(filter.since);
-    }
-    const sql = `SELECT * FROM topology_links ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY last_heard DESC LIMIT ?`;
-    return (this.db.prepare(sql).all(...params, MAX_LISTED_LINKS) as LinkRow[]).map(linkFromRow);
+    const node = filter.nodeId;
+    return this.select<LinkRow>(
+      'topology_links',
+      [
+        ['(from_id = ? OR to_id = ?)', node === undefined ? undefined : [node, node]],
+        ['last_heard >= ?', filter.since === undefined ? undefined : [filter.since]],
+      ],
+      'last_heard DESC',
+      MAX_LISTED_LINKS,
+    ).map(linkFromRow);
   }
 
   /** Deletes traceroutes requested and links last heard before `cutoff` (ms); returns how many rows went. */
@@ -261,19 +270,14 @@ export class TopologyRepository {
 
   /** A node's new number (firmware 2.8): its traceroutes and links follow it. */
   renumber(oldNodeId: string, newNodeId: string): void {
+    const moves = [
+      'UPDATE topology_traceroutes SET node_id = ? WHERE node_id = ?',
+      'UPDATE topology_traceroutes SET origin_id = ? WHERE origin_id = ?',
+      'UPDATE OR REPLACE topology_links SET from_id = ? WHERE from_id = ?',
+      'UPDATE OR REPLACE topology_links SET to_id = ? WHERE to_id = ?',
+    ];
     this.db.transaction(() => {
-      this.db
-        .prepare('UPDATE topology_traceroutes SET node_id = ? WHERE node_id = ?')
-        .run(newNodeId, oldNodeId);
-      this.db
-        .prepare('UPDATE topology_traceroutes SET origin_id = ? WHERE origin_id = ?')
-        .run(newNodeId, oldNodeId);
-      this.db
-        .prepare('UPDATE OR REPLACE topology_links SET from_id = ? WHERE from_id = ?')
-        .run(newNodeId, oldNodeId);
-      this.db
-        .prepare('UPDATE OR REPLACE topology_links SET to_id = ? WHERE to_id = ?')
-        .run(newNodeId, oldNodeId);
+      for (const sql of moves) this.db.prepare(sql).run(newNodeId, oldNodeId);
     })();
   }
 }

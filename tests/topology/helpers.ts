@@ -107,14 +107,8 @@ export function tracerouteReply(
     routeBack: route.back ?? [],
     snrBack: (route.snrBack ?? []).map((s) => s * 4),
   });
-  return decoded(
-    from,
-    to,
-    Portnums.PortNum.TRACEROUTE_APP,
-    toBinary(Mesh.RouteDiscoverySchema, discovery),
-    requestId,
-    id,
-  );
+  const payload = toBinary(Mesh.RouteDiscoverySchema, discovery);
+  return decoded(from, to, Portnums.PortNum.TRACEROUTE_APP, payload, requestId, id);
 }
 
 export function neighbourInfo(
@@ -131,14 +125,4 @@ export function neighbourInfo(
     0,
     id,
   );
-}
-
-export function routingError(
-  from: number,
-  to: number,
-  requestId: number,
-  reason: Mesh.Routing_Error,
-): Mesh.MeshPacket {
-  const routing = create(Mesh.RoutingSchema, { variant: { case: 'errorReason', value: reason } });
-  return decoded(from, to, Portnums.PortNum.ROUTING_APP, toBinary(Mesh.RoutingSchema, routing), requestId);
 }

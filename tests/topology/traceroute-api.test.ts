@@ -9,16 +9,9 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { nodeIdFromNum } from '../../src/domain/node.js';
 import { messagingRoles } from '../../src/mesh/simulator/messaging-responder.js';
 import { mqttOf, type TestHub, waitFor } from '../helpers/hub.js';
-import { call, knownNodes, subscriber } from '../messaging/helpers.js';
+import { call, knownNodes, routingFrom, subscriber } from '../messaging/helpers.js';
 import { connect, endClients, envelopeOf, meshTopic } from '../mqtt/helpers.js';
-import {
-  hubOn,
-  linkEvents,
-  routingError,
-  startTopologySim,
-  type TopologySim,
-  tracerouteReply,
-} from './helpers.js';
+import { hubOn, linkEvents, startTopologySim, type TopologySim, tracerouteReply } from './helpers.js';
 
 const cleanups: Array<() => Promise<void>> = [];
 afterEach(async () => {
@@ -143,7 +136,7 @@ describe('POST /api/v1/nodes/{node_id}/traceroute', () => {
     expect(res.status).toBe(202);
     const sent = await waitFor(() => sim.traceroutes()[0], 10_000, 'the traceroute on the radio');
     const radio = sim.network.radio.num;
-    (await sim.client()).deliver(routingError(radio, radio, sent.id, Mesh.Routing_Error.RATE_LIMIT_EXCEEDED));
+    (await sim.client()).deliver(routingFrom(radio, radio, sent.id, Mesh.Routing_Error.RATE_LIMIT_EXCEEDED));
     const done = await settled(t, res.body.id);
     expect(done).toMatchObject({ status: 'refused', error: expect.stringMatching(/RATE_LIMIT_EXCEEDED/) });
   });
