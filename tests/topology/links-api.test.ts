@@ -89,6 +89,12 @@ describe('GET /api/v1/links', () => {
       (await call(t.baseUrl, 'GET', `/api/v1/links?since=${past}`)).body.data.length,
     ).toBeGreaterThanOrEqual(2);
 
+    // A node that comes back under a new number (firmware 2.8) keeps its links.
+    t.hub.bus.emit('node.renumbered', { oldNodeId: a!.id, newNodeId: '!0badc0de', at: Date.now() });
+    const moved = await call(t.baseUrl, 'GET', '/api/v1/links?node_id=!0badc0de');
+    expect(moved.body.data.map((l: { to: string }) => l.to).sort()).toEqual([b!.id, c!.id].sort());
+    expect((await call(t.baseUrl, 'GET', `/api/v1/links?node_id=${a!.id}`)).body.data).toEqual([]);
+
     for (const query of ['since=yesterday', 'node_id=!xyz', 'node_id=!ABCDEF01']) {
       const res = await call(t.baseUrl, 'GET', `/api/v1/links?${query}`);
       expect(res.status, query).toBe(400);

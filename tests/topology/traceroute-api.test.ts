@@ -99,6 +99,8 @@ describe('POST /api/v1/nodes/{node_id}/traceroute', () => {
     const listed = await call(t.baseUrl, 'GET', `/api/v1/traceroutes?node_id=${target.id}`);
     expect(listed.status).toBe(200);
     expect(listed.body.data).toEqual([done]);
+    const metrics = await (await fetch(`${t.baseUrl}/metrics`)).text();
+    expect(metrics).toMatch(/meshhub_traceroutes_total\{source="hub",status="answered"\} 1\b/);
   });
 
   it('a second traceroute within 30 s is 429 with Retry-After, and nothing more goes to the radio', async () => {
