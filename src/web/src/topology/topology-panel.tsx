@@ -22,16 +22,20 @@ import {
   traceroutePath,
   useCanTrace,
   useLinks,
+  useLoaded,
 } from './topology.js';
 import './topology.css';
 
-const POLL_MS = 2_000;
 const STATUS_WORDS: Record<TracerouteJson['status'], string> = {
   pending: 'Waiting for the answer…',
   answered: 'Answered',
   no_answer: 'No answer',
   refused: 'Refused by the radio (too soon after the last one)',
 };
+
+/** How often a pending traceroute is asked for again. */
+const POLL_MS = 2_000;
+const NO_TRACES: TracerouteJson[] = [];
 
 function SnrChip({ snr }: { snr: number | undefined }) {
   return <span class={`snr-chip snr-${snrClass(snr)}`}>{snrText(snr)}</span>;
@@ -95,21 +99,9 @@ export function TopologyPanel({ nodeId, isHub }: { nodeId: string; isHub: boolea
   const token = useCanTrace();
   const now = useNow(30_000);
   const links = useLinks(nodeId);
-  const [traces, setTraces] = useState<TracerouteJson[]>([]);
+  const [traces, setTraces] = useLoaded<TracerouteJson[]>(nodeId, listTraceroutes, NO_TRACES);
   const [error, setError] = useState<string | undefined>(undefined);
   const [sending, setSending] = useState(false);
-
-  useEffect(() => {
-    let stopped = false;
-    listTraceroutes(nodeId)
-      .then((list) => {
-        if (!stopped) setTraces(list);
-      })
-      .catch(() => {});
-    return () => {
-      stopped = true;
-    };
-  }, [nodeId]);
 
   const pending = traces.find((t) => t.status === 'pending');
   useEffect(() => {

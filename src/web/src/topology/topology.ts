@@ -88,23 +88,35 @@ export async function sendTraceroute(nodeId: string, token: string): Promise<Tra
   ).body;
 }
 
-/** The traceroute a map address names (`/?traceroute=<id>`), once loaded. */
-export function useTraceroute(id: string | undefined): TracerouteJson | undefined {
-  const [trace, setTrace] = useState<TracerouteJson | undefined>(undefined);
+/**
+ * What `load` answers, once it does (`initial` until then, and again whenever `key` changes);
+ * a failed load leaves `initial`. `set` replaces it (a page's own changes).
+ */
+export function useLoaded<T>(
+  key: string | undefined,
+  load: (key: string) => Promise<T>,
+  initial: T,
+): [T, (update: (current: T) => T) => void] {
+  const [value, setValue] = useState<T>(initial);
   useEffect(() => {
-    setTrace(undefined);
-    if (!id) return;
+    setValue(initial);
+    if (!key) return;
     let stopped = false;
-    getTraceroute(id)
-      .then((t) => {
-        if (!stopped) setTrace(t);
+    load(key)
+      .then((loaded) => {
+        if (!stopped) setValue(loaded);
       })
       .catch(() => {});
     return () => {
       stopped = true;
     };
-  }, [id]);
-  return trace;
+  }, [key]);
+  return [value, setValue];
+}
+
+/** The traceroute a map address names (`/?traceroute=<id>`), once loaded. */
+export function useTraceroute(id: string | undefined): TracerouteJson | undefined {
+  return useLoaded<TracerouteJson | undefined>(id, getTraceroute, undefined)[0];
 }
 
 /** The map's address showing a traceroute's path. */
