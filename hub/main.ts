@@ -35,14 +35,15 @@ import { HubMetrics } from '../src/metrics.js';
 import type { HubModule, UpgradeHandler } from '../src/module.js';
 import { mqttModule } from '../src/mqtt/module.js';
 import { nodesModule } from '../src/nodes/module.js';
-import { packetsModule } from '../src/packets/module.js';
 import { notificationsModule } from '../src/notifications/module.js';
+import { packetsModule } from '../src/packets/module.js';
 import { retentionModule } from '../src/retention/module.js';
 import { secureDataDir, unwritableDataDir } from '../src/store/data-dir.js';
 import { type DataDirLock, lockDataDir } from '../src/store/data-dir-lock.js';
 import { type Database, damagedDatabase, HUB_DATABASE_FILE } from '../src/store/database.js';
 import { IngestWriterActor } from '../src/store/ingest-writer-actor.js';
 import { StoreActor } from '../src/store/store-actor.js';
+import { topologyModule } from '../src/topology/module.js';
 import { webUiModule } from '../src/ui-server/module.js';
 import { readVersion } from '../src/version.js';
 import { weatherModule } from '../src/weather/module.js';
@@ -66,6 +67,7 @@ export const CORE_MODULES: readonly HubModule[] = [
   packetsModule,
   notificationsModule,
   retentionModule,
+  topologyModule,
   webUiModule,
   apiDocsModule,
 ];

@@ -19,9 +19,11 @@ import {
 } from '../src/messaging/schemas.js';
 import { nodesOperations } from '../src/nodes/routes.js';
 import { nodeSchema } from '../src/nodes/schemas.js';
-import { packetsOperations } from '../src/packets/routes.js';
 import { notificationOperations } from '../src/notifications/routes.js';
 import { firingSchema, ruleSchema } from '../src/notifications/schemas.js';
+import { packetsOperations } from '../src/packets/routes.js';
+import { linkOperations, tracerouteOperations, tracerouteRequestOperations } from '../src/topology/routes.js';
+import { linkSchema, tracerouteSchema } from '../src/topology/schemas.js';
 import { mapOperations } from '../src/ui-server/map-routes.js';
 import { tileJsonSchema } from '../src/ui-server/schemas.js';
 import { weatherOperations } from '../src/weather/routes.js';
@@ -40,6 +42,7 @@ export function meshOpenApiDocument(version: string): OpenApiDocument {
       { name: 'ingest', description: 'Readings from sensors that speak HTTP.' },
       { name: 'auth', description: 'The hub’s own token issuer.' },
       { name: 'messaging', description: 'Texts to and from mesh nodes (bearer, role subscriber or admin).' },
+      { name: 'topology', description: 'Traceroutes and the links between nodes.' },
       { name: 'map', description: 'What the web map draws under the nodes.' },
       {
         name: 'notifications',
@@ -53,6 +56,8 @@ export function meshOpenApiDocument(version: string): OpenApiDocument {
       MessageRecord: messageRecordSchema,
       MessageDetail: messageDetailSchema,
       ConversationSummary: conversationSummarySchema,
+      Traceroute: tracerouteSchema,
+      Link: linkSchema,
       TileJson: tileJsonSchema,
       RadioStatus: radioStatusSchema,
       HealthReport: healthReportSchema,
@@ -68,6 +73,9 @@ export function meshOpenApiDocument(version: string): OpenApiDocument {
       ...tokenOperations,
       ...jwksOperations,
       ...messagingOperations,
+      ...tracerouteRequestOperations,
+      ...tracerouteOperations,
+      ...linkOperations,
       ...mapOperations,
       ...liveOperations,
       ...notificationOperations,

@@ -13,9 +13,10 @@ import { LOG_FORMATS } from '../src/log.js';
 import { meshApiSettings } from '../src/mesh-api/settings.js';
 import { messagingSettings } from '../src/messaging/settings.js';
 import { mqttSettings } from '../src/mqtt/settings.js';
-import { packetLogSettings } from '../src/packets/settings.js';
 import { notificationSettings } from '../src/notifications/settings.js';
+import { packetLogSettings } from '../src/packets/settings.js';
 import { retentionSettings } from '../src/retention/settings.js';
+import { topologySettings } from '../src/topology/settings.js';
 import { webUiSettings } from '../src/ui-server/settings.js';
 
 export type RadioSpec =
@@ -147,6 +148,7 @@ export const configSchema = z
     ...packetLogSettings.shape,
     ...notificationSettings.shape,
     ...retentionSettings.shape,
+    ...topologySettings.shape,
     ...webUiSettings.shape,
   })
   .strict();

@@ -28,6 +28,8 @@ export interface RadioSendRequest {
   portnum: number;
   payload: Uint8Array;
   wantAck: boolean;
+  /** Data.want_response: the destination should answer (a traceroute request). */
+  wantResponse?: boolean;
   channel?: number;
 }
 

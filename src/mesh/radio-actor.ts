@@ -125,7 +125,14 @@ export class RadioActor extends Actor {
           channel: request.channel ?? 0,
           wantAck: request.wantAck,
           hopLimit: this.hopLimit,
-          payloadVariant: { case: 'decoded', value: { portnum: request.portnum, payload: request.payload } },
+          payloadVariant: {
+            case: 'decoded',
+            value: {
+              portnum: request.portnum,
+              payload: request.payload,
+              wantResponse: request.wantResponse ?? false,
+            },
+          },
         },
       },
     });

@@ -124,6 +124,8 @@ describe('the document and the hub agree', () => {
   let admin: string;
   let sensor: string;
   let node: string;
+  /** The traceroute the POST case sent (the GET case reads it back). */
+  let traceId: string | undefined;
   const conformance = new Conformance(doc);
 
   beforeAll(async () => {
@@ -261,6 +263,35 @@ describe('the document and the hub agree', () => {
     },
     'GET /api/v1/nodes': async () => {
       expect((await call('get', '/api/v1/nodes', '/api/v1/nodes')).status).toBe(200);
+    },
+    'POST /api/v1/nodes/{node_id}/traceroute': async () => {
+      const path = '/api/v1/nodes/{node_id}/traceroute';
+      const accepted = await call('post', path, `/api/v1/nodes/${node}/traceroute`, { token: admin });
+      expect(accepted.status).toBe(202);
+      traceId = (accepted.json() as { id: string }).id;
+      expect((await call('post', path, `/api/v1/nodes/${node}/traceroute`, { token: admin })).status).toBe(
+        429,
+      );
+      expect((await call('post', path, `/api/v1/nodes/${node}/traceroute`, { token: alice })).status).toBe(
+        403,
+      );
+      expect((await call('post', path, '/api/v1/nodes/nope/traceroute', { token: admin })).status).toBe(400);
+    },
+    'GET /api/v1/traceroutes': async () => {
+      expect((await call('get', '/api/v1/traceroutes', '/api/v1/traceroutes?limit=1')).status).toBe(200);
+      expect((await call('get', '/api/v1/traceroutes', '/api/v1/traceroutes?limit=0')).status).toBe(400);
+    },
+    'GET /api/v1/traceroutes/{id}': async () => {
+      const path = '/api/v1/traceroutes/{id}';
+      expect((await call('get', path, `/api/v1/traceroutes/${traceId}`)).status).toBe(200);
+      expect(
+        (await call('get', path, '/api/v1/traceroutes/01890000-0000-7000-8000-000000000000')).status,
+      ).toBe(404);
+      expect((await call('get', path, '/api/v1/traceroutes/x')).status).toBe(400);
+    },
+    'GET /api/v1/links': async () => {
+      expect((await call('get', '/api/v1/links', `/api/v1/links?node_id=${node}`)).status).toBe(200);
+      expect((await call('get', '/api/v1/links', '/api/v1/links?since=x')).status).toBe(400);
     },
     'GET /api/v1/packets': async () => {
       const page = await call('get', '/api/v1/packets', '/api/v1/packets?limit=1');

@@ -263,6 +263,7 @@ export class SimClientSession implements SimClient {
     }
     this.every(2_000 + r() * 8_000, LOG_LINE_INTERVAL_MS, () => this.writeStatusLine());
     this.announceReturns();
+    this.options.responder.onStart?.(this);
   }
 
   /**

@@ -25,6 +25,8 @@ export interface SimClient {
 export interface PacketResponder {
   /** A MeshPacket the client handed to the radio. May throw: the error is logged, the session lives on. */
   onPacket(packet: Mesh.MeshPacket, client: SimClient): void | Promise<void>;
+  /** The client's live traffic begins (after the handshake and backfill): schedule reports here. */
+  onStart?(client: SimClient): void;
 }
 
 /** The default: the radio transmits into a mesh that never answers. */

@@ -5,6 +5,7 @@ import type { Logger } from '../../log.js';
 import { createMessagingResponder } from './messaging-responder.js';
 import { hash32, unitHash } from './random.js';
 import { MeshSimulator, type MeshSimulatorOptions } from './simulator.js';
+import { withTopology } from './topology-responder.js';
 
 /** The simulated mesh without SIM_SEED, SIM_CENTER or a site id: seed 1 around Zürich. */
 export const DEFAULT_SIM_SEED = 1;
@@ -64,10 +65,13 @@ export function simulatorOptionsFrom(
     telemetryIntervalMs: config.SIM_TELEMETRY_SECONDS * 1000,
     backfillMs: config.SIM_BACKFILL,
     ...(config.SIM_AWAY_MINUTES ? { awayMinutes: config.SIM_AWAY_MINUTES } : {}),
-    responder: createMessagingResponder({
-      failurePercent: config.SIM_FAILURE_PERCENT,
-      delayScale: config.SIM_ACK_DELAY_SCALE,
-    }),
+    responder: withTopology(
+      createMessagingResponder({
+        failurePercent: config.SIM_FAILURE_PERCENT,
+        delayScale: config.SIM_ACK_DELAY_SCALE,
+      }),
+      { delayScale: config.SIM_ACK_DELAY_SCALE },
+    ),
   };
 }
 

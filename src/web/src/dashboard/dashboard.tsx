@@ -15,6 +15,7 @@ import { siteNames, sitesStore } from '../state/sites.js';
 import './dashboard.css';
 import { LoadError, Loading } from '../components/load-states.js';
 import { displayStore } from '../state/display.js';
+import { useLinks, useTraceroute } from '../topology/topology.js';
 import { type MapHandle, MapView } from './map-view.js';
 import { Legend, NodeList } from './node-list.js';
 
@@ -35,6 +36,8 @@ export function Dashboard({ focus, site }: { focus?: string; site?: string }) {
   const hubNodeId = hub.radio?.myNodeNum !== undefined ? nodeIdFromNum(hub.radio.myNodeNum) : undefined;
 
   const metrics = displayMetrics(useStore(displayStore));
+  const links = useLinks();
+  const trace = useTraceroute(new URLSearchParams(location.search).get('traceroute') ?? undefined);
   const [search, setSearch] = useState('');
   const nodes = useMemo(
     () =>
@@ -88,6 +91,8 @@ export function Dashboard({ focus, site }: { focus?: string; site?: string }) {
       <section class="map-panel" ref={mapSection} aria-label="Map">
         <MapView
           nodes={nodes}
+          links={links}
+          trace={trace}
           site={only}
           onReady={(handle) => {
             mapHandle.current = handle;

@@ -11,6 +11,8 @@ import 'leaflet/dist/leaflet.css';
 import './map.css';
 import type { TileJson } from '../api/types.js';
 import { heardByWords, type NodeView } from '../lib/node-view.js';
+import { LinkLayer } from '../topology/link-layer.js';
+import type { LinkJson, TracerouteJson } from '../topology/topology.js';
 import { Graticule } from './graticule.js';
 import { type Box, keptLabels, markerLabels, markerWidth, overlaps } from './map-labels.js';
 
@@ -83,6 +85,7 @@ export class MeshMap {
   private userMoved = false;
   private tileLoads = 0;
   private tileErrors = 0;
+  private readonly lines: LinkLayer;
 
   constructor(
     container: HTMLElement,
@@ -97,6 +100,7 @@ export class MeshMap {
     // After the grid's own moveend (registered above), so its new labels are there to check.
     this.map.on('moveend', () => this.declutter());
     this.addFitControl();
+    this.lines = new LinkLayer(this.map);
     for (const event of ['wheel', 'mousedown', 'touchstart', 'keydown'] as const) {
       container.addEventListener(
         event,
@@ -361,6 +365,13 @@ export class MeshMap {
       if (covered.some((other) => overlaps(box, other))) label.style.visibility = 'hidden';
       else covered.push(box);
     }
+  }
+
+  /** Draws the links between placed nodes and, when given, a traceroute's path (src/web/src/topology). */
+  showTopology(links: readonly LinkJson[], trace: TracerouteJson | undefined, now: number): void {
+    const positionOf = (id: string) => this.markers.get(id)?.marker.getLatLng();
+    this.lines.showLinks(links, positionOf, now);
+    this.lines.showTrace(trace, positionOf);
   }
 
   fitToNodes(): void {

@@ -5,6 +5,7 @@ import type { TileJson } from '../api/types.js';
 import type { NodeView } from '../lib/node-view.js';
 import { nodePath } from '../lib/routes.js';
 import { navigate } from '../router.js';
+import type { LinkJson, TracerouteJson } from '../topology/topology.js';
 import type { Background, MeshMap } from './leaflet-map.js';
 
 let tileSource: Promise<TileJson | undefined> | undefined;
@@ -25,8 +26,13 @@ export function MapView({
   nodes,
   site,
   onReady,
+  links = [],
+  trace,
 }: {
   nodes: readonly NodeView[];
+  /** Links between nodes and a traceroute's path, drawn over the markers. */
+  links?: readonly LinkJson[];
+  trace?: TracerouteJson | undefined;
   /** The upstream's site filter: node pages open on that site, and the view fits its nodes. */
   site?: string | undefined;
   onReady: (handle: MapHandle) => void;
@@ -34,12 +40,14 @@ export function MapView({
   const container = useRef<HTMLDivElement>(null);
   const map = useRef<MeshMap | undefined>(undefined);
   const latestNodes = useRef(nodes);
+  const latestTopology = useRef({ links, trace });
   const latestSite = useRef(site);
   const shownSite = useRef(site);
   const [background, setBackground] = useState<Background>('loading');
   const [failed, setFailed] = useState(false);
   latestNodes.current = nodes;
   latestSite.current = site;
+  latestTopology.current = { links, trace };
 
   useEffect(() => {
     let cancelled = false;
@@ -54,6 +62,7 @@ export function MapView({
         });
         map.current = created;
         created.update(latestNodes.current);
+        created.showTopology(latestTopology.current.links, latestTopology.current.trace, Date.now());
         onReady({ focus: (id) => created.focus(id) });
       },
       () => {
@@ -78,6 +87,10 @@ export function MapView({
       map.current.fitToNodes();
     }
   }, [nodes, site]);
+
+  useEffect(() => {
+    map.current?.showTopology(links, trace, Date.now());
+  }, [nodes, links, trace]);
 
   return (
     <div class={`map-wrap map-${background}`} data-testid="map" data-background={background}>
