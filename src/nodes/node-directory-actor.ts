@@ -87,7 +87,10 @@ export class NodeDirectoryActor extends Actor {
     this.pending.delete(num);
     if (verdict.kind !== 'link' || !repo.link(verdict.old.nodeNum, num, now)) return;
     const event = { oldNodeId: verdict.old.nodeId, newNodeId: nodeIdFromNum(num), at: now };
-    this.deps.log?.info({ old: event.oldNodeId, node: event.newNodeId }, 'node renumbered; its history follows it');
+    this.deps.log?.info(
+      { old: event.oldNodeId, node: event.newNodeId },
+      'node renumbered; its history follows it',
+    );
     this.deps.counters?.renumbered();
     this.deps.bus.emit('node.renumbered', event);
   }

@@ -15,13 +15,10 @@ export const nodeSchema = z.object({
   last_heard: z.iso.datetime().optional(),
   battery_level: z.number().optional().meta({ description: 'Percent; 101 means powered (Meshtastic).' }),
   snr: z.number().optional().meta({ description: 'dB, of the last packet heard.' }),
-  previous_ids: z
-    .array(z.string())
-    .optional()
-    .meta({
-      description:
-        'The ids the node had before firmware 2.8 renumbered it (same public key), oldest first; their history is under node_id now.',
-    }),
+  previous_ids: z.array(z.string()).optional().meta({
+    description:
+      'The ids the node had before firmware 2.8 renumbered it (same public key), oldest first; their history is under node_id now.',
+  }),
 });
 
 /** A node id in a path: "!" and 8 lower-case hex digits. */

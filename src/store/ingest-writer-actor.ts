@@ -88,9 +88,15 @@ export class IngestWriterActor extends Actor {
       try {
         this.writer.flush();
         const moved = readingWriter.renumber(oldNodeId, newNodeId);
-        log.info({ old: oldNodeId, node: newNodeId, readings: moved }, 'readings moved to the renumbered node');
+        log.info(
+          { old: oldNodeId, node: newNodeId, readings: moved },
+          'readings moved to the renumbered node',
+        );
       } catch (error) {
-        log.error({ err: error, old: oldNodeId, node: newNodeId }, 'moving the readings of a renumbered node failed');
+        log.error(
+          { err: error, old: oldNodeId, node: newNodeId },
+          'moving the readings of a renumbered node failed',
+        );
       }
     });
   }

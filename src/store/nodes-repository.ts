@@ -75,7 +75,7 @@ export class NodeRepository {
   private readonly isAliasStatement: Statement<unknown[], [number]>;
   private readonly linkTransaction: (oldNum: number, newNum: number, at: number) => boolean;
 
-  constructor(private readonly db: Database) {
+  constructor(db: Database) {
     // excluded.x is NULL when the update does not carry x: coalesce keeps what is known.
     this.upsertStatement = db
       .prepare(
@@ -214,10 +214,15 @@ export class NodeRepository {
   }
 
   /** Other nodes that were heard with `key` (a handful at most). */
-  withPublicKey(key: Uint8Array, exceptNum: number): Array<{ nodeNum: number; nodeId: string; lastHeard?: number }> {
-    return this.sameKeyStatement.all(Buffer.from(key), exceptNum >>> 0).map(([nodeNum, nodeId, lastHeard]) =>
-      lastHeard === null ? { nodeNum, nodeId } : { nodeNum, nodeId, lastHeard },
-    );
+  withPublicKey(
+    key: Uint8Array,
+    exceptNum: number,
+  ): Array<{ nodeNum: number; nodeId: string; lastHeard?: number }> {
+    return this.sameKeyStatement
+      .all(Buffer.from(key), exceptNum >>> 0)
+      .map(([nodeNum, nodeId, lastHeard]) =>
+        lastHeard === null ? { nodeNum, nodeId } : { nodeNum, nodeId, lastHeard },
+      );
   }
 
   /** Whether `nodeId` is the old id of a renumbered node. */
