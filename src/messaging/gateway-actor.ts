@@ -369,14 +369,13 @@ export class MessageGatewayActor extends Actor {
 
   /**
    * A node renumbered by firmware 2.8: its texts and conversations move to the new id
-   * (renumber.ts); the new number was just heard, so texts held for the old one are due now.
+   * (renumber.ts); the new number was just heard, so texts queued for the old one are due now.
    */
   private onRenumbered(oldNodeId: string, newNodeId: string): void {
-    const moved = renumberTexts(this.deps.db, oldNodeId, newNodeId);
+    const moved = renumberTexts(this.deps.db, oldNodeId, newNodeId, this.clock.now());
     this.refreshHeldNodes();
-    const woken = this.repo!.wakeHeld(newNodeId, this.clock.now());
     this.deps.log.info(
-      { old: oldNodeId, node: newNodeId, ...moved, woken },
+      { old: oldNodeId, node: newNodeId, ...moved },
       'texts moved to the renumbered node',
     );
     this.scheduleDeadline();

@@ -11,12 +11,22 @@ import type { Database } from '../store/database.js';
 export interface RenumberedTexts {
   messages: number;
   conversations: number;
+  /** Queued texts made due at once: the new number was just heard and never tried. */
+  due: number;
 }
 
-export function renumberTexts(db: Database, oldId: string, newId: string): RenumberedTexts {
-  if (oldId === newId) return { messages: 0, conversations: 0 };
+export function renumberTexts(db: Database, oldId: string, newId: string, now: number): RenumberedTexts {
+  if (oldId === newId) return { messages: 0, conversations: 0, due: 0 };
   const args = { old: oldId, new: newId };
   return db.transaction(() => {
+    // The pause between attempts of a held text is for a node that does not answer; the new
+    // number has not been asked yet, so its texts go now (in their turn for airtime).
+    const due = db
+      .prepare(
+        `UPDATE messages SET next_attempt_at = :now WHERE node_id = :old AND direction = 'outbound'
+         AND status = 'queued' AND ack_deadline IS NULL AND next_attempt_at > :now`,
+      )
+      .run({ old: oldId, now }).changes;
     // OR IGNORE: an inbound text the new id already has under the same packet id stays where it is.
     const messages = db
       .prepare('UPDATE OR IGNORE messages SET node_id = :new WHERE node_id = :old')
@@ -46,6 +56,6 @@ export function renumberTexts(db: Database, oldId: string, newId: string): Renum
        SELECT subscription_id, :new FROM subscription_nodes WHERE node_id = :old`,
     ).run(args);
     db.prepare('DELETE FROM subscription_nodes WHERE node_id = :old').run(args);
-    return { messages, conversations };
+    return { messages, conversations, due };
   })();
 }

@@ -305,7 +305,16 @@ describe('what follows a renumbered node', () => {
     conv.run('!0000000a', 'Ana', 1, 'held for the old number', T0, 1);
     conv.run('!0000000b', null, 3, 'newer', T0 + HOUR, 2);
 
-    expect(renumberTexts(db, '!0000000a', '!0000000b')).toEqual({ messages: 2, conversations: 1 });
+    // Held: its next attempt an hour away (the pause for a node that does not answer).
+    db.prepare("UPDATE messages SET next_attempt_at = ? WHERE public_id = 'm1'").run(T0 + HOUR);
+    expect(renumberTexts(db, '!0000000a', '!0000000b', T0 + 1)).toEqual({
+      messages: 2,
+      conversations: 1,
+      due: 1,
+    });
+    expect(db.prepare("SELECT next_attempt_at FROM messages WHERE public_id = 'm1'").get()).toEqual({
+      next_attempt_at: T0 + 1,
+    });
     expect(
       db
         .prepare('SELECT public_id, node_id, target_node_id, sender_node_id FROM messages ORDER BY public_id')

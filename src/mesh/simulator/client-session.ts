@@ -266,6 +266,15 @@ export class SimClientSession implements SimClient {
     }
     this.every(2_000 + r() * 8_000, LOG_LINE_INTERVAL_MS, () => this.writeStatusLine());
     this.announceReturns();
+    // An upgraded node boots under its new number and sends its NodeInfo at once (renumber.ts).
+    const moved = this.options.renumbering;
+    const upgraded = moved && this.network.nodes.find((n) => n.num === moved.oldNum);
+    if (upgraded && !moved.done(this.now()))
+      this.after(moved.at - this.now(), () =>
+        this.sendLive({
+          payloadVariant: { case: 'packet', value: nodeInfoPacket(this.network, upgraded, this.now()) },
+        }),
+      );
   }
 
   /**

@@ -1,6 +1,6 @@
 /**
  * A simulated firmware 2.8 upgrade (SIM_RENUMBER_AFTER_MINUTES): every simulated node has a
- * public key; once, at the given time after start, the first node takes the number firmware 2.8
+ * public key; once, at the given time after start, the first node in range takes the number firmware 2.8
  * derives from its key (CRC-32 of the 32 bytes) and keeps its key, as an upgraded node does. From
  * then on everything it sends comes from the new number (its NodeInfo names the new id), the
  * radio's node database lists it under the new number, and packets a client sends to the new
@@ -70,11 +70,17 @@ export class SimRenumbering {
     return message;
   }
 
-  /** Packets to the new number reach the node the responder knows by its old one. */
+  /**
+   * Packets to the new number reach the node the responder knows by its old one; once the node
+   * has moved, nothing answers to its old number (texts to it go unacknowledged, as on the air).
+   */
   wrap(responder: PacketResponder): PacketResponder {
     return {
       onPacket: (packet, client) => {
-        if (packet.to >>> 0 !== this.newNum) return responder.onPacket(packet, client);
+        const to = packet.to >>> 0;
+        const moved = this.done(client.now());
+        if (to === this.oldNum && moved) return;
+        if (to !== this.newNum || !moved) return responder.onPacket(packet, client);
         const addressed = clone(Mesh.MeshPacketSchema, packet);
         addressed.to = this.oldNum;
         return responder.onPacket(addressed, client);

@@ -35,7 +35,7 @@ export interface MeshSimulatorOptions {
   presence?: PresenceSchedule | ((network: SimNetwork, startedAt: number) => PresenceSchedule);
   /** With the default presence: every wanderer's stay and absence lasts this many minutes (SIM_AWAY_MINUTES). */
   awayMinutes?: number;
-  /** After this long, the first node takes the number firmware 2.8 derives from its key (renumber.ts; SIM_RENUMBER_AFTER_MINUTES). */
+  /** After this long, one node (the first in range) takes the number firmware 2.8 derives from its key (renumber.ts; SIM_RENUMBER_AFTER_MINUTES). */
   renumberAfterMs?: number;
 }
 
@@ -88,7 +88,8 @@ export class MeshSimulator {
             ? presence(network, startedAt)
             : presence,
     };
-    const first = network.nodes[0];
+    // The node that upgrades is one that answers texts (not the one always out of range).
+    const first = network.nodes.find((n) => n.num !== outOfRange?.num);
     const after = this.options.renumberAfterMs;
     this.renumber =
       first && after !== undefined ? new SimRenumbering(first.num, startedAt + after) : undefined;
