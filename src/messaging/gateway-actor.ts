@@ -374,10 +374,7 @@ export class MessageGatewayActor extends Actor {
   private onRenumbered(oldNodeId: string, newNodeId: string): void {
     const moved = renumberTexts(this.deps.db, oldNodeId, newNodeId, this.clock.now());
     this.refreshHeldNodes();
-    this.deps.log.info(
-      { old: oldNodeId, node: newNodeId, ...moved },
-      'texts moved to the renumbered node',
-    );
+    this.deps.log.info({ old: oldNodeId, node: newNodeId, ...moved }, 'texts moved to the renumbered node');
     this.scheduleDeadline();
     this.pump();
   }

@@ -12,10 +12,10 @@ import { type ApiNode, apiJson, startUiHub } from './helpers/hubs.js';
 type RenumberedNode = ApiNode & { previous_ids?: string[] };
 
 describeInBrowser('a renumbered node in the UI', () => {
-  let hub: TestHub;
+  const pages = useGuardedPages();
   let node: RenumberedNode;
   let oldId: string;
-  const pages = useGuardedPages();
+  let hub: TestHub;
 
   beforeAll(async () => {
     hub = await startUiHub({ SIM_RENUMBER_AFTER_MINUTES: '0.1', NODE_RENUMBER_QUIET: '0s' });

@@ -7,58 +7,30 @@
  * its readings answer under the new id, the conversation continues there, and the held text
  * reaches the node exactly once.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createHub } from '../../hub/main.js';
-import { loadConfig } from '../../hub/settings.js';
-import { loopbackListeners } from '../../scripts/bench/lib/hub-env.js';
 import type { HubEvents } from '../../src/domain/events.js';
 import { nodeIdFromNum } from '../../src/domain/node.js';
 import { createMessagingResponder } from '../../src/mesh/simulator/messaging-responder.js';
 import { awayDuring } from '../../src/mesh/simulator/presence.js';
-import { type TestHub, waitFor } from '../helpers/hub.js';
+import { startTestHub, waitFor } from '../helpers/hub.js';
 import { testSimulator } from '../helpers/simulator.js';
-import { call, FAST_MESSAGING, type Json, RecordingResponder, subscriber } from '../messaging/helpers.js';
+import {
+  call,
+  FAST_MESSAGING,
+  type Json,
+  RecordingResponder,
+  send,
+  subscriber,
+  waitForStatus,
+} from '../messaging/helpers.js';
 
-const cleanups: Array<() => Promise<void>> = [];
+/** Stopped after each test, last started first. */
+const running: Array<{ stop(): Promise<void> }> = [];
 afterEach(async () => {
-  for (const fn of cleanups.splice(0).reverse()) await fn();
+  while (running.length > 0) await running.pop()!.stop();
 });
 
 const HOUR = 3_600_000;
-
-async function startHub(simPort: number, env: Record<string, string>): Promise<TestHub> {
-  const dataDir = mkdtempSync(join(tmpdir(), 'meshhub-renumber-'));
-  const all = {
-    ...FAST_MESSAGING,
-    ...loopbackListeners(dataDir),
-    RADIO: `tcp:127.0.0.1:${simPort}`,
-    LOG_LEVEL: 'silent',
-    ...env,
-  };
-  const hub = await createHub(loadConfig(all), {
-    log: pino({ level: 'silent' }),
-    defaultMetrics: false,
-    env: { ...process.env, ...all },
-  });
-  await hub.start();
-  const t: TestHub = {
-    hub,
-    dataDir,
-    baseUrl: `http://127.0.0.1:${hub.http.port}`,
-    async stop() {
-      await hub.stop();
-    },
-  };
-  cleanups.push(async () => {
-    await hub.stop();
-    rmSync(dataDir, { recursive: true, force: true });
-  });
-  return t;
-}
 
 describe('a node that changes its number keeping its key', () => {
   it('keeps its readings, its conversation and its held text under the new number', async () => {
@@ -74,16 +46,19 @@ describe('a node that changes its number keeping its key', () => {
       renumberAfterMs: 6_000,
     });
     const { port } = await sim.start();
-    cleanups.push(() => sim.stop());
+    running.push(sim);
     const move = sim.renumbering!;
     const oldId = nodeIdFromNum(move.oldNum);
     const newId = nodeIdFromNum(move.newNum);
 
-    const t = await startHub(port, {
+    const t = await startTestHub({
+      ...FAST_MESSAGING,
+      RADIO: `tcp:127.0.0.1:${port}`,
       NODE_RENUMBER_QUIET: '4s',
       MESSAGE_MAX_RETRIES: '0',
       MESSAGE_ACK_TIMEOUT: '1s',
     });
+    running.push(t);
     const renumbered: HubEvents['node.renumbered'][] = [];
     t.hub.bus.on('test', 'node.renumbered', (e) => renumbered.push(e));
     const token = await subscriber(t, 'ana');
@@ -94,18 +69,9 @@ describe('a node that changes its number keeping its key', () => {
       10_000,
       'the old node',
     );
-    const first = await call(t.baseUrl, 'POST', '/api/v1/messages', {
-      token,
-      body: { target_node_id: oldId, text: 'before the upgrade' },
-    });
+    const first = await send(t, token, oldId, 'before the upgrade');
     expect(first.status).toBe(202);
-    await waitFor(
-      async () =>
-        (await call(t.baseUrl, 'GET', `/api/v1/messages/${first.body.id}`, { token })).body.status ===
-        'delivered',
-      10_000,
-      'the first text to be delivered',
-    );
+    await waitForStatus(t, token, first.body.id, 'delivered');
 
     // The node upgrades: its new number is heard, the old one falls silent.
     await waitFor(
@@ -116,10 +82,7 @@ describe('a node that changes its number keeping its key', () => {
       15_000,
       'the new number to be heard',
     );
-    const held = await call(t.baseUrl, 'POST', '/api/v1/messages', {
-      token,
-      body: { target_node_id: oldId, text: 'held for the old number' },
-    });
+    const held = await send(t, token, oldId, 'held for the old number');
     expect(held.status).toBe(202);
 
     // Linked once; the held text goes to the new number and is delivered.
