@@ -13,6 +13,7 @@ import { LOG_FORMATS } from '../src/log.js';
 import { meshApiSettings } from '../src/mesh-api/settings.js';
 import { messagingSettings } from '../src/messaging/settings.js';
 import { mqttSettings } from '../src/mqtt/settings.js';
+import { nodesSettings } from '../src/nodes/settings.js';
 import { notificationSettings } from '../src/notifications/settings.js';
 import { packetLogSettings } from '../src/packets/settings.js';
 import { retentionSettings } from '../src/retention/settings.js';
@@ -126,6 +127,8 @@ export const hubSettings = z.object({
   SIM_ACK_DELAY_SCALE: z.coerce.number().min(0.01).max(100).default(1),
   /** Minutes the wandering simulated node stays and is away each cycle (fractions allowed); unset: 10–60 min, seeded. */
   SIM_AWAY_MINUTES: z.coerce.number().gt(0).max(1440).optional(),
+  /** Minutes after start when one simulated node takes the number firmware 2.8 derives from its key (fractions allowed); unset: never. */
+  SIM_RENUMBER_AFTER_MINUTES: z.coerce.number().gt(0).max(525_600).optional(),
 
   /** Time zone for scheduled jobs (e.g. `Europe/Zurich`); unset: the system's local time, and no time-zone data is loaded. */
   SCHEDULE_TIMEZONE: z.string().min(1).optional(),
@@ -147,6 +150,7 @@ export const configSchema = z
     ...mqttSettings.shape,
     ...packetLogSettings.shape,
     ...notificationSettings.shape,
+    ...nodesSettings.shape,
     ...retentionSettings.shape,
     ...topologySettings.shape,
     ...webUiSettings.shape,

@@ -34,8 +34,12 @@ export interface NodeUpdate {
   lastHeard?: number;
   batteryLevel?: number;
   snr?: number;
+  /** `User.public_key` as sent (32 bytes on firmware ≥ 2.5); the nodes feature links renumbered nodes by it. */
+  publicKey?: Uint8Array;
 }
 
 export interface MeshNode extends NodeUpdate {
   lastHeard?: number;
+  /** The ids this node had before it was renumbered (firmware 2.8), oldest first. */
+  previousIds?: string[];
 }

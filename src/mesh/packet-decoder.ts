@@ -195,9 +195,11 @@ function positionFields(p: Mesh.Position): Pick<NodeUpdate, 'latitude' | 'longit
   return out;
 }
 
-function userFields(u: Mesh.User): Pick<NodeUpdate, 'shortName' | 'longName' | 'hwModel'> {
-  const out: Pick<NodeUpdate, 'shortName' | 'longName' | 'hwModel'> = {};
+function userFields(u: Mesh.User): Pick<NodeUpdate, 'shortName' | 'longName' | 'hwModel' | 'publicKey'> {
+  const out: Pick<NodeUpdate, 'shortName' | 'longName' | 'hwModel' | 'publicKey'> = {};
   if (u.shortName) out.shortName = u.shortName;
+  // Any length is passed on; the nodes feature decides which keys it trusts (src/nodes/renumber.ts).
+  if (u.publicKey.length > 0) out.publicKey = u.publicKey;
   if (u.longName) out.longName = u.longName;
   const hwModel = hardwareModelName(u.hwModel);
   if (hwModel !== undefined) out.hwModel = hwModel;

@@ -18,6 +18,7 @@ import { type DeliverySettings, DeliveryTracker, type NodeFacts } from './delive
 import { resolveRecipient } from './inbound.js';
 import type { Message, MessageChange } from './message.js';
 import { MessageRepository } from './message-repository.js';
+import { renumberTexts } from './renumber.js';
 import { SubscriptionRepository } from './subscription-repository.js';
 
 type GatewayEvent =
@@ -25,6 +26,7 @@ type GatewayEvent =
   | { kind: 'routing'; report: MeshRoutingReport }
   | { kind: 'text'; text: MeshText }
   | { kind: 'heard'; nodeNum: number }
+  | { kind: 'renumbered'; oldNodeId: string; newNodeId: string }
   | { kind: 'radioBack'; since: number }
   | { kind: 'expire' }
   | { kind: 'created' }
@@ -142,6 +144,9 @@ export class MessageGatewayActor extends Actor {
       const from = packet.from >>> 0;
       if (this.heldNodes.has(from) && from !== this.myNodeNum) post({ kind: 'heard', nodeNum: from });
     });
+    bus.on(this.name, 'node.renumbered', ({ oldNodeId, newNodeId }) =>
+      post({ kind: 'renumbered', oldNodeId, newNodeId }),
+    );
     bus.on(this.name, 'message.updated', (change) => {
       if (change.kind === 'created' && change.message.direction === 'outbound') post({ kind: 'created' });
     });
@@ -213,6 +218,9 @@ export class MessageGatewayActor extends Actor {
         }
         break;
       }
+      case 'renumbered':
+        this.onRenumbered(event.oldNodeId, event.newNodeId);
+        break;
       case 'radioBack':
         this.releaseHeld(event.since);
         break;
@@ -357,6 +365,18 @@ export class MessageGatewayActor extends Actor {
     this.dueTimer = this.clock.timer(Math.min(MAX_TIMER_MS, Math.max(0, at - this.clock.now()) + 5), () =>
       this.inbox.post({ kind: 'pump' }),
     );
+  }
+
+  /**
+   * A node renumbered by firmware 2.8: its texts and conversations move to the new id
+   * (renumber.ts); the new number was just heard, so texts queued for the old one are due now.
+   */
+  private onRenumbered(oldNodeId: string, newNodeId: string): void {
+    const moved = renumberTexts(this.deps.db, oldNodeId, newNodeId, this.clock.now());
+    this.refreshHeldNodes();
+    this.deps.log.info({ old: oldNodeId, node: newNodeId, ...moved }, 'texts moved to the renumbered node');
+    this.scheduleDeadline();
+    this.pump();
   }
 
   /** The next ACK deadline or hold end, whichever comes first. */

@@ -5,10 +5,12 @@
  */
 import { Hono } from 'hono';
 import type { MeshNode } from '../domain/node.js';
+import { COMMON_PROBLEMS, problem } from '../http/openapi.js';
 import { describeRoutes } from '../http/openapi-route.js';
+import { ProblemError, validationProblem } from '../http/problem.js';
 import type { NodeRepository } from '../store/nodes-repository.js';
 import type { NodeJson } from './schemas.js';
-import { nodeListSchema } from './schemas.js';
+import { nodeListSchema, nodePathSchema, nodeSchema } from './schemas.js';
 
 export type { NodeJson };
 
@@ -26,6 +28,7 @@ export function nodeJson(node: MeshNode): NodeJson {
   }
   if (node.batteryLevel !== undefined) out.battery_level = node.batteryLevel;
   if (node.snr !== undefined) out.snr = node.snr;
+  if (node.previousIds && node.previousIds.length > 0) out.previous_ids = [...node.previousIds];
   return out;
 }
 
@@ -39,10 +42,38 @@ export const nodesOperations = describeRoutes('/api/v1/nodes', [
     summary: 'Every node the hub has heard of, ordered by node_id',
     responses: { 200: { description: 'The nodes; unknown fields left out.', body: nodeListSchema } },
   },
+  {
+    method: 'get',
+    path: '/{node_id}',
+    operationId: 'getNode',
+    tag: 'nodes',
+    summary: 'One node; an old id of a renumbered node answers the node under its id now',
+    params: { path: nodePathSchema },
+    responses: {
+      200: {
+        description:
+          'The node. Asked by an old id (firmware 2.8 renumbered it), the answer is the node under its new node_id, with the old id in previous_ids and a Content-Location naming it.',
+        body: nodeSchema,
+      },
+      400: COMMON_PROBLEMS.badInput,
+      404: problem('No node has or had this id.'),
+    },
+  },
 ]);
 
 export function nodesRoutes(repo: NodeRepository): Hono {
   const app = new Hono();
   app.get('/', (c) => c.json({ data: repo.list().map(nodeJson) }));
+  app.get('/:node_id', (c) => {
+    const parsed = nodePathSchema.safeParse({ node_id: c.req.param('node_id') });
+    if (!parsed.success) throw validationProblem(parsed.error);
+    const asked = parsed.data.node_id;
+    const nodeId = repo.resolve(asked);
+    const node = repo.get(nodeId);
+    if (!node) throw new ProblemError(404, `no node ${asked}`);
+    // 200, not a redirect: a client asking by an old id gets the node at once and sees its new id.
+    if (nodeId !== asked) c.header('Content-Location', `/api/v1/nodes/${nodeId}`);
+    return c.json(nodeJson(node));
+  });
   return app;
 }

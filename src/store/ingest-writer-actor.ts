@@ -54,8 +54,9 @@ export class IngestWriterActor extends Actor {
 
   async start(): Promise<void> {
     const { bus, db, metrics, log } = this.deps;
+    const readingWriter = new ReadingWriter(db);
     this.writer = new BatchingWriter({
-      writer: new ReadingWriter(db),
+      writer: readingWriter,
       onStored: (_all, bySource) => {
         // A small write can fit in the last free pages while batches still fail: room again
         // only once a commit succeeds with no refusal for STORAGE_FULL_HOLD_MS.
@@ -80,6 +81,24 @@ export class IngestWriterActor extends Actor {
     });
     this.inbox.reopen();
     bus.handle(this.name, 'readings.commit', (request) => this.commit(request));
+    // A renumbered node's readings follow it (src/nodes/renumber.ts), at once (readers look after
+    // this emit): the open batch is committed first, so nothing of the old id is left behind it.
+    bus.on(this.name, 'node.renumbered', ({ oldNodeId, newNodeId }) => {
+      if (!this.writer) return;
+      try {
+        this.writer.flush();
+        const moved = readingWriter.renumber(oldNodeId, newNodeId);
+        log.info(
+          { old: oldNodeId, node: newNodeId, readings: moved },
+          'readings moved to the renumbered node',
+        );
+      } catch (error) {
+        log.error(
+          { err: error, old: oldNodeId, node: newNodeId },
+          'moving the readings of a renumbered node failed',
+        );
+      }
+    });
   }
 
   private commit({ readings, source, urgent }: HubRequests['readings.commit']['request']): Promise<void> {

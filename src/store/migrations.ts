@@ -236,7 +236,25 @@ export const MIGRATIONS: readonly Migration[] = [
       CREATE INDEX refresh_tokens_by_expiry ON refresh_tokens (expires_at);
     `,
   },
-  // Append new migrations here: { version: 5, name: '...', up: `CREATE TABLE ...` },
+  {
+    version: 5,
+    name: 'node public keys and the ids of renumbered nodes',
+    up: `
+      -- User.public_key as first heard (32 bytes); a later, different key for the same number is
+      -- not taken (firmware keeps the first key too). Renumbered nodes are found by it.
+      ALTER TABLE nodes ADD COLUMN public_key BLOB;
+      CREATE INDEX nodes_by_public_key ON nodes (public_key) WHERE public_key IS NOT NULL;
+      -- A node renumbered (firmware 2.8 derives the number from the key): its old id, the id it
+      -- has now, when the link was made. Every old id of a node points at its current id.
+      CREATE TABLE node_aliases (
+        old_node_id TEXT NOT NULL PRIMARY KEY,
+        node_id TEXT NOT NULL,
+        linked_at INTEGER NOT NULL
+      ) WITHOUT ROWID;
+      CREATE INDEX node_aliases_by_node ON node_aliases (node_id, linked_at);
+    `,
+  },
+  // Append new migrations here: { version: 6, name: '...', up: `CREATE TABLE ...` },
 ];
 
 export class SchemaTooNewError extends Error {

@@ -67,11 +67,19 @@ export class NodeRepository {
   private readonly listStatement: Statement<unknown[], NodeRow>;
   private readonly getStatement: Statement<unknown[], NodeRow>;
 
+  private readonly keyStatement: Statement<unknown[], [Uint8Array | null]>;
+  private readonly sameKeyStatement: Statement<unknown[], [number, string, number | null]>;
+  private readonly aliasesStatement: Statement<unknown[], [string, string]>;
+  private readonly aliasesOfStatement: Statement<unknown[], [string]>;
+  private readonly aliasStatement: Statement<unknown[], [string]>;
+  private readonly isAliasStatement: Statement<unknown[], [number]>;
+  private readonly linkTransaction: (oldNum: number, newNum: number, at: number) => boolean;
+
   constructor(db: Database) {
     // excluded.x is NULL when the update does not carry x: coalesce keeps what is known.
     this.upsertStatement = db
       .prepare(
-        `INSERT INTO nodes (${COLUMNS}, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+        `INSERT INTO nodes (${COLUMNS}, updated_at, public_key) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
          ON CONFLICT (node_num) DO UPDATE SET
            short_name = coalesce(excluded.short_name, short_name),
            long_name = coalesce(excluded.long_name, long_name),
@@ -84,6 +92,7 @@ export class NodeRepository {
              ELSE last_heard END,
            battery_level = coalesce(excluded.battery_level, battery_level),
            snr = coalesce(excluded.snr, snr),
+           public_key = coalesce(public_key, excluded.public_key),
            updated_at = excluded.updated_at
          RETURNING ${COLUMNS}`,
       )
@@ -95,6 +104,48 @@ export class NodeRepository {
       unknown[],
       NodeRow
     >;
+    const raw = <R>(sql: string) => db.prepare(sql).raw(true) as Statement<unknown[], R>;
+    this.keyStatement = raw('SELECT public_key FROM nodes WHERE node_num = ?');
+    this.sameKeyStatement = raw(
+      'SELECT node_num, node_id, last_heard FROM nodes WHERE public_key = ? AND node_num != ? LIMIT 16',
+    );
+    this.aliasesStatement = raw(
+      `SELECT node_id, old_node_id FROM node_aliases ORDER BY linked_at, old_node_id LIMIT ${MAX_LISTED_NODES}`,
+    );
+    this.aliasesOfStatement = raw(
+      'SELECT old_node_id FROM node_aliases WHERE node_id = ? ORDER BY linked_at, old_node_id LIMIT 100',
+    );
+    this.aliasStatement = raw('SELECT node_id FROM node_aliases WHERE old_node_id = ?');
+    this.isAliasStatement = raw('SELECT 1 FROM node_aliases WHERE old_node_id = ?');
+    const merge = db.prepare(
+      `UPDATE nodes AS n SET
+         short_name = coalesce(n.short_name, o.short_name),
+         long_name = coalesce(n.long_name, o.long_name),
+         hw_model = coalesce(n.hw_model, o.hw_model),
+         latitude = coalesce(n.latitude, o.latitude),
+         longitude = coalesce(n.longitude, o.longitude),
+         altitude = coalesce(n.altitude, o.altitude),
+         last_heard = max(coalesce(n.last_heard, o.last_heard), coalesce(o.last_heard, n.last_heard)),
+         battery_level = coalesce(n.battery_level, o.battery_level),
+         snr = coalesce(n.snr, o.snr),
+         updated_at = ?
+       FROM nodes AS o WHERE n.node_num = ? AND o.node_num = ?`,
+    );
+    const drop = db.prepare('DELETE FROM nodes WHERE node_num = ?');
+    const alias = db.prepare(
+      'INSERT OR REPLACE INTO node_aliases (old_node_id, node_id, linked_at) VALUES (?, ?, ?)',
+    );
+    const follow = db.prepare('UPDATE node_aliases SET node_id = ? WHERE node_id = ?');
+    this.linkTransaction = db.transaction((oldNum: number, newNum: number, at: number) => {
+      if (merge.run(at, newNum, oldNum).changes === 0) return false;
+      drop.run(oldNum);
+      const oldId = nodeIdFromNum(oldNum);
+      const newId = nodeIdFromNum(newNum);
+      // An id the old node had before is now an id of the new one too.
+      follow.run(newId, oldId);
+      alias.run(oldId, newId, at);
+      return true;
+    });
   }
 
   /**
@@ -116,18 +167,75 @@ export class NodeRepository {
       num(update.batteryLevel),
       num(update.snr),
       now,
+      update.publicKey && update.publicKey.length > 0 ? Buffer.from(update.publicKey) : null,
     );
     if (!row) throw new Error(`upserting node ${update.nodeId} returned no row`);
     return fromRow(row);
   }
 
-  /** Every node, ordered by node_id. */
+  /** Every node, ordered by node_id, with the ids it had before it was renumbered. */
   list(): MeshNode[] {
-    return this.listStatement.all().map(fromRow);
+    const previous = new Map<string, string[]>();
+    for (const [nodeId, oldId] of this.aliasesStatement.all()) {
+      const ids = previous.get(nodeId);
+      if (ids) ids.push(oldId);
+      else previous.set(nodeId, [oldId]);
+    }
+    return this.listStatement.all().map((row) => {
+      const node = fromRow(row);
+      const ids = previous.get(node.nodeId);
+      if (ids) node.previousIds = ids;
+      return node;
+    });
   }
 
   get(nodeId: string): MeshNode | undefined {
     const row = this.getStatement.get(nodeId);
-    return row ? fromRow(row) : undefined;
+    if (!row) return undefined;
+    const node = fromRow(row);
+    const ids = this.aliasesOfStatement.all(node.nodeId).map(([id]) => id);
+    if (ids.length > 0) node.previousIds = ids;
+    return node;
+  }
+
+  /**
+   * The id a node goes by now: `nodeId` itself when a node has it (or nothing is known of it),
+   * else the id of the node it was renumbered to.
+   */
+  resolve(nodeId: string): string {
+    if (this.getStatement.get(nodeId)) return nodeId;
+    return this.aliasStatement.get(nodeId)?.[0] ?? nodeId;
+  }
+
+  /** The node's stored public key (the first one heard), if any. */
+  publicKey(nodeNum: number): Uint8Array | undefined {
+    const key = this.keyStatement.get(nodeNum >>> 0)?.[0];
+    return key ? new Uint8Array(key) : undefined;
+  }
+
+  /** Other nodes that were heard with `key` (a handful at most). */
+  withPublicKey(
+    key: Uint8Array,
+    exceptNum: number,
+  ): Array<{ nodeNum: number; nodeId: string; lastHeard?: number }> {
+    return this.sameKeyStatement
+      .all(Buffer.from(key), exceptNum >>> 0)
+      .map(([nodeNum, nodeId, lastHeard]) =>
+        lastHeard === null ? { nodeNum, nodeId } : { nodeNum, nodeId, lastHeard },
+      );
+  }
+
+  /** Whether `nodeId` is the old id of a renumbered node. */
+  isOldId(nodeId: string): boolean {
+    return this.isAliasStatement.get(nodeId) !== undefined;
+  }
+
+  /**
+   * Links a renumbered node in one transaction: what the old row knows fills what the new row
+   * does not, the old row goes, and the old id (and every id it had) points at the new one.
+   * False when either row is missing (nothing changed).
+   */
+  link(oldNum: number, newNum: number, at = Date.now()): boolean {
+    return this.linkTransaction(oldNum >>> 0, newNum >>> 0, at);
   }
 }

@@ -177,6 +177,65 @@ export class ReadingWriter {
     return applied.stored;
   }
 
+  /**
+   * Moves everything stored under `oldId` to `newId` (a node renumbered by firmware 2.8,
+   * src/nodes/renumber.ts) in one transaction: raw readings (at a time both ids have, the new
+   * node's values stay and the old one's fill its empty fields), hourly and daily rollups (added
+   * bucket by bucket, so a mean over both stays right) and the latest row (field by field, the
+   * newer value wins). The sync outbox gets no entry: what was synced stays upstream under the id
+   * it was synced with, and nothing is sent twice. Returns the raw rows moved.
+   */
+  renumber(oldId: string, newId: string): number {
+    if (oldId === newId) return 0;
+    const old = this.latest.get(oldId);
+    const merged = this.latest.get(newId);
+    const latest = merged ? copyLatest(merged) : emptyLatest();
+    if (old) {
+      latest.ts = Math.max(latest.ts, old.ts);
+      for (let slot = 0; slot < SLOTS; slot++) {
+        if (old.times[slot]! > latest.times[slot]!) {
+          latest.values[slot] = old.values[slot]!;
+          latest.times[slot] = old.times[slot]!;
+        }
+      }
+    }
+    const cols = METRIC_COLUMNS.join(', ');
+    const moved = this.db.transaction(() => {
+      const rows = this.db
+        .prepare(
+          `INSERT INTO readings (node_id, ts, ${cols}) SELECT ?, ts, ${cols} FROM readings WHERE node_id = ?
+           ON CONFLICT (node_id, ts) DO UPDATE SET ${METRIC_COLUMNS.map((c) => `${c} = coalesce(${c}, excluded.${c})`).join(', ')}`,
+        )
+        .run(newId, oldId).changes;
+      this.db.prepare('DELETE FROM readings WHERE node_id = ?').run(oldId);
+      for (const table of ['readings_hourly', 'readings_daily']) {
+        this.db
+          .prepare(
+            `INSERT INTO ${table} (node_id, bucket_start, ${ROLLUP_COLUMNS.join(', ')})
+             SELECT ?, bucket_start, ${ROLLUP_COLUMNS.join(', ')} FROM ${table} WHERE node_id = ?
+             ON CONFLICT (node_id, bucket_start) DO UPDATE SET ${ROLLUP_COLUMNS.map((c) => `${c} = ${c} + excluded.${c}`).join(', ')}`,
+          )
+          .run(newId, oldId);
+        this.db.prepare(`DELETE FROM ${table} WHERE node_id = ?`).run(oldId);
+      }
+      this.db.prepare('DELETE FROM readings_latest WHERE node_id = ?').run(oldId);
+      if (old) this.writeLatestRow(newId, latest);
+      return rows;
+    })();
+    this.latest.delete(oldId);
+    if (old) this.latest.set(newId, latest);
+    return moved;
+  }
+
+  private writeLatestRow(nodeId: string, latest: LatestRow): void {
+    const args: unknown[] = [nodeId, latest.ts];
+    for (let slot = 0; slot < SLOTS; slot++) {
+      const known = latest.times[slot] !== Number.NEGATIVE_INFINITY;
+      args.push(known ? latest.values[slot] : null, known ? latest.times[slot] : null);
+    }
+    this.writeLatest.run(args, 1);
+  }
+
   private loadLatest(): void {
     const select = this.db
       .prepare(

@@ -40,6 +40,8 @@ export interface WeatherServiceOptions {
   db: Database;
   /** Bound on the serialized buckets kept for history, in bytes (default 8 MB). */
   cacheBytes?: number;
+  /** The id a node goes by now (an old id of a renumbered node names the node under its new id). */
+  resolveNodeId?: (nodeId: string) => string;
 }
 
 function cacheKey(interval: RollupInterval, nodeId: string): string {
@@ -54,9 +56,11 @@ export class WeatherService implements WeatherReads<string | undefined, undefine
   private latestAll: string | undefined;
   private latestByNode = new Map<string, string>();
   private readonly buckets: BucketCache;
+  private readonly resolve: (nodeId: string) => string;
 
   constructor(options: WeatherServiceOptions) {
     const { db } = options;
+    this.resolve = options.resolveNodeId ?? ((nodeId) => nodeId);
     this.buckets = new BucketCache(options.cacheBytes);
     const cols = METRIC_COLUMNS.join(', ');
     this.selectLatest = db
@@ -105,11 +109,11 @@ export class WeatherService implements WeatherReads<string | undefined, undefine
   }
 
   latestBody(nodeId: string | undefined): string {
-    return this.latestJson(nodeId);
+    return this.latestJson(nodeId === undefined ? undefined : this.resolve(nodeId));
   }
 
   historyPage(_series: undefined, query: HistoryQuery): HistoryPage {
-    return this.history(query);
+    return this.history({ ...query, nodeId: this.resolve(query.nodeId) });
   }
 
   private rebuildLatest(): void {

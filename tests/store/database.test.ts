@@ -47,6 +47,7 @@ describe('openDatabase', () => {
         'message_packets',
         'message_transitions',
         'messages',
+        'node_aliases',
         'nodes',
         'readings',
         'readings_daily',

@@ -20,6 +20,7 @@ import {
   telemetryPacket,
 } from './packets.js';
 import { hash32, seededRandom } from './random.js';
+import type { SimRenumbering } from './renumber.js';
 import type { PacketResponder, SimClient } from './responder.js';
 import { rssiAt, snrAt } from './weather-model.js';
 
@@ -47,6 +48,8 @@ export interface SimSessionOptions {
   responder: PacketResponder;
   /** Distinguishes the schedule jitter of concurrent sessions. */
   sessionNumber: number;
+  /** A node that takes its firmware 2.8 number at some point (renumber.ts). */
+  renumbering?: SimRenumbering;
 }
 
 /** Grid times in (now − backfill, now], ascending. */
@@ -264,6 +267,15 @@ export class SimClientSession implements SimClient {
     this.every(2_000 + r() * 8_000, LOG_LINE_INTERVAL_MS, () => this.writeStatusLine());
     this.announceReturns();
     this.options.responder.onStart?.(this);
+    // An upgraded node boots under its new number and sends its NodeInfo at once (renumber.ts).
+    const moved = this.options.renumbering;
+    const upgraded = moved && this.network.nodes.find((n) => n.num === moved.oldNum);
+    if (upgraded && !moved.done(this.now()))
+      this.after(moved.at - this.now(), () =>
+        this.sendLive({
+          payloadVariant: { case: 'packet', value: nodeInfoPacket(this.network, upgraded, this.now()) },
+        }),
+      );
   }
 
   /**
@@ -317,7 +329,8 @@ export class SimClientSession implements SimClient {
   private send(message: FromRadioInit): boolean {
     if (this.closed || this.socket.destroyed) return true;
     this.fromRadioId++;
-    const fromRadio = create(Mesh.FromRadioSchema, { ...message, id: this.fromRadioId });
+    const renumbered = this.options.renumbering?.rewrite(message, this.now()) ?? message;
+    const fromRadio = create(Mesh.FromRadioSchema, { ...renumbered, id: this.fromRadioId });
     return this.socket.write(encodeFrame(toBinary(Mesh.FromRadioSchema, fromRadio)));
   }
 

@@ -8,6 +8,7 @@ import { Channel, Config, Mesh, Portnums, Telemetry } from '@meshtastic/protobuf
 import { BROADCAST_NODE_NUM } from '../../domain/node.js';
 import type { SimDevice, SimNetwork, SimNode } from './nodes.js';
 import { hash32 } from './random.js';
+import { simPublicKey } from './renumber.js';
 import { airQualityAt, deviceAt, environmentAt, type ModelPlace, rssiAt, snrAt } from './weather-model.js';
 
 /** Firmware PhoneAPI.h: want_config_id values asking for the config only, or the nodes only. */
@@ -131,6 +132,7 @@ function user(device: SimDevice): MessageInitShape<typeof Mesh.UserSchema> {
     hwModel: device.hwModel,
     role:
       'profile' in device ? Config.Config_DeviceConfig_Role.SENSOR : Config.Config_DeviceConfig_Role.CLIENT,
+    ...('profile' in device ? { publicKey: simPublicKey(device.num) } : {}),
   };
 }
 

@@ -23,6 +23,7 @@ export interface SimulatorSettings {
   SIM_FAILURE_PERCENT: number;
   SIM_ACK_DELAY_SCALE: number;
   SIM_AWAY_MINUTES?: number | undefined;
+  SIM_RENUMBER_AFTER_MINUTES?: number | undefined;
 }
 
 /**
@@ -65,6 +66,9 @@ export function simulatorOptionsFrom(
     telemetryIntervalMs: config.SIM_TELEMETRY_SECONDS * 1000,
     backfillMs: config.SIM_BACKFILL,
     ...(config.SIM_AWAY_MINUTES ? { awayMinutes: config.SIM_AWAY_MINUTES } : {}),
+    ...(config.SIM_RENUMBER_AFTER_MINUTES
+      ? { renumberAfterMs: config.SIM_RENUMBER_AFTER_MINUTES * 60_000 }
+      : {}),
     responder: withTopology(
       createMessagingResponder({
         failurePercent: config.SIM_FAILURE_PERCENT,

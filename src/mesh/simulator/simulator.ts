@@ -10,6 +10,7 @@ import { SimClientSession } from './client-session.js';
 import { messagingRoles } from './messaging-responder.js';
 import { createSimNetwork, type SimNetwork } from './nodes.js';
 import { comeAndGo, type PresenceSchedule } from './presence.js';
+import { SimRenumbering } from './renumber.js';
 import { type PacketResponder, silentResponder } from './responder.js';
 
 export interface MeshSimulatorOptions {
@@ -34,6 +35,8 @@ export interface MeshSimulatorOptions {
   presence?: PresenceSchedule | ((network: SimNetwork, startedAt: number) => PresenceSchedule);
   /** With the default presence: every wanderer's stay and absence lasts this many minutes (SIM_AWAY_MINUTES). */
   awayMinutes?: number;
+  /** After this long, one node (the first in range) takes the number firmware 2.8 derives from its key (renumber.ts; SIM_RENUMBER_AFTER_MINUTES). */
+  renumberAfterMs?: number;
 }
 
 export interface SimulatorAddress {
@@ -47,6 +50,7 @@ export class MeshSimulator {
   private simNetwork: SimNetwork | undefined;
   private readonly sessions = new Set<SimClientSession>();
   private sessionCount = 0;
+  private renumber: SimRenumbering | undefined;
 
   constructor(private readonly options: MeshSimulatorOptions) {}
 
@@ -57,6 +61,11 @@ export class MeshSimulator {
   /** The simulated mesh (available once started). */
   get network(): SimNetwork | undefined {
     return this.simNetwork;
+  }
+
+  /** The node that is renumbered, once started with `renumberAfterMs`. */
+  get renumbering(): SimRenumbering | undefined {
+    return this.renumber;
   }
 
   get clientCount(): number {
@@ -79,6 +88,11 @@ export class MeshSimulator {
             ? presence(network, startedAt)
             : presence,
     };
+    // The node that upgrades is one that answers texts (not the one always out of range).
+    const first = network.nodes.find((n) => n.num !== outOfRange?.num);
+    const after = this.options.renumberAfterMs;
+    this.renumber =
+      first && after !== undefined ? new SimRenumbering(first.num, startedAt + after) : undefined;
     const server = createServer((socket) => this.accept(socket));
     await new Promise<void>((resolve, reject) => {
       const onError = (error: Error) => reject(error);
@@ -118,8 +132,12 @@ export class MeshSimulator {
         backfillMs: this.options.backfillMs,
         log: this.options.log,
         now: this.options.now ?? Date.now,
-        responder: this.options.responder ?? silentResponder,
+        responder:
+          this.renumber?.wrap(this.options.responder ?? silentResponder) ??
+          this.options.responder ??
+          silentResponder,
         sessionNumber: ++this.sessionCount,
+        ...(this.renumber ? { renumbering: this.renumber } : {}),
       },
       (s) => this.sessions.delete(s),
     );

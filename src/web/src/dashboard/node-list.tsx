@@ -1,6 +1,6 @@
 /** Every node beside the map, and below it those with no position, which the map cannot show. */
 import { FRESHNESS_LABELS, type Freshness } from '../lib/freshness.js';
-import { batteryLabel, heardByWords, type NodeView } from '../lib/node-view.js';
+import { batteryLabel, heardByWords, type NodeView, wasWords } from '../lib/node-view.js';
 import { nodePath } from '../lib/routes.js';
 import { Link } from '../router.js';
 
@@ -59,6 +59,15 @@ function NodeItem({ node, onShow, site }: { node: NodeView; onShow?: (id: string
         <div class="node-meta">
           {node.heard}
           {node.battery !== undefined && ` · battery ${batteryLabel(node.battery)}`}
+          {node.previousIds && (
+            <span
+              data-testid="node-was"
+              title="Firmware 2.8 gave this node a new number; its history followed it"
+            >
+              {' · '}
+              {wasWords(node.previousIds)}
+            </span>
+          )}
         </div>
         {node.sites && (
           <div class="node-sites" data-testid="node-sites">

@@ -35,6 +35,8 @@ export interface NodeView {
   battery?: number;
   /** Upstream: the names of the sites that heard it, most recently first. */
   sites?: string[];
+  /** The ids it had before firmware 2.8 renumbered it (its history is under `id` now). */
+  previousIds?: string[];
 }
 
 /** The node's newest values in words, in the units of `metrics` (lib/units.ts displayMetrics). */
@@ -90,7 +92,26 @@ export function nodeView(
     sensor: isSensorOnly(state, node.node_id),
     ...(typeof node.battery_level === 'number' ? { battery: node.battery_level } : {}),
     ...(sites.length > 0 ? { sites } : {}),
+    ...(node.previous_ids && node.previous_ids.length > 0 ? { previousIds: node.previous_ids } : {}),
   };
+}
+
+/** `was !abcd1234` (`was !a and !b`): the ids of a renumbered node, as the list and its page say it. */
+export function wasWords(previousIds: readonly string[]): string {
+  const list =
+    previousIds.length <= 1
+      ? (previousIds[0] ?? '')
+      : `${previousIds.slice(0, -1).join(', ')} and ${previousIds[previousIds.length - 1]}`;
+  return `was ${list}`;
+}
+
+/** The node that had `nodeId` before it was renumbered, if any. */
+export function renumberedFrom<N extends { node_id: string; previous_ids?: string[] }>(
+  nodes: Iterable<N>,
+  nodeId: string,
+): N | undefined {
+  for (const node of nodes) if (node.previous_ids?.includes(nodeId)) return node;
+  return undefined;
 }
 
 /** The node list's search: every word of it in the name, the short name or the id (case ignored). */

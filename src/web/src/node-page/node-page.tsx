@@ -15,7 +15,7 @@ import {
   lastHeard,
   nodeIdFromNum,
 } from '../lib/mesh-state.js';
-import { batteryLabel } from '../lib/node-view.js';
+import { batteryLabel, renumberedFrom, wasWords } from '../lib/node-view.js';
 import { plainWords } from '../lib/problem.js';
 import { chatPath, nodePath, siteParam } from '../lib/routes.js';
 import { displayMetrics } from '../lib/units.js';
@@ -59,6 +59,19 @@ export function NodePage({ nodeId, search }: { nodeId: string; search: string })
       </p>
     );
   }
+  const renumbered = !node && !latest ? renumberedFrom(view.mesh.nodes.values(), nodeId) : undefined;
+  if (renumbered) {
+    return (
+      <section class="panel notice" data-testid="node-renumbered">
+        <h1>{nodeId} has a new number</h1>
+        <p>
+          Firmware 2.8 gave this node a new number; it is{' '}
+          <Link href={nodePath(renumbered.node_id, site)}>{displayName(renumbered, renumbered.node_id)}</Link>{' '}
+          (<code>{renumbered.node_id}</code>) now, with all its history.
+        </p>
+      </section>
+    );
+  }
   if (!node && !latest) {
     return (
       <section class="panel notice">
@@ -100,6 +113,16 @@ export function NodePage({ nodeId, search }: { nodeId: string; search: string })
           <FreshnessDot freshness={fresh} />{' '}
           {heardAt === undefined ? 'Never heard' : `Heard ${formatAge(heardAt, now)}`}
           <span class="muted"> · {nodeId}</span>
+          {node?.previous_ids && node.previous_ids.length > 0 && (
+            <span
+              class="muted"
+              data-testid="node-was"
+              title="Firmware 2.8 gave this node a new number; its history followed it"
+            >
+              {' · '}
+              {wasWords(node.previous_ids)}
+            </span>
+          )}
         </p>
         <dl class="facts">
           {facts.map(([label, value]) => (
