@@ -7,6 +7,7 @@
  */
 import { getJson, request } from '../api/client.js';
 import type { ConversationSummary, MessageRecord } from '../api/types.js';
+import { tokenRoles } from '../lib/jwt.js';
 import { nextLink } from '../lib/link-header.js';
 import { ApiError } from '../lib/problem.js';
 import { createStore } from '../lib/store.js';
@@ -285,6 +286,9 @@ function stopStream(): void {
   chatStore.set(EMPTY);
 }
 
+/** The roles the messaging API serves (src/messaging/routes.ts). */
+const MESSAGING_ROLES = ['subscriber', 'admin'];
+
 type Following = 'nothing' | 'waiting' | 'stream' | 'polling';
 
 /**
@@ -297,7 +301,13 @@ export function initChat(): void {
   let following: Following = 'nothing';
   const follow = () => {
     // By user, not by token: a refreshed token (every few minutes) keeps the stream as it is.
-    const user = sessionStore.get().session?.username;
+    // Only a subscriber or an admin may text (and open the messages stream): an operator or an
+    // ingest login signed in to the UI gets no chat, rather than a refused stream on every page.
+    const session = sessionStore.get().session;
+    const user =
+      session && tokenRoles(session.token).some((r) => MESSAGING_ROLES.includes(r))
+        ? session.username
+        : undefined;
     const mode = hubStore.get().mode;
     const way: Following = !user
       ? 'nothing'
