@@ -7,6 +7,7 @@ import { z } from 'zod';
 import { authSettings } from '../src/auth/settings.js';
 import { duration, flag, int, list, parsedBy, port } from '../src/config/fields.js';
 import { type LoadedSettings, loadSettings, type SettingsSlice } from '../src/config/load.js';
+import { deviceHealthSettings } from '../src/device-health/settings.js';
 import { parseAllowedHosts } from '../src/http/host-check.js';
 import { liveSettings } from '../src/live/settings.js';
 import { LOG_FORMATS } from '../src/log.js';
@@ -138,6 +139,7 @@ export const configSchema = z
   .object({
     ...hubSettings.shape,
     ...authSettings.shape,
+    ...deviceHealthSettings.shape,
     ...liveSettings.shape,
     ...meshApiSettings.shape,
     ...messagingSettings.shape,

@@ -23,7 +23,6 @@ import type { Database, Statement } from './database.js';
 import { MAX_ROWS_PER_STATEMENT, MultiRowStatement, placeholders } from './multi-row-statement.js';
 import { readingsObservers, type StoredReadingRow } from './reading-observers.js';
 import {
-  ACC_SIZE,
   addToRollups,
   METRIC_COLUMNS,
   type NodeRollups,
@@ -126,16 +125,8 @@ export class ReadingWriter {
     this.fillReading = db.prepare(
       `UPDATE readings SET ${METRIC_COLUMNS.map((c) => `${c} = coalesce(${c}, ?)`).join(', ')} WHERE node_id = ? AND ts = ?`,
     );
-    const upsert = (table: string) =>
-      new MultiRowStatement(
-        db,
-        2 + ACC_SIZE,
-        (rows) =>
-          `INSERT INTO ${table} (node_id, bucket_start, ${ROLLUP_COLUMNS.join(', ')}) VALUES ${placeholders(2 + ROLLUP_COLUMNS.length, rows)}
-           ON CONFLICT (node_id, bucket_start) DO UPDATE SET ${ROLLUP_COLUMNS.map((c) => `${c} = ${c} + excluded.${c}`).join(', ')}`,
-      );
-    this.upsertHourly = upsert('readings_hourly');
-    this.upsertDaily = upsert('readings_daily');
+    this.upsertHourly = rollupUpsert(db, 'readings_hourly', ROLLUP_COLUMNS);
+    this.upsertDaily = rollupUpsert(db, 'readings_daily', ROLLUP_COLUMNS);
     const latestColumns = ['node_id', 'ts', ...METRIC_COLUMNS.flatMap((c) => [c, `${c}_ts`])];
     this.writeLatest = new MultiRowStatement(
       db,
@@ -205,8 +196,8 @@ export class ReadingWriter {
     this.observed = observers ? [] : undefined;
     const stored = groups.map((readings) => this.applyGroup(readings, nodes, fast));
     this.flushPending();
-    this.writeBuckets(nodes, 'hours', this.upsertHourly);
-    this.writeBuckets(nodes, 'days', this.upsertDaily);
+    writeRollupBuckets(nodes, 'hours', this.upsertHourly);
+    writeRollupBuckets(nodes, 'days', this.upsertDaily);
     this.writeLatestRows(nodes);
     const rows = this.observed;
     this.observed = undefined;
@@ -305,27 +296,6 @@ export class ReadingWriter {
     if (n > 0 && this.insertReadings.run(this.pendingArgs, n) !== n) throw new FastPathConflict();
   }
 
-  private writeBuckets(
-    nodes: Map<string, NodeContribution>,
-    which: 'hours' | 'days',
-    upsert: MultiRowStatement,
-  ): void {
-    const width = upsert.width;
-    const args: unknown[] = [];
-    let n = 0;
-    for (const [nodeId, contribution] of nodes) {
-      const { starts, accs } = contribution[which];
-      for (let b = 0; b < starts.length; b++) {
-        const acc = accs[b]!;
-        const base = n++ * width;
-        args[base] = nodeId;
-        args[base + 1] = starts[b];
-        for (let i = 0; i < ACC_SIZE; i++) args[base + 2 + i] = acc[i];
-      }
-    }
-    upsert.run(args, n);
-  }
-
   private writeLatestRows(nodes: Map<string, NodeContribution>): void {
     const width = this.writeLatest.width;
     const args: unknown[] = [];
@@ -344,6 +314,40 @@ export class ReadingWriter {
     }
     this.writeLatest.run(args, n);
   }
+}
+
+/** The additive upsert of a rollup table's buckets (node_id, bucket_start, then `columns`: sums and counts). */
+export function rollupUpsert(db: Database, table: string, columns: readonly string[]): MultiRowStatement {
+  return new MultiRowStatement(
+    db,
+    2 + columns.length,
+    (rows) =>
+      `INSERT INTO ${table} (node_id, bucket_start, ${columns.join(', ')}) VALUES ${placeholders(2 + columns.length, rows)}
+           ON CONFLICT (node_id, bucket_start) DO UPDATE SET ${columns.map((c) => `${c} = ${c} + excluded.${c}`).join(', ')}`,
+  );
+}
+
+/** Upserts every node's hourly or daily buckets of a batch, once each (`upsert`: rollupUpsert). */
+export function writeRollupBuckets(
+  nodes: ReadonlyMap<string, NodeRollups>,
+  which: 'hours' | 'days',
+  upsert: MultiRowStatement,
+): void {
+  const width = upsert.width;
+  const size = width - 2;
+  const args: unknown[] = [];
+  let n = 0;
+  for (const [nodeId, contribution] of nodes) {
+    const { starts, accs } = contribution[which];
+    for (let b = 0; b < starts.length; b++) {
+      const acc = accs[b]!;
+      const base = n++ * width;
+      args[base] = nodeId;
+      args[base + 1] = starts[b];
+      for (let i = 0; i < size; i++) args[base + 2 + i] = acc[i];
+    }
+  }
+  upsert.run(args, n);
 }
 
 function emptyLatest(): LatestRow {
