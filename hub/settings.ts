@@ -124,6 +124,8 @@ export const hubSettings = z.object({
   SIM_ACK_DELAY_SCALE: z.coerce.number().min(0.01).max(100).default(1),
   /** Minutes the wandering simulated node stays and is away each cycle (fractions allowed); unset: 10–60 min, seeded. */
   SIM_AWAY_MINUTES: z.coerce.number().gt(0).max(1440).optional(),
+  /** Minutes between reboots of each simulated node (its uptime starts again; fractions allowed); unset: about nine days. */
+  SIM_REBOOT_MINUTES: z.coerce.number().gt(0).max(43_200).optional(),
 
   /** Time zone for scheduled jobs (e.g. `Europe/Zurich`); unset: the system's local time, and no time-zone data is loaded. */
   SCHEDULE_TIMEZONE: z.string().min(1).optional(),

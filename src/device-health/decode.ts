@@ -13,6 +13,15 @@ import type { DeviceHealthSample, HeardPacket, HeardVia } from '../domain/mesh.j
 import { nodeIdFromNum } from '../domain/node.js';
 import { f32, finite } from '../mesh/packet-decoder.js';
 
+/**
+ * A sample's time: the packet's receive time as its readings take it (rx_time, else the hub's
+ * clock: docs/architecture.md "Meshtastic facts"), which the decoder gave its node update.
+ */
+export function sampleTime(packet: HeardPacket): number {
+  const heard = packet.nodes[0]?.lastHeard;
+  return typeof heard === 'number' && Number.isFinite(heard) ? heard : packet.receivedAt;
+}
+
 /** The device health report a packet carries, or undefined (another port, another variant, a payload that does not decode). */
 export function decodeDeviceHealth(packet: HeardPacket): DeviceHealthSample | undefined {
   if (packet.portnum !== Portnums.PortNum.TELEMETRY_APP || packet.from === 0) return undefined;
@@ -22,7 +31,7 @@ export function decodeDeviceHealth(packet: HeardPacket): DeviceHealthSample | un
   } catch {
     return undefined;
   }
-  const sample: DeviceHealthSample = { nodeId: nodeIdFromNum(packet.from), at: packet.receivedAt };
+  const sample: DeviceHealthSample = { nodeId: nodeIdFromNum(packet.from), at: sampleTime(packet) };
   const variant = telemetry.variant;
   if (variant.case === 'deviceMetrics') {
     const m = variant.value;
@@ -85,7 +94,7 @@ export function directLinkSample(
   if (meta.snr === undefined && meta.rssi === undefined) return undefined;
   return {
     nodeId: nodeIdFromNum(packet.from),
-    at: packet.receivedAt,
+    at: sampleTime(packet),
     ...(meta.snr === undefined ? {} : { snr: meta.snr }),
     ...(meta.rssi === undefined ? {} : { rssi: meta.rssi }),
   };

@@ -93,7 +93,13 @@ export const deviceHealthModule = defineModule({
       airtimeRoutes({
         service,
         tracker,
-        budgetPercent: s.MESSAGE_AIRTIME_PERCENT,
+        budgetPercent: async () => {
+          if (!ctx.bus.hasHandler('messaging.airtimeBudget')) return undefined;
+          const answer = await ctx.bus
+            .ask('messaging.airtimeBudget', {}, { timeoutMs: 1_000 })
+            .catch(() => undefined);
+          return answer?.percent;
+        },
         myNodeNum: () => myNodeNum,
       }),
       { component: 'weather' },

@@ -125,20 +125,22 @@ export function healthLatestRoutes(service: HealthService): Hono {
 export interface AirtimeSource {
   service: HealthService;
   tracker: AirtimeTracker;
-  budgetPercent: number;
+  /** MESSAGE_AIRTIME_PERCENT, from the message gateway; undefined while it does not run. */
+  budgetPercent(): Promise<number | undefined>;
   /** The hub's own node number, once the radio said. */
   myNodeNum(): number | undefined;
   now?: () => number;
 }
 
 /** The `/radio/airtime` body. */
-export function airtimeJson(source: AirtimeSource): AirtimeJson {
+export async function airtimeJson(source: AirtimeSource): Promise<AirtimeJson> {
+  const budget = await source.budgetPercent();
   const used = source.tracker.used((source.now ?? Date.now)());
   const num = source.myNodeNum();
   const radio = num === undefined ? undefined : source.service.radio(nodeIdFromNum(num));
   return {
     data: {
-      budget_percent: source.budgetPercent,
+      ...(budget === undefined ? {} : { budget_percent: budget }),
       window_seconds: 3600,
       used_percent: used.percent,
       sent_packets: used.packets,
@@ -162,6 +164,6 @@ export function airtimeJson(source: AirtimeSource): AirtimeJson {
 /** Mounted at `/api/v1/radio`. */
 export function airtimeRoutes(source: AirtimeSource): Hono {
   const app = new Hono();
-  app.get('/airtime', (c) => c.json(airtimeJson(source)));
+  app.get('/airtime', async (c) => c.json(await airtimeJson(source)));
   return app;
 }

@@ -60,9 +60,10 @@ export type HealthSampleJson = z.output<typeof healthSampleSchema>;
 /** The hub's own channel use against the airtime budget its send queue paces to. */
 export const airtimeSchema = z.object({
   data: z.object({
-    budget_percent: z
-      .number()
-      .meta({ description: 'MESSAGE_AIRTIME_PERCENT: the share the send queue paces to.' }),
+    budget_percent: z.number().optional().meta({
+      description:
+        'MESSAGE_AIRTIME_PERCENT: the share the send queue paces to; absent while messaging does not run.',
+    }),
     window_seconds: z
       .number()
       .meta({ description: 'The window `used_percent` is measured over (the last hour).' }),

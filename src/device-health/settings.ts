@@ -1,7 +1,6 @@
 /** Settings of the device health module (README "Device health"). */
 import { z } from 'zod';
 import { duration, int } from '../config/fields.js';
-import { messagingSettings } from '../messaging/settings.js';
 
 export const deviceHealthSettings = z.object({
   /** How often waiting device health samples are committed (one transaction each time). */
@@ -10,6 +9,4 @@ export const deviceHealthSettings = z.object({
     .prefault('2s'),
   /** At most one SNR/RSSI sample per node in this many seconds (0: every packet heard directly). */
   DEVICE_HEALTH_SNR_SECONDS: int(0, 86_400).default(60),
-  /** The budget `/api/v1/radio/airtime` shows: messaging's own setting, read here too. */
-  MESSAGE_AIRTIME_PERCENT: messagingSettings.shape.MESSAGE_AIRTIME_PERCENT,
 });

@@ -22,13 +22,7 @@ import { READING_METRICS, type Reading } from '../domain/reading.js';
 import type { Database, Statement } from './database.js';
 import { MAX_ROWS_PER_STATEMENT, MultiRowStatement, placeholders } from './multi-row-statement.js';
 import { readingsObservers, type StoredReadingRow } from './reading-observers.js';
-import {
-  addToRollups,
-  METRIC_COLUMNS,
-  type NodeRollups,
-  ROLLUP_COLUMNS,
-  RollupBuckets,
-} from './rollups.js';
+import { addToRollups, METRIC_COLUMNS, type NodeRollups, ROLLUP_COLUMNS, RollupBuckets } from './rollups.js';
 
 const SLOTS = METRIC_COLUMNS.length;
 // The observed rows are written out slot by slot (applyGroup).

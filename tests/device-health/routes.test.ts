@@ -31,9 +31,9 @@ beforeEach(() => {
 });
 afterEach(() => closeDatabase(db));
 
-// biome-ignore lint/suspicious/noExplicitAny: response bodies of several shapes
 async function get(
   path: string,
+  // biome-ignore lint/suspicious/noExplicitAny: response bodies of several shapes
 ): Promise<{ status: number; link: string | null; type: string | null; body: any }> {
   const res = await app.request(path);
   return {

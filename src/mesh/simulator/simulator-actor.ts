@@ -22,6 +22,7 @@ export interface SimulatorSettings {
   SIM_FAILURE_PERCENT: number;
   SIM_ACK_DELAY_SCALE: number;
   SIM_AWAY_MINUTES?: number | undefined;
+  SIM_REBOOT_MINUTES?: number | undefined;
 }
 
 /**
@@ -64,6 +65,7 @@ export function simulatorOptionsFrom(
     telemetryIntervalMs: config.SIM_TELEMETRY_SECONDS * 1000,
     backfillMs: config.SIM_BACKFILL,
     ...(config.SIM_AWAY_MINUTES ? { awayMinutes: config.SIM_AWAY_MINUTES } : {}),
+    ...(config.SIM_REBOOT_MINUTES ? { rebootMinutes: config.SIM_REBOOT_MINUTES } : {}),
     responder: createMessagingResponder({
       failurePercent: config.SIM_FAILURE_PERCENT,
       delayScale: config.SIM_ACK_DELAY_SCALE,

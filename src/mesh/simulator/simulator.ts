@@ -34,6 +34,8 @@ export interface MeshSimulatorOptions {
   presence?: PresenceSchedule | ((network: SimNetwork, startedAt: number) => PresenceSchedule);
   /** With the default presence: every wanderer's stay and absence lasts this many minutes (SIM_AWAY_MINUTES). */
   awayMinutes?: number;
+  /** Every node reboots this often, each at its own phase (SIM_REBOOT_MINUTES); default about nine days. */
+  rebootMinutes?: number;
 }
 
 export interface SimulatorAddress {
@@ -78,6 +80,7 @@ export class MeshSimulator {
           : typeof presence === 'function'
             ? presence(network, startedAt)
             : presence,
+      ...(this.options.rebootMinutes ? { rebootMs: this.options.rebootMinutes * 60_000 } : {}),
     };
     const server = createServer((socket) => this.accept(socket));
     await new Promise<void>((resolve, reject) => {
