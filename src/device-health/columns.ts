@@ -74,6 +74,15 @@ export function linkValues(snr: number | undefined, rssi: number | undefined): (
 
 const T = SQL_TYPES.sqlite;
 
+function rollupTableDdl(table: string): string {
+  return `CREATE TABLE ${table} (
+        node_id TEXT NOT NULL,
+        bucket_start INTEGER NOT NULL,
+        ${rollupColumnsDdl(T, HEALTH_ROLLUP_COLUMNS).join(SEP)},
+        PRIMARY KEY (node_id, bucket_start)
+      ) WITHOUT ROWID;`;
+}
+
 /** The feature's tables (migrateComponent 'device-health'): the readings' layout over these columns. */
 export const HEALTH_MIGRATIONS = [
   {
@@ -86,18 +95,8 @@ export const HEALTH_MIGRATIONS = [
         ${readingColumnsDdl(T, HEALTH_COLUMNS).join(SEP)},
         PRIMARY KEY (node_id, ts)
       ) WITHOUT ROWID;
-      CREATE TABLE ${HEALTH_ROLLUP_TABLE['1h']} (
-        node_id TEXT NOT NULL,
-        bucket_start INTEGER NOT NULL,
-        ${rollupColumnsDdl(T, HEALTH_ROLLUP_COLUMNS).join(SEP)},
-        PRIMARY KEY (node_id, bucket_start)
-      ) WITHOUT ROWID;
-      CREATE TABLE ${HEALTH_ROLLUP_TABLE['1d']} (
-        node_id TEXT NOT NULL,
-        bucket_start INTEGER NOT NULL,
-        ${rollupColumnsDdl(T, HEALTH_ROLLUP_COLUMNS).join(SEP)},
-        PRIMARY KEY (node_id, bucket_start)
-      ) WITHOUT ROWID;
+      ${rollupTableDdl(HEALTH_ROLLUP_TABLE['1h'])}
+      ${rollupTableDdl(HEALTH_ROLLUP_TABLE['1d'])}
       CREATE TABLE ${HEALTH_LATEST_TABLE} (
         node_id TEXT PRIMARY KEY,
         ts INTEGER NOT NULL,

@@ -8,7 +8,7 @@
  */
 import type { Database, Statement } from '../store/database.js';
 import { type MultiRowStatement, placeholders } from '../store/multi-row-statement.js';
-import { rollupUpsert, writeRollupBuckets } from '../store/reading-writer.js';
+import { keepUnfilled, rollupUpsert, writeRollupBuckets } from '../store/reading-writer.js';
 import { accumulateLinear, addToRollups, type NodeRollups, RollupBuckets } from '../store/rollups.js';
 import {
   HEALTH_ACC_SIZE,
@@ -77,12 +77,7 @@ export class HealthWriter {
       if (this.insert.run(nodeId, ts, ...values).changes === 0) {
         const existing = this.select.get(nodeId, ts);
         if (!existing) continue;
-        let filled = 0;
-        for (let slot = 0; slot < HEALTH_SLOTS; slot++) {
-          if (existing[slot] !== null) values[slot] = null;
-          else if (values[slot] !== null) filled++;
-        }
-        if (filled === 0) continue;
+        if (keepUnfilled(existing, values) === 0) continue;
         this.fill.run(...values, nodeId, ts);
       }
       added++;

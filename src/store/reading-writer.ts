@@ -241,12 +241,7 @@ export class ReadingWriter {
           // The row exists: fill only the fields it lacks; the rest of this reading is a duplicate.
           const existing = this.selectReading.get(nodeId, ts);
           if (!existing) continue;
-          let filled = 0;
-          for (let slot = 0; slot < SLOTS; slot++) {
-            if (existing[slot] !== null) values[slot] = null;
-            else if (values[slot] !== null) filled++;
-          }
-          if (filled === 0) continue;
+          if (keepUnfilled(existing, values) === 0) continue;
           this.fillReading.run(...values, nodeId, ts);
           added = toReading(nodeId, ts, values);
         }
@@ -308,6 +303,19 @@ export class ReadingWriter {
     }
     this.writeLatest.run(args, n);
   }
+}
+
+/**
+ * Leaves in `values` only the fields a stored row lacks (the rest of a replayed reading is a
+ * duplicate and counts nowhere); returns how many it fills.
+ */
+export function keepUnfilled(existing: readonly (number | null)[], values: (number | null)[]): number {
+  let filled = 0;
+  for (let slot = 0; slot < values.length; slot++) {
+    if (existing[slot] !== null) values[slot] = null;
+    else if (values[slot] !== null) filled++;
+  }
+  return filled;
 }
 
 /** The additive upsert of a rollup table's buckets (node_id, bucket_start, then `columns`: sums and counts). */

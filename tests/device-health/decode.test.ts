@@ -43,24 +43,17 @@ describe('decodeDeviceHealth', () => {
   });
 
   it('reads every DEVICE_METRICS field', () => {
-    const sample = decodeDeviceHealth(
-      packet({
-        case: 'deviceMetrics',
-        value: {
-          batteryLevel: 101,
-          voltage: 4.2,
-          channelUtilization: 12.5,
-          airUtilTx: 1.25,
-          uptimeSeconds: 3600,
-        },
-      }),
-    );
-    expect(sample).toMatchObject({
+    const sent = {
       batteryLevel: 101,
       voltage: 4.2,
       channelUtilization: 12.5,
       airUtilTx: 1.25,
       uptimeSeconds: 3600,
+    };
+    expect(decodeDeviceHealth(packet({ case: 'deviceMetrics', value: sent }))).toEqual({
+      nodeId: '!a1b2c3d4',
+      at: AT,
+      ...sent,
     });
   });
 

@@ -31,17 +31,13 @@ beforeEach(() => {
 });
 afterEach(() => closeDatabase(db));
 
-async function get(
-  path: string,
-  // biome-ignore lint/suspicious/noExplicitAny: response bodies of several shapes
-): Promise<{ status: number; link: string | null; type: string | null; body: any }> {
+/** Status, Link, content type and JSON body of a request to the routes. */
+async function get(path: string) {
   const res = await app.request(path);
-  return {
-    status: res.status,
-    link: res.headers.get('link'),
-    type: res.headers.get('content-type'),
-    body: await res.json(),
-  };
+  const [link, type] = [res.headers.get('link'), res.headers.get('content-type')];
+  // biome-ignore lint/suspicious/noExplicitAny: response bodies of several shapes
+  const body: any = await res.json();
+  return { status: res.status, link, type, body };
 }
 
 function history(params: Record<string, string>, node = NODE): string {
