@@ -23,6 +23,7 @@ import { Link } from '../router.js';
 import { hubStore } from '../state/hub.js';
 import { meshStore, refreshMesh } from '../state/mesh.js';
 import { siteNames, sitesStore } from '../state/sites.js';
+import { DeviceHealthCharts } from './device-health-charts.js';
 import { HistoryCharts } from './history-charts.js';
 import './node-page.css';
 import { displayStore } from '../state/display.js';
@@ -185,6 +186,7 @@ export function NodePage({ nodeId, search }: { nodeId: string; search: string })
       </section>
 
       <HistoryCharts nodeId={nodeId} search={search} site={site} />
+      {!upstream && <DeviceHealthCharts nodeId={nodeId} search={search} isHub={isHub} />}
     </div>
   );
 }
