@@ -27,6 +27,7 @@ const SUITES: Record<string, () => Promise<{ run(): Promise<BenchResult[]> }>> =
   start: () => import('./start.js'),
   'mqtt-nodes': async () => ({ run: (await import('./mqtt.js')).runNodes }),
   'history-http': () => import('./history-http.js'),
+  'device-health-history': () => import('./device-health-history.js'),
 };
 
 const fmt = (n: number) => (n >= 100 ? n.toFixed(0) : n >= 10 ? n.toFixed(1) : n.toFixed(2));

@@ -31,6 +31,8 @@ export interface DeviceHealthActorDeps {
   flushMs: number;
   /** At most one SNR/RSSI sample per node in this time (0: every directly heard packet). */
   linkSampleMs: number;
+  /** After each commit, the samples it held (the reads drop their cached buckets). */
+  onStored?: (rows: readonly HealthRow[]) => void;
   /** Commit at once when this many samples wait; also the bound of the queue (the oldest go past twice it). */
   maxBatch?: number;
 }
@@ -115,6 +117,7 @@ export class DeviceHealthActor extends Actor {
     try {
       const added = this.deps.writer().write(rows);
       this.deps.counters.written(rows.length, added);
+      this.deps.onStored?.(rows);
     } catch (error) {
       this.deps.counters.failed();
       this.deps.log.warn({ err: error, rows: rows.length }, 'device health samples not stored');

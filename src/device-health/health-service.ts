@@ -6,8 +6,8 @@
  */
 import type { Database, Statement } from '../store/database.js';
 import type { RollupInterval } from '../store/rollups.js';
+import { BucketHistory } from '../weather/bucket-cache.js';
 import {
-  bucketLower,
   EMPTY_BODY,
   type HistoryPage,
   type HistoryQuery,
@@ -21,6 +21,7 @@ import {
   HEALTH_ROLLUP_TABLE,
   HEALTH_SLOTS,
   HEALTH_TABLE,
+  type HealthRow,
 } from './columns.js';
 
 /** Bound on the latest list: far beyond any one site's mesh. */
@@ -49,12 +50,13 @@ export interface RadioHealth {
 
 export class HealthService {
   private readonly selectRaw: Statement<unknown[], unknown[]>;
-  private readonly selectBuckets: Record<RollupInterval, Statement<unknown[], unknown[]>>;
+  private readonly buckets: BucketHistory;
   private readonly selectLatest: Statement<unknown[], unknown[]>;
   private readonly selectLatestOne: Statement<unknown[], unknown[]>;
   private readonly selectRadio: Statement<unknown[], unknown[]>;
 
-  constructor(db: Database) {
+  /** `cacheBytes`: bound on the serialized buckets kept (the weather history's cache, default 8 MB). */
+  constructor(db: Database, cacheBytes?: number) {
     const cols = HEALTH_COLUMNS.join(', ');
     this.selectRaw = db
       .prepare(
@@ -69,7 +71,11 @@ export class HealthService {
            WHERE node_id = ? AND bucket_start >= ? AND bucket_start < ? ORDER BY bucket_start LIMIT ?`,
         )
         .raw(true) as Statement<unknown[], unknown[]>;
-    this.selectBuckets = { '1h': buckets('1h'), '1d': buckets('1d') };
+    this.buckets = new BucketHistory(
+      { '1h': buckets('1h'), '1d': buckets('1d') },
+      (nodeId, start, row) => healthJson(nodeId, start, row, 1, true),
+      cacheBytes,
+    );
     const latest = `SELECT node_id, ts, ${cols} FROM ${HEALTH_LATEST_TABLE}`;
     this.selectLatest = db
       .prepare(`${latest} ORDER BY node_id LIMIT ${MAX_LATEST_NODES}`)
@@ -93,10 +99,12 @@ export class HealthService {
       const rows = this.selectRaw.all(nodeId, rawLower(query), end, limit + 1);
       return pageOf(rows, limit, (row, ts) => healthJson(nodeId, ts, row, 1));
     }
-    const lower = bucketLower(query, interval);
-    if (lower >= end) return { body: EMPTY_BODY };
-    const rows = this.selectBuckets[interval].all(nodeId, lower, end, limit + 1);
-    return pageOf(rows, limit, (row, ts) => healthJson(nodeId, ts, row, 1, true));
+    return this.buckets.page(query, interval);
+  }
+
+  /** Samples were stored: the cached buckets they may have changed are dropped. */
+  stored(rows: readonly HealthRow[]): void {
+    for (const row of rows) this.buckets.changed(row.nodeId, row.ts);
   }
 
   /** Every node's newest values (each field its own newest), or one node's; ordered by node_id. */

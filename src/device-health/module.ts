@@ -75,6 +75,7 @@ export const deviceHealthModule = defineModule({
         return writer;
       },
       flushMs: s.DEVICE_HEALTH_FLUSH,
+      onStored: (stored) => service.stored(stored),
       linkSampleMs: s.DEVICE_HEALTH_SNR_SECONDS * 1000,
       counters: {
         sample: (kind) => samples.inc({ kind }),

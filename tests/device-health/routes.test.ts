@@ -16,12 +16,13 @@ const NODE = '!0000abcd';
 let db: Database;
 let writer: HealthWriter;
 let app: Hono;
+let service: HealthService;
 
 beforeEach(() => {
   db = memoryDb();
   migrateDeviceHealth(db);
   writer = new HealthWriter(db);
-  const service = new HealthService(db);
+  service = new HealthService(db);
   app = new Hono();
   app.route('/api/v1/nodes/:node_id/device-health', healthHistoryRoutes(service));
   app.route('/api/v1/device-health', healthLatestRoutes(service));
@@ -98,6 +99,16 @@ describe('GET /api/v1/nodes/{node_id}/device-health', () => {
     expect(hourly.body.data).toEqual([
       { node_id: NODE, timestamp: iso(T0), battery_level: 40, voltage: 3.9 },
     ]);
+  });
+
+  it('a bucket read before a new sample in it shows the new mean once the sample is stored', async () => {
+    const range = { start: iso(T0), end: iso(T0 + DAY), interval: '1h' };
+    writer.write([device(T0, { batteryLevel: 40 })]);
+    expect((await get(history(range))).body.data[0].battery_level).toBe(40);
+    const late = [device(T0 + 60_000, { batteryLevel: 60 })];
+    writer.write(late);
+    service.stored(late);
+    expect((await get(history(range))).body.data[0].battery_level).toBe(50);
   });
 
   it('pages with limit and a Link cursor, and the pages add up to the whole', async () => {
