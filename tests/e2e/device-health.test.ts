@@ -15,10 +15,10 @@ type Latest = {
 };
 
 describeInBrowser('device health on the node page', () => {
-  let hub: TestHub;
-  let nodeId: string;
-  let radioId: string;
   const pages = useGuardedPages();
+  let hub: TestHub;
+  /** A node with battery and SNR, and the hub's own radio. */
+  const ids = { node: '', radio: '' };
 
   beforeAll(async () => {
     hub = await startUiHub({ SIM_TELEMETRY_SECONDS: '5' });
@@ -32,8 +32,8 @@ describeInBrowser('device health on the node page', () => {
       20_000,
       'a node with battery and SNR, and the radio’s LocalStats',
     );
-    nodeId = latest.node.node_id;
-    radioId = latest.radio.node_id;
+    ids.node = latest.node.node_id;
+    ids.radio = latest.radio.node_id;
   });
 
   afterAll(async () => {
@@ -42,7 +42,7 @@ describeInBrowser('device health on the node page', () => {
 
   it('charts battery, voltage and SNR over the day, and says how long the node has been up', async () => {
     const { page } = await pages.open();
-    await page.goto(`${hub.baseUrl}/nodes/${nodeId}`);
+    await page.goto(`${hub.baseUrl}/nodes/${ids.node}`);
     const panel = page.getByTestId('device-health');
     for (const metric of ['battery_level', 'voltage', 'snr']) {
       const figure = panel.locator(`figure[data-metric="${metric}"]`);
@@ -58,7 +58,7 @@ describeInBrowser('device health on the node page', () => {
 
   it('shows the hub’s own airtime against its budget on the hub’s node page', async () => {
     const { page } = await pages.open();
-    await page.goto(`${hub.baseUrl}/nodes/${radioId}`);
+    await page.goto(`${hub.baseUrl}/nodes/${ids.radio}`);
     const airtime = page.getByTestId('airtime');
     await expect.poll(() => airtime.textContent(), { timeout: 15_000 }).toMatch(/of a 10 % budget/);
     expect(await airtime.textContent()).toMatch(/channel in use \d/);

@@ -15,7 +15,7 @@ import type { MetricInfo, ReadingJson } from '../lib/metrics.js';
 import { themeStore } from '../state/display.js';
 import { readToken } from '../state/read-access.js';
 import { loadPages, PAGE_LIMIT } from './history-loader.js';
-import { MetricChart } from './metric-chart.js';
+import { MetricCharts } from './metric-chart.js';
 
 type HealthKey = 'battery_level' | 'voltage' | 'channel_utilization' | 'air_util_tx' | 'snr';
 const same = (v: number) => v;
@@ -132,20 +132,7 @@ export function DeviceHealthCharts({
           This node reported no device health in this range.
         </p>
       )}
-      {series.present.length > 0 && (
-        <div class="charts">
-          {series.present.map((m) => (
-            <MetricChart
-              key={m.key}
-              metric={m}
-              x={series.x}
-              y={series.y[m.key]!}
-              interval={plan.interval}
-              theme={theme}
-            />
-          ))}
-        </div>
-      )}
+      {series.present.length > 0 && <MetricCharts series={series} interval={plan.interval} theme={theme} />}
     </section>
   );
 }
