@@ -13,6 +13,7 @@ import type { LoginThrottle } from '../src/auth/login-throttle.js';
 import { loginThrottleFrom } from '../src/auth/settings.js';
 import { HubUserService } from '../src/auth/user-service.js';
 import { loadSlices } from '../src/config/load.js';
+import { deviceHealthModule } from '../src/device-health/module.js';
 import { type HubBus, type HubEvents, type HubRequests, RETAINED_EVENTS } from '../src/domain/events.js';
 import { buildHealthReport } from '../src/http/health.js';
 import { HttpMounts } from '../src/http/mounts.js';
@@ -62,6 +63,7 @@ export const CORE_MODULES: readonly HubModule[] = [
   ingestModule,
   messagingModule,
   meshApiModule,
+  deviceHealthModule,
   mqttModule,
   liveModule,
   packetsModule,

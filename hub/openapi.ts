@@ -5,6 +5,8 @@
  * (src/http/openapi-route.ts); this only assembles them, with the tags and the named schemas.
  */
 import { jwksOperations, tokenOperations } from '../src/auth/routes.js';
+import { deviceHealthOperations } from '../src/device-health/routes.js';
+import { healthSampleSchema } from '../src/device-health/schemas.js';
 import { operationalOperations } from '../src/http/app.js';
 import { type OpenApiDocument, openApiDocument } from '../src/http/openapi.js';
 import { healthReportSchema, radioStatusSchema } from '../src/http/schemas.js';
@@ -39,6 +41,10 @@ export function meshOpenApiDocument(version: string): OpenApiDocument {
     tags: [
       { name: 'weather', description: 'Environmental readings (spec "Reading").' },
       { name: 'nodes', description: 'The mesh nodes the hub has heard of.' },
+      {
+        name: 'device health',
+        description: 'Battery, voltage, channel use, uptime and link quality of mesh nodes.',
+      },
       { name: 'ingest', description: 'Readings from sensors that speak HTTP.' },
       { name: 'auth', description: 'The hub’s own token issuer.' },
       { name: 'messaging', description: 'Texts to and from mesh nodes (bearer, role subscriber or admin).' },
@@ -53,6 +59,7 @@ export function meshOpenApiDocument(version: string): OpenApiDocument {
     components: {
       Reading: readingSchema,
       Node: nodeSchema,
+      DeviceHealthSample: healthSampleSchema,
       MessageRecord: messageRecordSchema,
       MessageDetail: messageDetailSchema,
       ConversationSummary: conversationSummarySchema,
@@ -69,6 +76,7 @@ export function meshOpenApiDocument(version: string): OpenApiDocument {
       ...weatherOperations,
       ...nodesOperations,
       ...packetsOperations,
+      ...deviceHealthOperations,
       ...ingestOperations,
       ...tokenOperations,
       ...jwksOperations,

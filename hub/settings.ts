@@ -7,6 +7,7 @@ import { z } from 'zod';
 import { authSettings } from '../src/auth/settings.js';
 import { duration, flag, int, list, parsedBy, port } from '../src/config/fields.js';
 import { type LoadedSettings, loadSettings, type SettingsSlice } from '../src/config/load.js';
+import { deviceHealthSettings } from '../src/device-health/settings.js';
 import { parseAllowedHosts } from '../src/http/host-check.js';
 import { liveSettings } from '../src/live/settings.js';
 import { LOG_FORMATS } from '../src/log.js';
@@ -129,6 +130,8 @@ export const hubSettings = z.object({
   SIM_AWAY_MINUTES: z.coerce.number().gt(0).max(1440).optional(),
   /** Minutes after start when one simulated node takes the number firmware 2.8 derives from its key (fractions allowed); unset: never. */
   SIM_RENUMBER_AFTER_MINUTES: z.coerce.number().gt(0).max(525_600).optional(),
+  /** Minutes between reboots of each simulated node (its uptime starts again; fractions allowed); unset: about nine days. */
+  SIM_REBOOT_MINUTES: z.coerce.number().gt(0).max(43_200).optional(),
 
   /** Time zone for scheduled jobs (e.g. `Europe/Zurich`); unset: the system's local time, and no time-zone data is loaded. */
   SCHEDULE_TIMEZONE: z.string().min(1).optional(),
@@ -144,6 +147,7 @@ export const configSchema = z
   .object({
     ...hubSettings.shape,
     ...authSettings.shape,
+    ...deviceHealthSettings.shape,
     ...liveSettings.shape,
     ...meshApiSettings.shape,
     ...messagingSettings.shape,

@@ -30,6 +30,7 @@ const SUITES: Record<string, () => Promise<{ run(): Promise<BenchResult[]> }>> =
   'packet-log': () => import('./packet-log-ingest.js'),
   'notification-rules': () => import('./notification-rules.js'),
   renumber: () => import('./renumber.js'),
+  'device-health-history': () => import('./device-health-history.js'),
 };
 
 const fmt = (n: number) => (n >= 100 ? n.toFixed(0) : n >= 10 ? n.toFixed(1) : n.toFixed(2));

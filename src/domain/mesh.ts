@@ -112,4 +112,14 @@ export interface DeviceHealthSample {
   channelUtilization?: number;
   airUtilTx?: number;
   uptimeSeconds?: number;
+  /**
+   * Set on a LocalStats report (Telemetry.local_stats, the hub's own radio): its counters since
+   * boot, and the noise floor (dBm) where the firmware sends one.
+   */
+  localStats?: {
+    packetsTx: number;
+    packetsRx: number;
+    packetsRxBad: number;
+    noiseFloor?: number;
+  };
 }

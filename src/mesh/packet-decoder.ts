@@ -212,12 +212,12 @@ export function hardwareModelName(model: number): string | undefined {
   return Mesh.HardwareModel[model] ?? `HW_MODEL_${model}`;
 }
 
-function finite(value: number | undefined): number | undefined {
+export function finite(value: number | undefined): number | undefined {
   return value !== undefined && Number.isFinite(value) ? value : undefined;
 }
 
 /** A proto `float` widened to a double (21.3 arrives as 21.299999237…), back to the 7 digits it holds. */
-function f32(value: number | undefined): number | undefined {
+export function f32(value: number | undefined): number | undefined {
   const v = finite(value);
   return v === undefined ? undefined : Number(v.toPrecision(7));
 }

@@ -17,5 +17,7 @@ declare module '../domain/events.js' {
       // biome-ignore lint/suspicious/noConfusingVoidType: the answer is "sent", nothing more
       response: void;
     };
+    /** The share of airtime the send queue paces to (MESSAGE_AIRTIME_PERCENT): device health shows it. */
+    'messaging.airtimeBudget': { request: Record<string, never>; response: { percent: number } };
   }
 }

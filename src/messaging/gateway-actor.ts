@@ -129,6 +129,7 @@ export class MessageGatewayActor extends Actor {
     bus.handle(this.name, 'messaging.sendPaced', ({ payloadBytes, transmit }) =>
       this.sendPaced(payloadBytes, transmit),
     );
+    bus.handle(this.name, 'messaging.airtimeBudget', () => ({ percent: this.deps.airtimePercent }));
     // The radio link keeps wall-clock time; the texts keep the gateway's clock.
     bus.on(this.name, 'radio.quietEnded', ({ quietSince }) =>
       post({ kind: 'radioBack', since: this.clock.now() - (Date.now() - quietSince) }),

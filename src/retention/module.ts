@@ -1,4 +1,5 @@
-/** Deletes raw readings older than READINGS_RETENTION_DAYS on RETENTION_CRON; rollups are kept. */
+/** Deletes raw readings (and raw device health samples) older than READINGS_RETENTION_DAYS on RETENTION_CRON; rollups are kept. */
+import { deleteHealthOlderThan } from '../device-health/module.js';
 import { defineModule } from '../module.js';
 import { deleteReadingsOlderThan } from '../store/retention.js';
 import { retentionSettings } from './settings.js';
@@ -13,7 +14,9 @@ export const retentionModule = defineModule({
     ctx.schedule('readings', cron, async () => {
       const cutoff = Date.now() - days * DAY_MS;
       const deleted = await deleteReadingsOlderThan(ctx.db, cutoff);
-      ctx.log.info({ deleted, cutoff: new Date(cutoff).toISOString() }, 'retention pass done');
+      // Device health's raw samples keep the readings' retention (its rollups are kept too).
+      const deviceHealth = await deleteHealthOlderThan(ctx.db, cutoff);
+      ctx.log.info({ deleted, deviceHealth, cutoff: new Date(cutoff).toISOString() }, 'retention pass done');
     });
     return {};
   },

@@ -22,14 +22,7 @@ import { READING_METRICS, type Reading } from '../domain/reading.js';
 import type { Database, Statement } from './database.js';
 import { MAX_ROWS_PER_STATEMENT, MultiRowStatement, placeholders } from './multi-row-statement.js';
 import { readingsObservers, type StoredReadingRow } from './reading-observers.js';
-import {
-  ACC_SIZE,
-  addToRollups,
-  METRIC_COLUMNS,
-  type NodeRollups,
-  ROLLUP_COLUMNS,
-  RollupBuckets,
-} from './rollups.js';
+import { addToRollups, METRIC_COLUMNS, type NodeRollups, ROLLUP_COLUMNS, RollupBuckets } from './rollups.js';
 
 const SLOTS = METRIC_COLUMNS.length;
 // The observed rows are written out slot by slot (applyGroup).
@@ -126,16 +119,8 @@ export class ReadingWriter {
     this.fillReading = db.prepare(
       `UPDATE readings SET ${METRIC_COLUMNS.map((c) => `${c} = coalesce(${c}, ?)`).join(', ')} WHERE node_id = ? AND ts = ?`,
     );
-    const upsert = (table: string) =>
-      new MultiRowStatement(
-        db,
-        2 + ACC_SIZE,
-        (rows) =>
-          `INSERT INTO ${table} (node_id, bucket_start, ${ROLLUP_COLUMNS.join(', ')}) VALUES ${placeholders(2 + ROLLUP_COLUMNS.length, rows)}
-           ON CONFLICT (node_id, bucket_start) DO UPDATE SET ${ROLLUP_COLUMNS.map((c) => `${c} = ${c} + excluded.${c}`).join(', ')}`,
-      );
-    this.upsertHourly = upsert('readings_hourly');
-    this.upsertDaily = upsert('readings_daily');
+    this.upsertHourly = rollupUpsert(db, 'readings_hourly', ROLLUP_COLUMNS);
+    this.upsertDaily = rollupUpsert(db, 'readings_daily', ROLLUP_COLUMNS);
     const latestColumns = ['node_id', 'ts', ...METRIC_COLUMNS.flatMap((c) => [c, `${c}_ts`])];
     this.writeLatest = new MultiRowStatement(
       db,
@@ -264,8 +249,8 @@ export class ReadingWriter {
     this.observed = observers ? [] : undefined;
     const stored = groups.map((readings) => this.applyGroup(readings, nodes, fast));
     this.flushPending();
-    this.writeBuckets(nodes, 'hours', this.upsertHourly);
-    this.writeBuckets(nodes, 'days', this.upsertDaily);
+    writeRollupBuckets(nodes, 'hours', this.upsertHourly);
+    writeRollupBuckets(nodes, 'days', this.upsertDaily);
     this.writeLatestRows(nodes);
     const rows = this.observed;
     this.observed = undefined;
@@ -315,12 +300,7 @@ export class ReadingWriter {
           // The row exists: fill only the fields it lacks; the rest of this reading is a duplicate.
           const existing = this.selectReading.get(nodeId, ts);
           if (!existing) continue;
-          let filled = 0;
-          for (let slot = 0; slot < SLOTS; slot++) {
-            if (existing[slot] !== null) values[slot] = null;
-            else if (values[slot] !== null) filled++;
-          }
-          if (filled === 0) continue;
+          if (keepUnfilled(existing, values) === 0) continue;
           this.fillReading.run(...values, nodeId, ts);
           added = toReading(nodeId, ts, values);
         }
@@ -364,27 +344,6 @@ export class ReadingWriter {
     if (n > 0 && this.insertReadings.run(this.pendingArgs, n) !== n) throw new FastPathConflict();
   }
 
-  private writeBuckets(
-    nodes: Map<string, NodeContribution>,
-    which: 'hours' | 'days',
-    upsert: MultiRowStatement,
-  ): void {
-    const width = upsert.width;
-    const args: unknown[] = [];
-    let n = 0;
-    for (const [nodeId, contribution] of nodes) {
-      const { starts, accs } = contribution[which];
-      for (let b = 0; b < starts.length; b++) {
-        const acc = accs[b]!;
-        const base = n++ * width;
-        args[base] = nodeId;
-        args[base + 1] = starts[b];
-        for (let i = 0; i < ACC_SIZE; i++) args[base + 2 + i] = acc[i];
-      }
-    }
-    upsert.run(args, n);
-  }
-
   private writeLatestRows(nodes: Map<string, NodeContribution>): void {
     const width = this.writeLatest.width;
     const args: unknown[] = [];
@@ -403,6 +362,53 @@ export class ReadingWriter {
     }
     this.writeLatest.run(args, n);
   }
+}
+
+/**
+ * Leaves in `values` only the fields a stored row lacks (the rest of a replayed reading is a
+ * duplicate and counts nowhere); returns how many it fills.
+ */
+export function keepUnfilled(existing: readonly (number | null)[], values: (number | null)[]): number {
+  let filled = 0;
+  for (let slot = 0; slot < values.length; slot++) {
+    if (existing[slot] !== null) values[slot] = null;
+    else if (values[slot] !== null) filled++;
+  }
+  return filled;
+}
+
+/** The additive upsert of a rollup table's buckets (node_id, bucket_start, then `columns`: sums and counts). */
+export function rollupUpsert(db: Database, table: string, columns: readonly string[]): MultiRowStatement {
+  return new MultiRowStatement(
+    db,
+    2 + columns.length,
+    (rows) =>
+      `INSERT INTO ${table} (node_id, bucket_start, ${columns.join(', ')}) VALUES ${placeholders(2 + columns.length, rows)}
+           ON CONFLICT (node_id, bucket_start) DO UPDATE SET ${columns.map((c) => `${c} = ${c} + excluded.${c}`).join(', ')}`,
+  );
+}
+
+/** Upserts every node's hourly or daily buckets of a batch, once each (`upsert`: rollupUpsert). */
+export function writeRollupBuckets(
+  nodes: ReadonlyMap<string, NodeRollups>,
+  which: 'hours' | 'days',
+  upsert: MultiRowStatement,
+): void {
+  const width = upsert.width;
+  const size = width - 2;
+  const args: unknown[] = [];
+  let n = 0;
+  for (const [nodeId, contribution] of nodes) {
+    const { starts, accs } = contribution[which];
+    for (let b = 0; b < starts.length; b++) {
+      const acc = accs[b]!;
+      const base = n++ * width;
+      args[base] = nodeId;
+      args[base + 1] = starts[b];
+      for (let i = 0; i < size; i++) args[base + 2 + i] = acc[i];
+    }
+  }
+  upsert.run(args, n);
 }
 
 function emptyLatest(): LatestRow {

@@ -14,6 +14,8 @@ export interface RetentionOptions {
   chunkRows?: number;
   /** Called after each chunk's transaction, with the rows it deleted. */
   onChunk?: (deleted: number) => void;
+  /** A table keyed (node_id, ts) like `readings` (the default): device health's raw samples too. */
+  table?: string;
 }
 
 /** Nodes looked at in one transaction, so a mesh of many nodes with little to delete stays chunked too. */
@@ -24,20 +26,20 @@ const yieldToEventLoop = () => new Promise<void>((resolve) => setImmediate(resol
 export async function deleteReadingsOlderThan(
   db: Database,
   cutoffMs: number,
-  { chunkRows = 5_000, onChunk }: RetentionOptions = {},
+  { chunkRows = 5_000, onChunk, table = 'readings' }: RetentionOptions = {},
 ): Promise<number> {
   if (!Number.isFinite(cutoffMs)) throw new RangeError('cutoffMs must be a finite number of milliseconds');
   const limit = Math.max(1, Math.trunc(chunkRows));
-  const firstNode = db.prepare('SELECT node_id FROM readings ORDER BY node_id LIMIT 1').pluck(true);
+  const firstNode = db.prepare(`SELECT node_id FROM ${table} ORDER BY node_id LIMIT 1`).pluck(true);
   const nextNode = db
-    .prepare('SELECT node_id FROM readings WHERE node_id > ? ORDER BY node_id LIMIT 1')
+    .prepare(`SELECT node_id FROM ${table} WHERE node_id > ? ORDER BY node_id LIMIT 1`)
     .pluck(true);
   // The ts of a node's n-th oldest expired row: where a chunk that may take n rows ends.
   const nthExpired = db
-    .prepare('SELECT ts FROM readings WHERE node_id = ? AND ts < ? ORDER BY ts LIMIT 1 OFFSET ?')
+    .prepare(`SELECT ts FROM ${table} WHERE node_id = ? AND ts < ? ORDER BY ts LIMIT 1 OFFSET ?`)
     .pluck(true);
-  const deleteBefore = db.prepare('DELETE FROM readings WHERE node_id = ? AND ts < ?');
-  const deleteThrough = db.prepare('DELETE FROM readings WHERE node_id = ? AND ts <= ?');
+  const deleteBefore = db.prepare(`DELETE FROM ${table} WHERE node_id = ? AND ts < ?`);
+  const deleteThrough = db.prepare(`DELETE FROM ${table} WHERE node_id = ? AND ts <= ?`);
 
   // One transaction: up to `limit` rows (and a bounded number of nodes visited), moving across
   // nodes in key order. Returns the node to go on with, or undefined at the end of the table.

@@ -108,12 +108,15 @@ export class RollupBuckets {
   readonly accs: number[][] = [];
   private last = -1;
 
+  /** `size`: numbers per accumulator (the readings' ACC_SIZE; `linearAccSize(n)` for n plain metrics). */
+  constructor(private readonly size: number = ACC_SIZE) {}
+
   get(start: number): number[] {
     if (this.last >= 0 && this.starts[this.last] === start) return this.accs[this.last]!;
     let at = this.starts.lastIndexOf(start);
     if (at < 0) {
       at = this.starts.push(start) - 1;
-      this.accs.push(new Array<number>(ACC_SIZE).fill(0));
+      this.accs.push(new Array<number>(this.size).fill(0));
     }
     this.last = at;
     return this.accs[at]!;
@@ -126,10 +129,40 @@ export interface NodeRollups {
   days: RollupBuckets;
 }
 
-/** Adds one reading's values (slot order, null for absent) to its hour's and its day's bucket. */
-export function addToRollups(node: NodeRollups, ts: number, values: readonly (number | null)[]): void {
-  accumulate(node.hours.get(bucketStart(ts, '1h')), values);
-  accumulate(node.days.get(bucketStart(ts, '1d')), values);
+/**
+ * Adds one reading's values (slot order, null for absent) to its hour's and its day's bucket;
+ * `add` is `accumulate` for readings, `accumulateLinear` for series of plain metrics.
+ */
+export function addToRollups(
+  node: NodeRollups,
+  ts: number,
+  values: readonly (number | null)[],
+  add: (acc: number[], values: readonly (number | null)[]) => void = accumulate,
+): void {
+  add(node.hours.get(bucketStart(ts, '1h')), values);
+  add(node.days.get(bucketStart(ts, '1d')), values);
+}
+
+// ---- series of plain metrics (device health): the same sums and counts, no circular metric ----
+
+/** Accumulator size of `metrics` plain metrics: sum and count of each, in slot order. */
+export function linearAccSize(metrics: number): number {
+  return metrics * 2;
+}
+
+/** Rollup columns of plain metrics, in accumulator order: `<c>_sum`, `<c>_count` of each. */
+export function linearRollupColumns(columns: readonly string[]): string[] {
+  return columns.flatMap((c) => [`${c}_sum`, `${c}_count`]);
+}
+
+/** `accumulate` for plain metrics: each present value adds to its slot's sum and count. */
+export function accumulateLinear(acc: number[], values: readonly (number | null)[]): void {
+  for (let slot = 0; slot < values.length; slot++) {
+    const v = values[slot];
+    if (v === null || v === undefined) continue;
+    acc[slot * 2]! += v;
+    acc[slot * 2 + 1]! += 1;
+  }
 }
 
 // ---- the columns of both schemas (SQLite on the hub, PostgreSQL on the upstream) ----
@@ -143,16 +176,25 @@ export interface ReadingColumnTypes {
 }
 
 /** `readings`: one nullable column per metric. */
-export function readingColumnsDdl(t: ReadingColumnTypes): string[] {
-  return METRIC_COLUMNS.map((c) => `${c} ${t.real}`);
+export function readingColumnsDdl(
+  t: ReadingColumnTypes,
+  columns: readonly string[] = METRIC_COLUMNS,
+): string[] {
+  return columns.map((c) => `${c} ${t.real}`);
 }
 
 /** `readings_latest`: each metric's newest value and its time. */
-export function latestColumnsDdl(t: ReadingColumnTypes): string[] {
-  return METRIC_COLUMNS.map((c) => `${c} ${t.real}, ${c}_ts ${t.time}`);
+export function latestColumnsDdl(
+  t: ReadingColumnTypes,
+  columns: readonly string[] = METRIC_COLUMNS,
+): string[] {
+  return columns.map((c) => `${c} ${t.real}, ${c}_ts ${t.time}`);
 }
 
-/** `readings_hourly` / `readings_daily`: ROLLUP_COLUMNS, sums real and counts INTEGER, 0 by default. */
-export function rollupColumnsDdl(t: ReadingColumnTypes): string[] {
-  return ROLLUP_COLUMNS.map((c) => `${c} ${c.endsWith('_count') ? 'INTEGER' : t.real} NOT NULL DEFAULT 0`);
+/** `readings_hourly` / `readings_daily` (or another series' `columns`): sums real and counts INTEGER, 0 by default. */
+export function rollupColumnsDdl(
+  t: ReadingColumnTypes,
+  columns: readonly string[] = ROLLUP_COLUMNS,
+): string[] {
+  return columns.map((c) => `${c} ${c.endsWith('_count') ? 'INTEGER' : t.real} NOT NULL DEFAULT 0`);
 }

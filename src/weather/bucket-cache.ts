@@ -9,6 +9,10 @@
  * the least recently used ranges go once the buffers together pass `maxBytes`.
  */
 
+import type { Statement } from '../store/database.js';
+import { bucketStart, type RollupInterval } from '../store/rollups.js';
+import { bucketLower, EMPTY_BODY, type HistoryPage, type HistoryQuery } from './weather-reads.js';
+
 const OPEN = Buffer.from('{"data":[');
 const CLOSE = Buffer.from(']}');
 const COMMA = 0x2c;
@@ -144,5 +148,67 @@ export class BucketCache {
       if (this.bytes <= this.maxBytes) return;
       this.drop(key);
     }
+  }
+}
+
+function cacheKey(interval: RollupInterval, nodeId: string): string {
+  return `${interval}\u0000${nodeId}`;
+}
+
+/**
+ * One node's `1h` / `1d` history pages served from a BucketCache of serialized buckets where it
+ * covers them, else read from the rollup table (`select`: node, from, to, limit → rows with the
+ * bucket start first) and cached: the weather history's, and any series kept with its rollups
+ * (device health).
+ */
+export class BucketHistory {
+  private readonly cache: BucketCache;
+
+  constructor(
+    private readonly select: Record<RollupInterval, Statement<unknown[], unknown[]>>,
+    private readonly json: (nodeId: string, start: number, row: unknown[]) => string,
+    cacheBytes?: number,
+  ) {
+    this.cache = new BucketCache(cacheBytes);
+  }
+
+  /** A value of `nodeId` at `ts` was stored: the cached buckets from its hour and day on are dropped. */
+  changed(nodeId: string, ts: number): void {
+    this.cache.truncate(cacheKey('1h', nodeId), bucketStart(ts, '1h'));
+    this.cache.truncate(cacheKey('1d', nodeId), bucketStart(ts, '1d'));
+  }
+
+  clear(): void {
+    this.cache.clear();
+  }
+
+  page(query: HistoryQuery, interval: RollupInterval): HistoryPage {
+    const { nodeId, end, limit } = query;
+    const lower = bucketLower(query, interval);
+    if (lower >= end) return { body: EMPTY_BODY };
+    const key = cacheKey(interval, nodeId);
+    let range = this.cache.get(key);
+    if (!range || lower < range.from || lower > range.to) {
+      range = new CachedRange(lower, lower);
+      this.load(range, interval, nodeId, end, limit + 1);
+      this.cache.set(key, range);
+    } else if (end > range.to) {
+      const wanted = limit + 1 - (range.starts.length - lowerBound(range.starts, lower));
+      if (wanted > 0) this.cache.extend(key, range, (r) => this.load(r, interval, nodeId, end, wanted));
+    }
+    const first = lowerBound(range.starts, lower);
+    const stop = Math.min(lowerBound(range.starts, end), first + limit + 1);
+    const more = stop - first > limit;
+    const last = more ? first + limit : stop;
+    const body = range.body(first, last);
+    return more ? { body, nextAfter: range.starts[last - 1]! } : { body };
+  }
+
+  /** Appends up to `max` buckets with a start in [range.to, end) and moves `to` as far as they are complete. */
+  private load(range: CachedRange, interval: RollupInterval, nodeId: string, end: number, max: number): void {
+    const rows = this.select[interval].all(nodeId, range.to, end, max);
+    for (const row of rows) range.append(row[0] as number, this.json(nodeId, row[0] as number, row));
+    // A full result may stop short of `end`: it is complete only through its last bucket.
+    range.to = rows.length === max ? range.starts[range.starts.length - 1]! + 1 : end;
   }
 }

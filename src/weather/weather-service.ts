@@ -18,11 +18,10 @@
 
 import type { Reading } from '../domain/reading.js';
 import type { Database, Statement } from '../store/database.js';
-import { bucketStart, METRIC_COLUMNS, ROLLUP_TABLE, type RollupInterval } from '../store/rollups.js';
-import { BucketCache, CachedRange, lowerBound } from './bucket-cache.js';
+import { METRIC_COLUMNS, ROLLUP_TABLE, type RollupInterval } from '../store/rollups.js';
+import { BucketHistory } from './bucket-cache.js';
 import {
   bucketJson,
-  bucketLower,
   bucketMeanColumns,
   EMPTY_BODY,
   type HistoryPage,
@@ -44,24 +43,18 @@ export interface WeatherServiceOptions {
   resolveNodeId?: (nodeId: string) => string;
 }
 
-function cacheKey(interval: RollupInterval, nodeId: string): string {
-  return `${interval}\u0000${nodeId}`;
-}
-
 /** The hub's WeatherReads over SQLite: `/latest` narrowed by node, one series per node. */
 export class WeatherService implements WeatherReads<string | undefined, undefined> {
   private readonly selectLatest: Statement<unknown[], unknown[]>;
   private readonly selectRaw: Statement<unknown[], unknown[]>;
-  private readonly selectBuckets: Record<RollupInterval, Statement<unknown[], unknown[]>>;
   private latestAll: string | undefined;
   private latestByNode = new Map<string, string>();
-  private readonly buckets: BucketCache;
+  private readonly buckets: BucketHistory;
   private readonly resolve: (nodeId: string) => string;
 
   constructor(options: WeatherServiceOptions) {
     const { db } = options;
     this.resolve = options.resolveNodeId ?? ((nodeId) => nodeId);
-    this.buckets = new BucketCache(options.cacheBytes);
     const cols = METRIC_COLUMNS.join(', ');
     this.selectLatest = db
       .prepare(`SELECT node_id, ts, ${cols} FROM readings_latest ORDER BY node_id LIMIT ${MAX_LATEST_NODES}`)
@@ -81,7 +74,11 @@ export class WeatherService implements WeatherReads<string | undefined, undefine
            WHERE node_id = ? AND bucket_start >= ? AND bucket_start < ? ORDER BY bucket_start LIMIT ?`,
         )
         .raw(true) as Statement<unknown[], unknown[]>;
-    this.selectBuckets = { '1h': buckets('1h'), '1d': buckets('1d') };
+    this.buckets = new BucketHistory(
+      { '1h': buckets('1h'), '1d': buckets('1d') },
+      (nodeId, start, row) => bucketJson(nodeId, start, row, 1),
+      options.cacheBytes,
+    );
   }
 
   /**
@@ -94,10 +91,7 @@ export class WeatherService implements WeatherReads<string | undefined, undefine
       this.buckets.clear();
       return;
     }
-    for (const { nodeId, timestamp } of readings) {
-      this.buckets.truncate(cacheKey('1h', nodeId), bucketStart(timestamp, '1h'));
-      this.buckets.truncate(cacheKey('1d', nodeId), bucketStart(timestamp, '1d'));
-    }
+    for (const { nodeId, timestamp } of readings) this.buckets.changed(nodeId, timestamp);
   }
 
   /** The `/weather/latest` body: every node, or only `nodeId` (`{"data":[]}` when unknown). */
@@ -130,47 +124,9 @@ export class WeatherService implements WeatherReads<string | undefined, undefine
   }
 
   history(query: HistoryQuery): HistoryPage {
-    if (query.interval !== 'raw') return this.bucketHistory(query, query.interval);
+    if (query.interval !== 'raw') return this.buckets.page(query, query.interval);
     const { nodeId, end, limit } = query;
     const rows = this.selectRaw.all(nodeId, rawLower(query), end, limit + 1);
     return pageOf(rows, limit, (row, ts) => readingJson(nodeId, ts, row, 1));
-  }
-
-  /** Buckets come from the cache where it covers them, else from the rollup table (and are cached). */
-  private bucketHistory(query: HistoryQuery, interval: RollupInterval): HistoryPage {
-    const { nodeId, end, limit } = query;
-    const lower = bucketLower(query, interval);
-    if (lower >= end) return { body: EMPTY_BODY };
-    const key = cacheKey(interval, nodeId);
-    let range = this.buckets.get(key);
-    if (!range || lower < range.from || lower > range.to) {
-      range = new CachedRange(lower, lower);
-      this.loadBuckets(range, interval, nodeId, end, limit + 1);
-      this.buckets.set(key, range);
-    } else if (end > range.to) {
-      const wanted = limit + 1 - (range.starts.length - lowerBound(range.starts, lower));
-      if (wanted > 0)
-        this.buckets.extend(key, range, (r) => this.loadBuckets(r, interval, nodeId, end, wanted));
-    }
-    const first = lowerBound(range.starts, lower);
-    const stop = Math.min(lowerBound(range.starts, end), first + limit + 1);
-    const more = stop - first > limit;
-    const last = more ? first + limit : stop;
-    const body = range.body(first, last);
-    return more ? { body, nextAfter: range.starts[last - 1]! } : { body };
-  }
-
-  /** Appends up to `max` buckets with a start in [range.to, end) and moves `to` as far as they are complete. */
-  private loadBuckets(
-    range: CachedRange,
-    interval: RollupInterval,
-    nodeId: string,
-    end: number,
-    max: number,
-  ): void {
-    const rows = this.selectBuckets[interval].all(nodeId, range.to, end, max);
-    for (const row of rows) range.append(row[0] as number, bucketJson(nodeId, row[0] as number, row, 1));
-    // A full result may stop short of `end`: it is complete only through its last bucket.
-    range.to = rows.length === max ? range.starts[range.starts.length - 1]! + 1 : end;
   }
 }

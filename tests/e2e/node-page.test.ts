@@ -124,7 +124,7 @@ describeInBrowser('a node’s page', () => {
       await page.locator(`figure[data-metric="${metric}"] canvas`).waitFor();
       await expect.poll(() => drawnPixels(page, metric)).toBeGreaterThan(200);
     }
-    expect(await page.locator('figure.chart').count()).toBe(3);
+    expect(await page.locator('.history figure.chart').count()).toBe(3);
     const url = new URL(requests[0]!.url());
     expect(url.searchParams.get('interval')).toBe('raw');
     const span = Date.parse(url.searchParams.get('end')!) - Date.parse(url.searchParams.get('start')!);

@@ -10,6 +10,7 @@ import { Mesh } from '@meshtastic/protobufs';
 import { StreamClosedError, waitForDrain } from '../../kernel/timing.js';
 import type { Logger } from '../../log.js';
 import { encodeFrame, StreamFramer, toRadioEvents } from '../framing.js';
+import { localStatsPacket } from './device-health.js';
 import { isPresent, type SimNetwork, type SimNode } from './nodes.js';
 import {
   type FromRadioInit,
@@ -60,7 +61,7 @@ export function backfillTimes(nowMs: number, backfillMs: number): number[] {
   return times.reverse();
 }
 
-const BACKFILL_KINDS: readonly TelemetryKind[] = ['environment', 'airQuality'];
+const BACKFILL_KINDS: readonly TelemetryKind[] = ['environment', 'airQuality', 'device'];
 
 export class SimClientSession implements SimClient {
   private readonly framer = new StreamFramer();
@@ -265,6 +266,12 @@ export class SimClientSession implements SimClient {
       }
     }
     this.every(2_000 + r() * 8_000, LOG_LINE_INTERVAL_MS, () => this.writeStatusLine());
+    // The radio's own LocalStats (device-health.ts), as firmware sends them to its client.
+    this.every(500 + r() * 1_500, interval, () =>
+      this.sendLive({
+        payloadVariant: { case: 'packet', value: localStatsPacket(this.network, this.startedAt, this.now()) },
+      }),
+    );
     this.announceReturns();
     this.options.responder.onStart?.(this);
     // An upgraded node boots under its new number and sends its NodeInfo at once (renumber.ts).

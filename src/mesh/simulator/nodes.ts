@@ -127,6 +127,8 @@ export interface SimNetwork {
   readonly nodes: readonly SimNode[];
   /** Which nodes the mesh hears when (presence.ts); absent: every node, always. */
   readonly presence?: PresenceSchedule;
+  /** How often each node reboots (device-health.ts); absent: about every nine days. */
+  readonly rebootMs?: number;
 }
 
 /** Whether the simulated mesh hears `node` at `at` (a node away sends nothing and hears nothing). */

@@ -108,7 +108,7 @@ function nodeInfo(
 ): MessageInitShape<typeof Mesh.NodeInfoSchema> {
   // Heard a few minutes ago, on a schedule of its own.
   const lastHeardMs = nowMs - (hash32(network.seed, node.num, 0x6c68) % 600) * 1000;
-  const device = deviceAt(network.seed, node, placeOf(network, node), lastHeardMs);
+  const device = deviceAt(network.seed, node, placeOf(network, node), lastHeardMs, network.rebootMs);
   return {
     num: node.num,
     user: user(node),
@@ -275,7 +275,7 @@ function telemetryVariant(
     if (!node.profile.airQuality) return undefined;
     return { case: 'airQualityMetrics', value: airQualityAt(network.seed, node, place, timeMs) };
   }
-  return { case: 'deviceMetrics', value: deviceAt(network.seed, node, place, timeMs) };
+  return { case: 'deviceMetrics', value: deviceAt(network.seed, node, place, timeMs, network.rebootMs) };
 }
 
 export function positionPacket(

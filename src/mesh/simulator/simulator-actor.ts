@@ -24,6 +24,7 @@ export interface SimulatorSettings {
   SIM_ACK_DELAY_SCALE: number;
   SIM_AWAY_MINUTES?: number | undefined;
   SIM_RENUMBER_AFTER_MINUTES?: number | undefined;
+  SIM_REBOOT_MINUTES?: number | undefined;
 }
 
 /**
@@ -66,6 +67,7 @@ export function simulatorOptionsFrom(
     telemetryIntervalMs: config.SIM_TELEMETRY_SECONDS * 1000,
     backfillMs: config.SIM_BACKFILL,
     ...(config.SIM_AWAY_MINUTES ? { awayMinutes: config.SIM_AWAY_MINUTES } : {}),
+    ...(config.SIM_REBOOT_MINUTES ? { rebootMinutes: config.SIM_REBOOT_MINUTES } : {}),
     ...(config.SIM_RENUMBER_AFTER_MINUTES
       ? { renumberAfterMs: config.SIM_RENUMBER_AFTER_MINUTES * 60_000 }
       : {}),

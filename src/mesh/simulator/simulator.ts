@@ -37,6 +37,8 @@ export interface MeshSimulatorOptions {
   awayMinutes?: number;
   /** After this long, one node (the first in range) takes the number firmware 2.8 derives from its key (renumber.ts; SIM_RENUMBER_AFTER_MINUTES). */
   renumberAfterMs?: number;
+  /** Every node reboots this often, each at its own phase (SIM_REBOOT_MINUTES); default about nine days. */
+  rebootMinutes?: number;
 }
 
 export interface SimulatorAddress {
@@ -87,6 +89,7 @@ export class MeshSimulator {
           : typeof presence === 'function'
             ? presence(network, startedAt)
             : presence,
+      ...(this.options.rebootMinutes ? { rebootMs: this.options.rebootMinutes * 60_000 } : {}),
     };
     // The node that upgrades is one that answers texts (not the one always out of range).
     const first = network.nodes.find((n) => n.num !== outOfRange?.num);

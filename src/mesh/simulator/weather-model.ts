@@ -161,13 +161,20 @@ export function airQualityAt(
   };
 }
 
-export function deviceAt(seed: number, node: SimNode, place: ModelPlace, timeMs: number): DeviceValues {
+/** `rebootMs`: how often the node reboots (its uptime starts again), each node at its own phase. */
+export function deviceAt(
+  seed: number,
+  node: SimNode,
+  place: ModelPlace,
+  timeMs: number,
+  rebootMs = 9 * DAY_MS,
+): DeviceValues {
   const hour = solarHour(timeMs, place.longitude);
   // Solar nodes: fullest in the late afternoon, emptiest before dawn.
   const charge = Math.cos((2 * Math.PI * (hour - 17)) / 24);
   const offset = 16 * (unitHash(seed, node.num, K_BATTERY) - 0.5);
   const batteryLevel = Math.round(clamp(64 + 26 * charge + offset, 3, 100));
-  const reboots = 9 * DAY_MS;
+  const reboots = rebootMs;
   const uptimeMs = (timeMs + unitHash(seed, node.num, K_BATTERY, 1) * reboots) % reboots;
   return {
     batteryLevel,

@@ -16,7 +16,7 @@ import { hubStore } from '../state/hub.js';
 import { onLiveReadings } from '../state/mesh.js';
 import { siteNames, sitesStore } from '../state/sites.js';
 import { loadHistory } from './history-loader.js';
-import { MetricChart } from './metric-chart.js';
+import { MetricCharts } from './metric-chart.js';
 import { RangePicker } from './range-picker.js';
 
 type Loaded =
@@ -134,20 +134,7 @@ export function HistoryCharts({
       </p>
     );
   } else {
-    body = (
-      <div class="charts">
-        {series.present.map((metric) => (
-          <MetricChart
-            key={metric.key}
-            metric={metric}
-            x={series.x}
-            y={series.y[metric.key]!}
-            interval={plan.interval}
-            theme={theme}
-          />
-        ))}
-      </div>
-    );
+    body = <MetricCharts series={series} interval={plan.interval} theme={theme} />;
   }
 
   return (

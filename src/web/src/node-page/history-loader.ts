@@ -33,10 +33,18 @@ export async function loadHistory(
     limit: String(PAGE_LIMIT),
     ...(site ? { site } : {}),
   });
-  let path: string | undefined = `/api/v1/weather/history?${params}`;
-  const rows: ReadingJson[] = [];
+  return loadPages<ReadingJson>(`/api/v1/weather/history?${params}`, signal);
+}
+
+/** Every page from `firstPath` on (following `Link: rel="next"`), at most MAX_ROWS rows: any paged history. */
+export async function loadPages<T>(
+  firstPath: string,
+  signal: AbortSignal,
+): Promise<{ rows: T[]; truncated: boolean }> {
+  let path: string | undefined = firstPath;
+  const rows: T[] = [];
   while (path) {
-    const response: { body: { data: ReadingJson[] }; headers: Headers } = await request(path, {
+    const response: { body: { data: T[] }; headers: Headers } = await request(path, {
       signal,
       token: readToken(),
     });

@@ -8,7 +8,7 @@
 import { useEffect, useRef } from 'preact/hooks';
 import uPlot from 'uplot';
 import 'uplot/dist/uPlot.min.css';
-import { hasLoneValue, summarise, tickDigits } from '../lib/chart-series.js';
+import { type ChartSeries, hasLoneValue, summarise, tickDigits } from '../lib/chart-series.js';
 import { cardinal, formatNumber, withUnit } from '../lib/format.js';
 import type { HistoryInterval } from '../lib/history-plan.js';
 import type { MetricInfo } from '../lib/metrics.js';
@@ -144,5 +144,31 @@ export function MetricChart({ metric, x, y, interval, theme }: MetricChartProps)
         {summary ? text.slice(metric.label.length + 2) : 'No values in this range.'}
       </p>
     </figure>
+  );
+}
+
+/** One MetricChart per metric present in `series` (chart-series.ts), sharing the page's cursor. */
+export function MetricCharts({
+  series,
+  interval,
+  theme,
+}: {
+  series: ChartSeries;
+  interval: HistoryInterval;
+  theme: string;
+}) {
+  return (
+    <div class="charts">
+      {series.present.map((metric) => (
+        <MetricChart
+          key={metric.key}
+          metric={metric}
+          x={series.x}
+          y={series.y[metric.key]!}
+          interval={interval}
+          theme={theme}
+        />
+      ))}
+    </div>
   );
 }

@@ -24,6 +24,7 @@ import { hubStore } from '../state/hub.js';
 import { meshStore, refreshMesh } from '../state/mesh.js';
 import { siteNames, sitesStore } from '../state/sites.js';
 import { TopologyPanel } from '../topology/topology-panel.js';
+import { DeviceHealthCharts } from './device-health-charts.js';
 import { HistoryCharts } from './history-charts.js';
 import './node-page.css';
 import { displayStore } from '../state/display.js';
@@ -210,6 +211,7 @@ export function NodePage({ nodeId, search }: { nodeId: string; search: string })
 
       <HistoryCharts nodeId={nodeId} search={search} site={site} />
       {!upstream && !sensor && <TopologyPanel nodeId={nodeId} isHub={isHub} />}
+      {!upstream && <DeviceHealthCharts nodeId={nodeId} search={search} isHub={isHub} />}
     </div>
   );
 }
