@@ -33,6 +33,8 @@ export interface DeviceHealthActorDeps {
   linkSampleMs: number;
   /** After each commit, the samples it held (the reads drop their cached buckets). */
   onStored?: (rows: readonly HealthRow[]) => void;
+  /** A node's series moved to another id (cached history is stale). */
+  onMoved?: () => void;
   /** Commit at once when this many samples wait; also the bound of the queue (the oldest go past twice it). */
   maxBatch?: number;
 }
@@ -70,6 +72,19 @@ export class DeviceHealthActor extends Actor {
       if (link && this.linkDue(link.nodeId, link.at)) {
         this.deps.counters.sample('link');
         this.enqueue({ nodeId: link.nodeId, ts: link.at, values: linkValues(link.snr, link.rssi) });
+      }
+    });
+    // A renumbered node's device health follows it (README "Nodes that change their number").
+    bus.on(this.name, 'node.renumbered', ({ oldNodeId, newNodeId }) => {
+      this.flush();
+      try {
+        this.deps.writer().renumber(oldNodeId, newNodeId);
+        this.deps.onMoved?.();
+      } catch (error) {
+        this.deps.log.warn(
+          { err: error, oldNodeId, newNodeId },
+          'device health did not follow a renumbered node',
+        );
       }
     });
     this.timer = setInterval(() => this.flush(), this.deps.flushMs);

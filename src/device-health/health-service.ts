@@ -107,6 +107,11 @@ export class HealthService {
     for (const row of rows) this.buckets.changed(row.nodeId, row.ts);
   }
 
+  /** Forgets every cached bucket (a node's series moved to another id). */
+  moved(): void {
+    this.buckets.clear();
+  }
+
   /** Every node's newest values (each field its own newest), or one node's; ordered by node_id. */
   latestBody(nodeId?: string): string {
     const rows = nodeId === undefined ? this.selectLatest.all() : this.selectLatestOne.all(nodeId);

@@ -10,6 +10,7 @@ import type { Database, Statement } from '../store/database.js';
 import { type MultiRowStatement, placeholders } from '../store/multi-row-statement.js';
 import { keepUnfilled, rollupUpsert, writeRollupBuckets } from '../store/reading-writer.js';
 import { accumulateLinear, addToRollups, type NodeRollups, RollupBuckets } from '../store/rollups.js';
+import { moveNodeSeries } from '../store/series-move.js';
 import {
   HEALTH_ACC_SIZE,
   HEALTH_COLUMNS,
@@ -32,7 +33,7 @@ export class HealthWriter {
   private readonly upsertDaily: MultiRowStatement;
   private readonly commit: (rows: readonly HealthRow[]) => number;
 
-  constructor(db: Database) {
+  constructor(private readonly db: Database) {
     const cols = HEALTH_COLUMNS.join(', ');
     const width = 2 + HEALTH_SLOTS;
     this.insert = db.prepare(
@@ -58,6 +59,25 @@ export class HealthWriter {
     this.upsertHourly = rollupUpsert(db, HEALTH_ROLLUP_TABLE['1h'], HEALTH_ROLLUP_COLUMNS);
     this.upsertDaily = rollupUpsert(db, HEALTH_ROLLUP_TABLE['1d'], HEALTH_ROLLUP_COLUMNS);
     this.commit = db.transaction((rows: readonly HealthRow[]) => this.apply(rows));
+  }
+
+  /** Moves a renumbered node's samples, rollups and latest values to its new id (one transaction). */
+  renumber(oldId: string, newId: string): number {
+    return this.db.transaction(() =>
+      moveNodeSeries(
+        this.db,
+        {
+          raw: HEALTH_TABLE,
+          hourly: HEALTH_ROLLUP_TABLE['1h'],
+          daily: HEALTH_ROLLUP_TABLE['1d'],
+          latest: HEALTH_LATEST_TABLE,
+          metrics: HEALTH_COLUMNS,
+          rollups: HEALTH_ROLLUP_COLUMNS,
+        },
+        oldId,
+        newId,
+      ),
+    )();
   }
 
   /** Stores a batch in one transaction; returns how many samples added something. */

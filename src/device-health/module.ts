@@ -76,6 +76,7 @@ export const deviceHealthModule = defineModule({
       },
       flushMs: s.DEVICE_HEALTH_FLUSH,
       onStored: (stored) => service.stored(stored),
+      onMoved: () => service.moved(),
       linkSampleMs: s.DEVICE_HEALTH_SNR_SECONDS * 1000,
       counters: {
         sample: (kind) => samples.inc({ kind }),

@@ -22,7 +22,15 @@ import { READING_METRICS, type Reading } from '../domain/reading.js';
 import type { Database, Statement } from './database.js';
 import { MAX_ROWS_PER_STATEMENT, MultiRowStatement, placeholders } from './multi-row-statement.js';
 import { readingsObservers, type StoredReadingRow } from './reading-observers.js';
-import { addToRollups, METRIC_COLUMNS, type NodeRollups, ROLLUP_COLUMNS, RollupBuckets } from './rollups.js';
+import {
+  addToRollups,
+  METRIC_COLUMNS,
+  type NodeRollups,
+  ROLLUP_COLUMNS,
+  ROLLUP_TABLE,
+  RollupBuckets,
+} from './rollups.js';
+import { moveNodeSeries } from './series-move.js';
 
 const SLOTS = METRIC_COLUMNS.length;
 // The observed rows are written out slot by slot (applyGroup).
@@ -172,43 +180,24 @@ export class ReadingWriter {
    */
   renumber(oldId: string, newId: string): number {
     if (oldId === newId) return 0;
-    const old = this.latest.get(oldId);
-    const merged = this.latest.get(newId);
-    const latest = merged ? copyLatest(merged) : emptyLatest();
-    if (old) {
-      latest.ts = Math.max(latest.ts, old.ts);
-      for (let slot = 0; slot < SLOTS; slot++) {
-        if (old.times[slot]! > latest.times[slot]!) {
-          latest.values[slot] = old.values[slot]!;
-          latest.times[slot] = old.times[slot]!;
-        }
-      }
-    }
-    const cols = METRIC_COLUMNS.join(', ');
-    const moved = this.db.transaction(() => {
-      const rows = this.db
-        .prepare(
-          `INSERT INTO readings (node_id, ts, ${cols}) SELECT ?, ts, ${cols} FROM readings WHERE node_id = ?
-           ON CONFLICT (node_id, ts) DO UPDATE SET ${METRIC_COLUMNS.map((c) => `${c} = coalesce(${c}, excluded.${c})`).join(', ')}`,
-        )
-        .run(newId, oldId).changes;
-      this.db.prepare('DELETE FROM readings WHERE node_id = ?').run(oldId);
-      for (const table of ['readings_hourly', 'readings_daily']) {
-        this.db
-          .prepare(
-            `INSERT INTO ${table} (node_id, bucket_start, ${ROLLUP_COLUMNS.join(', ')})
-             SELECT ?, bucket_start, ${ROLLUP_COLUMNS.join(', ')} FROM ${table} WHERE node_id = ?
-             ON CONFLICT (node_id, bucket_start) DO UPDATE SET ${ROLLUP_COLUMNS.map((c) => `${c} = ${c} + excluded.${c}`).join(', ')}`,
-          )
-          .run(newId, oldId);
-        this.db.prepare(`DELETE FROM ${table} WHERE node_id = ?`).run(oldId);
-      }
-      this.db.prepare('DELETE FROM readings_latest WHERE node_id = ?').run(oldId);
-      if (old) this.writeLatestRow(newId, latest);
-      return rows;
-    })();
+    const moved = this.db.transaction(() =>
+      moveNodeSeries(
+        this.db,
+        {
+          raw: 'readings',
+          hourly: ROLLUP_TABLE['1h'],
+          daily: ROLLUP_TABLE['1d'],
+          latest: 'readings_latest',
+          metrics: METRIC_COLUMNS,
+          rollups: ROLLUP_COLUMNS,
+        },
+        oldId,
+        newId,
+      ),
+    )();
     this.latest.delete(oldId);
-    if (old) this.latest.set(newId, latest);
+    this.latest.delete(newId);
+    this.loadLatest(newId);
     return moved;
   }
 
@@ -221,13 +210,17 @@ export class ReadingWriter {
     this.writeLatest.run(args, 1);
   }
 
-  private loadLatest(): void {
+  /** Reads the latest rows (of one node, or all) into memory. */
+  private loadLatest(nodeId?: string): void {
     const select = this.db
       .prepare(
-        `SELECT node_id, ts, ${METRIC_COLUMNS.flatMap((c) => [c, `${c}_ts`]).join(', ')} FROM readings_latest`,
+        `SELECT node_id, ts, ${METRIC_COLUMNS.flatMap((c) => [c, `${c}_ts`]).join(', ')} FROM readings_latest${nodeId === undefined ? '' : ' WHERE node_id = ?'}`,
       )
       .raw(true);
-    for (const row of select.iterate() as IterableIterator<unknown[]>) {
+    const rows = (nodeId === undefined ? select.iterate() : select.iterate(nodeId)) as IterableIterator<
+      unknown[]
+    >;
+    for (const row of rows) {
       const latest = emptyLatest();
       latest.ts = row[1] as number;
       for (let slot = 0; slot < SLOTS; slot++) {

@@ -197,3 +197,45 @@ describe('retention', () => {
 it('a sample row has a slot for every column', () => {
   expect(sampleValues({ nodeId: NODE, at: T0 })).toHaveLength(HEALTH_SLOTS);
 });
+
+describe('a renumbered node (README "Nodes that change their number")', () => {
+  const NEW = '!7e57c0de';
+  it('takes its device health along: samples merged, means over both ids, the newer latest value', async () => {
+    writer.write([
+      device(T0 + 1_000, { batteryLevel: 80, uptimeSeconds: 100 }),
+      device(T0 + 2_000, { batteryLevel: 60 }),
+      { nodeId: NEW, ts: T0 + 2_000, values: sampleValues({ nodeId: NEW, at: T0 + 2_000, voltage: 3.9 }) },
+      {
+        nodeId: NEW,
+        ts: T0 + 3_000,
+        values: sampleValues({ nodeId: NEW, at: T0 + 3_000, batteryLevel: 40 }),
+      },
+    ]);
+    expect(
+      (await get(history({ start: iso(T0), end: iso(T0 + HOUR), interval: '1h' }))).body.data,
+    ).toHaveLength(1);
+    expect(writer.renumber(NODE, NEW)).toBe(2);
+    service.moved();
+    const raw = await get(history({ start: iso(T0), end: iso(T0 + HOUR) }, NEW));
+    expect(raw.body.data).toEqual([
+      { node_id: NEW, timestamp: iso(T0 + 1_000), battery_level: 80, uptime_seconds: 100 },
+      { node_id: NEW, timestamp: iso(T0 + 2_000), battery_level: 60, voltage: 3.9 },
+      { node_id: NEW, timestamp: iso(T0 + 3_000), battery_level: 40 },
+    ]);
+    const hourly = await get(history({ start: iso(T0), end: iso(T0 + HOUR), interval: '1h' }, NEW));
+    expect(hourly.body.data[0].battery_level).toBeCloseTo(60, 9);
+    expect((await get(history({ start: iso(T0), end: iso(T0 + HOUR), interval: '1h' }))).body.data).toEqual(
+      [],
+    );
+    const latest = await get(`/api/v1/device-health/latest?node_id=${encodeURIComponent(NEW)}`);
+    expect(latest.body.data[0]).toMatchObject({
+      node_id: NEW,
+      battery_level: 40,
+      voltage: 3.9,
+      uptime_seconds: 100,
+    });
+    expect(
+      (await get('/api/v1/device-health/latest')).body.data.map((r: { node_id: string }) => r.node_id),
+    ).toEqual([NEW]);
+  });
+});

@@ -51,6 +51,8 @@ const HUB_FILES_PRIVATE = {
   'meshhub.sqlite': '600',
   'meshhub.sqlite-wal': '600',
   'meshhub.sqlite-shm': '600',
+  // The Web Push key pair of notifications (src/notifications).
+  'vapid-keys.json': '600',
 };
 
 const mode = (path: string) => (statSync(path).mode & 0o777).toString(8);
