@@ -1,5 +1,6 @@
 /**
- * Regenerates the README's screenshots (docs/dashboard.png, docs/node-page.png): a hub on the
+ * Regenerates the README's screenshots (docs/dashboard.png, docs/node-page.png, and the mesh insight
+ * pages: mesh-links, node-health, notifications, packets): a hub on the
  * simulator with a day of history, photographed in headless Chromium. `npm run screenshot`.
  * Then docs/audit-console.png: a second hub with PLUGINS=audit and a day of audit events shaped
  * like Microsoft's (Graph directory and Intune audits, Management API records), some tagged.
@@ -13,12 +14,13 @@ import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino } from 'pino';
-import type { Browser } from 'playwright-core';
-import { createHub } from '../hub/main.js';
+import type { Browser, Page } from 'playwright-core';
+import { createHub, type Hub } from '../hub/main.js';
 import { loadConfig } from '../hub/settings.js';
 import { normalizeRecord } from '../plugins/audit/normalize.js';
 import type { SourceName } from '../plugins/audit/sources.js';
 import { openAuditRepositories } from '../plugins/audit/store/audit-store.js';
+import { HubUserService } from '../src/auth/user-service.js';
 import { projectRoot } from '../src/version.js';
 import { findChromium, launchHeadlessChromium } from './bench/lib/chromium.js';
 import { auditHubEnv } from './bench/lib/hub-env.js';
@@ -52,6 +54,8 @@ async function main(): Promise<void> {
     RADIO: 'sim',
     SIM_PORT: '0',
     SIM_BACKFILL: '24h',
+    // Fresh readings every 10 s, so a notification rule fires within the screenshot's wait.
+    SIM_TELEMETRY_SECONDS: '10',
     LOG_LEVEL: 'silent',
   });
   const hub = await createHub(config, { log: pino({ level: 'silent' }), defaultMetrics: false });
@@ -99,12 +103,117 @@ async function main(): Promise<void> {
     await page.waitForTimeout(500);
     await page.screenshot({ path: join(out, 'node-page.png') });
     process.stdout.write(`wrote ${join(out, 'dashboard.png')} and ${join(out, 'node-page.png')}\n`);
+    await meshInsight(hub, base, page, out);
     await auditConsole(browser, out);
   } finally {
     await browser.close();
     await hub.stop();
     rmSync(dataDir, { recursive: true, force: true });
   }
+}
+
+/** The simulator's node that answers texts and traceroutes (SIM_SEED=1). */
+const ANSWERING_NODE = '!c636b938';
+
+async function until<T>(what: string, probe: () => Promise<T | undefined>, ms = 30_000): Promise<T> {
+  const end = Date.now() + ms;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined) return value;
+    if (Date.now() > end) throw new Error(`screenshot: gave up waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
+/**
+ * docs/mesh-links.png (links by SNR and a traceroute's path), docs/node-health.png (device health,
+ * traceroutes, neighbours), docs/packets.png and docs/notifications.png, signed in as an admin.
+ */
+async function meshInsight(hub: Hub, base: string, page: Page, out: string): Promise<void> {
+  const password = 'screenshot-password';
+  await new HubUserService(hub.store.db).add({ username: 'operator', password, roles: ['admin'] });
+  const login = (await (
+    await fetch(`${base}/api/v1/auth/token`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ username: 'operator', password }),
+    })
+  ).json()) as { access_token: string; refresh_token: string };
+  const auth = { authorization: `Bearer ${login.access_token}`, 'content-type': 'application/json' };
+  await until('neighbour links', async () => {
+    const { data } = (await (await fetch(`${base}/api/v1/links`)).json()) as { data: unknown[] };
+    return data.length >= 6 ? true : undefined;
+  });
+  const sent = (await (
+    await fetch(`${base}/api/v1/nodes/${ANSWERING_NODE}/traceroute`, { method: 'POST', headers: auth })
+  ).json()) as { id: string };
+  await until('the traceroute answer', async () => {
+    const trace = (await (await fetch(`${base}/api/v1/traceroutes/${sent.id}`)).json()) as { status: string };
+    return trace.status === 'pending' ? undefined : trace.status;
+  });
+  for (const rule of [
+    {
+      name: 'Too warm for the cellar',
+      kind: 'reading_out_of_range',
+      metric: 'temperature_c',
+      min: -20,
+      max: 0,
+    },
+    { name: 'Node silent', kind: 'node_offline', minutes: 30 },
+    { name: 'Battery low', kind: 'battery_low', threshold: 20 },
+  ]) {
+    await fetch(`${base}/api/v1/notifications/rules`, {
+      method: 'POST',
+      headers: auth,
+      body: JSON.stringify(rule),
+    });
+  }
+  const session = {
+    token: login.access_token,
+    refreshToken: login.refresh_token,
+    username: 'operator',
+    expiresAt: Date.now() + 600_000,
+  };
+  await page.addInitScript((saved) => {
+    (
+      globalThis as unknown as { sessionStorage: { setItem(k: string, v: string): void } }
+    ).sessionStorage.setItem('meshhub.session', saved);
+  }, JSON.stringify(session));
+
+  await page.setViewportSize({ width: 1280, height: 760 });
+  await page.goto(`${base}/?node=${encodeURIComponent(ANSWERING_NODE)}&traceroute=${sent.id}`);
+  await page.locator('path.mesh-trace').first().waitFor();
+  await page.waitForTimeout(800);
+  await page.screenshot({ path: join(out, 'mesh-links.png') });
+
+  await page.setViewportSize({ width: 1280, height: 2300 });
+  await page.goto(`${base}/nodes/${encodeURIComponent(ANSWERING_NODE)}`);
+  await page.locator('[data-testid="traceroute"]').first().waitFor();
+  await page.locator('figure.chart canvas').last().waitFor();
+  await page.waitForTimeout(800);
+  await page.screenshot({ path: join(out, 'node-health.png') });
+
+  await page.setViewportSize({ width: 1280, height: 760 });
+  await until('a notification firing', async () => {
+    const { data } = (await (
+      await fetch(`${base}/api/v1/notifications/firings`, { headers: auth })
+    ).json()) as {
+      data: unknown[];
+    };
+    return data.length > 0 ? true : undefined;
+  });
+  await page.goto(`${base}/notifications`);
+  await page.locator('[data-testid="firings"] li').first().waitFor();
+  await page.waitForTimeout(500);
+  await page.screenshot({ path: join(out, 'notifications.png') });
+
+  await page.goto(`${base}/packets`);
+  await page.locator('[data-testid="packet-row"]').nth(10).waitFor();
+  await page.waitForTimeout(500);
+  await page.screenshot({ path: join(out, 'packets.png') });
+  process.stdout.write(
+    `wrote mesh-links.png, node-health.png, notifications.png and packets.png in ${out}\n`,
+  );
 }
 
 const PEOPLE = [

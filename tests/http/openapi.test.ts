@@ -264,6 +264,28 @@ describe('the document and the hub agree', () => {
     'GET /api/v1/nodes': async () => {
       expect((await call('get', '/api/v1/nodes', '/api/v1/nodes')).status).toBe(200);
     },
+    'GET /api/v1/nodes/{node_id}': async () => {
+      const path = '/api/v1/nodes/{node_id}';
+      expect((await call('get', path, `/api/v1/nodes/${node}`)).status).toBe(200);
+      expect((await call('get', path, '/api/v1/nodes/!0badc0de')).status).toBe(404);
+      expect((await call('get', path, '/api/v1/nodes/nope')).status).toBe(400);
+    },
+    'GET /api/v1/nodes/{node_id}/device-health': async () => {
+      const path = '/api/v1/nodes/{node_id}/device-health';
+      const day = `start=${new Date(Date.now() - 86_400_000).toISOString()}&end=${new Date().toISOString()}`;
+      expect((await call('get', path, `/api/v1/nodes/${node}/device-health?interval=1h&${day}`)).status).toBe(
+        200,
+      );
+      expect((await call('get', path, `/api/v1/nodes/${node}/device-health?interval=2h`)).status).toBe(400);
+    },
+    'GET /api/v1/device-health/latest': async () => {
+      const path = '/api/v1/device-health/latest';
+      expect((await call('get', path, path)).status).toBe(200);
+      expect((await call('get', path, `${path}?node_id=nope`)).status).toBe(400);
+    },
+    'GET /api/v1/radio/airtime': async () => {
+      expect((await call('get', '/api/v1/radio/airtime', '/api/v1/radio/airtime')).status).toBe(200);
+    },
     'POST /api/v1/nodes/{node_id}/traceroute': async () => {
       const path = '/api/v1/nodes/{node_id}/traceroute';
       const accepted = await call('post', path, `/api/v1/nodes/${node}/traceroute`, { token: admin });
