@@ -145,12 +145,18 @@ async function meshInsight(hub: Hub, base: string, page: Page, out: string): Pro
     return data.length >= 6 ? true : undefined;
   });
   const sent = (await (
-    await fetch(`${base}/api/v1/nodes/${ANSWERING_NODE}/traceroute`, { method: 'POST', headers: auth })
+    await fetch(`${base}/api/v1/nodes/${ANSWERING_NODE}/traceroute`, {
+      method: 'POST',
+      headers: auth,
+      body: '{}',
+    })
   ).json()) as { id: string };
-  await until('the traceroute answer', async () => {
+  const answer = await until('the traceroute answer', async () => {
     const trace = (await (await fetch(`${base}/api/v1/traceroutes/${sent.id}`)).json()) as { status: string };
-    return trace.status === 'pending' ? undefined : trace.status;
+    return trace.status === 'pending' ? undefined : trace;
   });
+  if (answer.status !== 'answered')
+    throw new Error(`screenshot: the traceroute was ${JSON.stringify(answer)}`);
   for (const rule of [
     {
       name: 'Too warm for the cellar',
@@ -181,7 +187,8 @@ async function meshInsight(hub: Hub, base: string, page: Page, out: string): Pro
   }, JSON.stringify(session));
 
   await page.setViewportSize({ width: 1280, height: 760 });
-  await page.goto(`${base}/?node=${encodeURIComponent(ANSWERING_NODE)}&traceroute=${sent.id}`);
+  // The whole mesh with its links, and the path (no node focused: its card would cover the path).
+  await page.goto(`${base}/?traceroute=${sent.id}`);
   await page.locator('path.mesh-trace').first().waitFor();
   await page.waitForTimeout(800);
   await page.screenshot({ path: join(out, 'mesh-links.png') });
@@ -193,7 +200,7 @@ async function meshInsight(hub: Hub, base: string, page: Page, out: string): Pro
   await page.waitForTimeout(800);
   await page.screenshot({ path: join(out, 'node-health.png') });
 
-  await page.setViewportSize({ width: 1280, height: 760 });
+  await page.setViewportSize({ width: 1280, height: 1000 });
   await until('a notification firing', async () => {
     const { data } = (await (
       await fetch(`${base}/api/v1/notifications/firings`, { headers: auth })
@@ -207,6 +214,7 @@ async function meshInsight(hub: Hub, base: string, page: Page, out: string): Pro
   await page.waitForTimeout(500);
   await page.screenshot({ path: join(out, 'notifications.png') });
 
+  await page.setViewportSize({ width: 1280, height: 760 });
   await page.goto(`${base}/packets`);
   await page.locator('[data-testid="packet-row"]').nth(10).waitFor();
   await page.waitForTimeout(500);
