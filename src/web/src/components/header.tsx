@@ -136,15 +136,6 @@ export function Header({ page }: { page: string }) {
             </span>
           )}
         </Link>
-        {session && !upstream && (
-          <Link
-            href="/notifications"
-            class="nav-link"
-            aria-current={page === 'notifications' ? 'page' : undefined}
-          >
-            Alerts
-          </Link>
-        )}
         {upstream && (
           <Link href="/sites" class="nav-link" aria-current={page === 'sites' ? 'page' : undefined}>
             Sites
@@ -167,6 +158,16 @@ export function Header({ page }: { page: string }) {
             aria-current={page === 'admin-billing' ? 'page' : undefined}
           >
             Billing
+          </Link>
+        )}
+        {/* Alerts and Packets go last: on a phone the links before them keep their place. */}
+        {session && !upstream && (
+          <Link
+            href="/notifications"
+            class="nav-link"
+            aria-current={page === 'notifications' ? 'page' : undefined}
+          >
+            Alerts
           </Link>
         )}
         {!upstream && (

@@ -211,7 +211,7 @@ export function NodePage({ nodeId, search }: { nodeId: string; search: string })
 
       <HistoryCharts nodeId={nodeId} search={search} site={site} />
       {!upstream && !sensor && <TopologyPanel nodeId={nodeId} isHub={isHub} />}
-      {!upstream && <DeviceHealthCharts nodeId={nodeId} search={search} isHub={isHub} />}
+      {!upstream && !sensor && <DeviceHealthCharts nodeId={nodeId} search={search} isHub={isHub} />}
     </div>
   );
 }
