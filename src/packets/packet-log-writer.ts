@@ -9,7 +9,7 @@ import type { HubBus } from '../domain/events.js';
 import { Actor, type KernelLogger } from '../kernel/actor.js';
 import { GroupCommit } from '../kernel/group-commit.js';
 import type { Database } from '../store/database.js';
-import { type PacketBounds, PacketLogStore, type PacketSighting } from './store.js';
+import { type PacketBounds, PacketLogStore, type PacketSighting, sightingOf } from './store.js';
 
 /** Rows a transaction takes at most before it is handed over at once. */
 export const PACKET_LOG_BATCH_ROWS = 1_000;
@@ -61,7 +61,7 @@ export class PacketLogWriter extends Actor {
     this.dayTimer.unref();
     this.deps.bus.on(this.name, 'mesh.heard', ({ packet, via, duplicate }) => {
       this.pending++;
-      void this.commits.submitAll([{ at: this.now(), packet, via, duplicate }], { defer: true });
+      void this.commits.submitAll([sightingOf(packet, via, duplicate, this.now())], { defer: true });
       if (this.pending >= PACKET_LOG_BATCH_ROWS) this.commits.commitSoon();
     });
   }

@@ -89,33 +89,29 @@ export interface PacketRow {
   reply_id: number;
 }
 
-/** One sighting (`mesh.heard`) waiting to be written. */
-export interface PacketSighting {
-  /** The hub's clock when the sighting reached it (ms): what the log's `time` is. */
-  at: number;
-  packet: HeardPacket;
-  via: HeardVia;
-  duplicate: boolean;
-}
+/**
+ * One sighting (`mesh.heard`) waiting to be written: its column values after `id`, in COLUMNS
+ * order, taken at once. Only numbers and a gateway string: a waiting batch holds no packet, its
+ * payload or its readings, so a busy feed leaves the garbage collector nothing old to move.
+ */
+export type PacketSighting = (number | string | null)[];
 
-function flagsOf({ packet, via, duplicate }: PacketSighting): number {
+/** The sighting's row values; `at` is the hub's clock when it reached the hub (ms): the log's `time`. */
+export function sightingOf(
+  packet: HeardPacket,
+  via: HeardVia,
+  duplicate: boolean,
+  at: number,
+): PacketSighting {
   const m = packet.meta;
-  return (
+  const flags =
     (duplicate ? PACKET_FLAGS.duplicate : 0) |
     (via === 'mqtt' ? PACKET_FLAGS.mqtt : 0) |
     (m.wantAck ? PACKET_FLAGS.wantAck : 0) |
     (m.wantResponse ? PACKET_FLAGS.wantResponse : 0) |
-    (m.viaMqtt ? PACKET_FLAGS.viaMqtt : 0)
-  );
-}
-
-/** Appends the sighting's column values (COLUMNS order), numbered `id`. */
-function pushValues(out: unknown[], s: PacketSighting, id: number): void {
-  const { packet } = s;
-  const m = packet.meta;
-  out.push(
-    id,
-    s.at,
+    (m.viaMqtt ? PACKET_FLAGS.viaMqtt : 0);
+  return [
+    at,
     packet.from >>> 0,
     packet.to >>> 0,
     packet.id >>> 0,
@@ -127,17 +123,17 @@ function pushValues(out: unknown[], s: PacketSighting, id: number): void {
     m.rssi ?? null,
     m.gateway ?? null,
     m.payloadBytes,
-    flagsOf(s),
+    flags,
     m.requestId >>> 0,
     m.replyId >>> 0,
-  );
+  ];
 }
 
 /** The row a sighting became, numbered `id` (for the live tail: no read back). */
 export function sightingRow(s: PacketSighting, id: number): PacketRow {
-  const values: unknown[] = [];
-  pushValues(values, s, id);
-  return Object.fromEntries(COLUMNS.map((c, i) => [c, values[i]])) as unknown as PacketRow;
+  const row: Record<string, unknown> = { id };
+  for (let i = 1; i < COLUMNS.length; i++) row[COLUMNS[i]!] = s[i - 1];
+  return row as unknown as PacketRow;
 }
 
 /** What a page is narrowed to; every field optional. */
@@ -193,7 +189,10 @@ export class PacketLogStore {
     this.writeBatch = db.transaction((sightings: readonly PacketSighting[], maxRows: number) => {
       const firstId = this.nextId;
       const values: unknown[] = [];
-      for (let i = 0; i < sightings.length; i++) pushValues(values, sightings[i]!, firstId + i);
+      for (let i = 0; i < sightings.length; i++) {
+        values.push(firstId + i);
+        for (const v of sightings[i]!) values.push(v);
+      }
       this.insert.run(values, sightings.length);
       const last = firstId + sightings.length - 1;
       const trimmed = last > maxRows ? this.trimTo.run(last - maxRows).changes : 0;
