@@ -106,6 +106,6 @@ export const deviceHealthModule = defineModule({
       }),
       { component: 'weather' },
     );
-    return { actors: [actor] };
+    return { actors: s.DEVICE_HEALTH ? [actor] : [] };
   },
 });

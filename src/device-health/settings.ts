@@ -1,8 +1,10 @@
 /** Settings of the device health module (README "Device health"). */
 import { z } from 'zod';
-import { duration, int } from '../config/fields.js';
+import { duration, flag, int } from '../config/fields.js';
 
 export const deviceHealthSettings = z.object({
+  /** Store device metrics and link quality (false: nothing is decoded or written; what is stored stays readable). */
+  DEVICE_HEALTH: flag.prefault('true'),
   /** How often waiting device health samples are committed (one transaction each time). */
   DEVICE_HEALTH_FLUSH: duration
     .refine((ms) => ms >= 1_000 && ms <= 60_000, 'must be from 1s to 60s')

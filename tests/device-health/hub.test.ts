@@ -133,3 +133,31 @@ describe('device health with the simulator', () => {
     );
   });
 });
+
+describe('DEVICE_HEALTH=false', () => {
+  it('decodes and stores nothing, while the rest of the hub hears the same simulated nodes', async () => {
+    const off = await startTestHub({
+      SIM_TELEMETRY_SECONDS: '2',
+      SIM_BACKFILL: '1h',
+      DEVICE_HEALTH: 'false',
+    });
+    try {
+      const heard: DeviceHealthSample[] = [];
+      off.hub.bus.on('test', 'device.metrics', (s) => heard.push(s));
+      await waitFor(
+        async () => {
+          const { data } = (await getJson(`${off.baseUrl}/api/v1/weather/latest`)).body as {
+            data: unknown[];
+          };
+          return data.length >= 6 ? true : undefined;
+        },
+        20_000,
+        'the simulated nodes’ readings',
+      );
+      expect((await getJson(`${off.baseUrl}/api/v1/device-health/latest`)).body.data).toEqual([]);
+      expect(heard).toEqual([]);
+    } finally {
+      await off.stop();
+    }
+  });
+});
