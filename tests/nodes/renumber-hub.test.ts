@@ -40,7 +40,10 @@ describe('a node that changes its number keeping its key', () => {
     const sim = testSimulator({
       seed: 7,
       telemetryIntervalMs: 1_000,
-      backfillMs: 2 * HOUR,
+      // Five minutes of history: readings from before the upgrade, without a replay so large that
+      // the node table's mailbox (drop-oldest, 5000) sheds the upgraded node's one NodeInfo on a
+      // slow machine, as it did under CI with two hours.
+      backfillMs: 5 * 60_000,
       responder: recorder,
       presence: awayDuring([]),
       renumberAfterMs: 6_000,
