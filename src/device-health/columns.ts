@@ -5,6 +5,7 @@
  * value. The SQL column names are the API's field names.
  */
 import type { DeviceHealthSample } from '../domain/mesh.js';
+import { finite } from '../mesh/packet-decoder.js';
 import { COLUMN_SEPARATOR as SEP, SQL_TYPES } from '../store/ddl.js';
 import {
   latestColumnsDdl,
@@ -44,22 +45,19 @@ export interface HealthRow {
   values: (number | null)[];
 }
 
-const finite = (v: number | undefined): number | null =>
-  typeof v === 'number' && Number.isFinite(v) ? v : null;
-
 /** A `device.metrics` sample's values in slot order. */
 export function sampleValues(s: DeviceHealthSample): (number | null)[] {
   const values: (number | null)[] = new Array<number | null>(HEALTH_SLOTS).fill(null);
-  values[0] = finite(s.batteryLevel);
-  values[1] = finite(s.voltage);
-  values[2] = finite(s.channelUtilization);
-  values[3] = finite(s.airUtilTx);
-  values[4] = finite(s.uptimeSeconds);
+  values[0] = finite(s.batteryLevel) ?? null;
+  values[1] = finite(s.voltage) ?? null;
+  values[2] = finite(s.channelUtilization) ?? null;
+  values[3] = finite(s.airUtilTx) ?? null;
+  values[4] = finite(s.uptimeSeconds) ?? null;
   if (s.localStats) {
-    values[7] = finite(s.localStats.noiseFloor);
-    values[8] = finite(s.localStats.packetsTx);
-    values[9] = finite(s.localStats.packetsRx);
-    values[10] = finite(s.localStats.packetsRxBad);
+    values[7] = finite(s.localStats.noiseFloor) ?? null;
+    values[8] = finite(s.localStats.packetsTx) ?? null;
+    values[9] = finite(s.localStats.packetsRx) ?? null;
+    values[10] = finite(s.localStats.packetsRxBad) ?? null;
   }
   return values;
 }
@@ -67,8 +65,8 @@ export function sampleValues(s: DeviceHealthSample): (number | null)[] {
 /** A link-quality sample's values: SNR (dB) and RSSI (dBm) of a packet the hub's radio heard directly. */
 export function linkValues(snr: number | undefined, rssi: number | undefined): (number | null)[] {
   const values: (number | null)[] = new Array<number | null>(HEALTH_SLOTS).fill(null);
-  values[5] = finite(snr);
-  values[6] = finite(rssi);
+  values[5] = finite(snr) ?? null;
+  values[6] = finite(rssi) ?? null;
   return values;
 }
 

@@ -39,7 +39,7 @@ import {
 } from './store.js';
 
 /** The highest port number (PortNum.MAX). */
-const MAX_PORTNUM = 511;
+const MAX_PORTNUM = Portnums.PortNum.MAX;
 
 /** The port's name, or its number as text when the protobufs do not know it. */
 export function portName(portnum: number): string {
