@@ -17,7 +17,7 @@ const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const out = join(root, 'src', 'web', 'src', 'dashboard', 'world', 'world-layer.json');
 
 /** Places smaller than this are left out (a site map at town scale still gets its region's towns). */
-const MIN_POPULATION = 100_000;
+const MIN_POPULATION = 50_000;
 
 const topology = JSON.parse(readFileSync(require.resolve('world-atlas/countries-50m.json'), 'utf8'));
 // Only the shapes: country names are not drawn (the borders and place names say enough).
