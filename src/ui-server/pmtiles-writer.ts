@@ -8,7 +8,7 @@
 import { gzipSync } from 'node:zlib';
 import { Compression, type Entry, TileType } from 'pmtiles';
 
-export { type Entry, TileType, Compression };
+export { Compression, type Entry, TileType };
 
 const HEADER_BYTES = 127;
 /** The header and root directory must fit in the first 16 KiB (readers fetch that in one go). */
@@ -56,7 +56,10 @@ export function serializeDirectory(entries: readonly Entry[]): Buffer {
 }
 
 /** The root directory and the leaf directories' bytes, the root small enough to sit after the header. */
-function directories(entries: readonly Entry[], pack: (b: Buffer) => Buffer): { root: Buffer; leaves: Buffer } {
+function directories(
+  entries: readonly Entry[],
+  pack: (b: Buffer) => Buffer,
+): { root: Buffer; leaves: Buffer } {
   const root = pack(serializeDirectory(entries));
   if (root.length <= ROOT_LIMIT) return { root, leaves: Buffer.alloc(0) };
   for (let leafSize = 4096; ; leafSize *= 2) {
@@ -106,7 +109,10 @@ export function pmtilesPrefix(entries: readonly Entry[], dataLength: number, lay
   u64(48, leaves.length);
   u64(56, dataOffset);
   u64(64, dataLength);
-  u64(72, entries.reduce((n, e) => n + e.runLength, 0));
+  u64(
+    72,
+    entries.reduce((n, e) => n + e.runLength, 0),
+  );
   u64(80, entries.length);
   u64(88, new Set(entries.map((e) => e.offset)).size);
   header[96] = 1; // clustered: tile data in tile id order
@@ -127,7 +133,9 @@ export function pmtilesPrefix(entries: readonly Entry[], dataLength: number, lay
 }
 
 /** Directory entries for tiles whose data lies back to back at `offsets`; a repeated offset extends a run. */
-export function entriesFor(tiles: ReadonlyArray<{ tileId: number; offset: number; length: number }>): Entry[] {
+export function entriesFor(
+  tiles: ReadonlyArray<{ tileId: number; offset: number; length: number }>,
+): Entry[] {
   const sorted = [...tiles].sort((a, b) => a.tileId - b.tileId);
   const entries: Entry[] = [];
   for (const t of sorted) {
