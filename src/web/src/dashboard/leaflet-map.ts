@@ -18,7 +18,8 @@ import { Graticule } from './graticule.js';
 import { type Box, keptLabels, markerLabels, markerWidth, overlaps } from './map-labels.js';
 import { WorldLayer } from './world-layer.js';
 
-export type Background = 'loading' | 'tiles' | 'grid';
+/** `grid`: tiles were wanted but none loaded; `world`: MAP_TILES=off, the world layer is the map. */
+export type Background = 'loading' | 'tiles' | 'grid' | 'world';
 
 export interface MeshMapOptions {
   tiles: TileJson | undefined;
@@ -129,7 +130,7 @@ export class MeshMap {
       (open.marker.getElement() as HTMLElement | undefined)?.focus();
     });
     if (options.tiles?.tiles[0]) this.addTiles(options.tiles);
-    else options.onBackground('grid');
+    else options.onBackground(options.tiles ? 'world' : 'grid');
   }
 
   private addTiles(tiles: TileJson): void {
