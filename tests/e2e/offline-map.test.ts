@@ -5,7 +5,7 @@
  * nodes.
  */
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import type { TestHub } from '../helpers/hub.js';
+import { startTestHub, type TestHub } from '../helpers/hub.js';
 import { describeInBrowser, screenshot, useGuardedPages } from './helpers/browser.js';
 import type { DomElement } from './helpers/dom.js';
 import { simulatedNodes, startUiHub } from './helpers/hubs.js';
@@ -86,5 +86,23 @@ describeInBrowser('the map with no internet', () => {
     // Everything came from the hub: the only requests that tried to leave were the tiles.
     expect(guarded.external.length).toBeGreaterThan(0);
     expect(guarded.external.every((u) => u.startsWith('https://tile.openstreetmap.org/'))).toBe(true);
+  });
+
+  it('with MAP_TILES=off asks nobody for tiles, says nothing is missing, and shows the world layer', async () => {
+    const off = await startTestHub({ SIM_BACKFILL: '1h', MAP_TILES: 'off' });
+    try {
+      const guarded = await pages.open();
+      const { page } = guarded;
+      await page.goto(`${off.baseUrl}/`);
+      await expect.poll(() => page.getByTestId('map').getAttribute('data-background')).toBe('world');
+      await expect
+        .poll(() => page.locator('path.world-land').count(), { timeout: 15_000 })
+        .toBeGreaterThan(0);
+      await expect.poll(() => page.locator('.world-place-name').count()).toBeGreaterThan(0);
+      expect(await page.getByTestId('tiles-unavailable').count()).toBe(0);
+      expect(guarded.external).toEqual([]);
+    } finally {
+      await off.stop();
+    }
   });
 });
