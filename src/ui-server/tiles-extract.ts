@@ -25,6 +25,7 @@ import {
   zxyToTileId,
 } from 'pmtiles';
 import { refusedAddressOf } from '../http/guarded-fetch.js';
+import { UsageError } from '../kernel/cli-args.js';
 import { decompress } from './pmtiles-archive.js';
 import { entriesFor, pmtilesPrefix } from './pmtiles-writer.js';
 
@@ -36,14 +37,10 @@ export const MAX_TILES = 100_000;
 const CONCURRENCY = 8;
 const MAX_LAT = 85.0511287798;
 
-export class TilesExtractError extends Error {
-  override readonly name = 'TilesExtractError';
-  constructor(
-    message: string,
-    /** 2: the command line asks for something impossible; 1: the source or the disk failed. */
-    readonly exitCode = 1,
-  ) {
-    super(message);
+/** One plain line for stderr; exit 1 (the source or the disk failed) unless it says 2 (the command line). */
+export class TilesExtractError extends UsageError {
+  constructor(message: string, exitCode = 1) {
+    super(message, exitCode);
   }
 }
 

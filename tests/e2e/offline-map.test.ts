@@ -5,18 +5,11 @@
  * nodes.
  */
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import { type Box, overlaps } from '../../src/web/src/dashboard/map-labels.js';
 import { startTestHub, type TestHub } from '../helpers/hub.js';
 import { describeInBrowser, screenshot, useGuardedPages } from './helpers/browser.js';
 import type { DomElement } from './helpers/dom.js';
 import { simulatedNodes, startUiHub } from './helpers/hubs.js';
-
-interface Rect {
-  left: number;
-  right: number;
-  top: number;
-  bottom: number;
-  width: number;
-}
 
 describeInBrowser('the map with no internet', () => {
   let hub: TestHub;
@@ -34,11 +27,12 @@ describeInBrowser('the map with no internet', () => {
 
   it('draws land, lakes, borders and place names of its own beneath the nodes', async () => {
     const guarded = await pages.open();
-    const { page } = guarded;
     guarded.expectFailedRequests(/^https:\/\/tile\.openstreetmap\.org\//);
+    const { page } = guarded;
     await page.goto(`${hub.baseUrl}/`);
-    await page.getByTestId('tiles-unavailable').waitFor({ timeout: 15_000 });
-    expect(await page.getByTestId('tiles-unavailable').innerText()).toMatch(/built-in world outline/);
+    const notice = page.getByTestId('tiles-unavailable');
+    await expect.poll(() => notice.count(), { timeout: 15_000 }).toBe(1);
+    expect(await notice.innerText()).toMatch(/built-in world outline/);
     await expect.poll(() => page.locator('.node-marker').count(), { timeout: 15_000 }).toBeGreaterThan(0);
 
     // Around the simulated mesh (Zürich): land under the nodes, and the city's name.
@@ -69,17 +63,14 @@ describeInBrowser('the map with no internet', () => {
             (el as unknown as DomElement & { style: { visibility: string } }).style.visibility !== 'hidden',
         )
         .map((el) => {
-          const r = (el as unknown as { getBoundingClientRect(): Rect }).getBoundingClientRect();
-          return { left: r.left, right: r.right, top: r.top, bottom: r.bottom, width: r.width };
+          const r = (el as unknown as { getBoundingClientRect(): Box }).getBoundingClientRect();
+          return { left: r.left, right: r.right, top: r.top, bottom: r.bottom };
         }),
     );
-    const shown = boxes.filter((b) => b.width > 0);
+    const shown = boxes.filter((b) => b.right > b.left);
     expect(shown.length).toBeGreaterThan(3);
     for (const [i, a] of shown.entries()) {
-      for (const b of shown.slice(i + 1)) {
-        const overlap = a.left < b.right && a.right > b.left && a.top < b.bottom && a.bottom > b.top;
-        expect(overlap).toBe(false);
-      }
+      for (const b of shown.slice(i + 1)) expect(overlaps(a, b)).toBe(false);
     }
     await screenshot(page, 'offline-map');
 

@@ -15,12 +15,26 @@ import { buildCli, type CliResult, meshhubCli } from '../helpers/cli.js';
 const GROUPS: Array<[string[], string[]]> = [
   [
     [],
-    ['start', 'sim', 'user', 'token', 'subscription', 'plan', 'sync', 'upstream', 'mcp', 'version', 'help'],
+    [
+      'start',
+      'sim',
+      'user',
+      'token',
+      'subscription',
+      'plan',
+      'sync',
+      'upstream',
+      'tiles',
+      'mcp',
+      'version',
+      'help',
+    ],
   ],
   [['user'], ['add', 'list', 'roles', 'passwd', 'remove']],
   [['subscription'], ['grant', 'revoke', 'list']],
   [['plan'], ['add', 'list', 'retire']],
   [['sync'], ['status', 'key']],
+  [['tiles'], ['extract']],
   [['upstream'], ['serve', 'migrate', 'site', 'user', 'subscription', 'plan']],
   [
     ['upstream', 'site'],

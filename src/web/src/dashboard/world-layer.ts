@@ -9,6 +9,7 @@
 import L from 'leaflet';
 import { feature, mesh } from 'topojson-client';
 import type { GeometryCollection, Topology } from 'topojson-specification';
+import { type Box, overlaps } from './map-labels.js';
 import worldLayerUrl from './world/world-layer.json?url';
 
 /** [name, longitude, latitude, population in thousands, 1 for a capital]: most important first. */
@@ -125,7 +126,7 @@ export class WorldLayer extends L.Layer {
     const smallest = minPopulation(zoom);
     const view = map.getBounds().pad(-0.02);
     const size = map.getSize();
-    const taken: Array<{ left: number; right: number; top: number; bottom: number }> = [];
+    const taken: Box[] = [];
     for (const [name, lon, lat, population, capital] of this.places) {
       if (taken.length >= MAX_LABELS) break;
       if (!capital && population < smallest) continue;
@@ -139,13 +140,7 @@ export class WorldLayer extends L.Layer {
         bottom: point.y + LABEL_HEIGHT / 2 + 2,
       };
       if (box.right > size.x) continue;
-      if (
-        taken.some(
-          (o) => box.left < o.right && box.right > o.left && box.top < o.bottom && box.bottom > o.top,
-        )
-      ) {
-        continue;
-      }
+      if (taken.some((other) => overlaps(box, other))) continue;
       taken.push(box);
       const label = document.createElement('span');
       label.className = 'world-place-name';
