@@ -1,13 +1,13 @@
 /**
- * Regenerates the README's screenshots (docs/dashboard.png, docs/offline-map.png, docs/node-page.png, and the mesh insight
- * pages: mesh-links, node-health, notifications, packets): a hub on the
+ * Regenerates the README's screenshots (docs/dashboard.png, docs/offline-map.png, docs/node-page.png,
+ * and the mesh insight pages: mesh-links, node-health, notifications, packets): a hub on the
  * simulator with a day of history, photographed in headless Chromium. `npm run screenshot`.
  * Then docs/audit-console.png: a second hub with PLUGINS=audit and a day of audit events shaped
  * like Microsoft's (Graph directory and Intune audits, Management API records), some tagged.
  * `npm run screenshot -- audit` makes only that one.
  *
  * The browser talks only to this hub: requests to other hosts are blocked, so the map shows
- * the offline background (coordinate grid) unless MAP_TILES names a local .pmtiles/.mbtiles
+ * the offline background (its world layer and grid) unless MAP_TILES names a local .pmtiles/.mbtiles
  * file, whose tiles the hub serves. SCREENSHOT_ONLINE=1 lets online tiles through.
  */
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
