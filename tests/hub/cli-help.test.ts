@@ -13,23 +13,7 @@ import { buildCli, type CliResult, meshhubCli } from '../helpers/cli.js';
 
 /** Each group's words and its subcommands; `[]` is `meshhub` itself. */
 const GROUPS: Array<[string[], string[]]> = [
-  [
-    [],
-    [
-      'start',
-      'sim',
-      'user',
-      'token',
-      'subscription',
-      'plan',
-      'sync',
-      'upstream',
-      'tiles',
-      'mcp',
-      'version',
-      'help',
-    ],
-  ],
+  [[], 'start sim user token subscription plan sync upstream tiles mcp version help'.split(' ')],
   [['user'], ['add', 'list', 'roles', 'passwd', 'remove']],
   [['subscription'], ['grant', 'revoke', 'list']],
   [['plan'], ['add', 'list', 'retire']],
