@@ -32,10 +32,9 @@ const EXTRACT = {
   positionals: false,
 } as const;
 
-export const TILES_HELP = `Map tiles:
-${EXTRACT.help}`;
+const GROUP = { name: 'meshhub tiles', help: EXTRACT.help, subcommands: ['extract'] as const };
 
-const GROUP = { name: 'meshhub tiles', help: TILES_HELP, subcommands: ['extract'] as const };
+export const TILES_HELP = `Usage:\n${GROUP.help}`;
 
 export interface TilesCommandContext extends CliIo {
   /** DATA_DIR, read only when --out is not given. */
