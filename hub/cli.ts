@@ -87,6 +87,7 @@ ${START.help}${SIM.help}  user, token           Manage users, print and revoke a
                         These work while the hub runs, on the database in DATA_DIR; each says
                         on stderr which database it opened.
   sync                  This hub's upstream sync: \`meshhub sync status\`, \`meshhub sync key\`.
+  tiles                 Copy an area's map tiles for offline use: \`meshhub tiles extract\` (see below).
   upstream              Run the upstream for many sites on PostgreSQL, and manage its sites,
                         users and subscriptions (\`meshhub upstream --help\`).
 ${MCP.help}${VERSION.help}${HELP_COMMAND.help}`;
@@ -100,6 +101,7 @@ const COMMANDS = [
   'plan',
   'sync',
   'upstream',
+  'tiles',
   'mcp',
   'version',
   'help',
@@ -260,7 +262,8 @@ async function fullHelp(): Promise<string> {
   const { PLAN_HELP } = await import('../src/billing/plan-commands.js');
   const { SYNC_HELP } = await import('../sync/site/commands.js');
   const { UPSTREAM_HELP } = await import('../sync/upstream/commands.js');
-  return [HELP, USER_HELP, SUBSCRIPTION_HELP, PLAN_HELP, SYNC_HELP, UPSTREAM_HELP].join('\n');
+  const { TILES_HELP } = await import('../src/ui-server/tiles-command.js');
+  return [HELP, USER_HELP, SUBSCRIPTION_HELP, PLAN_HELP, SYNC_HELP, TILES_HELP, UPSTREAM_HELP].join('\n');
 }
 
 export async function main(argv: string[]): Promise<void> {
@@ -310,6 +313,15 @@ async function run(command: (typeof COMMANDS)[number], rest: string[]): Promise<
       // Loaded only when asked for: the hub itself never needs PostgreSQL.
       const { runUpstreamCommand } = await import('../sync/upstream/commands.js');
       process.exitCode = await runUpstreamCommand(rest, { env: process.env, stdin: process.stdin, ...io });
+      return;
+    }
+    case 'tiles': {
+      const { runTilesCommand } = await import('../src/ui-server/tiles-command.js');
+      process.exitCode = await runTilesCommand(rest, {
+        ...io,
+        dataDir: () => loadConfigOrExit().DATA_DIR,
+        tty: process.stderr.isTTY === true,
+      });
       return;
     }
     case 'mcp': {

@@ -13,14 +13,12 @@ import { buildCli, type CliResult, meshhubCli } from '../helpers/cli.js';
 
 /** Each group's words and its subcommands; `[]` is `meshhub` itself. */
 const GROUPS: Array<[string[], string[]]> = [
-  [
-    [],
-    ['start', 'sim', 'user', 'token', 'subscription', 'plan', 'sync', 'upstream', 'mcp', 'version', 'help'],
-  ],
+  [[], 'start sim user token subscription plan sync upstream tiles mcp version help'.split(' ')],
   [['user'], ['add', 'list', 'roles', 'passwd', 'remove']],
   [['subscription'], ['grant', 'revoke', 'list']],
   [['plan'], ['add', 'list', 'retire']],
   [['sync'], ['status', 'key']],
+  [['tiles'], ['extract']],
   [['upstream'], ['serve', 'migrate', 'site', 'user', 'subscription', 'plan']],
   [
     ['upstream', 'site'],
