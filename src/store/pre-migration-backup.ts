@@ -91,7 +91,11 @@ export function backupBeforeMigration(
     if (integrity !== 'ok') throw new Error(`the copy failed integrity_check: ${integrity}`);
     return { file, bytes: statSync(file).size };
   } catch (error) {
-    rmSync(file, { force: true });
+    try {
+      rmSync(file, { force: true });
+    } catch {
+      // The folder itself is the problem: nothing was written.
+    }
     const code = (error as { code?: string }).code;
     const why = error instanceof Error ? error.message : String(error);
     throw new StartupFailure(
