@@ -93,7 +93,10 @@ export async function runBackupCommand(args: string[], ctx: BackupCommandContext
 /** A failure of the file system or SQLite (or a copy that failed its check), not a bug. */
 function expected(error: unknown): boolean {
   const code = String((error as { code?: unknown } | undefined)?.code ?? '');
-  return /^(SQLITE_|E[A-Z]+$)/.test(code) || (error instanceof Error && error.message.startsWith('the copy failed'));
+  return (
+    /^(SQLITE_|E[A-Z]+$)/.test(code) ||
+    (error instanceof Error && error.message.startsWith('the copy failed'))
+  );
 }
 
 /** Why `file` (a copy of the backup) cannot be restored, or undefined when it can; `schema` is its version. */
@@ -105,11 +108,13 @@ function refusal(copy: string): { problem?: string; schema: number } {
     return { problem: why(error), schema: 0 };
   }
   const { integrity, schemaVersion } = checked;
-  if (integrity !== 'ok') return { problem: `it failed integrity_check (${integrity})`, schema: schemaVersion };
+  if (integrity !== 'ok')
+    return { problem: `it failed integrity_check (${integrity})`, schema: schemaVersion };
   const db = new BetterSqlite3(copy, { readonly: true, fileMustExist: true });
   try {
     const nodes = db.prepare("SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = 'nodes'").get();
-    if (schemaVersion < 1 || !nodes) return { problem: 'it is not a meshhub database', schema: schemaVersion };
+    if (schemaVersion < 1 || !nodes)
+      return { problem: 'it is not a meshhub database', schema: schemaVersion };
   } finally {
     db.close();
   }
@@ -178,7 +183,10 @@ export async function runRestoreCommand(args: string[], ctx: BackupCommandContex
     return 0;
   } catch (error) {
     if (error instanceof UsageError || !expected(error)) throw error;
-    throw new UsageError(`${RESTORE.name}: could not restore ${backup}: ${why(error)}; ${target} is as it was`, 1);
+    throw new UsageError(
+      `${RESTORE.name}: could not restore ${backup}: ${why(error)}; ${target} is as it was`,
+      1,
+    );
   } finally {
     rmSync(incoming, { force: true });
     lock.release();

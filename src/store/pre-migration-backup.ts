@@ -23,7 +23,10 @@ export function setPreMigrationBackupDir(db: Database, dir: string): void {
 
 /** `2026-11-28T21-40-05Z`: a UTC time that sorts, and that every file system accepts in a name. */
 export function fileTimestamp(at: Date = new Date()): string {
-  return at.toISOString().replace(/\.\d{3}Z$/, 'Z').replaceAll(':', '-');
+  return at
+    .toISOString()
+    .replace(/\.\d{3}Z$/, 'Z')
+    .replaceAll(':', '-');
 }
 
 /** Whether any table (the component ledger aside) holds a row: a fresh database is not copied. */
@@ -55,7 +58,9 @@ export function checkCopy(file: string): CheckedCopy {
     copy.pragma('journal_mode = DELETE');
     const rows = copy.pragma('integrity_check', { simple: false }) as Array<{ integrity_check: string }>;
     const integrity =
-      rows.length === 1 && rows[0]?.integrity_check === 'ok' ? 'ok' : (rows[0]?.integrity_check ?? 'no answer');
+      rows.length === 1 && rows[0]?.integrity_check === 'ok'
+        ? 'ok'
+        : (rows[0]?.integrity_check ?? 'no answer');
     return { integrity, schemaVersion: copy.pragma('user_version', { simple: true }) as number };
   } finally {
     copy.close();

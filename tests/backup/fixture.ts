@@ -32,10 +32,14 @@ export function rowCounts(file: string): Record<string, number> {
   const db = new BetterSqlite3(file, { readonly: true, fileMustExist: true });
   try {
     const tables = db
-      .prepare("SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name")
+      .prepare(
+        "SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name",
+      )
       .pluck()
       .all() as string[];
-    return Object.fromEntries(tables.map((t) => [t, db.prepare(`SELECT count(*) FROM "${t}"`).pluck().get() as number]));
+    return Object.fromEntries(
+      tables.map((t) => [t, db.prepare(`SELECT count(*) FROM "${t}"`).pluck().get() as number]),
+    );
   } finally {
     db.close();
   }

@@ -36,7 +36,11 @@ function backupsIn(dir: string): string[] {
 
 async function startHub(dataDir: string): Promise<{ hub: Hub; base: string }> {
   const env = loopbackHubEnv(dataDir);
-  const hub = await createHub(loadConfig(env), { log: pino({ level: 'silent' }), defaultMetrics: false, env });
+  const hub = await createHub(loadConfig(env), {
+    log: pino({ level: 'silent' }),
+    defaultMetrics: false,
+    env,
+  });
   await hub.start();
   cleanups.push(() => hub.stop());
   return { hub, base: `http://127.0.0.1:${hub.http.port}` };
@@ -103,13 +107,19 @@ describe('a copy before every migration', () => {
     // A test-only release with one migration more.
     const next = [
       ...MIGRATIONS,
-      { version: MIGRATIONS.length + 1, name: 'test: one more', up: 'CREATE TABLE upgrade_probe (id INTEGER);' },
+      {
+        version: MIGRATIONS.length + 1,
+        name: 'test: one more',
+        up: 'CREATE TABLE upgrade_probe (id INTEGER);',
+      },
     ];
     expect(migrate(db, next)).toBe(MIGRATIONS.length + 1);
     const copies = backupsIn(join(dataDir, 'backups'));
     expect(copies).toHaveLength(1);
     expect(copies[0]).toMatch(
-      new RegExp(`^pre-migration-v${MIGRATIONS.length}-v${MIGRATIONS.length + 1}-\\d{4}-\\d{2}-\\d{2}T\\d{2}-\\d{2}-\\d{2}Z\\.sqlite$`),
+      new RegExp(
+        `^pre-migration-v${MIGRATIONS.length}-v${MIGRATIONS.length + 1}-\\d{4}-\\d{2}-\\d{2}T\\d{2}-\\d{2}-\\d{2}Z\\.sqlite$`,
+      ),
     );
     const copy = join(dataDir, 'backups', copies[0]!);
     expect(integrity(copy)).toBe('ok');
@@ -143,7 +153,9 @@ describe('a copy before every migration', () => {
     const { dir, cleanup } = tempDir();
     cleanups.push(cleanup);
     const db = openDatabase(join(dir, 'meshhub.sqlite'));
-    migrateComponent(db, 'probe', [{ version: 1, name: 'probe', up: 'CREATE TABLE probe_items (id INTEGER);' }]);
+    migrateComponent(db, 'probe', [
+      { version: 1, name: 'probe', up: 'CREATE TABLE probe_items (id INTEGER);' },
+    ]);
     closeDatabase(db);
     expect(backupsIn(join(dir, 'backups'))).toEqual([]);
   });
@@ -153,7 +165,10 @@ describe('a copy before every migration', () => {
     writeFileSync(join(dataDir, 'not-a-folder'), 'x');
     const db = openDatabase(file, { backupDir: join(dataDir, 'not-a-folder') });
     cleanups.push(() => closeDatabase(db));
-    const next = [...MIGRATIONS, { version: MIGRATIONS.length + 1, name: 'test', up: 'CREATE TABLE t (id INTEGER);' }];
+    const next = [
+      ...MIGRATIONS,
+      { version: MIGRATIONS.length + 1, name: 'test', up: 'CREATE TABLE t (id INTEGER);' },
+    ];
     let error: unknown;
     try {
       migrate(db, next);
