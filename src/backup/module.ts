@@ -40,6 +40,11 @@ export class BackupActor extends Actor {
   async start(): Promise<void> {}
   async stop(): Promise<void> {}
 
+  /** A failed last backup makes `/health` degraded until one succeeds. */
+  override ready(): boolean {
+    return this.lastError === undefined;
+  }
+
   /** One scheduled backup: copy, check, prune. Throws (after recording it) when it failed. */
   async run(): Promise<BackupResult> {
     const { db, dir, keep, log, gauges } = this.deps;
@@ -116,7 +121,7 @@ export const backupModule = defineModule({
         failed: () => failures.inc(),
       },
     });
-    if (cron !== 'off') ctx.schedule('backup', cron, () => actor.run());
+    if (cron !== 'off') ctx.schedule('database', cron, () => actor.run());
     return { actors: [actor] };
   },
 });

@@ -226,7 +226,10 @@ describe('meshhub restore', () => {
     make(bad);
     const hash = sha(file);
     // Only the DATA_DIR lock, which every hub makes, may appear.
-    const listing = () => readdirSync(dataDir).filter((name) => name !== 'hub.lock').sort();
+    const listing = () =>
+      readdirSync(dataDir)
+        .filter((name) => name !== 'hub.lock')
+        .sort();
     const files = listing();
     const result = await meshhubCli(['restore', bad], { env: envFor(dataDir) });
     expect(result.code).toBe(1);
