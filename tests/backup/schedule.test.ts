@@ -82,7 +82,11 @@ describe('scheduled backups', () => {
     // Older scheduled copies beyond BACKUP_KEEP go; a pre-migration copy and a file named by hand stay.
     rmSync(file);
     const kept = ['pre-migration-v4-v5-2020-01-01T00-00-00Z.sqlite', 'mine.sqlite'];
-    for (const name of ['meshhub-2020-01-01T00-00-00Z.sqlite', 'meshhub-2020-01-02T00-00-00Z.sqlite', ...kept])
+    for (const name of [
+      'meshhub-2020-01-01T00-00-00Z.sqlite',
+      'meshhub-2020-01-02T00-00-00Z.sqlite',
+      ...kept,
+    ])
       writeFileSync(join(dir, name), 'old');
     await hub.scheduler.runNow('backup.database');
     const scheduled = readdirSync(dir)
