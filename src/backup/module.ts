@@ -6,7 +6,7 @@
  */
 import { Actor } from '../kernel/actor.js';
 import type { Logger } from '../log.js';
-import { defineModule } from '../module.js';
+import { defineModule, type ModuleMetrics } from '../module.js';
 import type { Database } from '../store/database.js';
 import { type BackupResult, backupDatabase, defaultBackupFile, pruneBackups } from './backup.js';
 import { backupDirOf, backupSettings } from './settings.js';
@@ -90,36 +90,40 @@ export class BackupActor extends Actor {
   }
 }
 
+/** `/metrics`: the last success's time and size, and the failures. */
+function backupGaugesOf(metrics: ModuleMetrics): BackupGauges {
+  const [successAt, size] = [
+    [
+      'backup_last_success_timestamp_seconds',
+      'When the last scheduled backup succeeded (Unix time, seconds); 0 until one has',
+    ],
+    ['backup_last_size_bytes', 'Size of the last successful scheduled backup, bytes'],
+  ].map(([name, help]) => metrics.gauge({ name: name!, help: help! }));
+  const failures = metrics.counter({
+    name: 'backup_failures_total',
+    help: 'Scheduled backups that failed (see /health for the last error)',
+  });
+  return {
+    succeeded: (result, at) => {
+      successAt!.set(Math.round(at / 1000));
+      size!.set(result.bytes);
+    },
+    failed: () => failures.inc(),
+  };
+}
+
 export const backupModule = defineModule({
   name: 'backup',
   settings: backupSettings,
   create(ctx) {
     const { BACKUP_CRON: cron, BACKUP_KEEP: keep } = ctx.settings;
-    const successAt = ctx.metrics.gauge({
-      name: 'backup_last_success_timestamp_seconds',
-      help: 'When the last scheduled backup succeeded (Unix time, seconds); 0 until one has',
-    });
-    const size = ctx.metrics.gauge({
-      name: 'backup_last_size_bytes',
-      help: 'Size of the last successful scheduled backup, bytes',
-    });
-    const failures = ctx.metrics.counter({
-      name: 'backup_failures_total',
-      help: 'Scheduled backups that failed (see /health for the last error)',
-    });
     const actor = new BackupActor({
       db: ctx.db,
       dir: backupDirOf(ctx.hub.dataDir, ctx.settings.BACKUP_DIR),
       keep,
       cron,
       log: ctx.log,
-      gauges: {
-        succeeded: (result, at) => {
-          successAt.set(Math.round(at / 1000));
-          size.set(result.bytes);
-        },
-        failed: () => failures.inc(),
-      },
+      gauges: backupGaugesOf(ctx.metrics),
     });
     if (cron !== 'off') ctx.schedule('database', cron, () => actor.run());
     return { actors: [actor] };

@@ -19,47 +19,19 @@ import {
 } from 'node:fs';
 import { join } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
-import { pino } from 'pino';
-import { afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { createHub, type Hub } from '../../hub/main.js';
-import { loadConfig } from '../../hub/settings.js';
+import { beforeAll, describe, expect, it } from 'vitest';
+import type { Hub } from '../../hub/main.js';
 import { loopbackHubEnv } from '../../scripts/bench/lib/hub-env.js';
 import { buildCli, meshhubCli } from '../helpers/cli.js';
-import {
-  dataDirWithFixture,
-  EXPECTED,
-  FIXTURE_DIR,
-  integrity,
-  rowCounts,
-  setSchemaVersion,
-} from './fixture.js';
+import { backupTestKit, EXPECTED, FIXTURE_DIR, integrity, rowCounts, setSchemaVersion } from './fixture.js';
 
 beforeAll(() => buildCli(), 300_000);
 
-const cleanups: (() => unknown)[] = [];
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
-});
-
-function fixtureDir() {
-  const made = dataDirWithFixture();
-  cleanups.push(made.cleanup);
-  return made;
-}
+const { defer, fixtureDir, startHub: startHubOn } = backupTestKit();
 
 const envFor = (dataDir: string) => ({ PATH: process.env.PATH, DATA_DIR: dataDir });
 
-async function startHub(dataDir: string): Promise<Hub> {
-  const env = loopbackHubEnv(dataDir);
-  const hub = await createHub(loadConfig(env), {
-    log: pino({ level: 'silent' }),
-    defaultMetrics: false,
-    env,
-  });
-  await hub.start();
-  cleanups.push(() => hub.stop());
-  return hub;
-}
+const startHub = async (dataDir: string): Promise<Hub> => (await startHubOn(dataDir)).hub;
 
 const sha = (file: string) => createHash('sha256').update(readFileSync(file)).digest('hex');
 const BATCH = 100;
@@ -78,7 +50,7 @@ describe('meshhub backup', () => {
     });
     writeBatch(batches++);
     const writer = setInterval(() => writeBatch(batches++), 1);
-    cleanups.push(() => clearInterval(writer));
+    defer(() => clearInterval(writer));
     const before = batches;
 
     const result = await meshhubCli(['backup'], { env: envFor(dataDir) });

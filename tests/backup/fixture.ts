@@ -3,6 +3,12 @@ import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
+import { pino } from 'pino';
+import { afterEach } from 'vitest';
+import { createHub, type Hub } from '../../hub/main.js';
+import { loadConfig } from '../../hub/settings.js';
+import { loopbackHubEnv } from '../../scripts/bench/lib/hub-env.js';
+import { digestTables } from '../reliability/helpers/leaks.js';
 
 export const FIXTURE_DIR = join(process.cwd(), 'tests', 'fixtures', 'upgrade-v5');
 
@@ -29,20 +35,9 @@ export function dataDirWithFixture(): { dataDir: string; file: string; cleanup()
 
 /** Every table's row count in a SQLite file (read-only; the file is not changed). */
 export function rowCounts(file: string): Record<string, number> {
-  const db = new BetterSqlite3(file, { readonly: true, fileMustExist: true });
-  try {
-    const tables = db
-      .prepare(
-        "SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name",
-      )
-      .pluck()
-      .all() as string[];
-    return Object.fromEntries(
-      tables.map((t) => [t, db.prepare(`SELECT count(*) FROM "${t}"`).pluck().get() as number]),
-    );
-  } finally {
-    db.close();
-  }
+  return Object.fromEntries(
+    Object.entries(digestTables(file)).map(([table, digest]) => [table, Number(digest.split(':')[0])]),
+  );
 }
 
 /** `PRAGMA integrity_check` of a file: `ok` when sound. */
@@ -63,4 +58,36 @@ export function setSchemaVersion(file: string, version: number): void {
   } finally {
     db.close();
   }
+}
+
+/**
+ * For a test file: what each test made is undone after it (`defer`), DATA_DIRs holding the
+ * fixture (`fixtureDir`), and whole hubs in this process on one of them (`startHub`).
+ */
+export function backupTestKit() {
+  const cleanups: (() => unknown)[] = [];
+  afterEach(async () => {
+    for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+  });
+  const defer = (cleanup: () => unknown) => cleanups.push(cleanup);
+  const fixtureDir = () => {
+    const made = dataDirWithFixture();
+    defer(made.cleanup);
+    return made;
+  };
+  const startHub = async (
+    dataDir: string,
+    extra: Record<string, string> = {},
+  ): Promise<{ hub: Hub; base: string }> => {
+    const env = loopbackHubEnv(dataDir, extra);
+    const hub = await createHub(loadConfig(env), {
+      log: pino({ level: 'silent' }),
+      defaultMetrics: false,
+      env,
+    });
+    await hub.start();
+    defer(() => hub.stop());
+    return { hub, base: `http://127.0.0.1:${hub.http.port}` };
+  };
+  return { defer, fixtureDir, startHub };
 }

@@ -6,39 +6,25 @@
  */
 import { existsSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { pino } from 'pino';
-import { afterEach, describe, expect, it } from 'vitest';
-import { createHub, type Hub } from '../../hub/main.js';
+import { describe, expect, it } from 'vitest';
+import type { Hub } from '../../hub/main.js';
 import { loadConfig } from '../../hub/settings.js';
-import { loopbackHubEnv } from '../../scripts/bench/lib/hub-env.js';
 import { configProblems } from '../helpers/config.js';
-import { waitFor } from '../helpers/hub.js';
-import { dataDirWithFixture, EXPECTED, integrity, rowCounts } from './fixture.js';
+import { getJson, waitFor } from '../helpers/hub.js';
+import { backupTestKit, EXPECTED, integrity, rowCounts } from './fixture.js';
 
-const cleanups: (() => unknown)[] = [];
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
-});
+const { fixtureDir, startHub } = backupTestKit();
 
 async function hubOnFixture(
   extra: Record<string, string> = {},
 ): Promise<{ hub: Hub; base: string; dataDir: string }> {
-  const { dataDir, cleanup } = dataDirWithFixture();
-  cleanups.push(cleanup);
-  const env = loopbackHubEnv(dataDir, extra);
-  const hub = await createHub(loadConfig(env), {
-    log: pino({ level: 'silent' }),
-    defaultMetrics: false,
-    env,
-  });
-  await hub.start();
-  cleanups.push(() => hub.stop());
-  return { hub, base: `http://127.0.0.1:${hub.http.port}`, dataDir };
+  const { dataDir } = fixtureDir();
+  return { ...(await startHub(dataDir, extra)), dataDir };
 }
 
 // biome-ignore lint/suspicious/noExplicitAny: /health's actor entries carry each actor's own details
 async function backupHealth(base: string): Promise<{ status: string; actor: any }> {
-  const health = await fetch(`${base}/health`).then((r) => r.json());
+  const { body: health } = await getJson(`${base}/health`);
   return { status: health.status, actor: health.actors.find((a: { name: string }) => a.name === 'backup') };
 }
 
@@ -100,8 +86,7 @@ describe('scheduled backups', () => {
   });
 
   it('report a failed backup in /health (degraded, the error) and count it in /metrics', async () => {
-    const { dataDir: other, cleanup } = dataDirWithFixture();
-    cleanups.push(cleanup);
+    const { dataDir: other } = fixtureDir();
     const notAFolder = join(other, 'meshhub.sqlite');
     const { hub, base } = await hubOnFixture({ BACKUP_DIR: notAFolder });
     await expect(hub.scheduler.runNow('backup.database')).resolves.toBeUndefined(); // the scheduler logs it

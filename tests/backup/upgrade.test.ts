@@ -7,43 +7,20 @@
  */
 import { existsSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { pino } from 'pino';
-import { afterEach, describe, expect, it } from 'vitest';
-import { createHub, type Hub } from '../../hub/main.js';
-import { loadConfig } from '../../hub/settings.js';
-import { loopbackHubEnv } from '../../scripts/bench/lib/hub-env.js';
+import { describe, expect, it } from 'vitest';
 import { StartupFailure } from '../../src/kernel/startup-failure.js';
 import { migrateComponent } from '../../src/store/component-migrations.js';
 import { closeDatabase, openDatabase } from '../../src/store/database.js';
 import { MIGRATIONS, migrate, schemaVersion } from '../../src/store/migrations.js';
+import { getJson } from '../helpers/hub.js';
+import { digestTables } from '../reliability/helpers/leaks.js';
 import { tempDir } from '../store/fixtures.js';
-import { dataDirWithFixture, EXPECTED, integrity, rowCounts } from './fixture.js';
+import { backupTestKit, EXPECTED, FIXTURE_DIR, integrity, rowCounts } from './fixture.js';
 
-const cleanups: (() => unknown)[] = [];
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
-});
-
-function fixtureDir() {
-  const made = dataDirWithFixture();
-  cleanups.push(made.cleanup);
-  return made;
-}
+const { defer, fixtureDir, startHub } = backupTestKit();
 
 function backupsIn(dir: string): string[] {
   return existsSync(dir) ? readdirSync(dir).sort() : [];
-}
-
-async function startHub(dataDir: string): Promise<{ hub: Hub; base: string }> {
-  const env = loopbackHubEnv(dataDir);
-  const hub = await createHub(loadConfig(env), {
-    log: pino({ level: 'silent' }),
-    defaultMetrics: false,
-    env,
-  });
-  await hub.start();
-  cleanups.push(() => hub.stop());
-  return { hub, base: `http://127.0.0.1:${hub.http.port}` };
 }
 
 describe('the database of the release before (062ece3)', () => {
@@ -61,11 +38,13 @@ describe('the database of the release before (062ece3)', () => {
     const { dataDir, file } = fixtureDir();
     const { hub, base } = await startHub(dataDir);
     expect(schemaVersion(hub.store.db)).toBe(MIGRATIONS.length);
-    // Nothing lost, nothing added (no radio runs): every table's count as the old release left it.
+    // Nothing lost, nothing added (no radio runs): every table's count as the old release left
+    // it, and every row the same.
     expect(rowCounts(file)).toEqual(EXPECTED.rows);
+    expect(digestTables(file)).toEqual(digestTables(join(FIXTURE_DIR, 'meshhub.sqlite')));
 
     // Every node, under its id.
-    const nodes = await fetch(`${base}/api/v1/nodes`).then((r) => r.json());
+    const { body: nodes } = await getJson(`${base}/api/v1/nodes`);
     const ids = nodes.data.map((n: { node_id: string }) => n.node_id);
     expect([...ids].sort()).toEqual(EXPECTED.node_ids);
 
@@ -78,18 +57,18 @@ describe('the database of the release before (062ece3)', () => {
       });
       expect(login.status).toBe(200);
     }
-    const { access_token: token } = await fetch(`${base}/api/v1/auth/token`, {
+    const { access_token: token } = (await fetch(`${base}/api/v1/auth/token`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify({ username: 'alice', password: EXPECTED.users.alice }),
-    }).then((r) => r.json());
-    const conversations = await fetch(`${base}/api/v1/messages/conversations`, {
+    }).then((r) => r.json())) as { access_token: string };
+    const conversations = (await fetch(`${base}/api/v1/messages/conversations`, {
       headers: { authorization: `Bearer ${token}` },
-    }).then((r) => r.json());
+    }).then((r) => r.json())) as { data: { node_id: string; latest_text: string }[] };
     const list = conversations.data;
     expect(list).toHaveLength(1);
-    expect(list[0].node_id).toBe(EXPECTED.texts_to);
-    expect(list[0].latest_text).toBe('second text');
+    expect(list[0]?.node_id).toBe(EXPECTED.texts_to);
+    expect(list[0]?.latest_text).toBe('second text');
 
     await hub.stop();
     // The three logins above are the only change.
@@ -102,7 +81,7 @@ describe('a copy before every migration', () => {
   it('copies the core database before a newer migration, with exactly its rows, then migrates', () => {
     const { dataDir, file } = fixtureDir();
     const db = openDatabase(file);
-    cleanups.push(() => closeDatabase(db));
+    defer(() => closeDatabase(db));
     expect(backupsIn(join(dataDir, 'backups'))).toEqual([]); // nothing pending: no copy
     // A test-only release with one migration more.
     const next = [
@@ -130,7 +109,7 @@ describe('a copy before every migration', () => {
   it("copies before a component's migration, named after the component", () => {
     const { dataDir, file } = fixtureDir();
     const db = openDatabase(file);
-    cleanups.push(() => closeDatabase(db));
+    defer(() => closeDatabase(db));
     const V1 = { version: 1, name: 'probe v1', up: 'CREATE TABLE probe_items (id INTEGER);' };
     const V2 = { version: 2, name: 'probe v2', up: 'ALTER TABLE probe_items ADD COLUMN name TEXT;' };
     migrateComponent(db, 'probe', [V1]);
@@ -151,7 +130,7 @@ describe('a copy before every migration', () => {
 
   it('takes no copy of a fresh, empty database', () => {
     const { dir, cleanup } = tempDir();
-    cleanups.push(cleanup);
+    defer(cleanup);
     const db = openDatabase(join(dir, 'meshhub.sqlite'));
     migrateComponent(db, 'probe', [
       { version: 1, name: 'probe', up: 'CREATE TABLE probe_items (id INTEGER);' },
@@ -164,7 +143,7 @@ describe('a copy before every migration', () => {
     const { dataDir, file } = fixtureDir();
     writeFileSync(join(dataDir, 'not-a-folder'), 'x');
     const db = openDatabase(file, { backupDir: join(dataDir, 'not-a-folder') });
-    cleanups.push(() => closeDatabase(db));
+    defer(() => closeDatabase(db));
     const next = [
       ...MIGRATIONS,
       { version: MIGRATIONS.length + 1, name: 'test', up: 'CREATE TABLE t (id INTEGER);' },
