@@ -15,7 +15,21 @@ import { buildCli, type CliResult, meshhubCli } from '../helpers/cli.js';
 const GROUPS: Array<[string[], string[]]> = [
   [
     [],
-    ['start', 'sim', 'user', 'token', 'subscription', 'plan', 'sync', 'upstream', 'mcp', 'version', 'help'],
+    [
+      'start',
+      'sim',
+      'user',
+      'token',
+      'subscription',
+      'plan',
+      'backup',
+      'restore',
+      'sync',
+      'upstream',
+      'mcp',
+      'version',
+      'help',
+    ],
   ],
   [['user'], ['add', 'list', 'roles', 'passwd', 'remove']],
   [['subscription'], ['grant', 'revoke', 'list']],
