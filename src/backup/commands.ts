@@ -33,7 +33,8 @@ export interface BackupCommandContext {
 
 export const BACKUP = {
   name: 'meshhub backup',
-  help: `  meshhub backup [FILE]  Copy the hub's database, also while the hub runs (SQLite's backup API),
+  help: `  meshhub backup [FILE]
+                        Copy the hub's database, also while the hub runs (SQLite's backup API),
                         checked with integrity_check; FILE defaults to
                         BACKUP_DIR/meshhub-<UTC time>.sqlite (BACKUP_DIR: DATA_DIR/backups).
 `,
