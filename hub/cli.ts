@@ -86,6 +86,8 @@ ${START.help}${SIM.help}  user, token           Manage users, print and revoke a
   plan                  Add, list and retire billing plans (PLUGINS=billing; see below).
                         These work while the hub runs, on the database in DATA_DIR; each says
                         on stderr which database it opened.
+  backup, restore       Back up the hub's database (also while it runs) and restore a backup
+                        (see below).
   sync                  This hub's upstream sync: \`meshhub sync status\`, \`meshhub sync key\`.
   tiles                 Copy an area's map tiles for offline use: \`meshhub tiles extract\` (see below).
   upstream              Run the upstream for many sites on PostgreSQL, and manage its sites,
@@ -99,6 +101,8 @@ const COMMANDS = [
   'token',
   'subscription',
   'plan',
+  'backup',
+  'restore',
   'sync',
   'upstream',
   'tiles',
@@ -260,10 +264,20 @@ function hubCommandContext() {
 
 async function fullHelp(): Promise<string> {
   const { PLAN_HELP } = await import('../src/billing/plan-commands.js');
+  const { BACKUP_HELP } = await import('../src/backup/commands.js');
   const { SYNC_HELP } = await import('../sync/site/commands.js');
   const { UPSTREAM_HELP } = await import('../sync/upstream/commands.js');
   const { TILES_HELP } = await import('../src/ui-server/tiles-command.js');
-  return [HELP, USER_HELP, SUBSCRIPTION_HELP, PLAN_HELP, SYNC_HELP, TILES_HELP, UPSTREAM_HELP].join('\n');
+  return [
+    HELP,
+    USER_HELP,
+    SUBSCRIPTION_HELP,
+    PLAN_HELP,
+    BACKUP_HELP,
+    SYNC_HELP,
+    TILES_HELP,
+    UPSTREAM_HELP,
+  ].join('\n');
 }
 
 export async function main(argv: string[]): Promise<void> {
@@ -307,6 +321,23 @@ async function run(command: (typeof COMMANDS)[number], rest: string[]): Promise<
           (await import('../src/billing/plan-commands.js')).runPlanCommand(args, c),
       };
       process.exitCode = await commands[command](rest, hubCommandContext());
+      return;
+    }
+    case 'backup':
+    case 'restore': {
+      const { runBackupCommand, runRestoreCommand } = await import('../src/backup/commands.js');
+      const { backupDirOf } = await import('../src/backup/settings.js');
+      const runCommand = command === 'backup' ? runBackupCommand : runRestoreCommand;
+      process.exitCode = await runCommand(rest, {
+        get dataDir() {
+          return loadConfigOrExit().DATA_DIR;
+        },
+        get backupDir() {
+          const config = loadConfigOrExit();
+          return backupDirOf(config.DATA_DIR, config.BACKUP_DIR);
+        },
+        ...io,
+      });
       return;
     }
     case 'upstream': {

@@ -13,7 +13,10 @@ import { buildCli, type CliResult, meshhubCli } from '../helpers/cli.js';
 
 /** Each group's words and its subcommands; `[]` is `meshhub` itself. */
 const GROUPS: Array<[string[], string[]]> = [
-  [[], 'start sim user token subscription plan sync upstream tiles mcp version help'.split(' ')],
+  [
+    [],
+    'start sim user token subscription plan backup restore sync upstream tiles mcp version help'.split(' '),
+  ],
   [['user'], ['add', 'list', 'roles', 'passwd', 'remove']],
   [['subscription'], ['grant', 'revoke', 'list']],
   [['plan'], ['add', 'list', 'retire']],
