@@ -13,7 +13,7 @@ import { fileURLToPath } from 'node:url';
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const USAGE =
   'usage: npm run release -- <major|minor|patch|x.y.z> [--no-image]\n' +
-  '  Bumps VERSION, dates CHANGELOG.md\'s Unreleased section, commits, tags vx.y.z and builds the image.\n';
+  "  Bumps VERSION, dates CHANGELOG.md's Unreleased section, commits, tags vx.y.z and builds the image.\n";
 
 function fail(line, code = 1) {
   process.stderr.write(`release: ${line}\n`);
@@ -36,7 +36,11 @@ export function nextVersion(current, bump) {
   if (bump === 'patch') return `${major}.${minor}.${patch + 1}`;
   const n = SEMVER.exec(bump);
   if (!n) throw new Error(`"${bump}" is not major, minor, patch or a version like 1.2.3`);
-  const order = (v) => v.slice(1).map(Number).reduce((acc, x) => acc * 100_000 + x, 0);
+  const order = (v) =>
+    v
+      .slice(1)
+      .map(Number)
+      .reduce((acc, x) => acc * 100_000 + x, 0);
   if (order(n) <= order(m)) throw new Error(`${bump} is not above the current version ${current}`);
   return bump;
 }
@@ -72,7 +76,8 @@ function main(argv) {
     fail(`${root} is not a git checkout`);
   }
   const dirty = git('status', '--porcelain');
-  if (dirty !== '') fail('the working tree has uncommitted changes: commit or remove them first (git status)');
+  if (dirty !== '')
+    fail('the working tree has uncommitted changes: commit or remove them first (git status)');
 
   const current = readFileSync(join(root, 'VERSION'), 'utf8').trim();
   let version;
@@ -106,9 +111,14 @@ function main(argv) {
   if (noImage) {
     process.stdout.write('release: image not built (--no-image); build it with scripts/container/build.sh\n');
   } else {
-    const build = spawnSync('bash', [join(root, 'scripts', 'container', 'build.sh')], { cwd: root, stdio: 'inherit' });
+    const build = spawnSync('bash', [join(root, 'scripts', 'container', 'build.sh')], {
+      cwd: root,
+      stdio: 'inherit',
+    });
     if (build.status !== 0) {
-      fail(`the image did not build (the release v${version} is committed and tagged; run scripts/container/build.sh again)`);
+      fail(
+        `the image did not build (the release v${version} is committed and tagged; run scripts/container/build.sh again)`,
+      );
     }
   }
   process.stdout.write(`release: push it with: git push --follow-tags\n`);

@@ -35,7 +35,7 @@ function runtimeStage(): Instruction[] {
 
 function containerEnv(): Record<string, string> {
   const env: Record<string, string> = {};
-  for (const { op, args } of runtimeStage().filter((i) => i.op === 'ENV'))
+  for (const { args } of runtimeStage().filter((i) => i.op === 'ENV'))
     for (const [, key, value] of args.matchAll(/([A-Z_]+)=(\S+)/g)) env[key as string] = value as string;
   return env;
 }

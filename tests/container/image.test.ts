@@ -32,7 +32,8 @@ const wanted = process.env.CI === 'true' || process.env.MESHHUB_CONTAINER_TEST =
 const hasPodman = spawnSync('podman', ['--version']).status === 0;
 const skip = !wanted
   ? noteSkip('the container image', 'it takes minutes: set MESHHUB_CONTAINER_TEST=1 (CI runs it)')
-  : !hasPodman && skipBecauseMissing('podman', 'podman is not installed (apt-get install podman buildah mmdebstrap)');
+  : !hasPodman &&
+    skipBecauseMissing('podman', 'podman is not installed (apt-get install podman buildah mmdebstrap)');
 
 /**
  * podman's settings for this machine (scripts/container/ci-containers-conf.sh: ulimits within
@@ -108,7 +109,14 @@ describe.skipIf(skip)('the container image', () => {
   });
 
   it('is tagged with the VERSION file and latest', async () => {
-    const { stdout } = await podman('image', 'inspect', '--format', '{{.Id}}', IMAGE, 'localhost/meshhub:latest');
+    const { stdout } = await podman(
+      'image',
+      'inspect',
+      '--format',
+      '{{.Id}}',
+      IMAGE,
+      'localhost/meshhub:latest',
+    );
     const [versioned, latest] = stdout.trim().split('\n');
     expect(versioned).toBe(latest);
     // The image's meshhub command says the same version.
@@ -141,7 +149,12 @@ describe.skipIf(skip)('the container image', () => {
       MQTT_CLI,
       'pub',
       ...['-h', '127.0.0.1', '-p', String(mqttPort), '-q', '1', '-u', 'sensor', '-P', SENSOR_PASSWORD],
-      ...['-t', 'meshhub/ingest/readings', '-m', '{"node_id":"garden","temperature_c":18.5,"humidity_percent":52}'],
+      ...[
+        '-t',
+        'meshhub/ingest/readings',
+        '-m',
+        '{"node_id":"garden","temperature_c":18.5,"humidity_percent":52}',
+      ],
     ]);
     const baseUrl = `http://127.0.0.1:${httpPort}`;
     const seen = await waitFor(() => latestOf(baseUrl, 'garden'), 30_000, 'the reading over HTTP');

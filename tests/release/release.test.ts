@@ -64,7 +64,11 @@ function checkout(changelog = CHANGELOG): string {
 }
 
 function release(dir: string, ...args: string[]) {
-  const r = spawnSync(process.execPath, ['scripts/release.mjs', ...args], { cwd: dir, env: GIT_ENV, encoding: 'utf8' });
+  const r = spawnSync(process.execPath, ['scripts/release.mjs', ...args], {
+    cwd: dir,
+    env: GIT_ENV,
+    encoding: 'utf8',
+  });
   return { code: r.status, out: r.stdout, err: r.stderr };
 }
 
