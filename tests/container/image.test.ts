@@ -4,7 +4,8 @@
  * (scripts/container/build.sh), then `podman run` with no radio, the data in a named volume and
  * the ports published on loopback. A sensor's reading published over MQTT shows up over HTTP and
  * is still there after the container is replaced (same volume); the hub runs as a user without
- * privileges; the image's HEALTHCHECK answers.
+ * privileges; the image's HEALTHCHECK answers. The same image runs `meshhub upstream` (as
+ * compose.upstream.yaml does) against a scratch schema of the test PostgreSQL.
  *
  * Minutes long: vitest.container.config.ts, run by `.ci/run` as its own step. It runs under
  * CI=true (failing, never skipping, when podman is missing) or with MESHHUB_CONTAINER_TEST=1.
@@ -15,6 +16,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort, getJson, waitFor } from '../helpers/hub.js';
+import { createTestSchema, skipWithoutPostgres } from '../helpers/postgres.js';
 import { noteSkip, skipBecauseMissing } from '../helpers/skips.js';
 import { latestOf } from '../mqtt/helpers.js';
 
@@ -75,11 +77,12 @@ async function startContainer(): Promise<void> {
   );
   const health = await waitFor(
     async () => {
+      // 200 comes with "degraded" while the radio (the simulator) is still connecting.
       const answer = await getJson(`http://127.0.0.1:${httpPort}/health`).catch(() => undefined);
-      return answer?.status === 200 ? answer.body : undefined;
+      return answer?.body?.status === 'ok' ? answer.body : undefined;
     },
     120_000,
-    '/health of the container',
+    '/health of the container to say ok',
   ).catch(async (error: Error) => {
     const logs = await podman('logs', NAME).catch(() => ({ stdout: '', stderr: '' }));
     throw new Error(`${error.message}; its log:\n${logs.stdout}${logs.stderr}`);
@@ -166,5 +169,31 @@ describe.skipIf(skip)('the container image', () => {
     await startContainer();
     const after = await waitFor(() => latestOf(baseUrl, 'garden'), 30_000, 'the reading after the restart');
     expect(after).toMatchObject({ node_id: 'garden', temperature_c: 18.5, humidity_percent: 52 });
+  });
+
+  it('runs the upstream from the same image against PostgreSQL', async (ctx) => {
+    if (await skipWithoutPostgres()) return ctx.skip();
+    const schema = await createTestSchema('image');
+    const port = await freePort();
+    const name = `${NAME}-upstream`;
+    try {
+      // Host networking: the test's PostgreSQL listens on the host's loopback.
+      await podman(
+        ...['run', '-d', '--name', name, '--network=host', '-e', `UPSTREAM_DATABASE_URL=${schema.url}`],
+        ...['-e', 'HTTP_HOST=127.0.0.1', '-e', `HTTP_PORT=${port}`, IMAGE, 'upstream'],
+      );
+      const health = await waitFor(
+        async () => {
+          const answer = await getJson(`http://127.0.0.1:${port}/health`).catch(() => undefined);
+          return answer?.status === 200 ? answer.body : undefined;
+        },
+        60_000,
+        "the upstream's /health",
+      );
+      expect(health.status).toMatch(/^(ok|degraded)$/);
+    } finally {
+      await podman('rm', '-f', '-t', '15', name).catch(() => undefined);
+      await schema.drop();
+    }
   });
 });
