@@ -5,6 +5,8 @@
 # CI uses it because no registry is reachable there; users build on the real Node image.
 #   scripts/container/make-base.sh          build it unless it exists
 #   scripts/container/make-base.sh --force  rebuild it
+# On a machine that is itself a container (CI), podman may first need
+# `export CONTAINERS_CONF=$(scripts/container/ci-containers-conf.sh)`; the image test does that.
 set -euo pipefail
 
 IMAGE="${MESHHUB_BASE_IMAGE:-localhost/meshhub-base:bookworm-node20}"
