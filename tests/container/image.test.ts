@@ -91,7 +91,7 @@ async function startContainer(): Promise<void> {
 }
 
 async function removeContainer(): Promise<void> {
-  await podman('rm', '-f', '-t', '15', NAME).catch(() => undefined);
+  await podman('rm', '-f', '-v', '-t', '15', NAME).catch(() => undefined);
 }
 
 describe.skipIf(skip)('the container image', () => {
@@ -123,7 +123,15 @@ describe.skipIf(skip)('the container image', () => {
     const [versioned, latest] = stdout.trim().split('\n');
     expect(versioned).toBe(latest);
     // The image's meshhub command says the same version.
-    const version = await podman('run', '--rm', '--network=none', IMAGE, '--version');
+    const version = await podman(
+      'run',
+      '--rm',
+      '-v',
+      `${VOLUME}:/data`,
+      '--network=none',
+      IMAGE,
+      '--version',
+    );
     expect(version.stdout).toBe(`${VERSION}\n`);
   });
 
@@ -192,7 +200,7 @@ describe.skipIf(skip)('the container image', () => {
       );
       expect(health.status).toMatch(/^(ok|degraded)$/);
     } finally {
-      await podman('rm', '-f', '-t', '15', name).catch(() => undefined);
+      await podman('rm', '-f', '-v', '-t', '15', name).catch(() => undefined);
       await schema.drop();
     }
   });
