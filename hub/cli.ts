@@ -6,6 +6,7 @@
 import { join } from 'node:path';
 import { loadPlugins, UnknownPluginError } from '../plugins/index.js';
 import { dataDirFrom, runTokenCommand, runUserCommand, USER_HELP } from '../src/auth/cli-commands.js';
+import { backupDirOf } from '../src/backup/settings.js';
 import { parseDuration, splitList } from '../src/config/fields.js';
 import { ConfigError } from '../src/config/load.js';
 import {
@@ -256,6 +257,10 @@ function hubCommandContext() {
       return loadConfigOrExit().DATA_DIR;
     },
     dataDirFrom: dataDirFrom(process.env),
+    get backupDir() {
+      const config = loadConfigOrExit();
+      return backupDirOf(config.DATA_DIR, config.BACKUP_DIR);
+    },
     env: process.env,
     stdin: process.stdin,
     ...io,
