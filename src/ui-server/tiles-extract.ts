@@ -116,8 +116,8 @@ function hostOf(url: string): string {
   }
 }
 
-/** A `pmtiles` Source reading byte ranges over HTTP through `fetch`. */
-function rangeSource(url: string, fetch: Fetcher): Source {
+/** A `pmtiles` Source reading byte ranges over HTTP through `fetcher` (the guarded client). */
+function rangeSource(url: string, fetcher: Fetcher): Source {
   return {
     getKey: () => url,
     async getBytes(
@@ -130,7 +130,7 @@ function rangeSource(url: string, fetch: Fetcher): Source {
       if (etag) headers['if-match'] = etag;
       let response: Response;
       try {
-        response = await fetch(url, { headers, ...(signal ? { signal } : {}) });
+        response = await fetcher(url, { headers, ...(signal ? { signal } : {}) });
       } catch (error) {
         const refused = refusedAddressOf(error);
         if (refused) throw new TilesExtractError(`${url}: ${refused.message}`);
