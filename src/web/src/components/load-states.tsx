@@ -1,6 +1,7 @@
 /** What a page shows while its data loads, or when loading it failed. */
 import type { ComponentChildren } from 'preact';
 import { plainWords } from '../lib/problem.js';
+import { t } from '../i18n/index.js';
 
 /** The load failed: why, in plain words, and "Try again" (`small`: the small button). */
 export function LoadError({
@@ -19,7 +20,7 @@ export function LoadError({
     <div class="notice notice-error" role="alert">
       <p>{words(error)}</p>
       <button type="button" class={small ? 'button button-small' : 'button'} onClick={onRetry}>
-        Try again
+        {t('common.tryAgain')}
       </button>
     </div>
   );

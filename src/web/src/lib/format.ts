@@ -1,8 +1,9 @@
 /** How values, ages, times and places are written in the UI. */
+import { currentLocale, t } from '../i18n/index.js';
 import type { MetricInfo } from './metrics.js';
 
 export function formatNumber(value: number, digits: number): string {
-  return value.toLocaleString('en', {
+  return value.toLocaleString(currentLocale(), {
     minimumFractionDigits: digits,
     maximumFractionDigits: digits,
     useGrouping: false,
@@ -44,27 +45,34 @@ export function cardinal(degrees: number): string {
   return CARDINALS[index]!;
 }
 
-/** `just now`, `3 min ago`, `2 h ago`, `5 days ago`; a future time (clock skew) reads as just now. */
+/**
+ * `just now`, `3 min ago`, `2 h ago`, `5 days ago` (in the language in use, with its plurals); a
+ * future time (clock skew) reads as just now.
+ */
 export function formatAge(thenMs: number, nowMs: number): string {
   const seconds = Math.max(0, Math.round((nowMs - thenMs) / 1000));
-  if (seconds < 45) return 'just now';
+  if (seconds < 45) return t('common.justNow');
   const minutes = Math.round(seconds / 60);
-  if (minutes < 60) return `${minutes} min ago`;
+  if (minutes < 60) return t('common.minutesAgo', { count: minutes });
   const hours = Math.round(minutes / 60);
-  if (hours < 36) return `${hours} h ago`;
-  const days = Math.round(hours / 24);
-  return `${days} day${days === 1 ? '' : 's'} ago`;
+  if (hours < 36) return t('common.hoursAgo', { count: hours });
+  return t('common.daysAgo', { count: Math.round(hours / 24) });
 }
 
-/** `47.37690° N, 8.54170° E`. */
+/** `47.37690° N, 8.54170° E` (`47,37690° N` in German: the locale's decimal sign). */
 export function formatCoordinates(latitude: number, longitude: number): string {
-  const lat = `${Math.abs(latitude).toFixed(5)}° ${latitude < 0 ? 'S' : 'N'}`;
-  const lon = `${Math.abs(longitude).toFixed(5)}° ${longitude < 0 ? 'W' : 'E'}`;
+  const lat = `${formatNumber(Math.abs(latitude), 5)}° ${t(latitude < 0 ? 'common.south' : 'common.north')}`;
+  const lon = `${formatNumber(Math.abs(longitude), 5)}° ${t(longitude < 0 ? 'common.west' : 'common.east')}`;
   return `${lat}, ${lon}`;
 }
 
+/** A number in the language in use, grouped as it writes thousands: `12,345` / `12.345`. */
+export function formatCount(value: number): string {
+  return value.toLocaleString(currentLocale());
+}
+
 export function formatDateTime(ms: number): string {
-  return new Date(ms).toLocaleString(undefined, {
+  return new Date(ms).toLocaleString(currentLocale(), {
     year: 'numeric',
     month: 'short',
     day: 'numeric',
@@ -77,6 +85,6 @@ export function formatTime(ms: number, nowMs: number): string {
   const date = new Date(ms);
   const today = new Date(nowMs).toDateString() === date.toDateString();
   return today
-    ? date.toLocaleTimeString(undefined, { hour: '2-digit', minute: '2-digit' })
-    : date.toLocaleString(undefined, { month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit' });
+    ? date.toLocaleTimeString(currentLocale(), { hour: '2-digit', minute: '2-digit' })
+    : date.toLocaleString(currentLocale(), { month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit' });
 }

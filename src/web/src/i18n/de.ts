@@ -1,0 +1,7 @@
+import type { Catalogue } from './types.js';
+
+export const de: Catalogue = {
+  common: {
+    cancel: 'X',
+  },
+};
