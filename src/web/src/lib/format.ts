@@ -66,6 +66,12 @@ export function formatCoordinates(latitude: number, longitude: number): string {
   return `${lat}, ${lon}`;
 }
 
+/** `A`, `A and B`, `A, B and C`, in the language in use. */
+export function joinWords(items: readonly string[]): string {
+  if (items.length <= 1) return items[0] ?? '';
+  return t('common.andList', { first: items.slice(0, -1).join(', '), last: items[items.length - 1]! });
+}
+
 /** A number in the language in use, grouped as it writes thousands: `12,345` / `12.345`. */
 export function formatCount(value: number): string {
   return value.toLocaleString(currentLocale());
