@@ -52,7 +52,9 @@ function problems(code: string): string[] {
       continue;
     }
     if (entry.forms) {
-      const lacking = needed.filter((form) => !theirs.forms?.has(form) && !(form === 'zero' || form === 'two'));
+      const lacking = needed.filter(
+        (form) => !theirs.forms?.has(form) && !(form === 'zero' || form === 'two'),
+      );
       if (!theirs.forms) out.push(`${code}: ${key} must be plural (${needed.join(', ')})`);
       else if (lacking.length) out.push(`${code}: ${key} lacks the plural forms ${lacking.join(', ')}`);
     } else if (theirs.forms) out.push(`${code}: ${key} is plural in ${code} but not in English`);

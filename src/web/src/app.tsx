@@ -60,13 +60,7 @@ export function App() {
   let view: ComponentChildren;
   // An upstream whose reads need a sign-in: the map, node and sites pages ask for one first.
   if (signInToRead && (route.page === 'dashboard' || route.page === 'node' || route.page === 'sites'))
-    view = (
-      <SignIn
-        notice={notice}
-        heading={t('chat.signInMeshHeading')}
-        intro={t('chat.signInMeshIntro')}
-      />
-    );
+    view = <SignIn notice={notice} heading={t('chat.signInMeshHeading')} intro={t('chat.signInMeshIntro')} />;
   else if (route.page === 'dashboard') view = <Dashboard focus={route.focus} site={route.site} />;
   else if (route.page === 'node')
     view = <LazyView load={loadNodePage} props={{ nodeId: route.nodeId, search: location.search }} />;

@@ -41,8 +41,7 @@ interface RadioSummary {
 
 function radioSummary(radio: RadioStatus | undefined, hubReachable: boolean): RadioSummary {
   const only = (text: string, tone: string, title: string) => ({ text, tone, title, details: [title] });
-  if (!hubReachable)
-    return only(t('header.radioUnknown'), 'unknown', t('header.radioUnknownTitle'));
+  if (!hubReachable) return only(t('header.radioUnknown'), 'unknown', t('header.radioUnknownTitle'));
   if (!radio) return only('…', 'unknown', t('header.waitingForHub'));
   if (radio.transport === 'none') return only(t('header.radioNone'), 'unknown', t('header.radioNoneTitle'));
   const setting = radioSetting(radio);
@@ -50,7 +49,9 @@ function radioSummary(radio: RadioStatus | undefined, hubReachable: boolean): Ra
   const details = [
     t(radio.simulated ? 'header.radioLinkSimulated' : 'header.radioLink', { state }),
     ...(setting ? [t('header.radioSetting', { setting })] : []),
-    ...(radio.state !== 'connected' && radio.lastError ? [t('header.lastError', { error: radio.lastError })] : []),
+    ...(radio.state !== 'connected' && radio.lastError
+      ? [t('header.lastError', { error: radio.lastError })]
+      : []),
   ];
   const tone = radio.state === 'connected' ? 'good' : radio.state === 'disconnected' ? 'bad' : 'warn';
   return { text: state, tone, title: details.join('\n'), details };

@@ -3,7 +3,7 @@
  * and is remembered by this browser (src/web/src/i18n).
  */
 import { useStore } from '../hooks.js';
-import { type Language, LANGUAGES, languageStore, setLanguage, t } from '../i18n/index.js';
+import { LANGUAGES, type Language, languageStore, setLanguage, t } from '../i18n/index.js';
 
 export function LanguagePicker() {
   const language = useStore(languageStore);

@@ -1,7 +1,7 @@
 /** What a page shows while its data loads, or when loading it failed. */
 import type { ComponentChildren } from 'preact';
-import { plainWords } from '../lib/problem.js';
 import { t } from '../i18n/index.js';
+import { plainWords } from '../lib/problem.js';
 
 /** The load failed: why, in plain words, and "Try again" (`small`: the small button). */
 export function LoadError({

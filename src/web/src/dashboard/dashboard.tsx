@@ -14,11 +14,11 @@ import { meshStore, refreshMesh } from '../state/mesh.js';
 import { siteNames, sitesStore } from '../state/sites.js';
 import './dashboard.css';
 import { LoadError, Loading } from '../components/load-states.js';
+import { t } from '../i18n/index.js';
 import { displayStore } from '../state/display.js';
 import { useLinks, useTraceroute } from '../topology/topology.js';
 import { type MapHandle, MapView } from './map-view.js';
 import { Legend, NodeList } from './node-list.js';
-import { t } from '../i18n/index.js';
 
 export function Dashboard({ focus, site }: { focus?: string; site?: string }) {
   const view = useStore(meshStore);

@@ -1,9 +1,10 @@
 /** Every node beside the map, and below it those with no position, which the map cannot show. */
+
+import { t } from '../i18n/index.js';
 import { type Freshness, freshnessLabel } from '../lib/freshness.js';
 import { batteryLabel, heardByWords, type NodeView, wasWords } from '../lib/node-view.js';
 import { nodePath } from '../lib/routes.js';
 import { Link } from '../router.js';
-import { t } from '../i18n/index.js';
 
 export function FreshnessDot({ freshness }: { freshness: Freshness }) {
   return (

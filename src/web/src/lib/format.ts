@@ -87,10 +87,24 @@ export function formatDateTime(ms: number): string {
   });
 }
 
+/** The time of day to the second, as a packet log is read; the date goes in the cell's title. */
+export function formatSeconds(ms: number): string {
+  return new Date(ms).toLocaleTimeString(currentLocale(), {
+    hour: '2-digit',
+    minute: '2-digit',
+    second: '2-digit',
+  });
+}
+
 export function formatTime(ms: number, nowMs: number): string {
   const date = new Date(ms);
   const today = new Date(nowMs).toDateString() === date.toDateString();
   return today
     ? date.toLocaleTimeString(currentLocale(), { hour: '2-digit', minute: '2-digit' })
-    : date.toLocaleString(currentLocale(), { month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit' });
+    : date.toLocaleString(currentLocale(), {
+        month: 'short',
+        day: 'numeric',
+        hour: '2-digit',
+        minute: '2-digit',
+      });
 }

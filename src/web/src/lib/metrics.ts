@@ -2,8 +2,9 @@
  * The metrics a Reading can carry (spec "Reading"), with how people read them: pressure in hPa
  * (the API says Pa, weather reports say hPa), each with its unit and a sensible precision.
  */
-import { t } from '../i18n/index.js';
+
 import type { ReadingJson } from '../api/types.js';
+import { t } from '../i18n/index.js';
 
 export type MetricKey =
   | 'temperature_c'

@@ -77,7 +77,8 @@ export function nodeView(
     name: displayName(node, node.node_id),
     shortName: node.short_name || node.node_id.slice(-4),
     freshness: freshness(heardAt, nowMs),
-    heard: heardAt === undefined ? t('mesh.neverHeard') : t('mesh.heardAgo', { age: formatAge(heardAt, nowMs) }),
+    heard:
+      heardAt === undefined ? t('mesh.neverHeard') : t('mesh.heardAgo', { age: formatAge(heardAt, nowMs) }),
     ...(latest ? { readingAt: latest.at } : {}),
     readings: readingLines(state, node.node_id, metrics),
     ...(hasPosition(node)

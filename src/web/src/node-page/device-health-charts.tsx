@@ -8,6 +8,7 @@ import { useEffect, useMemo, useState } from 'preact/hooks';
 import type { AirtimeJson, HealthSampleJson } from '../../../device-health/schemas.js';
 import { isAbort, request } from '../api/client.js';
 import { useStore } from '../hooks.js';
+import { t } from '../i18n/index.js';
 import { chartSeries } from '../lib/chart-series.js';
 import { formatNumber } from '../lib/format.js';
 import { planHistory, rangeFromQuery } from '../lib/history-plan.js';
@@ -16,7 +17,6 @@ import { themeStore } from '../state/display.js';
 import { readToken } from '../state/read-access.js';
 import { loadPages, PAGE_LIMIT } from './history-loader.js';
 import { MetricCharts } from './metric-chart.js';
-import { t } from '../i18n/index.js';
 
 type HealthKey = 'battery_level' | 'voltage' | 'channel_utilization' | 'air_util_tx' | 'snr';
 const same = (v: number) => v;
@@ -48,7 +48,14 @@ export function uptimeText(seconds: number): string {
   const d = Math.floor(seconds / 86_400);
   const h = Math.floor((seconds % 86_400) / 3_600);
   const m = Math.floor((seconds % 3_600) / 60);
-  const span = d > 0 ? `${d} d ${h} h` : h > 0 ? `${h} h ${m} min` : m > 0 ? `${m} min` : `${Math.max(0, Math.floor(seconds))} s`;
+  const span =
+    d > 0
+      ? `${d} d ${h} h`
+      : h > 0
+        ? `${h} h ${m} min`
+        : m > 0
+          ? `${m} min`
+          : `${Math.max(0, Math.floor(seconds))} s`;
   return t('mesh.uptime', { span });
 }
 

@@ -3,6 +3,7 @@ import type { ComponentChildren } from 'preact';
 import { useEffect, useMemo, useState } from 'preact/hooks';
 import { isAbort } from '../api/client.js';
 import { useStore } from '../hooks.js';
+import { t } from '../i18n/index.js';
 import { chartSeries } from '../lib/chart-series.js';
 import { csvFileName, historyCsv } from '../lib/csv.js';
 import { formatCount, formatDateTime } from '../lib/format.js';
@@ -18,7 +19,6 @@ import { siteNames, sitesStore } from '../state/sites.js';
 import { loadHistory } from './history-loader.js';
 import { MetricCharts } from './metric-chart.js';
 import { RangePicker } from './range-picker.js';
-import { t } from '../i18n/index.js';
 
 type Loaded =
   | { status: 'loading' }

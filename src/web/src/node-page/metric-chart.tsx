@@ -8,11 +8,11 @@
 import { useEffect, useRef } from 'preact/hooks';
 import uPlot from 'uplot';
 import 'uplot/dist/uPlot.min.css';
+import { t } from '../i18n/index.js';
 import { type ChartSeries, hasLoneValue, summarise, tickDigits } from '../lib/chart-series.js';
 import { cardinal, formatDateTime, formatNumber, withUnit } from '../lib/format.js';
 import type { HistoryInterval } from '../lib/history-plan.js';
 import type { MetricInfo } from '../lib/metrics.js';
-import { t } from '../i18n/index.js';
 
 const HEIGHT = 190;
 
@@ -146,9 +146,7 @@ export function MetricChart({ metric, x, y, interval, theme }: MetricChartProps)
         {metric.label} <span class="muted">({metric.unit})</span>
       </figcaption>
       <div ref={host} class="chart-canvas" role="img" aria-label={text} />
-      <p class="chart-summary muted small">
-        {summary ? said : t('mesh.chartEmptySentence')}
-      </p>
+      <p class="chart-summary muted small">{summary ? said : t('mesh.chartEmptySentence')}</p>
     </figure>
   );
 }

@@ -5,7 +5,14 @@
 
 import { FreshnessDot } from '../dashboard/node-list.js';
 import { useNow, useStore, useTitle } from '../hooks.js';
-import { cardinal, formatAge, formatCoordinates, formatMetric, formatNumber, formatTime } from '../lib/format.js';
+import {
+  cardinal,
+  formatAge,
+  formatCoordinates,
+  formatMetric,
+  formatNumber,
+  formatTime,
+} from '../lib/format.js';
 import { freshness } from '../lib/freshness.js';
 import {
   displayName,
@@ -27,8 +34,8 @@ import { TopologyPanel } from '../topology/topology-panel.js';
 import { DeviceHealthCharts } from './device-health-charts.js';
 import { HistoryCharts } from './history-charts.js';
 import './node-page.css';
-import { displayStore } from '../state/display.js';
 import { t } from '../i18n/index.js';
+import { displayStore } from '../state/display.js';
 
 export function NodePage({ nodeId, search }: { nodeId: string; search: string }) {
   const view = useStore(meshStore);
@@ -80,7 +87,8 @@ export function NodePage({ nodeId, search }: { nodeId: string; search: string })
         <h1>{t('mesh.unknownNode')}</h1>
         <p>
           {t('mesh.noNode')} <code>{nodeId}</code>{' '}
-          {t(upstream ? 'mesh.unknownToUpstream' : 'mesh.unknownToHub')} <Link href="/">{t('mesh.backToMap')}</Link>
+          {t(upstream ? 'mesh.unknownToUpstream' : 'mesh.unknownToHub')}{' '}
+          <Link href="/">{t('mesh.backToMap')}</Link>
         </p>
       </section>
     );
@@ -91,7 +99,8 @@ export function NodePage({ nodeId, search }: { nodeId: string; search: string })
   const isHub = hub.radio?.myNodeNum !== undefined && nodeIdFromNum(hub.radio.myNodeNum) === nodeId;
   const facts: Array<[string, string]> = [];
   if (node?.hw_model) facts.push([t('mesh.hardware'), node.hw_model]);
-  if (typeof node?.battery_level === 'number') facts.push([t('mesh.batteryLabel'), batteryLabel(node.battery_level)]);
+  if (typeof node?.battery_level === 'number')
+    facts.push([t('mesh.batteryLabel'), batteryLabel(node.battery_level)]);
   if (typeof node?.snr === 'number') facts.push([t('mesh.signal'), `${formatNumber(node.snr, 1)} dB`]);
   if (typeof node?.altitude === 'number') facts.push([t('mesh.altitude'), `${Math.round(node.altitude)} m`]);
   const metrics = catalogue.filter((m) => latest?.values[m.key]);
@@ -113,7 +122,9 @@ export function NodePage({ nodeId, search }: { nodeId: string; search: string })
         </h1>
         <p class="node-heard">
           <FreshnessDot freshness={fresh} />{' '}
-          {heardAt === undefined ? t('mesh.neverHeardCap') : t('mesh.heardAgoCap', { age: formatAge(heardAt, now) })}
+          {heardAt === undefined
+            ? t('mesh.neverHeardCap')
+            : t('mesh.heardAgoCap', { age: formatAge(heardAt, now) })}
           <span class="muted"> · {nodeId}</span>
           {node?.previous_ids && node.previous_ids.length > 0 && (
             <span class="muted" data-testid="node-was" title={t('mesh.renumberedTitle')}>

@@ -1,6 +1,7 @@
 /** The chart range: four presets and a custom from–to, kept in the URL so a range can be shared. */
 import { useState } from 'preact/hooks';
 import { FormAlert } from '../components/form-alert.js';
+import { t } from '../i18n/index.js';
 import {
   fromLocalInput,
   PRESETS,
@@ -9,7 +10,6 @@ import {
   rangeToQuery,
   toLocalInput,
 } from '../lib/history-plan.js';
-import { t } from '../i18n/index.js';
 
 export function RangePicker({
   choice,

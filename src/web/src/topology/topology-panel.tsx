@@ -69,7 +69,9 @@ function TraceResult({ trace, now }: { trace: TracerouteJson; now: number }) {
       {trace.status === 'answered' && (
         <>
           <Path start={trace.origin_id} hops={trace.route} label={t('mesh.trace.out')} />
-          {trace.route_back.length > 0 && <Path start={trace.node_id} hops={trace.route_back} label={t('mesh.trace.back')} />}
+          {trace.route_back.length > 0 && (
+            <Path start={trace.node_id} hops={trace.route_back} label={t('mesh.trace.back')} />
+          )}
           <Link href={traceroutePath(trace)} class="small">
             {t('mesh.showOnMap')}
           </Link>
