@@ -31,7 +31,10 @@ function messages(catalogue: Catalogue): Map<string, Entry> {
     const form = PLURAL.exec(key)?.[1];
     const base = form ? key.slice(0, -form.length - 1) : key;
     const entry = out.get(base) ?? { placeholders: new Set<string>() };
-    if (form) (entry.forms ??= new Set()).add(form);
+    if (form) {
+      entry.forms ??= new Set();
+      entry.forms.add(form);
+    }
     for (const match of text.matchAll(/\{\{\s*(\w+)\s*\}\}/g)) entry.placeholders.add(match[1]!);
     out.set(base, entry);
   }

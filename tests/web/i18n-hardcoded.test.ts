@@ -52,7 +52,7 @@ const inCode = (node: ts.Node) =>
   ts.isJsxElement(node.parent) && node.parent.openingElement.tagName.getText() === 'code';
 
 /** `file:line "text"` for every hard-coded user-visible string in the source. */
-export function hardCoded(file: string, source: string): string[] {
+function hardCoded(file: string, source: string): string[] {
   const sf = ts.createSourceFile(file, source, ts.ScriptTarget.Latest, true, ts.ScriptKind.TSX);
   const found: string[] = [];
   const report = (node: ts.Node, text: string) => {
