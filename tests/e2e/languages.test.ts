@@ -54,7 +54,9 @@ describeInBrowser('languages', () => {
     const count = Number(/· (\d+) Messwert/.exec(text)![1]);
     expect(text).toContain(count === 1 ? '· 1 Messwert' : `· ${count} Messwerte`);
     // `28. Nov. 2026, 14:05 – 29. Nov. 2026, 14:05` (de-DE: day first, a dot after it).
-    expect(text).toMatch(/^\d{1,2}\. \S+ \d{4}, \d{2}:\d{2} – \d{1,2}\. \S+ \d{4}, \d{2}:\d{2}, jeder Messwert/);
+    expect(text).toMatch(
+      /^\d{1,2}\. \S+ \d{4}, \d{2}:\d{2} – \d{1,2}\. \S+ \d{4}, \d{2}:\d{2}, jeder Messwert/,
+    );
     expect(await page.locator('#latest-heading').innerText()).toBe('Aktuelle Werte');
   });
 
