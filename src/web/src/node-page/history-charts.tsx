@@ -6,7 +6,7 @@ import { useStore } from '../hooks.js';
 import { t } from '../i18n/index.js';
 import { chartSeries } from '../lib/chart-series.js';
 import { csvFileName, historyCsv } from '../lib/csv.js';
-import { formatCount, formatDateTime } from '../lib/format.js';
+import { formatDateTime } from '../lib/format.js';
 import { type HistoryPlan, planHistory, rangeFromQuery } from '../lib/history-plan.js';
 import type { ReadingJson } from '../lib/metrics.js';
 import { type ApiError, plainWords } from '../lib/problem.js';
@@ -154,7 +154,7 @@ export function HistoryCharts({
         <p class="muted small history-range" data-interval={plan.interval}>
           {formatDateTime(plan.start)} – {formatDateTime(plan.end)}, {t(`mesh.interval.${plan.interval}`)}
           {loaded.status === 'ready' &&
-            ` · ${t(plan.interval === 'raw' ? 'mesh.readingCount' : 'mesh.valueCount', { count: loaded.rows.length, n: formatCount(loaded.rows.length) })}`}
+            ` · ${t(plan.interval === 'raw' ? 'mesh.readingCount' : 'mesh.valueCount', { count: loaded.rows.length })}`}
           {loaded.status === 'ready' && loaded.truncated && ` ${t('mesh.truncated')}`}
           {seriesSiteName && (
             <span data-testid="history-site">{` · ${t('mesh.asSiteHeard', { site: seriesSiteName })}`}</span>
