@@ -34,7 +34,18 @@ const NOT_YET: Record<string, string> = {
   'dashboard/map-view.tsx': 'converted after the offline-map merge',
 };
 
-const ATTRIBUTES = new Set(['title', 'placeholder', 'aria-label', 'alt', 'label', 'heading', 'intro']);
+const ATTRIBUTES = new Set([
+  'title',
+  'placeholder',
+  'aria-label',
+  'alt',
+  'label',
+  'legend',
+  'caption',
+  'heading',
+  'intro',
+  'data-label',
+]);
 
 function tsxFiles(dir: string): string[] {
   return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
