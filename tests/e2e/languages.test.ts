@@ -1,7 +1,7 @@
 /**
- * The UI's languages in real Chromium: a person picks Deutsch in the header and the header and
- * the pages speak German (a plural, a date written the German way), the choice survives a reload;
- * a browser whose language is Polish gets Polish the first time, with no choice made.
+ * The UI's languages in real Chromium: a person picks Deutsch in the header's Display menu, and
+ * the header and the pages speak German (a plural, a date written the German way); the choice
+ * survives a reload. A browser whose language is Polish gets Polish the first time, unasked.
  */
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { TestHub } from '../helpers/hub.js';
@@ -34,6 +34,8 @@ describeInBrowser('languages', () => {
     expect(await page.locator('html').getAttribute('lang')).toBe('en');
     expect(await navWords(page)).toContain('Map');
 
+    // The language is the first choice of the header's Display menu.
+    await page.getByTestId('display-settings').locator('summary').click();
     await page.getByTestId('language').selectOption('de');
     await expect.poll(() => page.locator('h1').innerText()).toBe('Pakete');
     expect(await page.locator('html').getAttribute('lang')).toBe('de');

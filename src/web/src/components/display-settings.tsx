@@ -1,13 +1,14 @@
 /**
- * The header's "Display" menu: units of temperature, pressure and wind speed, and the colour
- * scheme (System, Light, Dark). Each choice applies at once and is remembered by this browser
- * (state/display.ts).
+ * The header's "Display" menu: the language (first, named in itself), units of temperature,
+ * pressure and wind speed, and the colour scheme (System, Light, Dark). Each choice applies at
+ * once and is remembered by this browser (state/display.ts, i18n/index.ts).
  */
 import { useEffect, useRef } from 'preact/hooks';
 import { useStore } from '../hooks.js';
 import { type MessageKey, t } from '../i18n/index.js';
 import { DISPLAY_CHOICES, type DisplaySettings } from '../lib/units.js';
 import { displayStore, setDisplay } from '../state/display.js';
+import { LanguagePicker } from './language-picker.js';
 
 const LABELS: Record<keyof DisplaySettings, MessageKey> = {
   temperature: 'header.temperature',
@@ -60,6 +61,7 @@ export function DisplaySettingsMenu() {
         <span class="display-label">{t('header.display')}</span>
       </summary>
       <div class="display-settings-panel">
+        <LanguagePicker />
         {KEYS.map((key) => (
           <label key={key} for={`display-${key}`}>
             <span>{t(LABELS[key])}</span>

@@ -16,7 +16,6 @@ import { hubStore } from '../state/hub.js';
 import { sessionStore, signOut } from '../state/session.js';
 import { sitesStore } from '../state/sites.js';
 import { DisplaySettingsMenu } from './display-settings.js';
-import { LanguagePicker } from './language-picker.js';
 
 const RADIO_WORDS: Record<RadioStatus['state'], MessageKey> = {
   connected: 'header.radioConnected',
@@ -195,7 +194,6 @@ export function Header({ page }: { page: string }) {
           </span>
         )}
         <DisplaySettingsMenu />
-        <LanguagePicker />
         {session && (
           <button
             type="button"

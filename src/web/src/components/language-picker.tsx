@@ -1,6 +1,7 @@
 /**
- * The header's language picker: the languages named in themselves; the choice applies at once
- * and is remembered by this browser (src/web/src/i18n).
+ * The language of the UI, the first choice in the header's Display menu: each language named in
+ * itself, so a person who cannot read the current one still finds theirs. The choice applies at
+ * once and is remembered by this browser (src/web/src/i18n).
  */
 import { useStore } from '../hooks.js';
 import { LANGUAGES, type Language, languageStore, setLanguage, t } from '../i18n/index.js';
@@ -8,12 +9,13 @@ import { LANGUAGES, type Language, languageStore, setLanguage, t } from '../i18n
 export function LanguagePicker() {
   const language = useStore(languageStore);
   return (
-    <label class="language-picker">
-      <span class="visually-hidden">{t('common.language')}</span>
+    <label for="display-language">
+      <span>{t('common.language')}</span>
       <select
+        id="display-language"
+        name="language"
         data-testid="language"
         value={language}
-        title={t('common.language')}
         onChange={(event) => setLanguage((event.target as HTMLSelectElement).value as Language)}
       >
         {LANGUAGES.map(({ code, name }) => (

@@ -84,7 +84,7 @@ export const de: Catalogue = {
     radioSetting: 'Funkgerät: {{setting}}',
     lastError: 'Letzter Fehler: {{error}}',
     display: 'Anzeige',
-    displayTitle: 'Einheiten und Farbschema',
+    displayTitle: 'Sprache, Einheiten und Farbschema',
     temperature: 'Temperatur',
     pressure: 'Luftdruck',
     wind: 'Windgeschwindigkeit',

@@ -82,7 +82,7 @@ export const en = {
     radioSetting: 'Radio: {{setting}}',
     lastError: 'Last error: {{error}}',
     display: 'Display',
-    displayTitle: 'Units and colour scheme',
+    displayTitle: 'Language, units and colour scheme',
     temperature: 'Temperature',
     pressure: 'Pressure',
     wind: 'Wind speed',

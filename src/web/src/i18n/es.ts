@@ -87,7 +87,7 @@ export const es: Catalogue = {
     radioSetting: 'Radio: {{setting}}',
     lastError: 'Último error: {{error}}',
     display: 'Pantalla',
-    displayTitle: 'Unidades y esquema de colores',
+    displayTitle: 'Idioma, unidades y esquema de colores',
     temperature: 'Temperatura',
     pressure: 'Presión',
     wind: 'Velocidad del viento',

@@ -88,7 +88,7 @@ export const pl: Catalogue = {
     radioSetting: 'Radio: {{setting}}',
     lastError: 'Ostatni błąd: {{error}}',
     display: 'Wyświetlanie',
-    displayTitle: 'Jednostki i schemat kolorów',
+    displayTitle: 'Język, jednostki i schemat kolorów',
     temperature: 'Temperatura',
     pressure: 'Ciśnienie',
     wind: 'Prędkość wiatru',
