@@ -7,7 +7,7 @@
  */
 import { useEffect, useState } from 'preact/hooks';
 import { useStore, useTitle } from '../hooks.js';
-import { t } from '../i18n/index.js';
+import { t, tList } from '../i18n/index.js';
 import { auditJson, auditWords } from './audit-api.js';
 import { auditFeaturesStore } from './audit-features.js';
 import { AuditTable } from './audit-table.js';
@@ -46,14 +46,14 @@ export function AlertsView() {
         <AuditTable
           testId="alerts"
           caption={t('audit.alertsCaption')}
-          columns={[
-            t('audit.fired'),
-            t('audit.rule'),
-            t('audit.severity'),
-            t('audit.who'),
-            t('audit.matches'),
-            t('audit.event'),
-          ]}
+          columns={tList(
+            'audit.fired',
+            'audit.rule',
+            'audit.severity',
+            'audit.who',
+            'audit.matches',
+            'audit.event',
+          )}
         >
           {page.data.data.map((a) => (
             <tr key={a.id}>

@@ -3,7 +3,7 @@
  * operation (a button) and press Enter. On a phone the table becomes one card per event.
  */
 
-import { t } from '../i18n/index.js';
+import { t, tList } from '../i18n/index.js';
 import { AuditTable } from './audit-table.js';
 import type { AuditEvent } from './audit-types.js';
 import { outcomeClass, shownTime } from './format.js';
@@ -23,15 +23,15 @@ export function EventTable({
     <AuditTable
       testId="audit-events"
       caption={t('audit.eventsCaption')}
-      columns={[
-        t('mesh.packets.time'),
-        t('audit.service'),
-        t('audit.operation'),
-        t('audit.result'),
-        t('audit.actor'),
-        t('audit.target'),
-        t('audit.tags'),
-      ]}
+      columns={tList(
+        'mesh.packets.time',
+        'audit.service',
+        'audit.operation',
+        'audit.result',
+        'audit.actor',
+        'audit.target',
+        'audit.tags',
+      )}
     >
       {events.map((e) => (
         <tr key={e.id} data-event-id={e.id} onClick={() => onOpen(e.id)}>

@@ -16,7 +16,7 @@ import './billing.css';
 import { DataTable } from '../components/data-table.js';
 import { FormAlert } from '../components/form-alert.js';
 import { LoadError, Loading } from '../components/load-states.js';
-import { t } from '../i18n/index.js';
+import { t, tList } from '../i18n/index.js';
 import { billingWords, planPeriod, planPrice, subscriptionWords } from './subscription-words.js';
 
 interface AdminData {
@@ -101,12 +101,7 @@ export function AdminBillingPage({ billingOn }: { billingOn: boolean }) {
           ) : (
             <Table
               caption={t('billing.subscriptionsCaption')}
-              head={[
-                t('billing.subscriber'),
-                t('billing.plan'),
-                t('billing.stateHead'),
-                t('billing.paidUntil'),
-              ]}
+              head={tList('billing.subscriber', 'billing.plan', 'billing.stateHead', 'billing.paidUntil')}
             >
               {data.subscriptions.map((s) => (
                 <tr key={s.id} data-subscription-id={s.id} data-status={s.status}>
@@ -129,13 +124,13 @@ export function AdminBillingPage({ billingOn }: { billingOn: boolean }) {
           ) : (
             <Table
               caption={t('billing.plansCaption')}
-              head={[
-                t('billing.plan'),
-                t('billing.price'),
-                t('billing.period'),
-                t('mesh.nodes'),
-                t('billing.stateHead'),
-              ]}
+              head={tList(
+                'billing.plan',
+                'billing.price',
+                'billing.period',
+                'mesh.nodes',
+                'billing.stateHead',
+              )}
             >
               {data.plans.map((p) => (
                 <tr key={p.id} data-plan-id={p.id}>
@@ -174,13 +169,13 @@ export function AdminBillingPage({ billingOn }: { billingOn: boolean }) {
           ) : (
             <Table
               caption={t('billing.invoicesCaption')}
-              head={[
-                t('billing.subscriber'),
-                t('billing.plan'),
-                t('billing.amount'),
-                t('billing.invoice'),
-                t('billing.stateHead'),
-              ]}
+              head={tList(
+                'billing.subscriber',
+                'billing.plan',
+                'billing.amount',
+                'billing.invoice',
+                'billing.stateHead',
+              )}
             >
               {invoices.map((s) => {
                 const p = plan(s.plan_id);

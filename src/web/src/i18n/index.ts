@@ -100,6 +100,11 @@ export function t(key: MessageKey, vars?: MessageVars): string {
   return instance.t(key, vars ?? {}) as string;
 }
 
+/** Several messages in order, e.g. a table's column headings. */
+export function tList(...keys: MessageKey[]): string[] {
+  return keys.map((key) => t(key));
+}
+
 /** Keeps `<html lang>` on the language in use. Called once, before the first render. */
 export function followLanguage(): void {
   if (typeof document === 'undefined') return;
