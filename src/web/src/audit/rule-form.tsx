@@ -8,13 +8,13 @@
  */
 import type { ComponentChildren } from 'preact';
 import { useMemo, useRef, useState } from 'preact/hooks';
-import { t } from '../i18n/index.js';
+import { type MessageKey, t } from '../i18n/index.js';
 import { auditJson, auditWords, fieldError } from './audit-api.js';
 import type { AlertRule } from './audit-types.js';
 import { type ControlProps, described, FieldError, Field as FormField } from './form-parts.js';
 import {
-  DAY_NAMES,
   DAYS,
+  dayName,
   draftProblems,
   LIMITS,
   RESULTS,
@@ -27,15 +27,22 @@ import {
 } from './rule-draft.js';
 import { TagInput } from './tag-input.js';
 
-const UNIT_WORDS: Record<WindowUnit, string> = { s: 'seconds', m: 'minutes', h: 'hours', d: 'days' };
-const WHEN_WORDS = [
-  ['outside', 'outside these times'],
-  ['inside', 'inside these times'],
-] as const;
-const PER_WORDS = [
-  ['actor', 'per actor'],
-  ['overall', 'over all actors'],
-] as const;
+const UNIT_WORDS: Record<WindowUnit, MessageKey> = {
+  s: 'audit.unit.s',
+  m: 'audit.unit.m',
+  h: 'audit.unit.h',
+  d: 'audit.unit.d',
+};
+const whenWords = () =>
+  [
+    ['outside', t('audit.outsideTimes')],
+    ['inside', t('audit.insideTimes')],
+  ] as const;
+const perWords = () =>
+  [
+    ['actor', t('audit.perActor')],
+    ['overall', t('audit.overall')],
+  ] as const;
 
 function timeZones(): string[] {
   try {
@@ -188,13 +195,13 @@ export function RuleForm({
             <SelectField
               id="r-when"
               label={t('audit.eventsThatHappen')}
-              options={WHEN_WORDS}
+              options={whenWords()}
               {...pick('when')}
             />
             <Checks
               legend={t('audit.days')}
               options={DAYS}
-              name={(day) => DAY_NAMES[day]}
+              name={dayName}
               errorId="r-days"
               {...bind('days', 'condition.time.days')}
               error={err('condition.time.days') ?? err('condition.time')}
@@ -261,13 +268,13 @@ export function RuleForm({
                   aria-label={t('audit.unitOfTheWindow')}
                   value={d.windowUnit}
                   options={(Object.keys(WINDOW_UNITS) as WindowUnit[]).map(
-                    (u) => [u, UNIT_WORDS[u]] as const,
+                    (u) => [u, t(UNIT_WORDS[u])] as const,
                   )}
                   onChange={(windowUnit) => set({ windowUnit })}
                 />
               </span>
             </Field>
-            <SelectField id="r-per" label={t('audit.counted')} options={PER_WORDS} {...pick('per')} />
+            <SelectField id="r-per" label={t('audit.counted')} options={perWords()} {...pick('per')} />
           </div>
         )}
       </fieldset>

@@ -18,6 +18,7 @@ import {
   PAGE_SIZES,
   parseSearch,
   QUICK_RANGES,
+  quickRangeLabel,
   type RangeChoice,
   searchQuery,
   toLocalInput,
@@ -347,7 +348,7 @@ function FilterForm({ current, error, rows }: { current: AuditSearch; error: unk
         >
           {QUICK_RANGES.map((r) => (
             <option key={r.id} value={r.id}>
-              {r.label}
+              {quickRangeLabel(r.id)}
             </option>
           ))}
           <option value="custom">{t('audit.custom')}</option>
