@@ -525,6 +525,24 @@ export const de: Catalogue = {
     noPaid: 'Kein bezahltes Abo.',
   },
   audit: {
+    session: {
+      expired: 'Deine Sitzung ist abgelaufen. Bitte melde dich erneut an.',
+      unreachableStart:
+        'Der Identitätsanbieter ({{host}}) war nicht erreichbar, um die Anmeldung zu starten. Versuche es erneut oder sag es den Betreibern dieses Hubs.',
+      noEndpoints:
+        'Die Konfiguration des Identitätsanbieters nennt keinen Autorisierungs- oder Token-Endpunkt.',
+      notSetUp:
+        'Die Anmeldung ist für den Browser nicht eingerichtet: der Hub braucht AUTH_ISSUER und AUTH_CLIENT_ID (die Client-ID der App-Registrierung).',
+      refused: 'Der Identitätsanbieter hat die Anmeldung abgelehnt ({{reason}}).',
+      stale: 'Dieser Anmeldelink ist veraltet oder wurde nicht hier gestartet. Starte die Anmeldung erneut.',
+      noCode: 'Der Identitätsanbieter hat keinen Autorisierungscode geschickt.',
+      noClientId: 'Die Anmeldung ist für den Browser nicht eingerichtet (AUTH_CLIENT_ID).',
+      noToken: 'Der Identitätsanbieter hat kein Token ausgestellt ({{reason}}).',
+      unreachableFinish:
+        'Der Identitätsanbieter war nicht erreichbar, um die Anmeldung abzuschließen. Versuche es erneut.',
+      nonce: 'Das ID-Token gehört nicht zu dieser Anmeldung (Nonce). Starte erneut.',
+      noUsableToken: 'Der Identitätsanbieter hat kein Token ausgestellt, das dieser Hub verwenden kann.',
+    },
     api: {
       signIn: 'Melde dich an, um die Audit-Ereignisse zu sehen.',
       authIncomplete:

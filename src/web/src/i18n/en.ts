@@ -513,6 +513,22 @@ export const en = {
     noPaid: 'No paid subscription.',
   },
   audit: {
+    session: {
+      expired: 'Your session expired. Please sign in again.',
+      unreachableStart:
+        'The identity provider ({{host}}) could not be reached to start the sign-in. Try again, or tell whoever runs this hub.',
+      noEndpoints: 'The identity provider’s configuration names no authorization or token endpoint.',
+      notSetUp:
+        'Sign-in is not set up for the browser: the hub needs AUTH_ISSUER and AUTH_CLIENT_ID (the app registration’s client id).',
+      refused: 'The identity provider refused the sign-in ({{reason}}).',
+      stale: 'This sign-in link is stale or was not started here. Start the sign-in again.',
+      noCode: 'The identity provider sent no authorization code.',
+      noClientId: 'Sign-in is not set up for the browser (AUTH_CLIENT_ID).',
+      noToken: 'The identity provider did not issue a token ({{reason}}).',
+      unreachableFinish: 'The identity provider could not be reached to finish the sign-in. Try again.',
+      nonce: 'The ID token does not belong to this sign-in (nonce). Start again.',
+      noUsableToken: 'The identity provider issued no token this hub can use.',
+    },
     api: {
       signIn: 'Sign in to see the audit events.',
       authIncomplete:

@@ -540,6 +540,24 @@ export const es: Catalogue = {
     noPaid: 'Sin suscripción de pago.',
   },
   audit: {
+    session: {
+      expired: 'Tu sesión ha caducado. Vuelve a iniciar sesión.',
+      unreachableStart:
+        'No se pudo conectar con el proveedor de identidad ({{host}}) para iniciar sesión. Vuelve a intentarlo o avisa a quien administra este hub.',
+      noEndpoints:
+        'La configuración del proveedor de identidad no indica ningún endpoint de autorización ni de token.',
+      notSetUp:
+        'El inicio de sesión no está configurado para el navegador: el hub necesita AUTH_ISSUER y AUTH_CLIENT_ID (el client id del registro de la aplicación).',
+      refused: 'El proveedor de identidad rechazó el inicio de sesión ({{reason}}).',
+      stale: 'Este enlace de inicio de sesión está caducado o no se inició aquí. Vuelve a iniciar sesión.',
+      noCode: 'El proveedor de identidad no envió ningún código de autorización.',
+      noClientId: 'El inicio de sesión no está configurado para el navegador (AUTH_CLIENT_ID).',
+      noToken: 'El proveedor de identidad no emitió ningún token ({{reason}}).',
+      unreachableFinish:
+        'No se pudo conectar con el proveedor de identidad para terminar el inicio de sesión. Vuelve a intentarlo.',
+      nonce: 'El token de ID no pertenece a este inicio de sesión (nonce). Empieza de nuevo.',
+      noUsableToken: 'El proveedor de identidad no emitió ningún token que este hub pueda usar.',
+    },
     api: {
       signIn: 'Inicia sesión para ver los eventos de auditoría.',
       authIncomplete:

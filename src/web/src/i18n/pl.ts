@@ -556,6 +556,24 @@ export const pl: Catalogue = {
     noPaid: 'Brak opłaconej subskrypcji.',
   },
   audit: {
+    session: {
+      expired: 'Twoja sesja wygasła. Zaloguj się ponownie.',
+      unreachableStart:
+        'Nie udało się połączyć z dostawcą tożsamości ({{host}}), aby rozpocząć logowanie. Spróbuj ponownie albo powiadom administratora tego huba.',
+      noEndpoints: 'Konfiguracja dostawcy tożsamości nie wskazuje punktu autoryzacji ani tokenów.',
+      notSetUp:
+        'Logowanie nie jest skonfigurowane dla przeglądarki: hub potrzebuje AUTH_ISSUER i AUTH_CLIENT_ID (identyfikatora klienta z rejestracji aplikacji).',
+      refused: 'Dostawca tożsamości odrzucił logowanie ({{reason}}).',
+      stale:
+        'Ten link logowania jest nieaktualny albo logowanie nie zaczęło się tutaj. Zacznij logowanie od nowa.',
+      noCode: 'Dostawca tożsamości nie przysłał kodu autoryzacji.',
+      noClientId: 'Logowanie nie jest skonfigurowane dla przeglądarki (AUTH_CLIENT_ID).',
+      noToken: 'Dostawca tożsamości nie wydał tokenu ({{reason}}).',
+      unreachableFinish:
+        'Nie udało się połączyć z dostawcą tożsamości, aby dokończyć logowanie. Spróbuj ponownie.',
+      nonce: 'Token ID nie należy do tego logowania (nonce). Zacznij od nowa.',
+      noUsableToken: 'Dostawca tożsamości nie wydał tokenu, którego ten hub może użyć.',
+    },
     api: {
       signIn: 'Zaloguj się, aby zobaczyć zdarzenia audytu.',
       authIncomplete:
