@@ -11,8 +11,8 @@ import { accessWords } from './access-words.js';
 import { auditAuthStore, auditToken, expired, SignInRedirect } from './audit-session.js';
 
 /** Without AUDIT_* credentials the hub collects nothing: the Sources page and an empty search say so. */
-export const COLLECTION_NOT_CONFIGURED =
-  'Collection is not configured: set AUDIT_TENANT_ID, AUDIT_CLIENT_ID and AUDIT_CLIENT_SECRET.';
+/** The console's words when the hub collects no audit events (AUDIT_* unset). */
+export const collectionNotConfigured = () => t('audit.api.notConfigured');
 
 export async function auditRequest<T>(path: string, options: ApiOptions = {}): Promise<ApiResponse<T>> {
   const token = auditToken();

@@ -7,7 +7,7 @@ import { useEffect, useRef, useState } from 'preact/hooks';
 import { useStore } from '../hooks.js';
 import { t } from '../i18n/index.js';
 import { Link, navigate } from '../router.js';
-import { auditJson, auditWords, COLLECTION_NOT_CONFIGURED, fieldError } from './audit-api.js';
+import { auditJson, auditWords, collectionNotConfigured, fieldError } from './audit-api.js';
 import { auditFeaturesStore } from './audit-features.js';
 import {
   type AuditSearch,
@@ -164,7 +164,7 @@ export function SearchView({ search }: { search: string }) {
           />
           {rows.length === 0 && (
             <p class="audit-empty" role="status">
-              {features?.collection === 'not_configured' ? `${COLLECTION_NOT_CONFIGURED} ` : ''}
+              {features?.collection === 'not_configured' ? `${collectionNotConfigured()} ` : ''}
               {t(
                 features?.collection === 'not_configured'
                   ? current.cursor

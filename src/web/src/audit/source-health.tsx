@@ -10,7 +10,7 @@ import { useEffect, useState } from 'preact/hooks';
 import { useTitle } from '../hooks.js';
 import { t } from '../i18n/index.js';
 import { ApiError } from '../lib/problem.js';
-import { auditJson, auditWords, COLLECTION_NOT_CONFIGURED } from './audit-api.js';
+import { auditJson, auditWords, collectionNotConfigured } from './audit-api.js';
 import { AuditTable } from './audit-table.js';
 import type { SourceHealth } from './audit-types.js';
 import { shownTime } from './format.js';
@@ -109,7 +109,7 @@ export function SourceHealthView() {
         {fetching.error !== undefined
           ? auditWords(fetching.error)
           : notConfigured
-            ? `${COLLECTION_NOT_CONFIGURED} Search still works on the events already stored.`
+            ? `${collectionNotConfigured()} ${t('audit.searchStillWorks')}`
             : (fetching.message ?? '')}
       </p>
       {health.error !== undefined && (

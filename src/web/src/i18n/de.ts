@@ -525,6 +525,7 @@ export const de: Catalogue = {
     noPaid: 'Kein bezahltes Abo.',
   },
   audit: {
+    searchStillWorks: 'Die Suche funktioniert weiter mit den schon gespeicherten Ereignissen.',
     session: {
       expired: 'Deine Sitzung ist abgelaufen. Bitte melde dich erneut an.',
       unreachableStart:
@@ -544,6 +545,8 @@ export const de: Catalogue = {
       noUsableToken: 'Der Identitätsanbieter hat kein Token ausgestellt, das dieser Hub verwenden kann.',
     },
     api: {
+      notConfigured:
+        'Das Sammeln ist nicht eingerichtet: setze AUDIT_TENANT_ID, AUDIT_CLIENT_ID und AUDIT_CLIENT_SECRET.',
       signIn: 'Melde dich an, um die Audit-Ereignisse zu sehen.',
       authIncomplete:
         'Die Anmeldung ist eingeschaltet (AUTH_ENABLED), aber nicht fertig eingerichtet, daher sind die Audit-Daten gesperrt. Ein Administrator muss die Einstellungen des Identitätsanbieters vervollständigen.',

@@ -513,6 +513,7 @@ export const en = {
     noPaid: 'No paid subscription.',
   },
   audit: {
+    searchStillWorks: 'Search still works on the events already stored.',
     session: {
       expired: 'Your session expired. Please sign in again.',
       unreachableStart:
@@ -530,6 +531,8 @@ export const en = {
       noUsableToken: 'The identity provider issued no token this hub can use.',
     },
     api: {
+      notConfigured:
+        'Collection is not configured: set AUDIT_TENANT_ID, AUDIT_CLIENT_ID and AUDIT_CLIENT_SECRET.',
       signIn: 'Sign in to see the audit events.',
       authIncomplete:
         'Sign-in is switched on (AUTH_ENABLED) but not fully set up, so the audit data is locked. An administrator must complete the identity provider settings.',

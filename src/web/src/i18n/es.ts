@@ -540,6 +540,7 @@ export const es: Catalogue = {
     noPaid: 'Sin suscripción de pago.',
   },
   audit: {
+    searchStillWorks: 'La búsqueda sigue funcionando con los eventos ya guardados.',
     session: {
       expired: 'Tu sesión ha caducado. Vuelve a iniciar sesión.',
       unreachableStart:
@@ -559,6 +560,8 @@ export const es: Catalogue = {
       noUsableToken: 'El proveedor de identidad no emitió ningún token que este hub pueda usar.',
     },
     api: {
+      notConfigured:
+        'La recogida no está configurada: define AUDIT_TENANT_ID, AUDIT_CLIENT_ID y AUDIT_CLIENT_SECRET.',
       signIn: 'Inicia sesión para ver los eventos de auditoría.',
       authIncomplete:
         'El inicio de sesión está activado (AUTH_ENABLED) pero no del todo configurado, así que los datos de auditoría están bloqueados. Un administrador debe completar la configuración del proveedor de identidad.',

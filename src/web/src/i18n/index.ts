@@ -60,17 +60,29 @@ export function pickLanguage(stored: string | null | undefined, browser: readonl
   return 'en';
 }
 
-function storage(): Storage | undefined {
+/** The browser's globals, typed here so the module also loads in Node (the unit tests). */
+interface KeptChoice {
+  getItem(key: string): string | null;
+  setItem(key: string, value: string): void;
+}
+const browser = globalThis as {
+  localStorage?: KeptChoice;
+  navigator?: { languages?: readonly string[]; language?: string };
+  document?: { documentElement: { lang: string } };
+};
+
+function storage(): KeptChoice | undefined {
   try {
-    return globalThis.localStorage;
+    return browser.localStorage;
   } catch {
     return undefined; // storage blocked: the choice lasts until the tab closes
   }
 }
 
 function browserLanguages(): readonly string[] {
-  if (typeof navigator === 'undefined') return [];
-  return navigator.languages?.length ? navigator.languages : [navigator.language].filter(Boolean);
+  const nav = browser.navigator;
+  if (!nav) return [];
+  return nav.languages?.length ? nav.languages : nav.language ? [nav.language] : [];
 }
 
 const instance: i18n = i18next.createInstance();
@@ -107,9 +119,10 @@ export function tList(...keys: MessageKey[]): string[] {
 
 /** Keeps `<html lang>` on the language in use. Called once, before the first render. */
 export function followLanguage(): void {
-  if (typeof document === 'undefined') return;
+  const root = browser.document?.documentElement;
+  if (!root) return;
   const apply = (code: Language) => {
-    document.documentElement.lang = code;
+    root.lang = code;
   };
   apply(languageStore.get());
   languageStore.subscribe(apply);

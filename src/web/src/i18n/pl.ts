@@ -556,6 +556,7 @@ export const pl: Catalogue = {
     noPaid: 'Brak opłaconej subskrypcji.',
   },
   audit: {
+    searchStillWorks: 'Wyszukiwanie nadal działa na już zapisanych zdarzeniach.',
     session: {
       expired: 'Twoja sesja wygasła. Zaloguj się ponownie.',
       unreachableStart:
@@ -575,6 +576,8 @@ export const pl: Catalogue = {
       noUsableToken: 'Dostawca tożsamości nie wydał tokenu, którego ten hub może użyć.',
     },
     api: {
+      notConfigured:
+        'Zbieranie nie jest skonfigurowane: ustaw AUDIT_TENANT_ID, AUDIT_CLIENT_ID i AUDIT_CLIENT_SECRET.',
       signIn: 'Zaloguj się, aby zobaczyć zdarzenia audytu.',
       authIncomplete:
         'Logowanie jest włączone (AUTH_ENABLED), ale nie w pełni skonfigurowane, więc dane audytu są zablokowane. Administrator musi uzupełnić ustawienia dostawcy tożsamości.',
