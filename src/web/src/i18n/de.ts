@@ -105,6 +105,17 @@ export const de: Catalogue = {
     reloadToUpdate: 'Zum Aktualisieren neu laden',
   },
   mesh: {
+    map: {
+      loadFailed: 'Die Karte konnte nicht geladen werden. Die Liste der Nodes funktioniert weiter.',
+      noBackground:
+        'Kein Kartenhintergrund (offline?): die Positionen werden auf einem Koordinatengitter gezeigt.',
+      noReadings: 'Noch keine Messwerte',
+      showAll: 'Alle zeigen',
+      showAllTitle: 'Zoomen, bis alle Nodes zu sehen sind',
+      hubRadio: 'das Funkgerät dieses Hubs',
+      openNodePage: 'Node-Seite öffnen',
+      pressEnter: '{{label}}. Enter zeigt die Messwerte.',
+    },
     mapOf: 'Karte von {{site}}',
     mapHeading: 'Karte des Mesh',
     loadingNodes: 'Nodes werden geladen…',

@@ -103,6 +103,17 @@ export const en = {
     reloadToUpdate: 'Reload to update',
   },
   mesh: {
+    // For the map files (dashboard/map-view.tsx, leaflet-map.ts), converted after the offline-map merge.
+    map: {
+      loadFailed: 'The map could not be loaded. The list of nodes still works.',
+      noBackground: 'No map background (offline?): positions are shown on a coordinate grid.',
+      noReadings: 'No readings yet',
+      showAll: 'Show all',
+      showAllTitle: 'Zoom to show every node',
+      hubRadio: 'this hub’s radio',
+      openNodePage: 'Open node page',
+      pressEnter: '{{label}}. Press Enter for readings.',
+    },
     mapOf: 'Map of {{site}}',
     mapHeading: 'Map of the mesh',
     loadingNodes: 'Loading nodes…',

@@ -108,6 +108,17 @@ export const es: Catalogue = {
     reloadToUpdate: 'Recargar para actualizar',
   },
   mesh: {
+    map: {
+      loadFailed: 'No se pudo cargar el mapa. La lista de nodos sigue funcionando.',
+      noBackground:
+        'Sin fondo de mapa (¿sin conexión?): las posiciones se muestran sobre una cuadrícula de coordenadas.',
+      noReadings: 'Todavía no hay lecturas',
+      showAll: 'Mostrar todos',
+      showAllTitle: 'Ajustar el zoom para ver todos los nodos',
+      hubRadio: 'la radio de este hub',
+      openNodePage: 'Abrir la página del nodo',
+      pressEnter: '{{label}}. Pulsa Intro para ver las lecturas.',
+    },
     mapOf: 'Mapa de {{site}}',
     mapHeading: 'Mapa de la malla',
     loadingNodes: 'Cargando nodos…',

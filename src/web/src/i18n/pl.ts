@@ -109,6 +109,16 @@ export const pl: Catalogue = {
     reloadToUpdate: 'Odśwież, aby zaktualizować',
   },
   mesh: {
+    map: {
+      loadFailed: 'Nie udało się wczytać mapy. Lista węzłów nadal działa.',
+      noBackground: 'Brak podkładu mapy (offline?): pozycje są pokazane na siatce współrzędnych.',
+      noReadings: 'Brak odczytów',
+      showAll: 'Pokaż wszystkie',
+      showAllTitle: 'Przybliż tak, by widać było wszystkie węzły',
+      hubRadio: 'radio tego huba',
+      openNodePage: 'Otwórz stronę węzła',
+      pressEnter: '{{label}}. Naciśnij Enter, aby zobaczyć odczyty.',
+    },
     mapOf: 'Mapa: {{site}}',
     mapHeading: 'Mapa sieci mesh',
     loadingNodes: 'Ładowanie węzłów…',
