@@ -9,9 +9,9 @@ import { describeInBrowser, useGuardedPages } from './helpers/browser.js';
 import { type ApiNode, simulatedNodes, startUiHub } from './helpers/hubs.js';
 
 describeInBrowser('languages', () => {
+  const pages = useGuardedPages();
   let hub: TestHub;
   let station: ApiNode;
-  const pages = useGuardedPages();
 
   beforeAll(async () => {
     hub = await startUiHub();

@@ -7,15 +7,16 @@ import { useStore } from '../hooks.js';
 import { LANGUAGES, type Language, languageStore, setLanguage, t } from '../i18n/index.js';
 
 export function LanguagePicker() {
-  const language = useStore(languageStore);
+  const chosen = useStore(languageStore);
+  const id = 'display-language';
   return (
-    <label for="display-language">
+    <label for={id}>
       <span>{t('common.language')}</span>
       <select
-        id="display-language"
+        id={id}
         name="language"
         data-testid="language"
-        value={language}
+        value={chosen}
         onChange={(event) => setLanguage((event.target as HTMLSelectElement).value as Language)}
       >
         {LANGUAGES.map(({ code, name }) => (
