@@ -29,17 +29,20 @@ describeInBrowser('languages', () => {
 
   it('switches to German from the header picker, and keeps it after a reload', async () => {
     const { page } = await pages.open();
-    await page.goto(`${hub.baseUrl}/packets`);
-    await expect.poll(() => page.locator('h1').innerText()).toBe('Packets');
+    await page.goto(`${hub.baseUrl}/`);
+    const heard = page.locator(`.node-item[data-node-id="${station.node_id}"] .node-meta`);
+    await expect.poll(() => heard.innerText(), { timeout: 15_000 }).toMatch(/^heard /);
     expect(await page.locator('html').getAttribute('lang')).toBe('en');
     expect(await navWords(page)).toContain('Map');
 
-    // The language is the first choice of the header's Display menu.
+    // The language is the first choice of the header's Display menu; the page changes at once.
     await page.getByTestId('display-settings').locator('summary').click();
     await page.getByTestId('language').selectOption('de');
-    await expect.poll(() => page.locator('h1').innerText()).toBe('Pakete');
+    await expect.poll(() => heard.innerText()).toMatch(/^gehört /);
     expect(await page.locator('html').getAttribute('lang')).toBe('de');
     expect(await navWords(page)).toEqual(expect.arrayContaining(['Karte', 'Pakete']));
+    await page.locator('.site-header nav .nav-link', { hasText: 'Pakete' }).click();
+    await expect.poll(() => page.locator('h1').innerText()).toBe('Pakete');
     expect(await page.getByRole('button', { name: 'Anwenden' }).count()).toBe(1);
 
     await page.reload();

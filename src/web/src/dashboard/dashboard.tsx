@@ -14,7 +14,7 @@ import { meshStore, refreshMesh } from '../state/mesh.js';
 import { siteNames, sitesStore } from '../state/sites.js';
 import './dashboard.css';
 import { LoadError, Loading } from '../components/load-states.js';
-import { t } from '../i18n/index.js';
+import { languageStore, t } from '../i18n/index.js';
 import { displayStore } from '../state/display.js';
 import { useLinks, useTraceroute } from '../topology/topology.js';
 import { type MapHandle, MapView } from './map-view.js';
@@ -40,12 +40,14 @@ export function Dashboard({ focus, site }: { focus?: string; site?: string }) {
   const links = useLinks();
   const trace = useTraceroute(new URLSearchParams(location.search).get('traceroute') ?? undefined);
   const [search, setSearch] = useState('');
+  // The node views hold words ("heard 3 min ago"): made again when the language changes.
+  const language = useStore(languageStore);
   const nodes = useMemo(
     () =>
       sortedNodes(view.mesh, { sensors: true })
         .filter((node) => !only || atSite(view.mesh, node.node_id, only))
         .map((node) => nodeView(view.mesh, node, now, hubNodeId, upstream ? names : undefined, metrics)),
-    [view.mesh, now, hubNodeId, upstream, names, only, metrics],
+    [view.mesh, now, hubNodeId, upstream, names, only, metrics, language],
   );
   const listed = useMemo(() => nodes.filter((node) => matchesSearch(node, search)), [nodes, search]);
 
