@@ -30,8 +30,7 @@ export const CATALOGUES: Record<Language, Catalogue> = { en, de, es, pl };
 
 export const LANGUAGE_STORAGE_KEY = 'meshhub.language';
 
-const PLURAL = /_(zero|one|two|few|many|other)$/;
-
+/** The dotted paths to every message of a catalogue; plural forms (`_one`, `_other`…) under their base. */
 type Leaves<T, Prefix extends string = ''> = {
   [K in keyof T & string]: T[K] extends string
     ? `${Prefix}${K extends `${infer Base}_${'zero' | 'one' | 'two' | 'few' | 'many' | 'other'}` ? Base : K}`
