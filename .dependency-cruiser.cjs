@@ -33,6 +33,8 @@ const LAYERS = [
   ['src/packets'],
   ['src/notifications'],
   ['src/retention'],
+  // Backups of the hub's database (the migration runner's pre-migration copy is in src/store).
+  ['src/backup'],
   ['src/ui-server'],
   ['src/billing'],
   ['src/mcp'],

@@ -6,6 +6,7 @@
 import { join } from 'node:path';
 import { loadPlugins, UnknownPluginError } from '../plugins/index.js';
 import { dataDirFrom, runTokenCommand, runUserCommand, USER_HELP } from '../src/auth/cli-commands.js';
+import { backupDirOf } from '../src/backup/settings.js';
 import { parseDuration, splitList } from '../src/config/fields.js';
 import { ConfigError } from '../src/config/load.js';
 import {
@@ -86,7 +87,10 @@ ${START.help}${SIM.help}  user, token           Manage users, print and revoke a
   plan                  Add, list and retire billing plans (PLUGINS=billing; see below).
                         These work while the hub runs, on the database in DATA_DIR; each says
                         on stderr which database it opened.
+  backup, restore       Back up the hub's database (also while it runs) and restore a backup
+                        (see below).
   sync                  This hub's upstream sync: \`meshhub sync status\`, \`meshhub sync key\`.
+  tiles                 Copy an area's map tiles for offline use: \`meshhub tiles extract\` (see below).
   upstream              Run the upstream for many sites on PostgreSQL, and manage its sites,
                         users and subscriptions (\`meshhub upstream --help\`).
 ${MCP.help}${VERSION.help}${HELP_COMMAND.help}`;
@@ -98,8 +102,11 @@ const COMMANDS = [
   'token',
   'subscription',
   'plan',
+  'backup',
+  'restore',
   'sync',
   'upstream',
+  'tiles',
   'mcp',
   'version',
   'help',
@@ -250,6 +257,10 @@ function hubCommandContext() {
       return loadConfigOrExit().DATA_DIR;
     },
     dataDirFrom: dataDirFrom(process.env),
+    get backupDir() {
+      const config = loadConfigOrExit();
+      return backupDirOf(config.DATA_DIR, config.BACKUP_DIR);
+    },
     env: process.env,
     stdin: process.stdin,
     ...io,
@@ -258,9 +269,20 @@ function hubCommandContext() {
 
 async function fullHelp(): Promise<string> {
   const { PLAN_HELP } = await import('../src/billing/plan-commands.js');
+  const { BACKUP_HELP } = await import('../src/backup/commands.js');
   const { SYNC_HELP } = await import('../sync/site/commands.js');
   const { UPSTREAM_HELP } = await import('../sync/upstream/commands.js');
-  return [HELP, USER_HELP, SUBSCRIPTION_HELP, PLAN_HELP, SYNC_HELP, UPSTREAM_HELP].join('\n');
+  const { TILES_HELP } = await import('../src/ui-server/tiles-command.js');
+  return [
+    HELP,
+    USER_HELP,
+    SUBSCRIPTION_HELP,
+    PLAN_HELP,
+    BACKUP_HELP,
+    SYNC_HELP,
+    TILES_HELP,
+    UPSTREAM_HELP,
+  ].join('\n');
 }
 
 export async function main(argv: string[]): Promise<void> {
@@ -306,10 +328,36 @@ async function run(command: (typeof COMMANDS)[number], rest: string[]): Promise<
       process.exitCode = await commands[command](rest, hubCommandContext());
       return;
     }
+    case 'backup':
+    case 'restore': {
+      const { runBackupCommand, runRestoreCommand } = await import('../src/backup/commands.js');
+      const { backupDirOf } = await import('../src/backup/settings.js');
+      const runCommand = command === 'backup' ? runBackupCommand : runRestoreCommand;
+      process.exitCode = await runCommand(rest, {
+        get dataDir() {
+          return loadConfigOrExit().DATA_DIR;
+        },
+        get backupDir() {
+          const config = loadConfigOrExit();
+          return backupDirOf(config.DATA_DIR, config.BACKUP_DIR);
+        },
+        ...io,
+      });
+      return;
+    }
     case 'upstream': {
       // Loaded only when asked for: the hub itself never needs PostgreSQL.
       const { runUpstreamCommand } = await import('../sync/upstream/commands.js');
       process.exitCode = await runUpstreamCommand(rest, { env: process.env, stdin: process.stdin, ...io });
+      return;
+    }
+    case 'tiles': {
+      const { runTilesCommand } = await import('../src/ui-server/tiles-command.js');
+      process.exitCode = await runTilesCommand(rest, {
+        ...io,
+        dataDir: () => loadConfigOrExit().DATA_DIR,
+        tty: process.stderr.isTTY === true,
+      });
       return;
     }
     case 'mcp': {

@@ -12,6 +12,8 @@ import type { TokenVerifier } from '../src/auth/jwt-verifier.js';
 import type { LoginThrottle } from '../src/auth/login-throttle.js';
 import { loginThrottleFrom } from '../src/auth/settings.js';
 import { HubUserService } from '../src/auth/user-service.js';
+import { backupModule } from '../src/backup/module.js';
+import { backupDirOf } from '../src/backup/settings.js';
 import { loadSlices } from '../src/config/load.js';
 import { deviceHealthModule } from '../src/device-health/module.js';
 import { type HubBus, type HubEvents, type HubRequests, RETAINED_EVENTS } from '../src/domain/events.js';
@@ -69,6 +71,7 @@ export const CORE_MODULES: readonly HubModule[] = [
   packetsModule,
   notificationsModule,
   retentionModule,
+  backupModule,
   topologyModule,
   webUiModule,
   apiDocsModule,
@@ -398,7 +401,10 @@ async function composeHub(
     { name: 'hub', apiVersion: MODULE_API_VERSION, settings: hubSettings, create: () => undefined },
     ...modules,
   ]);
-  const store = StoreActor.open(join(config.DATA_DIR, HUB_DATABASE_FILE), log.child({ component: 'store' }));
+  // A migration of a database with data copies it to BACKUP_DIR first (src/store/pre-migration-backup.ts).
+  const store = StoreActor.open(join(config.DATA_DIR, HUB_DATABASE_FILE), log.child({ component: 'store' }), {
+    backupDir: backupDirOf(config.DATA_DIR, config.BACKUP_DIR),
+  });
   opened.readUsersFrom(store.db);
   const scheduler = new SchedulerActor({
     log: log.child({ component: 'scheduler' }),

@@ -5,6 +5,7 @@
  */
 import { z } from 'zod';
 import { authSettings } from '../src/auth/settings.js';
+import { backupSettings } from '../src/backup/settings.js';
 import { duration, flag, int, list, parsedBy, port } from '../src/config/fields.js';
 import { type LoadedSettings, loadSettings, type SettingsSlice } from '../src/config/load.js';
 import { deviceHealthSettings } from '../src/device-health/settings.js';
@@ -147,6 +148,7 @@ export const configSchema = z
   .object({
     ...hubSettings.shape,
     ...authSettings.shape,
+    ...backupSettings.shape,
     ...deviceHealthSettings.shape,
     ...liveSettings.shape,
     ...meshApiSettings.shape,

@@ -1,13 +1,13 @@
 /**
- * Regenerates the README's screenshots (docs/dashboard.png, docs/node-page.png, and the mesh insight
- * pages: mesh-links, node-health, notifications, packets): a hub on the
+ * Regenerates the README's screenshots (docs/dashboard.png, docs/offline-map.png, docs/node-page.png,
+ * and the mesh insight pages: mesh-links, node-health, notifications, packets): a hub on the
  * simulator with a day of history, photographed in headless Chromium. `npm run screenshot`.
  * Then docs/audit-console.png: a second hub with PLUGINS=audit and a day of audit events shaped
  * like Microsoft's (Graph directory and Intune audits, Management API records), some tagged.
  * `npm run screenshot -- audit` makes only that one.
  *
  * The browser talks only to this hub: requests to other hosts are blocked, so the map shows
- * the offline background (coordinate grid) unless MAP_TILES names a local .pmtiles/.mbtiles
+ * the offline background (its world layer and grid) unless MAP_TILES names a local .pmtiles/.mbtiles
  * file, whose tiles the hub serves. SCREENSHOT_ONLINE=1 lets online tiles through.
  */
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
@@ -94,6 +94,15 @@ async function main(): Promise<void> {
     await station.hover();
     await page.locator('.map-tooltip').waitFor();
     await page.screenshot({ path: join(out, 'dashboard.png') });
+    if (process.env.SCREENSHOT_ONLINE !== '1') {
+      // No internet: the map's built-in world layer (land, lakes, borders, towns), zoomed out.
+      await page.mouse.move(5, 5);
+      for (let i = 0; i < 6; i++) {
+        await page.locator('.leaflet-control-zoom-out').click();
+        await page.waitForTimeout(300);
+      }
+      await page.screenshot({ path: join(out, 'offline-map.png') });
+    }
 
     const nodeId = await station.getAttribute('data-node-id');
     // The page scrolls inside <main>, not the document: a tall window shows every chart.

@@ -88,8 +88,12 @@ export interface ModuleMetrics {
 
 /** Who hears a module's MQTT topic (README "MQTT access"). */
 export interface MqttTopicOptions {
-  /** `admin`: forwarded to admins only, whatever wildcard (`meshhub/#`) another client subscribed with. */
-  readers: 'admin';
+  /**
+   * `admin`: forwarded to admins only, whatever wildcard (`meshhub/#`) another client subscribed
+   * with (people's texts, billing). `integration`: like the core's readings and nodes, anyone
+   * with the `integration` or `admin` role who subscribes hears it (mesh-wide facts).
+   */
+  readers: 'admin' | 'integration';
   /**
    * Also refuse a non-admin who names these topics in a SUBSCRIBE (SUBACK 0x80); without it the
    * subscription is granted and simply hears nothing.

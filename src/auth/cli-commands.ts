@@ -34,6 +34,8 @@ export interface CommandContext {
   dataDir: string;
   /** Where dataDir came from, said with the database's path: `DATA_DIR`, or the default's note. */
   dataDirFrom?: string;
+  /** BACKUP_DIR: where a migration's copy goes if a command's open migrates (default: beside the file). */
+  backupDir?: string;
   /** For MESHHUB_PASSWORD; none: only stdin. */
   env?: Readonly<Record<string, string | undefined>>;
   stdin: NodeJS.ReadableStream & { isTTY?: boolean };
@@ -61,7 +63,7 @@ export function openHubDatabase(ctx: CommandContext, options: { create?: boolean
       1,
     );
   }
-  const db = openDatabase(file);
+  const db = openDatabase(file, ctx.backupDir === undefined ? {} : { backupDir: ctx.backupDir });
   ctx.err(`meshhub: ${existed ? 'using' : 'created a new'} database ${file} (${from})\n`);
   return db;
 }

@@ -34,7 +34,7 @@ export interface DeviceHealthActorDeps {
   /** After each commit, the samples it held (the reads drop their cached buckets). */
   onStored?: (rows: readonly HealthRow[]) => void;
   /** A node's series moved to another id (cached history is stale). */
-  onMoved?: () => void;
+  onMoved?: (oldNodeId: string, newNodeId: string) => void;
   /** Commit at once when this many samples wait; also the bound of the queue (the oldest go past twice it). */
   maxBatch?: number;
 }
@@ -79,7 +79,7 @@ export class DeviceHealthActor extends Actor {
       this.flush();
       try {
         this.deps.writer().renumber(oldNodeId, newNodeId);
-        this.deps.onMoved?.();
+        this.deps.onMoved?.(oldNodeId, newNodeId);
       } catch (error) {
         this.deps.log.warn(
           { err: error, oldNodeId, newNodeId },

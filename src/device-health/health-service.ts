@@ -119,6 +119,12 @@ export class HealthService {
     return `{"data":[${rows.map((row) => healthJson(row[0] as string, row[1] as number, row, 2)).join(',')}]}`;
   }
 
+  /** One node's newest values as `latestBody` lists them, or undefined when it has none. */
+  latestOf(nodeId: string): string | undefined {
+    const row = this.selectLatestOne.get(nodeId);
+    return row ? healthJson(nodeId, row[1] as number, row, 2) : undefined;
+  }
+
   /** The radio's own channel figures (from its device metrics / LocalStats), when it sent any. */
   radio(nodeId: string): RadioHealth | undefined {
     const row = this.selectRadio.get(nodeId);

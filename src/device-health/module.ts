@@ -14,6 +14,7 @@ import { HEALTH_MIGRATIONS, HEALTH_TABLE } from './columns.js';
 import { DeviceHealthActor } from './device-health-actor.js';
 import { HealthService } from './health-service.js';
 import { HealthWriter } from './health-writer.js';
+import { mqttDeviceHealthFeed } from './mqtt-feed.js';
 import { airtimeRoutes, healthHistoryRoutes, healthLatestRoutes } from './routes.js';
 import { deviceHealthSettings } from './settings.js';
 
@@ -37,6 +38,7 @@ export const deviceHealthModule = defineModule({
     const s = ctx.settings;
     migrateDeviceHealth(ctx.db);
     const service = new HealthService(ctx.db);
+    const feed = mqttDeviceHealthFeed(ctx.mqtt, service);
     const tracker = new AirtimeTracker();
     let myNodeNum: number | undefined;
     ctx.bus.on(
@@ -75,8 +77,14 @@ export const deviceHealthModule = defineModule({
         return writer;
       },
       flushMs: s.DEVICE_HEALTH_FLUSH,
-      onStored: (stored) => service.stored(stored),
-      onMoved: () => service.moved(),
+      onStored: (stored) => {
+        service.stored(stored);
+        feed.stored(stored);
+      },
+      onMoved: (oldNodeId, newNodeId) => {
+        service.moved();
+        feed.moved(oldNodeId, newNodeId);
+      },
       linkSampleMs: s.DEVICE_HEALTH_SNR_SECONDS * 1000,
       counters: {
         sample: (kind) => samples.inc({ kind }),

@@ -11,6 +11,7 @@
  * the topics modules declare, ModuleTopicRules): the hub publishes with `broker.publish`, which
  * no ACL sees. `$`-topics are the broker's. A module's topic declared with `readers: 'admin'`
  * reaches admins only; with `refuseOthers`, a non-admin naming it in a SUBSCRIBE is refused.
+ * With `readers: 'integration'` it is read like the core's readings and nodes.
  */
 import {
   EVENT_PATTERNS,

@@ -11,14 +11,17 @@
  * leaves the component at a whole version; a released migration never changes; a database
  * written by a newer version of the component is refused rather than guessed at.
  */
+import { StartupFailure } from '../kernel/startup-failure.js';
 import type { Database } from './database.js';
 import type { Migration } from './migrations.js';
+import { backupBeforeMigration } from './pre-migration-backup.js';
 
 export type ComponentMigration = Migration;
 
 const COMPONENT_NAME = /^[a-z][a-z0-9_-]{0,63}$/;
 
-export class ComponentSchemaTooNewError extends Error {
+/** As SchemaTooNewError (migrations.ts), for one component's schema: one line at start-up. */
+export class ComponentSchemaTooNewError extends StartupFailure {
   override readonly name = 'ComponentSchemaTooNewError';
   constructor(
     readonly component: string,
@@ -26,7 +29,7 @@ export class ComponentSchemaTooNewError extends Error {
     readonly known: number,
   ) {
     super(
-      `the database holds version ${found} of the "${component}" schema, newer than this meshhub knows (${known}); upgrade meshhub`,
+      `the database holds version ${found} of the "${component}" schema, newer than this meshhub knows (${known}); upgrade meshhub, or restore a backup made by this version (meshhub restore)`,
     );
   }
 }
@@ -74,6 +77,9 @@ export function migrateComponent(
   const current = componentSchemaVersion(db, component);
   if (current > migrations.length)
     throw new ComponentSchemaTooNewError(component, current, migrations.length);
+  // A database with data is copied first (pre-migration-backup.ts): an upgrade cannot eat it.
+  if (current < migrations.length)
+    backupBeforeMigration(db, { component, from: current, to: migrations.length });
   const record = db.prepare(
     'INSERT INTO component_migrations (component, version, name, applied_at) VALUES (?, ?, ?, ?)',
   );

@@ -3,11 +3,12 @@
  * repository is a set of prepared statements over this connection, and every query is bounded.
  */
 import { mkdirSync } from 'node:fs';
-import { dirname } from 'node:path';
+import { dirname, join } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
 import { StartupFailure } from '../kernel/startup-failure.js';
 import { PRIVATE_DIR_MODE, privateDatabaseFile, unwritableDataDir } from './data-dir.js';
 import { migrate } from './migrations.js';
+import { setPreMigrationBackupDir } from './pre-migration-backup.js';
 
 export type Database = BetterSqlite3.Database;
 
@@ -22,6 +23,11 @@ export interface OpenDatabaseOptions {
   cacheSizeKib?: number;
   /** Skip the migrations (benchmarks building a baseline table of their own). */
   migrate?: boolean;
+  /**
+   * Where a copy of the database goes before a migration changes it (pre-migration-backup.ts);
+   * default: `backups` beside the file, as BACKUP_DIR's default (DATA_DIR/backups).
+   */
+  backupDir?: string;
 }
 
 /**
@@ -38,7 +44,9 @@ export function openDatabase(file: string, options: OpenDatabaseOptions = {}): D
       mkdirSync(dirname(file), { recursive: true, mode: PRIVATE_DIR_MODE });
       privateDatabaseFile(file);
     }
-    return tunedAndMigrated(new BetterSqlite3(file, { timeout: busyTimeoutMs }), inMemory, options);
+    const db = new BetterSqlite3(file, { timeout: busyTimeoutMs });
+    if (!inMemory) setPreMigrationBackupDir(db, options.backupDir ?? join(dirname(file), 'backups'));
+    return tunedAndMigrated(db, inMemory, options);
   } catch (error) {
     throw inMemory ? error : databaseProblem(file, error);
   }

@@ -7,8 +7,10 @@
  * APPEND a new entry with the next version number (users, messages, audit events, ...).
  * `migrate` refuses a database written by a newer meshhub rather than guess at its schema.
  */
+import { StartupFailure } from '../kernel/startup-failure.js';
 import type { Database } from './database.js';
 import { COLUMN_SEPARATOR, columnsDdl, MESSAGE_TEXT_COLUMNS, SQL_TYPES } from './ddl.js';
+import { backupBeforeMigration } from './pre-migration-backup.js';
 import { latestColumnsDdl, readingColumnsDdl, rollupColumnsDdl } from './rollups.js';
 
 /**
@@ -257,13 +259,19 @@ export const MIGRATIONS: readonly Migration[] = [
   // Append new migrations here: { version: 6, name: '...', up: `CREATE TABLE ...` },
 ];
 
-export class SchemaTooNewError extends Error {
+/**
+ * A database written by a newer meshhub: never migrated down, never opened half-understood. One
+ * line at start-up (a StartupFailure), naming what to do.
+ */
+export class SchemaTooNewError extends StartupFailure {
   override readonly name = 'SchemaTooNewError';
   constructor(
     readonly found: number,
     readonly known: number,
   ) {
-    super(`database schema version ${found} is newer than this meshhub knows (${known}); upgrade meshhub`);
+    super(
+      `database schema version ${found} is newer than this meshhub knows (${known}); upgrade meshhub, or restore a backup made by this version (meshhub restore)`,
+    );
   }
 }
 
@@ -279,6 +287,8 @@ export function migrate(db: Database, migrations: readonly Migration[] = MIGRATI
   });
   const current = schemaVersion(db);
   if (current > migrations.length) throw new SchemaTooNewError(current, migrations.length);
+  // A database with data is copied first (pre-migration-backup.ts): an upgrade cannot eat it.
+  if (current < migrations.length) backupBeforeMigration(db, { from: current, to: migrations.length });
   for (const migration of migrations.slice(current)) {
     db.transaction(() => {
       if (typeof migration.up === 'string') db.exec(migration.up);

@@ -2,7 +2,7 @@ import { dirname } from 'node:path';
 import { Actor } from '../kernel/actor.js';
 import type { Logger } from '../log.js';
 import { secureDataDir } from './data-dir.js';
-import { closeDatabase, type Database, openDatabase } from './database.js';
+import { closeDatabase, type Database, type OpenDatabaseOptions, openDatabase } from './database.js';
 
 /**
  * Owns the one SQLite connection. It is opened (and migrated) when the hub is composed, before
@@ -20,9 +20,9 @@ export class StoreActor extends Actor {
    * every file in it 0600, the signing key the hub made a moment before included (README "Files
    * on disk"). A file it cannot tighten stops the start (a ConfigError naming it).
    */
-  static open(file: string, log: Logger): StoreActor {
+  static open(file: string, log: Logger, options: Pick<OpenDatabaseOptions, 'backupDir'> = {}): StoreActor {
     secureDataDir(dirname(file));
-    return new StoreActor(file, openDatabase(file), log);
+    return new StoreActor(file, openDatabase(file, options), log);
   }
 
   private constructor(

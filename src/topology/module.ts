@@ -5,6 +5,7 @@
  */
 import { defineModule } from '../module.js';
 import { NodeRepository } from '../store/nodes-repository.js';
+import { mqttTopologyFeed } from './mqtt-feed.js';
 import { linkRoutes, TRACEROUTE_ROLES, tracerouteRequestRoutes, tracerouteRoutes } from './routes.js';
 import { topologySettings } from './settings.js';
 import { TopologyActor } from './topology-actor.js';
@@ -19,6 +20,7 @@ export const topologyModule = defineModule({
       log: ctx.log,
       settings: ctx.settings,
       metrics: ctx.metrics,
+      feed: mqttTopologyFeed(ctx.mqtt),
     });
     const repo = () => actor.repository;
     ctx.mount(

@@ -30,6 +30,7 @@ import {
   type TracerouteAnswer,
   tracerouteLinks,
 } from './mesh-decode.js';
+import type { TopologyFeed } from './mqtt-feed.js';
 import type { TopologySettings } from './settings.js';
 import { TopologyRepository, type Traceroute } from './topology-repository.js';
 
@@ -54,11 +55,13 @@ export interface TopologyDeps {
   db: Database;
   log: Logger;
   metrics: Pick<ModuleMetrics, 'counter'>;
+  /** Told each ended or heard traceroute and each link change (MQTT: mqtt-feed.ts). */
+  feed?: TopologyFeed;
   now?: () => number;
 }
 
 export class TopologyActor extends Actor {
-  readonly name = 'topology';
+  readonly name: string = 'topology';
   override readonly dependsOn = ['store'];
   private repo: TopologyRepository | undefined;
   private lastRequestAt: number | undefined;
@@ -103,7 +106,7 @@ export class TopologyActor extends Actor {
       if (!duplicate || via === 'radio') this.guard(() => this.onHeard(packet, via, duplicate));
     });
     bus.on(this.name, 'node.renumbered', ({ oldNodeId, newNodeId }) =>
-      this.guard(() => this.repo?.renumber(oldNodeId, newNodeId)),
+      this.guard(() => this.renumber(oldNodeId, newNodeId)),
     );
   }
 
@@ -219,6 +222,8 @@ export class TopologyActor extends Actor {
       clearTimeout(this.timers.get(id));
       this.timers.delete(id);
       this.traceroutes.inc({ source, status: outcome.status });
+      const trace = this.repo?.get(id);
+      if (trace) this.deps.feed?.traceroute(trace);
     }
     return ended;
   }
@@ -276,36 +281,56 @@ export class TopologyActor extends Actor {
 
   /** Another node's traceroute, once per reply packet (from, id). */
   private storeHeard(packet: HeardPacket, answer: TracerouteAnswer): boolean {
-    const stored = this.repo!.insert(
-      {
-        id: messageId(this.now()),
-        nodeId: answer.target,
-        originId: answer.origin,
-        source: 'heard',
-        status: 'answered',
-        packetId: packet.meta.requestId >>> 0,
-        requestedAt: packet.receivedAt,
-        answeredAt: packet.receivedAt,
-        route: answer.route,
-        routeBack: answer.routeBack,
-      },
-      `${nodeIdFromNum(packet.from)}:${packet.id >>> 0}`,
-    );
-    if (stored) this.traceroutes.inc({ source: 'heard', status: 'answered' });
+    const trace: Traceroute = {
+      id: messageId(this.now()),
+      nodeId: answer.target,
+      originId: answer.origin,
+      source: 'heard',
+      status: 'answered',
+      packetId: packet.meta.requestId >>> 0,
+      requestedAt: packet.receivedAt,
+      answeredAt: packet.receivedAt,
+      route: answer.route,
+      routeBack: answer.routeBack,
+    };
+    const stored = this.repo!.insert(trace, `${nodeIdFromNum(packet.from)}:${packet.id >>> 0}`);
+    if (stored) {
+      this.traceroutes.inc({ source: 'heard', status: 'answered' });
+      this.deps.feed?.traceroute(trace);
+    }
     return stored;
   }
 
   private link(link: MeshLink): void {
-    this.repo?.upsertLink(link);
+    const changed = this.repo?.upsertLink(link) ?? false;
     this.links.inc({ source: link.source });
     this.deps.bus.emit('mesh.link', link);
+    if (changed) this.deps.feed?.link(link);
+  }
+
+  /** A renumbered node's traceroutes and links follow it; its links' old topics are cleared. */
+  private renumber(oldNodeId: string, newNodeId: string): void {
+    const repo = this.repo;
+    if (!repo) return;
+    const before = repo.links({ nodeId: oldNodeId });
+    repo.renumber(oldNodeId, newNodeId);
+    const { feed } = this.deps;
+    if (!feed || before.length === 0) return;
+    for (const link of before) feed.linkGone(link);
+    for (const link of repo.links({ nodeId: newNodeId })) feed.link(link);
   }
 
   private prune(): void {
     this.guard(() => {
       const cutoff = this.now() - this.deps.settings.TOPOLOGY_RETENTION_DAYS * 86_400_000;
-      const removed = this.repo?.prune(cutoff) ?? 0;
-      if (removed > 0) this.deps.log.debug({ removed }, 'old traceroutes and links deleted');
+      const removed = this.repo?.prune(cutoff);
+      if (!removed) return;
+      for (const link of removed.links) this.deps.feed?.linkGone(link);
+      if (removed.traceroutes + removed.links.length > 0)
+        this.deps.log.debug(
+          { traceroutes: removed.traceroutes, links: removed.links.length },
+          'old traceroutes and links deleted',
+        );
     });
   }
 

@@ -110,6 +110,9 @@ function fromRow(row: TracerouteRow): Traceroute {
   return trace;
 }
 
+/** Which link: the store keeps one per (from, to, source). */
+export type LinkKey = Pick<MeshLink, 'from' | 'to' | 'source'>;
+
 function linkFromRow(row: LinkRow): MeshLink {
   return {
     from: row.from_id,
@@ -239,8 +242,11 @@ export class TopologyRepository {
       .all(...given.flatMap(([, values]) => values!), limit) as R[];
   }
 
-  upsertLink(link: MeshLink): void {
-    this.upsertLinkRow.run(link.from, link.to, link.source, link.snr ?? null, link.lastHeard);
+  /** Keeps the link's newest state; false when it was older than what is stored (nothing changed). */
+  upsertLink(link: MeshLink): boolean {
+    return (
+      this.upsertLinkRow.run(link.from, link.to, link.source, link.snr ?? null, link.lastHeard).changes > 0
+    );
   }
 
   /** The newest links first, at most MAX_LISTED_LINKS. */
@@ -258,13 +264,16 @@ export class TopologyRepository {
   }
 
   /** Deletes traceroutes requested and links last heard before `cutoff` (ms); returns how many rows went. */
-  prune(cutoff: number): number {
+  /** Deletes ended traceroutes and links older than `cutoff`; returns how many traceroutes and which links. */
+  prune(cutoff: number): { traceroutes: number; links: LinkKey[] } {
     return this.db.transaction(() => {
-      const traces = this.db
+      const traceroutes = this.db
         .prepare("DELETE FROM topology_traceroutes WHERE requested_at < ? AND status != 'pending'")
         .run(cutoff).changes;
-      const links = this.db.prepare('DELETE FROM topology_links WHERE last_heard < ?').run(cutoff).changes;
-      return traces + links;
+      const links = this.db
+        .prepare('DELETE FROM topology_links WHERE last_heard < ? RETURNING from_id, to_id, source')
+        .all(cutoff) as Pick<LinkRow, 'from_id' | 'to_id' | 'source'>[];
+      return { traceroutes, links: links.map((r) => ({ from: r.from_id, to: r.to_id, source: r.source })) };
     })();
   }
 

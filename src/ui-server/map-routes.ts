@@ -5,7 +5,8 @@
  * - `GET /tiles/{z}/{x}/{y}` (an image extension on `y` is allowed): a tile of the local file.
  *   A tile the file does not hold is a transparent PNG, so the map shows its plain background
  *   there instead of broken images; bad coordinates are a 400 naming the field; without a
- *   local file, 404.
+ *   local file, 404. With MAP_TILES=off, TileJSON lists no tile URL: the map draws only its
+ *   built-in world layer.
  */
 import { Hono } from 'hono';
 import { COMMON_PROBLEMS, problem } from '../http/openapi.js';
@@ -32,6 +33,9 @@ const TILE_CACHE = 'public, max-age=86400';
 export type { TileJson };
 
 export function tileJson(setting: MapTilesSetting, archive: TileArchive | undefined): TileJson {
+  if (setting.kind === 'off') {
+    return { tilejson: '3.0.0', tiles: [], scheme: 'xyz', minzoom: 0, maxzoom: 19, attribution: '' };
+  }
   if (setting.kind === 'online' || !archive) {
     const template = setting.kind === 'online' ? setting.urlTemplate : DEFAULT_MAP_TILES;
     const host = new URL(template.replace(/\{s\}\./g, '').replace(/\{(\w)\}/g, '0')).hostname;
@@ -89,7 +93,7 @@ export const mapOperations = describeRoutes('/api/v1/map', [
     responses: {
       200: { description: 'The tile.', contentType: ['image/png', 'image/jpeg', 'image/webp'] },
       400: COMMON_PROBLEMS.badInput,
-      404: problem('The hub serves no tiles: MAP_TILES is an online URL.'),
+      404: problem('The hub serves no tiles: MAP_TILES is an online URL or off.'),
     },
   },
 ]);
@@ -101,7 +105,10 @@ export function mapRoutes(setting: MapTilesSetting, archive: TileArchive | undef
     c.body(document, 200, { 'content-type': 'application/json', 'cache-control': 'no-cache' }),
   );
   app.get('/tiles/:z/:x/:y', async (c) => {
-    if (!archive) throw new ProblemError(404, 'this hub serves no map tiles: MAP_TILES is an online URL');
+    if (!archive) {
+      const why = setting.kind === 'off' ? 'MAP_TILES is off' : 'MAP_TILES is an online URL';
+      throw new ProblemError(404, `this hub serves no map tiles: ${why}`);
+    }
     const z = coordinate('z', c.req.param('z'));
     const x = coordinate('x', c.req.param('x'));
     const y = coordinate('y', c.req.param('y'));

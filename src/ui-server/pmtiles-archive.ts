@@ -1,6 +1,7 @@
 /**
  * PMTiles v3, read with the `pmtiles` library over a local file: a `Source` that reads byte
- * ranges with one open file handle, and gunzip from node:zlib for gzip-compressed directories.
+ * ranges with one open file handle, and gunzip from node:zlib for gzip-compressed directories
+ * (also what `meshhub tiles extract` decompresses a remote archive's directories with).
  */
 import { open } from 'node:fs/promises';
 import { gunzipSync } from 'node:zlib';
@@ -13,7 +14,7 @@ const RASTER_TYPES: Partial<Record<TileType, RasterFormat>> = {
   [TileType.Webp]: 'webp',
 };
 
-async function decompress(buf: ArrayBuffer, compression: Compression): Promise<ArrayBuffer> {
+export async function decompress(buf: ArrayBuffer, compression: Compression): Promise<ArrayBuffer> {
   if (compression === Compression.None || compression === Compression.Unknown) return buf;
   if (compression === Compression.Gzip) {
     const out = gunzipSync(new Uint8Array(buf));

@@ -104,7 +104,7 @@ export function validTileAddress(z: number, x: number, y: number): boolean {
 }
 
 export async function openTileArchive(setting: MapTilesSetting): Promise<TileArchive | undefined> {
-  if (setting.kind === 'online') return undefined;
+  if (setting.kind === 'online' || setting.kind === 'off') return undefined;
   if (setting.kind === 'mbtiles') {
     const { openMbtiles } = await import('./mbtiles-archive.js');
     return openMbtiles(setting.path);

@@ -15,12 +15,13 @@ import { buildCli, type CliResult, meshhubCli } from '../helpers/cli.js';
 const GROUPS: Array<[string[], string[]]> = [
   [
     [],
-    ['start', 'sim', 'user', 'token', 'subscription', 'plan', 'sync', 'upstream', 'mcp', 'version', 'help'],
+    'start sim user token subscription plan backup restore sync upstream tiles mcp version help'.split(' '),
   ],
   [['user'], ['add', 'list', 'roles', 'passwd', 'remove']],
   [['subscription'], ['grant', 'revoke', 'list']],
   [['plan'], ['add', 'list', 'retire']],
   [['sync'], ['status', 'key']],
+  [['tiles'], ['extract']],
   [['upstream'], ['serve', 'migrate', 'site', 'user', 'subscription', 'plan']],
   [
     ['upstream', 'site'],

@@ -1,11 +1,12 @@
 /**
  * Map tile files for tests, written to their specs: PNG tiles (RFC 2083), MBTiles 1.3 (SQLite,
- * TMS rows) and PMTiles v3 (127-byte header, varint directories), so the hub reads real files.
+ * TMS rows) and PMTiles v3 (the hub's own writer), so the hub reads real files.
  */
 import { writeFileSync } from 'node:fs';
-import { crc32, deflateSync, gzipSync } from 'node:zlib';
+import { crc32, deflateSync } from 'node:zlib';
 import Database from 'better-sqlite3';
 import { zxyToTileId } from 'pmtiles';
+import { entriesFor, pmtilesPrefix, TileType } from '../../src/ui-server/pmtiles-writer.js';
 
 function chunk(type: string, data: Buffer): Buffer {
   const length = Buffer.alloc(4);
@@ -95,40 +96,6 @@ export function writeMbtiles(
   db.close();
 }
 
-function varint(value: number, out: number[]): void {
-  let n = value;
-  while (n >= 0x80) {
-    out.push((n & 0x7f) | 0x80);
-    n = Math.floor(n / 128);
-  }
-  out.push(n);
-}
-
-interface DirectoryEntry {
-  tileId: number;
-  offset: number;
-  length: number;
-  runLength: number;
-}
-
-/** PMTiles v3 directory: count, then delta tile ids, run lengths, lengths, offsets (0 = contiguous). */
-function directory(entries: readonly DirectoryEntry[]): Buffer {
-  const out: number[] = [];
-  varint(entries.length, out);
-  let last = 0;
-  for (const e of entries) {
-    varint(e.tileId - last, out);
-    last = e.tileId;
-  }
-  for (const e of entries) varint(e.runLength, out);
-  for (const e of entries) varint(e.length, out);
-  entries.forEach((e, i) => {
-    const previous = entries[i - 1];
-    varint(previous && e.offset === previous.offset + previous.length ? 0 : e.offset + 1, out);
-  });
-  return Buffer.from(out);
-}
-
 export interface PmtilesOptions {
   tileType?: number;
   gzipInternal?: boolean;
@@ -136,6 +103,7 @@ export interface PmtilesOptions {
   bounds?: [number, number, number, number];
 }
 
+/** A PMTiles v3 file of `tiles` (the hub's own writer, src/ui-server/pmtiles-writer.ts; read back by the `pmtiles` library). */
 export function writePmtiles(
   path: string,
   tiles: readonly FixtureTile[],
@@ -144,50 +112,20 @@ export function writePmtiles(
   const sorted = tiles
     .map((t) => ({ ...t, tileId: zxyToTileId(t.z, t.x, t.y) }))
     .sort((a, b) => a.tileId - b.tileId);
-  const entries: DirectoryEntry[] = [];
-  const blobs: Buffer[] = [];
   let offset = 0;
-  for (const t of sorted) {
-    entries.push({ tileId: t.tileId, offset, length: t.data.length, runLength: 1 });
-    blobs.push(t.data);
+  const placed = sorted.map((t) => {
+    const at = { tileId: t.tileId, offset, length: t.data.length };
     offset += t.data.length;
-  }
-  const pack = (b: Buffer) => (options.gzipInternal ? gzipSync(b) : b);
-  const root = pack(directory(entries));
-  const meta = pack(Buffer.from(JSON.stringify(options.metadata ?? { name: 'test' })));
-  const data = Buffer.concat(blobs);
-  const [minLon, minLat, maxLon, maxLat] = options.bounds ?? [-180, -85, 180, 85];
+    return at;
+  });
   const zooms = sorted.map((t) => t.z);
-  const header = Buffer.alloc(127);
-  header.write('PMTiles', 0, 'ascii');
-  header[7] = 3;
-  const u64 = (at: number, v: number) => header.writeBigUInt64LE(BigInt(v), at);
-  const rootOffset = 127;
-  const metaOffset = rootOffset + root.length;
-  const dataOffset = metaOffset + meta.length;
-  u64(8, rootOffset);
-  u64(16, root.length);
-  u64(24, metaOffset);
-  u64(32, meta.length);
-  u64(40, dataOffset); // no leaf directories
-  u64(48, 0);
-  u64(56, dataOffset);
-  u64(64, data.length);
-  u64(72, entries.length);
-  u64(80, entries.length);
-  u64(88, entries.length);
-  header[96] = 1; // clustered
-  header[97] = options.gzipInternal ? 2 : 1; // internal compression: gzip / none
-  header[98] = 1; // tile compression: none
-  header[99] = options.tileType ?? 2; // PNG
-  header[100] = Math.min(...zooms);
-  header[101] = Math.max(...zooms);
-  header.writeInt32LE(Math.round(minLon * 1e7), 102);
-  header.writeInt32LE(Math.round(minLat * 1e7), 106);
-  header.writeInt32LE(Math.round(maxLon * 1e7), 110);
-  header.writeInt32LE(Math.round(maxLat * 1e7), 114);
-  header[118] = Math.max(...zooms);
-  header.writeInt32LE(Math.round(((minLon + maxLon) / 2) * 1e7), 119);
-  header.writeInt32LE(Math.round(((minLat + maxLat) / 2) * 1e7), 123);
-  writeFileSync(path, Buffer.concat([header, root, meta, data]));
+  const prefix = pmtilesPrefix(entriesFor(placed), offset, {
+    tileType: options.tileType ?? TileType.Png,
+    gzip: options.gzipInternal ?? false,
+    minZoom: Math.min(...zooms),
+    maxZoom: Math.max(...zooms),
+    bounds: options.bounds ?? [-180, -85, 180, 85],
+    metadata: options.metadata ?? { name: 'test' },
+  });
+  writeFileSync(path, Buffer.concat([prefix, ...sorted.map((t) => t.data)]));
 }

@@ -240,6 +240,9 @@ export class SimClientSession implements SimClient {
 
   private startLive(): void {
     const interval = this.options.telemetryIntervalMs;
+    // Device metrics every 10 min at the default pace, faster when SIM_TELEMETRY_SECONDS is short
+    // (so a demo or a test sees batteries move and nodes reboot within minutes).
+    const deviceEvery = Math.min(DEVICE_METRICS_INTERVAL_MS, 2 * interval);
     const r = this.random;
     for (const node of this.network.nodes) {
       // First environment telemetry within ~2 s, so a fresh hub shows data at once.
@@ -254,9 +257,7 @@ export class SimClientSession implements SimClient {
           payloadVariant: { case: 'packet', value: nodeInfoPacket(this.network, node, this.now()) },
         });
       });
-      this.every(r() * DEVICE_METRICS_INTERVAL_MS, DEVICE_METRICS_INTERVAL_MS, () =>
-        this.sendTelemetry(node, 'device'),
-      );
+      this.every(r() * deviceEvery, deviceEvery, () => this.sendTelemetry(node, 'device'));
       if (node.position) {
         this.every(r() * POSITION_INTERVAL_MS, POSITION_INTERVAL_MS, () => {
           if (!isPresent(this.network, node, this.now())) return;

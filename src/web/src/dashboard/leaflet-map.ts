@@ -1,8 +1,9 @@
 /**
  * The Leaflet map of the mesh (loaded only on the dashboard). Each node is a badge with its
  * short name, coloured by freshness; hovering shows its readings, a click, tap or Enter opens
- * them with a link to the node page. Under the tiles lies a coordinate grid: if no tile loads
- * (no internet, an unreachable tile server), the tiles are dropped and the grid is the map.
+ * them with a link to the node page. Under the tiles lie the app's own world layer (land,
+ * borders, place names: world-layer.ts) and a coordinate grid: if no tile loads (no internet,
+ * an unreachable tile server), the tiles are dropped and those are the map.
  * Where markers crowd (a coarse zoom), those whose label would overlap another's show as dots,
  * and grid labels under a marker are hidden (map-labels.ts).
  */
@@ -15,8 +16,10 @@ import { LinkLayer } from '../topology/link-layer.js';
 import type { LinkJson, TracerouteJson } from '../topology/topology.js';
 import { Graticule } from './graticule.js';
 import { type Box, keptLabels, markerLabels, markerWidth, overlaps } from './map-labels.js';
+import { WorldLayer } from './world-layer.js';
 
-export type Background = 'loading' | 'tiles' | 'grid';
+/** `grid`: tiles were wanted but none loaded; `world`: MAP_TILES=off, the world layer is the map. */
+export type Background = 'loading' | 'tiles' | 'grid' | 'world';
 
 export interface MeshMapOptions {
   tiles: TileJson | undefined;
@@ -94,6 +97,14 @@ export class MeshMap {
     this.map = L.map(container, { center: [20, 0], zoom: 2, worldCopyJump: true, zoomSnap: 0.5 });
     this.map.attributionControl.setPrefix('<a href="https://leafletjs.com">Leaflet</a>');
     L.control.scale({ imperial: false }).addTo(this.map);
+    // Below the grid (150) and the tiles (200): tiles cover the world layer wherever they load.
+    this.map.createPane('world').style.zIndex = '120';
+    this.map.createPane('world-labels').style.zIndex = '160';
+    this.map.attributionControl.addAttribution(
+      'Natural Earth · <a href="https://simplemaps.com/data/world-cities">SimpleMaps</a>',
+    );
+    new WorldLayer('world', 'world-labels').addTo(this.map);
+    this.map.on('worldlayerload', () => this.declutter());
     const grid = this.map.createPane('grid');
     grid.style.zIndex = '150';
     new Graticule('grid').addTo(this.map);
@@ -119,7 +130,7 @@ export class MeshMap {
       (open.marker.getElement() as HTMLElement | undefined)?.focus();
     });
     if (options.tiles?.tiles[0]) this.addTiles(options.tiles);
-    else options.onBackground('grid');
+    else options.onBackground(options.tiles ? 'world' : 'grid');
   }
 
   private addTiles(tiles: TileJson): void {
@@ -155,7 +166,7 @@ export class MeshMap {
     this.tileLayer = layer;
   }
 
-  /** Stops asking for tiles that do not come; the grid underneath shows. */
+  /** Stops asking for tiles that do not come; the world layer and grid underneath show. */
   private dropTiles(): void {
     // remove() alone: Leaflet unhooks the layer's map listeners on the layer's own 'remove' event.
     this.tileLayer?.remove();
@@ -355,7 +366,7 @@ export class MeshMap {
       }
     }
     const text = document.createRange();
-    for (const label of container.querySelectorAll<HTMLElement>('.graticule-label')) {
+    for (const label of container.querySelectorAll<HTMLElement>('.world-place-name, .graticule-label')) {
       label.style.visibility = '';
       // The label's box is 0×0 (its anchor); its text overflows it.
       text.selectNodeContents(label);

@@ -104,7 +104,7 @@ export function MapView({
       )}
       {background === 'grid' && !failed && (
         <p class="map-notice" role="status" data-testid="tiles-unavailable">
-          No map background (offline?): positions are shown on a coordinate grid.{' '}
+          No map background (offline?): the map shows its built-in world outline and a coordinate grid.{' '}
           <button type="button" class="link-button" onClick={() => map.current?.retryTiles()}>
             Try again
           </button>
