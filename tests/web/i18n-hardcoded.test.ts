@@ -28,15 +28,6 @@ const ALLOWED = new Set([
 /** A node id as an example (`!0000beef`) is the same in every language. */
 const NODE_ID = /^![0-9a-f]{8}$/;
 
-/**
- * Files not converted yet, each with its reason. The map (map-view.tsx, and leaflet-map.ts,
- * graticule.ts and map-labels.ts, which hold no JSX) is rewritten for the offline map: its
- * words wait in the catalogue under mesh.map.
- */
-const NOT_YET: Record<string, string> = {
-  'dashboard/map-view.tsx': 'converted after the offline-map merge',
-};
-
 const ATTRIBUTES = new Set([
   'title',
   'placeholder',
@@ -100,7 +91,6 @@ describe('hard-coded words in the web UI', () => {
   it('every .tsx view takes its words from the catalogue', () => {
     const found = tsxFiles(ROOT)
       .map((path) => relative(ROOT, path))
-      .filter((file) => !(file in NOT_YET))
       .flatMap((file) => hardCoded(file, readFileSync(join(ROOT, file), 'utf8')));
     expect(found).toEqual([]);
   });

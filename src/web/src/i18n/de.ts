@@ -108,7 +108,7 @@ export const de: Catalogue = {
     map: {
       loadFailed: 'Die Karte konnte nicht geladen werden. Die Liste der Nodes funktioniert weiter.',
       noBackground:
-        'Kein Kartenhintergrund (offline?): die Positionen werden auf einem Koordinatengitter gezeigt.',
+        'Kein Kartenhintergrund (offline?): die Karte zeigt ihre eingebauten Umrisse der Welt und ein Koordinatengitter.',
       noReadings: 'Noch keine Messwerte',
       showAll: 'Alle zeigen',
       showAllTitle: 'Zoomen, bis alle Nodes zu sehen sind',

@@ -103,10 +103,11 @@ export const en = {
     reloadToUpdate: 'Reload to update',
   },
   mesh: {
-    // For the map files (dashboard/map-view.tsx, leaflet-map.ts), converted after the offline-map merge.
+    // The map (dashboard/map-view.tsx, leaflet-map.ts).
     map: {
       loadFailed: 'The map could not be loaded. The list of nodes still works.',
-      noBackground: 'No map background (offline?): positions are shown on a coordinate grid.',
+      noBackground:
+        'No map background (offline?): the map shows its built-in world outline and a coordinate grid.',
       noReadings: 'No readings yet',
       showAll: 'Show all',
       showAllTitle: 'Zoom to show every node',

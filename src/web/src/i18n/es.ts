@@ -111,7 +111,7 @@ export const es: Catalogue = {
     map: {
       loadFailed: 'No se pudo cargar el mapa. La lista de nodos sigue funcionando.',
       noBackground:
-        'Sin fondo de mapa (¿sin conexión?): las posiciones se muestran sobre una cuadrícula de coordenadas.',
+        'Sin fondo de mapa (¿sin conexión?): el mapa muestra su contorno del mundo incorporado y una cuadrícula de coordenadas.',
       noReadings: 'Todavía no hay lecturas',
       showAll: 'Mostrar todos',
       showAllTitle: 'Ajustar el zoom para ver todos los nodos',

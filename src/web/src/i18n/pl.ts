@@ -111,7 +111,8 @@ export const pl: Catalogue = {
   mesh: {
     map: {
       loadFailed: 'Nie udało się wczytać mapy. Lista węzłów nadal działa.',
-      noBackground: 'Brak podkładu mapy (offline?): pozycje są pokazane na siatce współrzędnych.',
+      noBackground:
+        'Brak podkładu mapy (offline?): mapa pokazuje wbudowany zarys świata i siatkę współrzędnych.',
       noReadings: 'Brak odczytów',
       showAll: 'Pokaż wszystkie',
       showAllTitle: 'Przybliż tak, by widać było wszystkie węzły',
