@@ -5,6 +5,7 @@
  * the page size, the cursor, and the event open in the drawer.
  */
 import { t } from '../i18n/index.js';
+import { andWords, orWords } from '../lib/format.js';
 
 export const QUICK_RANGES = [
   { id: '1h', ms: 3_600_000 },
@@ -141,11 +142,11 @@ export const hasFilters = (f: ApiFilters): boolean => Object.keys(f).length > 0;
 export function describeSearch(s: AuditSearch): string {
   const parts: string[] = [];
   if (s.services.length) parts.push(s.services.join(', '));
-  if (s.actor) parts.push(`actor "${s.actor}"`);
-  if (s.operation) parts.push(`operation "${s.operation}"`);
-  if (s.result) parts.push(`result "${s.result}"`);
-  if (s.includeTags.length) parts.push(`tagged ${s.includeTags.join(' and ')}`);
-  if (s.excludeTags.length) parts.push(`not tagged ${s.excludeTags.join(' or ')}`);
+  if (s.actor) parts.push(t('audit.phrase.actor', { value: s.actor }));
+  if (s.operation) parts.push(t('audit.phrase.operation', { value: s.operation }));
+  if (s.result) parts.push(t('audit.phrase.result', { value: s.result }));
+  if (s.includeTags.length) parts.push(t('audit.phrase.tagged', { tags: andWords(s.includeTags) }));
+  if (s.excludeTags.length) parts.push(t('audit.phrase.notTagged', { tags: orWords(s.excludeTags) }));
   const quick = QUICK_RANGES.find((r) => r.id === s.range);
   if (quick) parts.push(quickRangeLabel(quick.id).toLowerCase());
   else

@@ -12,7 +12,7 @@ import type {
   SEVERITIES as HUB_SEVERITIES,
 } from '../../../../plugins/audit/alerts/schemas.js';
 import { currentLocale, t } from '../i18n/index.js';
-import { formatCount } from '../lib/format.js';
+import { andWords, formatCount, orWords } from '../lib/format.js';
 import type { AlertRule } from './audit-types.js';
 
 export const SEVERITIES = ['info', 'low', 'medium', 'high', 'critical'] as const;
@@ -217,26 +217,27 @@ export function draftOf(rule: AlertRule): RuleDraft {
   };
 }
 
-const quoted = (values: string[]) => values.map((v) => `“${v}”`).join(' or ');
+const quoted = (values: string[]) => orWords(values.map((value) => t('audit.cond.quoted', { value })));
 
-/** A rule's condition in words, for the list. */
+/** A rule's condition in words, for the list, in the language in use. */
 export function conditionWords(condition: Record<string, unknown>, label: (s: string) => string): string {
   const parts: string[] = [];
   const services = strings(condition.services);
-  if (services.length) parts.push(services.map(label).join(' or '));
+  if (services.length) parts.push(orWords(services.map(label)));
   for (const key of ['operation', 'actor'] as const) {
     const m = condition[key] as { equals?: unknown; contains?: unknown } | undefined;
     if (!m) continue;
     const words: string[] = [];
-    if (m.equals !== undefined) words.push(`is ${quoted(strings(m.equals))}`);
-    if (m.contains !== undefined) words.push(`contains ${quoted(strings(m.contains))}`);
-    parts.push(`${key} ${words.join(' and ')}`);
+    if (m.equals !== undefined) words.push(t('audit.cond.is', { values: quoted(strings(m.equals)) }));
+    if (m.contains !== undefined)
+      words.push(t('audit.cond.contains', { values: quoted(strings(m.contains)) }));
+    parts.push(t(`audit.cond.${key}`, { match: andWords(words) }));
   }
   const results = strings(condition.result);
-  if (results.length) parts.push(`result ${results.join(' or ')}`);
+  if (results.length) parts.push(t('audit.cond.result', { results: orWords(results) }));
   const tags = condition.tags as { all_of?: string[]; none_of?: string[] } | undefined;
-  if (tags?.all_of) parts.push(`tagged ${tags.all_of.join(' and ')}`);
-  if (tags?.none_of) parts.push(`not tagged ${tags.none_of.join(' or ')}`);
+  if (tags?.all_of) parts.push(t('audit.phrase.tagged', { tags: andWords(tags.all_of) }));
+  if (tags?.none_of) parts.push(t('audit.phrase.notTagged', { tags: orWords(tags.none_of) }));
   if (!parts.length) parts.push(t('audit.anyEvent'));
   const time = condition.time as
     | { days?: Day[]; from?: string; to?: string; when?: string; time_zone?: string }
@@ -244,13 +245,17 @@ export function conditionWords(condition: Record<string, unknown>, label: (s: st
   if (time) {
     const days = time.days?.length ? time.days.map((d) => dayName(d)).join(', ') : t('audit.anyDay');
     const hours = time.from || time.to ? ` ${time.from ?? '00:00'}–${time.to ?? '24:00'}` : '';
-    parts.push(`${time.when ?? 'inside'} ${days}${hours}${time.time_zone ? ` (${time.time_zone})` : ''}`);
+    const span = `${days}${hours}${time.time_zone ? ` (${time.time_zone})` : ''}`;
+    parts.push(t(time.when === 'outside' ? 'audit.cond.outside' : 'audit.cond.inside', { span }));
   }
   const th = condition.threshold as { count?: number; window?: string; per?: string } | undefined;
   parts.push(
     th
-      ? `${th.count} ${th.count === 1 ? 'event' : 'events'} in ${th.window}${th.per === 'overall' ? ' overall' : ' per actor'}`
-      : 'every matching event (at most one alert an hour per actor)',
+      ? t(th.per === 'overall' ? 'audit.cond.overall' : 'audit.cond.perActor', {
+          count: th.count ?? 0,
+          window: th.window ?? '',
+        })
+      : t('audit.cond.every'),
   );
   return parts.join('; ');
 }

@@ -1,4 +1,5 @@
 /** How values, ages, times and places are written in the UI. */
+import { type DurationUnit, roundedDuration } from '../../../domain/duration.js';
 import { currentLocale, t } from '../i18n/index.js';
 import type { MetricInfo } from './metrics.js';
 
@@ -71,6 +72,28 @@ export function joinWords(items: readonly string[]): string {
   if (items.length <= 1) return items[0] ?? '';
   return t('common.andList', { first: items.slice(0, -1).join(', '), last: items[items.length - 1]! });
 }
+
+const DURATION_KEYS = {
+  second: 'common.duration.seconds',
+  minute: 'common.duration.minutes',
+  hour: 'common.duration.hours',
+  day: 'common.duration.days',
+} as const satisfies Record<DurationUnit, string>;
+
+/**
+ * `45 s`, `25 min`, `3 h`, `2 days` (`3 Std.`, `2 Tage`…) in the language in use: the hub's
+ * rounding (src/domain/duration.ts, whose English words the hub keeps for its own reasons).
+ */
+export function durationWords(ms: number): string {
+  const { value, unit } = roundedDuration(ms);
+  return t(DURATION_KEYS[unit], { count: value });
+}
+
+/** `a or b or c` (`a oder b`…): alternatives, each joined with the language's “or”. */
+export const orWords = (items: readonly string[]): string => items.join(` ${t('common.or')} `);
+
+/** `a and b and c` (`a und b`…): every one of them, each joined with the language's “and”. */
+export const andWords = (items: readonly string[]): string => items.join(` ${t('common.and')} `);
 
 /** A number in the language in use, grouped as it writes thousands: `12,345` / `12.345`. */
 export function formatCount(value: number): string {

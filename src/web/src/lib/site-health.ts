@@ -4,10 +4,9 @@
  * socket talk far more often) and did not say it was stopping since, lagging when its newest data (`lag_s`) is more than ten minutes
  * old, offline since its last contact otherwise.
  */
-import { durationWords } from '../../../domain/duration.js';
 import type { SiteJson } from '../api/types.js';
 import { t } from '../i18n/index.js';
-import { formatAge, formatTime } from './format.js';
+import { durationWords, formatAge, formatTime } from './format.js';
 
 export type SiteHealthState = 'online' | 'lagging' | 'offline' | 'never' | 'revoked';
 

@@ -5,10 +5,9 @@
  */
 import type { ComponentChildren } from 'preact';
 import { useEffect, useMemo } from 'preact/hooks';
-import { durationWords } from '../../../domain/duration.js';
 import type { SiteJson } from '../api/types.js';
 import { useNow, useStore, useTitle } from '../hooks.js';
-import { formatAge, formatDateTime } from '../lib/format.js';
+import { durationWords, formatAge, formatDateTime } from '../lib/format.js';
 import { mapPath } from '../lib/routes.js';
 import { siteHealth, siteLabel } from '../lib/site-health.js';
 import { Link } from '../router.js';
