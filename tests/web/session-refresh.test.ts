@@ -9,7 +9,7 @@ import { getJson } from '../../src/web/src/api/client.js';
 import {
   currentToken,
   initSession,
-  REVOKED_NOTICE,
+  revokedNotice,
   sessionStore,
   signIn,
   signOut,
@@ -122,7 +122,7 @@ describe('the web session', () => {
     const token = currentToken()!;
     hub.revokeAll();
     await expect(getJson('/api/v1/messages/conversations', { token })).rejects.toMatchObject({ status: 401 });
-    expect(sessionStore.get()).toEqual({ notice: REVOKED_NOTICE });
+    expect(sessionStore.get()).toEqual({ notice: revokedNotice() });
     expect(hub.refreshesSent).toEqual(['refresh-1']);
   });
 

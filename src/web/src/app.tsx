@@ -7,6 +7,7 @@ import { Header } from './components/header.js';
 import { LazyView } from './components/lazy-view.js';
 import { Dashboard } from './dashboard/dashboard.js';
 import { useStore, useTitle } from './hooks.js';
+import { languageStore, t } from './i18n/index.js';
 import { matchRoute } from './lib/routes.js';
 import { Link, locationStore } from './router.js';
 import { hubStore } from './state/hub.js';
@@ -23,12 +24,12 @@ const loadNotificationsPage = () =>
 const loadAuditConsole = () => import('./audit/audit-console.js').then((m) => m.AuditConsole);
 
 function NotFound({ path }: { path: string }) {
-  useTitle('Not found');
+  useTitle(t('common.notFoundTitle'));
   return (
     <section class="panel notice">
-      <h1>There is no page here</h1>
+      <h1>{t('common.notFoundHeading')}</h1>
       <p>
-        Nothing lives at <code>{path}</code>. <Link href="/">Go to the map</Link>.
+        {t('common.notFoundBefore')} <code>{path}</code>. <Link href="/">{t('common.goToMap')}</Link>.
       </p>
     </section>
   );
@@ -39,6 +40,8 @@ export function App() {
   const route = matchRoute(location.pathname, location.search);
   const { plugins, mode, signInToRead } = useStore(hubStore);
   const { notice } = useStore(sessionStore);
+  // Every view re-renders in the new language when the header's picker changes it.
+  useStore(languageStore);
   // Unknown until the live stream's hello; the billing pages wait for it rather than guess.
   const billingOn = plugins?.includes('billing');
   const main = useRef<HTMLElement>(null);
@@ -57,13 +60,7 @@ export function App() {
   let view: ComponentChildren;
   // An upstream whose reads need a sign-in: the map, node and sites pages ask for one first.
   if (signInToRead && (route.page === 'dashboard' || route.page === 'node' || route.page === 'sites'))
-    view = (
-      <SignIn
-        notice={notice}
-        heading="Sign in to see the mesh"
-        intro="The map shows where the people carrying the nodes are: only signed-in users may see it."
-      />
-    );
+    view = <SignIn notice={notice} heading={t('chat.signInMeshHeading')} intro={t('chat.signInMeshIntro')} />;
   else if (route.page === 'dashboard') view = <Dashboard focus={route.focus} site={route.site} />;
   else if (route.page === 'node')
     view = <LazyView load={loadNodePage} props={{ nodeId: route.nodeId, search: location.search }} />;
@@ -72,7 +69,7 @@ export function App() {
     view =
       billingOn === undefined ? (
         <p class="loading" role="status">
-          Loading…
+          {t('common.loading')}
         </p>
       ) : route.page === 'plans' ? (
         <LazyView load={loadPlansPage} props={{ billingOn }} />
@@ -84,7 +81,7 @@ export function App() {
     view =
       mode === undefined ? (
         <p class="loading" role="status">
-          Loading…
+          {t('common.loading')}
         </p>
       ) : (
         <LazyView load={loadSitesPage} props={{ upstream: mode === 'upstream' }} />
@@ -99,7 +96,7 @@ export function App() {
     view =
       auditOn === undefined ? (
         <p class="loading" role="status">
-          Loading…
+          {t('common.loading')}
         </p>
       ) : auditOn ? (
         <LazyView load={loadAuditConsole} props={{ view: route.view, search: location.search }} />
@@ -111,7 +108,7 @@ export function App() {
   return (
     <>
       <a class="skip-link" href="#main">
-        Skip to content
+        {t('common.skipToContent')}
       </a>
       <Header page={route.page} />
       <Banners />

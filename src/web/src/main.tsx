@@ -1,5 +1,6 @@
 import { render } from 'preact';
 import { App } from './app.js';
+import { followLanguage } from './i18n/index.js';
 import { startHubLive } from './live/hub-live.js';
 import { registerServiceWorker } from './notifications/push.js';
 import { initChat } from './state/chat.js';
@@ -8,6 +9,7 @@ import { initSession } from './state/session.js';
 import './styles/base.css';
 
 followTheme();
+followLanguage();
 initSession();
 initChat();
 startHubLive();

@@ -53,10 +53,12 @@ const LOOPBACK = new Set(['127.0.0.1', 'localhost', '[::1]']);
 
 export async function openPage(
   browser: Browser,
-  options: { width?: number; height?: number; acceptDownloads?: boolean } = {},
+  options: { width?: number; height?: number; acceptDownloads?: boolean; locale?: string } = {},
 ): Promise<GuardedPage> {
   const context = await browser.newContext({
     viewport: { width: options.width ?? 1280, height: options.height ?? 800 },
+    // The UI speaks the browser's language: English unless a test asks for another.
+    locale: options.locale ?? 'en-US',
     acceptDownloads: options.acceptDownloads ?? false,
     reducedMotion: 'reduce',
   });

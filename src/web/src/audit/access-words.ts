@@ -1,4 +1,5 @@
 /** The hub's role refusals in words (kept apart from audit-api.ts, which needs a browser to load). */
+import { t } from '../i18n/index.js';
 import type { ApiError } from '../lib/problem.js';
 
 /**
@@ -16,11 +17,9 @@ export function accessWords(error: ApiError): string | undefined {
   const preferred = access === 'read' ? 'auditor' : 'admin';
   const role = roles.includes(preferred) ? preferred : roles.length === 1 ? roles[0] : undefined;
   const ask = role
-    ? `Ask an administrator for the ${role} role.`
+    ? t('audit.access.askRole', { role })
     : roles.length
-      ? `Ask an administrator for one of these roles: ${roles.join(', ')}.`
-      : 'Ask an administrator for access.';
-  return access === 'read'
-    ? `Your account is not allowed to read audit events. ${ask}`
-    : `Your account may not change audit data (tags, comments, rules), fetch, or see the trail and alerts. ${ask}`;
+      ? t('audit.access.askRoles', { roles: roles.join(', ') })
+      : t('audit.access.ask');
+  return t(access === 'read' ? 'audit.access.noRead' : 'audit.access.noAdmin', { ask });
 }

@@ -7,6 +7,7 @@
  */
 import { useEffect, useState } from 'preact/hooks';
 import { useStore, useTitle } from '../hooks.js';
+import { t, tList } from '../i18n/index.js';
 import { auditJson, auditWords } from './audit-api.js';
 import { auditFeaturesStore } from './audit-features.js';
 import { AuditTable } from './audit-table.js';
@@ -34,31 +35,38 @@ export function AlertsView() {
   }, [cursor]);
   return (
     <section class="panel" aria-labelledby="alerts-title">
-      <h1 id="alerts-title">Alerts</h1>
+      <h1 id="alerts-title">{t('header.alerts')}</h1>
       {page.error !== undefined && (
         <p class="form-error" role="alert">
           {auditWords(page.error)}
         </p>
       )}
-      {page.data && page.data.data.length === 0 && <p class="audit-empty">No rule has fired.</p>}
+      {page.data && page.data.data.length === 0 && <p class="audit-empty">{t('audit.noAlerts')}</p>}
       {page.data && page.data.data.length > 0 && (
         <AuditTable
           testId="alerts"
-          caption="Alerts, newest first"
-          columns={['Fired', 'Rule', 'Severity', 'Who', 'Matches', 'Event']}
+          caption={t('audit.alertsCaption')}
+          columns={tList(
+            'audit.fired',
+            'audit.rule',
+            'audit.severity',
+            'audit.who',
+            'audit.matches',
+            'audit.event',
+          )}
         >
           {page.data.data.map((a) => (
             <tr key={a.id}>
-              <td data-label="Fired">{shownTime(a.fired_at)}</td>
-              <td data-label="Rule">{a.rule.name}</td>
-              <td data-label="Severity">
+              <td data-label={t('audit.fired')}>{shownTime(a.fired_at)}</td>
+              <td data-label={t('audit.rule')}>{a.rule.name}</td>
+              <td data-label={t('audit.severity')}>
                 <span class={`severity severity-${a.severity}`}>{a.severity}</span>
               </td>
-              <td data-label="Who">{a.key === '*' ? 'anyone' : a.key}</td>
-              <td data-label="Matches">
-                {a.match_count} in {a.window}
+              <td data-label={t('audit.who')}>{a.key === '*' ? t('audit.anyone') : a.key}</td>
+              <td data-label={t('audit.matches')}>
+                {t('audit.countIn', { count: a.match_count, window: a.window })}
               </td>
-              <td data-label="Event">
+              <td data-label={t('audit.event')}>
                 <button type="button" class="link-button" onClick={() => setOpen(a.event.id)}>
                   {a.event.operation}
                 </button>
@@ -68,14 +76,14 @@ export function AlertsView() {
         </AuditTable>
       )}
       {page.data && (
-        <nav class="audit-pager" aria-label="Pages of alerts">
+        <nav class="audit-pager" aria-label={t('audit.alertPages')}>
           <button
             type="button"
             class="button button-secondary"
             disabled={!page.data.prev_cursor}
             onClick={() => setCursor(page.data?.prev_cursor ?? undefined)}
           >
-            ← Newer
+            ← {t('audit.newer')}
           </button>
           <button
             type="button"
@@ -83,7 +91,7 @@ export function AlertsView() {
             disabled={!page.data.next_cursor}
             onClick={() => setCursor(page.data?.next_cursor ?? undefined)}
           >
-            Older →
+            {t('audit.older')} →
           </button>
         </nav>
       )}
@@ -132,19 +140,19 @@ export function RulesView() {
         method: 'PUT',
         body: ruleBody({ ...draftOf(rule), enabled: !rule.enabled }),
       }),
-      `“${rule.name}” is ${rule.enabled ? 'off' : 'on'}.`,
+      t(rule.enabled ? 'audit.ruleOff' : 'audit.ruleOn', { name: rule.name }),
     );
   const remove = (rule: AlertRule) =>
     act(
       rule,
       auditJson(`/api/rules/${encodeURIComponent(rule.id)}`, { method: 'DELETE' }),
-      `“${rule.name}” was deleted.`,
+      t('audit.ruleDeleted', { name: rule.name }),
     );
 
   return (
     <section class="panel" aria-labelledby="rules-title">
       <div class="audit-section-head">
-        <h1 id="rules-title">Alert rules</h1>
+        <h1 id="rules-title">{t('audit.alertRules')}</h1>
         {!editing && (
           <button
             type="button"
@@ -154,15 +162,11 @@ export function RulesView() {
               setEditing({});
             }}
           >
-            New rule
+            {t('mesh.alerts.newRule')}
           </button>
         )}
       </div>
-      {features && !features.alerts_enabled && (
-        <p class="notice-info">
-          Rules are kept but not evaluated: alerts are off on this hub (ALERTS_ENABLED).
-        </p>
-      )}
+      {features && !features.alerts_enabled && <p class="notice-info">{t('audit.alertsOff')}</p>}
       <p class="muted small" role="status" data-testid="rules-notice">
         {notice ?? ''}
       </p>
@@ -176,7 +180,7 @@ export function RulesView() {
           hubTimeZone={hubTimeZone}
           onSaved={(rule) => {
             setEditing(undefined);
-            setNotice(`“${rule.name}” was saved.`);
+            setNotice(t('audit.ruleSaved', { name: rule.name }));
             setTick((t) => t + 1);
           }}
           onCancel={() => setEditing(undefined)}
@@ -187,14 +191,14 @@ export function RulesView() {
           {auditWords(rules.error)}
         </p>
       )}
-      {rules.data && rules.data.data.length === 0 && <p class="audit-empty">No rules yet.</p>}
+      {rules.data && rules.data.data.length === 0 && <p class="audit-empty">{t('mesh.alerts.noRules')}</p>}
       {rules.data && rules.data.data.length > 0 && (
         <ul class="rules" data-testid="rules">
           {rules.data.data.map((r) => (
             <li key={r.id} data-rule-id={r.id}>
               <h2>
                 {r.name} <span class={`severity severity-${r.severity}`}>{r.severity}</span>
-                {!r.enabled && <span class="muted small"> (off)</span>}
+                {!r.enabled && <span class="muted small"> {t('audit.offMark')}</span>}
               </h2>
               {r.description && <p>{r.description}</p>}
               <p class="rule-words">{conditionWords(r.condition, label)}</p>
@@ -207,23 +211,24 @@ export function RulesView() {
                     setEditing({ rule: r });
                   }}
                 >
-                  Edit<span class="visually-hidden"> {r.name}</span>
+                  {t('audit.edit')}
+                  <span class="visually-hidden"> {r.name}</span>
                 </button>
                 <button type="button" class="button button-secondary button-small" onClick={() => toggle(r)}>
-                  {r.enabled ? 'Turn off' : 'Turn on'}
+                  {r.enabled ? t('audit.turnOff') : t('audit.turnOn')}
                   <span class="visually-hidden"> {r.name}</span>
                 </button>
                 {confirmDelete === r.id ? (
                   <>
                     <button type="button" class="button button-small button-danger" onClick={() => remove(r)}>
-                      Yes, delete {r.name}
+                      {t('audit.yesDelete', { name: r.name })}
                     </button>
                     <button
                       type="button"
                       class="button button-secondary button-small"
                       onClick={() => setConfirmDelete(undefined)}
                     >
-                      Keep it
+                      {t('audit.keepIt')}
                     </button>
                   </>
                 ) : (
@@ -232,7 +237,8 @@ export function RulesView() {
                     class="button button-secondary button-small"
                     onClick={() => setConfirmDelete(r.id)}
                   >
-                    Delete<span class="visually-hidden"> {r.name}</span>
+                    {t('mesh.alerts.delete')}
+                    <span class="visually-hidden"> {r.name}</span>
                   </button>
                 )}
               </div>

@@ -8,6 +8,8 @@
  */
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { useTitle } from '../hooks.js';
+import { t } from '../i18n/index.js';
+import { formatCount } from '../lib/format.js';
 import { Link } from '../router.js';
 import { auditJson, auditWords, fieldError } from './audit-api.js';
 import { apiFilters, describeSearch, hasFilters, parseSearch } from './audit-filters.js';
@@ -88,15 +90,15 @@ export function AskView({ search }: { search: string }) {
   const questionError = run.state === 'failed' ? fieldError(run.error, 'question') : undefined;
   return (
     <section class="panel audit-ask" aria-labelledby="ask-title">
-      <h1 id="ask-title">Ask about the audit events</h1>
+      <h1 id="ask-title">{t('audit.askHeading')}</h1>
       <form onSubmit={ask}>
-        <label for="ask-question">Your question</label>
+        <label for="ask-question">{t('audit.yourQuestion')}</label>
         <textarea
           id="ask-question"
           rows={3}
           maxLength={2000}
           value={question}
-          placeholder="Which devices were wiped in the last 24 hours?"
+          placeholder={t('audit.questionPlaceholder')}
           onInput={(e) => setQuestion(e.currentTarget.value)}
           aria-invalid={questionError ? 'true' : undefined}
           aria-describedby={questionError ? 'ask-question-error' : undefined}
@@ -108,7 +110,8 @@ export function AskView({ search }: { search: string }) {
         )}
         {hasFilters(filters) && search && (
           <p class="muted small">
-            Within the search: {describeSearch(scope)}. <Link href="/audit/ask">Ask about all events</Link>
+            {t('audit.withinSearch', { search: describeSearch(scope) })}{' '}
+            <Link href="/audit/ask">{t('audit.askAll')}</Link>
           </p>
         )}
         <label class="check">
@@ -117,18 +120,18 @@ export function AskView({ search }: { search: string }) {
             checked={background}
             onChange={(e) => setBackground(e.currentTarget.checked)}
           />{' '}
-          Run in the background (for long questions)
+          {t('audit.background')}
         </label>
         <button type="submit" class="button" disabled={busy || !question.trim()}>
-          Ask
+          {t('audit.ask')}
         </button>
       </form>
       <div role="status" aria-live="polite" data-testid="ask-progress">
-        {run.state === 'asking' && <p class="loading">Thinking…</p>}
+        {run.state === 'asking' && <p class="loading">{t('audit.thinking')}</p>}
         {run.state === 'job' && (
           <p class="ask-job">
-            <progress aria-label="Background question" />{' '}
-            {run.status === 'queued' ? 'Waiting in the queue' : 'Working on it'}…{' '}
+            <progress aria-label={t('audit.backgroundQuestion')} />{' '}
+            {run.status === 'queued' ? t('audit.queued') : t('audit.working')}…{' '}
             {Math.max(0, Math.round((now - run.since) / 1000))} s
           </p>
         )}
@@ -148,30 +151,40 @@ function Answer({ answer, onOpen }: { answer: AskAnswer; onOpen: (id: string) =>
   const q = answer.query_info;
   const range =
     q.time_range.start || q.time_range.end
-      ? `${shownTime(q.time_range.start)} to ${q.time_range.end ? shownTime(q.time_range.end) : 'now'}`
-      : 'any time';
+      ? t('audit.rangeTo', {
+          start: shownTime(q.time_range.start),
+          end: q.time_range.end ? shownTime(q.time_range.end) : t('audit.now'),
+        })
+      : t('audit.anyTime');
   return (
     <article class="ask-answer" data-testid="ask-answer" aria-labelledby="answer-title">
-      <h2 id="answer-title">Answer</h2>
+      <h2 id="answer-title">{t('audit.answer')}</h2>
       <p class="answer-text">{answer.answer}</p>
       <p class="muted small" data-testid="llm-used">
         {answer.llm_used
-          ? `Answered by the language model${answer.cached ? ' (from the cache)' : ''}.`
-          : `No language model answered${answer.fallback_reason ? ` (${answer.fallback_reason})` : ''}: this is a summary of the matching events.`}
+          ? t(answer.cached ? 'audit.llmCached' : 'audit.llm')
+          : answer.fallback_reason
+            ? t('audit.noLlmBecause', { reason: answer.fallback_reason })
+            : t('audit.noLlm')}
       </p>
-      <h3>Scope</h3>
+      <h3>{t('audit.scope')}</h3>
       <ul class="scope-notes" data-testid="scope-notes">
         <li>
-          Time: {range}
-          {q.time_range.phrase ? ` (from “${q.time_range.phrase}”)` : ''}
+          {t('audit.timeScope', { range })}
+          {q.time_range.phrase ? ` ${t('audit.fromPhrase', { phrase: q.time_range.phrase })}` : ''}
         </li>
         <li>
-          {q.events_shown.toLocaleString()} shown of {answer.total_matched.toLocaleString()}
-          {answer.total_capped ? '+' : ''} matching events
+          {t('audit.shownOf', {
+            shown: formatCount(q.events_shown),
+            total: `${formatCount(answer.total_matched)}${answer.total_capped ? '+' : ''}`,
+          })}
         </li>
         {q.excluded_services && (
           <li>
-            Left out: {q.excluded_services.services.join(', ')} ({q.excluded_services.reason})
+            {t('audit.leftOut', {
+              services: q.excluded_services.services.join(', '),
+              reason: q.excluded_services.reason,
+            })}
           </li>
         )}
         {q.filters.map((f) => (
@@ -186,7 +199,7 @@ function Answer({ answer, onOpen }: { answer: AskAnswer; onOpen: (id: string) =>
       </ul>
       {answer.events.length > 0 && (
         <>
-          <h3>Cited events</h3>
+          <h3>{t('audit.cited')}</h3>
           <ul class="cited-events">
             {answer.events.map((e) => (
               <li key={e.id}>

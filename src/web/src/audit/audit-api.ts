@@ -5,13 +5,14 @@
  * it starts the audit sign-in again instead (and comes back to the same search).
  */
 import { type ApiOptions, type ApiResponse, request } from '../api/client.js';
+import { type MessageKey, t } from '../i18n/index.js';
 import { ApiError, plainWords } from '../lib/problem.js';
 import { accessWords } from './access-words.js';
 import { auditAuthStore, auditToken, expired, SignInRedirect } from './audit-session.js';
 
 /** Without AUDIT_* credentials the hub collects nothing: the Sources page and an empty search say so. */
-export const COLLECTION_NOT_CONFIGURED =
-  'Collection is not configured: set AUDIT_TENANT_ID, AUDIT_CLIENT_ID and AUDIT_CLIENT_SECRET.';
+/** The console's words when the hub collects no audit events (AUDIT_* unset). */
+export const collectionNotConfigured = () => t('audit.api.notConfigured');
 
 export async function auditRequest<T>(path: string, options: ApiOptions = {}): Promise<ApiResponse<T>> {
   const token = auditToken();
@@ -39,17 +40,15 @@ export function auditWords(error: unknown): string | undefined {
   if (!(error instanceof ApiError)) return plainWords(error);
   const { status } = error;
   if (status === 401) {
-    return auditAuthStore.get().session
-      ? 'Your sign-in is no longer valid. Please sign in again.'
-      : 'Sign in to see the audit events.';
+    return auditAuthStore.get().session ? t('problem.signInAgain') : t('audit.api.signIn');
   }
-  if (status === 403) return accessWords(error) ?? `Not allowed: ${error.detail}.`;
+  if (status === 403) return accessWords(error) ?? t('problem.notAllowed', { detail: error.detail });
   if (status === 409) return `${capitalise(error.detail)}.`;
   if (status === 503) {
     if (/sign-in is not available|authentication settings/.test(error.detail))
-      return 'Sign-in is switched on (AUTH_ENABLED) but not fully set up, so the audit data is locked. An administrator must complete the identity provider settings.';
+      return t('audit.api.authIncomplete');
     const wait = error.extras.retryAfterSeconds;
-    return `${capitalise(error.detail)}.${wait !== undefined ? ` Try again in ${wait} s.` : ''}`;
+    return `${capitalise(error.detail)}.${wait !== undefined ? ` ${t('audit.api.tryAgainIn', { wait: `${wait} s` })}` : ''}`;
   }
   if (status === 413) return `${capitalise(error.detail)}.`;
   if (status === 429) {
@@ -57,19 +56,19 @@ export function auditWords(error: unknown): string | undefined {
     const tier = error.extras.members?.tier;
     const what = typeof tier === 'string' ? TIER_WORDS[tier] : undefined;
     const wait = error.extras.retryAfterSeconds;
-    return `${what ? `Too many ${what} from this computer for now` : capitalise(error.detail)}.${
-      wait !== undefined ? ` Try again in ${waitWords(wait)}.` : ' Wait a moment and try again.'
+    return `${what ? t(what) : capitalise(error.detail)}. ${
+      wait !== undefined ? t('audit.api.tryAgainIn', { wait: waitWords(wait) }) : t('audit.api.waitAMoment')
     }`;
   }
   return plainWords(error);
 }
 
 /** The rate-limit tiers (plugins/audit/http/rate-limit.ts) in words. */
-const TIER_WORDS: Record<string, string> = {
-  fetch: 'fetch requests',
-  ask: 'questions and explanations',
-  write: 'changes',
-  default: 'requests',
+const TIER_WORDS: Record<string, MessageKey> = {
+  fetch: 'audit.api.tooManyFetch',
+  ask: 'audit.api.tooManyAsk',
+  write: 'audit.api.tooManyWrite',
+  default: 'audit.api.tooMany',
 };
 
 /** A Retry-After in words: "40 s", "3 min", "1 h 5 min". */

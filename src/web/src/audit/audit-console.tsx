@@ -20,6 +20,7 @@ import { SearchView } from './search-view.js';
 import { SourceHealthView } from './source-health.js';
 import './audit.css';
 import { FormAlert } from '../components/form-alert.js';
+import { t } from '../i18n/index.js';
 
 const TITLES: Record<AuditView, string> = {
   search: 'Audit events',
@@ -46,40 +47,40 @@ export function AuditConsole({ view, search }: { view: AuditView; search: string
   if (!auth.config) {
     return auth.configError ? (
       <section class="panel notice notice-error" role="alert">
-        <h1>The audit console could not start</h1>
+        <h1>{t('audit.couldNotStart')}</h1>
         <p>{auditWords(auth.configError)}</p>
       </section>
     ) : (
       <p class="loading" role="status">
-        Loading…
+        {t('common.loading')}
       </p>
     );
   }
   const ai = features.features?.ai_features_enabled === true;
   const alerts = !!features.features && 'alerts_enabled' in features.features;
   const tabs: Array<{ view: AuditView; label: string; href: string }> = [
-    { view: 'search', label: 'Events', href: '/audit' },
-    { view: 'sources', label: 'Sources', href: '/audit/sources' },
-    ...(ai ? [{ view: 'ask' as const, label: 'Ask', href: '/audit/ask' }] : []),
+    { view: 'search', label: t('audit.events'), href: '/audit' },
+    { view: 'sources', label: t('audit.sources'), href: '/audit/sources' },
+    ...(ai ? [{ view: 'ask' as const, label: t('audit.ask'), href: '/audit/ask' }] : []),
     ...(alerts
       ? [
-          { view: 'alerts' as const, label: 'Alerts', href: '/audit/alerts' },
-          { view: 'rules' as const, label: 'Rules', href: '/audit/rules' },
+          { view: 'alerts' as const, label: t('header.alerts'), href: '/audit/alerts' },
+          { view: 'rules' as const, label: t('mesh.alerts.rules'), href: '/audit/rules' },
         ]
       : []),
   ];
   return (
     <div class="audit">
       <div class="audit-bar">
-        <nav aria-label="Audit console" class="audit-tabs">
-          {tabs.map((t) => (
+        <nav aria-label={t('audit.console')} class="audit-tabs">
+          {tabs.map((tab) => (
             <Link
-              key={t.view}
-              href={t.href}
+              key={tab.view}
+              href={tab.href}
               class="audit-tab"
-              aria-current={view === t.view ? 'page' : undefined}
+              aria-current={view === tab.view ? 'page' : undefined}
             >
-              {t.label}
+              {tab.label}
             </Link>
           ))}
         </nav>
@@ -90,12 +91,12 @@ export function AuditConsole({ view, search }: { view: AuditView; search: string
       ) : auth.config.status === 'misconfigured' && !features.features && !features.error ? (
         // Every audit route answers 503 here: one call says so, not one per view.
         <p class="loading" role="status">
-          Loading…
+          {t('common.loading')}
         </p>
       ) : features.error && !features.features ? (
         <section class="panel notice notice-error" role="alert">
           {/* Issue 23: a caller without a reader role is told so, not that the API failed. */}
-          <h1>{refusedAccess(features.error) ? 'Not allowed' : 'The audit API did not answer'}</h1>
+          <h1>{refusedAccess(features.error) ? t('audit.notAllowed') : t('audit.apiNoAnswer')}</h1>
           <p>{auditWords(features.error)}</p>
         </section>
       ) : view === 'search' ? (
@@ -108,13 +109,13 @@ export function AuditConsole({ view, search }: { view: AuditView; search: string
             <AskView search={search} />
           ) : (
             <section class="panel notice">
-              <h1>Asking is switched off</h1>
-              <p>AI features are off on this hub (AI_FEATURES_ENABLED).</p>
+              <h1>{t('audit.askOff')}</h1>
+              <p>{t('audit.askOffText')}</p>
             </section>
           )
         ) : (
           <p class="loading" role="status">
-            Loading…
+            {t('common.loading')}
           </p>
         )
       ) : view === 'alerts' ? (
@@ -132,15 +133,14 @@ function SignInPanel() {
   const [busy, setBusy] = useState(false);
   return (
     <section class="panel audit-sign-in" aria-labelledby="audit-sign-in-title">
-      <h1 id="audit-sign-in-title">Sign in to the audit console</h1>
+      <h1 id="audit-sign-in-title">{t('audit.signInHeading')}</h1>
       {notice && (
         <p class="notice-info" role="status">
           {notice}
         </p>
       )}
       <p>
-        Audit events are only for signed-in administrators. You sign in with your organisation’s account
-        {config?.issuer ? ` at ${hostOf(config.issuer)}` : ''}.
+        {config?.issuer ? t('audit.signInTextAt', { host: hostOf(config.issuer) }) : t('audit.signInText')}
       </p>
       <button
         type="button"
@@ -155,7 +155,7 @@ function SignInPanel() {
           });
         }}
       >
-        Sign in
+        {t('chat.signIn')}
       </button>
       <FormAlert message={error} />
     </section>
@@ -181,10 +181,7 @@ function SignInCallback({ search }: { search: string }) {
           if (!cancelled) navigate(to, { replace: true });
         },
         (e: unknown) => {
-          if (!cancelled)
-            setError(
-              e instanceof SignInError ? e.message : 'The sign-in could not be finished. Start it again.',
-            );
+          if (!cancelled) setError(e instanceof SignInError ? e.message : t('audit.signInUnfinished'));
         },
       );
     return () => {
@@ -194,15 +191,15 @@ function SignInCallback({ search }: { search: string }) {
   if (!error)
     return (
       <p class="loading" role="status">
-        Signing in…
+        {t('chat.signingIn')}
       </p>
     );
   return (
     <section class="panel notice notice-error" role="alert">
-      <h1>The sign-in did not finish</h1>
+      <h1>{t('audit.signInDidNotFinish')}</h1>
       <p>{error}</p>
       <p>
-        <Link href="/audit">Back to the audit console</Link>
+        <Link href="/audit">{t('audit.backToConsole')}</Link>
       </p>
     </section>
   );

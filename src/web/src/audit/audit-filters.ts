@@ -4,13 +4,18 @@
  * range that is either a quick choice relative to now (`range=24h`) or custom (`start`/`end`),
  * the page size, the cursor, and the event open in the drawer.
  */
+import { t } from '../i18n/index.js';
+import { andWords, orWords } from '../lib/format.js';
 
 export const QUICK_RANGES = [
-  { id: '1h', label: 'Last hour', ms: 3_600_000 },
-  { id: '24h', label: 'Last 24 h', ms: 86_400_000 },
-  { id: '7d', label: 'Last 7 days', ms: 7 * 86_400_000 },
-  { id: 'all', label: 'Any time', ms: 0 },
+  { id: '1h', ms: 3_600_000 },
+  { id: '24h', ms: 86_400_000 },
+  { id: '7d', ms: 7 * 86_400_000 },
+  { id: 'all', ms: 0 },
 ] as const;
+
+/** `Last hour`, `Last 24 h`…, in the language in use. */
+export const quickRangeLabel = (id: QuickRange) => t(`audit.range.${id}`);
 export type QuickRange = (typeof QUICK_RANGES)[number]['id'];
 export type RangeChoice = QuickRange | 'custom';
 
@@ -137,14 +142,15 @@ export const hasFilters = (f: ApiFilters): boolean => Object.keys(f).length > 0;
 export function describeSearch(s: AuditSearch): string {
   const parts: string[] = [];
   if (s.services.length) parts.push(s.services.join(', '));
-  if (s.actor) parts.push(`actor "${s.actor}"`);
-  if (s.operation) parts.push(`operation "${s.operation}"`);
-  if (s.result) parts.push(`result "${s.result}"`);
-  if (s.includeTags.length) parts.push(`tagged ${s.includeTags.join(' and ')}`);
-  if (s.excludeTags.length) parts.push(`not tagged ${s.excludeTags.join(' or ')}`);
+  if (s.actor) parts.push(t('audit.phrase.actor', { value: s.actor }));
+  if (s.operation) parts.push(t('audit.phrase.operation', { value: s.operation }));
+  if (s.result) parts.push(t('audit.phrase.result', { value: s.result }));
+  if (s.includeTags.length) parts.push(t('audit.phrase.tagged', { tags: andWords(s.includeTags) }));
+  if (s.excludeTags.length) parts.push(t('audit.phrase.notTagged', { tags: orWords(s.excludeTags) }));
   const quick = QUICK_RANGES.find((r) => r.id === s.range);
-  if (quick) parts.push(quick.label.toLowerCase());
-  else parts.push(`${s.start ?? 'the beginning'} to ${s.end ?? 'now'}`);
+  if (quick) parts.push(quickRangeLabel(quick.id).toLowerCase());
+  else
+    parts.push(t('audit.rangeTo', { start: s.start ?? t('audit.beginning'), end: s.end ?? t('audit.now') }));
   return parts.join(' · ');
 }
 

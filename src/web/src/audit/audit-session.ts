@@ -11,6 +11,7 @@
  * URL (the search with its filters).
  */
 
+import { t } from '../i18n/index.js';
 import { jwtClaims } from '../lib/jwt.js';
 import { createStore } from '../lib/store.js';
 import type { AuthConfig } from './audit-types.js';
@@ -125,7 +126,7 @@ export function auditToken(): string | undefined {
 /** The API refused our token (it expired early, keys rotated…): sign in again, then come back. */
 export function expired(): void {
   if (redirecting) return;
-  signOutOfAudit('Your session expired. Please sign in again.');
+  signOutOfAudit(t('audit.session.expired'));
   void beginSignIn().catch(() => {});
 }
 
@@ -163,12 +164,10 @@ async function discover(issuer: string): Promise<Discovery> {
     if (!res.ok) throw new Error(String(res.status));
     doc = (await res.json()) as Partial<Discovery>;
   } catch {
-    throw new SignInError(
-      `The identity provider (${new URL(url).host}) could not be reached to start the sign-in. Try again, or tell whoever runs this hub.`,
-    );
+    throw new SignInError(t('audit.session.unreachableStart', { host: new URL(url).host }));
   }
   if (typeof doc.authorization_endpoint !== 'string' || typeof doc.token_endpoint !== 'string')
-    throw new SignInError('The identity provider’s configuration names no authorization or token endpoint.');
+    throw new SignInError(t('audit.session.noEndpoints'));
   return doc as Discovery;
 }
 
@@ -197,10 +196,7 @@ export function beginSignIn(returnTo = location.pathname + location.search): Pro
 
 async function redirectToProvider(returnTo: string): Promise<never> {
   const config = auditAuthStore.get().config ?? (await loadAuthConfig());
-  if (!config?.issuer || !config.client_id)
-    throw new SignInError(
-      'Sign-in is not set up for the browser: the hub needs AUTH_ISSUER and AUTH_CLIENT_ID (the app registration’s client id).',
-    );
+  if (!config?.issuer || !config.client_id) throw new SignInError(t('audit.session.notSetUp'));
   const discovery = await discover(config.issuer);
   const pending: Pending = {
     state: randomText(),
@@ -246,15 +242,14 @@ export async function completeSignIn(search: string): Promise<string> {
   if (providerError) {
     const description = params.get('error_description');
     throw new SignInError(
-      `The identity provider refused the sign-in (${providerError}${description ? `: ${description}` : ''}).`,
+      t('audit.session.refused', { reason: `${providerError}${description ? `: ${description}` : ''}` }),
     );
   }
-  if (!pending || params.get('state') !== pending.state)
-    throw new SignInError('This sign-in link is stale or was not started here. Start the sign-in again.');
+  if (!pending || params.get('state') !== pending.state) throw new SignInError(t('audit.session.stale'));
   const code = params.get('code');
-  if (!code) throw new SignInError('The identity provider sent no authorization code.');
+  if (!code) throw new SignInError(t('audit.session.noCode'));
   const config = auditAuthStore.get().config ?? (await loadAuthConfig());
-  if (!config?.client_id) throw new SignInError('Sign-in is not set up for the browser (AUTH_CLIENT_ID).');
+  if (!config?.client_id) throw new SignInError(t('audit.session.noClientId'));
   let body: { access_token?: string; id_token?: string; error?: string; error_description?: string };
   try {
     const res = await fetch(pending.tokenEndpoint, {
@@ -271,11 +266,13 @@ export async function completeSignIn(search: string): Promise<string> {
     body = (await res.json()) as typeof body;
     if (!res.ok)
       throw new SignInError(
-        `The identity provider did not issue a token (${body.error ?? res.status}${body.error_description ? `: ${body.error_description}` : ''}).`,
+        t('audit.session.noToken', {
+          reason: `${body.error ?? res.status}${body.error_description ? `: ${body.error_description}` : ''}`,
+        }),
       );
   } catch (error) {
     if (error instanceof SignInError) throw error;
-    throw new SignInError('The identity provider could not be reached to finish the sign-in. Try again.');
+    throw new SignInError(t('audit.session.unreachableFinish'));
   }
   adopt(chooseToken(body, config, pending.nonce));
   return pending.returnTo;
@@ -300,15 +297,14 @@ export function chooseToken(
 ): AuditSession {
   const access = tokens.access_token ? jwtClaims(tokens.access_token) : undefined;
   const id = tokens.id_token ? jwtClaims(tokens.id_token) : undefined;
-  if (id && id.nonce !== nonce)
-    throw new SignInError('The ID token does not belong to this sign-in (nonce). Start again.');
+  if (id && id.nonce !== nonce) throw new SignInError(t('audit.session.nonce'));
   const pick =
     access && tokens.access_token && audienceMatches(access.aud, config.audience)
       ? { token: tokens.access_token, kind: 'access' as const, claims: access }
       : id && tokens.id_token
         ? { token: tokens.id_token, kind: 'id' as const, claims: id }
         : undefined;
-  if (!pick) throw new SignInError('The identity provider issued no token this hub can use.');
+  if (!pick) throw new SignInError(t('audit.session.noUsableToken'));
   const named = [
     id?.name,
     pick.claims.preferred_username,

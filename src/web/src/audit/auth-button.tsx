@@ -5,6 +5,7 @@
  */
 import { useState } from 'preact/hooks';
 import { useStore } from '../hooks.js';
+import { t } from '../i18n/index.js';
 import { auditAuthStore, beginSignIn, SignInError, signOutOfAudit } from './audit-session.js';
 
 export function AuthButton() {
@@ -13,12 +14,8 @@ export function AuthButton() {
   if (!config) return null;
   if (config.status === 'off')
     return (
-      <span
-        class="auth-button auth-off"
-        data-testid="auth-button"
-        title="AUTH_ENABLED is off: the audit API answers without sign-in, on this network."
-      >
-        Auth: OFF
+      <span class="auth-button auth-off" data-testid="auth-button" title={t('audit.authOffTitle')}>
+        {t('audit.authOff')}
       </span>
     );
   if (config.status === 'misconfigured')
@@ -26,9 +23,13 @@ export function AuthButton() {
       <span
         class="auth-button auth-bad"
         data-testid="auth-button"
-        title={`AUTH_ENABLED is on, but ${config.missing?.length ? `${config.missing.join(', ')} ${config.missing.length > 1 ? 'are' : 'is'} missing` : 'the identity provider is not set up'}. The audit API refuses every request until it is fixed.`}
+        title={
+          config.missing?.length
+            ? t('audit.authMissing', { count: config.missing.length, names: config.missing.join(', ') })
+            : t('audit.authNoProvider')
+        }
       >
-        Auth: misconfigured
+        {t('audit.authMisconfigured')}
       </span>
     );
   if (session)
@@ -36,13 +37,15 @@ export function AuthButton() {
       <span class="auth-user" data-testid="auth-button">
         <span
           class="auth-name"
-          title={session.roles.length ? `Roles: ${session.roles.join(', ')}` : 'No roles'}
+          title={
+            session.roles.length ? t('audit.roles', { roles: session.roles.join(', ') }) : t('audit.noRoles')
+          }
         >
-          <span class="visually-hidden">Signed in as </span>
+          <span class="visually-hidden">{t('audit.signedInAs')} </span>
           {session.name}
         </span>
-        <button type="button" class="link-button" onClick={() => signOutOfAudit('You signed out.')}>
-          Sign out
+        <button type="button" class="link-button" onClick={() => signOutOfAudit(t('header.signedOut'))}>
+          {t('header.signOut')}
         </button>
       </span>
     );
@@ -57,7 +60,7 @@ export function AuthButton() {
           })
         }
       >
-        Sign in
+        {t('chat.signIn')}
       </button>
       {error && (
         <span class="form-error" role="alert">

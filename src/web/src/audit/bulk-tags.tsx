@@ -6,6 +6,8 @@
  */
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { useStore } from '../hooks.js';
+import { t } from '../i18n/index.js';
+import { formatCount } from '../lib/format.js';
 import { auditJson, auditWords, fieldError } from './audit-api.js';
 import { auditFeaturesStore, refreshOptions } from './audit-features.js';
 import { type AuditSearch, apiFilters, describeSearch, filterParams, hasFilters } from './audit-filters.js';
@@ -16,8 +18,8 @@ export const BULK_TAG_CAP = 10_000;
 const COUNT_PAGE = 500;
 /** The two ways to tag, as the form offers them. */
 const MODES = [
-  ['append', 'Append: add these tags, keep the others'],
-  ['replace', 'Replace: the events’ tags become exactly these'],
+  ['append', 'audit.bulk.append'],
+  ['replace', 'audit.bulk.replace'],
 ] as const;
 
 type Count =
@@ -73,7 +75,9 @@ export function BulkTags({ search, onClose }: { search: AuditSearch; onClose: (c
   }, [onClose, result]);
 
   const n = count.state === 'done' ? count.count : undefined;
-  const words = (k: number) => `${k.toLocaleString()} ${k === 1 ? 'event' : 'events'}`;
+  const words = (k: number) => t('audit.bulk.events', { count: k, n: formatCount(k) });
+  const quoted = tags.map((tag) => `“${tag}”`).join(', ');
+  const cap = formatCount(BULK_TAG_CAP);
   const send = () => {
     setStep('sending');
     setError(undefined);
@@ -96,51 +100,53 @@ export function BulkTags({ search, onClose }: { search: AuditSearch; onClose: (c
   return (
     <div class="drawer-backdrop">
       <div class="dialog" role="dialog" aria-modal="true" aria-labelledby="bulk-title" ref={dialog}>
-        <h2 id="bulk-title">Tag all matching events</h2>
-        <p class="muted small">Filter: {describeSearch(search)}</p>
+        <h2 id="bulk-title">{t('audit.bulk.title')}</h2>
+        <p class="muted small">{t('audit.bulk.filter', { search: describeSearch(search) })}</p>
         {!filtered ? (
           <p class="form-error" role="alert">
-            Choose at least one filter first: tagging every event at once is refused.
+            {t('audit.bulk.needFilter')}
           </p>
         ) : (
           <p role="status" data-testid="bulk-count">
             {count.state === 'counting'
-              ? `Counting… ${count.sofar.toLocaleString()} so far`
+              ? t('audit.bulk.counting', { n: formatCount(count.sofar) })
               : count.state === 'failed'
                 ? auditWords(count.error)
                 : count.capped
-                  ? `More than ${BULK_TAG_CAP.toLocaleString()} events match. Only the newest ${BULK_TAG_CAP.toLocaleString()} will be tagged.`
-                  : `${words(count.count)} match. At most ${BULK_TAG_CAP.toLocaleString()} are tagged at once.`}
+                  ? t('audit.bulk.moreThanCap', { cap })
+                  : t('audit.bulk.match', { events: words(count.count), cap })}
           </p>
         )}
         {result ? (
           <div role="status" class="notice-info" data-testid="bulk-result">
             <p>
-              Done: {words(result.updated)} {result.mode === 'append' ? 'tagged' : 'retagged'}
+              {t(result.mode === 'append' ? 'audit.bulk.doneTagged' : 'audit.bulk.doneRetagged', {
+                events: words(result.updated),
+              })}
               {result.unchanged
-                ? `, ${words(result.unchanged)} already had ${result.tags.length === 1 ? 'that tag' : 'those tags'}`
+                ? `, ${t('audit.bulk.alreadyHad', { events: words(result.unchanged), count: result.tags.length })}`
                 : ''}{' '}
-              (of {words(result.matched)} matching
-              {result.truncated ? `; only the newest ${result.limit.toLocaleString()}` : ''}).
+              ({t('audit.bulk.ofMatching', { events: words(result.matched) })}
+              {result.truncated ? `; ${t('audit.bulk.onlyNewest', { n: formatCount(result.limit) })}` : ''}).
             </p>
             <button type="button" class="button" onClick={() => onClose(true)}>
-              Close
+              {t('audit.close')}
             </button>
           </div>
         ) : step === 'confirm' || step === 'sending' ? (
           <div class="bulk-confirm">
             <p>
               {mode === 'append'
-                ? `Add ${tags.map((t) => `“${t}”`).join(', ')} to ${words(n ?? 0)}?`
+                ? t('audit.bulk.confirmAdd', { tags: quoted, events: words(n ?? 0) })
                 : tags.length
-                  ? `Replace the tags of ${words(n ?? 0)} with ${tags.map((t) => `“${t}”`).join(', ')}? Their other tags are removed.`
-                  : `Remove every tag from ${words(n ?? 0)}?`}
+                  ? t('audit.bulk.confirmReplace', { tags: quoted, events: words(n ?? 0) })
+                  : t('audit.bulk.confirmRemove', { events: words(n ?? 0) })}
             </p>
             <button type="button" class="button" disabled={step === 'sending'} onClick={send}>
-              {step === 'sending' ? 'Tagging…' : 'Yes, tag them'}
+              {step === 'sending' ? t('audit.bulk.tagging') : t('audit.bulk.yes')}
             </button>{' '}
             <button type="button" class="button button-secondary" onClick={() => setStep('edit')}>
-              Back
+              {t('mesh.trace.back')}
             </button>
           </div>
         ) : (
@@ -152,18 +158,18 @@ export function BulkTags({ search, onClose }: { search: AuditSearch; onClose: (c
           >
             <TagInput
               id="bulk-tags"
-              label="Tags"
+              label={t('audit.tags')}
               tags={tags}
               suggestions={options?.tags ?? []}
               onChange={setTags}
               error={tagError}
             />
             <fieldset class="bulk-mode">
-              <legend>How</legend>
-              {MODES.map(([value, words]) => (
+              <legend>{t('audit.how')}</legend>
+              {MODES.map(([value, key]) => (
                 <label key={value} class="check">
                   <input type="radio" name="mode" checked={mode === value} onChange={() => setMode(value)} />{' '}
-                  {words}
+                  {t(key)}
                 </label>
               ))}
             </fieldset>
@@ -178,10 +184,10 @@ export function BulkTags({ search, onClose }: { search: AuditSearch; onClose: (c
                 class="button"
                 disabled={!filtered || n === undefined || n === 0 || (mode === 'append' && tags.length === 0)}
               >
-                {n === undefined ? 'Tag…' : `Tag ${words(n)}…`}
+                {n === undefined ? t('audit.bulk.tag') : t('audit.bulk.tagN', { events: words(n) })}
               </button>
               <button type="button" class="button button-secondary" onClick={() => onClose(false)}>
-                Cancel
+                {t('common.cancel')}
               </button>
             </div>
           </form>

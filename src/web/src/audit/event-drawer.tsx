@@ -6,6 +6,7 @@
  */
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { useStore } from '../hooks.js';
+import { t } from '../i18n/index.js';
 import { auditJson, auditWords, fieldError } from './audit-api.js';
 import { auditFeaturesStore, refreshOptions } from './audit-features.js';
 import type { AuditComment, AuditEventDetail, ExplainAnswer } from './audit-types.js';
@@ -71,13 +72,15 @@ export function EventDrawer({
         data-testid="event-drawer"
       >
         <div class="drawer-head">
-          <h2 id="drawer-title">{event ? event.operation || 'Event' : `Event ${id}`}</h2>
+          <h2 id="drawer-title">
+            {event ? event.operation || t('audit.event') : t('audit.eventId', { id })}
+          </h2>
           <button
             type="button"
             class="icon-button"
             ref={closeButton}
             onClick={onClose}
-            aria-label="Close the event"
+            aria-label={t('audit.closeEvent')}
           >
             ×
           </button>
@@ -89,34 +92,34 @@ export function EventDrawer({
         )}
         {!event && error === undefined && (
           <p class="loading" role="status">
-            Loading…
+            {t('common.loading')}
           </p>
         )}
         {event && (
           <>
             <dl class="event-fields">
-              <dt>Time</dt>
+              <dt>{t('mesh.packets.time')}</dt>
               <dd>
                 <time dateTime={event.timestamp}>{shownTime(event.timestamp)}</time>{' '}
                 <span class="muted small">({event.timestamp})</span>
               </dd>
-              <dt>Service</dt>
+              <dt>{t('audit.service')}</dt>
               <dd>{event.service}</dd>
-              <dt>Operation</dt>
+              <dt>{t('audit.operation')}</dt>
               <dd>{event.operation}</dd>
-              <dt>Result</dt>
+              <dt>{t('audit.result')}</dt>
               <dd>
                 <span class={outcomeClass(event.result)}>{event.result_raw || event.result}</span>
               </dd>
-              <dt>Actor</dt>
+              <dt>{t('audit.actor')}</dt>
               <dd>{event.actor}</dd>
-              <dt>Target</dt>
+              <dt>{t('audit.target')}</dt>
               <dd>{event.target || '—'}</dd>
-              <dt>Source</dt>
+              <dt>{t('audit.source')}</dt>
               <dd>
                 {event.source} <span class="muted small">{event.source_id}</span>
               </dd>
-              <dt>Id</dt>
+              <dt>{t('audit.id')}</dt>
               <dd>{event.id}</dd>
             </dl>
             <RawRecord raw={event.raw} />
@@ -137,10 +140,10 @@ function RawRecord({ raw }: { raw: unknown }) {
   const text = raw === null || raw === undefined ? '' : JSON.stringify(raw, null, 2);
   const pre = useRef<HTMLPreElement>(null);
   const [copied, setCopied] = useState<string>();
-  if (!text) return <p class="muted small">The raw record is not kept for this event.</p>;
+  if (!text) return <p class="muted small">{t('audit.noRaw')}</p>;
   return (
     <details class="raw-record">
-      <summary>Raw record</summary>
+      <summary>{t('audit.raw')}</summary>
       <button
         type="button"
         class="button button-secondary button-small"
@@ -149,13 +152,13 @@ function RawRecord({ raw }: { raw: unknown }) {
           const select = () => {
             const selection = getSelection();
             if (pre.current && selection) selection.selectAllChildren(pre.current);
-            setCopied('Selected: press Ctrl+C (⌘C) to copy.');
+            setCopied(t('audit.selected'));
           };
           if (!navigator.clipboard) return select();
-          navigator.clipboard.writeText(text).then(() => setCopied('Copied to the clipboard.'), select);
+          navigator.clipboard.writeText(text).then(() => setCopied(t('audit.copied')), select);
         }}
       >
-        Copy
+        {t('audit.copy')}
       </button>
       <span role="status" class="muted small">
         {copied ? ` ${copied}` : ''}
@@ -211,11 +214,11 @@ function EventTags({
   const words = error === undefined ? undefined : (fieldError(error, 'tags') ?? auditWords(error));
   return (
     <section class="drawer-section" aria-labelledby="tags-title" aria-busy={busy}>
-      <h3 id="tags-title">Tags</h3>
-      {!tags.length && <p class="muted small">No tags yet.</p>}
+      <h3 id="tags-title">{t('audit.tags')}</h3>
+      {!tags.length && <p class="muted small">{t('audit.noTags')}</p>}
       <TagInput
         id="event-tags"
-        label="Add a tag"
+        label={t('audit.addTag')}
         tags={tags}
         suggestions={options?.tags ?? []}
         onChange={save}
@@ -232,9 +235,9 @@ function Comments({ event, onAdded }: { event: AuditEventDetail; onAdded: (c: Au
   const words = error === undefined ? undefined : (fieldError(error, 'text') ?? auditWords(error));
   return (
     <section class="drawer-section" aria-labelledby="comments-title">
-      <h3 id="comments-title">Comments</h3>
+      <h3 id="comments-title">{t('audit.comments')}</h3>
       {event.comments.length === 0 ? (
-        <p class="muted small">No comments yet.</p>
+        <p class="muted small">{t('audit.noComments')}</p>
       ) : (
         <ol class="comments">
           {event.comments.map((c) => (
@@ -271,7 +274,7 @@ function Comments({ event, onAdded }: { event: AuditEventDetail; onAdded: (c: Au
           );
         }}
       >
-        <label for="comment-text">Add a comment</label>
+        <label for="comment-text">{t('audit.addComment')}</label>
         <textarea
           id="comment-text"
           rows={3}
@@ -287,7 +290,7 @@ function Comments({ event, onAdded }: { event: AuditEventDetail; onAdded: (c: Au
           </p>
         )}
         <button type="submit" class="button button-small" disabled={busy || !text.trim()}>
-          Add comment
+          {t('audit.addCommentButton')}
         </button>
       </form>
     </section>
@@ -300,7 +303,7 @@ function Explain({ id }: { id: string }) {
   if (!features?.ai_features_enabled) return null;
   return (
     <section class="drawer-section" aria-labelledby="explain-title">
-      <h3 id="explain-title">Explanation</h3>
+      <h3 id="explain-title">{t('audit.explanation')}</h3>
       <button
         type="button"
         class="button button-secondary button-small"
@@ -313,7 +316,7 @@ function Explain({ id }: { id: string }) {
           );
         }}
       >
-        {state.busy ? 'Explaining…' : 'Explain'}
+        {state.busy ? t('audit.explaining') : t('audit.explain')}
       </button>
       {state.error !== undefined && (
         <p class="form-error" role="alert">
@@ -325,8 +328,10 @@ function Explain({ id }: { id: string }) {
           <p class="answer-text">{state.answer.explanation}</p>
           <p class="muted small">
             {state.answer.llm_used
-              ? `Written by the language model${state.answer.cached ? ' (from the cache)' : ''}.`
-              : `No language model was used${state.answer.fallback_reason ? `: ${state.answer.fallback_reason}` : ''}.`}
+              ? t(state.answer.cached ? 'audit.writtenCached' : 'audit.written')
+              : state.answer.fallback_reason
+                ? t('audit.noLlmUsedBecause', { reason: state.answer.fallback_reason })
+                : t('audit.noLlmUsed')}
           </p>
         </div>
       )}

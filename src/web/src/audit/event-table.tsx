@@ -3,6 +3,7 @@
  * operation (a button) and press Enter. On a phone the table becomes one card per event.
  */
 
+import { t, tList } from '../i18n/index.js';
 import { AuditTable } from './audit-table.js';
 import type { AuditEvent } from './audit-types.js';
 import { outcomeClass, shownTime } from './format.js';
@@ -21,18 +22,26 @@ export function EventTable({
   return (
     <AuditTable
       testId="audit-events"
-      caption="Audit events, newest first"
-      columns={['Time', 'Service', 'Operation', 'Result', 'Actor', 'Target', 'Tags']}
+      caption={t('audit.eventsCaption')}
+      columns={tList(
+        'mesh.packets.time',
+        'audit.service',
+        'audit.operation',
+        'audit.result',
+        'audit.actor',
+        'audit.target',
+        'audit.tags',
+      )}
     >
       {events.map((e) => (
         <tr key={e.id} data-event-id={e.id} onClick={() => onOpen(e.id)}>
-          <td data-label="Time">
+          <td data-label={t('mesh.packets.time')}>
             <time dateTime={e.timestamp} title={e.timestamp}>
               {shownTime(e.timestamp)}
             </time>
           </td>
-          <td data-label="Service">{labels[e.service] ?? e.service}</td>
-          <td data-label="Operation">
+          <td data-label={t('audit.service')}>{labels[e.service] ?? e.service}</td>
+          <td data-label={t('audit.operation')}>
             <button
               type="button"
               class="link-button"
@@ -41,27 +50,27 @@ export function EventTable({
                 onOpen(e.id);
               }}
             >
-              {e.operation || '(no operation)'}
+              {e.operation || t('audit.noOperation')}
             </button>
           </td>
-          <td data-label="Result">
+          <td data-label={t('audit.result')}>
             <span class={outcomeClass(e.result)}>{e.result_raw || e.result}</span>
           </td>
-          <td data-label="Actor">{e.actor}</td>
-          <td data-label="Target" class="audit-target">
+          <td data-label={t('audit.actor')}>{e.actor}</td>
+          <td data-label={t('audit.target')} class="audit-target">
             {e.target}
           </td>
-          <td data-label="Tags">
-            {e.tags.map((t) => (
-              <span key={t} class="chip chip-small">
-                {t}
+          <td data-label={t('audit.tags')}>
+            {e.tags.map((tag) => (
+              <span key={tag} class="chip chip-small">
+                {tag}
               </span>
             ))}
             {e.comments.length > 0 && (
-              <span class="muted small" title="Comments">
+              <span class="muted small" title={t('audit.comments')}>
                 {' '}
                 💬 {e.comments.length}
-                <span class="visually-hidden"> comments</span>
+                <span class="visually-hidden"> {t('audit.commentsLower')}</span>
               </span>
             )}
           </td>

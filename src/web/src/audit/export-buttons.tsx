@@ -6,6 +6,7 @@
  * the bearer token.
  */
 import { useState } from 'preact/hooks';
+import { t } from '../i18n/index.js';
 import { ApiError, apiErrorFrom, retryAfterSeconds } from '../lib/problem.js';
 import { auditWords } from './audit-api.js';
 import { type AuditSearch, apiFilters, exportFileName, filterParams } from './audit-filters.js';
@@ -49,12 +50,12 @@ export function ExportButtons({ search }: { search: AuditSearch }) {
           disabled={!!busy}
           onClick={() => void run(format)}
         >
-          {busy === format ? 'Exporting…' : `Export ${format.toUpperCase()}`}
+          {busy === format ? t('audit.exporting') : t('audit.export', { format: format.toUpperCase() })}
         </button>
       ))}
       {error && (
         <span class="form-error" role="alert">
-          Export failed: {error}
+          {t('audit.exportFailed', { error })}
         </span>
       )}
     </span>

@@ -11,6 +11,8 @@ import type {
   RESULTS as HUB_RESULTS,
   SEVERITIES as HUB_SEVERITIES,
 } from '../../../../plugins/audit/alerts/schemas.js';
+import { currentLocale, t } from '../i18n/index.js';
+import { andWords, formatCount, orWords } from '../lib/format.js';
 import type { AlertRule } from './audit-types.js';
 
 export const SEVERITIES = ['info', 'low', 'medium', 'high', 'critical'] as const;
@@ -19,15 +21,12 @@ export const RESULTS = ['success', 'failure', 'unknown'] as const;
 export type Result = (typeof RESULTS)[number];
 export const DAYS = ['mon', 'tue', 'wed', 'thu', 'fri', 'sat', 'sun'] as const;
 export type Day = (typeof DAYS)[number];
-export const DAY_NAMES: Record<Day, string> = {
-  mon: 'Mon',
-  tue: 'Tue',
-  wed: 'Wed',
-  thu: 'Thu',
-  fri: 'Fri',
-  sat: 'Sat',
-  sun: 'Sun',
-};
+/** `Mon`, `Di.`, `mié`, `pt.`: the weekday's short name in the language in use (Intl). */
+export function dayName(day: Day): string {
+  // 2024-01-01 was a Monday.
+  const date = new Date(Date.UTC(2024, 0, 1 + DAYS.indexOf(day), 12));
+  return new Intl.DateTimeFormat(currentLocale(), { weekday: 'short', timeZone: 'UTC' }).format(date);
+}
 // The lists are the hub's (type-only import: schemas.ts brings zod, which stays out of the
 // browser); a list that drifts from the hub's fails to compile here.
 type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
@@ -108,24 +107,22 @@ export const emptyDraft = (): RuleDraft => ({
 export function draftProblems(d: RuleDraft): Record<string, string> {
   const problems: Record<string, string> = {};
   const name = d.name.trim();
-  if (!name) problems.name = 'Give the rule a name.';
-  else if (name.length > LIMITS.name) problems.name = `At most ${LIMITS.name} characters.`;
+  if (!name) problems.name = t('audit.draft.name');
+  else if (name.length > LIMITS.name) problems.name = t('audit.draft.atMost', { max: LIMITS.name });
   if (d.description.trim().length > LIMITS.description)
-    problems.description = `At most ${LIMITS.description} characters.`;
+    problems.description = t('audit.draft.atMost', { max: LIMITS.description });
   if (d.timeOn) {
-    if (!d.days.length && !d.from && !d.to)
-      problems['condition.time'] = 'Choose at least one day, or a from or until time.';
-    if (d.from && d.to && d.from === d.to) problems['condition.time.to'] = 'Must differ from “From”.';
+    if (!d.days.length && !d.from && !d.to) problems['condition.time'] = t('audit.draft.time');
+    if (d.from && d.to && d.from === d.to) problems['condition.time.to'] = t('audit.draft.differ');
   }
   if (d.thresholdOn) {
     const count = Number(d.count);
     if (!/^\d+$/.test(d.count.trim()) || count < 1 || count > LIMITS.count)
-      problems['condition.threshold.count'] =
-        `A whole number from 1 to ${LIMITS.count.toLocaleString('en')}.`;
+      problems['condition.threshold.count'] = t('audit.draft.count', { max: formatCount(LIMITS.count) });
     const value = Number(d.windowValue);
     const ms = value * WINDOW_UNITS[d.windowUnit];
     if (!/^\d+$/.test(d.windowValue.trim()) || ms < 1_000 || ms > LIMITS.windowMs)
-      problems['condition.threshold.window'] = 'A whole number; the window is 1 second to 7 days.';
+      problems['condition.threshold.window'] = t('audit.draft.window');
   }
   return problems;
 }
@@ -220,40 +217,45 @@ export function draftOf(rule: AlertRule): RuleDraft {
   };
 }
 
-const quoted = (values: string[]) => values.map((v) => `“${v}”`).join(' or ');
+const quoted = (values: string[]) => orWords(values.map((value) => t('audit.cond.quoted', { value })));
 
-/** A rule's condition in words, for the list. */
+/** A rule's condition in words, for the list, in the language in use. */
 export function conditionWords(condition: Record<string, unknown>, label: (s: string) => string): string {
   const parts: string[] = [];
   const services = strings(condition.services);
-  if (services.length) parts.push(services.map(label).join(' or '));
+  if (services.length) parts.push(orWords(services.map(label)));
   for (const key of ['operation', 'actor'] as const) {
     const m = condition[key] as { equals?: unknown; contains?: unknown } | undefined;
     if (!m) continue;
     const words: string[] = [];
-    if (m.equals !== undefined) words.push(`is ${quoted(strings(m.equals))}`);
-    if (m.contains !== undefined) words.push(`contains ${quoted(strings(m.contains))}`);
-    parts.push(`${key} ${words.join(' and ')}`);
+    if (m.equals !== undefined) words.push(t('audit.cond.is', { values: quoted(strings(m.equals)) }));
+    if (m.contains !== undefined)
+      words.push(t('audit.cond.contains', { values: quoted(strings(m.contains)) }));
+    parts.push(t(`audit.cond.${key}`, { match: andWords(words) }));
   }
   const results = strings(condition.result);
-  if (results.length) parts.push(`result ${results.join(' or ')}`);
+  if (results.length) parts.push(t('audit.cond.result', { results: orWords(results) }));
   const tags = condition.tags as { all_of?: string[]; none_of?: string[] } | undefined;
-  if (tags?.all_of) parts.push(`tagged ${tags.all_of.join(' and ')}`);
-  if (tags?.none_of) parts.push(`not tagged ${tags.none_of.join(' or ')}`);
-  if (!parts.length) parts.push('Any event');
+  if (tags?.all_of) parts.push(t('audit.phrase.tagged', { tags: andWords(tags.all_of) }));
+  if (tags?.none_of) parts.push(t('audit.phrase.notTagged', { tags: orWords(tags.none_of) }));
+  if (!parts.length) parts.push(t('audit.anyEvent'));
   const time = condition.time as
     | { days?: Day[]; from?: string; to?: string; when?: string; time_zone?: string }
     | undefined;
   if (time) {
-    const days = time.days?.length ? time.days.map((d) => DAY_NAMES[d] ?? d).join(', ') : 'any day';
+    const days = time.days?.length ? time.days.map((d) => dayName(d)).join(', ') : t('audit.anyDay');
     const hours = time.from || time.to ? ` ${time.from ?? '00:00'}–${time.to ?? '24:00'}` : '';
-    parts.push(`${time.when ?? 'inside'} ${days}${hours}${time.time_zone ? ` (${time.time_zone})` : ''}`);
+    const span = `${days}${hours}${time.time_zone ? ` (${time.time_zone})` : ''}`;
+    parts.push(t(time.when === 'outside' ? 'audit.cond.outside' : 'audit.cond.inside', { span }));
   }
   const th = condition.threshold as { count?: number; window?: string; per?: string } | undefined;
   parts.push(
     th
-      ? `${th.count} ${th.count === 1 ? 'event' : 'events'} in ${th.window}${th.per === 'overall' ? ' overall' : ' per actor'}`
-      : 'every matching event (at most one alert an hour per actor)',
+      ? t(th.per === 'overall' ? 'audit.cond.overall' : 'audit.cond.perActor', {
+          count: th.count ?? 0,
+          window: th.window ?? '',
+        })
+      : t('audit.cond.every'),
   );
   return parts.join('; ');
 }

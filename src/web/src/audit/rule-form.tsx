@@ -8,12 +8,13 @@
  */
 import type { ComponentChildren } from 'preact';
 import { useMemo, useRef, useState } from 'preact/hooks';
+import { type MessageKey, t } from '../i18n/index.js';
 import { auditJson, auditWords, fieldError } from './audit-api.js';
 import type { AlertRule } from './audit-types.js';
 import { type ControlProps, described, FieldError, Field as FormField } from './form-parts.js';
 import {
-  DAY_NAMES,
   DAYS,
+  dayName,
   draftProblems,
   LIMITS,
   RESULTS,
@@ -26,15 +27,22 @@ import {
 } from './rule-draft.js';
 import { TagInput } from './tag-input.js';
 
-const UNIT_WORDS: Record<WindowUnit, string> = { s: 'seconds', m: 'minutes', h: 'hours', d: 'days' };
-const WHEN_WORDS = [
-  ['outside', 'outside these times'],
-  ['inside', 'inside these times'],
-] as const;
-const PER_WORDS = [
-  ['actor', 'per actor'],
-  ['overall', 'over all actors'],
-] as const;
+const UNIT_WORDS: Record<WindowUnit, MessageKey> = {
+  s: 'audit.unit.s',
+  m: 'audit.unit.m',
+  h: 'audit.unit.h',
+  d: 'audit.unit.d',
+};
+const whenWords = () =>
+  [
+    ['outside', t('audit.outsideTimes')],
+    ['inside', t('audit.insideTimes')],
+  ] as const;
+const perWords = () =>
+  [
+    ['actor', t('audit.perActor')],
+    ['overall', t('audit.overall')],
+  ] as const;
 
 function timeZones(): string[] {
   try {
@@ -115,9 +123,11 @@ export function RuleForm({
 
   return (
     <form ref={form} class="panel rule-form" aria-labelledby="rule-form-title" onSubmit={submit} noValidate>
-      <h2 id="rule-form-title">{ruleId ? `Edit “${initial.name}”` : 'New rule'}</h2>
+      <h2 id="rule-form-title">
+        {ruleId ? t('audit.editNamed', { name: initial.name }) : t('mesh.alerts.newRule')}
+      </h2>
       <div class="rule-grid">
-        <Field id="r-name" label="Name" error={err('name')}>
+        <Field id="r-name" label={t('audit.name')} error={err('name')}>
           <input
             id="r-name"
             type="text"
@@ -130,11 +140,11 @@ export function RuleForm({
         </Field>
         <SelectField
           id="r-severity"
-          label="Severity"
+          label={t('audit.severity')}
           options={SEVERITIES.map((s) => [s, s] as const)}
           {...pick('severity')}
         />
-        <Field id="r-description" label="Description (optional)" error={err('description')} wide>
+        <Field id="r-description" label={t('audit.descriptionOptional')} error={err('description')} wide>
           <textarea
             id="r-description"
             rows={2}
@@ -145,24 +155,28 @@ export function RuleForm({
           />
         </Field>
         <Toggle class="check rule-wide" checked={d.enabled} onChange={(enabled) => set({ enabled })}>
-          On (evaluated for new events)
+          {t('audit.onEvaluatedForNew')}
         </Toggle>
       </div>
 
       <fieldset class="rule-part">
-        <legend>Which events (every part you fill in must match; none: every event)</legend>
+        <legend>{t('audit.whichEventsEveryPart')}</legend>
         <Checks
-          legend="Services (none: any)"
+          legend={t('audit.servicesNoneAny')}
           options={choices}
           name={serviceLabel}
           errorId="r-services"
           {...bind('services', 'condition.services')}
           attrs={described('r-services', err('condition.services'))}
         />
-        <TextMatch id="r-operation" label="Operation" {...bind('operation', 'condition.operation')} />
-        <TextMatch id="r-actor" label="Actor" {...bind('actor', 'condition.actor')} />
+        <TextMatch
+          id="r-operation"
+          label={t('audit.operation')}
+          {...bind('operation', 'condition.operation')}
+        />
+        <TextMatch id="r-actor" label={t('audit.actor')} {...bind('actor', 'condition.actor')} />
         <Checks
-          legend="Result (none: any)"
+          legend={t('audit.resultNoneAny')}
           options={RESULTS}
           name={(r) => r}
           errorId="r-result"
@@ -173,16 +187,21 @@ export function RuleForm({
       <fieldset class="rule-part">
         <legend>
           <Toggle checked={d.timeOn} onChange={(timeOn) => set({ timeOn })}>
-            Only at certain times
+            {t('audit.onlyAtCertainTimes')}
           </Toggle>
         </legend>
         {d.timeOn && (
           <>
-            <SelectField id="r-when" label="Events that happen" options={WHEN_WORDS} {...pick('when')} />
+            <SelectField
+              id="r-when"
+              label={t('audit.eventsThatHappen')}
+              options={whenWords()}
+              {...pick('when')}
+            />
             <Checks
-              legend="Days"
+              legend={t('audit.days')}
               options={DAYS}
-              name={(day) => DAY_NAMES[day]}
+              name={dayName}
               errorId="r-days"
               {...bind('days', 'condition.time.days')}
               error={err('condition.time.days') ?? err('condition.time')}
@@ -191,17 +210,17 @@ export function RuleForm({
             <div class="rule-grid">
               <TimeField
                 id="r-from"
-                label="From (empty: start of day)"
+                label={t('audit.fromEmptyStartOf')}
                 {...bind('from', 'condition.time.from')}
               />
-              <TimeField id="r-to" label="Until (empty: end of day)" {...bind('to', 'condition.time.to')} />
+              <TimeField id="r-to" label={t('audit.untilEmptyEndOf')} {...bind('to', 'condition.time.to')} />
               <SelectField
                 id="r-zone"
-                label="Time zone"
+                label={t('audit.timeZone')}
                 error={err('condition.time.time_zone')}
                 value={d.timeZone}
                 options={[
-                  ['', `The hub’s (${hubTimeZone ?? 'ALERT_TIME_ZONE'})`],
+                  ['', t('audit.hubTimeZone', { zone: hubTimeZone ?? 'ALERT_TIME_ZONE' })],
                   ...zones.map((z) => [z, z] as const),
                 ]}
                 onChange={(timeZone) => set({ timeZone })}
@@ -214,15 +233,13 @@ export function RuleForm({
       <fieldset class="rule-part">
         <legend>
           <Toggle checked={d.thresholdOn} onChange={(thresholdOn) => set({ thresholdOn })}>
-            Only after several events
+            {t('audit.onlyAfterSeveralEvents')}
           </Toggle>
         </legend>
-        {!d.thresholdOn && (
-          <p class="muted small">Without: every matching event fires, at most one alert an hour per actor.</p>
-        )}
+        {!d.thresholdOn && <p class="muted small">{t('audit.withoutEveryMatchingEvent')}</p>}
         {d.thresholdOn && (
           <div class="rule-grid">
-            <Field id="r-count" label="At least this many events" error={err('condition.threshold.count')}>
+            <Field id="r-count" label={t('audit.atLeastThisMany')} error={err('condition.threshold.count')}>
               <input
                 id="r-count"
                 type="number"
@@ -235,7 +252,7 @@ export function RuleForm({
                 {...described('r-count', err('condition.threshold.count'))}
               />
             </Field>
-            <Field id="r-window" label="Within" error={err('condition.threshold.window')}>
+            <Field id="r-window" label={t('audit.within')} error={err('condition.threshold.window')}>
               <span class="rule-window">
                 <input
                   id="r-window"
@@ -248,16 +265,16 @@ export function RuleForm({
                   {...described('r-window', err('condition.threshold.window'))}
                 />
                 <Select
-                  aria-label="Unit of the window"
+                  aria-label={t('audit.unitOfTheWindow')}
                   value={d.windowUnit}
                   options={(Object.keys(WINDOW_UNITS) as WindowUnit[]).map(
-                    (u) => [u, UNIT_WORDS[u]] as const,
+                    (u) => [u, t(UNIT_WORDS[u])] as const,
                   )}
                   onChange={(windowUnit) => set({ windowUnit })}
                 />
               </span>
             </Field>
-            <SelectField id="r-per" label="Counted" options={PER_WORDS} {...pick('per')} />
+            <SelectField id="r-per" label={t('audit.counted')} options={perWords()} {...pick('per')} />
           </div>
         )}
       </fieldset>
@@ -272,7 +289,7 @@ export function RuleForm({
           {sending ? 'Saving…' : ruleId ? 'Save changes' : 'Create rule'}
         </button>
         <button type="button" class="button button-secondary" onClick={onCancel}>
-          Cancel
+          {t('audit.cancel')}
         </button>
       </div>
     </form>
@@ -414,24 +431,24 @@ function TextMatch({ id, label, value, onChange, error }: ControlProps<TextMatch
   return (
     <div class="rule-text-match">
       <label for={`${id}-mode`} class="visually-hidden">
-        How {label.toLowerCase()} matches
+        {t('audit.howMatches', { label })}
       </label>
       <select
         id={`${id}-mode`}
         value={value.mode}
         onChange={(e) => onChange({ ...value, mode: e.currentTarget.value as TextMatchDraft['mode'] })}
       >
-        <option value="contains">{label} contains</option>
-        <option value="equals">{label} is</option>
+        <option value="contains">{t('audit.contains', { label })}</option>
+        <option value="equals">{t('audit.equals', { label })}</option>
       </select>
       <TagInput
         id={id}
-        label={`${label} (any of; none: any)`}
+        label={t('audit.anyOf', { label })}
         tags={value.values}
         suggestions={[]}
         onChange={(values) => onChange({ ...value, values })}
         error={error}
-        placeholder="type a value, Enter to add"
+        placeholder={t('audit.typeAValueEnter')}
         maxLength={LIMITS.text}
         max={LIMITS.values}
       />

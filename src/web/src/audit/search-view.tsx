@@ -5,8 +5,9 @@
  */
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { useStore } from '../hooks.js';
+import { t } from '../i18n/index.js';
 import { Link, navigate } from '../router.js';
-import { auditJson, auditWords, COLLECTION_NOT_CONFIGURED, fieldError } from './audit-api.js';
+import { auditJson, auditWords, collectionNotConfigured, fieldError } from './audit-api.js';
 import { auditFeaturesStore } from './audit-features.js';
 import {
   type AuditSearch,
@@ -17,6 +18,7 @@ import {
   PAGE_SIZES,
   parseSearch,
   QUICK_RANGES,
+  quickRangeLabel,
   type RangeChoice,
   searchQuery,
   toLocalInput,
@@ -103,7 +105,7 @@ export function SearchView({ search }: { search: string }) {
   const rows = data?.data ?? [];
   return (
     <div class="audit-search">
-      <h1 class="visually-hidden">Audit events</h1>
+      <h1 class="visually-hidden">{t('audit.auditEvents')}</h1>
       <FilterForm key={pageKey.replace(/[?&]cursor=[^&]*/, '')} current={current} error={error} rows={rows} />
       <div class="audit-toolbar">
         <p class="muted small" data-testid="search-summary">
@@ -115,7 +117,7 @@ export function SearchView({ search }: { search: string }) {
             class="button button-secondary button-small"
             onClick={() => setBulkOpen(true)}
           >
-            Tag all matching…
+            {t('audit.tagAllMatching')}
           </button>
           <ExportButtons search={current} />
           {features?.ai_features_enabled && (
@@ -123,15 +125,14 @@ export function SearchView({ search }: { search: string }) {
               href={`/audit/ask${searchQuery({ ...withoutEvent, cursor: undefined })}`}
               class="button button-secondary button-small"
             >
-              Ask about these events
+              {t('audit.askAboutTheseEvents')}
             </Link>
           )}
         </div>
       </div>
       {fresh > 0 && (
         <div class="notice-info audit-fresh" role="status">
-          {fresh >= 100 ? 'More than 99 new events' : `${fresh} new ${fresh === 1 ? 'event' : 'events'}`}{' '}
-          since this page loaded.{' '}
+          {fresh >= 100 ? t('audit.moreThan99New') : t('audit.newEvents', { count: fresh })}{' '}
           <button
             type="button"
             class="link-button"
@@ -140,7 +141,7 @@ export function SearchView({ search }: { search: string }) {
               setReload((n) => n + 1);
             }}
           >
-            Show them
+            {t('audit.showThem')}
           </button>
         </div>
       )}
@@ -151,7 +152,7 @@ export function SearchView({ search }: { search: string }) {
       )}
       {!data && error === undefined && (
         <p class="loading" role="status">
-          Searching…
+          {t('audit.searching')}
         </p>
       )}
       {data && (
@@ -163,10 +164,16 @@ export function SearchView({ search }: { search: string }) {
           />
           {rows.length === 0 && (
             <p class="audit-empty" role="status">
-              {features?.collection === 'not_configured'
-                ? `${COLLECTION_NOT_CONFIGURED} No stored events`
-                : 'No events'}{' '}
-              match these filters{current.cursor ? ' on this page' : ''}.
+              {features?.collection === 'not_configured' ? `${collectionNotConfigured()} ` : ''}
+              {t(
+                features?.collection === 'not_configured'
+                  ? current.cursor
+                    ? 'audit.noStoredMatchPage'
+                    : 'audit.noStoredMatch'
+                  : current.cursor
+                    ? 'audit.noMatchPage'
+                    : 'audit.noMatch',
+              )}
             </p>
           )}
           <Pager current={current} data={data} />
@@ -214,18 +221,18 @@ function fieldErrorsOnly(error: unknown): boolean {
 
 function Pager({ current, data }: { current: AuditSearch; data: EventPage }) {
   return (
-    <nav class="audit-pager" aria-label="Pages of events">
+    <nav class="audit-pager" aria-label={t('audit.pagesOfEvents')}>
       <button
         type="button"
         class="button button-secondary"
         disabled={!data.prev_cursor}
         onClick={() => data.prev_cursor && go({ ...current, cursor: data.prev_cursor })}
       >
-        ← Newer
-        <span class="visually-hidden"> events (previous page)</span>
+        ← {t('audit.newer')}
+        <span class="visually-hidden"> {t('audit.eventsPreviousPage')}</span>
       </button>
       <label class="audit-page-size">
-        Per page{' '}
+        {t('audit.perPage')}{' '}
         <select
           value={String(current.limit)}
           onChange={(e) => {
@@ -246,7 +253,7 @@ function Pager({ current, data }: { current: AuditSearch; data: EventPage }) {
         disabled={!data.next_cursor}
         onClick={() => data.next_cursor && go({ ...current, cursor: data.next_cursor })}
       >
-        Older →<span class="visually-hidden"> events (next page)</span>
+        {t('audit.older')} →<span class="visually-hidden"> {t('audit.eventsNextPage')}</span>
       </button>
     </nav>
   );
@@ -281,7 +288,7 @@ function FilterForm({ current, error, rows }: { current: AuditSearch; error: unk
   return (
     <form
       class="panel audit-filters"
-      aria-label="Filters"
+      aria-label={t('audit.filters')}
       onSubmit={(e) => {
         e.preventDefault();
         const { cursor: _c, event: _e, ...rest } = draft;
@@ -290,14 +297,14 @@ function FilterForm({ current, error, rows }: { current: AuditSearch; error: unk
     >
       <details class="audit-services" ref={details}>
         <summary>
-          Services:{' '}
+          {t('audit.servicesColon')}{' '}
           {draft.services.length
             ? draft.services.map((s) => options?.service_labels[s] ?? s).join(', ')
-            : 'all'}
+            : t('billing.all')}
         </summary>
         <fieldset>
-          <legend class="visually-hidden">Services</legend>
-          {services.length === 0 && <p class="muted small">No events stored yet.</p>}
+          <legend class="visually-hidden">{t('audit.services')}</legend>
+          {services.length === 0 && <p class="muted small">{t('audit.noEventsStoredYet')}</p>}
           {services.map((service) => (
             <label key={service} class="check">
               <input
@@ -317,11 +324,15 @@ function FilterForm({ current, error, rows }: { current: AuditSearch; error: unk
         </fieldset>
         <FieldError id="f-services" message={err('services')} />
       </details>
-      <SuggestField label="Actor" suggestions={actors} {...bindText('actor')} />
-      <SuggestField label="Operation" suggestions={options?.operations ?? []} {...bindText('operation')} />
-      <SuggestField label="Result" suggestions={options?.results ?? []} {...bindText('result')} />
+      <SuggestField label={t('audit.actor')} suggestions={actors} {...bindText('actor')} />
+      <SuggestField
+        label={t('audit.operation')}
+        suggestions={options?.operations ?? []}
+        {...bindText('operation')}
+      />
+      <SuggestField label={t('audit.result')} suggestions={options?.results ?? []} {...bindText('result')} />
       <div class="audit-field">
-        <label for="f-range">Time</label>
+        <label for="f-range">{t('audit.time')}</label>
         <select
           id="f-range"
           value={draft.range}
@@ -337,21 +348,21 @@ function FilterForm({ current, error, rows }: { current: AuditSearch; error: unk
         >
           {QUICK_RANGES.map((r) => (
             <option key={r.id} value={r.id}>
-              {r.label}
+              {quickRangeLabel(r.id)}
             </option>
           ))}
-          <option value="custom">Custom…</option>
+          <option value="custom">{t('audit.custom')}</option>
         </select>
       </div>
       {draft.range === 'custom' && (
         <>
-          <DateTimeField label="From" {...bindTime('start')} />
-          <DateTimeField label="Until" {...bindTime('end')} />
+          <DateTimeField label={t('audit.from')} {...bindTime('start')} />
+          <DateTimeField label={t('audit.until')} {...bindTime('end')} />
         </>
       )}
       <TagInput
         id="f-include-tags"
-        label="With tags"
+        label={t('audit.withTags')}
         tags={draft.includeTags}
         suggestions={options?.tags ?? []}
         onChange={(includeTags) => set({ includeTags })}
@@ -359,7 +370,7 @@ function FilterForm({ current, error, rows }: { current: AuditSearch; error: unk
       />
       <TagInput
         id="f-exclude-tags"
-        label="Without tags"
+        label={t('audit.withoutTags')}
         tags={draft.excludeTags}
         suggestions={options?.tags ?? []}
         onChange={(excludeTags) => set({ excludeTags })}
@@ -367,7 +378,7 @@ function FilterForm({ current, error, rows }: { current: AuditSearch; error: unk
       />
       <div class="audit-filter-buttons">
         <button type="submit" class="button">
-          Search
+          {t('audit.search')}
         </button>
         <button
           type="button"
@@ -377,7 +388,7 @@ function FilterForm({ current, error, rows }: { current: AuditSearch; error: unk
             go(parseSearch(current.limit !== 50 ? `?limit=${current.limit}` : ''));
           }}
         >
-          Clear
+          {t('audit.clear')}
         </button>
       </div>
     </form>

@@ -8,8 +8,9 @@
  */
 import { useEffect, useState } from 'preact/hooks';
 import { useTitle } from '../hooks.js';
+import { t } from '../i18n/index.js';
 import { ApiError } from '../lib/problem.js';
-import { auditJson, auditWords, COLLECTION_NOT_CONFIGURED } from './audit-api.js';
+import { auditJson, auditWords, collectionNotConfigured } from './audit-api.js';
 import { AuditTable } from './audit-table.js';
 import type { SourceHealth } from './audit-types.js';
 import { shownTime } from './format.js';
@@ -85,7 +86,7 @@ export function SourceHealthView() {
   return (
     <section class="panel audit-sources" aria-labelledby="sources-title">
       <div class="audit-section-head">
-        <h1 id="sources-title">Sources</h1>
+        <h1 id="sources-title">{t('audit.sources')}</h1>
         {/* Only for callers the hub lets fetch (AUDIT_ADMIN_ROLES); it says so per caller. */}
         {health.data?.fetch_allowed && (
           <button
@@ -108,7 +109,7 @@ export function SourceHealthView() {
         {fetching.error !== undefined
           ? auditWords(fetching.error)
           : notConfigured
-            ? `${COLLECTION_NOT_CONFIGURED} Search still works on the events already stored.`
+            ? `${collectionNotConfigured()} ${t('audit.searchStillWorks')}`
             : (fetching.message ?? '')}
       </p>
       {health.error !== undefined && (
@@ -118,13 +119,13 @@ export function SourceHealthView() {
       )}
       {!health.data && health.error === undefined && (
         <p class="loading" role="status">
-          Loading…
+          {t('audit.loading')}
         </p>
       )}
       {health.data && (
         <AuditTable
           testId="source-health"
-          caption="Health of each audit source"
+          caption={t('audit.healthOfEachAudit')}
           columns={[
             'Source',
             'Status',
@@ -139,20 +140,20 @@ export function SourceHealthView() {
             const status = STATUS_WORDS[s.status];
             return (
               <tr key={s.source} data-source={s.source}>
-                <th scope="row" data-label="Source">
+                <th scope="row" data-label={t('audit.source')}>
                   {s.source}
                 </th>
-                <td data-label="Status">
+                <td data-label={t('audit.status')}>
                   <span class={`pill pill-${status.tone}`}>
                     <span class="dot" aria-hidden="true" />
                     {status.text}
                   </span>
                 </td>
-                <td data-label="Last attempt">{shownTime(s.last_attempt_time)}</td>
-                <td data-label="Last success">{shownTime(s.last_success_time)}</td>
-                <td data-label="Failures in a row">{s.consecutive_failures}</td>
-                <td data-label="Stored">{s.events_stored.toLocaleString()}</td>
-                <td data-label="Error" class="source-error">
+                <td data-label={t('audit.lastAttempt')}>{shownTime(s.last_attempt_time)}</td>
+                <td data-label={t('audit.lastSuccess')}>{shownTime(s.last_success_time)}</td>
+                <td data-label={t('audit.failuresInARow')}>{s.consecutive_failures}</td>
+                <td data-label={t('audit.stored')}>{s.events_stored.toLocaleString()}</td>
+                <td data-label={t('audit.error')} class="source-error">
                   {s.error ?? '—'}
                 </td>
               </tr>

@@ -16,6 +16,7 @@ import './billing.css';
 import { DataTable } from '../components/data-table.js';
 import { FormAlert } from '../components/form-alert.js';
 import { LoadError, Loading } from '../components/load-states.js';
+import { t, tList } from '../i18n/index.js';
 import { billingWords, planPeriod, planPrice, subscriptionWords } from './subscription-words.js';
 
 interface AdminData {
@@ -43,7 +44,7 @@ export function AdminBillingPage({ billingOn }: { billingOn: boolean }) {
   const [error, setError] = useState<ApiError | Error>();
   const [retireError, setRetireError] = useState<string>();
   const token = session?.token;
-  useTitle('Billing');
+  useTitle(t('header.billing'));
 
   const reload = async () => {
     if (!token) return;
@@ -61,16 +62,15 @@ export function AdminBillingPage({ billingOn }: { billingOn: boolean }) {
   if (!billingOn) {
     return (
       <section class="panel notice">
-        <h1>Billing is off on this hub</h1>
-        <p>The billing plugin does not run here (PLUGINS does not name it).</p>
+        <h1>{t('billing.offHeading')}</h1>
+        <p>{t('billing.offText')}</p>
       </section>
     );
   }
-  if (!session) return <SignIn notice={notice} heading="Sign in as an admin" />;
+  if (!session) return <SignIn notice={notice} heading={t('billing.signInAdmin')} />;
 
   const retire = async (plan: BillingPlan) => {
-    if (!confirm(`Retire “${plan.name}”? It is no longer offered; subscriptions bought on it keep running.`))
-      return;
+    if (!confirm(t('billing.retireConfirm', { name: plan.name }))) return;
     setRetireError(undefined);
     try {
       await request(`/api/v1/billing/plans/${encodeURIComponent(plan.id)}/retire`, { method: 'POST', token });
@@ -84,7 +84,7 @@ export function AdminBillingPage({ billingOn }: { billingOn: boolean }) {
   if (error && !data) {
     body = <LoadError error={error} words={billingWords} onRetry={() => void reload()} small />;
   } else if (!data) {
-    body = <Loading>Loading…</Loading>;
+    body = <Loading>{t('common.loading')}</Loading>;
   } else {
     const plan = (id: string) => data.plans.find((p) => p.id === id);
     const planName = (id: string) => plan(id)?.name ?? id;
@@ -95,13 +95,13 @@ export function AdminBillingPage({ billingOn }: { billingOn: boolean }) {
     body = (
       <>
         <section aria-labelledby="admin-subscriptions" class="panel">
-          <h2 id="admin-subscriptions">Subscribers</h2>
+          <h2 id="admin-subscriptions">{t('billing.subscribers')}</h2>
           {data.subscriptions.length === 0 ? (
-            <p class="muted">Nobody has bought a plan yet.</p>
+            <p class="muted">{t('billing.noSubscribers')}</p>
           ) : (
             <Table
-              caption="Every subscription, newest first"
-              head={['Subscriber', 'Plan', 'State', 'Paid until']}
+              caption={t('billing.subscriptionsCaption')}
+              head={tList('billing.subscriber', 'billing.plan', 'billing.stateHead', 'billing.paidUntil')}
             >
               {data.subscriptions.map((s) => (
                 <tr key={s.id} data-subscription-id={s.id} data-status={s.status}>
@@ -115,16 +115,22 @@ export function AdminBillingPage({ billingOn }: { billingOn: boolean }) {
           )}
         </section>
         <section aria-labelledby="admin-plans" class="panel">
-          <h2 id="admin-plans">Plans</h2>
+          <h2 id="admin-plans">{t('header.plans')}</h2>
           <FormAlert message={retireError} />
           {data.plans.length === 0 ? (
             <p class="muted">
-              No plans yet. Add one with <code>meshhub plan add</code>.
+              {t('billing.noPlansAdd')} <code>meshhub plan add</code>.
             </p>
           ) : (
             <Table
-              caption="Plans, retired ones included"
-              head={['Plan', 'Price', 'Period', 'Nodes', 'State']}
+              caption={t('billing.plansCaption')}
+              head={tList(
+                'billing.plan',
+                'billing.price',
+                'billing.period',
+                'mesh.nodes',
+                'billing.stateHead',
+              )}
             >
               {data.plans.map((p) => (
                 <tr key={p.id} data-plan-id={p.id}>
@@ -133,20 +139,20 @@ export function AdminBillingPage({ billingOn }: { billingOn: boolean }) {
                   </td>
                   <td>{planPrice(p)}</td>
                   <td>{planPeriod(p)}</td>
-                  <td>{p.nodes === 'all' ? 'all' : p.nodes.join(', ')}</td>
+                  <td>{p.nodes === 'all' ? t('billing.all') : p.nodes.join(', ')}</td>
                   <td>
                     {p.active === false ? (
-                      <span class="muted">retired</span>
+                      <span class="muted">{t('billing.retired')}</span>
                     ) : (
                       <>
-                        on offer{' '}
+                        {t('billing.onOffer')}{' '}
                         <button
                           type="button"
                           class="link-button small"
                           onClick={() => void retire(p)}
-                          aria-label={`Retire ${p.name}`}
+                          aria-label={t('billing.retireNamed', { name: p.name })}
                         >
-                          Retire
+                          {t('billing.retire')}
                         </button>
                       </>
                     )}
@@ -157,13 +163,19 @@ export function AdminBillingPage({ billingOn }: { billingOn: boolean }) {
           )}
         </section>
         <section aria-labelledby="admin-payments" class="panel">
-          <h2 id="admin-payments">Recent payments</h2>
+          <h2 id="admin-payments">{t('billing.payments')}</h2>
           {invoices.length === 0 ? (
-            <p class="muted">No invoices yet.</p>
+            <p class="muted">{t('billing.noInvoices')}</p>
           ) : (
             <Table
-              caption="The latest invoice of each subscription, newest subscription first"
-              head={['Subscriber', 'Plan', 'Amount', 'Invoice', 'State']}
+              caption={t('billing.invoicesCaption')}
+              head={tList(
+                'billing.subscriber',
+                'billing.plan',
+                'billing.amount',
+                'billing.invoice',
+                'billing.stateHead',
+              )}
             >
               {invoices.map((s) => {
                 const p = plan(s.plan_id);
@@ -175,7 +187,11 @@ export function AdminBillingPage({ billingOn }: { billingOn: boolean }) {
                     <td>
                       <code>{s.invoice_id}</code>
                     </td>
-                    <td>{s.invoice_status === 'settled' ? 'paid' : (s.payment_note ?? s.invoice_status)}</td>
+                    <td>
+                      {s.invoice_status === 'settled'
+                        ? t('billing.paid')
+                        : (s.payment_note ?? s.invoice_status)}
+                    </td>
                   </tr>
                 );
               })}
@@ -188,7 +204,7 @@ export function AdminBillingPage({ billingOn }: { billingOn: boolean }) {
 
   return (
     <div class="billing-page">
-      <h1>Billing</h1>
+      <h1>{t('header.billing')}</h1>
       {body}
     </div>
   );

@@ -12,6 +12,7 @@ import { Link } from '../router.js';
 import { hubStore } from '../state/hub.js';
 import { billingStore, loadMySubscriptions } from './billing-state.js';
 import './billing.css';
+import { t } from '../i18n/index.js';
 import { RenewButton } from './renew-button.js';
 import { currentSubscription } from './subscription-words.js';
 
@@ -35,18 +36,19 @@ export function LapsedNotice({ error }: { error: ApiError }) {
       ? current.id
       : undefined);
   let words: string;
-  if (when && paidId) words = `Not sent: your subscription lapsed on ${when}. Renew it to message again.`;
-  else if (when)
-    words = `Not sent: your subscription lapsed on ${when}. Ask whoever runs this hub to renew it.`;
-  else words = `Not sent: ${error.detail.replace(/\.$/, '')}.`;
+  if (when && paidId) words = t('billing.lapsedRenew', { when });
+  else if (when) words = t('billing.lapsedAsk', { when });
+  else words = t('chat.notSentBecause', { reason: error.detail.replace(/\.$/, '') });
   return (
     <div class="composer-renew" data-testid="composer-lapsed">
-      <p class="form-error">{words} Your text is still here.</p>
+      <p class="form-error">
+        {words} {t('billing.textStillHere')}
+      </p>
       {renewId ? (
-        <RenewButton subscriptionId={renewId} label="Renew to message again" />
+        <RenewButton subscriptionId={renewId} label={t('billing.renewToMessage')} />
       ) : billingOn && !when ? (
         <Link href="/plans" class="button button-small">
-          See the plans
+          {t('billing.seePlans')}
         </Link>
       ) : null}
     </div>

@@ -14,12 +14,13 @@ import { billingStore, buyPlan, followSubscriptions, loadPlans, openCheckout } f
 import './billing.css';
 import { FormAlert } from '../components/form-alert.js';
 import { LoadError, Loading } from '../components/load-states.js';
+import { t } from '../i18n/index.js';
 import { SubscriptionState } from './subscription-state.js';
 import { billingWords, planPeriod, planPrice } from './subscription-words.js';
 
 function PlanNodes({ nodes }: { nodes: BillingPlan['nodes'] }) {
   const mesh = useStore(meshStore);
-  if (nodes === 'all') return <>All nodes of the site</>;
+  if (nodes === 'all') return <>{t('billing.allNodes')}</>;
   return <>{nodes.map((id) => displayName(mesh.mesh.nodes.get(id), id)).join(', ')}</>;
 }
 
@@ -33,7 +34,7 @@ function PayButton({ plan, signedIn }: { plan: BillingPlan; signedIn: boolean })
     try {
       const subscription = await buyPlan(plan.id);
       if (!openCheckout(subscription.checkout_link)) {
-        setError('The hub made the subscription but sent no address to pay it at.');
+        setError(t('billing.noPayAddress'));
         setBusy(false);
       }
     } catch (caught) {
@@ -48,9 +49,13 @@ function PayButton({ plan, signedIn }: { plan: BillingPlan; signedIn: boolean })
         class="button"
         disabled={busy}
         onClick={() => void pay()}
-        aria-label={`Pay for ${plan.name}, ${planPrice(plan)} for ${planPeriod(plan)}`}
+        aria-label={t('billing.payFor', {
+          name: plan.name,
+          price: planPrice(plan),
+          period: planPeriod(plan),
+        })}
       >
-        {busy ? 'Opening the invoice…' : 'Pay'}
+        {busy ? t('billing.opening') : t('billing.pay')}
       </button>
       <FormAlert message={error} />
     </div>
@@ -71,11 +76,11 @@ function MySubscriptions() {
   if (!billing.subscriptionsLoaded) {
     return (
       <p class="loading" role="status">
-        Loading your subscriptions…
+        {t('billing.loadingMine')}
       </p>
     );
   }
-  if (billing.subscriptions.length === 0) return <p class="muted">You have no subscription yet.</p>;
+  if (billing.subscriptions.length === 0) return <p class="muted">{t('billing.noneMine')}</p>;
   const planName = (id: string) => billing.plans.find((p) => p.id === id)?.name ?? id;
   return (
     <ul class="subscriptions" aria-live="polite">
@@ -94,15 +99,15 @@ function MySubscriptions() {
 export function PlansPage({ billingOn }: { billingOn: boolean }) {
   const billing = useStore(billingStore);
   const { session, notice } = useStore(sessionStore);
-  useTitle('Plans');
+  useTitle(t('header.plans'));
   useEffect(() => {
     if (billingOn) void loadPlans();
   }, [billingOn]);
   if (!billingOn) {
     return (
       <section class="panel notice">
-        <h1>No plans on this hub</h1>
-        <p>This hub does not sell messaging: ask whoever runs it for an account.</p>
+        <h1>{t('billing.noPlansHeading')}</h1>
+        <p>{t('billing.noPlansText')}</p>
       </section>
     );
   }
@@ -113,9 +118,9 @@ export function PlansPage({ billingOn }: { billingOn: boolean }) {
       <LoadError error={billing.plansError} words={billingWords} onRetry={() => void loadPlans()} small />
     );
   } else if (!billing.plansLoaded) {
-    plans = <Loading>Loading the plans…</Loading>;
+    plans = <Loading>{t('billing.loadingPlans')}</Loading>;
   } else if (billing.plans.length === 0) {
-    plans = <p class="muted">No plans are on offer right now.</p>;
+    plans = <p class="muted">{t('billing.noOffer')}</p>;
   } else {
     plans = (
       <ul class="plan-list">
@@ -123,7 +128,7 @@ export function PlansPage({ billingOn }: { billingOn: boolean }) {
           <li key={plan.id} class="plan panel" data-plan-id={plan.id}>
             <h2 class="plan-name">{plan.name}</h2>
             <p class="plan-price">
-              <strong>{planPrice(plan)}</strong> for {planPeriod(plan)}
+              <strong>{planPrice(plan)}</strong> {t('billing.forPeriod', { period: planPeriod(plan) })}
             </p>
             <p class="plan-nodes muted">
               <PlanNodes nodes={plan.nodes} />
@@ -137,19 +142,16 @@ export function PlansPage({ billingOn }: { billingOn: boolean }) {
 
   return (
     <div class="billing-page">
-      <h1>Plans</h1>
-      <p class="muted">
-        A plan lets you message the people carrying its nodes for its period. You pay in bitcoin (on-chain or
-        Lightning) on this site's own payment server; messaging starts once the payment is confirmed.
-      </p>
+      <h1>{t('header.plans')}</h1>
+      <p class="muted">{t('billing.plansIntro')}</p>
       {plans}
       {session ? (
         <section aria-labelledby="my-subscriptions-heading" class="panel my-subscriptions">
-          <h2 id="my-subscriptions-heading">Your subscriptions</h2>
+          <h2 id="my-subscriptions-heading">{t('billing.yourSubscriptions')}</h2>
           <MySubscriptions />
         </section>
       ) : (
-        <SignIn notice={notice} heading="Sign in to buy a plan" />
+        <SignIn notice={notice} heading={t('billing.signInToBuy')} />
       )}
     </div>
   );

@@ -1,9 +1,10 @@
 /** "Renew": an invoice for the next period, then BTCPay's checkout in this tab. */
 import { useState } from 'preact/hooks';
+import { t } from '../i18n/index.js';
 import { openCheckout, renewSubscription } from './billing-state.js';
 import { billingWords } from './subscription-words.js';
 
-export function RenewButton({ subscriptionId, label = 'Renew' }: { subscriptionId: string; label?: string }) {
+export function RenewButton({ subscriptionId, label }: { subscriptionId: string; label?: string }) {
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<string>();
   const renew = async () => {
@@ -11,7 +12,7 @@ export function RenewButton({ subscriptionId, label = 'Renew' }: { subscriptionI
     setError(undefined);
     try {
       const link = await renewSubscription(subscriptionId);
-      if (!openCheckout(link)) setError('The hub made the invoice but sent no address to pay it at.');
+      if (!openCheckout(link)) setError(t('billing.noInvoiceAddress'));
     } catch (caught) {
       setError(billingWords(caught));
     } finally {
@@ -27,7 +28,7 @@ export function RenewButton({ subscriptionId, label = 'Renew' }: { subscriptionI
         onClick={() => void renew()}
         data-testid="renew"
       >
-        {busy ? 'Opening the invoice…' : label}
+        {busy ? t('billing.opening') : (label ?? t('billing.renew'))}
       </button>
       {error && (
         <span class="form-error" role="alert">

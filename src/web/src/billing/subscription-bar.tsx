@@ -8,6 +8,7 @@ import { useNow, useStore } from '../hooks.js';
 import { Link } from '../router.js';
 import { billingStore, followSubscriptions } from './billing-state.js';
 import './billing.css';
+import { t } from '../i18n/index.js';
 import { SubscriptionState } from './subscription-state.js';
 import { billingWords, currentSubscription } from './subscription-words.js';
 
@@ -18,11 +19,9 @@ export function SubscriptionBar() {
   if (!billing.subscriptionsLoaded) {
     // Always there, so the chat below does not jump when the answer comes.
     return (
-      <section class="subscription-bar" aria-label="Your subscription" aria-busy="true">
+      <section class="subscription-bar" aria-label={t('billing.yourSubscription')} aria-busy="true">
         <span class="muted small">
-          {billing.subscriptionsError
-            ? billingWords(billing.subscriptionsError)
-            : 'Checking your subscription…'}
+          {billing.subscriptionsError ? billingWords(billing.subscriptionsError) : t('billing.checking')}
         </span>
       </section>
     );
@@ -30,10 +29,14 @@ export function SubscriptionBar() {
   const current = currentSubscription(billing.subscriptions);
   if (!current) {
     return (
-      <section class="subscription-bar" aria-label="Your subscription" data-testid="subscription-bar">
-        <span>No paid subscription.</span>
+      <section
+        class="subscription-bar"
+        aria-label={t('billing.yourSubscription')}
+        data-testid="subscription-bar"
+      >
+        <span>{t('billing.noPaid')}</span>
         <Link href="/plans" class="button button-small">
-          See the plans
+          {t('billing.seePlans')}
         </Link>
       </section>
     );
@@ -41,13 +44,13 @@ export function SubscriptionBar() {
   return (
     <section
       class="subscription-bar"
-      aria-label="Your subscription"
+      aria-label={t('billing.yourSubscription')}
       data-testid="subscription-bar"
       data-status={current.status}
     >
       <SubscriptionState subscription={current} now={now} status />
       <Link href="/plans" class="link-button small">
-        Plans
+        {t('header.plans')}
       </Link>
     </section>
   );

@@ -1,4 +1,5 @@
 import type { BillingSubscription } from '../api/types.js';
+import { t } from '../i18n/index.js';
 import { RenewButton } from './renew-button.js';
 import { canRenew, openInvoiceLink, subscriptionWords } from './subscription-words.js';
 
@@ -29,7 +30,7 @@ export function SubscriptionState({
       </span>
       {pay && (
         <a class="button button-small" href={pay}>
-          Pay the invoice
+          {t('billing.payInvoice')}
         </a>
       )}
       {canRenew(s, now) && <RenewButton subscriptionId={s.id} />}

@@ -1,5 +1,6 @@
 /** A subscription's state in plain words, and which one the chat's bar speaks of. */
 import type { BillingPlan, BillingSubscription } from '../api/types.js';
+import { t } from '../i18n/index.js';
 import { formatDateTime } from '../lib/format.js';
 import { ApiError, plainWords } from '../lib/problem.js';
 
@@ -28,29 +29,28 @@ export interface SubscriptionWords {
 const endOf = (s: BillingSubscription) => (s.current_period_end ? Date.parse(s.current_period_end) : 0);
 
 export function subscriptionWords(s: BillingSubscription, nowMs = Date.now()): SubscriptionWords {
-  const end = s.current_period_end ? formatDateTime(Date.parse(s.current_period_end)) : undefined;
+  const end = s.current_period_end ? formatDateTime(Date.parse(s.current_period_end)) : '';
   // The hub marks an ended period on its next expiry run; until then it has ended all the same.
   if (s.status === 'active' && s.current_period_end && endOf(s) <= nowMs)
-    return { text: `Ended ${end}: renew to keep messaging`, tone: 'warn' };
+    return { text: t('billing.state.endedRenew', { end }), tone: 'warn' };
   switch (s.status) {
     case 'pending_payment':
-      if (s.invoice_status === 'processing')
-        return { text: 'Payment seen, waiting for confirmation', tone: 'warn' };
+      if (s.invoice_status === 'processing') return { text: t('billing.state.paymentSeen'), tone: 'warn' };
       if (s.invoice_status === 'expired' || s.invoice_status === 'invalid')
-        return { text: 'Not paid: the invoice expired', tone: 'bad' };
-      return { text: 'Waiting for payment', tone: 'warn' };
+        return { text: t('billing.state.invoiceExpired'), tone: 'bad' };
+      return { text: t('billing.state.waitingPayment'), tone: 'warn' };
     case 'active':
       if (s.invoice_status === 'processing')
-        return { text: `Active until ${end} · renewal seen, waiting for confirmation`, tone: 'good' };
+        return { text: t('billing.state.activeRenewalSeen', { end }), tone: 'good' };
       if (s.invoice_status === 'new')
-        return { text: `Active until ${end} · renewal waiting for payment`, tone: 'good' };
-      return { text: `Active until ${end}`, tone: 'good' };
+        return { text: t('billing.state.activeRenewalWaiting', { end }), tone: 'good' };
+      return { text: t('billing.state.active', { end }), tone: 'good' };
     case 'past_due':
-      return { text: `Ended ${end}: renew now, messaging stops after the grace period`, tone: 'warn' };
+      return { text: t('billing.state.pastDue', { end }), tone: 'warn' };
     case 'expired':
-      return { text: `Expired ${end ?? ''}`.trim(), tone: 'bad' };
+      return { text: end ? t('billing.state.expiredAt', { end }) : t('billing.state.expired'), tone: 'bad' };
     case 'canceled':
-      return { text: 'Canceled', tone: 'unknown' };
+      return { text: t('billing.state.canceled'), tone: 'unknown' };
   }
 }
 
@@ -96,7 +96,7 @@ export function planPrice(plan: BillingPlan): string {
 }
 
 export function planPeriod(plan: BillingPlan): string {
-  return plan.period_days === 1 ? '1 day' : `${plan.period_days} days`;
+  return t('billing.days', { count: plan.period_days });
 }
 
 /** A send refused because the paid subscription lapsed (not because the node is outside it). */

@@ -8,6 +8,7 @@ import { tokenRoles } from '../lib/jwt.js';
 import { hubStore } from '../state/hub.js';
 import { sessionStore } from '../state/session.js';
 import './chat.css';
+import { t } from '../i18n/index.js';
 import { ConversationList } from './conversation-list.js';
 import { SignIn } from './sign-in.js';
 import { Thread } from './thread.js';
@@ -15,7 +16,7 @@ import { Thread } from './thread.js';
 export function ChatPage({ nodeId }: { nodeId?: string }) {
   const { session, notice } = useStore(sessionStore);
   const { plugins } = useStore(hubStore);
-  useTitle(session ? 'Chat' : 'Sign in');
+  useTitle(session ? t('header.chat') : t('chat.signIn'));
   if (!session) return <SignIn notice={notice} />;
   // Admins need no subscription to message.
   const billed = !!plugins?.includes('billing') && !tokenRoles(session.token).includes('admin');
@@ -27,8 +28,8 @@ export function ChatPage({ nodeId }: { nodeId?: string }) {
         <Thread nodeId={nodeId} key={nodeId} />
       ) : (
         <div class="thread thread-placeholder">
-          <p class="muted">Choose a conversation, or start one with “New message”.</p>
-          <p class="muted small">Signed in as {session.username}.</p>
+          <p class="muted">{t('chat.choose')}</p>
+          <p class="muted small">{t('chat.signedInAs', { name: session.username })}</p>
         </div>
       )}
     </div>

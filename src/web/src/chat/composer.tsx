@@ -6,6 +6,7 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { LapsedNotice } from '../billing/lapsed-notice.js';
 import { isLapsedRefusal } from '../billing/subscription-words.js';
+import { t } from '../i18n/index.js';
 import { ApiError, plainWords } from '../lib/problem.js';
 import { randomId } from '../lib/random-id.js';
 import { checkMessageText, MAX_TEXT_BYTES, MAX_TEXT_CHARACTERS } from '../lib/text-limits.js';
@@ -16,16 +17,18 @@ export function refusal(error: unknown, name: string, nodeId: string): string {
   if (!(error instanceof ApiError)) return plainWords(error);
   switch (error.status) {
     case 0:
-      return "Not sent: the hub can't be reached. Your text is still here; try again when the connection is back.";
+      return t('chat.notSentOffline');
     case 403:
-      return `You can't message ${name}: this node is not in your subscription.`;
+      return t('chat.notSubscribed', { name });
     case 404:
-      return `Not sent: this hub does not know the node ${nodeId}.`;
+      return t('chat.unknownNode', { id: nodeId });
     case 400:
     case 422:
-      return `Not sent: ${error.fieldErrors.map((e) => `${e.field} ${e.message}`).join('; ') || error.detail}.`;
+      return t('chat.notSentBecause', {
+        reason: error.fieldErrors.map((e) => `${e.field} ${e.message}`).join('; ') || error.detail,
+      });
     default:
-      return `Not sent. ${plainWords(error)}`;
+      return t('chat.notSent', { reason: plainWords(error) });
   }
 }
 
@@ -81,13 +84,13 @@ export function Composer({ nodeId, name }: { nodeId: string; name: string }) {
   return (
     <form class="composer" onSubmit={submit}>
       <label for="composer-text" class="visually-hidden">
-        Message to {name}
+        {t('chat.messageTo', { name })}
       </label>
       <textarea
         id="composer-text"
         rows={2}
         value={text}
-        placeholder={`Message ${name}`}
+        placeholder={t('chat.messagePlaceholder', { name })}
         aria-describedby="composer-counter composer-problem"
         aria-invalid={check.problems.length > 0}
         onInput={(e) => setText((e.target as HTMLTextAreaElement).value)}
@@ -104,10 +107,15 @@ export function Composer({ nodeId, name }: { nodeId: string; name: string }) {
           class={`counter${over ? ' counter-over' : ''}`}
           data-testid="composer-counter"
         >
-          {check.characters}/{MAX_TEXT_CHARACTERS} characters · {check.bytes}/{MAX_TEXT_BYTES} bytes
+          {t('chat.counter', {
+            characters: check.characters,
+            maxCharacters: MAX_TEXT_CHARACTERS,
+            bytes: check.bytes,
+            maxBytes: MAX_TEXT_BYTES,
+          })}
         </p>
         <button type="submit" class="button" disabled={!check.ok || busy || wait > 0}>
-          {busy ? 'Sending…' : 'Send'}
+          {busy ? t('chat.sending') : t('chat.send')}
         </button>
       </div>
       <div id="composer-problem" role="alert" class="composer-problem">
@@ -118,7 +126,7 @@ export function Composer({ nodeId, name }: { nodeId: string; name: string }) {
         ))}
         {wait > 0 && (
           <p class="form-error" data-testid="composer-wait">
-            You are sending too fast for the mesh. You can send again in {wait} s.
+            {t('chat.tooFast', { seconds: wait })}
           </p>
         )}
         {error && (
@@ -128,7 +136,7 @@ export function Composer({ nodeId, name }: { nodeId: string; name: string }) {
         )}
         {lapsed && <LapsedNotice error={lapsed} />}
       </div>
-      <p class="muted small composer-hint">Enter sends · Shift+Enter for a new line</p>
+      <p class="muted small composer-hint">{t('chat.hint')}</p>
     </form>
   );
 }

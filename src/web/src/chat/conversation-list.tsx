@@ -3,6 +3,7 @@ import type { ComponentChildren } from 'preact';
 import { useState } from 'preact/hooks';
 import { LoadError, Loading } from '../components/load-states.js';
 import { useNow, useStore } from '../hooks.js';
+import { t } from '../i18n/index.js';
 import { formatTime } from '../lib/format.js';
 import { displayName, nodeIdFromNum, sortedNodes } from '../lib/mesh-state.js';
 import { chatPath } from '../lib/routes.js';
@@ -23,7 +24,7 @@ function NewConversation() {
   if (!open) {
     return (
       <button type="button" class="button button-small" onClick={() => setOpen(true)}>
-        New message
+        {t('chat.newMessage')}
       </button>
     );
   }
@@ -37,13 +38,13 @@ function NewConversation() {
         navigate(chatPath(choice));
       }}
     >
-      <label for="new-conversation-node">To node</label>
+      <label for="new-conversation-node">{t('chat.toNode')}</label>
       <select
         id="new-conversation-node"
         value={choice}
         onChange={(e) => setChoice((e.target as HTMLSelectElement).value)}
       >
-        <option value="">Choose a node…</option>
+        <option value="">{t('chat.chooseNode')}</option>
         {nodes.map((n) => (
           <option key={n.node_id} value={n.node_id}>
             {displayName(n, n.node_id)} ({n.node_id})
@@ -51,10 +52,10 @@ function NewConversation() {
         ))}
       </select>
       <button type="submit" class="button button-small" disabled={!choice}>
-        Open
+        {t('chat.open')}
       </button>
       <button type="button" class="link-button small" onClick={() => setOpen(false)}>
-        Cancel
+        {t('common.cancel')}
       </button>
     </form>
   );
@@ -67,9 +68,9 @@ export function ConversationList({ activeId }: { activeId?: string }) {
   if (chat.conversationsError && !chat.conversationsLoaded) {
     body = <LoadError error={chat.conversationsError} onRetry={() => void loadConversations()} small />;
   } else if (!chat.conversationsLoaded) {
-    body = <Loading>Loading conversations…</Loading>;
+    body = <Loading>{t('chat.loadingConversations')}</Loading>;
   } else if (chat.conversations.length === 0) {
-    body = <p class="muted">No conversations yet. Start one with “New message”.</p>;
+    body = <p class="muted">{t('chat.noConversations')}</p>;
   } else {
     body = (
       <ul class="conversation-list">
@@ -92,24 +93,20 @@ export function ConversationList({ activeId }: { activeId?: string }) {
                   <span
                     class="badge badge-waiting"
                     data-testid="waiting-badge"
-                    title="Texts that wait: for the radio, or for the node to be heard"
+                    title={t('chat.waitingTitle')}
                   >
-                    ◷ {c.waiting_count} waiting
+                    ◷ {t('chat.waitingCount', { count: c.waiting_count })}
                   </span>
                 )}
                 {c.failed_count > 0 && (
-                  <span
-                    class="badge badge-failed"
-                    data-testid="failed-badge"
-                    title="Texts not delivered since the node last got one or replied"
-                  >
-                    ⚠ {c.failed_count} not delivered
+                  <span class="badge badge-failed" data-testid="failed-badge" title={t('chat.failedTitle')}>
+                    ⚠ {t('chat.failedCount', { count: c.failed_count })}
                   </span>
                 )}
                 {c.unread_count > 0 && (
                   <span class="badge" data-testid="unread-badge">
                     {c.unread_count}
-                    <span class="visually-hidden"> unread</span>
+                    <span class="visually-hidden"> {t('header.unread')}</span>
                   </span>
                 )}
               </span>
@@ -122,7 +119,7 @@ export function ConversationList({ activeId }: { activeId?: string }) {
   return (
     <aside class="conversations" aria-labelledby="conversations-heading">
       <div class="conversations-head">
-        <h1 id="conversations-heading">Chat</h1>
+        <h1 id="conversations-heading">{t('header.chat')}</h1>
         <NewConversation />
       </div>
       {body}

@@ -1,6 +1,7 @@
 /** What the chat says of a text that waits (docs/held-texts.md), as pure functions of the facts. */
 import { heardButNotAcknowledging } from '../../../domain/reachability.js';
 import type { MessageRecord, SiteJson } from '../api/types.js';
+import { t } from '../i18n/index.js';
 import { formatAge, formatTime } from '../lib/format.js';
 import { offlineSince, siteLabel } from '../lib/site-health.js';
 
@@ -27,11 +28,15 @@ export function waitingWords(
   if (!never && heardButNotAcknowledging(lastHeardMs, facts.createdAt ?? Number.POSITIVE_INFINITY, nowMs)) {
     const next = facts.nextAttemptAt;
     const when =
-      next !== undefined && Number.isFinite(next) && next > nowMs ? `by ${formatTime(next, nowMs)}` : 'soon';
-    return `${name} was heard ${formatAge(lastHeardMs, nowMs)} but is not acknowledging; trying again ${when}`;
+      next !== undefined && Number.isFinite(next) && next > nowMs
+        ? t('chat.held.by', { time: formatTime(next, nowMs) })
+        : t('chat.held.soon');
+    return t('chat.held.notAcknowledging', { name, age: formatAge(lastHeardMs, nowMs), when });
   }
-  const heard = never ? 'never heard' : `last heard ${formatAge(lastHeardMs, nowMs)}`;
-  return `Waiting for ${name} to come in range (${heard})`;
+  const heard = never
+    ? t('mesh.neverHeard')
+    : t('chat.held.lastHeard', { age: formatAge(lastHeardMs, nowMs) });
+  return t('chat.held.waitingFor', { name, heard });
 }
 
 /**
@@ -47,7 +52,7 @@ export function upstreamWaitingWords(
   const site = sites.find((s) => s.site_id === message.site_id);
   const offline = site ? offlineSince(site, nowMs) : undefined;
   if (site && offline) {
-    return `${siteLabel(site)} is offline since ${formatTime(offline.at, nowMs)}; the text goes out when it is back`;
+    return t('chat.held.siteOffline', { site: siteLabel(site), time: formatTime(offline.at, nowMs) });
   }
   const last = message.history?.at(-1);
   if (last?.status !== 'queued' || !last.reason) return undefined;
@@ -55,5 +60,5 @@ export function upstreamWaitingWords(
   const said = last.reason.split('; ').slice(1).join('; ').split(': ')[0]?.trim();
   if (!said) return undefined;
   const words = said.charAt(0).toUpperCase() + said.slice(1);
-  return `${words}, as of ${formatTime(Date.parse(last.at), nowMs)}`;
+  return t('chat.held.asOf', { words, time: formatTime(Date.parse(last.at), nowMs) });
 }

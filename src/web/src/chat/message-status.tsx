@@ -2,6 +2,8 @@
 import { useState } from 'preact/hooks';
 import type { MessageRecord } from '../api/types.js';
 import { useNow, useStore } from '../hooks.js';
+import { t } from '../i18n/index.js';
+import { formatDateTime } from '../lib/format.js';
 import { displayName } from '../lib/mesh-state.js';
 import { randomId } from '../lib/random-id.js';
 import { sendMessage } from '../state/chat.js';
@@ -28,11 +30,7 @@ function HeldStatus({ message }: { message: MessageRecord }) {
   return (
     <span
       class="status status-queued status-held"
-      title={
-        until
-          ? `Sent as soon as the node is heard; it gives up at ${until.toLocaleString()}`
-          : 'Sent as soon as the node is heard'
-      }
+      title={until ? t('chat.heldUntil', { time: formatDateTime(until.getTime()) }) : t('chat.heldTitle')}
     >
       <span aria-hidden="true">◷ </span>
       <span data-testid="waiting-for">{words}</span>
@@ -48,15 +46,16 @@ function QueuedStatus({ message }: { message: MessageRecord }) {
   const why = hub.mode === 'upstream' ? upstreamWaitingWords(message, sites.sites, now) : undefined;
   if (why) {
     return (
-      <span class="status status-queued status-held" title="Queued at the upstream for its site">
+      <span class="status status-queued status-held" title={t('chat.queuedUpstream')}>
         <span aria-hidden="true">◷ </span>
         <span data-testid="waiting-for">{why}</span>
       </span>
     );
   }
   return (
-    <span class="status status-queued" title="Waiting for the radio and its airtime">
-      <span aria-hidden="true">◷ </span>Queued
+    <span class="status status-queued" title={t('chat.queuedTitle')}>
+      <span aria-hidden="true">◷ </span>
+      {t('chat.queued')}
     </span>
   );
 }
@@ -82,7 +81,7 @@ function SendAgain({ message }: { message: MessageRecord }) {
     <>
       {' '}
       <button type="button" class="link-button small" disabled={busy} onClick={() => void again()}>
-        Send again
+        {t('chat.sendAgain')}
       </button>
       {error && (
         <span class="send-again-error" role="alert">
@@ -96,7 +95,7 @@ function SendAgain({ message }: { message: MessageRecord }) {
 
 /** `the radio repeated it … (…) [MAX_RETRANSMIT]` → `The radio repeated it … (…)`, code kept apart. */
 export function failureWords(reason: string | undefined): { text: string; code?: string } {
-  if (!reason) return { text: 'The reason is being looked up…' };
+  if (!reason) return { text: t('chat.reasonLookup') };
   const match = /^(.*?)\s*\[([A-Z0-9_]+)\]$/.exec(reason.trim());
   const text = match ? match[1]! : reason;
   return { text: text.charAt(0).toUpperCase() + text.slice(1), ...(match ? { code: match[2]! } : {}) };
@@ -110,21 +109,24 @@ export function MessageStatus({ message }: { message: MessageRecord }) {
       return <QueuedStatus message={message} />;
     case 'sent':
       return (
-        <span class="status status-sent" title="The mesh repeated it; waiting for the node to confirm">
-          <span aria-hidden="true">✓ </span>Sent
+        <span class="status status-sent" title={t('chat.sentTitle')}>
+          <span aria-hidden="true">✓ </span>
+          {t('chat.sent')}
         </span>
       );
     case 'delivered':
       return (
-        <span class="status status-delivered" title="The node confirmed it received the message">
-          <span aria-hidden="true">✓✓ </span>Delivered
+        <span class="status status-delivered" title={t('chat.deliveredTitle')}>
+          <span aria-hidden="true">✓✓ </span>
+          {t('chat.delivered')}
         </span>
       );
     case 'failed': {
       const { text, code } = failureWords(message.failure_reason);
       return (
-        <span class="status status-failed" title={code ? `Radio error ${code}` : undefined}>
-          <span aria-hidden="true">⚠ </span>Not delivered: <span data-testid="failure-reason">{text}</span>
+        <span class="status status-failed" title={code ? t('chat.radioError', { code }) : undefined}>
+          <span aria-hidden="true">⚠ </span>
+          {t('chat.notDelivered')} <span data-testid="failure-reason">{text}</span>
           <SendAgain message={message} />
         </span>
       );

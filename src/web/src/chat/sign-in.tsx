@@ -3,25 +3,23 @@ import { useState } from 'preact/hooks';
 import { ApiError, plainWords } from '../lib/problem.js';
 import { signIn } from '../state/session.js';
 import './sign-in.css';
+import { t } from '../i18n/index.js';
 
 function signInProblem(error: unknown): string {
   if (error instanceof ApiError) {
-    if (error.status === 401) return 'Wrong username or password.';
+    if (error.status === 401) return t('chat.wrongPassword');
     if (error.status === 429) {
       const wait = error.extras.retryAfterSeconds;
-      return `Too many failed sign-ins. Try again in ${wait ?? 'a few'} seconds.`;
+      return wait === undefined ? t('chat.tooManySignIns') : t('chat.tooManySignInsWait', { count: wait });
     }
   }
   return plainWords(error);
 }
 
-const CHAT_INTRO =
-  'Messages travel over the mesh radio to people carrying nodes in the field. You need an account on this hub.';
-
 export function SignIn({
   notice,
-  heading = 'Sign in to chat',
-  intro = CHAT_INTRO,
+  heading = t('chat.signInHeading'),
+  intro = t('chat.signInIntro'),
 }: {
   notice?: string | undefined;
   heading?: string;
@@ -35,7 +33,7 @@ export function SignIn({
   const submit = async (event: Event) => {
     event.preventDefault();
     if (!username.trim() || !password) {
-      setError('Enter your username and password.');
+      setError(t('chat.enterBoth'));
       return;
     }
     setBusy(true);
@@ -57,7 +55,7 @@ export function SignIn({
           {notice}
         </p>
       )}
-      <label for="sign-in-username">Username</label>
+      <label for="sign-in-username">{t('chat.username')}</label>
       <input
         id="sign-in-username"
         name="username"
@@ -67,7 +65,7 @@ export function SignIn({
         value={username}
         onInput={(e) => setUsername((e.target as HTMLInputElement).value)}
       />
-      <label for="sign-in-password">Password</label>
+      <label for="sign-in-password">{t('chat.password')}</label>
       <input
         id="sign-in-password"
         name="password"
@@ -82,7 +80,7 @@ export function SignIn({
         </p>
       )}
       <button type="submit" class="button" disabled={busy}>
-        {busy ? 'Signing in…' : 'Sign in'}
+        {busy ? t('chat.signingIn') : t('chat.signIn')}
       </button>
     </form>
   );

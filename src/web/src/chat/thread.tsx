@@ -5,6 +5,7 @@ import type { MessageRecord } from '../api/types.js';
 import { FormAlert } from '../components/form-alert.js';
 import { LoadError, Loading } from '../components/load-states.js';
 import { useNow, useStore, useTitle } from '../hooks.js';
+import { t } from '../i18n/index.js';
 import { formatTime } from '../lib/format.js';
 import { displayName } from '../lib/mesh-state.js';
 import { plainWords } from '../lib/problem.js';
@@ -55,7 +56,7 @@ function Rename({ nodeId, current, canRename }: { nodeId: string; current: strin
           setEditing(true);
         }}
       >
-        Rename
+        {t('chat.rename')}
       </button>
     );
   }
@@ -76,7 +77,7 @@ function Rename({ nodeId, current, canRename }: { nodeId: string; current: strin
         void save(value.trim() || null);
       }}
     >
-      <label for="nickname">Nickname</label>
+      <label for="nickname">{t('chat.nickname')}</label>
       <input
         id="nickname"
         value={value}
@@ -84,13 +85,13 @@ function Rename({ nodeId, current, canRename }: { nodeId: string; current: strin
         onInput={(e) => setValue((e.target as HTMLInputElement).value)}
       />
       <button type="submit" class="button button-small">
-        Save
+        {t('chat.save')}
       </button>
       <button type="button" class="link-button small" onClick={() => void save(null)}>
-        Use the node’s name
+        {t('chat.useNodeName')}
       </button>
       <button type="button" class="link-button small" onClick={() => setEditing(false)}>
-        Cancel
+        {t('common.cancel')}
       </button>
       <FormAlert message={error} />
     </form>
@@ -108,7 +109,7 @@ export function Thread({ nodeId }: { nodeId: string }) {
   const thread = chat.threads[nodeId];
   const summary = chat.conversations.find((c) => c.node_id === nodeId);
   const name = summary?.nickname || displayName(mesh.mesh.nodes.get(nodeId), nodeId);
-  useTitle(`Chat with ${name}`);
+  useTitle(t('chat.chatWith', { name }));
 
   useEffect(() => {
     setActiveThread(nodeId);
@@ -146,11 +147,11 @@ export function Thread({ nodeId }: { nodeId: string }) {
 
   let body: ComponentChildren;
   if (!thread || (!thread.loaded && thread.loading)) {
-    body = <Loading>Loading the conversation…</Loading>;
+    body = <Loading>{t('chat.loadingThread')}</Loading>;
   } else if (thread.error && !thread.loaded) {
     body = <LoadError error={thread.error} onRetry={() => void loadThread(nodeId)} />;
   } else if (thread.messages.length === 0) {
-    body = <p class="muted thread-empty">No messages yet. Say hello; it goes out over the radio.</p>;
+    body = <p class="muted thread-empty">{t('chat.noMessages')}</p>;
   } else {
     body = null;
   }
@@ -159,7 +160,7 @@ export function Thread({ nodeId }: { nodeId: string }) {
     <section class="thread" aria-labelledby="thread-heading" data-node-id={nodeId}>
       <header class="thread-head">
         <Link href="/chat" class="back-link">
-          ← Conversations
+          ← {t('chat.conversations')}
         </Link>
         <div class="thread-title">
           <h2 id="thread-heading">{name}</h2>
@@ -175,7 +176,7 @@ export function Thread({ nodeId }: { nodeId: string }) {
       <ol
         class="messages"
         ref={list}
-        aria-label={`Messages with ${name}`}
+        aria-label={t('chat.messagesWith', { name })}
         aria-live="polite"
         aria-relevant="additions text"
       >

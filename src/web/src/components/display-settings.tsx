@@ -1,18 +1,27 @@
 /**
- * The header's "Display" menu: units of temperature, pressure and wind speed, and the colour
- * scheme (System, Light, Dark). Each choice applies at once and is remembered by this browser
- * (state/display.ts).
+ * The header's "Display" menu: the language (first, named in itself), units of temperature,
+ * pressure and wind speed, and the colour scheme (System, Light, Dark). Each choice applies at
+ * once and is remembered by this browser (state/display.ts, i18n/index.ts).
  */
 import { useEffect, useRef } from 'preact/hooks';
 import { useStore } from '../hooks.js';
+import { type MessageKey, t } from '../i18n/index.js';
 import { DISPLAY_CHOICES, type DisplaySettings } from '../lib/units.js';
 import { displayStore, setDisplay } from '../state/display.js';
+import { LanguagePicker } from './language-picker.js';
 
-const LABELS: Record<keyof DisplaySettings, string> = {
-  temperature: 'Temperature',
-  pressure: 'Pressure',
-  wind: 'Wind speed',
-  theme: 'Theme',
+const LABELS: Record<keyof DisplaySettings, MessageKey> = {
+  temperature: 'header.temperature',
+  pressure: 'header.pressure',
+  wind: 'header.wind',
+  theme: 'header.theme',
+};
+
+/** The colour schemes' words; units are written the same in every language. */
+const THEME_WORDS: Record<string, MessageKey> = {
+  auto: 'header.themeAuto',
+  light: 'header.themeLight',
+  dark: 'header.themeDark',
 };
 
 const KEYS = Object.keys(LABELS) as Array<keyof DisplaySettings>;
@@ -39,7 +48,7 @@ export function DisplaySettingsMenu() {
   }, []);
   return (
     <details ref={menu} class="display-settings" data-testid="display-settings">
-      <summary class="link-button" title="Units and colour scheme">
+      <summary class="link-button" title={t('header.displayTitle')}>
         {/* On a phone the icon alone, so the links keep their room; the word stays for screen readers. */}
         <svg class="display-icon" viewBox="0 0 16 16" width="16" height="16" aria-hidden="true">
           <path
@@ -49,12 +58,13 @@ export function DisplaySettingsMenu() {
             fill="none"
           />
         </svg>
-        <span class="display-label">Display</span>
+        <span class="display-label">{t('header.display')}</span>
       </summary>
       <div class="display-settings-panel">
+        <LanguagePicker />
         {KEYS.map((key) => (
           <label key={key} for={`display-${key}`}>
-            <span>{LABELS[key]}</span>
+            <span>{t(LABELS[key])}</span>
             <select
               id={`display-${key}`}
               name={key}
@@ -66,7 +76,7 @@ export function DisplaySettingsMenu() {
             >
               {DISPLAY_CHOICES[key].map(([value, words]) => (
                 <option key={value} value={value}>
-                  {words}
+                  {THEME_WORDS[value] ? t(THEME_WORDS[value]) : words}
                 </option>
               ))}
             </select>

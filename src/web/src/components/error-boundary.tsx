@@ -1,4 +1,5 @@
 import { Component, type ComponentChildren } from 'preact';
+import { t } from '../i18n/index.js';
 
 interface Props {
   children: ComponentChildren;
@@ -25,11 +26,11 @@ export class ErrorBoundary extends Component<Props, { error?: Error; key: string
     if (!this.state.error) return this.props.children;
     return (
       <section class="panel notice notice-error" role="alert">
-        <h1>This view ran into a problem</h1>
-        <p>The rest of the app still works. Reloading the page usually fixes it.</p>
-        <p class="muted">Details: {this.state.error.message}</p>
+        <h1>{t('common.viewFailedHeading')}</h1>
+        <p>{t('common.viewFailedText')}</p>
+        <p class="muted">{t('common.details', { message: this.state.error.message })}</p>
         <button type="button" class="button" onClick={() => location.reload()}>
-          Reload
+          {t('common.reload')}
         </button>
       </section>
     );

@@ -7,6 +7,7 @@
 import { useState } from 'preact/hooks';
 import type { RadioStatus } from '../api/types.js';
 import { useNow, useStore } from '../hooks.js';
+import { type MessageKey, t } from '../i18n/index.js';
 import { tokenRoles } from '../lib/jwt.js';
 import { upstreamSummary } from '../lib/site-health.js';
 import { Link } from '../router.js';
@@ -16,11 +17,11 @@ import { sessionStore, signOut } from '../state/session.js';
 import { sitesStore } from '../state/sites.js';
 import { DisplaySettingsMenu } from './display-settings.js';
 
-const RADIO_WORDS: Record<RadioStatus['state'], string> = {
-  connected: 'connected',
-  connecting: 'connecting…',
-  configuring: 'starting…',
-  disconnected: 'disconnected',
+const RADIO_WORDS: Record<RadioStatus['state'], MessageKey> = {
+  connected: 'header.radioConnected',
+  connecting: 'header.radioConnecting',
+  configuring: 'header.radioConfiguring',
+  disconnected: 'header.radioDisconnected',
 };
 
 /** The radio as the RADIO setting names it: `tcp:127.0.0.1:4403`, `/dev/ttyUSB0`. */
@@ -39,19 +40,20 @@ interface RadioSummary {
 
 function radioSummary(radio: RadioStatus | undefined, hubReachable: boolean): RadioSummary {
   const only = (text: string, tone: string, title: string) => ({ text, tone, title, details: [title] });
-  if (!hubReachable)
-    return only('unknown', 'unknown', 'The hub cannot be reached, so the radio state is unknown.');
-  if (!radio) return only('…', 'unknown', 'Waiting for the hub');
-  if (radio.transport === 'none')
-    return only('none', 'unknown', 'The hub runs without a radio (RADIO=none).');
+  if (!hubReachable) return only(t('header.radioUnknown'), 'unknown', t('header.radioUnknownTitle'));
+  if (!radio) return only('…', 'unknown', t('header.waitingForHub'));
+  if (radio.transport === 'none') return only(t('header.radioNone'), 'unknown', t('header.radioNoneTitle'));
   const setting = radioSetting(radio);
+  const state = t(RADIO_WORDS[radio.state]);
   const details = [
-    `Radio link ${RADIO_WORDS[radio.state]}${radio.simulated ? ' (the built-in simulator)' : ''}`,
-    ...(setting ? [`Radio: ${setting}`] : []),
-    ...(radio.state !== 'connected' && radio.lastError ? [`Last error: ${radio.lastError}`] : []),
+    t(radio.simulated ? 'header.radioLinkSimulated' : 'header.radioLink', { state }),
+    ...(setting ? [t('header.radioSetting', { setting })] : []),
+    ...(radio.state !== 'connected' && radio.lastError
+      ? [t('header.lastError', { error: radio.lastError })]
+      : []),
   ];
   const tone = radio.state === 'connected' ? 'good' : radio.state === 'disconnected' ? 'bad' : 'warn';
-  return { text: RADIO_WORDS[radio.state], tone, title: details.join('\n'), details };
+  return { text: state, tone, title: details.join('\n'), details };
 }
 
 /** The radio pill: its state at a glance; a tap (or hover) tells where the radio is and what went wrong. */
@@ -69,7 +71,7 @@ function RadioPill({ status }: { status: RadioSummary }) {
         onClick={() => setOpen(!open)}
       >
         <span class="dot" aria-hidden="true" />
-        <span class="pill-label">Radio </span>
+        <span class="pill-label">{t('header.radio')} </span>
         {status.text}
       </button>
       {open && (
@@ -94,7 +96,7 @@ export function Header({ page }: { page: string }) {
   const sitesView = useStore(sitesStore);
   const now = useNow(30_000) + sitesView.clockOffsetMs;
   const status = hub.signInToRead
-    ? { text: 'sign in to see', tone: 'unknown', title: 'Sign in to see the sites and their nodes.' }
+    ? { text: t('header.signInToSee'), tone: 'unknown', title: t('header.signInToSeeTitle') }
     : upstream
       ? upstreamSummary(sitesView.loaded ? sitesView.sites : undefined, hub.connection === 'open', now)
       : radioSummary(hub.radio, hub.connection === 'open');
@@ -103,7 +105,7 @@ export function Header({ page }: { page: string }) {
   const admin = !!session && tokenRoles(session.token).includes('admin');
   return (
     <header class="site-header">
-      <Link href="/" class="brand" aria-label="meshhub home">
+      <Link href="/" class="brand" aria-label={t('header.home')}>
         <svg viewBox="0 0 32 32" width="26" height="26" aria-hidden="true">
           <circle cx="16" cy="16" r="4" fill="currentColor" />
           <circle cx="6" cy="8" r="3" fill="currentColor" opacity=".7" />
@@ -119,36 +121,36 @@ export function Header({ page }: { page: string }) {
         </svg>
         <span class="brand-name">meshhub</span>
       </Link>
-      <nav aria-label="Main">
+      <nav aria-label={t('header.mainNav')}>
         <Link
           href="/"
           class="nav-link"
           aria-current={page === 'dashboard' || page === 'node' ? 'page' : undefined}
         >
-          Map
+          {t('header.map')}
         </Link>
         <Link href="/chat" class="nav-link" aria-current={page === 'chat' ? 'page' : undefined}>
-          Chat
+          {t('header.chat')}
           {unread > 0 && (
             <span class="badge" data-testid="unread-total">
               {unread}
-              <span class="visually-hidden"> unread</span>
+              <span class="visually-hidden"> {t('header.unread')}</span>
             </span>
           )}
         </Link>
         {upstream && (
           <Link href="/sites" class="nav-link" aria-current={page === 'sites' ? 'page' : undefined}>
-            Sites
+            {t('header.sites')}
           </Link>
         )}
         {audit && (
           <Link href="/audit" class="nav-link" aria-current={page === 'audit' ? 'page' : undefined}>
-            Audit
+            {t('header.audit')}
           </Link>
         )}
         {billing && (
           <Link href="/plans" class="nav-link" aria-current={page === 'plans' ? 'page' : undefined}>
-            Plans
+            {t('header.plans')}
           </Link>
         )}
         {billing && admin && (
@@ -157,7 +159,7 @@ export function Header({ page }: { page: string }) {
             class="nav-link"
             aria-current={page === 'admin-billing' ? 'page' : undefined}
           >
-            Billing
+            {t('header.billing')}
           </Link>
         )}
         {/* Alerts and Packets go last: on a phone the links before them keep their place. */}
@@ -167,12 +169,12 @@ export function Header({ page }: { page: string }) {
             class="nav-link"
             aria-current={page === 'notifications' ? 'page' : undefined}
           >
-            Alerts
+            {t('header.alerts')}
           </Link>
         )}
         {!upstream && (
           <Link href="/packets" class="nav-link" aria-current={page === 'packets' ? 'page' : undefined}>
-            Packets
+            {t('header.packets')}
           </Link>
         )}
       </nav>
@@ -180,14 +182,14 @@ export function Header({ page }: { page: string }) {
         {upstream ? (
           <span class={`pill pill-${status.tone}`} title={status.title} data-testid="upstream-state">
             <span class="dot" aria-hidden="true" />
-            <span class="pill-label">Upstream · </span>
+            <span class="pill-label">{t('header.upstream')} · </span>
             {status.text}
           </span>
         ) : (
           <RadioPill status={status as RadioSummary} />
         )}
         {hub.version && (
-          <span class="version" title="meshhub version" data-testid="version">
+          <span class="version" title={t('header.version')} data-testid="version">
             v{hub.version}
           </span>
         )}
@@ -196,10 +198,10 @@ export function Header({ page }: { page: string }) {
           <button
             type="button"
             class="link-button"
-            onClick={() => signOut('You signed out.')}
-            title={`Signed in as ${session.username}`}
+            onClick={() => signOut(t('header.signedOut'))}
+            title={t('header.signedInAs', { name: session.username })}
           >
-            Sign out
+            {t('header.signOut')}
           </button>
         )}
       </div>

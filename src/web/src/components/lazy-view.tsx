@@ -5,6 +5,7 @@
  */
 import type { ComponentType } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
+import { t } from '../i18n/index.js';
 
 // biome-ignore lint/suspicious/noExplicitAny: each lazy view has its own props
 type AnyComponent = ComponentType<any>;
@@ -47,10 +48,10 @@ export function LazyView<P extends object>({
   if (failed) {
     return (
       <section class="panel notice notice-error" role="alert">
-        <h1>This part of the app could not be loaded</h1>
-        <p>The hub may have restarted with a new version, or the connection dropped.</p>
+        <h1>{t('common.lazyFailedHeading')}</h1>
+        <p>{t('common.lazyFailedText')}</p>
         <button type="button" class="button" onClick={() => location.reload()}>
-          Reload the page
+          {t('common.reloadPage')}
         </button>
       </section>
     );
@@ -58,7 +59,7 @@ export function LazyView<P extends object>({
   if (!view) {
     return (
       <p class="loading" role="status">
-        Loading…
+        {t('common.loading')}
       </p>
     );
   }

@@ -1,5 +1,6 @@
 /** What a page shows while its data loads, or when loading it failed. */
 import type { ComponentChildren } from 'preact';
+import { t } from '../i18n/index.js';
 import { plainWords } from '../lib/problem.js';
 
 /** The load failed: why, in plain words, and "Try again" (`small`: the small button). */
@@ -19,7 +20,7 @@ export function LoadError({
     <div class="notice notice-error" role="alert">
       <p>{words(error)}</p>
       <button type="button" class={small ? 'button button-small' : 'button'} onClick={onRetry}>
-        Try again
+        {t('common.tryAgain')}
       </button>
     </div>
   );

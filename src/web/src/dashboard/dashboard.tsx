@@ -14,6 +14,7 @@ import { meshStore, refreshMesh } from '../state/mesh.js';
 import { siteNames, sitesStore } from '../state/sites.js';
 import './dashboard.css';
 import { LoadError, Loading } from '../components/load-states.js';
+import { languageStore, t } from '../i18n/index.js';
 import { displayStore } from '../state/display.js';
 import { useLinks, useTraceroute } from '../topology/topology.js';
 import { type MapHandle, MapView } from './map-view.js';
@@ -28,7 +29,7 @@ export function Dashboard({ focus, site }: { focus?: string; site?: string }) {
   // A site filter only means something on the upstream.
   const only = upstream ? site : undefined;
   const onlyName = only ? (names.get(only) ?? only) : undefined;
-  useTitle(onlyName ? `Map of ${onlyName}` : 'Map');
+  useTitle(onlyName ? t('mesh.mapOf', { site: onlyName }) : t('header.map'));
   const now = useNow(30_000);
   const mapHandle = useRef<MapHandle | undefined>(undefined);
   const mapSection = useRef<HTMLElement>(null);
@@ -39,12 +40,14 @@ export function Dashboard({ focus, site }: { focus?: string; site?: string }) {
   const links = useLinks();
   const trace = useTraceroute(new URLSearchParams(location.search).get('traceroute') ?? undefined);
   const [search, setSearch] = useState('');
+  // The node views hold words ("heard 3 min ago"): made again when the language changes.
+  const language = useStore(languageStore);
   const nodes = useMemo(
     () =>
       sortedNodes(view.mesh, { sensors: true })
         .filter((node) => !only || atSite(view.mesh, node.node_id, only))
         .map((node) => nodeView(view.mesh, node, now, hubNodeId, upstream ? names : undefined, metrics)),
-    [view.mesh, now, hubNodeId, upstream, names, only, metrics],
+    [view.mesh, now, hubNodeId, upstream, names, only, metrics, language],
   );
   const listed = useMemo(() => nodes.filter((node) => matchesSearch(node, search)), [nodes, search]);
 
@@ -64,21 +67,21 @@ export function Dashboard({ focus, site }: { focus?: string; site?: string }) {
   if (view.error && !view.loaded) {
     list = <LoadError error={view.error} onRetry={() => void refreshMesh()} />;
   } else if (!view.loaded) {
-    list = <Loading>Loading nodes…</Loading>;
+    list = <Loading>{t('mesh.loadingNodes')}</Loading>;
   } else if (nodes.length === 0) {
     list = (
       <p class="muted">
         {onlyName
-          ? `${onlyName} has reported no node yet.`
+          ? t('mesh.siteNoNodes', { site: onlyName })
           : upstream
-            ? 'No site has reported a node yet. When one does, it appears here and on the map.'
-            : 'No nodes heard yet. When the radio hears one, it appears here and on the map.'}
+            ? t('mesh.noSiteNodes')
+            : t('mesh.noNodes')}
       </p>
     );
   } else if (listed.length === 0) {
     list = (
       <p class="muted" data-testid="no-search-match">
-        No node matches “{search.trim()}”.
+        {t('mesh.noMatch', { search: search.trim() })}
       </p>
     );
   } else {
@@ -87,8 +90,8 @@ export function Dashboard({ focus, site }: { focus?: string; site?: string }) {
 
   return (
     <div class="dashboard">
-      <h1 class="visually-hidden">Map of the mesh</h1>
-      <section class="map-panel" ref={mapSection} aria-label="Map">
+      <h1 class="visually-hidden">{t('mesh.mapHeading')}</h1>
+      <section class="map-panel" ref={mapSection} aria-label={t('header.map')}>
         <MapView
           nodes={nodes}
           links={links}
@@ -103,10 +106,12 @@ export function Dashboard({ focus, site }: { focus?: string; site?: string }) {
       <aside class="node-panel" aria-labelledby="nodes-heading">
         <div class="node-panel-head">
           <h2 id="nodes-heading">
-            Nodes{' '}
+            {t('mesh.nodes')}{' '}
             {view.loaded && (
               <span class="count" data-testid="node-count">
-                {listed.length === nodes.length ? nodes.length : `${listed.length} of ${nodes.length}`}
+                {listed.length === nodes.length
+                  ? nodes.length
+                  : t('mesh.nOfTotal', { shown: listed.length, total: nodes.length })}
               </span>
             )}
           </h2>
@@ -117,16 +122,16 @@ export function Dashboard({ focus, site }: { focus?: string; site?: string }) {
             type="search"
             class="node-search"
             data-testid="node-search"
-            placeholder="Search name, short name or id"
-            aria-label="Search nodes by name, short name or id"
+            placeholder={t('mesh.searchPlaceholder')}
+            aria-label={t('mesh.searchLabel')}
             value={search}
             onInput={(event) => setSearch((event.target as HTMLInputElement).value)}
           />
         )}
         {onlyName && (
           <p class="notice-info site-filter" data-testid="site-filter">
-            Only the nodes {onlyName} heard. <Link href="/">Show every site</Link> ·{' '}
-            <Link href="/sites">Sites</Link>
+            {t('mesh.onlySite', { site: onlyName })} <Link href="/">{t('mesh.showEverySite')}</Link> ·{' '}
+            <Link href="/sites">{t('header.sites')}</Link>
           </p>
         )}
         {list}

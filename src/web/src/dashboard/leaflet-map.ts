@@ -11,6 +11,7 @@ import L from 'leaflet';
 import 'leaflet/dist/leaflet.css';
 import './map.css';
 import type { TileJson } from '../api/types.js';
+import { t } from '../i18n/index.js';
 import { heardByWords, type NodeView } from '../lib/node-view.js';
 import { LinkLayer } from '../topology/link-layer.js';
 import type { LinkJson, TracerouteJson } from '../topology/topology.js';
@@ -66,7 +67,7 @@ function readingsList(node: NodeView, limit?: number): HTMLElement {
   for (const line of lines) {
     list.append(element('dt', undefined, line.label), element('dd', undefined, line.value));
   }
-  if (lines.length === 0) list.append(element('dd', 'muted', 'No readings yet'));
+  if (lines.length === 0) list.append(element('dd', 'muted', t('mesh.map.noReadings')));
   return list;
 }
 
@@ -181,9 +182,9 @@ export class MeshMap {
   private addFitControl(): void {
     const FitControl = L.Control.extend({
       onAdd: () => {
-        const button = element('button', 'map-fit-button', 'Show all');
+        const button = element('button', 'map-fit-button', t('mesh.map.showAll'));
         button.type = 'button';
-        button.title = 'Zoom to show every node';
+        button.title = t('mesh.map.showAllTitle');
         L.DomEvent.disableClickPropagation(button);
         button.addEventListener('click', () => this.fitToNodes());
         const bar = element('div', 'leaflet-bar');
@@ -211,7 +212,11 @@ export class MeshMap {
     const box = element('div', 'map-popup');
     box.append(element('h2', 'popup-title', node.name));
     box.append(
-      element('p', 'muted', `${node.shortName} · ${node.id}${node.isHub ? ' · this hub’s radio' : ''}`),
+      element(
+        'p',
+        'muted',
+        `${node.shortName} · ${node.id}${node.isHub ? ` · ${t('mesh.map.hubRadio')}` : ''}`,
+      ),
     );
     const heard = element('p', 'popup-heard');
     heard.append(
@@ -222,7 +227,7 @@ export class MeshMap {
     if (node.sites) box.append(element('p', 'popup-sites', heardByWords(node.sites)));
     box.append(readingsList(node));
     if (node.position) box.append(element('p', 'popup-coords', node.position.text));
-    const link = element('a', 'button button-small', 'Open node page');
+    const link = element('a', 'button button-small', t('mesh.map.openNodePage'));
     link.href = this.options.nodeHref(node.id);
     link.addEventListener('click', (event) => {
       if (event.button !== 0 || event.metaKey || event.ctrlKey || event.shiftKey) return;
@@ -284,7 +289,7 @@ export class MeshMap {
         el.dataset.nodeId = node.id;
         el.dataset.freshness = node.freshness;
         el.title = label;
-        el.setAttribute('aria-label', `${label}. Press Enter for readings.`);
+        el.setAttribute('aria-label', t('mesh.map.pressEnter', { label }));
       }
     }
     for (const [id, entry] of this.markers) {

@@ -2,6 +2,7 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { getJson } from '../api/client.js';
 import type { TileJson } from '../api/types.js';
+import { t } from '../i18n/index.js';
 import type { NodeView } from '../lib/node-view.js';
 import { nodePath } from '../lib/routes.js';
 import { navigate } from '../router.js';
@@ -96,17 +97,17 @@ export function MapView({
     <div class={`map-wrap map-${background}`} data-testid="map" data-background={background}>
       {failed && (
         <p class="map-notice" role="alert">
-          The map could not be loaded. The list of nodes still works.{' '}
+          {t('mesh.map.loadFailed')}{' '}
           <button type="button" class="link-button" onClick={() => location.reload()}>
-            Reload
+            {t('common.reload')}
           </button>
         </p>
       )}
       {background === 'grid' && !failed && (
         <p class="map-notice" role="status" data-testid="tiles-unavailable">
-          No map background (offline?): the map shows its built-in world outline and a coordinate grid.{' '}
+          {t('mesh.map.noBackground')}{' '}
           <button type="button" class="link-button" onClick={() => map.current?.retryTiles()}>
-            Try again
+            {t('common.tryAgain')}
           </button>
         </p>
       )}

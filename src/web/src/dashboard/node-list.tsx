@@ -1,13 +1,15 @@
 /** Every node beside the map, and below it those with no position, which the map cannot show. */
-import { FRESHNESS_LABELS, type Freshness } from '../lib/freshness.js';
+
+import { t } from '../i18n/index.js';
+import { type Freshness, freshnessLabel } from '../lib/freshness.js';
 import { batteryLabel, heardByWords, type NodeView, wasWords } from '../lib/node-view.js';
 import { nodePath } from '../lib/routes.js';
 import { Link } from '../router.js';
 
 export function FreshnessDot({ freshness }: { freshness: Freshness }) {
   return (
-    <span class={`fresh-dot fresh-${freshness}`} title={FRESHNESS_LABELS[freshness]}>
-      <span class="visually-hidden">{FRESHNESS_LABELS[freshness]}</span>
+    <span class={`fresh-dot fresh-${freshness}`} title={freshnessLabel(freshness)}>
+      <span class="visually-hidden">{freshnessLabel(freshness)}</span>
     </span>
   );
 }
@@ -46,24 +48,18 @@ function NodeItem({ node, onShow, site }: { node: NodeView; onShow?: (id: string
             {node.name}
           </Link>
           <span class="chip">{node.shortName}</span>
-          {node.isHub && <span class="chip chip-hub">this hub</span>}
+          {node.isHub && <span class="chip chip-hub">{t('mesh.thisHub')}</span>}
           {node.sensor && (
-            <span
-              class="chip chip-sensor"
-              title="Known from its readings (HTTP or MQTT), not heard on the mesh"
-            >
-              sensor
+            <span class="chip chip-sensor" title={t('mesh.sensorTitle')}>
+              {t('mesh.sensor')}
             </span>
           )}
         </div>
         <div class="node-meta">
           {node.heard}
-          {node.battery !== undefined && ` · battery ${batteryLabel(node.battery)}`}
+          {node.battery !== undefined && ` · ${t('mesh.battery', { level: batteryLabel(node.battery) })}`}
           {node.previousIds && (
-            <span
-              data-testid="node-was"
-              title="Firmware 2.8 gave this node a new number; its history followed it"
-            >
+            <span data-testid="node-was" title={t('mesh.renumberedTitle')}>
               {' · '}
               {wasWords(node.previousIds)}
             </span>
@@ -80,8 +76,8 @@ function NodeItem({ node, onShow, site }: { node: NodeView; onShow?: (id: string
         <button
           type="button"
           class="icon-button"
-          aria-label={`Show ${node.name} on the map`}
-          title="Show on the map"
+          aria-label={t('mesh.showNamedOnMap', { name: node.name })}
+          title={t('mesh.showOnMap')}
           onClick={() => onShow(node.id)}
         >
           <PinIcon />
@@ -97,10 +93,10 @@ export function Legend() {
     live: '≤ 15 min',
     recent: '≤ 2 h',
     stale: '≤ 24 h',
-    silent: 'older',
+    silent: t('mesh.older'),
   };
   return (
-    <ul class="legend" aria-label="Marker colours: when a node was last heard">
+    <ul class="legend" aria-label={t('mesh.legendLabel')}>
       {steps.map((f) => (
         <li key={f}>
           <span class={`fresh-dot fresh-${f}`} aria-hidden="true" /> {short[f]}
@@ -124,15 +120,15 @@ export function NodeList({
   const unplaced = nodes.filter((n) => !n.position);
   return (
     <>
-      <ul class="node-list" aria-label="Nodes on the map">
+      <ul class="node-list" aria-label={t('mesh.nodesOnMap')}>
         {placed.map((node) => (
           <NodeItem key={node.id} node={node} onShow={onShow} site={site} />
         ))}
       </ul>
       {unplaced.length > 0 && (
         <section class="unplaced" aria-labelledby="unplaced-heading" data-testid="unplaced-nodes">
-          <h3 id="unplaced-heading">Not on the map</h3>
-          <p class="muted small">These nodes have not reported a position.</p>
+          <h3 id="unplaced-heading">{t('mesh.notOnMap')}</h3>
+          <p class="muted small">{t('mesh.notOnMapText')}</p>
           <ul class="node-list">
             {unplaced.map((node) => (
               <NodeItem key={node.id} node={node} site={site} />

@@ -2,6 +2,7 @@
  * How recently a node was heard, in four steps the map colours and the list names. A sensor
  * reports every few minutes, so a quarter of an hour of silence is still normal.
  */
+import { t } from '../i18n/index.js';
 
 export type Freshness = 'live' | 'recent' | 'stale' | 'silent';
 
@@ -11,12 +12,10 @@ export const FRESHNESS_LIMITS_MS = {
   stale: 24 * 3_600_000,
 } as const;
 
-export const FRESHNESS_LABELS: Record<Freshness, string> = {
-  live: 'heard in the last 15 min',
-  recent: 'heard in the last 2 h',
-  stale: 'heard in the last 24 h',
-  silent: 'not heard for over a day',
-};
+/** `heard in the last 15 min`, in the language in use. */
+export function freshnessLabel(step: Freshness): string {
+  return t(`mesh.freshness.${step}`);
+}
 
 export function freshness(lastHeardMs: number | undefined, nowMs: number): Freshness {
   if (lastHeardMs === undefined || !Number.isFinite(lastHeardMs)) return 'silent';

@@ -5,6 +5,7 @@
  */
 
 import type { HistoryInterval } from '../api/types.js';
+import { t } from '../i18n/index.js';
 
 export type { HistoryInterval };
 export type PresetRange = '24h' | '7d' | '30d' | '1y';
@@ -23,12 +24,6 @@ export const PRESETS: ReadonlyArray<{
   { preset: '30d', label: '30 d', spanMs: 30 * 86_400_000, interval: '1h' },
   { preset: '1y', label: '1 y', spanMs: 365 * 86_400_000, interval: '1d' },
 ];
-
-export const INTERVAL_LABELS: Record<HistoryInterval, string> = {
-  raw: 'every reading',
-  '1h': 'hourly means',
-  '1d': 'daily means',
-};
 
 const MAX_CUSTOM_SPAN_MS = 20 * 366 * 86_400_000;
 
@@ -53,9 +48,9 @@ export function planHistory(choice: RangeChoice, nowMs: number): HistoryPlan | {
     return { start: nowMs - preset.spanMs, end: nowMs, interval: preset.interval, live: true };
   }
   const { start, end } = choice;
-  if (!Number.isFinite(start) || !Number.isFinite(end)) return { error: 'Choose both a start and an end.' };
-  if (!(end > start)) return { error: 'The end must be after the start.' };
-  if (end - start > MAX_CUSTOM_SPAN_MS) return { error: 'Choose a range of at most 20 years.' };
+  if (!Number.isFinite(start) || !Number.isFinite(end)) return { error: t('mesh.rangeBoth') };
+  if (!(end > start)) return { error: t('mesh.rangeOrder') };
+  if (end - start > MAX_CUSTOM_SPAN_MS) return { error: t('mesh.rangeMax') };
   return { start, end, interval: intervalForSpan(end - start), live: false };
 }
 

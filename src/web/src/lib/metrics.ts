@@ -2,7 +2,9 @@
  * The metrics a Reading can carry (spec "Reading"), with how people read them: pressure in hPa
  * (the API says Pa, weather reports say hPa), each with its unit and a sensible precision.
  */
+
 import type { ReadingJson } from '../api/types.js';
+import { t } from '../i18n/index.js';
 
 export type MetricKey =
   | 'temperature_c'
@@ -16,7 +18,8 @@ export type MetricKey =
 
 export interface MetricInfo {
   key: MetricKey;
-  label: string;
+  /** In the language in use (read it when rendering). */
+  readonly label: string;
   unit: string;
   /** Decimal places shown. */
   digits: number;
@@ -33,7 +36,9 @@ const same = (v: number) => v;
 export const METRICS: readonly MetricInfo[] = [
   {
     key: 'temperature_c',
-    label: 'Temperature',
+    get label() {
+      return t('mesh.metric.temperature_c');
+    },
     unit: '°C',
     digits: 1,
     csvColumn: 'temperature_c',
@@ -42,7 +47,9 @@ export const METRICS: readonly MetricInfo[] = [
   },
   {
     key: 'humidity_percent',
-    label: 'Humidity',
+    get label() {
+      return t('mesh.metric.humidity_percent');
+    },
     unit: '%',
     digits: 0,
     csvColumn: 'humidity_percent',
@@ -51,7 +58,9 @@ export const METRICS: readonly MetricInfo[] = [
   },
   {
     key: 'pressure_pa',
-    label: 'Pressure',
+    get label() {
+      return t('mesh.metric.pressure_pa');
+    },
     unit: 'hPa',
     digits: 1,
     csvColumn: 'pressure_hpa',
@@ -60,7 +69,9 @@ export const METRICS: readonly MetricInfo[] = [
   },
   {
     key: 'wind_speed_ms',
-    label: 'Wind speed',
+    get label() {
+      return t('mesh.metric.wind_speed_ms');
+    },
     unit: 'm/s',
     digits: 1,
     csvColumn: 'wind_speed_ms',
@@ -69,7 +80,9 @@ export const METRICS: readonly MetricInfo[] = [
   },
   {
     key: 'wind_direction',
-    label: 'Wind direction',
+    get label() {
+      return t('mesh.metric.wind_direction');
+    },
     unit: '°',
     digits: 0,
     csvColumn: 'wind_direction',
@@ -78,7 +91,9 @@ export const METRICS: readonly MetricInfo[] = [
   },
   {
     key: 'pm25_ugm3',
-    label: 'PM2.5',
+    get label() {
+      return t('mesh.metric.pm25_ugm3');
+    },
     unit: 'µg/m³',
     digits: 0,
     csvColumn: 'pm25_ugm3',
@@ -87,7 +102,9 @@ export const METRICS: readonly MetricInfo[] = [
   },
   {
     key: 'pm10_ugm3',
-    label: 'PM10',
+    get label() {
+      return t('mesh.metric.pm10_ugm3');
+    },
     unit: 'µg/m³',
     digits: 0,
     csvColumn: 'pm10_ugm3',
@@ -96,7 +113,9 @@ export const METRICS: readonly MetricInfo[] = [
   },
   {
     key: 'gas_resistance_kohm',
-    label: 'Gas resistance',
+    get label() {
+      return t('mesh.metric.gas_resistance_kohm');
+    },
     unit: 'kΩ',
     digits: 0,
     csvColumn: 'gas_resistance_kohm',

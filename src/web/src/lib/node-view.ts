@@ -1,5 +1,6 @@
 /** A node as the map and the list show it: name, freshness, and its latest readings in words. */
-import { cardinal, formatAge, formatCoordinates, formatMetric } from './format.js';
+import { t } from '../i18n/index.js';
+import { cardinal, formatAge, formatCoordinates, formatMetric, joinWords } from './format.js';
 import { type Freshness, freshness } from './freshness.js';
 import {
   displayName,
@@ -53,7 +54,7 @@ export function readingLines(
     if (!entry) continue;
     const value =
       metric.key === 'wind_direction'
-        ? `${formatMetric(metric, entry.value)} (from ${cardinal(entry.value)})`
+        ? `${formatMetric(metric, entry.value)} (${t('mesh.windFrom', { direction: cardinal(entry.value) })})`
         : formatMetric(metric, entry.value);
     lines.push({ key: metric.key, label: metric.label, value });
   }
@@ -76,7 +77,8 @@ export function nodeView(
     name: displayName(node, node.node_id),
     shortName: node.short_name || node.node_id.slice(-4),
     freshness: freshness(heardAt, nowMs),
-    heard: heardAt === undefined ? 'never heard' : `heard ${formatAge(heardAt, nowMs)}`,
+    heard:
+      heardAt === undefined ? t('mesh.neverHeard') : t('mesh.heardAgo', { age: formatAge(heardAt, nowMs) }),
     ...(latest ? { readingAt: latest.at } : {}),
     readings: readingLines(state, node.node_id, metrics),
     ...(hasPosition(node)
@@ -98,11 +100,7 @@ export function nodeView(
 
 /** `was !abcd1234` (`was !a and !b`): the ids of a renumbered node, as the list and its page say it. */
 export function wasWords(previousIds: readonly string[]): string {
-  const list =
-    previousIds.length <= 1
-      ? (previousIds[0] ?? '')
-      : `${previousIds.slice(0, -1).join(', ')} and ${previousIds[previousIds.length - 1]}`;
-  return `was ${list}`;
+  return t('mesh.was', { ids: joinWords(previousIds) });
 }
 
 /** The node that had `nodeId` before it was renumbered, if any. */
@@ -124,9 +122,7 @@ export function matchesSearch(node: Pick<NodeView, 'id' | 'name' | 'shortName'>,
 
 /** `Heard by North Farm and Ridge`: the sites as a sentence. */
 export function heardByWords(sites: readonly string[]): string {
-  const list =
-    sites.length <= 1 ? (sites[0] ?? '') : `${sites.slice(0, -1).join(', ')} and ${sites[sites.length - 1]}`;
-  return `Heard by ${list}`;
+  return t('mesh.heardBy', { sites: joinWords(sites) });
 }
 
 /**
@@ -134,5 +130,5 @@ export function heardByWords(sites: readonly string[]): string {
  * power (firmware's "powered" value): a person wants to read "plugged in", not "101 %".
  */
 export function batteryLabel(level: number): string {
-  return level > 100 ? 'plugged in' : `${level} %`;
+  return level > 100 ? t('mesh.pluggedIn') : `${level} %`;
 }

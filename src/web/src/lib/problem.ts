@@ -3,6 +3,7 @@
  * the person in front of the screen. The hub's `detail` is already written for people; this
  * adds what to do about it, and covers the cases with no body at all (no connection).
  */
+import { t } from '../i18n/index.js';
 
 export interface FieldError {
   field: string;
@@ -67,9 +68,9 @@ export function apiErrorFrom(status: number, body: unknown, retryAfter: number |
 }
 
 function statusText(status: number): string {
-  if (status === 404) return 'not found';
-  if (status >= 500) return 'the hub could not complete the request';
-  return `the request failed (HTTP ${status})`;
+  if (status === 404) return t('problem.notFound');
+  if (status >= 500) return t('problem.serverFailed');
+  return t('problem.requestFailed', { status });
 }
 
 const capitalise = (text: string) => text.charAt(0).toUpperCase() + text.slice(1);
@@ -77,27 +78,25 @@ const capitalise = (text: string) => text.charAt(0).toUpperCase() + text.slice(1
 /** One or two sentences a person can act on. */
 export function plainWords(error: unknown): string {
   if (!(error instanceof ApiError)) {
-    return 'Something went wrong in the page. Reload it; if it happens again, tell whoever runs this hub.';
+    return t('problem.pageBroke');
   }
   const { status } = error;
-  if (status === 0) return "The hub can't be reached. Check your Wi-Fi or network connection.";
+  if (status === 0) return t('problem.unreachable');
   if (status === 400 || status === 422) {
     const fields = error.fieldErrors.map((e) => `${e.field} ${e.message}`);
     return fields.length ? `${capitalise(fields.join('; '))}.` : `${capitalise(error.detail)}.`;
   }
-  if (status === 401) return 'Your sign-in is no longer valid. Please sign in again.';
-  if (status === 403) return `Not allowed: ${error.detail}.`;
+  if (status === 401) return t('problem.signInAgain');
+  if (status === 403) return t('problem.notAllowed', { detail: error.detail });
   if (status === 404) return `${capitalise(error.detail)}.`;
   if (status === 429) {
     const wait = error.extras.retryAfterSeconds;
-    return wait === undefined
-      ? 'Too many requests. Wait a moment and try again.'
-      : `Too many requests. Wait ${wait} s and try again.`;
+    return wait === undefined ? t('problem.tooMany') : t('problem.tooManyWait', { seconds: wait });
   }
-  if (status === 503) return 'The hub is busy or still starting. It should answer again in a moment.';
+  if (status === 503) return t('problem.busy');
   if (status >= 500) {
-    const ref = error.extras.requestId ? ` (reference ${error.extras.requestId})` : '';
-    return `The hub ran into a problem${ref}. Try again; if it keeps happening, check the hub's log.`;
+    const ref = error.extras.requestId;
+    return ref ? t('problem.serverProblemRef', { ref }) : t('problem.serverProblem');
   }
   return `${capitalise(error.detail)}.`;
 }

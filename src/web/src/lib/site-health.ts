@@ -4,9 +4,9 @@
  * socket talk far more often) and did not say it was stopping since, lagging when its newest data (`lag_s`) is more than ten minutes
  * old, offline since its last contact otherwise.
  */
-import { durationWords } from '../../../domain/duration.js';
 import type { SiteJson } from '../api/types.js';
-import { formatAge, formatTime } from './format.js';
+import { t } from '../i18n/index.js';
+import { durationWords, formatAge, formatTime } from './format.js';
 
 export type SiteHealthState = 'online' | 'lagging' | 'offline' | 'never' | 'revoked';
 
@@ -39,35 +39,36 @@ export function offlineSince(
 /** `nowMs` on the upstream's clock (the page corrects its own with the answer's Date header). */
 export function siteHealth(site: SiteJson, nowMs: number): SiteHealth {
   if (site.revoked) {
-    return { state: 'revoked', words: 'Revoked: the upstream no longer accepts its key', tone: 'bad' };
+    return { state: 'revoked', words: t('mesh.sites.revoked'), tone: 'bad' };
   }
   const contact = site.last_contact_at ? Date.parse(site.last_contact_at) : Number.NaN;
-  if (!Number.isFinite(contact)) return { state: 'never', words: 'Never connected', tone: 'unknown' };
+  if (!Number.isFinite(contact)) return { state: 'never', words: t('mesh.sites.never'), tone: 'unknown' };
   const since = offlineSince(site, nowMs);
   if (since !== undefined) {
-    const stopped = since.stopped ? ', stopped' : '';
+    const stopped = since.stopped ? `, ${t('mesh.sites.stopped')}` : '';
     return {
       state: 'offline',
-      words: `Offline since ${formatTime(since.at, nowMs)} (${formatAge(since.at, nowMs)}${stopped})`,
+      words: t('mesh.sites.offlineSince', {
+        time: formatTime(since.at, nowMs),
+        age: `${formatAge(since.at, nowMs)}${stopped}`,
+      }),
       tone: 'bad',
     };
   }
   if (typeof site.lag_s === 'number' && site.lag_s > LAGGING_AFTER_S) {
     return {
       state: 'lagging',
-      words: `Lagging: its newest data is ${durationWords(site.lag_s * 1000)} old`,
+      words: t('mesh.sites.lagging', { age: durationWords(site.lag_s * 1000) }),
       tone: 'warn',
     };
   }
-  return { state: 'online', words: 'Online', tone: 'good' };
+  return { state: 'online', words: t('mesh.sites.online'), tone: 'good' };
 }
 
 /** What a person calls the site: its name, else its id. */
 export function siteLabel(site: Pick<SiteJson, 'site_id' | 'name'>): string {
   return site.name?.trim() || site.site_id;
 }
-
-export const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;
 
 /** The header's words for the upstream: `3 sites`, or `3 sites, 1 offline` (revoked sites are not counted). */
 export function upstreamSummary(
@@ -77,23 +78,25 @@ export function upstreamSummary(
 ): { text: string; tone: string; title: string } {
   if (!upstreamReachable)
     return {
-      text: 'unknown',
+      text: t('header.radioUnknown'),
       tone: 'unknown',
-      title: 'The upstream cannot be reached, so the state of its sites is unknown.',
+      title: t('mesh.sites.unreachable'),
     };
-  if (!sites) return { text: '…', tone: 'unknown', title: 'Waiting for the list of sites' };
+  if (!sites) return { text: '…', tone: 'unknown', title: t('mesh.sites.waiting') };
   const active = sites.filter((site) => !site.revoked);
   const health = active.map((site) => siteHealth(site, nowMs).state);
   const offline = health.filter((state) => state === 'offline' || state === 'never').length;
   const lagging = health.filter((state) => state === 'lagging').length;
   const problems = [
-    ...(offline > 0 ? [`${offline} offline`] : []),
-    ...(lagging > 0 ? [`${lagging} lagging`] : []),
+    ...(offline > 0 ? [t('mesh.sites.nOffline', { count: offline })] : []),
+    ...(lagging > 0 ? [t('mesh.sites.nLagging', { count: lagging })] : []),
   ];
   const revoked = sites.length - active.length;
   return {
-    text: `${plural(active.length, 'site')}${problems.length ? `, ${problems.join(', ')}` : ''}`,
+    text: `${t('mesh.sites.count', { count: active.length })}${problems.length ? `, ${problems.join(', ')}` : ''}`,
     tone: offline > 0 ? 'bad' : lagging > 0 ? 'warn' : 'good',
-    title: `This upstream serves ${plural(active.length, 'site')}${revoked ? ` (and ${revoked} revoked)` : ''}. See them under Sites.`,
+    title: revoked
+      ? t('mesh.sites.servesRevoked', { count: active.length, revoked })
+      : t('mesh.sites.serves', { count: active.length }),
   };
 }

@@ -3,6 +3,7 @@
  * 200 characters; docs/architecture.md "Meshtastic facts": one radio packet, at most 233 bytes of UTF-8), counted exactly as
  * the hub counts them (src/messaging/validation.ts): characters are Unicode code points.
  */
+import { t } from '../i18n/index.js';
 
 export const MAX_TEXT_CHARACTERS = 200;
 export const MAX_TEXT_BYTES = 233;
@@ -51,17 +52,13 @@ export function checkMessageText(text: string): TextCheck {
   const bytes = utf8Length(text);
   const blank = text.trim() === '';
   const problems: string[] = [];
-  if (LONE_SURROGATE.test(text))
-    problems.push('It contains a broken character; delete it and type it again.');
-  if (CONTROL.test(text))
-    problems.push('It contains invisible control characters; only line breaks and tabs are allowed.');
+  if (LONE_SURROGATE.test(text)) problems.push(t('chat.limits.broken'));
+  if (CONTROL.test(text)) problems.push(t('chat.limits.control'));
   if (characters > MAX_TEXT_CHARACTERS) {
-    problems.push(`Too long: ${characters} of at most ${MAX_TEXT_CHARACTERS} characters.`);
+    problems.push(t('chat.limits.tooLong', { characters, max: MAX_TEXT_CHARACTERS }));
   }
   if (bytes > MAX_TEXT_BYTES) {
-    problems.push(
-      `Too long for one radio packet: ${bytes} of at most ${MAX_TEXT_BYTES} bytes (emoji and accented letters take 2–4 bytes each).`,
-    );
+    problems.push(t('chat.limits.tooManyBytes', { bytes, max: MAX_TEXT_BYTES }));
   }
   return { characters, bytes, problems, blank, ok: !blank && problems.length === 0 };
 }

@@ -111,7 +111,10 @@ export function displayMetrics(
     };
     metrics = METRICS.map((m) => {
       const change = changes[m.key];
-      return change ? { ...m, ...change } : m;
+      // Descriptors, not a spread: the label stays a getter that follows the language.
+      if (!change) return m;
+      const own = { ...Object.getOwnPropertyDescriptors(m), ...Object.getOwnPropertyDescriptors(change) };
+      return Object.defineProperties({}, own) as MetricInfo;
     });
     catalogues.set(key, metrics);
   }

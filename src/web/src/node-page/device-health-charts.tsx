@@ -8,6 +8,7 @@ import { useEffect, useMemo, useState } from 'preact/hooks';
 import type { AirtimeJson, HealthSampleJson } from '../../../device-health/schemas.js';
 import { isAbort, request } from '../api/client.js';
 import { useStore } from '../hooks.js';
+import { t } from '../i18n/index.js';
 import { chartSeries } from '../lib/chart-series.js';
 import { formatNumber } from '../lib/format.js';
 import { planHistory, rangeFromQuery } from '../lib/history-plan.js';
@@ -19,16 +20,27 @@ import { MetricCharts } from './metric-chart.js';
 
 type HealthKey = 'battery_level' | 'voltage' | 'channel_utilization' | 'air_util_tx' | 'snr';
 const same = (v: number) => v;
-const metric = (key: HealthKey, label: string, unit: string, digits: number): MetricInfo =>
-  // The weather charts' MetricInfo, keyed by a device health field (chartSeries reads rows by key).
-  ({ key, label, unit, digits, csvColumn: key, chart: 'line', display: same }) as unknown as MetricInfo;
+const metric = (key: HealthKey, unit: string, digits: number): MetricInfo =>
+  // The weather charts' MetricInfo, keyed by a device health field (chartSeries reads rows by key);
+  // its label a getter, so it follows the language.
+  ({
+    key,
+    get label() {
+      return t(`mesh.health.${key}`);
+    },
+    unit,
+    digits,
+    csvColumn: key,
+    chart: 'line',
+    display: same,
+  }) as unknown as MetricInfo;
 
 export const HEALTH_METRICS: readonly MetricInfo[] = [
-  metric('battery_level', 'Battery', '%', 0),
-  metric('voltage', 'Voltage', 'V', 2),
-  metric('channel_utilization', 'Channel utilisation', '%', 1),
-  metric('air_util_tx', 'Air utilisation TX', '%', 2),
-  metric('snr', 'Signal (SNR)', 'dB', 1),
+  metric('battery_level', '%', 0),
+  metric('voltage', 'V', 2),
+  metric('channel_utilization', '%', 1),
+  metric('air_util_tx', '%', 2),
+  metric('snr', 'dB', 1),
 ];
 
 /** `up 3 d 4 h`, `up 2 h 5 min`, `up 40 s`. */
@@ -36,10 +48,15 @@ export function uptimeText(seconds: number): string {
   const d = Math.floor(seconds / 86_400);
   const h = Math.floor((seconds % 86_400) / 3_600);
   const m = Math.floor((seconds % 3_600) / 60);
-  if (d > 0) return `up ${d} d ${h} h`;
-  if (h > 0) return `up ${h} h ${m} min`;
-  if (m > 0) return `up ${m} min`;
-  return `up ${Math.max(0, Math.floor(seconds))} s`;
+  const span =
+    d > 0
+      ? `${d} d ${h} h`
+      : h > 0
+        ? `${h} h ${m} min`
+        : m > 0
+          ? `${m} min`
+          : `${Math.max(0, Math.floor(seconds))} s`;
+  return t('mesh.uptime', { span });
 }
 
 type Loaded = { status: 'loading' } | { status: 'ready'; rows: HealthSampleJson[] } | { status: 'error' };
@@ -113,23 +130,24 @@ export function DeviceHealthCharts({
 
   return (
     <section class="panel device-health" aria-labelledby="device-health-heading" data-testid="device-health">
-      <h2 id="device-health-heading">Device health</h2>
+      <h2 id="device-health-heading">{t('mesh.deviceHealth')}</h2>
       {latest?.uptime_seconds !== undefined && (
         <p class="muted small" data-testid="uptime">
           {uptimeText(latest.uptime_seconds)}
-          {latest.noise_floor !== undefined && ` · noise floor ${formatNumber(latest.noise_floor, 0)} dBm`}
+          {latest.noise_floor !== undefined &&
+            ` · ${t('mesh.noiseFloor', { value: formatNumber(latest.noise_floor, 0) })}`}
         </p>
       )}
       {airtime && <AirtimeBar airtime={airtime} />}
       {loaded.status === 'loading' && (
         <p class="loading" role="status">
-          Loading device health…
+          {t('mesh.loadingHealth')}
         </p>
       )}
-      {loaded.status === 'error' && <p class="form-error">The device health could not be loaded.</p>}
+      {loaded.status === 'error' && <p class="form-error">{t('mesh.healthFailed')}</p>}
       {loaded.status === 'ready' && series.present.length === 0 && (
         <p class="muted" data-testid="no-device-health">
-          This node reported no device health in this range.
+          {t('mesh.noHealth')}
         </p>
       )}
       {series.present.length > 0 && <MetricCharts series={series} interval={plan.interval} theme={theme} />}
@@ -143,13 +161,13 @@ function AirtimeBar({ airtime }: { airtime: AirtimeJson['data'] }) {
   return (
     <div class="airtime" data-testid="airtime">
       <p class="small">
-        Our airtime, last hour: {formatNumber(airtime.used_percent, 2)} %
-        {budget !== undefined && ` of a ${formatNumber(budget, 0)} % budget`} ({airtime.sent_packets} texts
-        sent)
+        {t('mesh.airtime', { value: formatNumber(airtime.used_percent, 2) })}
+        {budget !== undefined && ` ${t('mesh.airtimeBudget', { value: formatNumber(budget, 0) })}`} (
+        {t('mesh.textsSent', { count: airtime.sent_packets })})
         {airtime.radio?.channel_utilization !== undefined &&
-          ` · channel in use ${formatNumber(airtime.radio.channel_utilization, 1)} %`}
+          ` · ${t('mesh.channelInUse', { value: formatNumber(airtime.radio.channel_utilization, 1) })}`}
         {airtime.radio?.air_util_tx !== undefined &&
-          ` · radio TX ${formatNumber(airtime.radio.air_util_tx, 2)} %`}
+          ` · ${t('mesh.radioTx', { value: formatNumber(airtime.radio.air_util_tx, 2) })}`}
       </p>
       {budget !== undefined && (
         <meter
@@ -157,7 +175,7 @@ function AirtimeBar({ airtime }: { airtime: AirtimeJson['data'] }) {
           min={0}
           max={budget}
           value={Math.min(budget, airtime.used_percent)}
-          aria-label="Our airtime against the budget"
+          aria-label={t('mesh.airtimeLabel')}
         />
       )}
     </div>

@@ -3,10 +3,11 @@ import type { ComponentChildren } from 'preact';
 import { useEffect, useMemo, useState } from 'preact/hooks';
 import { isAbort } from '../api/client.js';
 import { useStore } from '../hooks.js';
+import { t } from '../i18n/index.js';
 import { chartSeries } from '../lib/chart-series.js';
 import { csvFileName, historyCsv } from '../lib/csv.js';
 import { formatDateTime } from '../lib/format.js';
-import { type HistoryPlan, INTERVAL_LABELS, planHistory, rangeFromQuery } from '../lib/history-plan.js';
+import { type HistoryPlan, planHistory, rangeFromQuery } from '../lib/history-plan.js';
 import type { ReadingJson } from '../lib/metrics.js';
 import { type ApiError, plainWords } from '../lib/problem.js';
 import { displayMetrics } from '../lib/units.js';
@@ -112,25 +113,25 @@ export function HistoryCharts({
   } else if (loaded.status === 'loading') {
     body = (
       <p class="loading" role="status">
-        Loading history…
+        {t('mesh.loadingHistory')}
       </p>
     );
   } else if (loaded.status === 'error') {
     body = (
       <div class="notice notice-error" role="alert">
         <p>
-          The history could not be loaded. {plainWords(loaded.error)}
-          {loaded.error.status === 0 && ' It loads by itself once the hub is back.'}
+          {t('mesh.historyFailed')} {plainWords(loaded.error)}
+          {loaded.error.status === 0 && ` ${t('mesh.loadsWhenBack')}`}
         </p>
         <button type="button" class="button" onClick={() => setAttempt((n) => n + 1)}>
-          Try again
+          {t('common.tryAgain')}
         </button>
       </div>
     );
   } else if (series.present.length === 0) {
     body = (
       <p class="muted" data-testid="no-history">
-        No readings from this node in this range.
+        {t('mesh.noHistory')}
       </p>
     );
   } else {
@@ -140,7 +141,7 @@ export function HistoryCharts({
   return (
     <section class="panel history" aria-labelledby="history-heading">
       <div class="history-head">
-        <h2 id="history-heading">History</h2>
+        <h2 id="history-heading">{t('mesh.history')}</h2>
         <RangePicker
           choice={choice}
           onChoose={(range) => {
@@ -151,13 +152,13 @@ export function HistoryCharts({
       </div>
       {!('error' in plan) && (
         <p class="muted small history-range" data-interval={plan.interval}>
-          {formatDateTime(plan.start)} – {formatDateTime(plan.end)}, {INTERVAL_LABELS[plan.interval]}
+          {formatDateTime(plan.start)} – {formatDateTime(plan.end)}, {t(`mesh.interval.${plan.interval}`)}
           {loaded.status === 'ready' &&
-            ` · ${loaded.rows.length} ${plan.interval === 'raw' ? 'readings' : 'values'}`}
-          {loaded.status === 'ready' &&
-            loaded.truncated &&
-            ' (the first 200 000 only: choose a shorter range)'}
-          {seriesSiteName && <span data-testid="history-site">{` · as ${seriesSiteName} heard it`}</span>}
+            ` · ${t(plan.interval === 'raw' ? 'mesh.readingCount' : 'mesh.valueCount', { count: loaded.rows.length })}`}
+          {loaded.status === 'ready' && loaded.truncated && ` ${t('mesh.truncated')}`}
+          {seriesSiteName && (
+            <span data-testid="history-site">{` · ${t('mesh.asSiteHeard', { site: seriesSiteName })}`}</span>
+          )}
         </p>
       )}
       {body}
@@ -173,7 +174,7 @@ export function HistoryCharts({
             )
           }
         >
-          Download CSV
+          {t('mesh.downloadCsv')}
         </button>
       )}
     </section>

@@ -8,8 +8,9 @@
 import { useEffect, useRef } from 'preact/hooks';
 import uPlot from 'uplot';
 import 'uplot/dist/uPlot.min.css';
+import { t } from '../i18n/index.js';
 import { type ChartSeries, hasLoneValue, summarise, tickDigits } from '../lib/chart-series.js';
-import { cardinal, formatNumber, withUnit } from '../lib/format.js';
+import { cardinal, formatDateTime, formatNumber, withUnit } from '../lib/format.js';
 import type { HistoryInterval } from '../lib/history-plan.js';
 import type { MetricInfo } from '../lib/metrics.js';
 
@@ -56,7 +57,7 @@ function options(
     legend: { live: true },
     scales: { x: { time: true }, y: wind ? { range: [0, 360] } : { auto: true } },
     series: [
-      { value: (_u, v) => (v === null || v === undefined ? '–' : new Date(v * 1000).toLocaleString()) },
+      { value: (_u, v) => (v === null || v === undefined ? '–' : formatDateTime(v * 1000)) },
       {
         label: metric.label,
         stroke,
@@ -131,18 +132,21 @@ export function MetricChart({ metric, x, y, interval, theme }: MetricChartProps)
 
   const summary = summarise(y);
   const describe = (v: number) => withUnit(formatNumber(v, metric.digits), metric.unit);
-  const text = summary
-    ? `${metric.label}: lowest ${describe(summary.min)}, highest ${describe(summary.max)}, latest ${describe(summary.last)}`
-    : `${metric.label}: no values in this range`;
+  const said = summary
+    ? t('mesh.chartSummary', {
+        lowest: describe(summary.min),
+        highest: describe(summary.max),
+        latest: describe(summary.last),
+      })
+    : t('mesh.chartEmpty');
+  const text = `${metric.label}: ${said}`;
   return (
     <figure ref={figure} class="chart" data-metric={metric.key} data-points={x.length}>
       <figcaption>
         {metric.label} <span class="muted">({metric.unit})</span>
       </figcaption>
       <div ref={host} class="chart-canvas" role="img" aria-label={text} />
-      <p class="chart-summary muted small">
-        {summary ? text.slice(metric.label.length + 2) : 'No values in this range.'}
-      </p>
+      <p class="chart-summary muted small">{summary ? said : t('mesh.chartEmptySentence')}</p>
     </figure>
   );
 }

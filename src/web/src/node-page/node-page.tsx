@@ -5,7 +5,14 @@
 
 import { FreshnessDot } from '../dashboard/node-list.js';
 import { useNow, useStore, useTitle } from '../hooks.js';
-import { cardinal, formatAge, formatCoordinates, formatMetric, formatTime } from '../lib/format.js';
+import {
+  cardinal,
+  formatAge,
+  formatCoordinates,
+  formatMetric,
+  formatNumber,
+  formatTime,
+} from '../lib/format.js';
 import { freshness } from '../lib/freshness.js';
 import {
   displayName,
@@ -27,6 +34,7 @@ import { TopologyPanel } from '../topology/topology-panel.js';
 import { DeviceHealthCharts } from './device-health-charts.js';
 import { HistoryCharts } from './history-charts.js';
 import './node-page.css';
+import { t } from '../i18n/index.js';
 import { displayStore } from '../state/display.js';
 
 export function NodePage({ nodeId, search }: { nodeId: string; search: string }) {
@@ -49,14 +57,14 @@ export function NodePage({ nodeId, search }: { nodeId: string; search: string })
           <h1>{nodeId}</h1>
           <p>{plainWords(view.error)}</p>
           <button type="button" class="button" onClick={() => void refreshMesh()}>
-            Try again
+            {t('common.tryAgain')}
           </button>
         </section>
       );
     }
     return (
       <p class="loading" role="status">
-        Loading…
+        {t('common.loading')}
       </p>
     );
   }
@@ -64,11 +72,11 @@ export function NodePage({ nodeId, search }: { nodeId: string; search: string })
   if (renumbered) {
     return (
       <section class="panel notice" data-testid="node-renumbered">
-        <h1>{nodeId} has a new number</h1>
+        <h1>{t('mesh.newNumberHeading', { id: nodeId })}</h1>
         <p>
-          Firmware 2.8 gave this node a new number; it is{' '}
+          {t('mesh.newNumberBefore')}{' '}
           <Link href={nodePath(renumbered.node_id, site)}>{displayName(renumbered, renumbered.node_id)}</Link>{' '}
-          (<code>{renumbered.node_id}</code>) now, with all its history.
+          (<code>{renumbered.node_id}</code>) {t('mesh.newNumberAfter')}
         </p>
       </section>
     );
@@ -76,10 +84,11 @@ export function NodePage({ nodeId, search }: { nodeId: string; search: string })
   if (!node && !latest) {
     return (
       <section class="panel notice">
-        <h1>Unknown node</h1>
+        <h1>{t('mesh.unknownNode')}</h1>
         <p>
-          No node <code>{nodeId}</code> is known to this {upstream ? 'upstream' : 'hub'}. It appears once{' '}
-          {upstream ? 'a site hears it' : 'the radio hears it'}. <Link href="/">Back to the map</Link>
+          {t('mesh.noNode')} <code>{nodeId}</code>{' '}
+          {t(upstream ? 'mesh.unknownToUpstream' : 'mesh.unknownToHub')}{' '}
+          <Link href="/">{t('mesh.backToMap')}</Link>
         </p>
       </section>
     );
@@ -89,10 +98,11 @@ export function NodePage({ nodeId, search }: { nodeId: string; search: string })
   const fresh = freshness(heardAt, now);
   const isHub = hub.radio?.myNodeNum !== undefined && nodeIdFromNum(hub.radio.myNodeNum) === nodeId;
   const facts: Array<[string, string]> = [];
-  if (node?.hw_model) facts.push(['Hardware', node.hw_model]);
-  if (typeof node?.battery_level === 'number') facts.push(['Battery', batteryLabel(node.battery_level)]);
-  if (typeof node?.snr === 'number') facts.push(['Signal (SNR)', `${node.snr.toFixed(1)} dB`]);
-  if (typeof node?.altitude === 'number') facts.push(['Altitude', `${Math.round(node.altitude)} m`]);
+  if (node?.hw_model) facts.push([t('mesh.hardware'), node.hw_model]);
+  if (typeof node?.battery_level === 'number')
+    facts.push([t('mesh.batteryLabel'), batteryLabel(node.battery_level)]);
+  if (typeof node?.snr === 'number') facts.push([t('mesh.signal'), `${formatNumber(node.snr, 1)} dB`]);
+  if (typeof node?.altitude === 'number') facts.push([t('mesh.altitude'), `${Math.round(node.altitude)} m`]);
   const metrics = catalogue.filter((m) => latest?.values[m.key]);
   const sensor = isSensorOnly(view.mesh, nodeId);
   const names = siteNames(sites);
@@ -102,24 +112,22 @@ export function NodePage({ nodeId, search }: { nodeId: string; search: string })
     <div class="node-page">
       <header class="panel node-header">
         <Link href="/" class="back-link">
-          ← Map
+          ← {t('header.map')}
         </Link>
         <h1>
           {name}
           {node?.short_name && <span class="chip">{node.short_name}</span>}
-          {isHub && <span class="chip chip-hub">this hub</span>}
-          {sensor && <span class="chip chip-sensor">sensor</span>}
+          {isHub && <span class="chip chip-hub">{t('mesh.thisHub')}</span>}
+          {sensor && <span class="chip chip-sensor">{t('mesh.sensor')}</span>}
         </h1>
         <p class="node-heard">
           <FreshnessDot freshness={fresh} />{' '}
-          {heardAt === undefined ? 'Never heard' : `Heard ${formatAge(heardAt, now)}`}
+          {heardAt === undefined
+            ? t('mesh.neverHeardCap')
+            : t('mesh.heardAgoCap', { age: formatAge(heardAt, now) })}
           <span class="muted"> · {nodeId}</span>
           {node?.previous_ids && node.previous_ids.length > 0 && (
-            <span
-              class="muted"
-              data-testid="node-was"
-              title="Firmware 2.8 gave this node a new number; its history followed it"
-            >
+            <span class="muted" data-testid="node-was" title={t('mesh.renumberedTitle')}>
               {' · '}
               {wasWords(node.previous_ids)}
             </span>
@@ -134,7 +142,7 @@ export function NodePage({ nodeId, search }: { nodeId: string; search: string })
           ))}
           {heard.length > 0 && (
             <div data-testid="node-page-sites">
-              <dt>{heard.length === 1 ? 'Site' : 'Sites'}</dt>
+              <dt>{t('mesh.siteCount', { count: heard.length })}</dt>
               <dd>
                 {heard.map((id, index) => (
                   <span key={id}>
@@ -149,7 +157,7 @@ export function NodePage({ nodeId, search }: { nodeId: string; search: string })
                 {site && (
                   <>
                     {' · '}
-                    <Link href={nodePath(nodeId)}>every site</Link>
+                    <Link href={nodePath(nodeId)}>{t('mesh.everySite')}</Link>
                   </>
                 )}
               </dd>
@@ -157,30 +165,30 @@ export function NodePage({ nodeId, search }: { nodeId: string; search: string })
           )}
           {node && hasPosition(node) && (
             <div>
-              <dt>Position</dt>
+              <dt>{t('mesh.position')}</dt>
               <dd>
                 {formatCoordinates(node.latitude, node.longitude)} ·{' '}
-                <Link href={`/?node=${encodeURIComponent(nodeId)}`}>Show on map</Link>
+                <Link href={`/?node=${encodeURIComponent(nodeId)}`}>{t('mesh.showOnMap')}</Link>
               </dd>
             </div>
           )}
         </dl>
         {sensor && (
           <p class="muted small" data-testid="sensor-note">
-            Known from its readings (sent over HTTP or MQTT); no radio has heard it, so it cannot be messaged.
+            {t('mesh.sensorNote')}
           </p>
         )}
         {!isHub && !sensor && (
           <Link href={chatPath(nodeId)} class="button button-secondary button-small">
-            Message this node
+            {t('mesh.messageNode')}
           </Link>
         )}
       </header>
 
       <section class="panel" aria-labelledby="latest-heading">
-        <h2 id="latest-heading">Latest values</h2>
+        <h2 id="latest-heading">{t('mesh.latestValues')}</h2>
         {metrics.length === 0 ? (
-          <p class="muted">This node has sent no readings yet.</p>
+          <p class="muted">{t('mesh.noReadings')}</p>
         ) : (
           <ul class="latest-values">
             {metrics.map((metric) => {
@@ -198,7 +206,7 @@ export function NodePage({ nodeId, search }: { nodeId: string; search: string })
                       >
                         ↑
                       </span>{' '}
-                      from {cardinal(entry.value)}
+                      {t('mesh.windFrom', { direction: cardinal(entry.value) })}
                     </span>
                   )}
                   <span class="value-time muted small">{formatTime(entry.at, now)}</span>

@@ -1,6 +1,7 @@
 /** The chart range: four presets and a custom from–to, kept in the URL so a range can be shared. */
 import { useState } from 'preact/hooks';
 import { FormAlert } from '../components/form-alert.js';
+import { t } from '../i18n/index.js';
 import {
   fromLocalInput,
   PRESETS,
@@ -40,7 +41,7 @@ export function RangePicker({
   return (
     <div class="range-picker">
       <fieldset class="segmented">
-        <legend class="visually-hidden">Time range</legend>
+        <legend class="visually-hidden">{t('mesh.timeRange')}</legend>
         {PRESETS.map((p) => (
           <label key={p.preset} class={selected === p.preset ? 'selected' : ''}>
             <input
@@ -65,13 +66,13 @@ export function RangePicker({
             checked={selected === 'custom'}
             onChange={() => setCustom(true)}
           />
-          Custom
+          {t('mesh.custom')}
         </label>
       </fieldset>
       {custom && (
         <form class="custom-range" onSubmit={apply} noValidate>
           <label>
-            From
+            {t('mesh.from')}
             <input
               type="datetime-local"
               value={from}
@@ -79,7 +80,7 @@ export function RangePicker({
             />
           </label>
           <label>
-            To
+            {t('mesh.to')}
             <input
               type="datetime-local"
               value={to}
@@ -87,7 +88,7 @@ export function RangePicker({
             />
           </label>
           <button type="submit" class="button button-small">
-            Show
+            {t('mesh.show')}
           </button>
           <FormAlert message={error} />
         </form>

@@ -8,26 +8,26 @@ import type { RuleJson, RuleKind } from '../../../notifications/schemas.js';
 import { request } from '../api/client.js';
 import { SignIn } from '../chat/sign-in.js';
 import { useStore, useTitle } from '../hooks.js';
+import { formatDateTime } from '../lib/format.js';
 import { tokenRoles } from '../lib/jwt.js';
 import { plainWords } from '../lib/problem.js';
 import { sessionStore } from '../state/session.js';
 import { type FiringJson, liveFiringsStore } from './live-firings.js';
 import { currentSubscription, disablePush, enablePush, pushSupport } from './push.js';
 import './notifications.css';
+import { t } from '../i18n/index.js';
 
-const KINDS: Record<
-  RuleKind,
-  { label: string; fields: Array<'minutes' | 'threshold' | 'metric' | 'min' | 'max'> }
-> = {
-  node_offline: { label: 'Node offline for N minutes', fields: ['minutes'] },
-  node_online: { label: 'Node back after N minutes away', fields: ['minutes'] },
-  battery_low: { label: 'Battery below X %', fields: ['threshold'] },
-  battery_falling: { label: 'Battery falling X points in N minutes', fields: ['threshold', 'minutes'] },
-  rebooted: { label: 'Node rebooted', fields: [] },
-  new_node: { label: 'New node heard', fields: [] },
-  reading_out_of_range: { label: 'Reading outside a range', fields: ['metric', 'min', 'max'] },
-  link_lost: { label: 'Link not heard for N minutes', fields: ['minutes'] },
+const KINDS: Record<RuleKind, { fields: Array<'minutes' | 'threshold' | 'metric' | 'min' | 'max'> }> = {
+  node_offline: { fields: ['minutes'] },
+  node_online: { fields: ['minutes'] },
+  battery_low: { fields: ['threshold'] },
+  battery_falling: { fields: ['threshold', 'minutes'] },
+  rebooted: { fields: [] },
+  new_node: { fields: [] },
+  reading_out_of_range: { fields: ['metric', 'min', 'max'] },
+  link_lost: { fields: ['minutes'] },
 };
+const kindLabel = (kind: RuleKind) => t(`mesh.alerts.kind.${kind}`);
 const METRICS = [
   'temperature_c',
   'humidity_percent',
@@ -62,9 +62,7 @@ function PushControl({ token }: { token: string }) {
   if (support !== 'supported')
     return (
       <p class="muted" data-testid="push-unsupported">
-        {support === 'insecure'
-          ? 'Browsers allow notifications only over HTTPS (or on localhost). Firings still show below while this page is open.'
-          : 'This browser cannot show notifications. Firings still show below while this page is open.'}
+        {t(support === 'insecure' ? 'mesh.alerts.insecure' : 'mesh.alerts.unsupported')}
       </p>
     );
   const toggle = async () => {
@@ -83,7 +81,7 @@ function PushControl({ token }: { token: string }) {
   return (
     <div class="push-control">
       <button type="button" class="button" disabled={busy || on === undefined} onClick={toggle}>
-        {on ? 'Turn off notifications' : 'Enable notifications'}
+        {t(on ? 'mesh.alerts.turnOff' : 'mesh.alerts.enable')}
       </button>
       {error && (
         <p class="notice-error" role="alert">
@@ -122,12 +120,12 @@ function RuleForm({ token, onAdded }: { token: string; onAdded: () => void }) {
   };
   return (
     <form class="rule-form" onSubmit={submit} aria-labelledby="new-rule">
-      <h3 id="new-rule">New rule</h3>
+      <h3 id="new-rule">{t('mesh.alerts.newRule')}</h3>
       <label>
-        Name <input name="name" required maxLength={100} />
+        {t('mesh.alerts.name')} <input name="name" required maxLength={100} />
       </label>
       <label>
-        When
+        {t('mesh.alerts.when')}
         <select
           name="kind"
           value={kind}
@@ -135,14 +133,14 @@ function RuleForm({ token, onAdded }: { token: string; onAdded: () => void }) {
         >
           {(Object.keys(KINDS) as RuleKind[]).map((k) => (
             <option value={k} key={k}>
-              {KINDS[k].label}
+              {kindLabel(k)}
             </option>
           ))}
         </select>
       </label>
       {fields.includes('metric') && (
         <label>
-          Metric
+          {t('mesh.alerts.metric')}
           <select name="metric">
             {METRICS.map((m) => (
               <option key={m}>{m}</option>
@@ -152,30 +150,30 @@ function RuleForm({ token, onAdded }: { token: string; onAdded: () => void }) {
       )}
       {fields.includes('minutes') && (
         <label>
-          Minutes <input name="minutes" type="number" min={1} max={10080} required />
+          {t('mesh.alerts.minutes')} <input name="minutes" type="number" min={1} max={10080} required />
         </label>
       )}
       {fields.includes('threshold') && (
         <label>
-          {kind === 'battery_low' ? 'Below %' : 'Points'}{' '}
+          {t(kind === 'battery_low' ? 'mesh.alerts.below' : 'mesh.alerts.points')}{' '}
           <input name="threshold" type="number" min={0} max={100} required />
         </label>
       )}
       {fields.includes('min') && (
         <label>
-          Min <input name="min" type="number" step="any" />
+          {t('mesh.alerts.min')} <input name="min" type="number" step="any" />
         </label>
       )}
       {fields.includes('max') && (
         <label>
-          Max <input name="max" type="number" step="any" />
+          {t('mesh.alerts.max')} <input name="max" type="number" step="any" />
         </label>
       )}
       <label>
-        Nodes <input name="nodes" placeholder="all, or !a1b2c3d4, …" />
+        {t('mesh.nodes')} <input name="nodes" placeholder={t('mesh.alerts.nodesPlaceholder')} />
       </label>
       <button type="submit" class="button">
-        Add rule
+        {t('mesh.alerts.addRule')}
       </button>
       {error && (
         <p class="notice-error" role="alert">
@@ -230,25 +228,25 @@ function AdminView({ token }: { token: string }) {
         </p>
       )}
       <section class="panel" aria-labelledby="rules-heading">
-        <h2 id="rules-heading">Rules</h2>
-        {rules?.length === 0 && <p class="muted">No rules yet.</p>}
+        <h2 id="rules-heading">{t('mesh.alerts.rules')}</h2>
+        {rules?.length === 0 && <p class="muted">{t('mesh.alerts.noRules')}</p>}
         {rules && rules.length > 0 && (
           <ul class="rule-list" data-testid="rules">
             {rules.map((r) => (
               <li key={r.id} class={r.enabled ? '' : 'muted'}>
-                <strong>{r.name}</strong> <span class="muted">{KINDS[r.kind].label}</span> {condition(r)}
+                <strong>{r.name}</strong> <span class="muted">{kindLabel(r.kind)}</span> {condition(r)}
                 {r.nodes.length > 0 && <span class="muted"> · {r.nodes.join(', ')}</span>}
                 <span class="rule-actions">
                   <button type="button" class="link-button" onClick={() => change(r, 'PATCH')}>
-                    {r.enabled ? 'Pause' : 'Resume'}
+                    {r.enabled ? t('mesh.packets.pause') : t('mesh.packets.resume')}
                   </button>
                   <button
                     type="button"
                     class="link-button"
                     onClick={() => change(r, 'DELETE')}
-                    aria-label={`Delete ${r.name}`}
+                    aria-label={t('mesh.alerts.deleteNamed', { name: r.name })}
                   >
-                    Delete
+                    {t('mesh.alerts.delete')}
                   </button>
                 </span>
               </li>
@@ -258,17 +256,17 @@ function AdminView({ token }: { token: string }) {
         <RuleForm token={token} onAdded={load} />
       </section>
       <section class="panel" aria-labelledby="firings-heading">
-        <h2 id="firings-heading">Recent firings</h2>
+        <h2 id="firings-heading">{t('mesh.alerts.firings')}</h2>
         {firings.length === 0 ? (
-          <p class="muted">Nothing has fired yet.</p>
+          <p class="muted">{t('mesh.alerts.noFirings')}</p>
         ) : (
           <ol class="firing-list" data-testid="firings" aria-live="polite">
             {firings.map((f) => (
               <li key={f.id}>
-                <time dateTime={f.at}>{new Date(f.at).toLocaleString()}</time>{' '}
+                <time dateTime={f.at}>{formatDateTime(Date.parse(f.at))}</time>{' '}
                 {f.rule_id !== null && names.get(f.rule_id) && <strong>{names.get(f.rule_id)}: </strong>}
                 {f.message}
-                {f.quiet && <span class="muted"> (quiet hours: not sent)</span>}
+                {f.quiet && <span class="muted"> {t('mesh.alerts.quiet')}</span>}
               </li>
             ))}
           </ol>
@@ -279,26 +277,18 @@ function AdminView({ token }: { token: string }) {
 }
 
 export function NotificationsPage() {
-  useTitle('Notifications');
+  useTitle(t('mesh.alerts.title'));
   const { session, notice } = useStore(sessionStore);
   if (!session)
     return (
-      <SignIn
-        notice={notice}
-        heading="Sign in for notifications"
-        intro="Administrators are told when a rule fires; subscribers when a reply arrives or a text fails, even with this page closed."
-      />
+      <SignIn notice={notice} heading={t('mesh.alerts.signInHeading')} intro={t('mesh.alerts.signInIntro')} />
     );
   const admin = tokenRoles(session.token).includes('admin');
   return (
     <div class="notifications-page">
       <section class="panel" aria-labelledby="notifications-heading">
-        <h1 id="notifications-heading">Notifications</h1>
-        <p>
-          {admin
-            ? 'This browser can show each firing of the rules below, even with the page closed.'
-            : 'This browser can tell you when a reply arrives or a text fails, even with the page closed.'}
-        </p>
+        <h1 id="notifications-heading">{t('mesh.alerts.title')}</h1>
+        <p>{t(admin ? 'mesh.alerts.adminIntro' : 'mesh.alerts.userIntro')}</p>
         <PushControl token={session.token} />
       </section>
       {admin && <AdminView token={session.token} />}

@@ -3,6 +3,7 @@
  * subscription posted to the hub for the signed-in user. Each step says in words what failed.
  */
 import { request } from '../api/client.js';
+import { t } from '../i18n/index.js';
 
 export type PushSupport = 'supported' | 'unsupported' | 'insecure';
 
@@ -34,8 +35,7 @@ export async function currentSubscription(): Promise<PushSubscription | null> {
 
 export async function enablePush(token: string): Promise<void> {
   const permission = await Notification.requestPermission();
-  if (permission !== 'granted')
-    throw new Error('Notifications are blocked for this site in the browser’s settings.');
+  if (permission !== 'granted') throw new Error(t('mesh.alerts.blocked'));
   const registration = await registerServiceWorker()!;
   await navigator.serviceWorker.ready;
   const { body } = await request<{ public_key: string }>('/api/v1/notifications/push/key');
@@ -46,9 +46,7 @@ export async function enablePush(token: string): Promise<void> {
       applicationServerKey: keyBytes(body.public_key),
     });
   } catch {
-    throw new Error(
-      'This browser could not reach its push service (offline, or a LAN without internet). Firings still show on this page while it is open.',
-    );
+    throw new Error(t('mesh.alerts.noPushService'));
   }
   await request('/api/v1/notifications/push/subscriptions', {
     method: 'POST',

@@ -3,6 +3,7 @@
  * test of one live row, so a row streamed in shows only when the list would have answered it.
  */
 import type { PacketJson } from '../../../packets/schemas.js';
+import { t } from '../i18n/index.js';
 
 export type { PacketJson };
 
@@ -42,6 +43,6 @@ export function matchesFilters(packet: PacketJson, filters: PacketFilters): bool
 /** Hops as people read them: `2 of 5` (taken of the start), or the hops left when the start is unknown. */
 export function hopsWords(packet: PacketJson): string {
   if (packet.hops_taken !== undefined && packet.hop_start !== undefined)
-    return `${packet.hops_taken} of ${packet.hop_start}`;
-  return `${packet.hops_left} left`;
+    return t('mesh.packets.hopsOf', { taken: packet.hops_taken, start: packet.hop_start });
+  return t('mesh.packets.hopsLeft', { left: packet.hops_left });
 }

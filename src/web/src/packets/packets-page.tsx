@@ -7,7 +7,7 @@ import { useEffect, useRef, useState } from 'preact/hooks';
 import { request } from '../api/client.js';
 import { LoadError, Loading } from '../components/load-states.js';
 import { useTitle } from '../hooks.js';
-import { formatDateTime } from '../lib/format.js';
+import { formatDateTime, formatSeconds } from '../lib/format.js';
 import { nextLink } from '../lib/link-header.js';
 import { nodePath } from '../lib/routes.js';
 import { ReconnectingStream, type StreamState } from '../live/event-stream.js';
@@ -21,16 +21,15 @@ import {
   type PacketJson,
 } from './packet-filters.js';
 import './packets.css';
+import { t } from '../i18n/index.js';
 
 /** Rows the page keeps at most; older ones are a click (or the CSV) away. */
 const MAX_SHOWN = 1_000;
 const PAGE = 100;
 const BROADCAST = '!ffffffff';
-/** A packet log is read by the second: the time of day with seconds, the date in the cell's title. */
-const SECONDS: Intl.DateTimeFormatOptions = { hour: '2-digit', minute: '2-digit', second: '2-digit' };
 
 function NodeCell({ id }: { id: string }) {
-  if (id === BROADCAST) return <span class="muted">everyone</span>;
+  if (id === BROADCAST) return <span class="muted">{t('mesh.packets.everyone')}</span>;
   return <Link href={nodePath(id)}>{id}</Link>;
 }
 
@@ -42,7 +41,7 @@ function PacketRow({ p }: { p: PacketJson }) {
       class={p.duplicate ? 'packet-duplicate' : undefined}
     >
       <td class="nowrap" title={formatDateTime(Date.parse(p.time))}>
-        {new Date(p.time).toLocaleTimeString(undefined, SECONDS)}
+        {formatSeconds(Date.parse(p.time))}
       </td>
       <td>
         <NodeCell id={p.from} />
@@ -50,16 +49,16 @@ function PacketRow({ p }: { p: PacketJson }) {
       <td>
         <NodeCell id={p.to} />
       </td>
-      <td class="packet-port" title={`port ${p.portnum}`}>
+      <td class="packet-port" title={t('mesh.packets.portTitle', { port: p.portnum })}>
         {p.port}
       </td>
       <td>{p.channel}</td>
       <td class="nowrap">{hopsWords(p)}</td>
       <td>{p.snr ?? ''}</td>
       <td>{p.rssi ?? ''}</td>
-      <td class="nowrap">{p.via === 'mqtt' ? `MQTT ${p.gateway ?? ''}` : 'radio'}</td>
+      <td class="nowrap">{p.via === 'mqtt' ? `MQTT ${p.gateway ?? ''}` : t('mesh.packets.radio')}</td>
       <td>{p.payload_bytes} B</td>
-      <td>{p.duplicate ? 'repeat' : ''}</td>
+      <td>{p.duplicate ? t('mesh.packets.repeatCell') : ''}</td>
     </tr>
   );
 }
@@ -134,13 +133,13 @@ export function PacketsPage() {
   return (
     <section class="packets-page">
       <div class="packets-head">
-        <h1>Packets</h1>
+        <h1>{t('header.packets')}</h1>
         <p class="muted small" data-testid="packet-stream-state">
           {paused
-            ? `Paused${waiting ? ` · ${waiting} new` : ''}`
+            ? `${t('mesh.packets.paused')}${waiting ? ` · ${t('mesh.packets.newCount', { count: waiting })}` : ''}`
             : stream === 'open'
-              ? 'Live'
-              : 'Connecting…'}
+              ? t('mesh.packets.live')
+              : t('mesh.packets.connecting')}
         </p>
         <button
           type="button"
@@ -151,7 +150,7 @@ export function PacketsPage() {
             setPaused(!paused);
           }}
         >
-          {paused ? 'Resume' : 'Pause'}
+          {paused ? t('mesh.packets.resume') : t('mesh.packets.pause')}
         </button>
         <a
           class="button button-secondary button-small"
@@ -169,62 +168,62 @@ export function PacketsPage() {
         }}
       >
         <label>
-          Node
+          {t('mesh.packets.node')}
           <input name="node" placeholder="!a1b2c3d4" {...field('node')} />
         </label>
         <label>
-          Port
-          <input name="port" placeholder="TEXT_MESSAGE_APP or 67" {...field('port')} />
+          {t('mesh.packets.port')}
+          <input name="port" placeholder={t('mesh.packets.portPlaceholder')} {...field('port')} />
         </label>
         <label>
-          Heard by
+          {t('mesh.packets.heardBy')}
           <select name="via" {...field('via')}>
-            <option value="">radio or MQTT</option>
-            <option value="radio">own radio</option>
+            <option value="">{t('mesh.packets.viaAny')}</option>
+            <option value="radio">{t('mesh.packets.viaRadio')}</option>
             <option value="mqtt">MQTT</option>
           </select>
         </label>
         <label>
-          Gateway
+          {t('mesh.packets.gateway')}
           <input name="gateway" placeholder="!0000beef" {...field('gateway')} />
         </label>
         <label>
-          Repeats
+          {t('mesh.packets.repeats')}
           <select name="duplicate" {...field('duplicate')}>
-            <option value="">shown</option>
-            <option value="false">hidden</option>
-            <option value="true">only repeats</option>
+            <option value="">{t('mesh.packets.repeatsShown')}</option>
+            <option value="false">{t('mesh.packets.repeatsHidden')}</option>
+            <option value="true">{t('mesh.packets.repeatsOnly')}</option>
           </select>
         </label>
         <button type="submit" class="button button-small">
-          Apply
+          {t('mesh.packets.apply')}
         </button>
       </form>
       {error !== undefined && <LoadError error={error} onRetry={() => setReload((n) => n + 1)} small />}
       {rows === undefined ? (
-        error === undefined && <Loading>Loading packets…</Loading>
+        error === undefined && <Loading>{t('mesh.packets.loading')}</Loading>
       ) : rows.length === 0 ? (
         <p class="panel notice" data-testid="packets-empty">
-          No packets {query.size ? 'match these filters' : 'heard yet'}.
+          {t(query.size ? 'mesh.packets.noneMatch' : 'mesh.packets.noneYet')}
         </p>
       ) : (
         <div class="panel packets-table-wrap">
           <table class="packets-table" data-testid="packets-table">
-            <caption class="visually-hidden">Packets heard, newest first</caption>
+            <caption class="visually-hidden">{t('mesh.packets.caption')}</caption>
             <thead>
               <tr>
                 {[
-                  'Time',
-                  'From',
-                  'To',
-                  'Port',
-                  'Ch',
-                  'Hops',
+                  t('mesh.packets.time'),
+                  t('mesh.from'),
+                  t('mesh.to'),
+                  t('mesh.packets.port'),
+                  t('mesh.packets.channel'),
+                  t('mesh.packets.hops'),
                   'SNR',
                   'RSSI',
-                  'Heard by',
-                  'Size',
-                  'Repeat',
+                  t('mesh.packets.heardBy'),
+                  t('mesh.packets.size'),
+                  t('mesh.packets.repeat'),
                 ].map((c) => (
                   <th key={c} scope="col">
                     {c}
@@ -242,7 +241,7 @@ export function PacketsPage() {
       )}
       {next && rows && rows.length < MAX_SHOWN && (
         <button type="button" class="button button-secondary button-small" onClick={older}>
-          Older packets
+          {t('mesh.packets.older')}
         </button>
       )}
     </section>

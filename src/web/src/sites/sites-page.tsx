@@ -5,20 +5,20 @@
  */
 import type { ComponentChildren } from 'preact';
 import { useEffect, useMemo } from 'preact/hooks';
-import { durationWords } from '../../../domain/duration.js';
 import type { SiteJson } from '../api/types.js';
 import { useNow, useStore, useTitle } from '../hooks.js';
-import { formatAge, formatDateTime } from '../lib/format.js';
+import { durationWords, formatAge, formatDateTime } from '../lib/format.js';
 import { mapPath } from '../lib/routes.js';
-import { plural, siteHealth, siteLabel } from '../lib/site-health.js';
+import { siteHealth, siteLabel } from '../lib/site-health.js';
 import { Link } from '../router.js';
 import { refreshSites, sitesStore } from '../state/sites.js';
 import './sites.css';
 import { LoadError, Loading } from '../components/load-states.js';
+import { t } from '../i18n/index.js';
 
 function when(iso: string | null, nowMs: number): string {
   const at = iso ? Date.parse(iso) : Number.NaN;
-  return Number.isFinite(at) ? `${formatAge(at, nowMs)} (${formatDateTime(at)})` : 'never';
+  return Number.isFinite(at) ? `${formatAge(at, nowMs)} (${formatDateTime(at)})` : t('mesh.sites.neverShort');
 }
 
 function SiteCard({ site, now }: { site: SiteJson; now: number }) {
@@ -36,37 +36,37 @@ function SiteCard({ site, now }: { site: SiteJson; now: number }) {
       </p>
       <dl class="site-facts">
         <div>
-          <dt>Nodes</dt>
+          <dt>{t('mesh.nodes')}</dt>
           <dd data-testid="site-node-count">{site.node_count}</dd>
         </div>
         <div>
-          <dt>Last contact</dt>
+          <dt>{t('mesh.sites.lastContact')}</dt>
           <dd>{when(site.last_contact_at, now)}</dd>
         </div>
         <div>
-          <dt>Last data</dt>
+          <dt>{t('mesh.sites.lastData')}</dt>
           <dd>{when(site.last_batch_at, now)}</dd>
         </div>
         {typeof site.lag_s === 'number' && (
           <div>
-            <dt title="How old the newest record it sent is">Newest data</dt>
-            <dd>{durationWords(site.lag_s * 1000)} old</dd>
+            <dt title={t('mesh.sites.newestTitle')}>{t('mesh.sites.newest')}</dt>
+            <dd>{t('mesh.sites.old', { age: durationWords(site.lag_s * 1000) })}</dd>
           </div>
         )}
       </dl>
       {site.node_count > 0 ? (
         <Link href={mapPath(site.site_id)} class="button button-secondary button-small">
-          Show its {plural(site.node_count, 'node')} on the map
+          {t('mesh.sites.showNodes', { count: site.node_count })}
         </Link>
       ) : (
-        <p class="muted small">It has reported no node yet.</p>
+        <p class="muted small">{t('mesh.sites.noNode')}</p>
       )}
     </li>
   );
 }
 
 export function SitesPage({ upstream }: { upstream: boolean }) {
-  useTitle('Sites');
+  useTitle(t('header.sites'));
   const view = useStore(sitesStore);
   const now = useNow(15_000) + view.clockOffsetMs;
   useEffect(() => {
@@ -83,10 +83,9 @@ export function SitesPage({ upstream }: { upstream: boolean }) {
   if (!upstream) {
     return (
       <section class="panel notice">
-        <h1>This hub has no sites</h1>
+        <h1>{t('mesh.sites.noSitesHeading')}</h1>
         <p>
-          Sites are the hubs an upstream serves; this page is the upstream’s.{' '}
-          <Link href="/">Go to the map</Link>.
+          {t('mesh.sites.noSitesText')} <Link href="/">{t('common.goToMap')}</Link>.
         </p>
       </section>
     );
@@ -96,17 +95,17 @@ export function SitesPage({ upstream }: { upstream: boolean }) {
   if (view.error && !view.loaded) {
     body = <LoadError error={view.error} onRetry={() => void refreshSites()} />;
   } else if (!view.loaded) {
-    body = <Loading>Loading sites…</Loading>;
+    body = <Loading>{t('mesh.sites.loading')}</Loading>;
   } else if (sites.length === 0) {
     body = (
       <p class="muted">
-        No site is registered yet. Register one with{' '}
+        {t('mesh.sites.noneRegistered')}{' '}
         <code>meshhub upstream site add &lt;site_id&gt; --public-key &lt;file&gt;</code>.
       </p>
     );
   } else {
     body = (
-      <ul class="site-list" aria-label="Sites">
+      <ul class="site-list" aria-label={t('header.sites')}>
         {sites.map((site) => (
           <SiteCard key={site.site_id} site={site} now={now} />
         ))}
@@ -116,10 +115,10 @@ export function SitesPage({ upstream }: { upstream: boolean }) {
 
   return (
     <div class="sites-page">
-      <h1>Sites</h1>
+      <h1>{t('header.sites')}</h1>
       <p class="muted">
-        Each site is a hub with its own radio that sends what it hears to this upstream when it is online.
-        {view.loaded && ` ${plural(sites.length, 'site')}.`}
+        {t('mesh.sites.intro')}
+        {view.loaded && ` ${t('mesh.sites.count', { count: sites.length })}.`}
       </p>
       {body}
     </div>

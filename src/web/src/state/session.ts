@@ -9,6 +9,7 @@
  */
 import { request, setTokenRefresher, setUnauthorizedHandler } from '../api/client.js';
 import type { TokenResponse } from '../api/types.js';
+import { t } from '../i18n/index.js';
 import { tokenExpiry, tokenUsername } from '../lib/jwt.js';
 import { ApiError } from '../lib/problem.js';
 import { createStore } from '../lib/store.js';
@@ -39,8 +40,8 @@ interface TabStorage {
 function storage(): TabStorage | undefined {
   return (globalThis as { sessionStorage?: TabStorage }).sessionStorage;
 }
-export const EXPIRED_NOTICE = 'Your session expired. Please sign in again.';
-export const REVOKED_NOTICE = 'Your sign-in is no longer valid. Please sign in again.';
+export const expiredNotice = () => t('audit.session.expired');
+export const revokedNotice = () => t('problem.signInAgain');
 /** A failed refresh (the hub unreachable) is tried again this much later, until the token expires. */
 const RETRY_REFRESH_MS = 15_000;
 
@@ -94,7 +95,7 @@ function schedule(session: Session, at: number): void {
     () => {
       if (sessionStore.get().session !== session) return;
       if (session.refreshToken) void refresh(session);
-      else if (Date.now() >= session.expiresAt) adopt(undefined, EXPIRED_NOTICE);
+      else if (Date.now() >= session.expiresAt) adopt(undefined, expiredNotice());
       else adopt(session);
     },
     Math.min(Math.max(0, at - Date.now()), 2 ** 31 - 1),
@@ -129,9 +130,9 @@ function refresh(session: Session): Promise<string | undefined> {
       if (sessionStore.get().session !== session) return undefined;
       if (error instanceof ApiError && error.status !== 0 && error.status < 500 && error.status !== 429) {
         // Refused: used, expired or revoked. The user signs in again.
-        adopt(undefined, Date.now() >= session.expiresAt ? EXPIRED_NOTICE : REVOKED_NOTICE);
+        adopt(undefined, Date.now() >= session.expiresAt ? expiredNotice() : revokedNotice());
       } else if (Date.now() >= session.expiresAt) {
-        adopt(undefined, EXPIRED_NOTICE);
+        adopt(undefined, expiredNotice());
       } else {
         schedule(session, Date.now() + RETRY_REFRESH_MS);
       }
@@ -146,7 +147,7 @@ function refresh(session: Session): Promise<string | undefined> {
 export function initSession(): void {
   setUnauthorizedHandler((error: ApiError) => {
     if (!sessionStore.get().session) return;
-    adopt(undefined, error.extras.reason === 'expired' ? EXPIRED_NOTICE : REVOKED_NOTICE);
+    adopt(undefined, error.extras.reason === 'expired' ? expiredNotice() : revokedNotice());
   });
   setTokenRefresher(async (rejected) => {
     const session = sessionStore.get().session;
@@ -158,7 +159,7 @@ export function initSession(): void {
     return refresh(session);
   });
   const saved = restore();
-  if (saved && saved.expiresAt <= Date.now() && !saved.refreshToken) adopt(undefined, EXPIRED_NOTICE);
+  if (saved && saved.expiresAt <= Date.now() && !saved.refreshToken) adopt(undefined, expiredNotice());
   else adopt(saved);
 }
 

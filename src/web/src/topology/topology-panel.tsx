@@ -5,6 +5,7 @@
  */
 import { useEffect, useState } from 'preact/hooks';
 import { useNow, useStore } from '../hooks.js';
+import { type MessageKey, t } from '../i18n/index.js';
 import { formatAge } from '../lib/format.js';
 import { displayName } from '../lib/mesh-state.js';
 import { plainWords } from '../lib/problem.js';
@@ -26,11 +27,11 @@ import {
 } from './topology.js';
 import './topology.css';
 
-const STATUS_WORDS: Record<TracerouteJson['status'], string> = {
-  pending: 'Waiting for the answer…',
-  answered: 'Answered',
-  no_answer: 'No answer',
-  refused: 'Refused by the radio (too soon after the last one)',
+const STATUS_WORDS: Record<TracerouteJson['status'], MessageKey> = {
+  pending: 'mesh.trace.pending',
+  answered: 'mesh.trace.answered',
+  no_answer: 'mesh.trace.noAnswer',
+  refused: 'mesh.trace.refused',
 };
 
 /** How often a pending traceroute is asked for again. */
@@ -60,17 +61,19 @@ function Path({ start, hops, label }: { start: string; hops: TracerouteJson['rou
 function TraceResult({ trace, now }: { trace: TracerouteJson; now: number }) {
   return (
     <li data-testid="traceroute" data-status={trace.status}>
-      <strong>{STATUS_WORDS[trace.status]}</strong>{' '}
+      <strong>{t(STATUS_WORDS[trace.status])}</strong>{' '}
       <span class="muted small">
         {formatAge(Date.parse(trace.requested_at), now)}
-        {trace.source === 'heard' ? ` · heard, asked by ${trace.origin_id}` : ''}
+        {trace.source === 'heard' ? ` · ${t('mesh.trace.heardAskedBy', { id: trace.origin_id })}` : ''}
       </span>
       {trace.status === 'answered' && (
         <>
-          <Path start={trace.origin_id} hops={trace.route} label="Out" />
-          {trace.route_back.length > 0 && <Path start={trace.node_id} hops={trace.route_back} label="Back" />}
+          <Path start={trace.origin_id} hops={trace.route} label={t('mesh.trace.out')} />
+          {trace.route_back.length > 0 && (
+            <Path start={trace.node_id} hops={trace.route_back} label={t('mesh.trace.back')} />
+          )}
           <Link href={traceroutePath(trace)} class="small">
-            Show on map
+            {t('mesh.showOnMap')}
           </Link>
         </>
       )}
@@ -82,13 +85,13 @@ function TraceResult({ trace, now }: { trace: TracerouteJson; now: number }) {
 function Neighbour({ nodeId, link, now }: { nodeId: string; link: LinkJson; now: number }) {
   const names = useStore(meshStore).mesh.nodes;
   const other = link.from === nodeId ? link.to : link.from;
-  const words = link.from === nodeId ? 'hears' : 'is heard by';
+  const words = t(link.from === nodeId ? 'mesh.trace.hears' : 'mesh.trace.heardBy');
   return (
     <li data-testid="neighbour" data-node-id={other}>
       <span class="muted">{words}</span>{' '}
       <Link href={nodePath(other)}>{displayName(names.get(other), other)}</Link> <SnrChip snr={link.snr} />{' '}
       <span class="muted small">
-        {link.source === 'neighborinfo' ? 'neighbour info' : 'traceroute'} ·{' '}
+        {t(link.source === 'neighborinfo' ? 'mesh.trace.neighbourInfo' : 'mesh.trace.traceroute')} ·{' '}
         {formatAge(Date.parse(link.last_heard), now)}
       </span>
     </li>
@@ -103,12 +106,12 @@ export function TopologyPanel({ nodeId, isHub }: { nodeId: string; isHub: boolea
   const [error, setError] = useState<string | undefined>(undefined);
   const [sending, setSending] = useState(false);
 
-  const pending = traces.find((t) => t.status === 'pending');
+  const pending = traces.find((tr) => tr.status === 'pending');
   useEffect(() => {
     if (!pending) return;
     const timer = setTimeout(() => {
       getTraceroute(pending.id)
-        .then((fresh) => setTraces((list) => list.map((t) => (t.id === fresh.id ? fresh : t))))
+        .then((fresh) => setTraces((list) => list.map((tr) => (tr.id === fresh.id ? fresh : tr))))
         .catch(() => {});
     }, POLL_MS);
     return () => clearTimeout(timer);
@@ -120,7 +123,7 @@ export function TopologyPanel({ nodeId, isHub }: { nodeId: string; isHub: boolea
     setError(undefined);
     try {
       const created = await sendTraceroute(nodeId, token);
-      setTraces((list) => [created, ...list.filter((t) => t.id !== created.id)]);
+      setTraces((list) => [created, ...list.filter((tr) => tr.id !== created.id)]);
     } catch (failure) {
       setError(plainWords(failure));
     } finally {
@@ -130,7 +133,7 @@ export function TopologyPanel({ nodeId, isHub }: { nodeId: string; isHub: boolea
 
   return (
     <section class="panel" aria-labelledby="topology-heading" data-testid="topology-panel">
-      <h2 id="topology-heading">Traceroute and neighbours</h2>
+      <h2 id="topology-heading">{t('mesh.trace.heading')}</h2>
       {token && !isHub && (
         <div class="trace-actions">
           <button
@@ -139,9 +142,9 @@ export function TopologyPanel({ nodeId, isHub }: { nodeId: string; isHub: boolea
             disabled={sending || !!pending}
             onClick={() => void trace()}
           >
-            Traceroute
+            {t('mesh.trace.button')}
           </button>
-          <span class="muted small">The radio sends at most one traceroute every 30 seconds.</span>
+          <span class="muted small">{t('mesh.trace.pace')}</span>
         </div>
       )}
       {error && (
@@ -150,19 +153,17 @@ export function TopologyPanel({ nodeId, isHub }: { nodeId: string; isHub: boolea
         </p>
       )}
       {traces.length === 0 ? (
-        <p class="muted">No traceroute to this node yet.</p>
+        <p class="muted">{t('mesh.trace.none')}</p>
       ) : (
         <ul class="trace-list">
-          {traces.map((t) => (
-            <TraceResult key={t.id} trace={t} now={now} />
+          {traces.map((tr) => (
+            <TraceResult key={tr.id} trace={tr} now={now} />
           ))}
         </ul>
       )}
-      <h3>Neighbours</h3>
+      <h3>{t('mesh.trace.neighbours')}</h3>
       {links.length === 0 ? (
-        <p class="muted">
-          No neighbour heard yet (nodes report them with neighbour info, or a traceroute shows them).
-        </p>
+        <p class="muted">{t('mesh.trace.noNeighbours')}</p>
       ) : (
         <ul class="neighbour-list">
           {links.map((link) => (
