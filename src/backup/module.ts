@@ -4,6 +4,7 @@
  * deleted. The last success (time, size, age) and the last error are shown in `/health` (the
  * `backup` actor's entry) and in `/metrics`.
  */
+import { basename } from 'node:path';
 import { Actor } from '../kernel/actor.js';
 import type { Logger } from '../log.js';
 import { defineModule, type ModuleMetrics } from '../module.js';
@@ -59,7 +60,9 @@ export class BackupActor extends Actor {
       log.info({ file: result.file, bytes: result.bytes, deleted }, 'backup done');
       return result;
     } catch (error) {
-      const message = error instanceof Error ? error.message : String(error);
+      // /health is open to the LAN: it names the error's code, never a path; the scheduler logs the rest.
+      const code = (error as NodeJS.ErrnoException | undefined)?.code;
+      const message = `${code ? `${code}: ` : ''}the backup failed; the hub's log has the details`;
       this.lastError = { at: now(), message };
       gauges.failed();
       throw error;
@@ -72,12 +75,11 @@ export class BackupActor extends Actor {
     return {
       backup: {
         cron: this.deps.cron,
-        dir: this.deps.dir,
         keep: this.deps.keep,
         ...(lastSuccess
           ? {
               last_success_at: new Date(lastSuccess.at).toISOString(),
-              last_file: lastSuccess.file,
+              last_file: basename(lastSuccess.file),
               last_size_bytes: lastSuccess.bytes,
               age_s: Math.round((now - lastSuccess.at) / 1000),
             }

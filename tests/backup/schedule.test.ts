@@ -40,7 +40,7 @@ describe('scheduled backups', () => {
     const dir = join(dataDir, 'backups');
     expect(existsSync(dir)).toBe(false);
     const before = await backupHealth(base);
-    expect(before.actor.backup).toEqual({ cron: '43 2 * * *', dir, keep: 2 });
+    expect(before.actor.backup).toEqual({ cron: '43 2 * * *', keep: 2 });
     expect(await metric(base, 'meshhub_backup_last_success_timestamp_seconds')).toBe(0);
 
     await hub.scheduler.runNow('backup.database');
@@ -55,7 +55,9 @@ describe('scheduled backups', () => {
     const { status, actor } = await backupHealth(base);
     expect(status).toBe('ok');
     expect(actor.ready).toBe(true);
-    expect(actor.backup).toMatchObject({ last_file: file, last_size_bytes: statSync(file).size });
+    // /health is open to the LAN: the file's name, never its path.
+    expect(actor.backup).toMatchObject({ last_file: first, last_size_bytes: statSync(file).size });
+    expect(JSON.stringify(actor)).not.toContain(dataDir);
     expect(Date.parse(actor.backup.last_success_at)).toBeGreaterThan(0);
     expect(actor.backup.age_s).toBeGreaterThanOrEqual(0);
     expect(actor.backup).not.toHaveProperty('last_error');
@@ -94,6 +96,7 @@ describe('scheduled backups', () => {
     expect(status).toBe('degraded');
     expect(actor.ready).toBe(false);
     expect(actor.backup.last_error).toMatch(/ENOTDIR|EEXIST/);
+    expect(actor.backup.last_error).not.toContain(other);
     expect(actor.backup).not.toHaveProperty('last_success_at');
     expect(await metric(base, 'meshhub_backup_failures_total')).toBe(1);
   });

@@ -22,6 +22,7 @@ import { join } from 'node:path';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FakeBtcpay } from '../fakes/btcpay/fake-btcpay.js';
+import { waitFor } from '../helpers/hub.js';
 import { HubProcess, removeDir, scenarioSeed, scratchDir } from './helpers/hub-process.js';
 import { changedTables, digestTables, leakIn } from './helpers/leaks.js';
 import { type Operation, operationsOf, requestFor } from './helpers/openapi-arbitraries.js';
@@ -117,8 +118,17 @@ describe('bad input on every HTTP route (fast-check, the built hub as a child pr
   it(`no 5xx, no internals, no crash, nothing stored (seed ${SEED}, ${RUNS} runs per route)`, async () => {
     expect(operations.length).toBeGreaterThan(30);
     const pid = hub.pid;
-    // Let the simulator's backfill land first: the digest is taken of a hub at rest.
-    await new Promise((r) => setTimeout(r, 3_000));
+    // Let the simulator's backfill and its first neighbour reports (2–5 s after it connects, then
+    // every 30 min) land first: the digest is taken of a hub at rest.
+    await waitFor(
+      async () => {
+        const links = (await (await fetch(`${hub.baseUrl}/api/v1/links`)).json()) as { data?: unknown[] };
+        return (links.data?.length ?? 0) > 0;
+      },
+      30_000,
+      'the simulated neighbour reports',
+    );
+    await new Promise((r) => setTimeout(r, 2_000));
     const db = join(dataDir, 'meshhub.sqlite');
     const before = digestTables(db, RECORDS_OF_REQUESTS);
     const accepted = new Map<string, number>();
