@@ -114,7 +114,11 @@ export class HealthService {
 
   /** Every node's newest values (each field its own newest), or one node's; ordered by node_id. */
   latestBody(nodeId?: string): string {
-    const rows = nodeId === undefined ? this.selectLatest.all() : this.selectLatestOne.all(nodeId);
+    if (nodeId !== undefined) {
+      const one = this.latestOf(nodeId);
+      return one === undefined ? EMPTY_BODY : `{"data":[${one}]}`;
+    }
+    const rows = this.selectLatest.all();
     if (rows.length === 0) return EMPTY_BODY;
     return `{"data":[${rows.map((row) => healthJson(row[0] as string, row[1] as number, row, 2)).join(',')}]}`;
   }
