@@ -188,10 +188,10 @@ describe('asks never count a gated event', () => {
   const countsIn = (content: string) => JSON.parse(/<counts>(.*)<\/counts>/.exec(content)![1]!);
 
   it.each([
-    ['a broad question (counted per visible service)', { question: 'What happened today?' }],
+    ['a broad question (counted per visible service)', { question: 'What happened in the last day?' }],
     [
       'an explicit services list naming a gated one',
-      { question: 'everything today', services: ['teams', 'directory'] },
+      { question: 'everything in the last day', services: ['teams', 'directory'] },
     ],
   ])('%s', async (_name, body) => {
     fake.reset();

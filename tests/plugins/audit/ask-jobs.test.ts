@@ -139,7 +139,7 @@ describe('background asks', () => {
   it('queues, runs and answers only the caller who created the job', async () => {
     const res = await t.json(
       '/api/ask',
-      withBearer(alice, jsonInit('POST', { question: 'who ran Delete user today?', async: true })),
+      withBearer(alice, jsonInit('POST', { question: 'who ran Delete user in the last day?', async: true })),
     );
     expect(res.status).toBe(202);
     expect(res.body).toEqual({ job_id: expect.stringMatching(/^[A-Za-z0-9_-]{22}$/), status: 'queued' });
@@ -197,7 +197,7 @@ describe('the job store', () => {
         id: 'interrupted',
         owner: 'anonymous',
         request: JSON.stringify({
-          input: { question: 'what happened today?', filters: {} },
+          input: { question: 'what happened in the last day?', filters: {} },
           caller: ANONYMOUS,
         }),
         ttlMs: JOB_TTL_MS,

@@ -107,7 +107,7 @@ describe('a broad question', () => {
   });
 
   it('names the mail service when the question is about mail', async () => {
-    const { body } = await ask({ question: fresh('who read mailboxes today') });
+    const { body } = await ask({ question: fresh('who read mailboxes in the last day') });
     expect(body.query_info.excluded_services).toBeNull();
     expect(body.total_matched).toBeGreaterThanOrEqual(0);
     expect(body.query_info.filters).toContainEqual({
@@ -211,7 +211,7 @@ describe('more than 50 matches', () => {
   it('sends counts, up to 10 failures and the 50 most recent of the sample, and says how many of how many', async () => {
     const { body } = await big.json(
       '/api/ask',
-      jsonInit('POST', { question: 'what happened to users today?' }),
+      jsonInit('POST', { question: 'what happened to users in the last day?' }),
     );
     expect(body.total_matched).toBe(120);
     expect(body.query_info).toMatchObject({ events_fetched: 120, events_sampled: 80 });
@@ -331,7 +331,7 @@ describe('without a model configured', () => {
       seed(plain.repos, [{ source: 'directory', at: now - HOUR, operation: 'Add user', result: 'failure' }]);
       const { status, body } = await plain.json(
         '/api/ask',
-        jsonInit('POST', { question: 'any failures today?' }),
+        jsonInit('POST', { question: 'any failures in the last day?' }),
       );
       expect(status).toBe(200);
       expect(body).toMatchObject({ llm_used: false, fallback_reason: 'not_configured', total_matched: 1 });

@@ -229,7 +229,7 @@ describe('meshhub mcp', () => {
   it('offers ask when AI_FEATURES_ENABLED, answering without a model as a list', async () => {
     const client = await connect({ AI_FEATURES_ENABLED: 'true' });
     expect((await client.listTools()).tools.map((t) => t.name)).toContain('ask');
-    const answer = await call(client, 'ask', { question: 'any failed user changes today?' });
+    const answer = await call(client, 'ask', { question: 'any failed user changes in the last day?' });
     expect(answer).toMatchObject({ llm_used: false, fallback_reason: 'not_configured', total_matched: 1 });
     expect(JSON.stringify(answer)).not.toContain('dave@contoso.com');
     expect((await call(client, 'ask', { question: '' })).error).toBeDefined();
