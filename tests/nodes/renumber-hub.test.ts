@@ -40,10 +40,12 @@ describe('a node that changes its number keeping its key', () => {
     const sim = testSimulator({
       seed: 7,
       telemetryIntervalMs: 1_000,
-      // Five minutes of history: readings from before the upgrade, without a replay so large that
+      // Ten minutes of history: readings from before the upgrade, without a replay so large that
       // the node table's mailbox (drop-oldest, 5000) sheds the upgraded node's one NodeInfo on a
-      // slow machine, as it did under CI with two hours.
-      backfillMs: 5 * 60_000,
+      // slow machine, as it did under CI with two hours. The backfill is on a 5-minute grid, so
+      // five minutes gave one point, less than a minute old when the hub started within a
+      // minute after a grid line: no reading "from before" (it failed that way).
+      backfillMs: 10 * 60_000,
       responder: recorder,
       presence: awayDuring([]),
       renumberAfterMs: 6_000,
