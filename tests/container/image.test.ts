@@ -10,104 +10,54 @@
  * Minutes long: vitest.container.config.ts, run by `.ci/run` as its own step. It runs under
  * CI=true (failing, never skipping, when podman is missing) or with MESHHUB_CONTAINER_TEST=1.
  */
-import { execFile, spawnSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort, getJson, waitFor } from '../helpers/hub.js';
 import { createTestSchema, skipWithoutPostgres } from '../helpers/postgres.js';
 import { noteSkip, skipBecauseMissing } from '../helpers/skips.js';
 import { latestOf } from '../mqtt/helpers.js';
+import {
+  addSensor,
+  BASE,
+  type Container,
+  hasPodman,
+  podman,
+  publishReading,
+  removeContainer,
+  startContainer,
+  step,
+  usePodmanEnv,
+  VERSION,
+  wanted,
+} from './podman.js';
 
-const run = promisify(execFile);
-const ROOT = process.cwd();
-const VERSION = readFileSync(join(ROOT, 'VERSION'), 'utf8').trim();
-const BASE = 'localhost/meshhub-base:bookworm-node20';
 const IMAGE = `localhost/meshhub:${VERSION}`;
-const MQTT_CLI = join(ROOT, 'node_modules', 'mqtt', 'build', 'bin', 'mqtt.js');
 const NAME = `meshhub-image-test-${process.pid}`;
 const VOLUME = `${NAME}-data`;
 const SENSOR_PASSWORD = 'a-long-sensor-password';
 
-const wanted = process.env.CI === 'true' || process.env.MESHHUB_CONTAINER_TEST === '1';
-const hasPodman = spawnSync('podman', ['--version']).status === 0;
 const skip = !wanted
   ? noteSkip('the container image', 'it takes minutes: set MESHHUB_CONTAINER_TEST=1 (CI runs it)')
   : !hasPodman &&
     skipBecauseMissing('podman', 'podman is not installed (apt-get install podman buildah mmdebstrap)');
 
-/**
- * podman's settings for this machine (scripts/container/ci-containers-conf.sh: ulimits within
- * the host's, runc where cgroups are hybrid); an ordinary machine runs the same with them.
- */
-function podmanEnv(): NodeJS.ProcessEnv {
-  if (process.env.CONTAINERS_CONF) return process.env;
-  const conf = spawnSync('bash', ['scripts/container/ci-containers-conf.sh'], { encoding: 'utf8' });
-  if (conf.status !== 0) throw new Error(`ci-containers-conf.sh failed: ${conf.stderr}`);
-  return { ...process.env, CONTAINERS_CONF: conf.stdout.trim() };
-}
-
-let env: NodeJS.ProcessEnv = process.env;
+const container: Container = { name: NAME, image: IMAGE, volume: VOLUME, httpPort: 0, mqttPort: 0 };
 let httpPort = 0;
 let mqttPort = 0;
 
-const podman = (...args: string[]) => run('podman', args, { env, maxBuffer: 16 * 1024 * 1024 });
-
-/** Builds with its output shown (a failing build must say why in the CI log). */
-function step(command: string, args: string[]): void {
-  const result = spawnSync(command, args, { env, stdio: 'inherit' });
-  if (result.status !== 0) throw new Error(`${command} ${args.join(' ')} exited with ${result.status}`);
-}
-
-/** `podman run -d` of the image with the test's volume and loopback ports, as the README runs it. */
-async function startContainer(): Promise<void> {
-  await podman(
-    'run',
-    '-d',
-    '--name',
-    NAME,
-    '-p',
-    `127.0.0.1:${httpPort}:8080`,
-    '-p',
-    `127.0.0.1:${mqttPort}:1883`,
-    '-v',
-    `${VOLUME}:/data`,
-    IMAGE,
-  );
-  const health = await waitFor(
-    async () => {
-      // 200 comes with "degraded" while the radio (the simulator) is still connecting.
-      const answer = await getJson(`http://127.0.0.1:${httpPort}/health`).catch(() => undefined);
-      return answer?.body?.status === 'ok' ? answer.body : undefined;
-    },
-    120_000,
-    '/health of the container to say ok',
-  ).catch(async (error: Error) => {
-    const logs = await podman('logs', NAME).catch(() => ({ stdout: '', stderr: '' }));
-    throw new Error(`${error.message}; its log:\n${logs.stdout}${logs.stderr}`);
-  });
-  expect(health).toMatchObject({ status: 'ok', version: VERSION });
-}
-
-async function removeContainer(): Promise<void> {
-  await podman('rm', '-f', '-v', '-t', '15', NAME).catch(() => undefined);
-}
-
 describe.skipIf(skip)('the container image', () => {
   beforeAll(async () => {
-    env = podmanEnv();
+    usePodmanEnv();
     step('bash', ['scripts/container/make-base.sh']);
     step('bash', ['scripts/container/build.sh', '--base', BASE]);
-    httpPort = await freePort();
-    mqttPort = await freePort();
-    await removeContainer();
+    httpPort = container.httpPort = await freePort();
+    mqttPort = container.mqttPort = await freePort();
+    await removeContainer(NAME);
     await podman('volume', 'rm', '-f', VOLUME).catch(() => undefined);
   });
 
   afterAll(async () => {
     if (!hasPodman || !wanted) return;
-    await removeContainer();
+    await removeContainer(NAME);
     await podman('volume', 'rm', '-f', VOLUME).catch(() => undefined);
   });
 
@@ -136,7 +86,7 @@ describe.skipIf(skip)('the container image', () => {
   });
 
   it('runs the hub on the simulator without a radio, as a user without privileges', async () => {
-    await startContainer();
+    expect(await startContainer(container)).toMatchObject({ status: 'ok', version: VERSION });
     const health = (await getJson(`http://127.0.0.1:${httpPort}/health`)).body;
     expect(health.radio).toMatchObject({ simulated: true });
     const id = await podman('exec', NAME, 'id', '-u');
@@ -149,32 +99,21 @@ describe.skipIf(skip)('the container image', () => {
 
   it('keeps a reading published over MQTT when the container is replaced on the same volume', async () => {
     // A login for the sensor, made inside the container as the README shows.
-    const add = spawnSync(
-      'podman',
-      ['exec', '-i', NAME, 'meshhub', 'user', 'add', 'sensor', '--roles', 'ingest', '--password-stdin'],
-      { env, input: `${SENSOR_PASSWORD}\n`, encoding: 'utf8' },
-    );
+    const add = addSensor(NAME, 'sensor', SENSOR_PASSWORD);
     expect(add.status, add.stderr).toBe(0);
-    // Same as: mosquitto_pub -h 127.0.0.1 -p PORT -u sensor -P … -q 1 -t meshhub/ingest/readings -m '{…}'
-    await run(process.execPath, [
-      MQTT_CLI,
-      'pub',
-      ...['-h', '127.0.0.1', '-p', String(mqttPort), '-q', '1', '-u', 'sensor', '-P', SENSOR_PASSWORD],
-      ...[
-        '-t',
-        'meshhub/ingest/readings',
-        '-m',
-        '{"node_id":"garden","temperature_c":18.5,"humidity_percent":52}',
-      ],
-    ]);
+    await publishReading(mqttPort, 'sensor', SENSOR_PASSWORD, {
+      node_id: 'garden',
+      temperature_c: 18.5,
+      humidity_percent: 52,
+    });
     const baseUrl = `http://127.0.0.1:${httpPort}`;
     const seen = await waitFor(() => latestOf(baseUrl, 'garden'), 30_000, 'the reading over HTTP');
     expect(seen).toMatchObject({ node_id: 'garden', temperature_c: 18.5, humidity_percent: 52 });
 
     // An upgrade's shape: stop, remove, run a new container on the same volume.
     await podman('stop', '-t', '15', NAME);
-    await removeContainer();
-    await startContainer();
+    await removeContainer(NAME);
+    await startContainer(container);
     const after = await waitFor(() => latestOf(baseUrl, 'garden'), 30_000, 'the reading after the restart');
     expect(after).toMatchObject({ node_id: 'garden', temperature_c: 18.5, humidity_percent: 52 });
   });
