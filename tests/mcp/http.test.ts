@@ -238,3 +238,64 @@ describe('a hub without MCP_HTTP_ENABLED', () => {
     }
   });
 });
+
+describe('the audit tools over HTTP follow the audit API', () => {
+  it('count against its rate limits per client: 429 problem with Retry-After past RATE_LIMIT_DEFAULT', async () => {
+    const limited = await startTestHub({
+      RADIO: 'none',
+      PLUGINS: 'audit',
+      ...QUIET_ENV,
+      ...idpAuthEnv(idp),
+      MCP_HTTP_ENABLED: 'true',
+      RATE_LIMIT_DEFAULT: '2/1h',
+    });
+    try {
+      const reader = { authorization: `Bearer ${await hubToken(limited, 'carol', ['auditor'])}` };
+      const other = { authorization: `Bearer ${await hubToken(limited, 'alice', ['subscriber'])}` };
+      for (let i = 0; i < 2; i++) expect((await post(LIST_TOOLS, reader, limited.baseUrl)).status).toBe(200);
+      const refused = await post(LIST_TOOLS, reader, limited.baseUrl);
+      expect(refused.status).toBe(429);
+      expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(0);
+      expect(await refused.json()).toMatchObject({ status: 429, tier: 'default' });
+      // A caller without audit access gets no audit tools, so the audit limits do not count it.
+      for (let i = 0; i < 3; i++) expect((await post(LIST_TOOLS, other, limited.baseUrl)).status).toBe(200);
+    } finally {
+      await limited.stop();
+    }
+  });
+
+  it('with AUTH_ENABLED off (loopback): the anonymous view for every token, as the API shows it', async () => {
+    const open = await startTestHub({
+      RADIO: 'none',
+      PLUGINS: 'audit',
+      ...QUIET_ENV,
+      MCP_HTTP_ENABLED: 'true',
+      PRIVACY_SERVICES: 'teams',
+      PRIVACY_SERVICE_ROLES: 'privacy-officer',
+    });
+    try {
+      seed(new AuditStore(() => open.hub.store.db).repos(), [
+        { source: 'directory', at: now - 3_600_000, operation: 'Add user' },
+        { at: now - 1_800_000, service: 'MicrosoftTeams', operation: 'MemberAdded' },
+      ]);
+      const token = await hubToken(open, 'root', ['admin', 'privacy-officer']);
+      const res = await post(
+        JSON.stringify({
+          jsonrpc: '2.0',
+          id: 1,
+          method: 'tools/call',
+          params: { name: 'get_summary', arguments: {} },
+        }),
+        { authorization: `Bearer ${token}` },
+        open.baseUrl,
+      );
+      expect(res.status).toBe(200);
+      const answer = (await res.json()) as { result: { content: Array<{ text: string }> } };
+      const api = (await (await fetch(`${open.baseUrl}/api/events`)).json()) as { data: unknown[] };
+      expect(JSON.parse(answer.result.content[0]!.text).total).toBe(api.data.length);
+      expect(api.data).toHaveLength(1);
+    } finally {
+      await open.stop();
+    }
+  });
+});
