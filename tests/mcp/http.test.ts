@@ -10,9 +10,11 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../hub/settings.js';
 import { AuditStore } from '../../plugins/audit/store/audit-store.js';
 import { HubUserService } from '../../src/auth/user-service.js';
 import { NodeRepository } from '../../src/store/nodes-repository.js';
+import { configProblems } from '../helpers/config.js';
 import { startTestHub, type TestHub } from '../helpers/hub.js';
 import { HUB_MCP_TOOLS, NO_RATE_LIMITS, QUIET_ENV, seed } from '../plugins/audit/helpers.js';
 import { idpAuthEnv, type LocalIdp, startLocalIdp } from '../plugins/audit/idp.js';
@@ -209,6 +211,8 @@ describe('MCP over HTTP at /mcp', () => {
     expect(get.status).toBe(405);
     expect(get.headers.get('allow')).toBe('POST');
     expect(auditState()).toEqual(before);
+    const metrics = await (await fetch(`${t.baseUrl}/metrics`)).text();
+    expect(metrics).toMatch(/^meshhub_mcp_http_requests_total\{outcome="refused"\} [1-9]/m);
     // Still serving: a good request after the bad ones.
     const ok = await post(LIST_TOOLS, auth);
     expect(ok.status).toBe(200);
@@ -297,5 +301,18 @@ describe('the audit tools over HTTP follow the audit API', () => {
     } finally {
       await open.stop();
     }
+  });
+});
+
+describe('the settings of MCP over HTTP', () => {
+  it('refuse a bad value at start, naming the setting and what it takes', () => {
+    expect(
+      configProblems(() => loadConfig({ MCP_HTTP_ENABLED: 'maybe', MCP_HTTP_MAX_BODY_BYTES: '10' })),
+    ).toEqual(
+      expect.arrayContaining([
+        'MCP_HTTP_ENABLED: must be true or false (also yes/no, on/off, 1/0) (got "maybe")',
+        'MCP_HTTP_MAX_BODY_BYTES: must be a whole number from 1024 to 1048576 (got "10")',
+      ]),
+    );
   });
 });
