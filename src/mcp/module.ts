@@ -17,6 +17,11 @@ export const mcpHttpModule = defineModule({
     const offers: McpToolsOffer[] = [];
     const enabled = ctx.settings.MCP_HTTP_ENABLED;
     if (enabled) {
+      // As `meshhub mcp` warns on stdio: say at every start what this gives a connected model.
+      ctx.log.warn(
+        { path: MCP_HTTP_PATH },
+        'MCP over HTTP is on: a client with a bearer token of this hub (and the language model behind it) reads the mesh nodes and readings, and the audit events its roles allow',
+      );
       ctx.bus.on(ctx.owner, 'mcp.tools', (offer) => {
         offers.push(offer);
         ctx.log.info({ contributor: offer.name }, 'MCP over HTTP serves these tools too');

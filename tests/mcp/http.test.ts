@@ -12,11 +12,16 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../hub/settings.js';
 import { AuditStore } from '../../plugins/audit/store/audit-store.js';
-import { HubUserService } from '../../src/auth/user-service.js';
-import { NodeRepository } from '../../src/store/nodes-repository.js';
 import { configProblems } from '../helpers/config.js';
 import { startTestHub, type TestHub } from '../helpers/hub.js';
-import { HUB_MCP_TOOLS, NO_RATE_LIMITS, QUIET_ENV, seed } from '../plugins/audit/helpers.js';
+import {
+  HUB_MCP_TOOLS,
+  localUserToken,
+  NO_RATE_LIMITS,
+  QUIET_ENV,
+  seed,
+  seedMcpData,
+} from '../plugins/audit/helpers.js';
 import { idpAuthEnv, type LocalIdp, startLocalIdp } from '../plugins/audit/idp.js';
 
 const MESH_TOOLS = ['latest_readings', 'list_nodes', 'reading_history'];
@@ -30,14 +35,9 @@ let subscriber: string;
 let gatedId: string;
 const clients: Client[] = [];
 
-/** A token of a user the hub knows (local tokens of unknown users are refused). */
-async function hubToken(hub: TestHub, username: string, roles: string[]): Promise<string> {
-  const users = new HubUserService(hub.hub.store.db);
-  await users.add({ username, password: 'a-test-password', roles });
-  const tokenVersion = await users.tokenVersion(username);
-  const subject = { username, roles, ...(tokenVersion === undefined ? {} : { tokenVersion }) };
-  return (await hub.hub.identity.localIssuer.issue(subject, 600)).accessToken;
-}
+/** A token of the hub's own issuer for a user of `hub`. */
+const hubToken = (hub: TestHub, username: string, roles: string[]) =>
+  localUserToken(hub.hub.store.db, hub.hub.identity.localIssuer, username, roles);
 
 async function connect(token?: string): Promise<Client> {
   const transport = new StreamableHTTPClientTransport(new URL(`${t.baseUrl}/mcp`), {
@@ -97,25 +97,7 @@ beforeAll(async () => {
     PRIVACY_SERVICES: 'teams',
     PRIVACY_SERVICE_ROLES: 'privacy-officer',
   });
-  const db = t.hub.store.db;
-  seed(new AuditStore(() => db).repos(), [
-    {
-      source: 'directory',
-      at: now - 3_600_000,
-      operation: 'Add user',
-      actor: 'eve@contoso.com',
-      result: 'failure',
-    },
-    { source: 'directory', at: now - 7_200_000, operation: 'Delete user', actor: 'eve@contoso.com' },
-    { at: now - 1_800_000, service: 'MicrosoftTeams', operation: 'MemberAdded', actor: 'dave@contoso.com' },
-  ]);
-  gatedId = String(db.prepare("SELECT seq FROM audit_events WHERE service = 'teams'").pluck().get());
-  new NodeRepository(db).upsert({
-    nodeNum: 0xa1b2c3d4,
-    nodeId: '!a1b2c3d4',
-    shortName: 'N1',
-    longName: 'North',
-  });
+  gatedId = seedMcpData(t.hub.store.db, now);
   admin = await hubToken(t, 'root', ['admin', 'privacy-officer']);
   auditor = await hubToken(t, 'carol', ['auditor']);
   subscriber = await hubToken(t, 'alice', ['subscriber']);
