@@ -205,6 +205,44 @@ describe('MCP over HTTP at /mcp', () => {
   });
 });
 
+describe('odd but well-formed JSON-RPC', () => {
+  it('never answers 5xx: protocol errors as JSON-RPC errors or 4xx problems, and the hub keeps serving', async () => {
+    const auth = { authorization: `Bearer ${admin}` };
+    const rpc = (method: string, params?: unknown, id: unknown = 1) => ({
+      jsonrpc: '2.0',
+      id,
+      method,
+      params,
+    });
+    const bodies: unknown[] = [
+      rpc('no/such/method'),
+      rpc('tools/call', { name: 'search_events', arguments: { limit: 'many', before_id: '0' } }),
+      rpc('tools/call', { name: 'get_event', arguments: { id: '99999999999999999' } }),
+      rpc('tools/call', { name: 'reading_history', arguments: { node_id: '!a1b2c3d4', start: 'x' } }),
+      rpc('tools/call', { name: 'list_nodes', arguments: null }),
+      rpc('tools/call', 'not an object'),
+      rpc('initialize', {
+        protocolVersion: '1999-01-01',
+        capabilities: {},
+        clientInfo: { name: 'x', version: '1' },
+      }),
+      [rpc('initialize', {}, 1), rpc('initialize', {}, 2)],
+      [rpc('tools/list', {}, 1), rpc('tools/list', {}, 1)],
+      Array.from({ length: 30 }, (_, i) => rpc('tools/list', {}, i)),
+      { jsonrpc: '2.0', id: 1, result: {} },
+      { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 7 } },
+      rpc('tools/list', {}, null),
+    ];
+    for (const body of bodies) {
+      const res = await post(JSON.stringify(body), auth);
+      const text = await res.text();
+      expect(res.status, `${JSON.stringify(body).slice(0, 120)} → ${text.slice(0, 300)}`).toBeLessThan(500);
+      expect(text).not.toMatch(/\bat .+\.(ts|js):\d+/);
+    }
+    expect((await post(LIST_TOOLS, auth)).status).toBe(200);
+  });
+});
+
 describe('a hub without MCP_HTTP_ENABLED', () => {
   it('answers /mcp with 404, token or not', async () => {
     const off = await startTestHub({ RADIO: 'none' });
