@@ -155,6 +155,13 @@ describe('MCP over HTTP at /mcp', () => {
       `event ${gatedId} is restricted; the roles of your token do not allow it`,
     );
     expect((await call(client, 'get_summary', {})).total).toBe(2);
+    // The identity provider's token for an auditor: the same view, as the audit API gives it.
+    const provided = await idp.token({ roles: ['auditor'], sub: 'carol-1' });
+    const viaIdp = await call(await connect(provided), 'search_events', { limit: 10 });
+    expect(viaIdp.events.map((e: { operation: string }) => e.operation)).toEqual(
+      await apiOperations(provided),
+    );
+    expect(viaIdp.events).toHaveLength(2);
   });
 
   it('gives a role without audit access the mesh tools only', async () => {
