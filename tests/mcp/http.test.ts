@@ -283,13 +283,31 @@ describe('the audit tools over HTTP follow the audit API', () => {
     try {
       const reader = { authorization: `Bearer ${await hubToken(limited, 'carol', ['auditor'])}` };
       const other = { authorization: `Bearer ${await hubToken(limited, 'alice', ['subscriber'])}` };
-      for (let i = 0; i < 2; i++) expect((await post(LIST_TOOLS, reader, limited.baseUrl)).status).toBe(200);
-      const refused = await post(LIST_TOOLS, reader, limited.baseUrl);
+      const summary = JSON.stringify({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'tools/call',
+        params: { name: 'get_summary', arguments: {} },
+      });
+      const nodes = JSON.stringify({
+        jsonrpc: '2.0',
+        id: 2,
+        method: 'tools/call',
+        params: { name: 'list_nodes', arguments: {} },
+      });
+      // Listing tools and calling a mesh tool read no audit data: not counted.
+      for (const body of [LIST_TOOLS, nodes, LIST_TOOLS, nodes]) {
+        expect((await post(body, reader, limited.baseUrl)).status).toBe(200);
+      }
+      for (let i = 0; i < 2; i++) expect((await post(summary, reader, limited.baseUrl)).status).toBe(200);
+      const refused = await post(summary, reader, limited.baseUrl);
       expect(refused.status).toBe(429);
       expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(0);
       expect(await refused.json()).toMatchObject({ status: 429, tier: 'default' });
+      // The mesh tools are not audit data: still served to this client.
+      expect((await post(nodes, reader, limited.baseUrl)).status).toBe(200);
       // A caller without audit access gets no audit tools, so the audit limits do not count it.
-      for (let i = 0; i < 3; i++) expect((await post(LIST_TOOLS, other, limited.baseUrl)).status).toBe(200);
+      for (let i = 0; i < 3; i++) expect((await post(summary, other, limited.baseUrl)).status).toBe(200);
     } finally {
       await limited.stop();
     }

@@ -8,8 +8,9 @@
  * - a caller without read access to the audit data (mayAccess, AUDIT_READER_ROLES) gets no audit
  *   tool at all; with AUTH_ENABLED but incomplete settings, no caller does (the API answers 503);
  * - the privacy view is PrivacyPolicy.scopeFor(caller), as for every read path;
- * - each request counts against the API's rate limits: `ask` when it calls the ask tool, else
- *   `default` (a read), per client address (429 / 503 problems, as the API answers).
+ * - each call of an audit tool counts against the API's rate limits, per client address: the
+ *   ask tool in `ask`, the others in `default` (a read); 429 / 503 problems, as the API answers.
+ *   Listing the tools and the protocol's handshake read no audit data and are not counted.
  */
 import type { McpHttpContribution } from '../../../src/mcp/events.js';
 import type { AskService } from '../ask/ask-service.js';
@@ -19,7 +20,7 @@ import type { PrivacyPolicy } from '../http/privacy.js';
 import { admit, type RateLimiter } from '../http/rate-limit.js';
 import type { AuthSettings, RateLimitTier } from '../settings.js';
 import type { AuditStore } from '../store/audit-store.js';
-import { auditTools } from './tools.js';
+import { AUDIT_TOOL_NAMES, auditTools } from './tools.js';
 
 export function auditMcpHttpTools(deps: {
   auth: AuthSettings;
@@ -33,7 +34,9 @@ export function auditMcpHttpTools(deps: {
     if (deps.auth.state === 'misconfigured') return undefined;
     const caller = deps.auth.state === 'on' ? callerFrom(identity, deps.auth) : ANONYMOUS;
     if (!mayAccess(caller, deps.auth, 'read')) return undefined;
-    await admit(deps.limiter, toolCalls.includes('ask') ? 'ask' : 'default', client, deps.onLimited);
+    for (const name of toolCalls.filter((n) => AUDIT_TOOL_NAMES.has(n))) {
+      await admit(deps.limiter, name === 'ask' ? 'ask' : 'default', client, deps.onLimited);
+    }
     return auditTools({
       store: deps.store,
       privacy: deps.privacy,

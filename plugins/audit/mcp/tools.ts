@@ -18,6 +18,14 @@ import type { PrivacyPolicy } from '../http/privacy.js';
 import type { AuditStore } from '../store/audit-store.js';
 import type { EventFilters } from '../store/event-query.js';
 
+/** The tools below, by name (`ask` only with AI_FEATURES_ENABLED). */
+export const AUDIT_TOOL_NAMES: ReadonlySet<string> = new Set([
+  'search_events',
+  'get_event',
+  'get_summary',
+  'ask',
+]);
+
 export interface AuditToolDeps {
   store: AuditStore;
   privacy: PrivacyPolicy;
