@@ -27,6 +27,7 @@ import { SchedulerActor } from '../src/kernel/scheduler.js';
 import { Supervisor } from '../src/kernel/supervisor.js';
 import { liveModule } from '../src/live/module.js';
 import type { Logger } from '../src/log.js';
+import { mcpHttpModule } from '../src/mcp/module.js';
 import { PacketDedupe } from '../src/mesh/packet-dedupe.js';
 import { MeshFanOut } from '../src/mesh/packet-fanout.js';
 import { RadioActor, type RadioPlan } from '../src/mesh/radio-actor.js';
@@ -75,6 +76,7 @@ export const CORE_MODULES: readonly HubModule[] = [
   topologyModule,
   webUiModule,
   apiDocsModule,
+  mcpHttpModule,
 ];
 
 /**

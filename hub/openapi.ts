@@ -13,6 +13,7 @@ import { healthReportSchema, radioStatusSchema } from '../src/http/schemas.js';
 import { ingestOperations } from '../src/ingest/routes.js';
 import { liveOperations } from '../src/live/live-routes.js';
 import { helloEventSchema } from '../src/live/schemas.js';
+import { mcpOperations } from '../src/mcp/http.js';
 import { messagingOperations } from '../src/messaging/routes.js';
 import {
   conversationSummarySchema,
@@ -55,6 +56,7 @@ export function meshOpenApiDocument(version: string): OpenApiDocument {
         description: 'Notification rules, their firings and browsers’ Web Push subscriptions.',
       },
       { name: 'operations', description: 'Health, version, metrics and the live dashboard stream.' },
+      { name: 'mcp', description: 'The MCP server over Streamable HTTP (bearer; MCP_HTTP_ENABLED).' },
     ],
     components: {
       Reading: readingSchema,
@@ -88,6 +90,7 @@ export function meshOpenApiDocument(version: string): OpenApiDocument {
       ...liveOperations,
       ...notificationOperations,
       ...operationalOperations,
+      ...mcpOperations,
     ],
   });
 }

@@ -12,6 +12,7 @@ import { deviceHealthSettings } from '../src/device-health/settings.js';
 import { parseAllowedHosts } from '../src/http/host-check.js';
 import { liveSettings } from '../src/live/settings.js';
 import { LOG_FORMATS } from '../src/log.js';
+import { mcpHttpSettings } from '../src/mcp/settings.js';
 import { meshApiSettings } from '../src/mesh-api/settings.js';
 import { messagingSettings } from '../src/messaging/settings.js';
 import { mqttSettings } from '../src/mqtt/settings.js';
@@ -151,6 +152,7 @@ export const configSchema = z
     ...backupSettings.shape,
     ...deviceHealthSettings.shape,
     ...liveSettings.shape,
+    ...mcpHttpSettings.shape,
     ...meshApiSettings.shape,
     ...messagingSettings.shape,
     ...mqttSettings.shape,

@@ -20,6 +20,7 @@ import { PrivacyPolicy } from './http/privacy.js';
 import { RateLimiter } from './http/rate-limit.js';
 import { auditRouteGroups } from './http/routes.js';
 import { AuditMaintenanceActor } from './maintenance-actor.js';
+import { auditMcpHttpTools } from './mcp/http.js';
 import { AuditMetrics } from './metrics.js';
 import { GraphSubscriptionActor } from './microsoft/graph-subscription-actor.js';
 import {
@@ -145,6 +146,18 @@ export const auditModule = defineModule({
       ...(siem ? { siem } : {}),
     });
     for (const { path, app } of groups) ctx.mount(path, app);
+    // Issue 29: the audit tools over MCP over HTTP (/mcp, when MCP_HTTP_ENABLED), by the API's rules.
+    ctx.bus.emit('mcp.tools', {
+      name: 'audit',
+      contribution: auditMcpHttpTools({
+        auth: config.auth,
+        store,
+        privacy: new PrivacyPolicy(config.privacy),
+        ...(ai ? { ask: ai.service } : {}),
+        limiter,
+        onLimited: (tier) => metrics.limited(tier),
+      }),
+    });
     // The audit API's description, built from the schemas its routes validate with.
     ctx.mount(
       '/api',

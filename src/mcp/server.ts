@@ -1,5 +1,6 @@
 /**
- * The hub's MCP server (`meshhub mcp`, composed in hub/mcp.ts), built on
+ * The hub's MCP server (`meshhub mcp` on stdio, composed in hub/mcp.ts; over Streamable HTTP at
+ * /mcp, http.ts), built on
  * @modelcontextprotocol/sdk with typed (zod) input schemas. Features contribute their tools
  * (McpTools): the mesh tools (mesh-tools.ts), the audit plugin's (plugins/audit/mcp/tools.ts).
  *

@@ -139,7 +139,12 @@ describe('the document and the hub agree', () => {
       minzoom: '0',
       maxzoom: '2',
     });
-    t = await startTestHub({ ...FAST_MESSAGING, SIM_BACKFILL: '3h', MAP_TILES: tiles });
+    t = await startTestHub({
+      ...FAST_MESSAGING,
+      SIM_BACKFILL: '3h',
+      MAP_TILES: tiles,
+      MCP_HTTP_ENABLED: 'true',
+    });
     node = (await knownNodes(t, 1))[0]!;
     alice = await subscriber(t, 'alice');
     admin = await subscriber(t, 'root', { roles: ['admin'], nodes: 'none' });
@@ -195,7 +200,7 @@ describe('the document and the hub agree', () => {
     const served = new Set(
       t.hub.http
         .app!.routes.filter((r) => r.method !== 'ALL')
-        .filter((r) => /^\/(api\/|\.well-known\/|health$|metrics$)/.test(r.path))
+        .filter((r) => /^\/(api\/|\.well-known\/|health$|metrics$|mcp$)/.test(r.path))
         // The document's own routes are mounted beside the API (src/http/api-docs.ts).
         .filter((r) => !/\/(openapi\.json|docs)$/.test(r.path))
         .map((r) => `${r.method} ${r.path.replace(/:(\w+)/g, '{$1}')}`),
@@ -505,6 +510,20 @@ describe('the document and the hub agree', () => {
     },
     'GET /metrics': async () => {
       expect((await call('get', '/metrics', '/metrics')).status).toBe(200);
+    },
+    'POST /mcp': async () => {
+      const accept = { accept: 'application/json, text/event-stream' };
+      const list = { jsonrpc: '2.0', id: 1, method: 'tools/list', params: {} };
+      expect((await call('post', '/mcp', '/mcp', { body: list, headers: accept })).status).toBe(401);
+      const tools = await call('post', '/mcp', '/mcp', { token: admin, body: list, headers: accept });
+      expect(tools.status).toBe(200);
+      const note = { jsonrpc: '2.0', method: 'notifications/initialized' };
+      expect((await call('post', '/mcp', '/mcp', { token: admin, body: note, headers: accept })).status).toBe(
+        202,
+      );
+      expect(
+        (await call('post', '/mcp', '/mcp', { token: admin, body: { a: 1 }, headers: accept })).status,
+      ).toBe(400);
     },
   };
 

@@ -12,13 +12,33 @@
  * the plugin allows only on loopback or with AUDIT_ALLOW_ANONYMOUS (settings.ts).
  */
 import type { MiddlewareHandler } from 'hono';
-import { AuthError, bearerToken, rolesFrom, type TokenVerifier } from '../../../src/auth/jwt-verifier.js';
+import {
+  AuthError,
+  bearerToken,
+  rolesFrom,
+  type TokenVerifier,
+  type VerifiedIdentity,
+} from '../../../src/auth/jwt-verifier.js';
 import { ProblemError } from '../../../src/http/problem.js';
 import type { KernelLogger } from '../../../src/kernel/actor.js';
 import type { AuthSettings } from '../settings.js';
 import { ANONYMOUS, type AuditEnv, type Caller, callerOf } from './context.js';
 
 const CHALLENGE = 'Bearer realm="meshhub-audit"';
+
+/**
+ * The audit caller a verified token makes (the HTTP API's and MCP over HTTP's one rule): the
+ * provider's tokens carry roles where AUDIT_ROLES_CLAIM says; the hub's own, in `roles`.
+ */
+export function callerFrom(identity: VerifiedIdentity, auth: AuthSettings): Caller {
+  return {
+    authenticated: true,
+    subject: identity.subject,
+    username: identity.username,
+    issuer: identity.issuer,
+    roles: identity.issuer === auth.issuer ? rolesFrom(identity.claims, auth.rolesClaim) : identity.roles,
+  };
+}
 
 export function authenticate(options: {
   auth: AuthSettings;
@@ -45,15 +65,7 @@ export function authenticate(options: {
       });
     }
     try {
-      const identity = await verifier.verify(token);
-      c.set('caller', {
-        authenticated: true,
-        subject: identity.subject,
-        username: identity.username,
-        issuer: identity.issuer,
-        // The provider's tokens carry roles where AUDIT_ROLES_CLAIM says; the hub's own, in `roles`.
-        roles: identity.issuer === auth.issuer ? rolesFrom(identity.claims, auth.rolesClaim) : identity.roles,
-      });
+      c.set('caller', callerFrom(await verifier.verify(token), auth));
     } catch (error) {
       if (!(error instanceof AuthError)) throw error;
       log.debug({ reason: error.reason }, 'bearer token refused');

@@ -81,26 +81,39 @@ export function rateLimit(options: {
     if (c.req.method === 'OPTIONS') return next();
     const tier = options.tierOf(c.req.method, c.req.path);
     if (!tier) return next();
-    let decision: Decision;
-    try {
-      decision = await options.limiter.take(tier, clientAddress(c));
-    } catch {
-      // Whatever failed, the request does not pass unlimited (fail-closed).
-      throw new ProblemError(
-        503,
-        'the rate limiter cannot count requests right now (its cache store failed); try again shortly',
-        { headers: { 'retry-after': String(STORE_FAILED_RETRY_S) }, tier },
-      );
-    }
-    if (!decision.ok) {
-      options.onLimited?.(tier);
-      throw new ProblemError(429, 'too many requests; try again later', {
-        headers: { 'retry-after': String(decision.retryAfterSeconds) },
-        tier,
-      });
-    }
+    await admit(options.limiter, tier, clientAddress(c), options.onLimited);
     return next();
   };
+}
+
+/**
+ * Counts one request of `client` in `tier`: a 429 problem past the limit, a 503 when the store
+ * fails (fail-closed). The middleware above and MCP over HTTP (mcp/http.ts) both count here.
+ */
+export async function admit(
+  limiter: RateLimiter,
+  tier: RateLimitTier,
+  client: string,
+  onLimited?: (tier: RateLimitTier) => void,
+): Promise<void> {
+  let decision: Decision;
+  try {
+    decision = await limiter.take(tier, client);
+  } catch {
+    // Whatever failed, the request does not pass unlimited (fail-closed).
+    throw new ProblemError(
+      503,
+      'the rate limiter cannot count requests right now (its cache store failed); try again shortly',
+      { headers: { 'retry-after': String(STORE_FAILED_RETRY_S) }, tier },
+    );
+  }
+  if (!decision.ok) {
+    onLimited?.(tier);
+    throw new ProblemError(429, 'too many requests; try again later', {
+      headers: { 'retry-after': String(decision.retryAfterSeconds) },
+      tier,
+    });
+  }
 }
 
 /** Which tier a request counts against (undefined: exempt). */

@@ -27,7 +27,13 @@ export async function openAuditMcp(
     ? await createAiFeatures({ config, store, privacy, log })
     : undefined;
   return {
-    tools: auditTools({ store, privacy, ...(ai ? { ask: ai.service } : {}), roles: config.ai.mcpRoles }),
+    tools: auditTools({
+      store,
+      privacy,
+      ...(ai ? { ask: ai.service } : {}),
+      caller: { authenticated: false, username: 'mcp', roles: [...config.ai.mcpRoles] },
+      restricted: 'MCP_ROLES does not allow it',
+    }),
     close: async () => {
       await ai?.backend.close();
     },

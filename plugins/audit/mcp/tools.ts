@@ -5,7 +5,8 @@
  * Who is asking: an MCP client over stdio is whoever may run `meshhub mcp` on this machine —
  * the same person who can read the database file — so there is no token; privacy gating applies
  * with the roles named by MCP_ROLES (default none: gated events stay hidden), exactly as for an
- * HTTP caller holding those roles. Bad arguments are MCP error results, never a crash.
+ * HTTP caller holding those roles (main.ts). Over HTTP the caller is the bearer token's, as the
+ * audit HTTP API sees it (http.ts). Bad arguments are MCP error results, never a crash.
  */
 import { z } from 'zod';
 import { isoDate, type McpTools, ToolInputError } from '../../../src/mcp/server.js';
@@ -17,12 +18,23 @@ import type { PrivacyPolicy } from '../http/privacy.js';
 import type { AuditStore } from '../store/audit-store.js';
 import type { EventFilters } from '../store/event-query.js';
 
+/** The tools below, by name (`ask` only with AI_FEATURES_ENABLED). */
+export const AUDIT_TOOL_NAMES: ReadonlySet<string> = new Set([
+  'search_events',
+  'get_event',
+  'get_summary',
+  'ask',
+]);
+
 export interface AuditToolDeps {
   store: AuditStore;
   privacy: PrivacyPolicy;
   /** Present with AI_FEATURES_ENABLED; the `ask` tool is listed only then. */
   ask?: AskService;
-  roles: readonly string[];
+  /** Whose privacy view the tools answer with. */
+  caller: Caller;
+  /** Why a gated event is refused: `MCP_ROLES does not allow it` (stdio), the token's roles (HTTP). */
+  restricted: string;
 }
 
 const text = z.string().max(256);
@@ -64,7 +76,7 @@ function toFilters(a: FilterArgs): EventFilters {
 
 export function auditTools(deps: AuditToolDeps): McpTools {
   return ({ server, guard }) => {
-    const caller: Caller = { authenticated: false, username: 'mcp', roles: [...deps.roles] };
+    const { caller } = deps;
     const scope = () => deps.privacy.scopeFor(caller);
 
     server.registerTool(
@@ -116,8 +128,7 @@ export function auditTools(deps: AuditToolDeps): McpTools {
           if (!row) throw new ToolInputError(`no event with id ${args.id}`);
           const operation = repos.dictionaries.operations.nameOf(row.operation_id);
           if (!deps.privacy.allows(caller, { service: row.service, operation })) {
-            // The same answer as for an unknown id: MCP_ROLES does not allow it.
-            throw new ToolInputError(`event ${args.id} is restricted; MCP_ROLES does not allow it`);
+            throw new ToolInputError(`event ${args.id} is restricted; ${deps.restricted}`);
           }
           const comments = row.comment_count ? repos.annotations.comments([row.seq]).get(row.seq) : [];
           const raw = repos.annotations.raw(row.seq);

@@ -24,11 +24,13 @@ import { normalizeRecord } from '../../../plugins/audit/normalize.js';
 import { AuditConfigError, auditSettings, loadAuditConfig } from '../../../plugins/audit/settings.js';
 import type { SourceName } from '../../../plugins/audit/sources.js';
 import { type AuditRepositories, openAuditRepositories } from '../../../plugins/audit/store/audit-store.js';
+import type { LocalIssuer } from '../../../src/auth/local-issuer.js';
 import { HubUserService } from '../../../src/auth/user-service.js';
 import type { HttpMethod } from '../../../src/http/openapi.js';
 import type { Actor } from '../../../src/kernel/actor.js';
 import { createLogger } from '../../../src/log.js';
 import { closeDatabase, type Database, openDatabase } from '../../../src/store/database.js';
+import { NodeRepository } from '../../../src/store/nodes-repository.js';
 import { configProblems } from '../../helpers/config.js';
 import type { Conformance } from '../../http/openapi-conformance.js';
 import { idpAuthEnv, type LocalIdp, startLocalIdp } from './idp.js';
@@ -178,7 +180,6 @@ export async function auditApp(
   await scheduler.start();
   const app = standaloneApp(mounts, metrics, '9.9.9');
   const repos = openAuditRepositories(db);
-  const users = new HubUserService(db);
   const request = (path: string, init?: RequestInit) => Promise.resolve(app.request(path, init));
   return {
     app,
@@ -190,17 +191,7 @@ export async function auditApp(
     actors,
     request,
     // A token of a user the hub knows: local tokens of unknown users are refused (revocation).
-    hubToken: async (username, roles) => {
-      if (!(await users.get(username))) await users.add({ username, password: 'a-test-password', roles });
-      else await users.setRoles(username, roles);
-      const tokenVersion = await users.tokenVersion(username);
-      const subject = {
-        username,
-        roles: [...roles],
-        ...(tokenVersion === undefined ? {} : { tokenVersion }),
-      };
-      return (await identity.localIssuer.issue(subject, 600)).accessToken;
-    },
+    hubToken: (username, roles) => localUserToken(db, identity.localIssuer, username, roles),
     async json(path, init) {
       const res = await request(path, init);
       const text = await res.text();
@@ -213,6 +204,46 @@ export async function auditApp(
       rmSync(dir, { recursive: true, force: true });
     },
   };
+}
+
+/**
+ * A token of the hub's own issuer for a user the hub knows (made, or given `roles`, first: local
+ * tokens of unknown users are refused), as `meshhub token` gives one.
+ */
+export async function localUserToken(
+  db: Database,
+  issuer: LocalIssuer,
+  username: string,
+  roles: readonly string[],
+): Promise<string> {
+  const users = new HubUserService(db);
+  if (!(await users.get(username))) await users.add({ username, password: 'a-test-password', roles });
+  else await users.setRoles(username, roles);
+  const tokenVersion = await users.tokenVersion(username);
+  const subject = { username, roles: [...roles], ...(tokenVersion === undefined ? {} : { tokenVersion }) };
+  return (await issuer.issue(subject, 600)).accessToken;
+}
+
+/** The MCP tests' data; answers the id of the Teams event (gated with PRIVACY_SERVICES=teams). */
+export function seedMcpData(db: Database, now: number): string {
+  seed(openAuditRepositories(db), [
+    {
+      source: 'directory',
+      at: now - 3_600_000,
+      operation: 'Add user',
+      actor: 'eve@contoso.com',
+      result: 'failure',
+    },
+    { source: 'directory', at: now - 7_200_000, operation: 'Delete user', actor: 'eve@contoso.com' },
+    { at: now - 1_800_000, service: 'MicrosoftTeams', operation: 'MemberAdded', actor: 'dave@contoso.com' },
+  ]);
+  new NodeRepository(db).upsert({
+    nodeNum: 0xa1b2c3d4,
+    nodeId: '!a1b2c3d4',
+    shortName: 'N1',
+    longName: 'North',
+  });
+  return String(db.prepare("SELECT seq FROM audit_events WHERE service = 'teams'").pluck().get());
 }
 
 /**

@@ -16,8 +16,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { MCP_SECURITY_WARNING, type McpRun, runMcpServer } from '../../../hub/mcp.js';
 import { AuditStore } from '../../../plugins/audit/store/audit-store.js';
 import { closeDatabase, openDatabase } from '../../../src/store/database.js';
-import { NodeRepository } from '../../../src/store/nodes-repository.js';
-import { HUB_MCP_TOOLS, seed } from './helpers.js';
+import { HUB_MCP_TOOLS, seedMcpData } from './helpers.js';
 
 /** The client side of stdio: what StdioClientTransport does with a child's pipes, on streams. */
 class StreamClientTransport implements Transport {
@@ -82,24 +81,7 @@ const call = async (client: Client, name: string, args: Record<string, unknown> 
 beforeAll(() => {
   dir = mkdtempSync(join(tmpdir(), 'meshhub-mcp-'));
   const db = openDatabase(join(dir, 'meshhub.sqlite'));
-  seed(new AuditStore(() => db).repos(), [
-    {
-      source: 'directory',
-      at: now - 3_600_000,
-      operation: 'Add user',
-      actor: 'eve@contoso.com',
-      result: 'failure',
-    },
-    { source: 'directory', at: now - 7_200_000, operation: 'Delete user', actor: 'eve@contoso.com' },
-    { at: now - 3_600_000, service: 'MicrosoftTeams', operation: 'MemberAdded', actor: 'dave@contoso.com' },
-  ]);
-  gatedId = String(db.prepare("SELECT seq FROM audit_events WHERE service = 'teams'").pluck().get());
-  new NodeRepository(db).upsert({
-    nodeNum: 0xa1b2c3d4,
-    nodeId: '!a1b2c3d4',
-    shortName: 'N1',
-    longName: 'North',
-  });
+  gatedId = seedMcpData(db, now);
   closeDatabase(db);
 });
 afterEach(async () => {
