@@ -6,7 +6,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { pino } from 'pino';
+import { type Logger, pino } from 'pino';
 import { createHub, type Hub } from '../../../hub/main.js';
 import { loadConfig } from '../../../hub/settings.js';
 import { loopbackHubEnv } from '../../../scripts/bench/lib/hub-env.js';
@@ -44,6 +44,8 @@ export const PASSWORD = 'correct horse battery staple';
 export async function startAlertsHub(
   env: Record<string, string> = {},
   users: Array<{ username: string; roles: string[] }> = [],
+  /** The hub's log (silent when not given). */
+  log: Logger = pino({ level: 'silent' }),
 ): Promise<AlertsHub> {
   const fake = new FakeMicrosoft();
   await fake.start();
@@ -60,7 +62,7 @@ export async function startAlertsHub(
     ...env,
   });
   const hub = await createHub(loadConfig(all), {
-    log: pino({ level: 'silent' }),
+    log,
     defaultMetrics: false,
     env: all,
   });
