@@ -142,7 +142,9 @@ describe('alerts to ALERT_WEBHOOK_URL', () => {
       `sha256=${createHmac('sha256', SECRET).update(got!.body).digest('hex')}`,
     );
     const metrics = await (await fetch(`${h.base}/metrics`)).text();
-    expect(metrics).toMatch(/meshhub_audit_alert_deliveries_total\{destination="webhook",outcome="delivered"\} 1/);
+    expect(metrics).toMatch(
+      /meshhub_audit_alert_deliveries_total\{destination="webhook",outcome="delivered"\} 1/,
+    );
     expect(metrics).toMatch(/meshhub_audit_alerts_fired_total\{severity="critical"\} 1/);
   });
 
