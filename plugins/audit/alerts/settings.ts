@@ -14,7 +14,7 @@
 import { z } from 'zod';
 import { flag, int, list, text } from '../../../src/config/fields.js';
 import { Secret } from '../../../src/config/secret.js';
-import { checkOutboundUrl, OutboundUrlError } from '../../../src/http/outbound-url.js';
+import { checkOutboundSetting } from '../outbound-setting.js';
 import { isTimeZone } from './condition.js';
 
 export const alertSettingsShape = {
@@ -43,19 +43,8 @@ export type DestinationName = keyof typeof DESTINATION_SETTINGS;
 /** Checks spanning alert settings; `c` may hold anything (other settings may be invalid). */
 export function refineAlertSettings(c: Partial<Record<string, unknown>>, ctx: z.RefinementCtx): void {
   const allowedHosts = Array.isArray(c.ALERT_ALLOWED_HOSTS) ? (c.ALERT_ALLOWED_HOSTS as string[]) : [];
-  for (const setting of Object.values(DESTINATION_SETTINGS)) {
-    const url = c[setting];
-    if (typeof url !== 'string') continue;
-    try {
-      checkOutboundUrl(url, { allowedHosts });
-    } catch (error) {
-      ctx.addIssue({
-        code: 'custom',
-        path: [setting],
-        message: error instanceof OutboundUrlError ? error.message : 'invalid URL',
-      });
-    }
-  }
+  for (const setting of Object.values(DESTINATION_SETTINGS))
+    checkOutboundSetting(c, setting, allowedHosts, ctx);
   const consoleUrl = c.ALERT_CONSOLE_URL;
   if (typeof consoleUrl === 'string' && !isWebAddress(consoleUrl)) {
     ctx.addIssue({

@@ -5,8 +5,7 @@
  * a receiver that fails, hangs or times out never keeps another from its alert; the URLs (a token
  * in their path) appear in no log, /health, features report or start-up error.
  */
-import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -16,10 +15,9 @@ import { readableTime } from '../../../plugins/audit/alerts/chat-message.js';
 import type { ApiAlert } from '../../../plugins/audit/alerts/schemas.js';
 import { SLACK_LIMITS, slackMessage } from '../../../plugins/audit/alerts/slack.js';
 import { directoryAudit } from '../../fakes/microsoft/fixtures.js';
-import { CLI } from '../../helpers/cli.js';
 import { waitFor } from '../../helpers/hub.js';
 import { type AlertsHub, jsonBody, startAlertsHub } from './alerts-hub.js';
-import { capturingLogger, QUIET_ENV } from './helpers.js';
+import { capturingLogger, startAuditCli } from './helpers.js';
 
 const running: AlertsHub[] = [];
 const servers: Server[] = [];
@@ -140,6 +138,21 @@ function expectValidSlack(body: SlackBody): void {
     expect(f.text.length).toBeLessThanOrEqual(SLACK_LIMITS.field);
   }
   expect(context!.elements!.every((e) => e.type === 'mrkdwn')).toBe(true);
+}
+
+/** A hub sending to a Teams receiver that answers and a Slack one that never does; no retries. */
+async function hangingSlack(timeoutMs: string) {
+  const teams = await teamsReceiver([200]);
+  const slack = await slackReceiver(['hang']);
+  const h = await startAlertsHub({
+    ALERT_TEAMS_WEBHOOK_URL: teams.url,
+    ALERT_SLACK_WEBHOOK_URL: slack.url,
+    ALERT_WEBHOOK_TIMEOUT_MS: timeoutMs,
+    ALERT_WEBHOOK_MAX_RETRIES: '0',
+  });
+  running.push(h);
+  await fire(h);
+  return { h, teams, slack };
 }
 
 describe('alerts to Microsoft Teams and Slack', () => {
@@ -266,17 +279,8 @@ describe('alerts to Microsoft Teams and Slack', () => {
     expect(logged).not.toContain(SLACK_TOKEN);
   });
 
-  it('delivers to Teams while Slack has not answered, and marks the alert failed when Slack times out', async () => {
-    const teams = await teamsReceiver([200]);
-    const slack = await slackReceiver(['hang']);
-    const h = await startAlertsHub({
-      ALERT_TEAMS_WEBHOOK_URL: teams.url,
-      ALERT_SLACK_WEBHOOK_URL: slack.url,
-      ALERT_WEBHOOK_TIMEOUT_MS: '120000',
-      ALERT_WEBHOOK_MAX_RETRIES: '0',
-    });
-    running.push(h);
-    await fire(h);
+  it('delivers to Teams while Slack has not answered', async () => {
+    const { h, teams, slack } = await hangingSlack('120000');
     await waitFor(
       () => (teams.received.length === 1 && slack.hanging.length === 1) || undefined,
       15_000,
@@ -293,16 +297,7 @@ describe('alerts to Microsoft Teams and Slack', () => {
   });
 
   it('counts a receiver that times out as failed, the other destination delivered', async () => {
-    const teams = await teamsReceiver([200]);
-    const slack = await slackReceiver(['hang']);
-    const h = await startAlertsHub({
-      ALERT_TEAMS_WEBHOOK_URL: teams.url,
-      ALERT_SLACK_WEBHOOK_URL: slack.url,
-      ALERT_WEBHOOK_TIMEOUT_MS: '300',
-      ALERT_WEBHOOK_MAX_RETRIES: '0',
-    });
-    running.push(h);
-    await fire(h);
+    const { h } = await hangingSlack('300');
     await alertDelivered(h, 'failed');
     const counted = await metrics(h);
     expect(counted).toMatch(/destination="teams",outcome="delivered"\} 1/);
@@ -350,27 +345,12 @@ describe('Slack limits', () => {
 
 describe('a bad Teams or Slack URL at start-up', () => {
   it('`meshhub start` exits 1 with one plain line naming the setting, never the URL', () => {
-    if (!existsSync(CLI)) throw new Error(`${CLI} is missing: build dist/ first (npm run build)`);
     const dir = mkdtempSync(join(tmpdir(), 'meshhub-chat-'));
     scratch.push(dir);
-    const { HTTP_HOST: _host, ...rest } = process.env;
-    const result = spawnSync(process.execPath, [CLI, 'start'], {
-      env: {
-        ...rest,
-        DATA_DIR: dir,
-        HTTP_HOST: '127.0.0.1',
-        HTTP_PORT: '0',
-        MESH_API_PORT: '0',
-        RADIO: 'none',
-        MQTT_PORT: '0',
-        LOG_LEVEL: 'silent',
-        PLUGINS: 'audit',
-        ALERTS_ENABLED: 'true',
-        ALERT_SLACK_WEBHOOK_URL: `http://hooks.slack.example/services/T0001/B0001/${SLACK_TOKEN}`,
-        ...QUIET_ENV,
-      },
-      encoding: 'utf8',
-      timeout: 20_000,
+    const result = startAuditCli(dir, {
+      HTTP_HOST: '127.0.0.1',
+      ALERTS_ENABLED: 'true',
+      ALERT_SLACK_WEBHOOK_URL: `http://hooks.slack.example/services/T0001/B0001/${SLACK_TOKEN}`,
     });
     expect(result.status).toBe(1);
     expect(result.stderr).toBe(
