@@ -207,9 +207,9 @@ export class AlertSender {
           { alert: id, destination: this.name, attempt: attempt + 1, err: message, final: last },
           'alert delivery failed',
         );
-        if (last || this.abort.signal.aborted) {
-          // Stopping mid-retry leaves it pending: the next start sends it.
-          if (this.abort.signal.aborted && !last) return;
+        // Stopping (mid-request or mid-retry) leaves it pending: the next start sends it.
+        if (this.abort.signal.aborted) return;
+        if (last) {
           ledger.record(id, this.name, 'failed');
           this.deps.onOutcome('failed');
           return;

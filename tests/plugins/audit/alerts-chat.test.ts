@@ -163,7 +163,7 @@ describe('alerts to Microsoft Teams and Slack', () => {
     const h = await startAlertsHub(
       { ALERT_TEAMS_WEBHOOK_URL: teams.url, ALERT_SLACK_WEBHOOK_URL: slack.url, ALERT_CONSOLE_URL: CONSOLE },
       [],
-      log,
+      { log },
     );
     running.push(h);
     await fire(h, HOSTILE);
@@ -262,7 +262,7 @@ describe('alerts to Microsoft Teams and Slack', () => {
         ALERT_WEBHOOK_MAX_RETRIES: '1',
       },
       [],
-      log,
+      { log },
     );
     running.push(h);
     await fire(h);
@@ -294,6 +294,35 @@ describe('alerts to Microsoft Teams and Slack', () => {
     // Slack still holds its request: the alert waits for it, Teams did not.
     const [pending] = (await h.call('/api/alerts')).body.data;
     expect(pending.delivery).toBe('pending');
+  });
+
+  it('after a restart, sends a pending alert only to the destination that had not answered', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'meshhub-chat-restart-'));
+    scratch.push(dataDir);
+    const teams = await teamsReceiver([200]);
+    const hanging = await slackReceiver(['hang']);
+    const env = { ALERT_TEAMS_WEBHOOK_URL: teams.url, ALERT_WEBHOOK_TIMEOUT_MS: '120000' };
+    const first = await startAlertsHub({ ...env, ALERT_SLACK_WEBHOOK_URL: hanging.url }, [], { dataDir });
+    running.push(first);
+    await fire(first);
+    await waitFor(
+      () => (teams.received.length === 1 && hanging.hanging.length === 1) || undefined,
+      15_000,
+      'sent',
+    );
+    await waitFor(
+      async () => /destination="teams",outcome="delivered"\} 1/.test(await metrics(first)) || undefined,
+      15_000,
+      'teams delivered',
+    );
+    await running.pop()!.stop();
+
+    const slack = await slackReceiver([200]);
+    const second = await startAlertsHub({ ...env, ALERT_SLACK_WEBHOOK_URL: slack.url }, [], { dataDir });
+    running.push(second);
+    await alertDelivered(second, 'delivered');
+    expect(slack.received).toHaveLength(1);
+    expect(teams.received).toHaveLength(1);
   });
 
   it('counts a receiver that times out as failed, the other destination delivered', async () => {

@@ -44,12 +44,13 @@ export const PASSWORD = 'correct horse battery staple';
 export async function startAlertsHub(
   env: Record<string, string> = {},
   users: Array<{ username: string; roles: string[] }> = [],
-  /** The hub's log (silent when not given). */
-  log: Logger = pino({ level: 'silent' }),
+  /** The hub's log (silent when not given); a data directory to reuse (kept at stop). */
+  options: { log?: Logger; dataDir?: string } = {},
 ): Promise<AlertsHub> {
+  const log = options.log ?? pino({ level: 'silent' });
   const fake = new FakeMicrosoft();
   await fake.start();
-  const dataDir = mkdtempSync(join(tmpdir(), 'meshhub-alerts-'));
+  const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), 'meshhub-alerts-'));
   const all = loopbackHubEnv(dataDir, {
     PLUGINS: 'audit',
     ...QUIET_ENV,
@@ -106,7 +107,7 @@ export async function startAlertsHub(
     async stop() {
       await hub.stop();
       await fake.stop();
-      rmSync(dataDir, { recursive: true, force: true });
+      if (!options.dataDir) rmSync(dataDir, { recursive: true, force: true });
     },
   };
 }

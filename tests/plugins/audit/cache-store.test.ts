@@ -106,10 +106,7 @@ describe.skipIf(skipRedis)('asks with CACHE_URL=redis://…', () => {
       expect(fake.requests).toHaveLength(1);
       expect(t.db.prepare('SELECT count(*) FROM audit_cache').pluck().get()).toBe(0);
       expect((await t.json('/api/config/features')).body.ai.cache_store).toBe('redis');
-      const job = await t.json(
-        '/api/ask',
-        jsonInit('POST', { question: 'new users in the last day?', async: true }),
-      );
+      const job = await t.json('/api/ask', jsonInit('POST', { question: 'new users in the last day?', async: true }));
       expect(job.status).toBe(202);
       let state = '';
       for (let i = 0; i < 200 && state !== 'succeeded'; i++) {
