@@ -10,14 +10,16 @@ import { createServer, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { inspect } from 'node:util';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { readableTime } from '../../../plugins/audit/alerts/chat-message.js';
 import type { ApiAlert } from '../../../plugins/audit/alerts/schemas.js';
 import { SLACK_LIMITS, slackMessage } from '../../../plugins/audit/alerts/slack.js';
+import { loadAuditConfig } from '../../../plugins/audit/settings.js';
 import { directoryAudit } from '../../fakes/microsoft/fixtures.js';
 import { waitFor } from '../../helpers/hub.js';
 import { type AlertsHub, jsonBody, startAlertsHub } from './alerts-hub.js';
-import { capturingLogger, startAuditCli } from './helpers.js';
+import { auditConfigProblems, capturingLogger, startAuditCli } from './helpers.js';
 
 const running: AlertsHub[] = [];
 const servers: Server[] = [];
@@ -386,5 +388,36 @@ describe('a bad Teams or Slack URL at start-up', () => {
       'meshhub: ALERT_SLACK_WEBHOOK_URL: must use https (plain http only to a loopback host)\n',
     );
     expect(result.stdout + result.stderr).not.toContain(SLACK_TOKEN);
+  });
+});
+
+describe('the Teams and Slack settings', () => {
+  const teamsUrl = `https://contoso.webhook.office.com/webhookb2/${TEAMS_TOKEN}`;
+
+  it('name the setting and what is wrong, never the URL', () => {
+    const problems = auditConfigProblems({
+      ALERT_ALLOWED_HOSTS: '*.webhook.office.com',
+      ALERT_TEAMS_WEBHOOK_URL: teamsUrl,
+      ALERT_SLACK_WEBHOOK_URL: `https://hooks.slack.com/services/T0001/B0001/${SLACK_TOKEN}`,
+      ALERT_CONSOLE_URL: 'ftp://hub.example.org',
+    });
+    expect(problems).toEqual([
+      'ALERT_SLACK_WEBHOOK_URL: host hooks.slack.com is not in the allowlist',
+      'ALERT_CONSOLE_URL: expected the console’s http(s) address as people open it, e.g. https://hub.example.org (got "ftp://hub.example.org")',
+    ]);
+    expect(auditConfigProblems({ ALERT_TEAMS_WEBHOOK_URL: 'not a url' })).toEqual([
+      'ALERT_TEAMS_WEBHOOK_URL: is not an absolute URL',
+    ]);
+  });
+
+  it('keep the URLs out of the config as logged or shown', () => {
+    const c = loadAuditConfig({
+      ALERT_TEAMS_WEBHOOK_URL: teamsUrl,
+      ALERT_SLACK_WEBHOOK_URL: `https://hooks.slack.com/services/T0001/B0001/${SLACK_TOKEN}`,
+    });
+    expect(c.alerts.teams?.reveal()).toBe(teamsUrl);
+    const shown = `${inspect(c, { depth: 10 })}${JSON.stringify(c)}`;
+    expect(shown).not.toContain(TEAMS_TOKEN);
+    expect(shown).not.toContain(SLACK_TOKEN);
   });
 });
