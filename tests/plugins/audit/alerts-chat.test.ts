@@ -143,18 +143,40 @@ function expectValidSlack(body: SlackBody): void {
 }
 
 /** A hub sending to a Teams receiver that answers and a Slack one that never does; no retries. */
-async function hangingSlack(timeoutMs: string) {
+async function hangingSlack(timeoutMs: string, dataDir?: string) {
   const teams = await teamsReceiver([200]);
   const slack = await slackReceiver(['hang']);
-  const h = await startAlertsHub({
-    ALERT_TEAMS_WEBHOOK_URL: teams.url,
-    ALERT_SLACK_WEBHOOK_URL: slack.url,
-    ALERT_WEBHOOK_TIMEOUT_MS: timeoutMs,
-    ALERT_WEBHOOK_MAX_RETRIES: '0',
-  });
+  const h = await startAlertsHub(
+    {
+      ALERT_TEAMS_WEBHOOK_URL: teams.url,
+      ALERT_SLACK_WEBHOOK_URL: slack.url,
+      ALERT_WEBHOOK_TIMEOUT_MS: timeoutMs,
+      ALERT_WEBHOOK_MAX_RETRIES: '0',
+    },
+    [],
+    dataDir ? { dataDir } : {},
+  );
   running.push(h);
   await fire(h);
   return { h, teams, slack };
+}
+
+/** Waits until Teams has its alert (delivered, counted) while Slack holds its request. */
+async function teamsDoneSlackHanging<T extends Awaited<ReturnType<typeof hangingSlack>>>(
+  sent: T,
+): Promise<T> {
+  const { h, teams, slack } = sent;
+  await waitFor(
+    () => (teams.received.length === 1 && slack.hanging.length === 1) || undefined,
+    15_000,
+    'both sent',
+  );
+  await waitFor(
+    async () => /destination="teams",outcome="delivered"\} 1/.test(await metrics(h)) || undefined,
+    15_000,
+    'teams delivered',
+  );
+  return sent;
 }
 
 describe('alerts to Microsoft Teams and Slack', () => {
@@ -282,17 +304,7 @@ describe('alerts to Microsoft Teams and Slack', () => {
   });
 
   it('delivers to Teams while Slack has not answered', async () => {
-    const { h, teams, slack } = await hangingSlack('120000');
-    await waitFor(
-      () => (teams.received.length === 1 && slack.hanging.length === 1) || undefined,
-      15_000,
-      'both sent',
-    );
-    await waitFor(
-      async () => /destination="teams",outcome="delivered"\} 1/.test(await metrics(h)) || undefined,
-      15_000,
-      'teams delivered',
-    );
+    const { h } = await teamsDoneSlackHanging(await hangingSlack('120000'));
     // Slack still holds its request: the alert waits for it, Teams did not.
     const [pending] = (await h.call('/api/alerts')).body.data;
     expect(pending.delivery).toBe('pending');
@@ -301,26 +313,16 @@ describe('alerts to Microsoft Teams and Slack', () => {
   it('after a restart, sends a pending alert only to the destination that had not answered', async () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'meshhub-chat-restart-'));
     scratch.push(dataDir);
-    const teams = await teamsReceiver([200]);
-    const hanging = await slackReceiver(['hang']);
-    const env = { ALERT_TEAMS_WEBHOOK_URL: teams.url, ALERT_WEBHOOK_TIMEOUT_MS: '120000' };
-    const first = await startAlertsHub({ ...env, ALERT_SLACK_WEBHOOK_URL: hanging.url }, [], { dataDir });
-    running.push(first);
-    await fire(first);
-    await waitFor(
-      () => (teams.received.length === 1 && hanging.hanging.length === 1) || undefined,
-      15_000,
-      'sent',
-    );
-    await waitFor(
-      async () => /destination="teams",outcome="delivered"\} 1/.test(await metrics(first)) || undefined,
-      15_000,
-      'teams delivered',
-    );
+    const { teams } = await teamsDoneSlackHanging(await hangingSlack('120000', dataDir));
+    // Stopped while Slack still holds the request: the alert stays pending for Slack.
     await running.pop()!.stop();
 
     const slack = await slackReceiver([200]);
-    const second = await startAlertsHub({ ...env, ALERT_SLACK_WEBHOOK_URL: slack.url }, [], { dataDir });
+    const second = await startAlertsHub(
+      { ALERT_TEAMS_WEBHOOK_URL: teams.url, ALERT_SLACK_WEBHOOK_URL: slack.url },
+      [],
+      { dataDir },
+    );
     running.push(second);
     await alertDelivered(second, 'delivered');
     expect(slack.received).toHaveLength(1);
