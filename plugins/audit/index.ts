@@ -11,6 +11,7 @@ import { isLoopbackHost } from '../../src/http/outbound-url.js';
 import type { Logger } from '../../src/log.js';
 import { defineModule } from '../../src/module.js';
 import { createAlerting } from './alerts/index.js';
+import { DESTINATION_SETTINGS } from './alerts/settings.js';
 import { createAiFeatures, openCacheBackend } from './ask/features.js';
 import { AuditCacheStoreActor } from './cache/cache-actor.js';
 import { AuditCollectorActor } from './collector-actor.js';
@@ -52,8 +53,9 @@ function warnAboutSettings(log: Logger, config: AuditConfig, listenHost: string)
       'CORS_ORIGINS contains "*": any web page may call the audit API from a browser',
     );
   }
-  if (config.alerts.webhook && !config.features.alertsEnabled) {
-    log.warn({}, 'ALERT_WEBHOOK_URL is set but ALERTS_ENABLED is false: rules are not evaluated');
+  for (const [destination, setting] of Object.entries(DESTINATION_SETTINGS)) {
+    if (config.alerts[destination as keyof typeof DESTINATION_SETTINGS] && !config.features.alertsEnabled)
+      log.warn({}, `${setting} is set but ALERTS_ENABLED is false: rules are not evaluated`);
   }
   for (const setting of config.obsoleteSettings) {
     log.warn(

@@ -9,7 +9,7 @@ import { ADMIN_ROLE, SUBSCRIBER_ROLE } from '../../src/auth/user-service.js';
 import { duration, flag, int, list, parseDuration, text } from '../../src/config/fields.js';
 import { ConfigError, settingsProblems } from '../../src/config/load.js';
 import { Secret } from '../../src/config/secret.js';
-import { checkOutboundUrl, isLoopbackHost, OutboundUrlError } from '../../src/http/outbound-url.js';
+import { isLoopbackHost } from '../../src/http/outbound-url.js';
 import { cronSetting } from '../../src/kernel/scheduler.js';
 import { MQTT_ROLES } from '../../src/mqtt/acl.js';
 import {
@@ -19,6 +19,7 @@ import {
   refineAlertSettings,
 } from './alerts/settings.js';
 import { type AiConfig, aiConfigFrom, aiSettingsShape, refineAiSettings } from './ask/settings.js';
+import { checkOutboundSetting } from './outbound-setting.js';
 import { refineSiemSettings, type SiemConfig, siemConfigFrom, siemSettingsShape } from './siem/settings.js';
 import { isSourceName, SOURCE_NAMES, type SourceName } from './sources.js';
 import { knownServiceKey, knownServiceNames } from './store/service-names.js';
@@ -206,26 +207,6 @@ export function anonymousAccessProblem(config: AuditConfig, listenHost: string):
   if (config.auth.state !== 'off' || config.auth.allowAnonymous || isLoopbackHost(listenHost))
     return undefined;
   return `AUTH_ENABLED: the audit plugin will not serve audit data without sign-in to the network (HTTP_HOST is ${listenHost}); set AUTH_ENABLED=true with an identity provider, or HTTP_HOST=127.0.0.1 for this machine only, or AUDIT_ALLOW_ANONYMOUS=true to let anyone who reaches the hub read and change the audit data`;
-}
-
-/** The outbound URL setting `name`, when set, passes src/http/outbound-url.ts (else one problem). */
-function checkOutboundSetting(
-  c: Partial<Record<string, unknown>>,
-  name: string,
-  allowedHosts: string[],
-  ctx: z.RefinementCtx,
-): void {
-  const value = c[name];
-  if (typeof value !== 'string') return;
-  try {
-    checkOutboundUrl(value, { allowedHosts });
-  } catch (error) {
-    ctx.addIssue({
-      code: 'custom',
-      path: [name],
-      message: error instanceof OutboundUrlError ? error.message : 'invalid URL',
-    });
-  }
 }
 
 /** Issue 14's cross-setting checks: WEBHOOK_PUBLIC_URL is https (or loopback) and needs the client state. */

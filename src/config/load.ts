@@ -115,7 +115,7 @@ function parseSlices(
 }
 
 /** A secret's value is never echoed back, not even in an error. */
-const SECRET_NAME = /SECRET|PASSWORD|API_KEY|TOKEN(?!_TTL)/;
+const SECRET_NAME = /SECRET|PASSWORD|API_KEY|TOKEN(?!_TTL)|WEBHOOK_URL/;
 
 /** A missing setting's hint, from its schema's own message for an empty value (`required: …`). */
 function requiredHint(schema: z.ZodObject<z.ZodRawShape> | undefined, name: string): string {

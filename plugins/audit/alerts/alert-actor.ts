@@ -1,7 +1,8 @@
 /**
  * The alert rules at work (ALERTS_ENABLED=true): evaluates each batch of newly stored events as
  * the writer commits it (engine.ts), then announces each alert on the bus — the MQTT broker
- * publishes it on `meshhub/audit/alerts` for admins — and hands it to the webhook (webhook.ts).
+ * publishes it on `meshhub/audit/alerts` for admins — and hands it to every configured destination
+ * (sender.ts: the webhook, Microsoft Teams, Slack).
  */
 import type { HubBus } from '../../../src/domain/events.js';
 import { Actor, type KernelLogger } from '../../../src/kernel/actor.js';
@@ -10,8 +11,8 @@ import type { AuditStore } from '../store/audit-store.js';
 import { AlertRepository } from './alert-repository.js';
 import { toApiAlert } from './api-json.js';
 import { AlertEngine } from './engine.js';
+import { AlertDelivery, type AlertSender, type DeliveryTestOptions } from './sender.js';
 import type { AlertConfig } from './settings.js';
-import { AlertWebhook } from './webhook.js';
 
 export interface AlertActorDeps {
   config: AlertConfig;
@@ -19,8 +20,8 @@ export interface AlertActorDeps {
   bus: HubBus;
   metrics: ModuleMetrics;
   log: KernelLogger;
-  /** Tests: the webhook's fetch, DNS and retry delays. */
-  webhook?: Pick<ConstructorParameters<typeof AlertWebhook>[0], 'fetchImpl' | 'resolve' | 'retryDelaysMs'>;
+  /** Tests: the destinations' fetch, DNS and retry delays. */
+  webhook?: DeliveryTestOptions;
 }
 
 export class AlertActor extends Actor {
@@ -28,7 +29,7 @@ export class AlertActor extends Actor {
   override readonly dependsOn = ['store'];
   override readonly required = false;
   readonly engine: AlertEngine;
-  readonly webhook: AlertWebhook | undefined;
+  readonly delivery: AlertDelivery;
   private off: (() => void) | undefined;
 
   constructor(private readonly deps: AlertActorDeps) {
@@ -42,26 +43,24 @@ export class AlertActor extends Actor {
     });
     const deliveries = metrics.counter({
       name: 'alert_deliveries_total',
-      help: 'Alert webhook deliveries by outcome (delivered, failed after retries, dropped: queue full)',
-      labelNames: ['outcome'],
+      help: 'Alert deliveries by destination (webhook, teams, slack) and outcome (delivered, failed after retries, dropped: queue full)',
+      labelNames: ['destination', 'outcome'],
     });
     const errors = metrics.counter({
       name: 'alert_evaluation_errors_total',
       help: 'Stored batches whose alert evaluation failed (see the log)',
     });
-    this.webhook = config.webhook
-      ? new AlertWebhook({
-          config: config.webhook,
-          store: alerts,
-          log,
-          onOutcome: (outcome) => deliveries.inc({ outcome }),
-          ...deps.webhook,
-        })
-      : undefined;
+    this.delivery = new AlertDelivery({
+      config,
+      store: alerts,
+      log,
+      onOutcome: (destination, outcome) => deliveries.inc({ destination, outcome }),
+      ...deps.webhook,
+    });
     this.engine = new AlertEngine({
       store: alerts,
       timeZone: config.timeZone,
-      webhook: this.webhook !== undefined,
+      webhook: this.delivery.configured,
       log,
       onError: () => errors.inc(),
       onFired: (rows) => {
@@ -69,20 +68,20 @@ export class AlertActor extends Actor {
           fired.inc({ severity: row.severity });
           bus.emit('audit.alert', { alert: toApiAlert(row) });
         }
-        this.webhook?.enqueue(rows);
+        this.delivery.enqueue(rows);
       },
     });
   }
 
   async start(): Promise<void> {
-    this.webhook?.start();
+    this.delivery.start();
     this.off = this.deps.store.onStored(this.engine.onStored);
   }
 
   async stop(): Promise<void> {
     this.off?.();
     this.off = undefined;
-    await this.webhook?.stop();
+    await this.delivery.stop();
   }
 
   override describe(): Record<string, unknown> {
@@ -90,9 +89,14 @@ export class AlertActor extends Actor {
       rules_enabled: this.engine.rules().length,
       events_evaluated: this.engine.evaluated,
       alerts_fired: this.engine.fired,
-      webhook: this.webhook
-        ? { queued: this.webhook.queued, last_error: this.webhook.lastError ?? null }
-        : 'off',
+      webhook: senderState(this.delivery.sender('webhook')),
+      teams: senderState(this.delivery.sender('teams')),
+      slack: senderState(this.delivery.sender('slack')),
     };
   }
+}
+
+/** A destination in /health: its queue and last error (never its URL), or `off`. */
+function senderState(sender: AlertSender | undefined) {
+  return sender ? { queued: sender.queued, last_error: sender.lastError ?? null } : 'off';
 }

@@ -12,7 +12,7 @@
  *   window ending at the event, and not if it already fired for that key at an event less than
  *   a window away.
  *
- * Delivery (MQTT, webhook) happens after the commit, outside ingest's path (delivery.ts).
+ * Delivery (MQTT, the destinations) happens after the commit, outside ingest's path (sender.ts).
  */
 import type { KernelLogger } from '../../../src/kernel/actor.js';
 import type { StoredEvent } from '../store/event-writer.js';
@@ -22,7 +22,7 @@ import { type AlertableEvent, type CompiledRule, compileRule, EventMemo } from '
 export interface AlertEngineOptions {
   store: () => AlertRepository;
   timeZone: string;
-  /** Webhook configured: new alerts start as `pending`. */
+  /** A destination configured (webhook, Teams, Slack): new alerts start as `pending`. */
   webhook: boolean;
   log: KernelLogger;
   now?: () => number;

@@ -54,11 +54,16 @@ export function alertFeatures(alerting: Alerting | undefined) {
   return actor
     ? {
         evaluating: true,
-        webhook: alerting.config.alerts.webhook ? ('configured' as const) : ('not_configured' as const),
+        webhook: configured(alerting.config.alerts.webhook),
+        teams: configured(alerting.config.alerts.teams),
+        slack: configured(alerting.config.alerts.slack),
         time_zone: alerting.config.alerts.timeZone,
       }
     : null;
 }
+
+const configured = (destination: unknown) =>
+  destination ? ('configured' as const) : ('not_configured' as const);
 
 /**
  * The route groups (issue 23): rules are read with a reader role and written with an admin role

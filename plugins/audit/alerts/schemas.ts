@@ -54,9 +54,10 @@ export const alertSchema = z.object({
       target: z.string(),
     })
     .meta({ description: 'The event that made the rule fire.' }),
-  delivery: z
-    .enum(['none', 'pending', 'delivered', 'failed'])
-    .meta({ description: 'The webhook delivery (`none` without ALERT_WEBHOOK_URL).' }),
+  delivery: z.enum(['none', 'pending', 'delivered', 'failed']).meta({
+    description:
+      'Delivery to every configured destination (webhook, Teams, Slack): `pending` until each has an outcome, `failed` if one failed; `none` without any.',
+  }),
 });
 
 export const alertPageSchema = z.object({

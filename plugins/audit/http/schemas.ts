@@ -230,6 +230,8 @@ export const featuresSchema = z.object({
     .object({
       evaluating: z.boolean(),
       webhook: z.enum(['configured', 'not_configured']),
+      teams: z.enum(['configured', 'not_configured']),
+      slack: z.enum(['configured', 'not_configured']),
       time_zone: z.string(),
     })
     .nullable()

@@ -142,7 +142,9 @@ describe('alerts to ALERT_WEBHOOK_URL', () => {
       `sha256=${createHmac('sha256', SECRET).update(got!.body).digest('hex')}`,
     );
     const metrics = await (await fetch(`${h.base}/metrics`)).text();
-    expect(metrics).toMatch(/meshhub_audit_alert_deliveries_total\{outcome="delivered"\} 1/);
+    expect(metrics).toMatch(
+      /meshhub_audit_alert_deliveries_total\{destination="webhook",outcome="delivered"\} 1/,
+    );
     expect(metrics).toMatch(/meshhub_audit_alerts_fired_total\{severity="critical"\} 1/);
   });
 
@@ -157,7 +159,7 @@ describe('alerts to ALERT_WEBHOOK_URL', () => {
     expect(alert.key).toBe('mallory@contoso.com');
     expect(hook.received).toHaveLength(2);
     expect(await (await fetch(`${h.base}/metrics`)).text()).toMatch(
-      /meshhub_audit_alert_deliveries_total\{outcome="failed"\} 1/,
+      /meshhub_audit_alert_deliveries_total\{destination="webhook",outcome="failed"\} 1/,
     );
     const actor = (await h.call('/health')).body.actors.find(
       (a: { name: string }) => a.name === 'audit-alerts',

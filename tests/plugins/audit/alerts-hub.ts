@@ -6,7 +6,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { pino } from 'pino';
+import { type Logger, pino } from 'pino';
 import { createHub, type Hub } from '../../../hub/main.js';
 import { loadConfig } from '../../../hub/settings.js';
 import { loopbackHubEnv } from '../../../scripts/bench/lib/hub-env.js';
@@ -44,10 +44,13 @@ export const PASSWORD = 'correct horse battery staple';
 export async function startAlertsHub(
   env: Record<string, string> = {},
   users: Array<{ username: string; roles: string[] }> = [],
+  /** The hub's log (silent when not given); a data directory to reuse (kept at stop). */
+  options: { log?: Logger; dataDir?: string } = {},
 ): Promise<AlertsHub> {
+  const log = options.log ?? pino({ level: 'silent' });
   const fake = new FakeMicrosoft();
   await fake.start();
-  const dataDir = mkdtempSync(join(tmpdir(), 'meshhub-alerts-'));
+  const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), 'meshhub-alerts-'));
   const all = loopbackHubEnv(dataDir, {
     PLUGINS: 'audit',
     ...QUIET_ENV,
@@ -60,7 +63,7 @@ export async function startAlertsHub(
     ...env,
   });
   const hub = await createHub(loadConfig(all), {
-    log: pino({ level: 'silent' }),
+    log,
     defaultMetrics: false,
     env: all,
   });
@@ -104,7 +107,7 @@ export async function startAlertsHub(
     async stop() {
       await hub.stop();
       await fake.stop();
-      rmSync(dataDir, { recursive: true, force: true });
+      if (!options.dataDir) rmSync(dataDir, { recursive: true, force: true });
     },
   };
 }

@@ -5,8 +5,7 @@
  * in by name (a warning at every start). On loopback, auth off keeps the anonymous caller's full
  * access.
  */
-import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -18,9 +17,8 @@ import {
   loadAuditConfig,
 } from '../../../plugins/audit/settings.js';
 import { ConfigError } from '../../../src/config/load.js';
-import { auditApp, capturingLogger, jsonInit, QUIET_ENV, seed } from './helpers.js';
+import { auditApp, capturingLogger, jsonInit, QUIET_ENV, seed, startAuditCli } from './helpers.js';
 
-const CLI = join(process.cwd(), 'dist', 'hub', 'cli.js');
 const REFUSAL = (host: string) =>
   `AUTH_ENABLED: the audit plugin will not serve audit data without sign-in to the network (HTTP_HOST is ${host}); set AUTH_ENABLED=true with an identity provider, or HTTP_HOST=127.0.0.1 for this machine only, or AUDIT_ALLOW_ANONYMOUS=true to let anyone who reaches the hub read and change the audit data`;
 const dirs: string[] = [];
@@ -72,23 +70,7 @@ describe('the hub with PLUGINS=audit, auth off and HTTP_HOST=0.0.0.0', () => {
   });
 
   it('`meshhub start` (the default HTTP_HOST) exits 1 with the plain line, no stack trace', () => {
-    if (!existsSync(CLI)) throw new Error(`${CLI} is missing: build dist/ first (npm run build)`);
-    const { HTTP_HOST: _host, AUTH_ENABLED: _auth, AUDIT_ALLOW_ANONYMOUS: _anon, ...rest } = process.env;
-    const result = spawnSync(process.execPath, [CLI, 'start'], {
-      env: {
-        ...rest,
-        DATA_DIR: scratch(),
-        HTTP_PORT: '0',
-        MESH_API_PORT: '0',
-        RADIO: 'none',
-        MQTT_PORT: '0',
-        LOG_LEVEL: 'silent',
-        PLUGINS: 'audit',
-        ...QUIET_ENV,
-      },
-      encoding: 'utf8',
-      timeout: 20_000,
-    });
+    const result = startAuditCli(scratch(), {}, ['HTTP_HOST', 'AUTH_ENABLED', 'AUDIT_ALLOW_ANONYMOUS']);
     expect(result.status).toBe(1);
     expect(result.stderr).toBe(`meshhub: ${REFUSAL('0.0.0.0')}\n`);
   });

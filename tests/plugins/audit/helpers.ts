@@ -4,7 +4,8 @@
  * local identity provider is in idp.ts.
  */
 
-import { mkdtempSync, rmSync } from 'node:fs';
+import { type SpawnSyncReturns, spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -31,6 +32,7 @@ import type { Actor } from '../../../src/kernel/actor.js';
 import { createLogger } from '../../../src/log.js';
 import { closeDatabase, type Database, openDatabase } from '../../../src/store/database.js';
 import { NodeRepository } from '../../../src/store/nodes-repository.js';
+import { CLI } from '../../helpers/cli.js';
 import { configProblems } from '../../helpers/config.js';
 import type { Conformance } from '../../http/openapi-conformance.js';
 import { idpAuthEnv, type LocalIdp, startLocalIdp } from './idp.js';
@@ -395,4 +397,33 @@ export function capturingLogger(): { log: pino.Logger; lines: string[] } {
   const lines: string[] = [];
   const log = createLogger({ level: 'debug', destination: { write: (line: string) => lines.push(line) } });
   return { log, lines };
+}
+
+/**
+ * `meshhub start` of the built CLI (dist/) with PLUGINS=audit, loopback ports, no radio and a
+ * silent log: the test's own environment without `without`, then `env`. For start-up refusals.
+ */
+export function startAuditCli(
+  dataDir: string,
+  env: Record<string, string>,
+  without: readonly string[] = [],
+): SpawnSyncReturns<string> {
+  if (!existsSync(CLI)) throw new Error(`${CLI} is missing: build dist/ first (npm run build)`);
+  const inherited = Object.fromEntries(Object.entries(process.env).filter(([k]) => !without.includes(k)));
+  return spawnSync(process.execPath, [CLI, 'start'], {
+    env: {
+      ...inherited,
+      DATA_DIR: dataDir,
+      HTTP_PORT: '0',
+      MESH_API_PORT: '0',
+      RADIO: 'none',
+      MQTT_PORT: '0',
+      LOG_LEVEL: 'silent',
+      PLUGINS: 'audit',
+      ...QUIET_ENV,
+      ...env,
+    },
+    encoding: 'utf8',
+    timeout: 20_000,
+  });
 }
