@@ -16,9 +16,13 @@ const TOKEN = /\s*(\(|\)|[^\s()]+)/y;
 export function parseCondition(text: string, names: readonly string[]): Expr {
   if (text.includes('|')) throw new SigmaRefusal('condition: aggregations (`| count()` …) are not supported');
   const tokens: string[] = [];
+  let end = 0;
   TOKEN.lastIndex = 0;
-  for (let m = TOKEN.exec(text); m; m = TOKEN.exec(text)) tokens.push(m[1]!);
-  if (text.slice(TOKEN.lastIndex).trim()) throw new SigmaRefusal(`condition: cannot read "${text}"`);
+  for (let m = TOKEN.exec(text); m; m = TOKEN.exec(text)) {
+    tokens.push(m[1]!);
+    end = TOKEN.lastIndex;
+  }
+  if (text.slice(end).trim()) throw new SigmaRefusal(`condition: cannot read "${text}"`);
   let i = 0;
   const peek = () => tokens[i]?.toLowerCase();
   const fail = (what: string): never => {
