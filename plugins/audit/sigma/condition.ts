@@ -66,22 +66,16 @@ export function parseCondition(text: string, names: readonly string[]): Expr {
     i++;
     return { kind: 'ref', name: t };
   };
-  const and = (): Expr => {
-    const exprs = [primary()];
-    while (peek() === 'and') {
+  /** `operand (op operand)*`: `and` over primaries, `or` over ands. */
+  const joined = (op: 'and' | 'or', operand: () => Expr) => (): Expr => {
+    const exprs = [operand()];
+    while (peek() === op) {
       i++;
-      exprs.push(primary());
+      exprs.push(operand());
     }
-    return exprs.length === 1 ? exprs[0]! : { kind: 'and', exprs };
+    return exprs.length === 1 ? exprs[0]! : { kind: op, exprs };
   };
-  const or = (): Expr => {
-    const exprs = [and()];
-    while (peek() === 'or') {
-      i++;
-      exprs.push(and());
-    }
-    return exprs.length === 1 ? exprs[0]! : { kind: 'or', exprs };
-  };
+  const or = joined('or', joined('and', primary));
   const e = or();
   if (i !== tokens.length) fail(`unexpected "${tokens[i]}"`);
   return e;
