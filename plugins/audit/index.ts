@@ -126,7 +126,7 @@ export const auditModule = defineModule({
       : undefined;
     // Issue 14: alert rules; evaluated (an actor) only with ALERTS_ENABLED.
     // Issue 29: Sigma rules from SIGMA_RULES_DIR, run as alert rules (read at start-up).
-    const sigma = setUpSigma(config, store.repos().db, ctx.log);
+    const sigma = setUpSigma(config, store.repos().db, ctx.log, ctx.metrics);
     const alerting = createAlerting({
       config,
       store,

@@ -107,6 +107,10 @@ describe('Sigma rules in the hub', () => {
       },
     ]);
 
+    const metrics = await (await fetch(`${h.base}/metrics`)).text();
+    expect(metrics).toMatch(/meshhub_audit_sigma_rules\{state="loaded"\} 1\n/);
+    expect(metrics).toMatch(/meshhub_audit_sigma_rules\{state="refused"\} 2\n/);
+
     const admin = await connect(h.mqttUrl, { username: 'root', password: PASSWORD });
     const seen: string[] = [];
     admin.on('message', (topic, payload) => {
