@@ -11,17 +11,10 @@
  * (`\*`, `\?`, `\\` are literal).
  */
 import { BlockList, isIP } from 'node:net';
+import { CONTROL_CHAR } from '../../../src/kernel/text.js';
 import type { Severity } from '../alerts/schemas.js';
 import { escapeRegex, evaluate, parseCondition } from './condition.js';
-import {
-  allLeaves,
-  FIELDS,
-  type FieldPath,
-  type Leaf,
-  LOG_SOURCES,
-  type SigmaProduct,
-  valuesAt,
-} from './fields.js';
+import { allLeaves, fieldPath, type Leaf, LOG_SOURCES, type SigmaProduct, valuesAt } from './fields.js';
 import { SigmaRefusal } from './refusal.js';
 
 export interface CompiledSigmaRule {
@@ -151,7 +144,7 @@ const asText = (v: Leaf): string | undefined =>
 function fieldTest(key: string, raw: unknown, product: SigmaProduct): Test {
   const [field = '', ...mods] = key.split('|');
   if (!field) throw new SigmaRefusal(`"${key}": a modifier without a field is not supported`);
-  const path: FieldPath | undefined = FIELDS[product][field];
+  const path = fieldPath(product, field);
   if (!path) throw new SigmaRefusal(`field "${field}" is not one we can map for ${product}`);
   for (const mod of mods) {
     if (REFUSED_MODIFIERS.has(mod) || !SUPPORTED_MODIFIERS.has(mod))
@@ -298,6 +291,7 @@ export function compileSigmaRule(doc: unknown): CompiledSigmaRule {
   if (doc.correlation !== undefined) throw new SigmaRefusal('correlation rules are not supported');
   const title = str(doc.title);
   if (!title) throw new SigmaRefusal('the rule has no title');
+  if (CONTROL_CHAR.test(title)) throw new SigmaRefusal('the title holds control characters');
   if (doc.status === 'unsupported') throw new SigmaRefusal('the rule says status: unsupported');
   const logsource = doc.logsource;
   if (!isObject(logsource)) throw new SigmaRefusal('the rule has no logsource');
@@ -309,7 +303,9 @@ export function compileSigmaRule(doc: unknown): CompiledSigmaRule {
     throw new SigmaRefusal(
       `logsource product "${product ?? '(none)'}" is not collected (m365 and azure are)`,
     );
-  const placed = LOG_SOURCES[`${product}/${service}`];
+  const placed = Object.hasOwn(LOG_SOURCES, `${product}/${service}`)
+    ? LOG_SOURCES[`${product}/${service}`]
+    : undefined;
   if (!placed) throw new SigmaRefusal(`logsource ${product}/${service ?? '(no service)'} is not collected`);
   if ('refused' in placed) throw new SigmaRefusal(`logsource ${product}/${service}: ${placed.refused}`);
   const detection = doc.detection;

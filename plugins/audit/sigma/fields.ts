@@ -107,6 +107,12 @@ export const FIELDS: Record<SigmaProduct, Record<string, FieldPath>> = {
   },
 };
 
+/** The record path of a Sigma field, or undefined when the table has none. */
+export function fieldPath(product: SigmaProduct, field: string): FieldPath | undefined {
+  const table = FIELDS[product];
+  return Object.hasOwn(table, field) ? table[field] : undefined;
+}
+
 /** A leaf value of the record: what a field's values are compared with. */
 export type Leaf = string | number | boolean | null;
 

@@ -15,6 +15,7 @@ import { AlertRepository } from '../../../plugins/audit/alerts/alert-repository.
 import { AlertEngine } from '../../../plugins/audit/alerts/engine.js';
 import { normalizeRecord } from '../../../plugins/audit/normalize.js';
 import { AuditConfigError } from '../../../plugins/audit/settings.js';
+import { compileSigmaRule } from '../../../plugins/audit/sigma/compile.js';
 import { installSigmaRules } from '../../../plugins/audit/sigma/install.js';
 import { loadSigmaRules } from '../../../plugins/audit/sigma/load.js';
 import type { SourceName } from '../../../plugins/audit/sources.js';
@@ -327,6 +328,7 @@ describe('refused Sigma rules', () => {
       folder({
         'good.yml': rule('good', ok),
         'field.yml': rule('unknown field', `  s:\n    CommandLine|contains: x\n  condition: s`),
+        'proto.yml': rule('inherited name', `  s:\n    constructor: x\n  condition: s`),
         'mod.yml': rule('windash', `  s:\n    Operation|windash: '-x'\n  condition: s`),
         'agg.yml': rule('aggregation', `${ok} | count() by UserId > 5`),
         'timeframe.yml': rule('timeframe', `  timeframe: 5m\n${ok}`),
@@ -348,6 +350,7 @@ describe('refused Sigma rules', () => {
         'field.yml',
         'level.yml',
         'mod.yml',
+        'proto.yml',
         'regex.yml',
         'selection.yml',
         'signin.yml',
@@ -361,6 +364,7 @@ describe('refused Sigma rules', () => {
       reason: expect.stringMatching(/field "CommandLine"/),
     });
     expect(reasons['field.yml']!.id).toMatch(/^00000000-/);
+    expect(reasons['proto.yml']!.reason).toMatch(/field "constructor" is not one we can map/);
     expect(reasons['mod.yml']!.reason).toMatch(/modifier "windash" is not supported/);
     expect(reasons['agg.yml']!.reason).toMatch(/aggregations/);
     expect(reasons['timeframe.yml']!.reason).toMatch(/timeframe/);
@@ -417,5 +421,55 @@ describe('Sigma rules across restarts', () => {
     b.alerts.revision++;
     const got = b.store([m365('any@x', { Operation: 'Anything' }), m365('hit@x', { Operation: 'Hit' })]);
     expect(got).toEqual({});
+  });
+});
+
+describe('Sigma string matching, property-style', () => {
+  // A small alphabet makes overlaps and near-misses common; a seeded generator keeps runs alike.
+  let seed = 29;
+  const rand = () => {
+    seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31;
+    return seed / 2 ** 31;
+  };
+  const word = (alphabet: string, max: number) =>
+    Array.from(
+      { length: Math.floor(rand() * max) },
+      () => alphabet[Math.floor(rand() * alphabet.length)],
+    ).join('');
+  const matcher = (modifier: string, value: string) =>
+    compileSigmaRule({
+      title: 't',
+      logsource: { product: 'm365', service: 'audit' },
+      detection: { s: { [`Operation${modifier}`]: value }, condition: 's' },
+    });
+  /** Sigma wildcards as a reference regex: `*` any run, `?` one character, case-insensitive. */
+  const reference = (pattern: string) =>
+    new RegExp(
+      `^${pattern
+        .replace(/[.+^${}()|[\]\\-]/g, '\\$&')
+        .replace(/\*/g, '[\\s\\S]*')
+        .replace(/\?/g, '[\\s\\S]')}$`,
+      'i',
+    );
+
+  it('contains, startswith and endswith agree with includes/startsWith/endsWith, ignoring case', () => {
+    for (let i = 0; i < 500; i++) {
+      const text = word('aAbB-.', 12);
+      const needle = word('abAB.-', 4) || 'a';
+      const lower = text.toLowerCase();
+      const n = needle.toLowerCase();
+      expect(matcher('|contains', needle).matches({ Operation: text })).toBe(lower.includes(n));
+      expect(matcher('|startswith', needle).matches({ Operation: text })).toBe(lower.startsWith(n));
+      expect(matcher('|endswith', needle).matches({ Operation: text })).toBe(lower.endsWith(n));
+    }
+  });
+
+  it('wildcard values agree with a regular-expression reading of * and ?', () => {
+    for (let i = 0; i < 500; i++) {
+      const text = word('abAB', 10);
+      // Half the patterns without `?`: those take the `*`-segments path, the others a RegExp.
+      const pattern = word(i % 2 ? 'ab*?' : 'abB*', 8);
+      expect(matcher('', pattern).matches({ Operation: text })).toBe(reference(pattern).test(text));
+    }
   });
 });
