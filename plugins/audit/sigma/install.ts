@@ -43,6 +43,12 @@ export function installSigmaRules(
   rules: readonly LoadedSigmaRule[],
   now = Date.now(),
 ): { installed: InstalledSigmaRule[]; refused: RefusedSigmaRule[] } {
+  alerts.fileRules.clear();
+  const known = db
+    .prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'audit_sigma_rules'")
+    .get();
+  // A hub that never had Sigma rules gets no table (and no pre-migration backup) for them.
+  if (!rules.length && !known) return { installed: [], refused: [] };
   migrateComponent(db, SIGMA_COMPONENT, SIGMA_MIGRATIONS);
   const installed: InstalledSigmaRule[] = [];
   const refused: RefusedSigmaRule[] = [];
@@ -56,7 +62,6 @@ export function installSigmaRules(
     const save = db.prepare(
       'INSERT INTO audit_sigma_rules (sigma_key, rule_id) VALUES (?, ?) ON CONFLICT (sigma_key) DO UPDATE SET rule_id = excluded.rule_id',
     );
-    alerts.fileRules.clear();
     for (const { file, rule } of rules) {
       const key = rule.id ? `id:${rule.id.toLowerCase()}` : `file:${file}#${rule.title}`;
       const body: RuleBody = {
