@@ -32,6 +32,7 @@ import {
   auditSettings,
 } from './settings.js';
 import { SiemForwarderActor } from './siem/forwarder-actor.js';
+import { setUpSigma } from './sigma/index.js';
 import { AuditStore } from './store/audit-store.js';
 
 function warnAboutSettings(log: Logger, config: AuditConfig, listenHost: string): void {
@@ -127,7 +128,16 @@ export const auditModule = defineModule({
       ? new SiemForwarderActor({ config: config.siem, store, metrics: ctx.metrics, log: ctx.log, version })
       : undefined;
     // Issue 14: alert rules; evaluated (an actor) only with ALERTS_ENABLED.
-    const alerting = createAlerting({ config, store, bus: ctx.bus, metrics: ctx.metrics, log: ctx.log });
+    // Issue 29: Sigma rules from SIGMA_RULES_DIR, run as alert rules (read at start-up).
+    const sigma = setUpSigma(config, store.repos().db, ctx.log, ctx.metrics);
+    const alerting = createAlerting({
+      config,
+      store,
+      bus: ctx.bus,
+      metrics: ctx.metrics,
+      log: ctx.log,
+      sigma,
+    });
     // Alerts name people and what they did: admins only, and a non-admin naming them is refused.
     ctx.mqtt.topic('meshhub/audit/#', { readers: 'admin', refuseOthers: true });
     ctx.bus.on(ctx.owner, 'audit.alert', ({ alert }) =>

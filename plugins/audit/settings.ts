@@ -116,6 +116,8 @@ export const auditSettings = z
     AUDIT_ALLOW_PRIVATE_NETWORK: flag.default(false),
     WEBHOOK_PUBLIC_URL: text.optional(),
     CACHE_URL: text.optional(),
+    // Issue 29: a folder of Sigma rules (sigma/), read at start-up and run as alert rules.
+    SIGMA_RULES_DIR: text.min(1).optional(),
     // Issue 13: the LLM, its limits and MCP_ROLES (ask/settings.ts).
     ...aiSettingsShape,
     // Issue 14: alert rules' webhook and time zone (alerts/settings.ts).
@@ -277,6 +279,8 @@ export interface AuditConfig {
   allowPrivateNetwork: boolean;
   webhookPublicUrl?: URL;
   cacheUrl?: string;
+  /** Issue 29: the folder of Sigma rules (read at start-up; a change needs a restart). */
+  sigmaRulesDir?: string;
   /** Issue 13: the LLM behind asks and explanations, LLM_MAX_EVENTS, MCP_ROLES. */
   ai: AiConfig;
   /** Issue 14: the alert rules' time zone and webhook (evaluation runs with features.alertsEnabled). */
@@ -402,6 +406,7 @@ export function auditConfigFrom(
       siemEnabled: c.SIEM_ENABLED,
     },
     ...(c.CACHE_URL ? { cacheUrl: c.CACHE_URL } : {}),
+    ...(c.SIGMA_RULES_DIR ? { sigmaRulesDir: c.SIGMA_RULES_DIR } : {}),
     ai: aiConfigFrom(c),
     alerts: alertConfigFrom(c),
     ...(siemConfigFrom(c) ? { siem: siemConfigFrom(c)! } : {}),

@@ -95,26 +95,36 @@ interface Side {
   ms: number;
 }
 
-function openSide(dir: ReturnType<typeof tempDir>, name: string, withRules: boolean): Side {
+function openSide(
+  dir: ReturnType<typeof tempDir>,
+  name: string,
+  addRules?: (db: ReturnType<typeof openDatabase>) => AlertEngine,
+): Side {
   const db = openDatabase(dir.file(`${name}.db`));
   const repos = openAuditRepositories(db);
   const side: Side = { db, write: (events) => repos.writer.writeNow(events), ms: 0 };
-  if (withRules) {
-    const store = AlertRepository.on(db);
-    for (const [i, r] of benchRules().entries()) {
-      const body = ruleBodySchema.parse(r);
-      store.createRule(body, conditionJson(body.condition), 'bench', i);
-    }
-    side.engine = new AlertEngine({
-      store: () => store,
-      timeZone: 'UTC',
-      webhook: false,
-      log: pino({ level: 'silent' }),
-    });
-    if (side.engine.rules().length !== 50) throw new Error('expected 50 enabled rules');
+  if (addRules) {
+    side.engine = addRules(db);
     repos.writer.onStored(side.engine.onStored);
   }
   return side;
+}
+
+/** The 50 rules of benchRules(), written over the rule API's path, and the engine ALERTS_ENABLED wires. */
+function withBenchRules(db: ReturnType<typeof openDatabase>): AlertEngine {
+  const store = AlertRepository.on(db);
+  for (const [i, r] of benchRules().entries()) {
+    const body = ruleBodySchema.parse(r);
+    store.createRule(body, conditionJson(body.condition), 'bench', i);
+  }
+  const engine = new AlertEngine({
+    store: () => store,
+    timeZone: 'UTC',
+    webhook: false,
+    log: pino({ level: 'silent' }),
+  });
+  if (engine.rules().length !== 50) throw new Error('expected 50 enabled rules');
+  return engine;
 }
 
 /**
@@ -122,10 +132,15 @@ function openSide(dir: ReturnType<typeof tempDir>, name: string, withRules: bool
  * to go alternates), so a busy machine slows both alike: the ratio stays meaningful when the
  * absolute figures do not.
  */
-function ingestRound(records: ReturnType<typeof upstreamRecords>, round: number) {
+export function ingestRound(
+  records: ReturnType<typeof upstreamRecords>,
+  round: number,
+  addRules: (db: ReturnType<typeof openDatabase>) => AlertEngine = withBenchRules,
+  countMatched: (db: ReturnType<typeof openDatabase>) => number = countMatchedEvents,
+) {
   const dir = tempDir('audit-rules');
-  const plain = openSide(dir, 'plain', false);
-  const ruled = openSide(dir, 'ruled', true);
+  const plain = openSide(dir, 'plain');
+  const ruled = openSide(dir, 'ruled', addRules);
   try {
     for (let i = 0; i < records.length; i += 1000) {
       const page = records.slice(i, i + 1000);
@@ -150,7 +165,7 @@ function ingestRound(records: ReturnType<typeof upstreamRecords>, round: number)
       plainMs: plain.ms,
       ruledMs: ruled.ms,
       alerts: ruled.engine!.fired,
-      matched: countMatchedEvents(ruled.db),
+      matched: countMatched(ruled.db),
     };
   } finally {
     closeDatabase(plain.db);

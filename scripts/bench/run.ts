@@ -17,6 +17,7 @@ const SUITES: Record<string, () => Promise<{ run(): Promise<BenchResult[]> }>> =
   'audit-rules': () => import('./audit-rules.js'),
   'audit-ask': () => import('./audit-ask.js'),
   'audit-siem': () => import('./audit-siem.js'),
+  'audit-sigma': () => import('./audit-sigma.js'),
   billing: () => import('./billing.js'),
   web: () => import('./web.js'),
   sync: () => import('./sync.js'),

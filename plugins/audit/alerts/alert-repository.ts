@@ -5,6 +5,23 @@
  */
 import type { Database, Statement } from '../../../src/store/database.js';
 import { type Condition, conditionSchema, type RuleBody } from './condition.js';
+import type { AlertableEvent, EventMemo } from './matcher.js';
+
+/**
+ * A rule whose detection lives in a file the operator points at (a Sigma rule, sigma/): stored as
+ * a rule row (so alerts, MQTT and delivery are the same path) but matched by its own predicate,
+ * and read-only in the API. `created_by` is `FILE_RULE_BY` + the file.
+ */
+export interface FileRule {
+  file: string;
+  sigmaId: string | null;
+  matches(e: AlertableEvent, memo: EventMemo): boolean;
+}
+
+export const FILE_RULE_BY = 'sigma:';
+/** A row written for a file rule: without its predicate (not loaded this run) it never runs. */
+export const isFileRuleRow = (r: { createdBy: string | null }) =>
+  r.createdBy?.startsWith(FILE_RULE_BY) === true;
 
 export interface RuleRow {
   id: number;
@@ -30,6 +47,8 @@ export interface Rule {
   updatedAt: number;
   createdBy: string | null;
   updatedBy: string | null;
+  /** Present for a rule from a Sigma file: read-only. */
+  sigma?: { file: string; id: string | null };
 }
 
 export interface AlertRow {
@@ -92,6 +111,8 @@ export class AlertRepository {
   private static readonly byDb = new WeakMap<Database, AlertRepository>();
   /** Bumped on every rule write: the evaluator recompiles when it changed. */
   revision = 0;
+  /** Rules from files, by rule id (sigma/install.ts fills it at start-up). */
+  readonly fileRules = new Map<number, FileRule>();
 
   private readonly s: Record<string, Statement>;
 
@@ -148,7 +169,12 @@ export class AlertRepository {
   // --- rules ---
 
   rules(): Rule[] {
-    return (this.s.list!.all() as RuleRow[]).map(ruleFromRow);
+    return (this.s.list!.all() as RuleRow[]).map((row) => this.withOrigin(ruleFromRow(row)));
+  }
+
+  private withOrigin(rule: Rule): Rule {
+    const file = this.fileRules.get(rule.id);
+    return file ? { ...rule, sigma: { file: file.file, id: file.sigmaId } } : rule;
   }
 
   enabledRules(): Rule[] {
@@ -157,7 +183,7 @@ export class AlertRepository {
 
   rule(id: number): Rule | undefined {
     const row = this.s.get!.get(id) as RuleRow | undefined;
-    return row ? ruleFromRow(row) : undefined;
+    return row ? this.withOrigin(ruleFromRow(row)) : undefined;
   }
 
   ruleCount(): number {

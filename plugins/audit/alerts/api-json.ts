@@ -19,6 +19,7 @@ export function toApiRule(rule: Rule): ApiRule {
     updated_at: iso(rule.updatedAt),
     created_by: rule.createdBy,
     updated_by: rule.updatedBy,
+    ...(rule.sigma ? { sigma: rule.sigma } : {}),
   };
 }
 

@@ -16,7 +16,7 @@
  */
 import type { KernelLogger } from '../../../src/kernel/actor.js';
 import type { StoredEvent } from '../store/event-writer.js';
-import type { AlertRepository, AlertRow, Delivery } from './alert-repository.js';
+import { type AlertRepository, type AlertRow, type Delivery, isFileRuleRow } from './alert-repository.js';
 import { type AlertableEvent, type CompiledRule, compileRule, EventMemo } from './matcher.js';
 
 export interface AlertEngineOptions {
@@ -43,7 +43,13 @@ export class AlertEngine {
     const store = this.options.store();
     if (this.compiledFor?.store !== store || this.compiledFor.revision !== store.revision) {
       const revision = store.revision;
-      this.compiled = store.enabledRules().map((r) => compileRule(r, this.options.timeZone));
+      // A rule from a file (a Sigma rule, sigma/) matches with its own predicate; its row alone never runs.
+      this.compiled = store.enabledRules().flatMap((r) => {
+        const compiled = compileRule(r, this.options.timeZone);
+        const file = store.fileRules.get(r.id);
+        if (file) return [{ ...compiled, matches: file.matches }];
+        return isFileRuleRow(r) ? [] : [compiled];
+      });
       this.compiledFor = { store, revision };
     }
     return this.compiled;
@@ -145,6 +151,8 @@ const NO_TAGS: readonly string[] = [];
 /** New events carry no tags yet: tags are added by people after an event is stored. */
 export function toAlertable({ seq, event }: StoredEvent): AlertableEvent {
   return {
+    source: event.source,
+    raw: event.raw,
     seq,
     timestamp: event.timestamp,
     service: event.service,

@@ -13,12 +13,15 @@ import type { AuditStore } from '../store/audit-store.js';
 import { AlertActor, type AlertActorDeps } from './alert-actor.js';
 import { AlertRepository } from './alert-repository.js';
 import { alertsRoutes, rulesRoutes } from './routes.js';
+import type { ApiSigmaReport } from './schemas.js';
 
 export interface Alerting {
   alerts: () => AlertRepository;
   /** Present exactly when ALERTS_ENABLED=true: rules are evaluated. */
   actor?: AlertActor;
   config: AuditConfig;
+  /** The Sigma rules read at start-up (sigma/), for `GET /api/rules/sigma`. */
+  sigma?: ApiSigmaReport;
 }
 
 export function createAlerting(deps: {
@@ -28,11 +31,13 @@ export function createAlerting(deps: {
   metrics: ModuleMetrics;
   log: KernelLogger;
   webhook?: AlertActorDeps['webhook'];
+  sigma?: ApiSigmaReport;
 }): Alerting {
   const { config } = deps;
   return {
     alerts: () => AlertRepository.on(deps.store.repos().db),
     config,
+    ...(deps.sigma ? { sigma: deps.sigma } : {}),
     ...(config.features.alertsEnabled
       ? {
           actor: new AlertActor({

@@ -17,6 +17,9 @@ export interface AlertableEvent {
   actor: string;
   target: string;
   tags: readonly string[];
+  /** The source it was collected from and the upstream record as stored (Sigma rules read them). */
+  source?: string;
+  raw?: string;
 }
 
 type Test = (e: AlertableEvent, memo: EventMemo) => boolean;
@@ -26,7 +29,20 @@ export class EventMemo {
   private operationFolded: string | undefined;
   private actorFolded: string | undefined;
   private readonly local = new Map<string, LocalTime>();
+  private parsed: unknown;
   constructor(readonly event: AlertableEvent) {}
+
+  /** The upstream record, parsed once (undefined when the event carries none). */
+  record(): unknown {
+    if (this.parsed === undefined && this.event.raw !== undefined) {
+      try {
+        this.parsed = JSON.parse(this.event.raw);
+      } catch {
+        this.parsed = null;
+      }
+    }
+    return this.parsed;
+  }
 
   operation(): string {
     this.operationFolded ??= this.event.operation.toLowerCase();

@@ -25,7 +25,14 @@ import { type AlertPosition, type AlertRepository, RuleNameTakenError } from './
 import { toApiAlert, toApiRule } from './api-json.js';
 import { conditionJson, MAX_RULES, ruleBodySchema } from './condition.js';
 import { alertsPosition, alertsQuerySchema } from './query.js';
-import { alertPageSchema, alertSchema, ruleListSchema, ruleSchema } from './schemas.js';
+import {
+  type ApiSigmaReport,
+  alertPageSchema,
+  alertSchema,
+  ruleListSchema,
+  ruleSchema,
+  sigmaReportSchema,
+} from './schemas.js';
 
 /** A 400 listing every invalid field; unknown fields are named one by one, by their full path. */
 export function ruleProblem(error: z.ZodError, prefix = ''): ProblemError {
@@ -107,6 +114,15 @@ export function alertOperations(signedIn: Record<number, ResponseSpec>): Operati
     },
     {
       method: 'get',
+      path: '/api/rules/sigma',
+      operationId: 'sigmaRules',
+      tag: 'alerts',
+      summary: 'The Sigma rules read from SIGMA_RULES_DIR at start-up, and those refused with the reason',
+      security: 'optional-bearer',
+      responses: { 200: { description: 'Loaded and refused rules.', body: sigmaReportSchema }, ...reader },
+    },
+    {
+      method: 'get',
       path: '/api/rules/{id}',
       operationId: 'getRule',
       tag: 'alerts',
@@ -134,7 +150,7 @@ export function alertOperations(signedIn: Record<number, ResponseSpec>): Operati
         400: COMMON_PROBLEMS.badInput,
         ...admin,
         404: noRule,
-        409: clash,
+        409: problem('Another rule has this name, or the rule comes from a Sigma file (read-only).'),
         ...BODY_PROBLEMS,
       },
     },
@@ -146,7 +162,13 @@ export function alertOperations(signedIn: Record<number, ResponseSpec>): Operati
       summary: 'Delete an alert rule (its alerts stay)',
       security: 'optional-bearer',
       params: { path: idPath },
-      responses: { 204: { description: 'Deleted.' }, 400: COMMON_PROBLEMS.badInput, ...admin, 404: noRule },
+      responses: {
+        204: { description: 'Deleted.' },
+        400: COMMON_PROBLEMS.badInput,
+        ...admin,
+        404: noRule,
+        409: problem('The rule comes from a Sigma file (read-only): change the file and restart.'),
+      },
     },
     {
       method: 'get',
@@ -180,7 +202,10 @@ export function alertOperations(signedIn: Record<number, ResponseSpec>): Operati
   ];
 }
 
-export function rulesRoutes(deps: { alerts: () => AlertRepository }, app: Hono<AuditEnv>): void {
+export function rulesRoutes(
+  deps: { alerts: () => AlertRepository; sigma?: ApiSigmaReport },
+  app: Hono<AuditEnv>,
+): void {
   const parseBody = async (c: Parameters<typeof jsonBody>[0]) => {
     const parsed = ruleBodySchema.safeParse(await jsonBody(c));
     if (!parsed.success) throw ruleProblem(parsed.error);
@@ -215,6 +240,8 @@ export function rulesRoutes(deps: { alerts: () => AlertRepository }, app: Hono<A
     }
   });
 
+  app.get('/sigma', (c) => c.json(deps.sigma ?? { configured: false, loaded: [], refused: [] }));
+
   app.get('/:id', (c) => {
     const id = parseId(c.req.param('id'));
     const rule = deps.alerts().rule(id);
@@ -226,6 +253,7 @@ export function rulesRoutes(deps: { alerts: () => AlertRepository }, app: Hono<A
     const id = parseId(c.req.param('id'));
     const body = await parseBody(c);
     const store = deps.alerts();
+    refuseFileRule(store, id);
     const before = store.rule(id);
     if (!before) throw new ProblemError(404, `no rule with id ${id}`);
     try {
@@ -250,6 +278,7 @@ export function rulesRoutes(deps: { alerts: () => AlertRepository }, app: Hono<A
 
   app.delete('/:id', (c) => {
     const id = parseId(c.req.param('id'));
+    refuseFileRule(deps.alerts(), id);
     const deleted = trailOf(c).within(
       204,
       () => deps.alerts().deleteRule(id),
@@ -258,6 +287,17 @@ export function rulesRoutes(deps: { alerts: () => AlertRepository }, app: Hono<A
     if (!deleted) throw new ProblemError(404, `no rule with id ${id}`);
     return c.body(null, 204);
   });
+}
+
+/** A rule from a Sigma file is changed in its file (and a restart), never here. */
+function refuseFileRule(store: AlertRepository, id: number): void {
+  const file = store.fileRules.get(id);
+  if (file) {
+    throw new ProblemError(
+      409,
+      `rule ${id} comes from the Sigma file ${file.file}: change or remove the file in SIGMA_RULES_DIR and restart`,
+    );
+  }
 }
 
 // `k` in the position keeps an events cursor from being taken for an alerts one.

@@ -28,9 +28,32 @@ export const ruleSchema = z.object({
   updated_at: utc,
   created_by: z.string().nullable(),
   updated_by: z.string().nullable(),
+  sigma: z.object({ file: z.string(), id: z.string().nullable() }).optional().meta({
+    description:
+      'Present when the rule comes from a Sigma file (SIGMA_RULES_DIR): read-only here; change the file and restart.',
+  }),
 });
 
 export const ruleListSchema = z.object({ data: z.array(ruleSchema) });
+
+/** `GET /api/rules/sigma`: the Sigma rules read at start-up from SIGMA_RULES_DIR, and those refused. */
+export const sigmaReportSchema = z.object({
+  configured: z.boolean().meta({ description: 'SIGMA_RULES_DIR is set.' }),
+  loaded: z.array(
+    z.object({ rule_id: z.string(), file: z.string(), title: z.string(), id: z.string().nullable() }),
+  ),
+  refused: z
+    .array(
+      z.object({
+        file: z.string(),
+        title: z.string().nullable(),
+        id: z.string().nullable(),
+        reason: z.string(),
+      }),
+    )
+    .meta({ description: 'Rules not loaded, each with the reason; nothing of them runs.' }),
+});
+export type ApiSigmaReport = z.infer<typeof sigmaReportSchema>;
 
 export const alertSchema = z.object({
   id: z.string(),

@@ -201,47 +201,63 @@ export function RulesView() {
                 {!r.enabled && <span class="muted small"> {t('audit.offMark')}</span>}
               </h2>
               {r.description && <p>{r.description}</p>}
-              <p class="rule-words">{conditionWords(r.condition, label)}</p>
-              <div class="dialog-buttons">
-                <button
-                  type="button"
-                  class="button button-secondary button-small"
-                  onClick={() => {
-                    setNotice(undefined);
-                    setEditing({ rule: r });
-                  }}
-                >
-                  {t('audit.edit')}
-                  <span class="visually-hidden"> {r.name}</span>
-                </button>
-                <button type="button" class="button button-secondary button-small" onClick={() => toggle(r)}>
-                  {r.enabled ? t('audit.turnOff') : t('audit.turnOn')}
-                  <span class="visually-hidden"> {r.name}</span>
-                </button>
-                {confirmDelete === r.id ? (
-                  <>
-                    <button type="button" class="button button-small button-danger" onClick={() => remove(r)}>
-                      {t('audit.yesDelete', { name: r.name })}
-                    </button>
-                    <button
-                      type="button"
-                      class="button button-secondary button-small"
-                      onClick={() => setConfirmDelete(undefined)}
-                    >
-                      {t('audit.keepIt')}
-                    </button>
-                  </>
-                ) : (
+              {r.sigma ? (
+                <p class="rule-words" data-testid="sigma-rule">
+                  {t('audit.sigmaRule', { file: r.sigma.file })}
+                </p>
+              ) : (
+                <p class="rule-words">{conditionWords(r.condition, label)}</p>
+              )}
+              {!r.sigma && (
+                <div class="dialog-buttons">
                   <button
                     type="button"
                     class="button button-secondary button-small"
-                    onClick={() => setConfirmDelete(r.id)}
+                    onClick={() => {
+                      setNotice(undefined);
+                      setEditing({ rule: r });
+                    }}
                   >
-                    {t('mesh.alerts.delete')}
+                    {t('audit.edit')}
                     <span class="visually-hidden"> {r.name}</span>
                   </button>
-                )}
-              </div>
+                  <button
+                    type="button"
+                    class="button button-secondary button-small"
+                    onClick={() => toggle(r)}
+                  >
+                    {r.enabled ? t('audit.turnOff') : t('audit.turnOn')}
+                    <span class="visually-hidden"> {r.name}</span>
+                  </button>
+                  {confirmDelete === r.id ? (
+                    <>
+                      <button
+                        type="button"
+                        class="button button-small button-danger"
+                        onClick={() => remove(r)}
+                      >
+                        {t('audit.yesDelete', { name: r.name })}
+                      </button>
+                      <button
+                        type="button"
+                        class="button button-secondary button-small"
+                        onClick={() => setConfirmDelete(undefined)}
+                      >
+                        {t('audit.keepIt')}
+                      </button>
+                    </>
+                  ) : (
+                    <button
+                      type="button"
+                      class="button button-secondary button-small"
+                      onClick={() => setConfirmDelete(r.id)}
+                    >
+                      {t('mesh.alerts.delete')}
+                      <span class="visually-hidden"> {r.name}</span>
+                    </button>
+                  )}
+                </div>
+              )}
               {actionError?.id === r.id && (
                 <p class="form-error" role="alert">
                   {auditWords(actionError.error)}

@@ -798,6 +798,7 @@ export const de: Catalogue = {
     notAllowed: 'Nicht erlaubt',
     now: 'jetzt',
     offMark: '(aus)',
+    sigmaRule: 'Aus der Sigma-Datei {{file}}: hier nur lesbar (die Datei ändern und den Hub neu starten).',
     older: 'Ältere',
     perPage: 'Pro Seite',
     questionPlaceholder: 'Welche Geräte wurden in den letzten 24 Stunden gelöscht?',

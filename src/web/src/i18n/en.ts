@@ -781,6 +781,7 @@ export const en = {
     notAllowed: 'Not allowed',
     now: 'now',
     offMark: '(off)',
+    sigmaRule: 'From the Sigma file {{file}}: read-only here (change the file and restart the hub).',
     older: 'Older',
     perPage: 'Per page',
     questionPlaceholder: 'Which devices were wiped in the last 24 hours?',

@@ -824,6 +824,7 @@ export const es: Catalogue = {
     notAllowed: 'No permitido',
     now: 'ahora',
     offMark: '(desactivada)',
+    sigmaRule: 'Del archivo Sigma {{file}}: aquí solo lectura (cambie el archivo y reinicie el hub).',
     older: 'Más antiguos',
     perPage: 'Por página',
     questionPlaceholder: '¿Qué dispositivos se borraron en las últimas 24 horas?',

@@ -850,6 +850,7 @@ export const pl: Catalogue = {
     notAllowed: 'Niedozwolone',
     now: 'teraz',
     offMark: '(wył.)',
+    sigmaRule: 'Z pliku Sigma {{file}}: tu tylko do odczytu (zmień plik i uruchom hub ponownie).',
     older: 'Starsze',
     perPage: 'Na stronę',
     questionPlaceholder: 'Które urządzenia zostały wyczyszczone w ciągu ostatnich 24 godzin?',

@@ -1,0 +1,334 @@
+/**
+ * One Sigma rule (a parsed YAML document) → a predicate over the stored record, or a
+ * SigmaRefusal saying what we cannot honour exactly (README "Sigma detections"). Compiled once:
+ * sets and lower-cased needles for plain values, `*`-segments for wildcards (no pattern engine),
+ * a RegExp only for `re` and for `?` wildcards.
+ *
+ * Supported: maps (and of fields), lists (or of values; `|all`: and), lists of maps (or),
+ * keyword lists (any string in the record contains the keyword), `null` (absent or null);
+ * modifiers contains, startswith, endswith, all, re (with i, m, s), cidr, exists, cased,
+ * base64, gt, gte, lt, lte. Plain values match case-insensitively, with `*` and `?` wildcards
+ * (`\*`, `\?`, `\\` are literal).
+ */
+import { BlockList, isIP } from 'node:net';
+import { CONTROL_CHAR } from '../../../src/kernel/text.js';
+import type { Severity } from '../alerts/schemas.js';
+import { escapeRegex, evaluate, parseCondition } from './condition.js';
+import { allLeaves, fieldPath, type Leaf, LOG_SOURCES, type SigmaProduct, valuesAt } from './fields.js';
+import { SigmaRefusal } from './refusal.js';
+
+export interface CompiledSigmaRule {
+  title: string;
+  /** The rule's `id` (a UUID in SigmaHQ rules), when it has one. */
+  id: string | null;
+  description: string;
+  severity: Severity;
+  /** Our sources (sources.ts) whose events the rule looks at. */
+  sources: ReadonlySet<string>;
+  /** Matches the upstream record the store keeps with the event. */
+  matches(record: unknown): boolean;
+}
+
+type Test = (record: unknown) => boolean;
+
+const LEVELS: Record<string, Severity> = {
+  informational: 'info',
+  low: 'low',
+  medium: 'medium',
+  high: 'high',
+  critical: 'critical',
+};
+
+/** Modifiers Sigma defines that we cannot apply exactly: refused by name. */
+const REFUSED_MODIFIERS = new Set([
+  'windash',
+  'base64offset',
+  'wide',
+  'utf16',
+  'utf16le',
+  'utf16be',
+  'expand',
+  'fieldref',
+  'neq',
+]);
+const SUPPORTED_MODIFIERS = new Set([
+  'contains',
+  'startswith',
+  'endswith',
+  'all',
+  're',
+  'i',
+  'm',
+  's',
+  'cidr',
+  'exists',
+  'cased',
+  'base64',
+  'gt',
+  'gte',
+  'lt',
+  'lte',
+]);
+/** A group followed by a quantifier, holding one itself: `(a+)+`, `(\w*)*`: may backtrack without end. */
+const NESTED_QUANTIFIER = /\((?:[^()\\]|\\.)*[+*}](?:[^()\\]|\\.)*\)\s*[+*{]/;
+
+const isObject = (v: unknown): v is Record<string, unknown> =>
+  typeof v === 'object' && v !== null && !Array.isArray(v);
+
+const leaves = new WeakMap<object, string[]>();
+/** Every string of the record, lower-cased, computed once per record whatever the number of rules. */
+function foldedLeaves(record: unknown): string[] {
+  if (typeof record !== 'object' || record === null) return [];
+  let out = leaves.get(record);
+  if (!out) {
+    out = allLeaves(record).map((s) => s.toLowerCase());
+    leaves.set(record, out);
+  }
+  return out;
+}
+
+/** A Sigma string with wildcards → a test on one string (already folded unless `cased`). */
+function stringTest(pattern: string, cased: boolean): (v: string) => boolean {
+  const parts: Array<{ text: string } | '*' | '?'> = [];
+  let text = '';
+  for (let i = 0; i < pattern.length; i++) {
+    const ch = pattern[i]!;
+    const next = pattern[i + 1];
+    if (ch === '\\' && (next === '*' || next === '?' || next === '\\')) {
+      text += next;
+      i++;
+    } else if (ch === '*' || ch === '?') {
+      if (text) parts.push({ text });
+      text = '';
+      parts.push(ch);
+    } else text += ch;
+  }
+  if (text) parts.push({ text });
+  const fold = (s: string) => (cased ? s : s.toLowerCase());
+  if (parts.includes('?')) {
+    const source = parts
+      .map((part) => (part === '*' ? '[\\s\\S]*' : part === '?' ? '[\\s\\S]' : escapeRegex(part.text)))
+      .join('');
+    const re = new RegExp(`^${source}$`, cased ? '' : 'i');
+    return (v) => re.test(v);
+  }
+  if (!parts.includes('*')) {
+    const whole = fold(parts.map((part) => (part as { text: string }).text).join(''));
+    return (v) => v === whole;
+  }
+  // Only `*`: the first piece is a prefix, the last a suffix, the rest found in order between them.
+  const pieces: string[] = [''];
+  for (const part of parts) {
+    if (part === '*') pieces.push('');
+    else pieces[pieces.length - 1] += fold((part as { text: string }).text);
+  }
+  const head = pieces[0]!;
+  const tail = pieces[pieces.length - 1]!;
+  const middle = pieces.slice(1, -1).filter(Boolean);
+  return (v) => {
+    if (v.length < head.length + tail.length || !v.startsWith(head) || !v.endsWith(tail)) return false;
+    let at = head.length;
+    const end = v.length - tail.length;
+    for (const piece of middle) {
+      const found = v.indexOf(piece, at);
+      if (found < 0 || found + piece.length > end) return false;
+      at = found + piece.length;
+    }
+    return true;
+  };
+}
+
+const asText = (v: Leaf): string | undefined =>
+  typeof v === 'string' ? v : typeof v === 'number' || typeof v === 'boolean' ? String(v) : undefined;
+
+function fieldTest(key: string, raw: unknown, product: SigmaProduct): Test {
+  const [field = '', ...mods] = key.split('|');
+  if (!field) throw new SigmaRefusal(`"${key}": a modifier without a field is not supported`);
+  const path = fieldPath(product, field);
+  if (!path) throw new SigmaRefusal(`field "${field}" is not one we can map for ${product}`);
+  for (const mod of mods) {
+    if (REFUSED_MODIFIERS.has(mod) || !SUPPORTED_MODIFIERS.has(mod))
+      throw new SigmaRefusal(`"${key}": the modifier "${mod}" is not supported`);
+  }
+  const has = (m: string) => mods.includes(m);
+  const list = Array.isArray(raw) ? raw : [raw];
+  if (!list.length) throw new SigmaRefusal(`"${key}": an empty list of values`);
+  for (const v of list) {
+    if (v !== null && typeof v !== 'string' && typeof v !== 'number' && typeof v !== 'boolean')
+      throw new SigmaRefusal(`"${key}": values must be strings, numbers, booleans or null`);
+  }
+  const only = (allowed: string[], what: string) => {
+    const extra = mods.filter((m) => !allowed.includes(m));
+    if (extra.length)
+      throw new SigmaRefusal(`"${key}": ${what} cannot be combined with "${extra.join('|')}"`);
+  };
+  const at = (record: unknown) => valuesAt(record, path);
+
+  if (has('exists')) {
+    only(['exists'], 'exists');
+    if (list.length !== 1 || typeof list[0] !== 'boolean')
+      throw new SigmaRefusal(`"${key}": exists takes true or false`);
+    const want = list[0];
+    return (r) => at(r).present === want;
+  }
+
+  let tests: Array<(v: Leaf) => boolean>;
+  if (has('re')) {
+    only(['re', 'i', 'm', 's', 'all'], 're');
+    const flags = ['i', 'm', 's'].filter(has).join('');
+    tests = list.map((v) => {
+      if (typeof v !== 'string') throw new SigmaRefusal(`"${key}": re takes a string`);
+      if (NESTED_QUANTIFIER.test(v))
+        throw new SigmaRefusal(`"${key}": the pattern nests quantifiers (may never finish on some input)`);
+      let re: RegExp;
+      try {
+        re = new RegExp(v, flags);
+      } catch {
+        throw new SigmaRefusal(`"${key}": "${v}" is not a valid regular expression`);
+      }
+      return (leaf: Leaf) => {
+        const s = asText(leaf);
+        return s !== undefined && re.test(s);
+      };
+    });
+  } else if (has('cidr')) {
+    only(['cidr'], 'cidr');
+    const blocks = new BlockList();
+    for (const v of list) {
+      const m = typeof v === 'string' ? /^(.+)\/(\d{1,3})$/.exec(v) : null;
+      const family = m ? isIP(m[1]!) : 0;
+      const bits = m ? Number(m[2]) : -1;
+      if (!m || !family || bits > (family === 4 ? 32 : 128))
+        throw new SigmaRefusal(`"${key}": "${String(v)}" is not a CIDR range`);
+      blocks.addSubnet(m[1]!, bits, family === 4 ? 'ipv4' : 'ipv6');
+    }
+    tests = [
+      (leaf) => {
+        const ip = typeof leaf === 'string' ? leaf.trim() : '';
+        const family = isIP(ip);
+        return family !== 0 && blocks.check(ip, family === 4 ? 'ipv4' : 'ipv6');
+      },
+    ];
+  } else if (mods.some((m) => ['gt', 'gte', 'lt', 'lte'].includes(m))) {
+    if (mods.length !== 1) throw new SigmaRefusal(`"${key}": ${mods[0]} stands alone`);
+    const op = mods[0]!;
+    tests = list.map((v) => {
+      if (typeof v !== 'number') throw new SigmaRefusal(`"${key}": ${op} takes a number`);
+      return (leaf: Leaf) => {
+        const n =
+          typeof leaf === 'number' ? leaf : typeof leaf === 'string' && leaf.trim() ? Number(leaf) : NaN;
+        if (Number.isNaN(n)) return false;
+        return op === 'gt' ? n > v : op === 'gte' ? n >= v : op === 'lt' ? n < v : n <= v;
+      };
+    });
+  } else {
+    if (mods.some((m) => ['i', 'm', 's'].includes(m)))
+      throw new SigmaRefusal(`"${key}": i, m and s go with re only`);
+    const cased = has('cased');
+    const wrap = (s: string) =>
+      `${has('contains') || has('endswith') ? '*' : ''}${s}${has('contains') || has('startswith') ? '*' : ''}`;
+    tests = list.map((v) => {
+      if (v === null) {
+        if (mods.length) throw new SigmaRefusal(`"${key}": null takes no modifiers`);
+        return NULL_MARK;
+      }
+      let s = String(v);
+      if (has('base64')) {
+        if (/[*?]/.test(s)) throw new SigmaRefusal(`"${key}": base64 of a value with wildcards`);
+        s = Buffer.from(s, 'utf8').toString('base64');
+      }
+      const t = stringTest(wrap(s), cased);
+      return (leaf: Leaf) => {
+        const text = asText(leaf);
+        return text !== undefined && t(cased ? text : text.toLowerCase());
+      };
+    });
+  }
+
+  const one = (test: (v: Leaf) => boolean): Test =>
+    test === NULL_MARK ? (r) => at(r).values.every((v) => v === null) : (r) => at(r).values.some(test);
+  const each = tests.map(one);
+  if (has('all')) return (r) => each.every((t) => t(r));
+  return each.length === 1 ? each[0]! : (r) => each.some((t) => t(r));
+}
+
+/** Stands for `null` among a field's values: absent, or null everywhere. */
+const NULL_MARK = (_v: Leaf) => false;
+
+function selectionTest(name: string, body: unknown, product: SigmaProduct): Test {
+  const mapTest = (map: Record<string, unknown>): Test => {
+    const entries = Object.entries(map);
+    if (!entries.length) throw new SigmaRefusal(`selection "${name}" is empty`);
+    const tests = entries.map(([key, value]) => fieldTest(key, value, product));
+    return (r) => tests.every((t) => t(r));
+  };
+  if (isObject(body)) return mapTest(body);
+  const list = Array.isArray(body) ? body : [body];
+  if (!list.length) throw new SigmaRefusal(`selection "${name}" is empty`);
+  if (list.every(isObject)) {
+    const tests = list.map(mapTest);
+    return (r) => tests.some((t) => t(r));
+  }
+  if (list.every((v) => typeof v === 'string' || typeof v === 'number')) {
+    // Keywords: any string of the record contains one of them (case-insensitive, wildcards kept).
+    const tests = list.map((v) => stringTest(`*${String(v)}*`, false));
+    return (r) => {
+      const all = foldedLeaves(r);
+      return tests.some((t) => all.some(t));
+    };
+  }
+  throw new SigmaRefusal(`selection "${name}" mixes maps and keywords, or holds something else`);
+}
+
+const str = (v: unknown) => (typeof v === 'string' && v.trim() ? v.trim() : undefined);
+
+/** Compiles one rule document; throws SigmaRefusal with the reason it cannot run. */
+export function compileSigmaRule(doc: unknown): CompiledSigmaRule {
+  if (!isObject(doc))
+    throw new SigmaRefusal('not a Sigma rule (a YAML mapping with title, logsource, detection)');
+  if (doc.action !== undefined)
+    throw new SigmaRefusal('rule collections (action: global …) are not supported');
+  if (doc.correlation !== undefined) throw new SigmaRefusal('correlation rules are not supported');
+  const title = str(doc.title);
+  if (!title) throw new SigmaRefusal('the rule has no title');
+  if (CONTROL_CHAR.test(title)) throw new SigmaRefusal('the title holds control characters');
+  if (doc.status === 'unsupported') throw new SigmaRefusal('the rule says status: unsupported');
+  const logsource = doc.logsource;
+  if (!isObject(logsource)) throw new SigmaRefusal('the rule has no logsource');
+  if (logsource.category !== undefined)
+    throw new SigmaRefusal(`logsource category "${String(logsource.category)}" is not collected`);
+  const product = str(logsource.product)?.toLowerCase();
+  const service = str(logsource.service)?.toLowerCase();
+  if (product !== 'm365' && product !== 'azure')
+    throw new SigmaRefusal(
+      `logsource product "${product ?? '(none)'}" is not collected (m365 and azure are)`,
+    );
+  const placed = Object.hasOwn(LOG_SOURCES, `${product}/${service}`)
+    ? LOG_SOURCES[`${product}/${service}`]
+    : undefined;
+  if (!placed) throw new SigmaRefusal(`logsource ${product}/${service ?? '(no service)'} is not collected`);
+  if ('refused' in placed) throw new SigmaRefusal(`logsource ${product}/${service}: ${placed.refused}`);
+  const detection = doc.detection;
+  if (!isObject(detection)) throw new SigmaRefusal('the rule has no detection');
+  if (detection.timeframe !== undefined)
+    throw new SigmaRefusal('detection timeframe (an aggregation window) is not supported');
+  const names = Object.keys(detection).filter((k) => k !== 'condition');
+  if (!names.length) throw new SigmaRefusal('the detection has no selection');
+  const tests = new Map<string, Test>(names.map((n) => [n, selectionTest(n, detection[n], product)]));
+  const conditions = Array.isArray(detection.condition) ? detection.condition : [detection.condition];
+  if (!conditions.length || !conditions.every((c) => typeof c === 'string' && c.trim()))
+    throw new SigmaRefusal('the detection has no condition');
+  const parsed = conditions.map((c) => parseCondition(c as string, names));
+  const expr = parsed.length === 1 ? parsed[0]! : { kind: 'or' as const, exprs: parsed };
+  const level = str(doc.level)?.toLowerCase();
+  const severity = level === undefined ? 'medium' : LEVELS[level];
+  if (!severity) throw new SigmaRefusal(`level "${level}" is not a Sigma level`);
+  return {
+    title,
+    id: str(doc.id) ?? null,
+    description: str(doc.description) ?? '',
+    severity,
+    sources: new Set(placed.sources),
+    matches: (record) => evaluate(expr, (name) => tests.get(name)!(record)),
+  };
+}
