@@ -58,7 +58,8 @@ const MCP = {
   name: 'meshhub mcp',
   help: `  meshhub mcp           The MCP server (mesh and audit tools) on stdio, over the database in
                         DATA_DIR (MCP_ROLES for privacy-gated events; stdout carries only the
-                        protocol).
+                        protocol). Over HTTP instead: MCP_HTTP_ENABLED=true serves it at POST /mcp
+                        on the running hub's port, behind its bearer tokens.
 `,
   options: {},
   positionals: false,
