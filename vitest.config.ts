@@ -7,7 +7,8 @@ export default defineConfig({
     exclude: [
       'tests/e2e/**',
       'tests/reliability/**',
-      'tests/container/image.test.ts',
+      // tests/container/image*.test.ts build and run images for minutes: vitest.container.config.ts.
+      'tests/container/image*.test.ts',
       'node_modules/**',
       'dist/**',
     ],

@@ -11,7 +11,7 @@
  */
 
 import type { Secret } from '../../../src/config/secret.js';
-import { type AlertFact, alertFacts, alertSummary, eventLink, readableTime } from './chat-message.js';
+import { type AlertFact, alertFacts, alertSummary, clip, eventLink, readableTime } from './chat-message.js';
 import type { ApiAlert } from './schemas.js';
 import type { AlertDestination } from './sender.js';
 
@@ -33,8 +33,6 @@ export function mrkdwn(text: string, max = Number.POSITIVE_INFINITY): string {
   return `${out}…`;
 }
 
-const plain = (text: string, max: number) => (text.length <= max ? text : `${text.slice(0, max - 1)}…`);
-
 function field({ label, value }: AlertFact) {
   const head = `*${label}*\n`;
   return { type: 'mrkdwn', text: head + mrkdwn(value, SLACK_LIMITS.field - head.length) };
@@ -54,7 +52,7 @@ export function slackMessage(alert: ApiAlert, consoleUrl?: string) {
         type: 'header',
         text: {
           type: 'plain_text',
-          text: plain(`Alert: ${alert.rule.name}`, SLACK_LIMITS.header),
+          text: clip(`Alert: ${alert.rule.name}`, SLACK_LIMITS.header),
           emoji: false,
         },
       },
