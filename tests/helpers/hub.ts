@@ -1,4 +1,5 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino } from 'pino';
@@ -72,6 +73,41 @@ export async function getJson(url: string): Promise<{ status: number; headers: H
 
 /** A TCP port free on loopback right now (for a hub started as a separate process). */
 export { freePort } from '../../scripts/bench/lib/hub-process.js';
+
+/** Ports restartablePort gave this process already (each is closed again before it is used). */
+const handedOut = new Set<number>();
+
+/**
+ * A loopback port free right now and below the kernel's ephemeral range, for a hub that is killed
+ * and started again on the same ports: a port from that range (what `freePort` gives) can become
+ * the local end of some other process's outgoing connection while the hub is down, and the
+ * restart then finds it in use (seen in the reliability suite, with the soak's clients beside it).
+ */
+export async function restartablePort(): Promise<number> {
+  let low = 32768;
+  try {
+    low =
+      Number(readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/)[0]) || low;
+  } catch {
+    // not Linux: keep the usual lower bound
+  }
+  const from = 10_000;
+  const span = Math.max(1, low - from);
+  for (let attempt = 0; attempt < 50; attempt++) {
+    const port = from + Math.floor(Math.random() * span);
+    if (handedOut.has(port)) continue;
+    const free = await new Promise<boolean>((resolve) => {
+      const server = createServer();
+      server.once('error', () => resolve(false));
+      server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
+    });
+    if (free) {
+      handedOut.add(port);
+      return port;
+    }
+  }
+  throw new Error(`no free loopback port between ${from} and ${low}`);
+}
 
 /** The hub's MQTT broker actor (port, settle). */
 export function mqttOf(hub: Hub): MqttBrokerActor {

@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { HUB_NODE_FLAGS } from '../../../hub/node-flags.js';
 import { seededRandom } from '../../../src/mesh/simulator/random.js';
-import { freePort, waitFor } from '../../helpers/hub.js';
+import { restartablePort, waitFor } from '../../helpers/hub.js';
 
 export const CLI = join(process.cwd(), 'dist', 'hub', 'cli.js');
 
@@ -138,9 +138,11 @@ export class HubProcess {
   async start(extraEnv: Record<string, string> = {}, timeoutMs = 30_000): Promise<number> {
     if (this.running) throw new Error('the hub is already running');
     if (!this.httpPort) {
-      this.httpPort = await freePort();
-      this.mqttPort = await freePort();
-      this.meshApiPort = await freePort();
+      // Below the ephemeral range: no other process's outgoing connection takes them while the
+      // hub is down between a kill and its restart.
+      this.httpPort = await restartablePort();
+      this.mqttPort = await restartablePort();
+      this.meshApiPort = await restartablePort();
     }
     const began = Date.now();
     const name = this.options.name ?? 'hub';
