@@ -278,11 +278,14 @@ export function savedSearchRoutes(deps: SavedSearchDeps, app: Hono<AuditEnv>): v
 
   app.get('/:id/events', (c) => {
     const row = visibleSaved(deps, c, parseId(c.req.param('id')));
-    const run = runQuerySchema.safeParse(queryObject(c.req.queries()));
+    const { limit, cursor } = queryObject(c.req.queries());
+    const paging = { ...(limit !== undefined ? { limit } : {}), ...(cursor !== undefined ? { cursor } : {}) };
+    const run = runQuerySchema.safeParse(paging);
     if (!run.success) throw validationProblem(run.error);
+    // The page size and cursor as the search takes them (query strings), with the saved filters.
     const q = searchQuerySchema.safeParse({
       ...filtersToRun(JSON.parse(row.filters), Date.now()),
-      ...run.data,
+      ...paging,
     });
     if (!q.success) throw validationProblem(q.error);
     return searchPage(c, deps, q.data);
