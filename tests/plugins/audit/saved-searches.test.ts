@@ -28,12 +28,9 @@ let closeServer: () => Promise<void>;
 const tokens: Record<string, string> = {};
 
 // biome-ignore lint/suspicious/noExplicitAny: problem and saved-search bodies of many shapes
-async function call(
-  who: string,
-  method: string,
-  path: string,
-  body?: unknown,
-): Promise<{ status: number; type: string; body: any }> {
+type Answer = { status: number; type: string; body: any };
+
+async function call(who: string, method: string, path: string, body?: unknown): Promise<Answer> {
   const init = body === undefined ? { method } : jsonInit(method, body);
   const res = await fetch(`${base}${path}`, withBearer(tokens[who]!, init));
   const text = await res.text();
