@@ -85,7 +85,7 @@ export const savedSearchSchema = z
     created_at: z.string(),
     updated_at: z.string(),
   })
-  .meta({ id: 'SavedSearch' });
+  .meta({ description: 'A saved search.' });
 
 export const savedSearchListSchema = z.object({
   data: z.array(savedSearchSchema),
