@@ -98,7 +98,10 @@ export function SavedSearchesMenu({
         <ul class="audit-saved-list">
           {items.map((s) => (
             <li key={s.id}>
-              <Link href={`/audit?saved=${encodeURIComponent(s.id)}`} aria-current={current?.id === s.id}>
+              <Link
+                href={`/audit?saved=${encodeURIComponent(s.id)}`}
+                {...(current?.id === s.id ? { 'aria-current': 'page' as const } : {})}
+              >
                 {s.name}
               </Link>
               <span class="muted small">
