@@ -9,7 +9,7 @@ import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { FakeMicrosoft } from '../fakes/microsoft/fake-microsoft.js';
 import { directoryAudit } from '../fakes/microsoft/fixtures.js';
-import { type TestHub, waitFor } from '../helpers/hub.js';
+import { waitFor } from '../helpers/hub.js';
 import { describeInBrowser, screenshot, useGuardedPages } from './helpers/browser.js';
 import { startAuditUiHub } from './helpers/hubs.js';
 
@@ -17,47 +17,42 @@ const MIN = 60_000;
 const EVENTS = 10;
 const ERIN_EVENTS = 3;
 
-// biome-ignore lint/suspicious/noExplicitAny: the test reads JSON bodies of many shapes
-async function api(hub: TestHub, path: string, init?: RequestInit): Promise<any> {
-  const res = await fetch(`${hub.baseUrl}${path}`, init);
-  if (!res.ok) throw new Error(`${path}: ${res.status} ${await res.text()}`);
-  return res.status === 204 ? undefined : res.json();
-}
-
 const rows = (page: Page) => page.locator('[data-testid="audit-events"] tbody tr');
 const actors = (page: Page) => rows(page).locator('td[data-label="Actor"]').allTextContents();
 
+/** A hub whose collector fetched the fake's events (erin's first), and a JSON getter on it. */
+async function hubWithEvents() {
+  const fake = new FakeMicrosoft();
+  await fake.start();
+  const now = Date.now();
+  const user = (i: number) => (i < ERIN_EVENTS ? 'erin@contoso.com' : `user${i}@contoso.com`);
+  fake.directoryAudits.push(
+    ...Array.from({ length: EVENTS }, (_, i) =>
+      directoryAudit(i + 1, now - (i + 2) * 10 * MIN, { user: user(i) }),
+    ),
+  );
+  const hub = await startAuditUiHub(fake, { AUDIT_SOURCES: 'directory' });
+  // biome-ignore lint/suspicious/noExplicitAny: the test reads JSON bodies of many shapes
+  const get = async (path: string): Promise<any> => (await fetch(`${hub.baseUrl}${path}`)).json();
+  expect((await fetch(`${hub.baseUrl}/api/fetch`, { method: 'POST' })).status).toBe(202);
+  const stored = async () => ((await get('/api/events?limit=500')).data.length >= EVENTS ? true : undefined);
+  await waitFor(stored, 20_000, `${EVENTS} events stored`);
+  return { fake, hub, get };
+}
+
 describeInBrowser('audit console saved searches', () => {
-  let fake: FakeMicrosoft;
-  let hub: TestHub;
   const pages = useGuardedPages();
-
+  let started: Awaited<ReturnType<typeof hubWithEvents>> | undefined;
   beforeAll(async () => {
-    fake = new FakeMicrosoft();
-    await fake.start();
-    const now = Date.now();
-    for (let i = 0; i < EVENTS; i++) {
-      fake.directoryAudits.push(
-        directoryAudit(i + 1, now - (i + 2) * 10 * MIN, {
-          user: i < ERIN_EVENTS ? 'erin@contoso.com' : `user${i}@contoso.com`,
-        }),
-      );
-    }
-    hub = await startAuditUiHub(fake, { AUDIT_SOURCES: 'directory' });
-    await api(hub, '/api/fetch', { method: 'POST' });
-    await waitFor(
-      async () => ((await api(hub, '/api/events?limit=500')).data.length >= EVENTS ? true : undefined),
-      20_000,
-      `${EVENTS} events stored`,
-    );
+    started = await hubWithEvents();
   });
-
   afterAll(async () => {
-    await hub?.stop();
-    await fake?.stop();
+    await started?.hub.stop();
+    await started?.fake.stop();
   });
 
   it('saves the current filters, reopens them after a reload, from the list and by URL, and deletes them', async () => {
+    const { hub, get } = started!;
     const { page } = await pages.open();
     await page.goto(`${hub.baseUrl}/audit`);
     await expect.poll(() => rows(page).count()).toBe(EVENTS);
@@ -73,7 +68,7 @@ describeInBrowser('audit console saved searches', () => {
     await expect.poll(() => page.url()).toMatch(/[?&]saved=\d+/);
     const id = new URL(page.url()).searchParams.get('saved')!;
     await expect.poll(() => page.getByRole('status').filter({ hasText: 'Saved as' }).count()).toBe(1);
-    const stored = await api(hub, `/api/saved-searches/${id}`);
+    const stored = await get(`/api/saved-searches/${id}`);
     expect(stored).toMatchObject({
       name: 'Erin’s changes',
       shared_with: null,
@@ -112,6 +107,6 @@ describeInBrowser('audit console saved searches', () => {
     await expect.poll(() => page.url()).not.toContain('saved=');
     expect(page.url()).toContain('actor=erin');
     await expect.poll(() => rows(page).count()).toBe(ERIN_EVENTS);
-    expect((await api(hub, '/api/saved-searches')).data).toEqual([]);
+    expect((await get('/api/saved-searches')).data).toEqual([]);
   });
 });

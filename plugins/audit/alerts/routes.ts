@@ -58,7 +58,7 @@ const parseId = (value: string): number => {
   return Number(value);
 };
 
-const idPath = z.object({
+export const idPath = z.object({
   id: z
     .string()
     .regex(/^[1-9][0-9]{0,15}$/)

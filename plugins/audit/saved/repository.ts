@@ -34,56 +34,58 @@ export class SavedNameTakenError extends Error {
 const isUniqueViolation = (error: unknown) =>
   error instanceof Error && /UNIQUE constraint failed: audit_saved_searches\./.test(error.message);
 
-export class SavedSearchRepository {
-  private static readonly byDb = new WeakMap<Database, SavedSearchRepository>();
-  revision = 0;
-  private readonly s: Record<string, Statement>;
+/** The statements, prepared once per connection. */
+const SQL = {
+  get: 'SELECT * FROM audit_saved_searches WHERE id = ?',
+  // The caller's own, those shared with one of its roles (a JSON array), and for an audit admin
+  // every shared one; by name.
+  visible: `SELECT * FROM audit_saved_searches
+    WHERE owner = ? OR shared_role IN (SELECT value FROM json_each(?)) OR (? = 1 AND shared_role IS NOT NULL)
+    ORDER BY name_folded, id`,
+  countOwned: 'SELECT count(*) AS n FROM audit_saved_searches WHERE owner = ?',
+  insert: `INSERT INTO audit_saved_searches
+    (name, name_folded, owner, owner_name, shared_role, filters, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+  update: `UPDATE audit_saved_searches SET name = ?, name_folded = ?, shared_role = ?, filters = ?, updated_at = ?
+    WHERE id = ?`,
+  delete: 'DELETE FROM audit_saved_searches WHERE id = ?',
+};
 
+const byDb = new WeakMap<Database, SavedSearchRepository>();
+
+export class SavedSearchRepository {
+  revision = 0;
+  private readonly s: Record<keyof typeof SQL, Statement>;
+
+  /** The repository of this connection (one, so its revision is the one the alert rules watch). */
   static on(db: Database): SavedSearchRepository {
-    let repo = SavedSearchRepository.byDb.get(db);
-    if (!repo) {
-      repo = new SavedSearchRepository(db);
-      SavedSearchRepository.byDb.set(db, repo);
-    }
+    const repo = byDb.get(db) ?? new SavedSearchRepository(db);
+    byDb.set(db, repo);
     return repo;
   }
 
   private constructor(readonly db: Database) {
-    this.s = {
-      get: db.prepare('SELECT * FROM audit_saved_searches WHERE id = ?'),
-      // The caller's own, those shared with one of its roles (a JSON array), and for an audit
-      // admin every shared one; by name.
-      visible: db.prepare(`
-        SELECT * FROM audit_saved_searches
-        WHERE owner = ? OR shared_role IN (SELECT value FROM json_each(?)) OR (? = 1 AND shared_role IS NOT NULL)
-        ORDER BY name_folded, id`),
-      countOwned: db.prepare('SELECT count(*) FROM audit_saved_searches WHERE owner = ?').pluck(),
-      insert: db.prepare(`
-        INSERT INTO audit_saved_searches (name, name_folded, owner, owner_name, shared_role, filters, created_at, updated_at)
-        VALUES (?, ?, ?, ?, ?, ?, ?, ?)`),
-      update: db.prepare(`
-        UPDATE audit_saved_searches SET name = ?, name_folded = ?, shared_role = ?, filters = ?, updated_at = ?
-        WHERE id = ?`),
-      delete: db.prepare('DELETE FROM audit_saved_searches WHERE id = ?'),
-    };
+    this.s = Object.fromEntries(Object.entries(SQL).map(([k, sql]) => [k, db.prepare(sql)])) as Record<
+      keyof typeof SQL,
+      Statement
+    >;
   }
 
   get(id: number): SavedSearchRow | undefined {
-    return this.s.get!.get(id) as SavedSearchRow | undefined;
+    return this.s.get.get(id) as SavedSearchRow | undefined;
   }
 
   /** Owned by `owner`, shared with one of `roles`, or (`admin`) shared at all. */
   visible(owner: string, roles: readonly string[], admin: boolean): SavedSearchRow[] {
-    return this.s.visible!.all(owner, JSON.stringify(roles), admin ? 1 : 0) as SavedSearchRow[];
+    return this.s.visible.all(owner, JSON.stringify(roles), admin ? 1 : 0) as SavedSearchRow[];
   }
 
   countOwned(owner: string): number {
-    return this.s.countOwned!.get(owner) as number;
+    return (this.s.countOwned.get(owner) as { n: number }).n;
   }
 
   create(search: NewSavedSearch, now: number): SavedSearchRow {
     try {
-      const { lastInsertRowid } = this.s.insert!.run(
+      const { lastInsertRowid } = this.s.insert.run(
         search.name,
         search.name.toLowerCase(),
         search.owner,
@@ -107,7 +109,7 @@ export class SavedSearchRepository {
     now: number,
   ): SavedSearchRow | undefined {
     try {
-      const { changes } = this.s.update!.run(
+      const { changes } = this.s.update.run(
         change.name,
         change.name.toLowerCase(),
         change.sharedRole,
@@ -126,7 +128,7 @@ export class SavedSearchRepository {
   delete(id: number): SavedSearchRow | undefined {
     const before = this.get(id);
     if (!before) return undefined;
-    this.s.delete!.run(id);
+    this.s.delete.run(id);
     this.revision++;
     return before;
   }

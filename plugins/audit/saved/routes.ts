@@ -11,21 +11,15 @@
  */
 import type { Hono } from 'hono';
 import { z } from 'zod';
-import {
-  BODY_PROBLEMS,
-  COMMON_PROBLEMS,
-  type OperationSpec,
-  problem,
-  type ResponseSpec,
-} from '../../../src/http/openapi.js';
+import type { OperationSpec, ResponseSpec } from '../../../src/http/openapi.js';
+import { BODY_PROBLEMS, COMMON_PROBLEMS, problem } from '../../../src/http/openapi.js';
 import { ProblemError, validationProblem } from '../../../src/http/problem.js';
-import { CURSOR_DESCRIPTION, limitParam } from '../../../src/http/schemas.js';
 import { AlertRepository } from '../alerts/alert-repository.js';
-import { ruleProblem } from '../alerts/routes.js';
+import { idPath, ruleProblem } from '../alerts/routes.js';
 import { rolesFor } from '../http/auth.js';
 import { type AuditContext, type AuditEnv, callerOf, fieldProblem, jsonBody } from '../http/context.js';
 import { bodyTooLarge, searchPage } from '../http/events-routes.js';
-import { AUDIT_PAGE, queryObject, searchQuerySchema, single } from '../http/filters.js';
+import { pagingShape, queryObject, searchQuerySchema } from '../http/filters.js';
 import type { PrivacyPolicy } from '../http/privacy.js';
 import { eventPageSchema } from '../http/schemas.js';
 import { trailOf } from '../http/trail.js';
@@ -36,7 +30,6 @@ import { SavedNameTakenError, type SavedSearchRepository, type SavedSearchRow } 
 import { filtersToRun } from './run.js';
 import {
   MAX_SAVED_PER_OWNER,
-  savedIdPath,
   savedSearchBodySchema,
   savedSearchListSchema,
   savedSearchSchema,
@@ -50,12 +43,7 @@ export interface SavedSearchDeps {
 }
 
 /** A saved search run takes the page size and the cursor; its filters are saved. */
-export const runQuerySchema = z.object({
-  limit: single(limitParam(AUDIT_PAGE)).optional(),
-  cursor: single(z.string().max(200, 'is not a cursor this API issued'))
-    .optional()
-    .meta({ description: CURSOR_DESCRIPTION }),
-});
+export const runQuerySchema = z.object(pagingShape);
 
 const iso = (ms: number) => new Date(ms).toISOString();
 
@@ -101,105 +89,106 @@ export function savedSearchOperations(signedIn: Record<number, ResponseSpec>): O
   const notYours = problem(
     'The caller may see it but not change it: only its owner, or an audit administrator for a shared one.',
   );
+  const one = { path: idPath };
+  // Every operation: the tag, the optional bearer, the refusals of a signed-in route.
+  const op = (
+    method: OperationSpec['method'],
+    path: string,
+    operationId: string,
+    summary: string,
+    responses: OperationSpec['responses'],
+    more: Partial<OperationSpec> = {},
+  ): OperationSpec => ({
+    method,
+    path: `/api/saved-searches${path}`,
+    operationId,
+    tag: 'saved searches',
+    summary,
+    security: 'optional-bearer',
+    ...more,
+    // The route's own 403 (not yours) over the signed-in one.
+    responses: { ...signedIn, ...responses },
+  });
+  const bad = { 400: COMMON_PROBLEMS.badInput };
+  const saved = (description: string) => ({ description, body: savedSearchSchema });
   return [
-    {
-      method: 'get',
-      path: '/api/saved-searches',
-      operationId: 'listSavedSearches',
-      tag: 'saved searches',
-      summary: 'The caller’s saved searches and those shared with its roles, by name',
-      security: 'optional-bearer',
-      responses: { 200: { description: 'The saved searches.', body: savedSearchListSchema }, ...signedIn },
-    },
-    {
-      method: 'post',
-      path: '/api/saved-searches',
-      operationId: 'createSavedSearch',
-      tag: 'saved searches',
-      summary: 'Save a search under a name, private or shared with a role',
-      security: 'optional-bearer',
-      body,
-      responses: {
+    op(
+      'get',
+      '',
+      'listSavedSearches',
+      'The caller’s saved searches and those shared with its roles, by name',
+      {
+        200: { description: 'The saved searches.', body: savedSearchListSchema },
+      },
+    ),
+    op(
+      'post',
+      '',
+      'createSavedSearch',
+      'Save a search under a name, private or shared with a role',
+      {
         201: {
-          description: 'The saved search.',
-          body: savedSearchSchema,
+          ...saved('The saved search.'),
           headers: { Location: { description: '`/api/saved-searches/{id}`.' } },
         },
-        400: COMMON_PROBLEMS.badInput,
-        ...signedIn,
+        ...bad,
         409: clash,
         ...BODY_PROBLEMS,
         422: problem(`The caller keeps ${MAX_SAVED_PER_OWNER} saved searches already.`),
       },
-    },
-    {
-      method: 'get',
-      path: '/api/saved-searches/{id}',
-      operationId: 'getSavedSearch',
-      tag: 'saved searches',
-      summary: 'One saved search',
-      security: 'optional-bearer',
-      params: { path: savedIdPath },
-      responses: {
-        200: { description: 'The saved search.', body: savedSearchSchema },
-        400: COMMON_PROBLEMS.badInput,
-        ...signedIn,
-        404: noSearch,
+      { body },
+    ),
+    op(
+      'get',
+      '/{id}',
+      'getSavedSearch',
+      'One saved search',
+      { 200: saved('The saved search.'), ...bad, 404: noSearch },
+      {
+        params: one,
       },
-    },
-    {
-      method: 'put',
-      path: '/api/saved-searches/{id}',
-      operationId: 'replaceSavedSearch',
-      tag: 'saved searches',
-      summary: 'Replace a saved search (alert rules built on it match its new filters)',
-      security: 'optional-bearer',
-      params: { path: savedIdPath },
-      body,
-      responses: {
-        200: { description: 'The saved search afterwards.', body: savedSearchSchema },
-        400: COMMON_PROBLEMS.badInput,
-        ...signedIn,
+    ),
+    op(
+      'put',
+      '/{id}',
+      'replaceSavedSearch',
+      'Replace a saved search (alert rules built on it match its new filters)',
+      {
+        200: saved('The saved search afterwards.'),
+        ...bad,
         403: notYours,
         404: noSearch,
         409: clash,
         ...BODY_PROBLEMS,
       },
-    },
-    {
-      method: 'delete',
-      path: '/api/saved-searches/{id}',
-      operationId: 'deleteSavedSearch',
-      tag: 'saved searches',
-      summary: 'Delete a saved search',
-      security: 'optional-bearer',
-      params: { path: savedIdPath },
-      responses: {
+      { params: one, body },
+    ),
+    op(
+      'delete',
+      '/{id}',
+      'deleteSavedSearch',
+      'Delete a saved search',
+      {
         204: { description: 'Deleted.' },
-        400: COMMON_PROBLEMS.badInput,
-        ...signedIn,
+        ...bad,
         403: notYours,
         404: noSearch,
         409: problem('An alert rule uses it as its condition; the detail names the rule.'),
       },
-    },
-    {
-      method: 'get',
-      path: '/api/saved-searches/{id}/events',
-      operationId: 'runSavedSearch',
-      tag: 'saved searches',
-      summary: 'Run a saved search: its events, newest first, as `GET /api/events` answers',
-      description:
-        'A relative range (`last`) counts back from now. Privacy-gated events are left out for callers without the role.',
-      security: 'optional-bearer',
-      params: { path: savedIdPath, query: runQuerySchema },
-      responses: {
-        200: { description: 'One page.', body: eventPageSchema },
-        400: COMMON_PROBLEMS.badInput,
-        ...signedIn,
-        404: noSearch,
+      { params: one },
+    ),
+    op(
+      'get',
+      '/{id}/events',
+      'runSavedSearch',
+      'Run a saved search: its events, newest first, as `GET /api/events` answers',
+      { 200: { description: 'One page.', body: eventPageSchema }, ...bad, 404: noSearch },
+      {
+        description:
+          'A relative range (`last`) counts back from now. Privacy-gated events are left out for callers without the role.',
+        params: { ...one, query: runQuerySchema },
       },
-    },
+    ),
   ];
 }
 

@@ -93,10 +93,3 @@ export const savedSearchListSchema = z.object({
     .array(z.string())
     .meta({ description: 'The roles a saved search may be shared with (the audit reader and admin roles).' }),
 });
-
-export const savedIdPath = z.object({
-  id: z
-    .string()
-    .regex(/^[1-9][0-9]{0,15}$/)
-    .meta({ description: 'A decimal id.' }),
-});

@@ -34,14 +34,15 @@ export function SavedSearchesMenu({
   const [busy, setBusy] = useState(false);
 
   useEffect(() => {
-    const controller = new AbortController();
-    auditJson<SavedSearchList>('/api/saved-searches', { signal: controller.signal }).then(
-      (data) => setList({ data }),
-      (error: unknown) => {
-        if (!controller.signal.aborted) setList({ error });
-      },
+    let current = true;
+    const settle = (state: typeof list) => current && setList(state);
+    auditJson<SavedSearchList>('/api/saved-searches').then(
+      (data) => settle({ data }),
+      (error: unknown) => settle({ error }),
     );
-    return () => controller.abort();
+    return () => {
+      current = false;
+    };
   }, [reload]);
 
   const save = async (e: Event) => {
