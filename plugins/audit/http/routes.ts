@@ -113,6 +113,7 @@ export function auditRouteGroups(deps: AuditRouteDeps): AuditRouteGroup[] {
             privacy: deps.privacy,
             auth: config.auth,
             saved: () => SavedSearchRepository.on(store.repos().db),
+            onRun: () => deps.metrics.savedSearchRun(),
           },
           app,
         ),

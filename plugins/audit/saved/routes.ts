@@ -40,6 +40,8 @@ export interface SavedSearchDeps {
   privacy: PrivacyPolicy;
   auth: AuthSettings;
   saved: () => SavedSearchRepository;
+  /** Counts a run (`meshhub_audit_saved_search_runs_total`). */
+  onRun?: () => void;
 }
 
 /** A saved search run takes the page size and the cursor; its filters are saved. */
@@ -277,6 +279,7 @@ export function savedSearchRoutes(deps: SavedSearchDeps, app: Hono<AuditEnv>): v
       ...paging,
     });
     if (!q.success) throw validationProblem(q.error);
+    deps.onRun?.();
     return searchPage(c, deps, q.data);
   });
 

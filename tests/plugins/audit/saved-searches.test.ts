@@ -151,6 +151,7 @@ describe('saved searches', () => {
     expect(first.body.data).toHaveLength(1);
     expect(first.body.data[0]).toMatchObject({ operation: 'Add member to role', result: 'failure' });
     expect(first.body.next_cursor).toBeNull();
+    expect(await t.registry.metrics()).toMatch(/^meshhub_audit_saved_search_runs_total 2$/m);
   });
 
   it('run with the privacy rules of whoever runs them', async () => {
