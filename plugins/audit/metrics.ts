@@ -16,6 +16,7 @@ export class AuditMetrics {
   private readonly retries: Counter<'source' | 'kind'>;
   private readonly runs: Histogram<'source' | 'status'>;
   private readonly rateLimited: Counter<'tier'>;
+  private readonly savedRuns: Counter<string>;
 
   /** Names are prefixed `meshhub_audit_` by the module's metrics factory. */
   constructor(metrics: ModuleMetrics, health: () => SourceStateRow[]) {
@@ -30,7 +31,9 @@ export class AuditMetrics {
         ['source', 'kind'],
       ],
       rate_limited_total: ['Requests refused by a rate-limit tier', ['tier']],
+      saved_search_runs_total: 'Saved searches run (GET /api/saved-searches/{id}/events)',
     });
+    this.savedRuns = counters.saved_search_runs_total;
     this.records = counters.records_total;
     this.fetchErrors = counters.fetch_errors_total;
     this.retries = counters.fetch_retries_total;
@@ -100,5 +103,9 @@ export class AuditMetrics {
 
   limited(tier: string): void {
     this.rateLimited.inc({ tier });
+  }
+
+  savedSearchRun(): void {
+    this.savedRuns.inc();
   }
 }

@@ -7,6 +7,7 @@
 import type { HubBus } from '../../../src/domain/events.js';
 import { Actor, type KernelLogger } from '../../../src/kernel/actor.js';
 import type { ModuleMetrics } from '../../../src/module.js';
+import { savedSearchTests } from '../saved/run.js';
 import type { AuditStore } from '../store/audit-store.js';
 import { AlertRepository } from './alert-repository.js';
 import { toApiAlert } from './api-json.js';
@@ -62,6 +63,7 @@ export class AlertActor extends Actor {
       timeZone: config.timeZone,
       webhook: this.delivery.configured,
       log,
+      savedSearches: savedSearchTests(deps.store),
       onError: () => errors.inc(),
       onFired: (rows) => {
         for (const row of rows) {

@@ -118,6 +118,14 @@ export const conditionSchema = z
     threshold: thresholdSchema
       .optional()
       .meta({ description: 'Default: every matching event, at most one alert per hour per actor.' }),
+    saved_search: z
+      .int({ error: 'must be a saved search id (a whole number)' })
+      .positive('must be a saved search id (a whole number)')
+      .optional()
+      .meta({
+        description:
+          'A saved search (`/api/saved-searches`) the rule’s author may see: the event must match its filters (its time range is ignored: a rule looks at each new event). Editing the saved search changes what the rule matches.',
+      }),
   })
   .meta({ description: 'Every given part must match (and). An empty condition matches every event.' });
 
@@ -162,6 +170,7 @@ export function conditionJson(c: Condition): Record<string, unknown> {
   if (c.result) out.result = c.result;
   if (c.actor) out.actor = c.actor;
   if (c.tags) out.tags = c.tags;
+  if (c.saved_search !== undefined) out.saved_search = c.saved_search;
   if (c.time) {
     out.time = {
       ...(c.time.days ? { days: c.time.days } : {}),

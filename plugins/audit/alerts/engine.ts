@@ -17,7 +17,13 @@
 import type { KernelLogger } from '../../../src/kernel/actor.js';
 import type { StoredEvent } from '../store/event-writer.js';
 import { type AlertRepository, type AlertRow, type Delivery, isFileRuleRow } from './alert-repository.js';
-import { type AlertableEvent, type CompiledRule, compileRule, EventMemo } from './matcher.js';
+import {
+  type AlertableEvent,
+  type CompiledRule,
+  compileRule,
+  EventMemo,
+  type SavedSearchTest,
+} from './matcher.js';
 
 export interface AlertEngineOptions {
   store: () => AlertRepository;
@@ -28,11 +34,13 @@ export interface AlertEngineOptions {
   now?: () => number;
   onFired?: (alerts: AlertRow[]) => void;
   onError?: () => void;
+  /** Saved searches as conditions (saved/run.ts); their revision recompiles the rules when one changed. */
+  savedSearches?: { test: SavedSearchTest; revision: () => number };
 }
 
 export class AlertEngine {
   private compiled: CompiledRule[] = [];
-  private compiledFor: { store: AlertRepository; revision: number } | undefined;
+  private compiledFor: { store: AlertRepository; revision: number; saved: number } | undefined;
   evaluated = 0;
   fired = 0;
 
@@ -41,16 +49,21 @@ export class AlertEngine {
   /** The enabled rules, compiled; recompiled after any rule write. */
   rules(): CompiledRule[] {
     const store = this.options.store();
-    if (this.compiledFor?.store !== store || this.compiledFor.revision !== store.revision) {
+    const saved = this.options.savedSearches?.revision() ?? 0;
+    if (
+      this.compiledFor?.store !== store ||
+      this.compiledFor.revision !== store.revision ||
+      this.compiledFor.saved !== saved
+    ) {
       const revision = store.revision;
       // A rule from a file (a Sigma rule, sigma/) matches with its own predicate; its row alone never runs.
       this.compiled = store.enabledRules().flatMap((r) => {
-        const compiled = compileRule(r, this.options.timeZone);
+        const compiled = compileRule(r, this.options.timeZone, this.options.savedSearches?.test);
         const file = store.fileRules.get(r.id);
         if (file) return [{ ...compiled, matches: file.matches }];
         return isFileRuleRow(r) ? [] : [compiled];
       });
-      this.compiledFor = { store, revision };
+      this.compiledFor = { store, revision, saved };
     }
     return this.compiled;
   }

@@ -133,9 +133,13 @@ export interface CompiledRule {
   matches(e: AlertableEvent, memo: EventMemo): boolean;
 }
 
+/** A saved search's filters as a test of one stored event (saved/match.ts); undefined: it is gone. */
+export type SavedSearchTest = (id: number) => ((e: AlertableEvent) => boolean) | undefined;
+
 export function compileRule(
   rule: { id: number; name: string; severity: string; condition: Condition },
   defaultTimeZone: string,
+  savedSearch?: SavedSearchTest,
 ): CompiledRule {
   const c = rule.condition;
   const tests: Test[] = [];
@@ -166,6 +170,12 @@ export function compileRule(
       const inside = days.has(t.day) && clock;
       return inside !== outside;
     });
+  }
+  if (c.saved_search !== undefined) {
+    // Last: it asks SQLite, so only events that passed every other part get here. A saved
+    // search that cannot be read (deleted under the rule) matches nothing.
+    const test = savedSearch?.(c.saved_search) ?? (() => false);
+    tests.push((e) => test(e));
   }
   const threshold = c.threshold ?? DEFAULT_THRESHOLD;
   return {

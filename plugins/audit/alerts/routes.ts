@@ -17,10 +17,13 @@ import {
 } from '../../../src/http/openapi.js';
 import { cursorCodec, readCursor } from '../../../src/http/paging.js';
 import { ProblemError } from '../../../src/http/problem.js';
-import { type AuditEnv, callerOf, fieldProblem, jsonBody } from '../http/context.js';
+import { type AuditContext, type AuditEnv, callerOf, fieldProblem, jsonBody } from '../http/context.js';
 import { bodyTooLarge } from '../http/events-routes.js';
 import { queryObject } from '../http/filters.js';
 import { trailOf } from '../http/trail.js';
+import { maySee } from '../saved/access.js';
+import { SavedSearchRepository } from '../saved/repository.js';
+import type { AuthSettings } from '../settings.js';
 import { type AlertPosition, type AlertRepository, RuleNameTakenError } from './alert-repository.js';
 import { toApiAlert, toApiRule } from './api-json.js';
 import { conditionJson, MAX_RULES, ruleBodySchema } from './condition.js';
@@ -55,7 +58,7 @@ const parseId = (value: string): number => {
   return Number(value);
 };
 
-const idPath = z.object({
+export const idPath = z.object({
   id: z
     .string()
     .regex(/^[1-9][0-9]{0,15}$/)
@@ -203,12 +206,20 @@ export function alertOperations(signedIn: Record<number, ResponseSpec>): Operati
 }
 
 export function rulesRoutes(
-  deps: { alerts: () => AlertRepository; sigma?: ApiSigmaReport },
+  deps: { alerts: () => AlertRepository; sigma?: ApiSigmaReport; config: { auth: AuthSettings } },
   app: Hono<AuditEnv>,
 ): void {
-  const parseBody = async (c: Parameters<typeof jsonBody>[0]) => {
+  const parseBody = async (c: AuditContext) => {
     const parsed = ruleBodySchema.safeParse(await jsonBody(c));
     if (!parsed.success) throw ruleProblem(parsed.error);
+    // Issue 29: a saved search as the condition, one its author may see (else as if it did not exist).
+    const id = parsed.data.condition.saved_search;
+    if (id !== undefined) {
+      const saved = SavedSearchRepository.on(deps.alerts().db).get(id);
+      if (!saved || !maySee(saved, callerOf(c), deps.config.auth)) {
+        throw fieldProblem('condition.saved_search', `no saved search with id ${id} that you can see`);
+      }
+    }
     return parsed.data;
   };
   const nameTaken = (name: string) =>

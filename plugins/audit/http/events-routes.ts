@@ -22,7 +22,13 @@ import type { EventRow } from '../store/event-query.js';
 import { type AuditContext, type AuditEnv, callerOf, fieldProblem, jsonBody } from './context.js';
 import { encodeCursor, readEventsCursor } from './cursor.js';
 import { parseEventId, toApiComment, toApiEvent } from './event-json.js';
-import { AUDIT_PAGE, parseSearchQuery, searchQuerySchema, toEventFilters } from './filters.js';
+import {
+  AUDIT_PAGE,
+  parseSearchQuery,
+  type SearchQuery,
+  searchQuerySchema,
+  toEventFilters,
+} from './filters.js';
 import type { PrivacyPolicy } from './privacy.js';
 import {
   BULK_TAG_CAP,
@@ -153,6 +159,33 @@ export function eventsOperations(signedIn: Record<number, ResponseSpec>): Operat
   ];
 }
 
+/**
+ * One page of a search as the caller may see it (privacy applied), in the search envelope: the
+ * answer of `GET /api/events`, and of a saved search run (saved/routes.ts).
+ */
+export function searchPage(
+  c: AuditContext,
+  deps: { store: AuditStore; privacy: PrivacyPolicy },
+  q: SearchQuery,
+): Response {
+  const cursor = q.cursor === undefined ? undefined : readEventsCursor(q.cursor);
+  const limit = q.limit ?? AUDIT_PAGE.default;
+  const repos = deps.store.repos();
+  const page = repos.query.page({
+    filters: toEventFilters(q),
+    privacy: deps.privacy.scopeFor(callerOf(c)),
+    limit,
+    ...(cursor ? { cursor } : {}),
+  });
+  const comments = repos.annotations.comments(page.rows.filter((r) => r.comment_count > 0).map((r) => r.seq));
+  return c.json({
+    data: page.rows.map((r) => toApiEvent(r, repos.dictionaries, comments.get(r.seq))),
+    next_cursor: page.next ? encodeCursor('next', page.next) : null,
+    prev_cursor: page.prev ? encodeCursor('prev', page.prev) : null,
+    limit,
+  });
+}
+
 export function eventsRoutes(
   deps: {
     store: AuditStore;
@@ -178,27 +211,7 @@ export function eventsRoutes(
     return row;
   };
 
-  app.get('/', (c) => {
-    const q = parseSearchQuery(c.req.queries());
-    const cursor = q.cursor === undefined ? undefined : readEventsCursor(q.cursor);
-    const limit = q.limit ?? AUDIT_PAGE.default;
-    const repos = store.repos();
-    const page = repos.query.page({
-      filters: toEventFilters(q),
-      privacy: privacy.scopeFor(callerOf(c)),
-      limit,
-      ...(cursor ? { cursor } : {}),
-    });
-    const comments = repos.annotations.comments(
-      page.rows.filter((r) => r.comment_count > 0).map((r) => r.seq),
-    );
-    return c.json({
-      data: page.rows.map((r) => toApiEvent(r, repos.dictionaries, comments.get(r.seq))),
-      next_cursor: page.next ? encodeCursor('next', page.next) : null,
-      prev_cursor: page.prev ? encodeCursor('prev', page.prev) : null,
-      limit,
-    });
-  });
+  app.get('/', (c) => searchPage(c, { store, privacy }, parseSearchQuery(c.req.queries())));
 
   app.post('/bulk-tags', admins, bodyTooLarge(), async (c) => {
     const parsed = bulkTagsBodySchema.safeParse(await jsonBody(c));

@@ -149,14 +149,16 @@ export const exportQuerySchema = z
   .object({ ...filterQueryShape, format: exportFormat.default('csv') })
   .superRefine((v, ctx) => refineWindow(v, ctx));
 
+/** A page of events: its size and where it starts (a search's, and a saved search run's). */
+export const pagingShape = {
+  limit: single(limitParam(AUDIT_PAGE)).optional(),
+  cursor: single(z.string().max(200, 'is not a cursor this API issued'))
+    .optional()
+    .meta({ description: CURSOR_DESCRIPTION }),
+};
+
 export const searchQuerySchema = z
-  .object({
-    ...filterQueryShape,
-    limit: single(limitParam(AUDIT_PAGE)).optional(),
-    cursor: single(z.string().max(200, 'is not a cursor this API issued'))
-      .optional()
-      .meta({ description: CURSOR_DESCRIPTION }),
-  })
+  .object({ ...filterQueryShape, ...pagingShape })
   .superRefine((v, ctx) => refineWindow(v, ctx));
 
 export type SearchQuery = z.output<typeof searchQuerySchema>;

@@ -8,6 +8,7 @@ import { HEADERS, type OpenApiDocument, openApiDocument, problem } from '../../.
 import { versionSchema } from '../../../src/http/schemas.js';
 import { alertOperations } from '../alerts/routes.js';
 import { aiOperations } from '../ask/routes.js';
+import { savedSearchOperations } from '../saved/routes.js';
 import { adminOperations } from './admin-routes.js';
 import { eventsOperations } from './events-routes.js';
 import { exportOperations } from './export.js';
@@ -46,6 +47,11 @@ export function auditOpenApiDocument(version: string, features: { ai?: boolean }
         description:
           'Alert rules (read by readers, written by administrators) and the alerts they fired (administrators).',
       },
+      {
+        name: 'saved searches',
+        description:
+          'Named filters, private or shared with an audit role; run from here, opened in the console, used as alert conditions.',
+      },
       ...(features.ai
         ? [
             {
@@ -72,6 +78,7 @@ export function auditOpenApiDocument(version: string, features: { ai?: boolean }
         responses: { 200: { description: 'The version.', body: versionSchema } },
       },
       ...alertOperations(signedIn),
+      ...savedSearchOperations(signedIn),
       ...trailOperations(signedIn),
       ...(features.ai ? aiOperations(signedIn) : []),
     ],

@@ -15,6 +15,8 @@ import { type Alerting, alertRouteGroups } from '../alerts/index.js';
 import { type AiFeatures, askRoutes, explainRoutes, jobRoutes } from '../ask/routes.js';
 import type { AuditCollectorActor } from '../collector-actor.js';
 import type { AuditMetrics } from '../metrics.js';
+import { SavedSearchRepository } from '../saved/repository.js';
+import { savedSearchRoutes } from '../saved/routes.js';
 import type { AuditConfig } from '../settings.js';
 import type { SiemForwarderActor } from '../siem/forwarder-actor.js';
 import type { AuditStore } from '../store/audit-store.js';
@@ -100,6 +102,22 @@ export function auditRouteGroups(deps: AuditRouteDeps): AuditRouteGroup[] {
         eventsRoutes({ store, privacy: deps.privacy, admins }, app);
         if (deps.ai) explainRoutes(deps.ai, app);
       }),
+    },
+    {
+      // Issue 29: saved searches, a reader's own (saved/access.ts says who sees and changes which).
+      path: '/api/saved-searches',
+      app: data((app) =>
+        savedSearchRoutes(
+          {
+            store,
+            privacy: deps.privacy,
+            auth: config.auth,
+            saved: () => SavedSearchRepository.on(store.repos().db),
+            onRun: () => deps.metrics.savedSearchRun(),
+          },
+          app,
+        ),
+      ),
     },
     ...(deps.alerting
       ? alertRouteGroups(deps.alerting, {

@@ -335,4 +335,27 @@ export const AUDIT_MIGRATIONS: readonly ComponentMigration[] = [
       CREATE INDEX audit_events_tenant_ts ON audit_events (tenant_id, ts);
     `,
   },
+  {
+    version: 9,
+    name: 'issue 29: saved searches',
+    up: `
+      -- A named search (plugins/audit/saved/): the filters as the search API takes its parameters
+      -- (JSON, validated by the API's filter schema), a relative range as "last". owner is the
+      -- verified caller (issuer and subject), owner_name what it is called; shared_role, when set, a
+      -- reader or admin role whose holders see it too.
+      CREATE TABLE audit_saved_searches (
+        id INTEGER PRIMARY KEY,
+        name TEXT NOT NULL,
+        name_folded TEXT NOT NULL,
+        owner TEXT NOT NULL,
+        owner_name TEXT NOT NULL,
+        shared_role TEXT,
+        filters TEXT NOT NULL,
+        created_at INTEGER NOT NULL,
+        updated_at INTEGER NOT NULL
+      );
+      CREATE UNIQUE INDEX audit_saved_searches_name ON audit_saved_searches (owner, name_folded);
+      CREATE INDEX audit_saved_searches_role ON audit_saved_searches (shared_role) WHERE shared_role IS NOT NULL;
+    `,
+  },
 ];

@@ -265,7 +265,7 @@ export function appPerTest(): (env?: Record<string, string>) => Promise<AuditTes
 }
 
 /** `t` served on a loopback socket (streams go through it): its base URL, and close() for the server. */
-async function serveOnLoopback(t: AuditTestApp): Promise<{ base: string; close(): Promise<void> }> {
+export async function serveOnLoopback(t: AuditTestApp): Promise<{ base: string; close(): Promise<void> }> {
   let server!: ReturnType<typeof serve>;
   await new Promise<void>((resolve) => {
     server = serve({ fetch: t.app.fetch, hostname: '127.0.0.1', port: 0 }, () => resolve());

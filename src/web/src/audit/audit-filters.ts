@@ -38,6 +38,8 @@ export interface AuditSearch {
   cursor?: string;
   /** The event shown in the drawer. */
   event?: string;
+  /** A saved search's id (`?saved=3`): its filters are the search's (saved-searches.ts). */
+  saved?: string;
 }
 
 const list = (value: string | null): string[] =>
@@ -74,6 +76,7 @@ export function parseSearch(search: string): AuditSearch {
     limit: (PAGE_SIZES as readonly number[]).includes(limit) ? limit : DEFAULT_PAGE_SIZE,
     ...(p.get('cursor') ? { cursor: p.get('cursor')! } : {}),
     ...(p.get('event') ? { event: p.get('event')! } : {}),
+    ...(p.get('saved') ? { saved: p.get('saved')! } : {}),
   };
 }
 
@@ -93,6 +96,7 @@ export function searchQuery(s: AuditSearch): string {
   if (s.limit !== DEFAULT_PAGE_SIZE) p.set('limit', String(s.limit));
   if (s.cursor) p.set('cursor', s.cursor);
   if (s.event) p.set('event', s.event);
+  if (s.saved) p.set('saved', s.saved);
   const text = p.toString();
   return text ? `?${text}` : '';
 }

@@ -30,6 +30,8 @@ import { EventTable } from './event-table.js';
 import { ExportButtons } from './export-buttons.js';
 import { type ControlProps, described, Field, FieldError } from './form-parts.js';
 import { pageArrived } from './render-timing.js';
+import { type SavedSearch, searchOfSaved } from './saved-searches.js';
+import { SavedSearchesMenu } from './saved-searches-menu.js';
 import { TagInput } from './tag-input.js';
 
 /** How often the first page looks for newer events (also when the tab comes back into view). */
@@ -37,10 +39,41 @@ const NEW_EVENTS_EVERY_MS = 30_000;
 
 const go = (s: AuditSearch, replace = false) => navigate(`/audit${searchQuery(s)}`, { replace });
 
+/** The events URL of a search: a saved search runs on the API (`?saved=`), else the filters go as they are. */
+function eventsUrl(s: AuditSearch, limit: number): string {
+  const params = s.saved ? new URLSearchParams() : filterParams(apiFilters(s, Date.now()));
+  params.set('limit', String(limit));
+  if (s.cursor) params.set('cursor', s.cursor);
+  return s.saved
+    ? `/api/saved-searches/${encodeURIComponent(s.saved)}/events?${params}`
+    : `/api/events?${params}`;
+}
+
 export function SearchView({ search }: { search: string }) {
-  const current = parseSearch(search);
+  const parsed = parseSearch(search);
+  // Issue 29: a saved search (`?saved=<id>`) brings its filters; the events come from running it.
+  const [savedState, setSavedState] = useState<{ id?: string; data?: SavedSearch; error?: unknown }>({});
+  const [savedReload, setSavedReload] = useState(0);
+  useEffect(() => {
+    const id = parsed.saved;
+    if (!id) return;
+    const controller = new AbortController();
+    auditJson<SavedSearch>(`/api/saved-searches/${encodeURIComponent(id)}`, {
+      signal: controller.signal,
+    }).then(
+      (data) => setSavedState({ id, data }),
+      (error: unknown) => {
+        if (!controller.signal.aborted) setSavedState({ id, error });
+      },
+    );
+    return () => controller.abort();
+  }, [parsed.saved, savedReload]);
+  const savedSearch = parsed.saved && savedState.id === parsed.saved ? savedState.data : undefined;
+  const current: AuditSearch = savedSearch
+    ? { ...parsed, ...searchOfSaved(savedSearch.filters, Date.now()) }
+    : parsed;
   const { event: openEvent, ...withoutEvent } = current;
-  const pageKey = searchQuery(withoutEvent);
+  const pageKey = searchQuery({ ...withoutEvent, ...(parsed.saved ? { saved: parsed.saved } : {}) });
   const [page, setPage] = useState<{ key: string; data?: EventPage; error?: unknown }>({ key: '' });
   const [reload, setReload] = useState(0);
   const [fresh, setFresh] = useState<number>(0);
@@ -50,11 +83,8 @@ export function SearchView({ search }: { search: string }) {
   useEffect(() => {
     const controller = new AbortController();
     const s = parseSearch(pageKey);
-    const params = filterParams(apiFilters(s, Date.now()));
-    params.set('limit', String(s.limit));
-    if (s.cursor) params.set('cursor', s.cursor);
     setFresh(0);
-    auditJson<EventPage>(`/api/events?${params}`, { signal: controller.signal }).then(
+    auditJson<EventPage>(eventsUrl(s, s.limit), { signal: controller.signal }).then(
       (data) => {
         const painted = pageArrived();
         setPage({ key: pageKey, data });
@@ -68,7 +98,9 @@ export function SearchView({ search }: { search: string }) {
   }, [pageKey, reload]);
 
   const data = page.key === pageKey ? page.data : undefined;
-  const error = page.key === pageKey ? page.error : undefined;
+  const error =
+    (page.key === pageKey ? page.error : undefined) ??
+    (parsed.saved && savedState.id === parsed.saved ? savedState.error : undefined);
   const top = data?.data[0];
 
   // New events on the first page are announced; the table stays where the reader is.
@@ -79,9 +111,7 @@ export function SearchView({ search }: { search: string }) {
     const known = new Set(data.data.map((e) => e.id));
     const look = () => {
       if (document.visibilityState !== 'visible') return;
-      const params = filterParams(apiFilters(s, Date.now()));
-      params.set('limit', '100');
-      auditJson<EventPage>(`/api/events?${params}`).then(
+      auditJson<EventPage>(eventsUrl(s, 100)).then(
         (newer) => {
           if (stopped) return;
           const count = newer.data.filter(
@@ -102,13 +132,31 @@ export function SearchView({ search }: { search: string }) {
   }, [data, pageKey, top]);
 
   const summary = describeSearch(current);
+  const { saved: _saved, ...plain } = withoutEvent;
   const rows = data?.data ?? [];
   return (
     <div class="audit-search">
       <h1 class="visually-hidden">{t('audit.auditEvents')}</h1>
-      <FilterForm key={pageKey.replace(/[?&]cursor=[^&]*/, '')} current={current} error={error} rows={rows} />
+      <SavedSearchesMenu
+        search={current}
+        current={savedSearch}
+        onChanged={() => setSavedReload((n) => n + 1)}
+      />
+      {parsed.saved && !savedSearch && savedState.error === undefined ? (
+        <p class="loading" role="status">
+          {t('audit.saved.loading')}
+        </p>
+      ) : (
+        <FilterForm
+          key={`${pageKey.replace(/[?&]cursor=[^&]*/, '')}#${savedSearch?.updated_at ?? ''}`}
+          current={current}
+          error={error}
+          rows={rows}
+        />
+      )}
       <div class="audit-toolbar">
         <p class="muted small" data-testid="search-summary">
+          {savedSearch && <strong>{t('audit.saved.showing', { name: savedSearch.name })} · </strong>}
           {summary}
         </p>
         <div class="audit-actions">
@@ -122,7 +170,7 @@ export function SearchView({ search }: { search: string }) {
           <ExportButtons search={current} />
           {features?.ai_features_enabled && (
             <Link
-              href={`/audit/ask${searchQuery({ ...withoutEvent, cursor: undefined })}`}
+              href={`/audit/ask${searchQuery({ ...plain, cursor: undefined })}`}
               class="button button-secondary button-small"
             >
               {t('audit.askAboutTheseEvents')}
@@ -291,7 +339,8 @@ function FilterForm({ current, error, rows }: { current: AuditSearch; error: unk
       aria-label={t('audit.filters')}
       onSubmit={(e) => {
         e.preventDefault();
-        const { cursor: _c, event: _e, ...rest } = draft;
+        // Searching again leaves the saved search: these are the filters now.
+        const { cursor: _c, event: _e, saved: _s, ...rest } = draft;
         go(rest);
       }}
     >
