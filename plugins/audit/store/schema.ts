@@ -14,6 +14,8 @@
  *   thousand names, never a pattern over a million rows.
  */
 import type { ComponentMigration } from '../../../src/store/component-migrations.js';
+import type { Database } from '../../../src/store/database.js';
+import { backfillEventKeys } from '../timeline/keys.js';
 
 export const AUDIT_COMPONENT = 'audit';
 
@@ -284,5 +286,24 @@ export const AUDIT_MIGRATIONS: readonly ComponentMigration[] = [
       CREATE INDEX audit_events_ts_cover ON audit_events (ts, seq, service, operation_id, result_id, actor_id);
       CREATE INDEX audit_events_service_cover ON audit_events (service, ts, seq, operation_id, result_id, actor_id);
     `,
+  },
+  {
+    version: 8,
+    name: 'issue 29: pivot keys (client IP, correlation id, session id, exact target), backfilled',
+    up: (db: Database) => {
+      db.exec(`
+        -- kind: 1 client IP, 2 correlation id, 3 session id, 4 target (timeline/keys.ts). ts is
+        -- repeated, as in audit_event_tags, so a pivot walks (kind, value, ts, seq) in order.
+        CREATE TABLE audit_event_keys (
+          kind INTEGER NOT NULL,
+          value TEXT NOT NULL,
+          ts INTEGER NOT NULL,
+          seq INTEGER NOT NULL REFERENCES audit_events (seq) ON DELETE CASCADE,
+          PRIMARY KEY (kind, value, ts, seq)
+        ) WITHOUT ROWID;
+        CREATE INDEX audit_event_keys_seq ON audit_event_keys (seq);
+      `);
+      backfillEventKeys(db);
+    },
   },
 ];
