@@ -17,53 +17,55 @@ const CAROL = 'carol@contoso.com';
 /** Every Exchange record of the fake comes from this address (fixtures.ts). */
 const EXCHANGE_IP = '134.170.188.221';
 
-const rows = (page: Page) => page.locator('[data-testid="audit-events"] tbody tr');
+const rows = (page: Page) => page.getByTestId('audit-events').locator('tbody tr');
+
+/** Carol in the directory and in Exchange (a failure in each), and two others; collected. */
+async function timelineHub(now: number): Promise<{ fake: FakeMicrosoft; hub: TestHub }> {
+  const fake = new FakeMicrosoft();
+  await fake.start();
+  fake.directoryAudits.push(
+    directoryAudit(1, now - 10 * MIN, { user: CAROL, activity: 'Update user' }),
+    directoryAudit(2, now - 11 * MIN, { user: CAROL, activity: 'Reset password', result: 'failure' }),
+    directoryAudit(3, now - 12 * MIN, { user: 'erin@contoso.com', activity: 'Add user' }),
+  );
+  fake.publish(
+    'Audit.Exchange',
+    [
+      managementRecord('Audit.Exchange', 1, now - 3 * MIN, { user: CAROL, operation: 'Send' }),
+      managementRecord('Audit.Exchange', 2, now - 4 * MIN, { user: CAROL, result: 'Failed' }),
+      managementRecord('Audit.Exchange', 3, now - 5 * MIN, { user: 'dave@contoso.com' }),
+    ],
+    now - MIN,
+  );
+  const hub = await startAuditUiHub(fake, { AUDIT_SOURCES: 'directory,exchange' });
+  await fetch(`${hub.baseUrl}/api/fetch`, { method: 'POST' });
+  await waitFor(
+    async () => {
+      const page = (await (await fetch(`${hub.baseUrl}/api/events?limit=50`)).json()) as { data: unknown[] };
+      return page.data.length >= 6 || undefined;
+    },
+    20_000,
+    'six events stored',
+  );
+  return { fake, hub };
+}
 
 describeInBrowser('audit actor timeline', () => {
-  let fake: FakeMicrosoft;
-  let hub: TestHub;
-  const pages = useGuardedPages();
   const now = Date.now();
-
+  const pages = useGuardedPages();
+  let started: { fake: FakeMicrosoft; hub: TestHub } | undefined;
+  const baseUrl = () => started!.hub.baseUrl;
   beforeAll(async () => {
-    fake = new FakeMicrosoft();
-    await fake.start();
-    fake.directoryAudits.push(
-      directoryAudit(1, now - 10 * MIN, { user: CAROL, activity: 'Update user' }),
-      directoryAudit(2, now - 11 * MIN, { user: CAROL, activity: 'Reset password', result: 'failure' }),
-      directoryAudit(3, now - 12 * MIN, { user: 'erin@contoso.com', activity: 'Add user' }),
-    );
-    fake.publish(
-      'Audit.Exchange',
-      [
-        managementRecord('Audit.Exchange', 1, now - 3 * MIN, { user: CAROL, operation: 'Send' }),
-        managementRecord('Audit.Exchange', 2, now - 4 * MIN, { user: CAROL, result: 'Failed' }),
-        managementRecord('Audit.Exchange', 3, now - 5 * MIN, { user: 'dave@contoso.com' }),
-      ],
-      now - MIN,
-    );
-    hub = await startAuditUiHub(fake, { AUDIT_SOURCES: 'directory,exchange' });
-    await fetch(`${hub.baseUrl}/api/fetch`, { method: 'POST' });
-    await waitFor(
-      async () => {
-        const page = (await (await fetch(`${hub.baseUrl}/api/events?limit=50`)).json()) as {
-          data: unknown[];
-        };
-        return page.data.length >= 6 || undefined;
-      },
-      20_000,
-      'six events stored',
-    );
+    started = await timelineHub(now);
   });
-
   afterAll(async () => {
-    await hub?.stop();
-    await fake?.stop();
+    await started?.hub.stop();
+    await started?.fake.stop();
   });
 
   it('pivots from an event to its actor’s timeline, then to the same client IP', async () => {
     const { page } = await pages.open();
-    await page.goto(`${hub.baseUrl}/audit?actor=${encodeURIComponent(CAROL)}&operation=Send`);
+    await page.goto(`${baseUrl()}/audit?actor=${encodeURIComponent(CAROL)}&operation=Send`);
     await expect.poll(() => rows(page).count()).toBe(1);
     await rows(page).first().click();
     const drawer = page.getByRole('dialog');
@@ -76,7 +78,7 @@ describeInBrowser('audit actor timeline', () => {
     // The timeline: carol's four events across two services, newest first, failures marked.
     await expect
       .poll(() => page.url())
-      .toBe(`${hub.baseUrl}/audit/timeline?actor=${encodeURIComponent(CAROL)}`);
+      .toBe(`${baseUrl()}/audit/timeline?actor=${encodeURIComponent(CAROL)}`);
     await expect
       .poll(() => page.getByRole('heading', { level: 1 }).textContent())
       .toBe(`Timeline of ${CAROL}`);
@@ -104,7 +106,7 @@ describeInBrowser('audit actor timeline', () => {
     // From one of carol's Exchange events, the other events from the same client IP.
     await rows(page).first().click();
     await drawer.getByTestId('event-pivots').getByRole('link', { name: 'Same client IP' }).click();
-    await expect.poll(() => page.url()).toBe(`${hub.baseUrl}/audit?client_ip=${EXCHANGE_IP}&range=all`);
+    await expect.poll(() => page.url()).toBe(`${baseUrl()}/audit?client_ip=${EXCHANGE_IP}&range=all`);
     await expect.poll(() => rows(page).count()).toBe(3);
     expect(await rows(page).locator('td:nth-child(5)').allTextContents()).toEqual([
       CAROL,

@@ -23,6 +23,13 @@ const daysAgo = (n: number) => TODAY - n * DAY + Math.max(1000, Math.floor((NOW 
 const dayOf = (n: number) => new Date(TODAY - n * DAY).toISOString().slice(0, 10);
 const CORRELATION = 'c0ffee00-0000-4000-8000-000000000001';
 
+/** Teams and MailItemsAccessed are for the privacy role only. */
+const GATED = {
+  PRIVACY_SENSITIVE_OPERATIONS: 'MailItemsAccessed',
+  PRIVACY_SERVICES: 'teams',
+  PRIVACY_SERVICE_ROLES: 'Audit.Privacy',
+};
+
 let idp: LocalIdp;
 let t: AuditTestApp;
 let server: ReturnType<typeof serve>;
@@ -31,13 +38,7 @@ let plain: string;
 let privileged: string;
 
 beforeAll(async () => {
-  ({ idp, t } = await idpAuditApp({
-    PRIVACY_SENSITIVE_OPERATIONS: 'MailItemsAccessed',
-    PRIVACY_SERVICES: 'teams',
-    PRIVACY_SERVICE_ROLES: 'Audit.Privacy',
-    AUDIT_READER_ROLES: 'Audit.Reader',
-    ...NO_RATE_LIMITS,
-  }));
+  ({ idp, t } = await idpAuditApp({ ...GATED, AUDIT_READER_ROLES: 'Audit.Reader', ...NO_RATE_LIMITS }));
   store(t.repos, [
     // Adele, across services and days; two failures.
     directoryAudit({

@@ -9,7 +9,7 @@ import type { z } from 'zod';
 import type { timelineSchema } from '../../../../plugins/audit/timeline/schemas.js';
 import { useStore, useTitle } from '../hooks.js';
 import { t } from '../i18n/index.js';
-import { navigate } from '../router.js';
+import { Link, navigate } from '../router.js';
 import { auditJson, auditWords } from './audit-api.js';
 import { auditFeaturesStore } from './audit-features.js';
 import { EventDrawer } from './event-drawer.js';
@@ -52,7 +52,8 @@ function timelineQuery(s: TimelineState): string {
   return text ? `?${text}` : '';
 }
 
-const go = (s: TimelineState, replace = false) => navigate(`/audit/timeline${timelineQuery(s)}`, { replace });
+const pageHref = (s: TimelineState) => `/audit/timeline${timelineQuery(s)}`;
+const go = (s: TimelineState, replace = false) => navigate(pageHref(s), { replace });
 
 export function TimelineView({ search }: { search: string }) {
   const current = parseTimeline(search);
@@ -80,6 +81,13 @@ export function TimelineView({ search }: { search: string }) {
     return () => controller.abort();
   }, [key, reload]);
 
+  const drawer = openEvent ? (
+    <EventDrawer
+      id={openEvent}
+      onClose={() => go(withoutEvent, true)}
+      onChanged={() => setReload((n) => n + 1)}
+    />
+  ) : null;
   const data = state.key === key ? state.data : undefined;
   const error = state.key === key ? state.error : undefined;
   return (
@@ -115,32 +123,24 @@ export function TimelineView({ search }: { search: string }) {
             </p>
           )}
           <nav class="audit-pager" aria-label={t('audit.pagesOfEvents')}>
-            <button
-              type="button"
-              class="button button-secondary"
-              disabled={!data.prev_cursor}
-              onClick={() => data.prev_cursor && go({ ...withoutEvent, cursor: data.prev_cursor })}
-            >
-              ← {t('audit.newer')}
-            </button>
-            <button
-              type="button"
-              class="button button-secondary"
-              disabled={!data.next_cursor}
-              onClick={() => data.next_cursor && go({ ...withoutEvent, cursor: data.next_cursor })}
-            >
-              {t('audit.older')} →
-            </button>
+            {[
+              { cursor: data.prev_cursor, label: `← ${t('audit.newer')}` },
+              { cursor: data.next_cursor, label: `${t('audit.older')} →` },
+            ].map(({ cursor, label }) =>
+              cursor ? (
+                <Link
+                  key={label}
+                  class="button button-secondary"
+                  href={pageHref({ ...withoutEvent, cursor })}
+                >
+                  {label}
+                </Link>
+              ) : null,
+            )}
           </nav>
         </>
       )}
-      {openEvent && (
-        <EventDrawer
-          id={openEvent}
-          onClose={() => go(withoutEvent, true)}
-          onChanged={() => setReload((n) => n + 1)}
-        />
-      )}
+      {drawer}
     </div>
   );
 }
