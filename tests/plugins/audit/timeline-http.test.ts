@@ -8,6 +8,8 @@ import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { serve } from '@hono/node-server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { auditOpenApiDocument } from '../../../plugins/audit/http/openapi.js';
+import { Conformance } from '../../http/openapi-conformance.js';
 import { type AuditTestApp, idpAuditApp, NO_RATE_LIMITS } from './helpers.js';
 import { type LocalIdp, withBearer } from './idp.js';
 import { DAY, directoryAudit, managementRecord, signIn, store } from './timeline-records.js';
@@ -222,6 +224,22 @@ describe('GET /api/actors/timeline', () => {
         query,
       ).toContain(field);
     }
+  });
+});
+
+describe('the OpenAPI document', () => {
+  it('describes the timeline’s answers and an event’s pivots as they are', async () => {
+    const conformance = new Conformance(auditOpenApiDocument('9.9.9'));
+    const check = async (path: string, url: string) => {
+      const res = await fetch(`${base}${url}`, withBearer(privileged));
+      conformance.check('get', path, { status: res.status, headers: res.headers, text: await res.text() });
+    };
+    await check('/api/actors/timeline', `/api/actors/timeline?actor=${ADELE}`);
+    await check('/api/actors/timeline', '/api/actors/timeline?actor=nobody');
+    await check('/api/actors/timeline', '/api/actors/timeline?days=0');
+    const [event] = (await get('/api/events?session_id=sess-42')).body.data;
+    await check('/api/events/{id}', `/api/events/${event.id}`);
+    await check('/api/events', '/api/events?client_ip=198.51.100.7&correlation_id=x&target=y');
   });
 });
 
