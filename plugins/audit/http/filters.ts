@@ -70,6 +70,9 @@ export const listOf = <T extends z.ZodType<unknown, string>>(item: T, max = MAX_
 
 const LIST = 'Repeat the parameter, or separate the values with commas.';
 
+/** Issue 29: the pivots' exact-match filters, by name. */
+export const PIVOT_FILTERS = ['actor_exact', 'target', 'client_ip', 'correlation_id', 'session_id'] as const;
+
 /** Issue 29: the pivots' exact-match filters (timeline/keys.ts), each a whole value. */
 const exact = (description: string) =>
   textFilterOf(MAX_EXACT_FILTER).meta({ description: `${description} (exact).` });
@@ -140,7 +143,7 @@ export function toEventFilters(v: FilterInput): EventFilters {
   if (v.include_tags?.length) f.includeTags = v.include_tags;
   if (v.exclude_tags?.length) f.excludeTags = v.exclude_tags;
   if (v.actor_exact !== undefined) f.actorExact = v.actor_exact;
-  const keys = (['target', 'client_ip', 'correlation_id', 'session_id'] as const)
+  const keys = PIVOT_FILTERS.filter((k) => k !== 'actor_exact')
     .filter((k) => v[k] !== undefined)
     .map((k) => [KEY_KINDS[k], v[k]!] as const);
   if (keys.length) f.keys = keys;
