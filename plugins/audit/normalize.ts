@@ -25,15 +25,26 @@ export interface NormalizedEvent {
   result: NormalizedResult;
   actor: string;
   target: string;
+  /** Issue 29, pivots: the client's IP address, the correlation id and the session id, when the record carries them. */
+  clientIp?: string;
+  correlationId?: string;
+  sessionId?: string;
   /** The upstream record as JSON text. */
   raw: string;
+}
+
+/** The pivot keys a record carries (issue 29): client IP, correlation id, session id. */
+export interface PivotFields {
+  clientIp?: string | undefined;
+  correlationId?: string | undefined;
+  sessionId?: string | undefined;
 }
 
 export type NormalizeOutcome = { ok: true; event: NormalizedEvent } | { ok: false; reason: string };
 
 type Json = Record<string, unknown>;
 
-const LIMITS = { service: 64, operation: 256, actor: 512, target: 1024 } as const;
+const LIMITS = { service: 64, operation: 256, actor: 512, target: 1024, key: 128 } as const;
 const GUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const ISO =
   /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?(Z|([+-])(\d{2}):(\d{2}))?$/i;
@@ -222,6 +233,60 @@ function fromManagementRecord(r: Json, fallbackService: string) {
   };
 }
 
+/**
+ * An IP address as a pivot compares it: without the port or brackets the Office 365 records
+ * sometimes add (`203.0.113.9:51234`, `[2001:db8::1]:443`), lower-cased (IPv6); undefined when
+ * empty. The search's `client_ip` filter goes through the same function.
+ */
+export function normalizeIp(value: string | undefined): string | undefined {
+  if (!value) return undefined;
+  let ip = value.trim().toLowerCase();
+  const bracketed = /^\[([^\]]+)\](?::\d+)?$/.exec(ip);
+  if (bracketed) ip = bracketed[1]!;
+  else if (/^\d{1,3}(\.\d{1,3}){3}:\d+$/.test(ip)) ip = ip.slice(0, ip.lastIndexOf(':'));
+  return ip ? clip(ip, LIMITS.key) : undefined;
+}
+
+/** A correlation or session id; GUIDs lower-cased (they compare case-insensitively). */
+const key = (value: unknown): string | undefined => {
+  const v = str(value);
+  return v ? clip(GUID.test(v) ? v.toLowerCase() : v, LIMITS.key) : undefined;
+};
+
+/** AppAccessContext is documented as a collection and sent as an object: either. */
+const appAccessContext = (value: unknown): Json =>
+  (Array.isArray(value) ? value.find(isObject) : isObject(value) ? value : undefined) ?? {};
+
+/**
+ * The pivot keys of a record (issue 29). Graph directoryAudit: `correlationId` and
+ * `initiatedBy.user.ipAddress`; Graph signIn: `ipAddress`, `correlationId`; Intune auditEvent:
+ * `correlationId` and `actor.ipAddress`; Management Activity API: `ClientIP` (common schema),
+ * `ClientIPAddress` (Exchange mailbox, SharePoint) or `ActorIpAddress` (Entra), `CorrelationId`
+ * or `AppAccessContext.CorrelationId`, `SessionId` (Exchange mailbox) or
+ * `AppAccessContext.AADSessionId`.
+ */
+export function pivotFields(source: SourceName, record: unknown): PivotFields {
+  if (!isObject(record)) return {};
+  if (source === 'directory') {
+    const user =
+      isObject(record.initiatedBy) && isObject(record.initiatedBy.user) ? record.initiatedBy.user : {};
+    return {
+      clientIp: normalizeIp(str(user.ipAddress) ?? str(record.ipAddress)),
+      correlationId: key(record.correlationId),
+    };
+  }
+  if (source === 'device_management') {
+    const actor = isObject(record.actor) ? record.actor : {};
+    return { clientIp: normalizeIp(str(actor.ipAddress)), correlationId: key(record.correlationId) };
+  }
+  const context = appAccessContext(record.AppAccessContext);
+  return {
+    clientIp: normalizeIp(str(record.ClientIP) ?? str(record.ClientIPAddress) ?? str(record.ActorIpAddress)),
+    correlationId: key(record.CorrelationId) ?? key(context.CorrelationId),
+    sessionId: key(record.SessionId) ?? key(context.AADSessionId),
+  };
+}
+
 export function normalizeRecord(
   source: SourceName,
   record: unknown,
@@ -238,6 +303,7 @@ export function normalizeRecord(
   const timestamp = parseUpstreamTime(fields.time, now);
   if (timestamp === undefined) return { ok: false, reason: 'record has no valid timestamp' };
   const resultRaw = fields.result ?? '';
+  const pivots = pivotFields(source, record);
   return {
     ok: true,
     event: {
@@ -251,6 +317,9 @@ export function normalizeRecord(
       result: normalizeResult(resultRaw),
       actor: clip(fields.actor, LIMITS.actor),
       target: clip(fields.target, LIMITS.target),
+      ...(pivots.clientIp ? { clientIp: pivots.clientIp } : {}),
+      ...(pivots.correlationId ? { correlationId: pivots.correlationId } : {}),
+      ...(pivots.sessionId ? { sessionId: pivots.sessionId } : {}),
       raw: JSON.stringify(record),
     },
   };

@@ -6,7 +6,7 @@
  * A broad question — no service intent, no services filter, no operation, no person, device or
  * address — leaves out the noisy services (mail, file sharing, chat) and says so.
  */
-import type { FilterInput } from '../http/filters.js';
+import { type FilterInput, PIVOT_FILTERS, toEventFilters } from '../http/filters.js';
 import type { EventFilters } from '../store/event-query.js';
 import { NOISY_SERVICES, type ParsedQuestion } from './question-parser.js';
 
@@ -15,7 +15,16 @@ export type ExplicitFilters = FilterInput;
 export type FilterSource = 'request' | 'question';
 
 export interface AppliedFilter {
-  field: 'services' | 'actor' | 'operation' | 'result' | 'start' | 'end' | 'include_tags' | 'exclude_tags';
+  field:
+    | 'services'
+    | 'actor'
+    | 'operation'
+    | 'result'
+    | 'start'
+    | 'end'
+    | 'include_tags'
+    | 'exclude_tags'
+    | (typeof PIVOT_FILTERS)[number];
   value: string | string[];
   source: FilterSource;
   /** For a question filter: the words that set it. */
@@ -149,12 +158,20 @@ export function mergeScope(explicit: ExplicitFilters, parsed: ParsedQuestion): A
   const exclude = take('exclude_tags', explicit.exclude_tags, undefined);
   if (exclude) filters.excludeTags = exclude.value as string[];
 
+  // Issue 29: the pivots' exact filters (an ask about a pivot's events) come from the request only.
+  for (const field of PIVOT_FILTERS) take(field, explicit[field], undefined);
+  const pivots = toEventFilters(Object.fromEntries(PIVOT_FILTERS.map((f) => [f, explicit[f]])));
+  if (pivots.actorExact !== undefined) filters.actorExact = pivots.actorExact;
+  if (pivots.keys) filters.keys = pivots.keys;
+
   terms.push(...parsed.devices, ...parsed.ips);
 
   const broad =
     !filters.services &&
     !filters.operation &&
     !filters.actor &&
+    !filters.actorExact &&
+    !filters.keys &&
     terms.length === 0 &&
     parsed.intents.length === 0;
   const excludedServices = broad ? [...NOISY_SERVICES] : [];

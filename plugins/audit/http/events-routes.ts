@@ -19,6 +19,7 @@ import { ProblemError, validationProblem } from '../../../src/http/problem.js';
 import { MAX_TAGS_PER_EVENT, TooManyTagsError } from '../store/annotations.js';
 import type { AuditStore } from '../store/audit-store.js';
 import type { EventRow } from '../store/event-query.js';
+import { eventKeys } from '../timeline/keys.js';
 import { type AuditContext, type AuditEnv, callerOf, fieldProblem, jsonBody } from './context.js';
 import { encodeCursor, readEventsCursor } from './cursor.js';
 import { parseEventId, toApiComment, toApiEvent } from './event-json.js';
@@ -265,7 +266,11 @@ export function eventsRoutes(
     const repos = store.repos();
     const comments = row.comment_count ? repos.annotations.comments([row.seq]).get(row.seq) : [];
     const raw = repos.annotations.raw(row.seq);
-    return c.json({ ...toApiEvent(row, repos.dictionaries, comments), raw: raw ? JSON.parse(raw) : null });
+    return c.json({
+      ...toApiEvent(row, repos.dictionaries, comments),
+      raw: raw ? JSON.parse(raw) : null,
+      pivots: eventKeys(repos.db, row.seq),
+    });
   });
 
   app.patch('/:id/tags', admins, bodyTooLarge(), async (c) => {

@@ -7,18 +7,24 @@
  * - `actor`, `operation`, `result`: case-insensitive substrings, matched literally (never a
  *   pattern). An empty value means "no filter", as a cleared input box sends it.
  * - `start`, `end`: ISO 8601 date-times with `Z` or an offset; the window is [start, end).
+ * - Issue 29, pivots: `actor_exact`, `target`, `client_ip`, `correlation_id`, `session_id` match
+ *   the whole value exactly (the actor case-insensitively; the IP without a port).
  * Unknown query parameters are ignored; bad values are a 400 naming each field.
  */
 import { z } from 'zod';
 import { validationProblem } from '../../../src/http/problem.js';
 import { CURSOR_DESCRIPTION, limitParam, type PageLimits } from '../../../src/http/schemas.js';
 import { CONTROL_CHAR } from '../../../src/kernel/text.js';
+import { normalizeIp } from '../normalize.js';
 import type { EventFilters } from '../store/event-query.js';
 import { serviceKey } from '../store/service-names.js';
+import { KEY_KINDS } from '../timeline/keys.js';
 
 export const MAX_FILTER_VALUES = 20;
 export const MAX_TEXT_FILTER = 256;
 export const MAX_TAG_LENGTH = 64;
+/** A pivot's whole value: as long as a stored target (normalize.ts). */
+export const MAX_EXACT_FILTER = 1024;
 
 export const tagSchema = z
   .string()
@@ -37,11 +43,13 @@ const serviceSchema = z
   // As an administrator types it: `Exchange`, `device management`, `Intune` (store/service-names.ts).
   .transform(serviceKey);
 
-const textFilter = z
-  .string()
-  .max(MAX_TEXT_FILTER, `must be at most ${MAX_TEXT_FILTER} characters`)
-  .refine((t) => !CONTROL_CHAR.test(t), 'must not contain control characters')
-  .transform((t) => (t.trim() === '' ? undefined : t.trim()));
+const textFilterOf = (max: number) =>
+  z
+    .string()
+    .max(max, `must be at most ${max} characters`)
+    .refine((t) => !CONTROL_CHAR.test(t), 'must not contain control characters')
+    .transform((t) => (t.trim() === '' ? undefined : t.trim()));
+const textFilter = textFilterOf(MAX_TEXT_FILTER);
 
 /** An ISO 8601 date-time with Z or an offset, as epoch milliseconds. */
 export const dateTime = z.iso
@@ -62,6 +70,20 @@ export const listOf = <T extends z.ZodType<unknown, string>>(item: T, max = MAX_
 
 const LIST = 'Repeat the parameter, or separate the values with commas.';
 
+/** Issue 29: the pivots' exact-match filters, by name. */
+export const PIVOT_FILTERS = ['actor_exact', 'target', 'client_ip', 'correlation_id', 'session_id'] as const;
+
+/** Issue 29: the pivots' exact-match filters (timeline/keys.ts), each a whole value. */
+const exact = (description: string) =>
+  textFilterOf(MAX_EXACT_FILTER).meta({ description: `${description} (exact).` });
+const pivotShape = {
+  actor_exact: exact('The actor’s whole name, case-insensitively'),
+  target: exact('The whole target'),
+  client_ip: exact('The client’s IP address, without a port').transform((v) => normalizeIp(v)),
+  correlation_id: exact('The correlation id'),
+  session_id: exact('The session id'),
+};
+
 export const filterShape = {
   services: listOf(serviceSchema).optional().meta({ description: LIST }),
   actor: textFilter.optional(),
@@ -75,6 +97,11 @@ export const filterShape = {
   exclude_tags: listOf(tagSchema)
     .optional()
     .meta({ description: `Events carrying none of these. ${LIST}` }),
+  actor_exact: pivotShape.actor_exact.optional(),
+  target: pivotShape.target.optional(),
+  client_ip: pivotShape.client_ip.optional(),
+  correlation_id: pivotShape.correlation_id.optional(),
+  session_id: pivotShape.session_id.optional(),
 };
 
 /** The filters as the API takes them (the query's, or a request body's). */
@@ -87,6 +114,11 @@ export type FilterInput = {
   end?: number | undefined;
   include_tags?: string[] | undefined;
   exclude_tags?: string[] | undefined;
+  actor_exact?: string | undefined;
+  target?: string | undefined;
+  client_ip?: string | undefined;
+  correlation_id?: string | undefined;
+  session_id?: string | undefined;
 };
 
 /** Field-level checks zod cannot express per field: the window's order. */
@@ -110,6 +142,11 @@ export function toEventFilters(v: FilterInput): EventFilters {
   if (v.end !== undefined) f.end = v.end;
   if (v.include_tags?.length) f.includeTags = v.include_tags;
   if (v.exclude_tags?.length) f.excludeTags = v.exclude_tags;
+  if (v.actor_exact !== undefined) f.actorExact = v.actor_exact;
+  const keys = PIVOT_FILTERS.filter((k) => k !== 'actor_exact')
+    .filter((k) => v[k] !== undefined)
+    .map((k) => [KEY_KINDS[k], v[k]!] as const);
+  if (keys.length) f.keys = keys;
   return f;
 }
 
@@ -141,6 +178,11 @@ export const filterQueryShape = {
   result: single(textFilter).optional(),
   start: single(dateTime).optional(),
   end: single(dateTime).optional(),
+  actor_exact: single(pivotShape.actor_exact).optional(),
+  target: single(pivotShape.target).optional(),
+  client_ip: single(pivotShape.client_ip).optional(),
+  correlation_id: single(pivotShape.correlation_id).optional(),
+  session_id: single(pivotShape.session_id).optional(),
 };
 
 export const exportFormat = single(z.enum(['csv', 'json'], { error: 'must be csv or json' }));

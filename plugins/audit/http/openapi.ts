@@ -9,6 +9,7 @@ import { versionSchema } from '../../../src/http/schemas.js';
 import { alertOperations } from '../alerts/routes.js';
 import { aiOperations } from '../ask/routes.js';
 import { savedSearchOperations } from '../saved/routes.js';
+import { timelineOperations } from '../timeline/routes.js';
 import { adminOperations } from './admin-routes.js';
 import { eventsOperations } from './events-routes.js';
 import { exportOperations } from './export.js';
@@ -67,6 +68,7 @@ export function auditOpenApiDocument(version: string, features: { ai?: boolean }
       ...events.slice(0, 1),
       ...exportOperations(signedIn),
       ...events.slice(1),
+      ...timelineOperations(signedIn),
       ...adminOperations(signedIn),
       ...webhookOperations(signedIn),
       {

@@ -20,6 +20,7 @@ import { savedSearchRoutes } from '../saved/routes.js';
 import type { AuditConfig } from '../settings.js';
 import type { SiemForwarderActor } from '../siem/forwarder-actor.js';
 import type { AuditStore } from '../store/audit-store.js';
+import { timelineRoutes } from '../timeline/routes.js';
 import { configRoutes, fetchRoutes, filterOptionsRoutes, sourceHealthRoutes } from './admin-routes.js';
 import { authenticate, requireAccess, requireAccessByMethod } from './auth.js';
 import { ANONYMOUS, type AuditEnv } from './context.js';
@@ -140,6 +141,8 @@ export function auditRouteGroups(deps: AuditRouteDeps): AuditRouteGroup[] {
         trailRoutes({ store, slots, log }, app);
       }),
     },
+    // Issue 29: an actor's timeline.
+    { path: '/api/actors', app: data((app) => timelineRoutes({ store, privacy: deps.privacy }, app)) },
     { path: '/api/filter-options', app: data((app) => filterOptionsRoutes(deps, app)) },
     {
       path: '/api/source-health',

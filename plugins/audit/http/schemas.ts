@@ -125,6 +125,15 @@ export const eventSchema = z.object({
 
 export const eventDetailSchema = eventSchema.extend({
   raw: z.unknown().meta({ description: 'The record as the source sent it; null when not kept.' }),
+  // Issue 29: what the drawer pivots on; the search's exact filters of the same names take these.
+  pivots: z
+    .object({
+      target: z.string().optional(),
+      client_ip: z.string().optional(),
+      correlation_id: z.string().optional(),
+      session_id: z.string().optional(),
+    })
+    .meta({ description: 'The event’s pivot keys, only those its record carries.' }),
 });
 
 export const eventPageSchema = z.object({

@@ -44,6 +44,13 @@ export interface EventFilters {
    * absent: no condition. Asks match devices, addresses and further people this way.
    */
   actorOrTarget?: readonly string[];
+  /** Issue 29: the actor's exact name (case-insensitive), as the timeline asks for it. */
+  actorExact?: string;
+  /**
+   * Issue 29, pivots: events carrying every one of these exact keys ([kind, value], kinds in
+   * timeline/keys.ts: client IP, correlation id, session id, target).
+   */
+  keys?: ReadonlyArray<readonly [number, string]>;
 }
 
 /** What a caller may not see (spec "Privacy gating"); undefined: everything. */
@@ -104,7 +111,7 @@ const STORED_SERVICES = `
   )
   SELECT v FROM s WHERE v IS NOT NULL`;
 
-type Dimension = 'service' | 'actor' | 'operation' | 'result' | 'tag' | 'time';
+type Dimension = 'service' | 'actor' | 'operation' | 'result' | 'tag' | 'key' | 'time';
 
 interface Resolved {
   empty: boolean;
@@ -121,12 +128,24 @@ interface Resolved {
   end?: number;
   includeTags: string[];
   excludeTags: string[];
+  /** Pivot keys; the first drives the scan when present (a key is the most selective filter). */
+  keys: Array<readonly [number, string]>;
   /** actorOrTarget: actors whose name contains a term (or, when too many, the terms themselves)… */
   termActorIds?: number[];
   termActorNeedles?: string[];
   /** …or a target containing a term (folded). */
   termTargets?: string[];
 }
+
+/** One UTC day's matches of one service (`daily`); `day` counts days since the epoch. */
+export interface DailyCount {
+  day: number;
+  service: string;
+  events: number;
+  failures: number;
+}
+
+const DAY_MS = 86_400_000;
 
 /** What `tally` counted: each column's values with their counts, over `events` events. */
 export interface Tally {
@@ -149,7 +168,7 @@ const COLUMNS =
  * hidden service) is checked on the index entry, so only matching rows are read from the table
  * — and a count reads none.
  */
-const INDEX: Record<Exclude<Dimension, 'tag'>, string> = {
+const INDEX: Record<Exclude<Dimension, 'tag' | 'key'>, string> = {
   time: 'audit_events_ts_cover',
   service: 'audit_events_service_cover',
   actor: 'audit_events_actor_ts',
@@ -157,7 +176,7 @@ const INDEX: Record<Exclude<Dimension, 'tag'>, string> = {
   result: 'audit_events_result_ts',
 };
 
-const COLUMN: Record<Exclude<Dimension, 'tag' | 'time'>, string> = {
+const COLUMN: Record<Exclude<Dimension, 'tag' | 'key' | 'time'>, string> = {
   service: 'e.service',
   actor: 'e.actor_id',
   operation: 'e.operation_id',
@@ -214,6 +233,7 @@ export class EventQuery {
         : [],
       includeTags: [...new Set(filters.includeTags ?? [])],
       excludeTags: [...new Set(filters.excludeTags ?? [])],
+      keys: [...(filters.keys ?? [])],
     };
     if (filters.start !== undefined) r.start = filters.start;
     if (filters.end !== undefined) r.end = filters.end;
@@ -228,6 +248,12 @@ export class EventQuery {
       if (ids.length > MAX_MATCHED_IDS) r.actorNeedle = filters.actor;
       else r.actorIds = ids;
       if (!ids.length) r.empty = true;
+    }
+    if (filters.actorExact !== undefined) {
+      const exact = this.dictionaries.actors.exactly([filters.actorExact]);
+      const within = r.actorIds ? new Set(r.actorIds) : undefined;
+      r.actorIds = within ? exact.filter((id) => within.has(id)) : exact;
+      if (!r.actorIds.length) r.empty = true;
     }
     if (filters.operation !== undefined) {
       const ids = this.dictionaries.operations.matching(filters.operation);
@@ -326,6 +352,33 @@ export class EventQuery {
     return out;
   }
 
+  /**
+   * Issue 29, the timeline's chart: matches per UTC day (days since the epoch) and service,
+   * failures apart, over the same streams and WHERE clauses as `count` — so the privacy scope
+   * and the filters hold alike. The caller bounds the window (`start`).
+   */
+  daily(filters: EventFilters, privacy: PrivacyScope | undefined): DailyCount[] {
+    const r = this.resolve(filters, privacy);
+    if (r.empty) return [];
+    const { dimension, values } = this.countDriver(r);
+    const out = new Map<string, DailyCount>();
+    for (const value of values) {
+      const { sql, params } = this.select(r, dimension, value, 'daily');
+      const rows = this.statement(
+        `SELECT d, s, count(*), sum(r IN (SELECT id FROM audit_results WHERE normalized = 'failure')) FROM (${sql}) GROUP BY d, s`,
+      ).all(...params) as Array<[number, string, number, number]>;
+      for (const [day, service, events, failures] of rows) {
+        const key = `${day}\u0001${service}`;
+        const seen = out.get(key);
+        if (seen) {
+          seen.events += events;
+          seen.failures += failures;
+        } else out.set(key, { day, service, events, failures });
+      }
+    }
+    return [...out.values()].sort((a, b) => a.day - b.day || a.service.localeCompare(b.service));
+  }
+
   /** Up to `n` of the newest matches, newest first (one keyset page without its cursor). */
   newest(filters: EventFilters, privacy: PrivacyScope | undefined, n: number): EventRow[] {
     const r = this.resolve(filters, privacy);
@@ -381,6 +434,7 @@ export class EventQuery {
   }
 
   private driver(r: Resolved): { dimension: Dimension; values: Array<string | number> } {
+    if (r.keys.length) return { dimension: 'key', values: [0] };
     if (r.actorIds && r.actorIds.length <= MERGE_MAX) return { dimension: 'actor', values: r.actorIds };
     if (r.operationIds && r.operationIds.length <= MERGE_MAX) {
       return { dimension: 'operation', values: r.operationIds };
@@ -424,13 +478,14 @@ export class EventQuery {
   /**
    * One counting stream's SELECT over the covering index where there is one: `count` selects
    * nothing in particular, `position` the (ts, seq) newest first, `oldest` the same oldest
-   * first, `tally` the four counted columns of every match at or after `from`.
+   * first, `tally` the four counted columns of every match at or after `from`, `daily` the
+   * day, service and result of every match.
    */
   private select(
     r: Resolved,
     dimension: Dimension,
     value: string | number,
-    shape: 'count' | 'position' | 'oldest' | 'tally',
+    shape: 'count' | 'position' | 'oldest' | 'tally' | 'daily',
     from?: Position,
   ): { sql: string; params: unknown[] } {
     const { source, k, where, params } = this.driven(r, dimension, value);
@@ -446,7 +501,9 @@ export class EventQuery {
         ? '1'
         : shape === 'tally'
           ? 'e.service AS s, e.operation_id AS o, e.result_id AS r, e.actor_id AS a'
-          : `${k}.ts, ${k}.seq`;
+          : shape === 'daily'
+            ? `${k}.ts / ${DAY_MS} AS d, e.service AS s, e.result_id AS r`
+            : `${k}.ts, ${k}.seq`;
     const order =
       shape === 'position'
         ? ` ORDER BY ${k}.ts DESC, ${k}.seq DESC`
@@ -504,9 +561,15 @@ export class EventQuery {
   ): { source: string; k: 't' | 'e'; where: string[]; params: unknown[] } {
     const where: string[] = [];
     const params: unknown[] = [];
-    const k = dimension === 'tag' ? 't' : 'e';
+    const k = dimension === 'tag' || dimension === 'key' ? 't' : 'e';
     let source: string;
-    if (dimension === 'tag') {
+    if (dimension === 'key') {
+      // The first key (value is its index in r.keys) walks (kind, value, ts, seq).
+      const [kind, keyValue] = r.keys[Number(value)]!;
+      source = 'audit_event_keys t CROSS JOIN audit_events e ON e.seq = t.seq';
+      where.push('t.kind = ? AND t.value = ?');
+      params.push(kind, keyValue);
+    } else if (dimension === 'tag') {
       source = 'audit_event_tags t CROSS JOIN audit_events e ON e.seq = t.seq';
       where.push('t.tag = ?');
       params.push(value);
@@ -565,6 +628,12 @@ export class EventQuery {
     for (const tag of tags) {
       where.push('EXISTS (SELECT 1 FROM audit_event_tags x WHERE x.seq = e.seq AND x.tag = ?)');
       params.push(tag);
+    }
+    for (const [kind, keyValue] of driver === 'key' ? r.keys.slice(1) : r.keys) {
+      where.push(
+        'EXISTS (SELECT 1 FROM audit_event_keys x WHERE x.seq = e.seq AND x.kind = ? AND x.value = ?)',
+      );
+      params.push(kind, keyValue);
     }
     if (r.excludeTags.length) {
       where.push(

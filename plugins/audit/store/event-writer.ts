@@ -11,6 +11,7 @@
  */
 import type { Database, Statement } from '../../../src/store/database.js';
 import type { NormalizedEvent } from '../normalize.js';
+import { keyWriter } from '../timeline/keys.js';
 import type { Dictionaries } from './dictionaries.js';
 
 export interface StoredEvent {
@@ -33,6 +34,8 @@ const yieldToEventLoop = () => new Promise<void>((resolve) => setImmediate(resol
 export class AuditEventWriter {
   private readonly insertEvent: Statement;
   private readonly insertRaw: Statement;
+  /** Issue 29: the event's pivot keys (timeline/keys.ts). */
+  private readonly writeKeys: ReturnType<typeof keyWriter>;
   private readonly listeners = new Set<StoredListener>();
   private readonly maxBatchRows: number;
 
@@ -48,6 +51,7 @@ export class AuditEventWriter {
       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
       ON CONFLICT (tenant_id, source, source_key) DO NOTHING`);
     this.insertRaw = db.prepare('INSERT INTO audit_event_raw (seq, raw) VALUES (?, ?)');
+    this.writeKeys = keyWriter(db);
   }
 
   /** Called after each commit with the events that were new (the later SIEM and alert hooks). */
@@ -97,6 +101,7 @@ export class AuditEventWriter {
         if (info.changes === 1) {
           const seq = Number(info.lastInsertRowid);
           this.insertRaw.run(seq, e.raw);
+          this.writeKeys(seq, e.timestamp, e);
           stored.push({ seq, event: e });
         }
       }

@@ -14,6 +14,8 @@
  *   thousand names, never a pattern over a million rows.
  */
 import type { ComponentMigration } from '../../../src/store/component-migrations.js';
+import type { Database } from '../../../src/store/database.js';
+import { backfillEventKeys } from '../timeline/keys.js';
 
 export const AUDIT_COMPONENT = 'audit';
 
@@ -357,5 +359,24 @@ export const AUDIT_MIGRATIONS: readonly ComponentMigration[] = [
       CREATE UNIQUE INDEX audit_saved_searches_name ON audit_saved_searches (owner, name_folded);
       CREATE INDEX audit_saved_searches_role ON audit_saved_searches (shared_role) WHERE shared_role IS NOT NULL;
     `,
+  },
+  {
+    version: 10,
+    name: 'issue 29: pivot keys (client IP, correlation id, session id, exact target), backfilled',
+    up: (db: Database) => {
+      db.exec(`
+        -- kind: 1 client IP, 2 correlation id, 3 session id, 4 target (timeline/keys.ts). ts is
+        -- repeated, as in audit_event_tags, so a pivot walks (kind, value, ts, seq) in order.
+        CREATE TABLE audit_event_keys (
+          kind INTEGER NOT NULL,
+          value TEXT NOT NULL,
+          ts INTEGER NOT NULL,
+          seq INTEGER NOT NULL REFERENCES audit_events (seq) ON DELETE CASCADE,
+          PRIMARY KEY (kind, value, ts, seq)
+        ) WITHOUT ROWID;
+        CREATE INDEX audit_event_keys_seq ON audit_event_keys (seq);
+      `);
+      backfillEventKeys(db);
+    },
   },
 ];

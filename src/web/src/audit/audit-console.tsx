@@ -18,6 +18,7 @@ import { auditAuthStore, beginSignIn, completeSignIn, loadAuthConfig, SignInErro
 import { AuthButton } from './auth-button.js';
 import { SearchView } from './search-view.js';
 import { SourceHealthView } from './source-health.js';
+import { TimelineView } from './timeline-view.js';
 import './audit.css';
 import { FormAlert } from '../components/form-alert.js';
 import { t } from '../i18n/index.js';
@@ -29,6 +30,7 @@ const TITLES: Record<AuditView, string> = {
   alerts: 'Audit alerts',
   rules: 'Alert rules',
   callback: 'Signing in',
+  timeline: 'Actor timeline',
 };
 
 export function AuditConsole({ view, search }: { view: AuditView; search: string }) {
@@ -101,6 +103,8 @@ export function AuditConsole({ view, search }: { view: AuditView; search: string
         </section>
       ) : view === 'search' ? (
         <SearchView search={search} />
+      ) : view === 'timeline' ? (
+        <TimelineView search={search} />
       ) : view === 'sources' ? (
         <SourceHealthView />
       ) : view === 'ask' ? (

@@ -2,7 +2,8 @@
  * The console's search as it lives in the URL (bookmarkable, shareable, Back works): the spec's
  * filters (services, actor, operation, result, start, end, include_tags, exclude_tags), a time
  * range that is either a quick choice relative to now (`range=24h`) or custom (`start`/`end`),
- * the page size, the cursor, and the event open in the drawer.
+ * the page size, the cursor, and the event open in the drawer. Issue 29: the pivots' exact
+ * filters (`client_ip=…`, `target=…`), as the event drawer's pivot links set them.
  */
 import { t } from '../i18n/index.js';
 import { andWords, orWords } from '../lib/format.js';
@@ -19,6 +20,10 @@ export const quickRangeLabel = (id: QuickRange) => t(`audit.range.${id}`);
 export type QuickRange = (typeof QUICK_RANGES)[number]['id'];
 export type RangeChoice = QuickRange | 'custom';
 
+/** Issue 29: the search's exact-match filters, by their API names. */
+export const PIVOT_FILTERS = ['actor_exact', 'target', 'client_ip', 'correlation_id', 'session_id'] as const;
+export type PivotFilter = (typeof PIVOT_FILTERS)[number];
+
 export const PAGE_SIZES = [25, 50, 100, 200, 500] as const;
 export const DEFAULT_PAGE_SIZE = 50;
 export const DEFAULT_RANGE: QuickRange = '7d';
@@ -34,6 +39,8 @@ export interface AuditSearch {
   end?: string;
   includeTags: string[];
   excludeTags: string[];
+  /** Exact values to pivot on (issue 29); absent keys are no filter. */
+  pivots?: Partial<Record<PivotFilter, string>>;
   limit: number;
   cursor?: string;
   /** The event shown in the drawer. */
@@ -63,6 +70,11 @@ export function parseSearch(search: string): AuditSearch {
   const rangeParam = p.get('range');
   const range: RangeChoice = start || end ? 'custom' : isQuick(rangeParam) ? rangeParam : DEFAULT_RANGE;
   const limit = Number(p.get('limit'));
+  const pivots: Partial<Record<PivotFilter, string>> = {};
+  for (const key of PIVOT_FILTERS) {
+    const value = p.get(key);
+    if (value) pivots[key] = value;
+  }
   return {
     services: list(p.get('services')),
     actor: p.get('actor') ?? '',
@@ -73,6 +85,7 @@ export function parseSearch(search: string): AuditSearch {
     ...(range === 'custom' && end ? { end } : {}),
     includeTags: list(p.get('include_tags')),
     excludeTags: list(p.get('exclude_tags')),
+    ...(Object.keys(pivots).length ? { pivots } : {}),
     limit: (PAGE_SIZES as readonly number[]).includes(limit) ? limit : DEFAULT_PAGE_SIZE,
     ...(p.get('cursor') ? { cursor: p.get('cursor')! } : {}),
     ...(p.get('event') ? { event: p.get('event')! } : {}),
@@ -93,6 +106,7 @@ export function searchQuery(s: AuditSearch): string {
   } else if (s.range !== DEFAULT_RANGE) p.set('range', s.range);
   if (s.includeTags.length) p.set('include_tags', s.includeTags.join(','));
   if (s.excludeTags.length) p.set('exclude_tags', s.excludeTags.join(','));
+  for (const key of PIVOT_FILTERS) if (s.pivots?.[key]) p.set(key, s.pivots[key]);
   if (s.limit !== DEFAULT_PAGE_SIZE) p.set('limit', String(s.limit));
   if (s.cursor) p.set('cursor', s.cursor);
   if (s.event) p.set('event', s.event);
@@ -111,6 +125,11 @@ export interface ApiFilters {
   end?: string;
   include_tags?: string[];
   exclude_tags?: string[];
+  actor_exact?: string;
+  target?: string;
+  client_ip?: string;
+  correlation_id?: string;
+  session_id?: string;
 }
 
 export function apiFilters(s: AuditSearch, nowMs: number): ApiFilters {
@@ -127,6 +146,7 @@ export function apiFilters(s: AuditSearch, nowMs: number): ApiFilters {
     ...(end ? { end } : {}),
     ...(s.includeTags.length ? { include_tags: s.includeTags } : {}),
     ...(s.excludeTags.length ? { exclude_tags: s.excludeTags } : {}),
+    ...s.pivots,
   };
 }
 
@@ -151,6 +171,10 @@ export function describeSearch(s: AuditSearch): string {
   if (s.result) parts.push(t('audit.phrase.result', { value: s.result }));
   if (s.includeTags.length) parts.push(t('audit.phrase.tagged', { tags: andWords(s.includeTags) }));
   if (s.excludeTags.length) parts.push(t('audit.phrase.notTagged', { tags: orWords(s.excludeTags) }));
+  for (const key of PIVOT_FILTERS) {
+    const value = s.pivots?.[key];
+    if (value) parts.push(t(`audit.timeline.phrase.${key}`, { value }));
+  }
   const quick = QUICK_RANGES.find((r) => r.id === s.range);
   if (quick) parts.push(quickRangeLabel(quick.id).toLowerCase());
   else

@@ -12,6 +12,7 @@ import { auditFeaturesStore, refreshOptions } from './audit-features.js';
 import type { AuditComment, AuditEventDetail, ExplainAnswer } from './audit-types.js';
 import { outcomeClass, shownTime } from './format.js';
 import { TagInput } from './tag-input.js';
+import { TimelinePivots } from './timeline-pivots.js';
 
 export function EventDrawer({
   id,
@@ -122,6 +123,7 @@ export function EventDrawer({
               <dt>{t('audit.id')}</dt>
               <dd>{event.id}</dd>
             </dl>
+            <TimelinePivots event={event} />
             <RawRecord raw={event.raw} />
             <EventTags event={event} onUpdated={update} />
             <Comments

@@ -12,8 +12,11 @@ export type Route =
   | { page: 'audit'; view: AuditView }
   | { page: 'not-found'; path: string };
 
-/** The audit console's views (`/audit`, `/audit/sources`, …); `callback` ends a sign-in. */
-export const AUDIT_VIEWS = ['search', 'sources', 'ask', 'alerts', 'rules', 'callback'] as const;
+/**
+ * The audit console's views (`/audit`, `/audit/sources`, …); `callback` ends a sign-in;
+ * `timeline` is one actor's (`/audit/timeline?actor=…`, issue 29).
+ */
+export const AUDIT_VIEWS = ['search', 'sources', 'ask', 'alerts', 'rules', 'callback', 'timeline'] as const;
 export type AuditView = (typeof AUDIT_VIEWS)[number];
 
 export const NODE_ID = /^![0-9a-f]{8}$/;
@@ -66,3 +69,8 @@ export const mapPath = (site?: string) => (site ? `/?site=${encodeURIComponent(s
 export const siteParam = (search: string): string | undefined =>
   new URLSearchParams(search).get('site') || undefined;
 export const chatPath = (nodeId?: string) => (nodeId ? `/chat/${encodeURIComponent(nodeId)}` : '/chat');
+/** Issue 29: an actor's timeline in the audit console. */
+export const auditTimelinePath = (actor: string) => `/audit/timeline?actor=${encodeURIComponent(actor)}`;
+/** Issue 29: the audit search for one exact pivot value (all time). */
+export const auditPivotPath = (filter: string, value: string) =>
+  `/audit?${new URLSearchParams({ [filter]: value, range: 'all' }).toString()}`;
