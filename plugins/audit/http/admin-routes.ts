@@ -247,7 +247,7 @@ export function configRoutes(
         : null,
       export_formats: ['csv', 'json'],
       bulk_tag_limit: 10_000,
-      collection: config.credentials ? 'on' : 'not_configured',
+      collection: config.tenants.length ? 'on' : 'not_configured',
       sources: config.sources,
       directory_webhook: config.webhookClientSecret !== undefined,
       auth: config.auth.state,
