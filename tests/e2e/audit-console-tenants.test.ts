@@ -5,36 +5,21 @@
  * its failures in a row.
  */
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { FakeMicrosoft } from '../fakes/microsoft/fake-microsoft.js';
 import { directoryAudit } from '../fakes/microsoft/fixtures.js';
-import { FakeTenantRouter } from '../fakes/microsoft/tenant-router.js';
+import { startTwoTenants, type TwoTenants } from '../fakes/microsoft/tenant-router.js';
 import { type TestHub, waitFor } from '../helpers/hub.js';
 import { QUIET_ENV } from '../plugins/audit/helpers.js';
 import { describeInBrowser, screenshot, useGuardedPages } from './helpers/browser.js';
 import { startUiHub } from './helpers/hubs.js';
 
 describeInBrowser('audit sources of several tenants', () => {
-  let contoso: FakeMicrosoft;
-  let fabrikam: FakeMicrosoft;
-  let router: FakeTenantRouter;
+  let tenants: TwoTenants;
   let hub: TestHub;
   const pages = useGuardedPages();
 
   beforeAll(async () => {
-    contoso = new FakeMicrosoft({
-      tenantId: '11111111-1111-4111-8111-111111111111',
-      clientId: 'c0c0c0c0-0000-4000-8000-000000000001',
-      clientSecret: 'contoso-secret-value-0123456789',
-    });
-    fabrikam = new FakeMicrosoft({
-      tenantId: '22222222-2222-4222-8222-222222222222',
-      clientId: 'fabfabfa-0000-4000-8000-000000000002',
-      clientSecret: 'fabrikam-secret-value-0123456789',
-    });
-    await contoso.start();
-    await fabrikam.start();
-    router = new FakeTenantRouter([contoso, fabrikam]);
-    await router.start();
+    tenants = await startTwoTenants();
+    const { contoso, fabrikam } = tenants;
     for (let i = 0; i < 5; i++) {
       contoso.directoryAudits.push(directoryAudit(i, Date.now() - 3_600_000 + i * 1000));
       fabrikam.directoryAudits.push(directoryAudit(i, Date.now() - 3_600_000 + i * 1000));
@@ -43,14 +28,7 @@ describeInBrowser('audit sources of several tenants', () => {
     hub = await startUiHub({
       PLUGINS: 'audit',
       ...QUIET_ENV,
-      ...router.env(),
-      AUDIT_TENANTS: 'contoso,fabrikam',
-      AUDIT_CONTOSO_TENANT_ID: contoso.tenantId,
-      AUDIT_CONTOSO_CLIENT_ID: contoso.clientId,
-      AUDIT_CONTOSO_CLIENT_SECRET: contoso.clientSecret,
-      AUDIT_FABRIKAM_TENANT_ID: fabrikam.tenantId,
-      AUDIT_FABRIKAM_CLIENT_ID: fabrikam.clientId,
-      AUDIT_FABRIKAM_CLIENT_SECRET: fabrikam.clientSecret,
+      ...tenants.env,
       AUDIT_SOURCES: 'directory',
       AUDIT_FETCH_ON_START: 'true',
     });
@@ -69,9 +47,7 @@ describeInBrowser('audit sources of several tenants', () => {
   });
   afterAll(async () => {
     await hub?.stop();
-    await router?.stop();
-    await contoso?.stop();
-    await fabrikam?.stop();
+    await tenants?.stop();
   });
 
   it('shows each tenant’s sources under its name: one OK, the other throttled with its error', async () => {

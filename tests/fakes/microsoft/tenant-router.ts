@@ -7,7 +7,7 @@
  * tenant's requests unanswered until `release` (a tenant that hangs).
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { FakeMicrosoft } from './fake-microsoft.js';
+import { FakeMicrosoft } from './fake-microsoft.js';
 
 type Api = 'login' | 'graph' | 'management';
 
@@ -133,4 +133,52 @@ export class FakeTenantRouter {
     res.writeHead(answer.status, out);
     res.end(text);
   }
+}
+
+export interface TwoTenants {
+  contoso: FakeMicrosoft;
+  fabrikam: FakeMicrosoft;
+  router: FakeTenantRouter;
+  /** AUDIT_TENANTS=contoso,fabrikam with each one's credentials, and the router's base URLs. */
+  env: Record<string, string>;
+  stop(): Promise<void>;
+}
+
+/** Two tenants, `contoso` and `fabrikam`, each a fake with its own credentials, behind one router. */
+export async function startTwoTenants(): Promise<TwoTenants> {
+  const contoso = new FakeMicrosoft({
+    tenantId: '11111111-1111-4111-8111-111111111111',
+    clientId: 'c0c0c0c0-0000-4000-8000-000000000001',
+    clientSecret: 'contoso-secret-value-0123456789',
+  });
+  const fabrikam = new FakeMicrosoft({
+    tenantId: '22222222-2222-4222-8222-222222222222',
+    clientId: 'fabfabfa-0000-4000-8000-000000000002',
+    clientSecret: 'fabrikam-secret-value-0123456789',
+  });
+  await contoso.start();
+  await fabrikam.start();
+  const router = new FakeTenantRouter([contoso, fabrikam]);
+  await router.start();
+  const credentials = (name: string, fake: FakeMicrosoft) => ({
+    [`AUDIT_${name}_TENANT_ID`]: fake.tenantId,
+    [`AUDIT_${name}_CLIENT_ID`]: fake.clientId,
+    [`AUDIT_${name}_CLIENT_SECRET`]: fake.clientSecret,
+  });
+  return {
+    contoso,
+    fabrikam,
+    router,
+    env: {
+      ...router.env(),
+      AUDIT_TENANTS: 'contoso,fabrikam',
+      ...credentials('CONTOSO', contoso),
+      ...credentials('FABRIKAM', fabrikam),
+    },
+    async stop() {
+      await router.stop();
+      await contoso.stop();
+      await fabrikam.stop();
+    },
+  };
 }

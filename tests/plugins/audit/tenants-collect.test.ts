@@ -6,52 +6,36 @@
  * keeps its watermark and catches up when it recovers.
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { FakeMicrosoft } from '../../fakes/microsoft/fake-microsoft.js';
+import type { FakeMicrosoft } from '../../fakes/microsoft/fake-microsoft.js';
 import { directoryAudit, managementRecord } from '../../fakes/microsoft/fixtures.js';
-import { FakeTenantRouter } from '../../fakes/microsoft/tenant-router.js';
+import {
+  type FakeTenantRouter,
+  startTwoTenants,
+  type TwoTenants,
+} from '../../fakes/microsoft/tenant-router.js';
 import { type AuditTestApp, auditApp } from './helpers.js';
 
 const HOUR = 3_600_000;
 
+let tenants: TwoTenants;
 let contoso: FakeMicrosoft;
 let fabrikam: FakeMicrosoft;
 let router: FakeTenantRouter;
 let hub: AuditTestApp | undefined;
 
 beforeEach(async () => {
-  contoso = new FakeMicrosoft({
-    tenantId: '11111111-1111-4111-8111-111111111111',
-    clientId: 'c0c0c0c0-0000-4000-8000-000000000001',
-    clientSecret: 'contoso-secret-value-0123456789',
-  });
-  fabrikam = new FakeMicrosoft({
-    tenantId: '22222222-2222-4222-8222-222222222222',
-    clientId: 'fabfabfa-0000-4000-8000-000000000002',
-    clientSecret: 'fabrikam-secret-value-0123456789',
-  });
-  await contoso.start();
-  await fabrikam.start();
-  router = new FakeTenantRouter([contoso, fabrikam]);
-  await router.start();
+  tenants = await startTwoTenants();
+  ({ contoso, fabrikam, router } = tenants);
 });
 afterEach(async () => {
   await hub?.close();
   hub = undefined;
-  await router.stop();
-  await contoso.stop();
-  await fabrikam.stop();
+  await tenants.stop();
 });
 
 function tenantEnv(extra: Record<string, string> = {}): Record<string, string> {
   return {
-    ...router.env(),
-    AUDIT_TENANTS: 'contoso,fabrikam',
-    AUDIT_CONTOSO_TENANT_ID: contoso.tenantId,
-    AUDIT_CONTOSO_CLIENT_ID: contoso.clientId,
-    AUDIT_CONTOSO_CLIENT_SECRET: contoso.clientSecret,
-    AUDIT_FABRIKAM_TENANT_ID: fabrikam.tenantId,
-    AUDIT_FABRIKAM_CLIENT_ID: fabrikam.clientId,
-    AUDIT_FABRIKAM_CLIENT_SECRET: fabrikam.clientSecret,
+    ...tenants.env,
     AUDIT_SOURCES: 'directory,exchange',
     AUDIT_FETCH_ON_START: 'false',
     AUDIT_MAX_RETRIES: '2',
