@@ -65,112 +65,111 @@ const CREDENTIALS = ['AUDIT_TENANT_ID', 'AUDIT_CLIENT_ID', 'AUDIT_CLIENT_SECRET'
  * settings (base URLs against the allowlist, credentials together) run in the same pass, so
  * every problem is reported at once.
  */
-export const auditSettings = readsSettingsMatching(
-  z
-    .object({
-      AUDIT_TENANT_ID: text.min(1).optional(),
-      AUDIT_CLIENT_ID: text.min(1).optional(),
-      AUDIT_CLIENT_SECRET: z.string().min(1).optional(),
-      AUDIT_ALLOWED_HOSTS: list.default([]),
-      AUDIT_LOGIN_BASE_URL: text.default('https://login.microsoftonline.com'),
-      AUDIT_GRAPH_BASE_URL: text.default('https://graph.microsoft.com'),
-      AUDIT_MANAGEMENT_BASE_URL: text.default('https://manage.office.com'),
-      /** Office 365 Management API `PublisherIdentifier`: our tenant GUID unless we publish for others. */
-      AUDIT_PUBLISHER_ID: text.min(1).optional(),
-      AUDIT_SOURCES: list
-        .refine(
-          (names) => names.every(isSourceName),
-          `expected a comma-separated subset of ${SOURCE_NAMES.join(', ')}`,
-        )
-        .transform((names) => [...new Set(names)] as SourceName[])
-        .default([...SOURCE_NAMES]),
-      AUDIT_FETCH_CRON: cronSetting.default('*/10 * * * *'),
-      AUDIT_FETCH_ON_START: flag.default(true),
-      AUDIT_OVERLAP: duration.prefault('1h'),
-      AUDIT_INITIAL_LOOKBACK: duration.prefault('7d'),
-      AUDIT_MAX_RETRIES: int(0, 20).default(5),
-      AUDIT_BACKOFF_BASE_MS: int(1, 600_000).default(1_000),
-      AUDIT_BACKOFF_MAX_MS: int(1, 3_600_000).default(60_000),
-      AUDIT_MAX_RETRY_AFTER: duration.prefault('5m'),
-      AUDIT_REQUEST_TIMEOUT_MS: int(100, 300_000).default(30_000),
-      RETENTION_DAYS: int(1, 36_500).default(90),
-      AUDIT_MAINTENANCE_CRON: cronSetting.default('37 3 * * *'),
-      AUDIT_TRAIL_RETENTION_DAYS: int(1, 36_500).default(365),
-      AUDIT_TRAIL_REFUSALS_PER_HOUR: int(10, 100_000).default(200),
-      AUTH_ENABLED: flag.default(false),
-      AUTH_CLIENT_ID: text.min(1).optional(),
-      AUDIT_ROLES_CLAIM: text.min(1).optional(),
-      // Who reads the audit data, and who changes it (README "Who reads the audit data").
-      AUDIT_READER_ROLES: list.default(['admin', 'auditor']),
-      AUDIT_ADMIN_ROLES: list.default(['admin']),
-      AUDIT_ALLOW_ANONYMOUS: flag.default(false),
-      CORS_ORIGINS: list.default([]),
-      WEBHOOK_CLIENT_SECRET: z.string().min(16, 'must be at least 16 characters').max(128).optional(),
-      PRIVACY_SENSITIVE_OPERATIONS: list.default([]),
-      PRIVACY_SERVICES: list.default([]),
-      PRIVACY_SERVICE_ROLES: list.default([]),
-      RATE_LIMIT_FETCH: rateLimit.prefault('6/1h'),
-      RATE_LIMIT_ASK: rateLimit.prefault('20/1m'),
-      RATE_LIMIT_WRITE: rateLimit.prefault('120/1m'),
-      RATE_LIMIT_DEFAULT: rateLimit.prefault('600/1m'),
-      // Obsolete (issue 13: the counts moved to the cache store, which has no client table to
-      // bound): any value is accepted and only warned about, so an old setting never stops the hub.
-      RATE_LIMIT_MAX_CLIENTS: z.string().optional(),
-      AUDIT_EXPORT_MAX_CONCURRENT: int(1, 16).default(2),
-      AI_FEATURES_ENABLED: flag.default(false),
-      ALERTS_ENABLED: flag.default(false),
-      SIEM_ENABLED: flag.default(false),
-      // Issue 14: private addresses for the Microsoft endpoints, the Graph subscription's public URL.
-      AUDIT_ALLOW_PRIVATE_NETWORK: flag.default(false),
-      WEBHOOK_PUBLIC_URL: text.optional(),
-      CACHE_URL: text.optional(),
-      // Issue 29: a folder of Sigma rules (sigma/), read at start-up and run as alert rules.
-      SIGMA_RULES_DIR: text.min(1).optional(),
-      // Issue 13: the LLM, its limits and MCP_ROLES (ask/settings.ts).
-      ...aiSettingsShape,
-      // Issue 14: alert rules' webhook and time zone (alerts/settings.ts).
-      ...alertSettingsShape,
-      // Issue 14: SIEM forwarding's endpoint, format and limits (siem/settings.ts).
-      ...siemSettingsShape,
-      // Issue 29: several tenants (tenants/settings.ts); their AUDIT_<NAME>_* names are read too.
-      ...tenantSettingsShape,
-    })
-    .loose()
-    .superRefine(
-      (parsed, ctx) => {
-        // Runs even when other settings are invalid (`when`), so every problem is reported at once:
-        // any field here may be missing or of the wrong shape.
-        const c = parsed as Partial<Record<string, unknown>>;
-        const allowedHosts = Array.isArray(c.AUDIT_ALLOWED_HOSTS) ? (c.AUDIT_ALLOWED_HOSTS as string[]) : [];
-        for (const name of BASE_URLS) checkOutboundSetting(c, name, allowedHosts, ctx);
-        checkIssue14Settings(c, ctx);
-        checkAccessSettings(c, ctx);
-        refineAiSettings(c, ctx);
-        refineAlertSettings(c, ctx);
-        refineSiemSettings(c, ctx);
-        refineTenantSettings(c, ctx);
-        const given = CREDENTIALS.filter((k) => c[k] !== undefined);
-        if (given.length && given.length < CREDENTIALS.length && c.AUDIT_TENANTS === undefined) {
-          const missing = CREDENTIALS.filter((k) => c[k] === undefined);
-          ctx.addIssue({
-            code: 'custom',
-            path: [missing.join(', ')],
-            message: 'required together with the other AUDIT_* credentials',
-          });
-        }
-        const [base, max] = [c.AUDIT_BACKOFF_BASE_MS, c.AUDIT_BACKOFF_MAX_MS];
-        if (typeof base === 'number' && typeof max === 'number' && max < base) {
-          ctx.addIssue({
-            code: 'custom',
-            path: ['AUDIT_BACKOFF_MAX_MS'],
-            message: 'must not be below AUDIT_BACKOFF_BASE_MS',
-          });
-        }
-      },
-      { when: () => true },
-    ),
-  TENANT_SETTING_NAMES,
-);
+export const auditSettings = z
+  .object({
+    AUDIT_TENANT_ID: text.min(1).optional(),
+    AUDIT_CLIENT_ID: text.min(1).optional(),
+    AUDIT_CLIENT_SECRET: z.string().min(1).optional(),
+    AUDIT_ALLOWED_HOSTS: list.default([]),
+    AUDIT_LOGIN_BASE_URL: text.default('https://login.microsoftonline.com'),
+    AUDIT_GRAPH_BASE_URL: text.default('https://graph.microsoft.com'),
+    AUDIT_MANAGEMENT_BASE_URL: text.default('https://manage.office.com'),
+    /** Office 365 Management API `PublisherIdentifier`: our tenant GUID unless we publish for others. */
+    AUDIT_PUBLISHER_ID: text.min(1).optional(),
+    AUDIT_SOURCES: list
+      .refine(
+        (names) => names.every(isSourceName),
+        `expected a comma-separated subset of ${SOURCE_NAMES.join(', ')}`,
+      )
+      .transform((names) => [...new Set(names)] as SourceName[])
+      .default([...SOURCE_NAMES]),
+    AUDIT_FETCH_CRON: cronSetting.default('*/10 * * * *'),
+    AUDIT_FETCH_ON_START: flag.default(true),
+    AUDIT_OVERLAP: duration.prefault('1h'),
+    AUDIT_INITIAL_LOOKBACK: duration.prefault('7d'),
+    AUDIT_MAX_RETRIES: int(0, 20).default(5),
+    AUDIT_BACKOFF_BASE_MS: int(1, 600_000).default(1_000),
+    AUDIT_BACKOFF_MAX_MS: int(1, 3_600_000).default(60_000),
+    AUDIT_MAX_RETRY_AFTER: duration.prefault('5m'),
+    AUDIT_REQUEST_TIMEOUT_MS: int(100, 300_000).default(30_000),
+    RETENTION_DAYS: int(1, 36_500).default(90),
+    AUDIT_MAINTENANCE_CRON: cronSetting.default('37 3 * * *'),
+    AUDIT_TRAIL_RETENTION_DAYS: int(1, 36_500).default(365),
+    AUDIT_TRAIL_REFUSALS_PER_HOUR: int(10, 100_000).default(200),
+    AUTH_ENABLED: flag.default(false),
+    AUTH_CLIENT_ID: text.min(1).optional(),
+    AUDIT_ROLES_CLAIM: text.min(1).optional(),
+    // Who reads the audit data, and who changes it (README "Who reads the audit data").
+    AUDIT_READER_ROLES: list.default(['admin', 'auditor']),
+    AUDIT_ADMIN_ROLES: list.default(['admin']),
+    AUDIT_ALLOW_ANONYMOUS: flag.default(false),
+    CORS_ORIGINS: list.default([]),
+    WEBHOOK_CLIENT_SECRET: z.string().min(16, 'must be at least 16 characters').max(128).optional(),
+    PRIVACY_SENSITIVE_OPERATIONS: list.default([]),
+    PRIVACY_SERVICES: list.default([]),
+    PRIVACY_SERVICE_ROLES: list.default([]),
+    RATE_LIMIT_FETCH: rateLimit.prefault('6/1h'),
+    RATE_LIMIT_ASK: rateLimit.prefault('20/1m'),
+    RATE_LIMIT_WRITE: rateLimit.prefault('120/1m'),
+    RATE_LIMIT_DEFAULT: rateLimit.prefault('600/1m'),
+    // Obsolete (issue 13: the counts moved to the cache store, which has no client table to
+    // bound): any value is accepted and only warned about, so an old setting never stops the hub.
+    RATE_LIMIT_MAX_CLIENTS: z.string().optional(),
+    AUDIT_EXPORT_MAX_CONCURRENT: int(1, 16).default(2),
+    AI_FEATURES_ENABLED: flag.default(false),
+    ALERTS_ENABLED: flag.default(false),
+    SIEM_ENABLED: flag.default(false),
+    // Issue 14: private addresses for the Microsoft endpoints, the Graph subscription's public URL.
+    AUDIT_ALLOW_PRIVATE_NETWORK: flag.default(false),
+    WEBHOOK_PUBLIC_URL: text.optional(),
+    CACHE_URL: text.optional(),
+    // Issue 29: a folder of Sigma rules (sigma/), read at start-up and run as alert rules.
+    SIGMA_RULES_DIR: text.min(1).optional(),
+    // Issue 13: the LLM, its limits and MCP_ROLES (ask/settings.ts).
+    ...aiSettingsShape,
+    // Issue 14: alert rules' webhook and time zone (alerts/settings.ts).
+    ...alertSettingsShape,
+    // Issue 14: SIEM forwarding's endpoint, format and limits (siem/settings.ts).
+    ...siemSettingsShape,
+    // Issue 29: several tenants (tenants/settings.ts); their AUDIT_<NAME>_* names are read too.
+    ...tenantSettingsShape,
+  })
+  .loose()
+  .superRefine(
+    (parsed, ctx) => {
+      // Runs even when other settings are invalid (`when`), so every problem is reported at once:
+      // any field here may be missing or of the wrong shape.
+      const c = parsed as Partial<Record<string, unknown>>;
+      const allowedHosts = Array.isArray(c.AUDIT_ALLOWED_HOSTS) ? (c.AUDIT_ALLOWED_HOSTS as string[]) : [];
+      for (const name of BASE_URLS) checkOutboundSetting(c, name, allowedHosts, ctx);
+      checkIssue14Settings(c, ctx);
+      checkAccessSettings(c, ctx);
+      refineAiSettings(c, ctx);
+      refineAlertSettings(c, ctx);
+      refineSiemSettings(c, ctx);
+      refineTenantSettings(c, ctx);
+      const given = CREDENTIALS.filter((k) => c[k] !== undefined);
+      if (given.length && given.length < CREDENTIALS.length && c.AUDIT_TENANTS === undefined) {
+        const missing = CREDENTIALS.filter((k) => c[k] === undefined);
+        ctx.addIssue({
+          code: 'custom',
+          path: [missing.join(', ')],
+          message: 'required together with the other AUDIT_* credentials',
+        });
+      }
+      const [base, max] = [c.AUDIT_BACKOFF_BASE_MS, c.AUDIT_BACKOFF_MAX_MS];
+      if (typeof base === 'number' && typeof max === 'number' && max < base) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['AUDIT_BACKOFF_MAX_MS'],
+          message: 'must not be below AUDIT_BACKOFF_BASE_MS',
+        });
+      }
+    },
+    { when: () => true },
+  );
+// Issue 29: the per-tenant settings' names depend on AUDIT_TENANTS; the loader hands them over.
+readsSettingsMatching(auditSettings, TENANT_SETTING_NAMES);
 
 export type AuditSettings = z.output<typeof auditSettings>;
 
