@@ -295,6 +295,8 @@ export const subscriptionBody = z.strictObject({
 
 /** An audit event (the audit plugin), normalised fields with names resolved, and its raw record. */
 export const auditEventBody = z.strictObject({
+  /** Issue 29: the Microsoft 365 tenant (AUDIT_TENANTS); absent: `default` (a single-tenant site). */
+  tenant: text(64).optional(),
   source: text(128),
   source_key: text(512),
   ts: ms,
@@ -310,6 +312,8 @@ export const auditEventBody = z.strictObject({
 
 /** An audit event's tags changed: the whole new list. */
 export const auditTagsBody = z.strictObject({
+  /** Issue 29: the Microsoft 365 tenant (AUDIT_TENANTS); absent: `default` (a single-tenant site). */
+  tenant: text(64).optional(),
   source: text(128),
   source_key: text(512),
   tags: z.array(text(128)).max(1000),
@@ -317,6 +321,8 @@ export const auditTagsBody = z.strictObject({
 
 /** A comment added to an audit event. */
 export const auditCommentBody = z.strictObject({
+  /** Issue 29: the Microsoft 365 tenant (AUDIT_TENANTS); absent: `default` (a single-tenant site). */
+  tenant: text(64).optional(),
   source: text(128),
   source_key: text(512),
   comment_id: z.number().int().positive(),

@@ -2,8 +2,11 @@
  * The audit collector: fetches every configured source on AUDIT_FETCH_CRON, on an admin's request
  * (`POST /api/fetch`) and early when the directory webhook says something changed.
  *
- * Fetch requests wait in a bounded mailbox (overflow: reject — they are commands) and run one
- * at a time; sources within a request are fetched side by side. A request for a source that is
+ * Issue 29: one lane per tenant (AUDIT_TENANTS, or the one `default`), each with its own token
+ * provider, clients, mailbox and Management API session: lanes share no queue, lock or timer,
+ * so a tenant that times out or is throttled for minutes never delays another's fetch.
+ * Within a lane, fetch requests wait in a bounded mailbox (overflow: reject — they are commands)
+ * and run one at a time; sources within a request are fetched side by side. A request for a source that is
  * already waiting is merged into the waiting one, so a burst of webhook notifications costs one
  * fetch. A run never throws: every failure ends in source health, the next run resumes, and
  * the actor only crashes on a bug.
@@ -20,6 +23,8 @@ import { UpstreamClient, UpstreamError } from './microsoft/upstream.js';
 import type { AuditConfig } from './settings.js';
 import { isGraphSource, type SourceName } from './sources.js';
 import type { AuditStore } from './store/audit-store.js';
+import type { SourceStates } from './store/source-state.js';
+import type { TenantConfig } from './tenants/settings.js';
 
 export type FetchReason = 'start' | 'schedule' | 'admin' | 'webhook';
 
@@ -30,18 +35,24 @@ export interface FetchRequest {
 
 export type FetchRequestOutcome = 'queued' | 'already_queued' | 'not_configured' | 'busy';
 
+/** One tenant's collection: nothing in it is shared with another tenant's. */
+interface TenantLane {
+  tenant: TenantConfig;
+  inbox: Mailbox<FetchRequest>;
+  waiting: Set<SourceName>;
+  running: Set<SourceName>;
+  graph?: UpstreamClient;
+  management?: UpstreamClient;
+  session: ManagementSession;
+}
+
 export class AuditCollectorActor extends Actor {
   readonly name = 'audit-collector';
   override readonly dependsOn = ['store'];
   override readonly required = false;
 
-  private readonly inbox: Mailbox<FetchRequest>;
-  private readonly waiting = new Set<SourceName>();
-  private readonly running = new Set<SourceName>();
+  private readonly lanes: TenantLane[];
   private abort = new AbortController();
-  private graph: UpstreamClient | undefined;
-  private management: UpstreamClient | undefined;
-  private session: ManagementSession = { subscribed: new Set() };
 
   constructor(
     private readonly deps: {
@@ -56,45 +67,69 @@ export class AuditCollectorActor extends Actor {
     },
   ) {
     super();
-    this.inbox = this.createMailbox<FetchRequest>('fetch', {
-      capacity: 16,
-      overflow: 'reject',
-      handle: (request) => this.run(request),
+    const single = deps.config.tenants.length === 1;
+    this.lanes = deps.config.tenants.map((tenant) => {
+      const lane: TenantLane = {
+        tenant,
+        waiting: new Set(),
+        running: new Set(),
+        session: { subscribed: new Set() },
+        inbox: undefined as unknown as Mailbox<FetchRequest>,
+      };
+      lane.inbox = this.createMailbox<FetchRequest>(single ? 'fetch' : `fetch:${tenant.name}`, {
+        capacity: 16,
+        overflow: 'reject',
+        handle: (request) => this.run(lane, request),
+      });
+      return lane;
     });
   }
 
-  /** The Graph client, once started with credentials (the subscription actor shares its token). */
+  /** The first tenant's Graph client, once started (the subscription actor shares its token). */
   get graphClient(): UpstreamClient | undefined {
-    return this.graph;
+    return this.lanes[0]?.graph;
   }
 
   get configured(): boolean {
-    return this.deps.config.credentials !== undefined;
+    return this.lanes.length > 0;
+  }
+
+  /** Whether `tenant`'s `source` is being fetched now (the health route). */
+  isFetching(tenant: string, source: SourceName): boolean {
+    return this.lanes.some((l) => l.tenant.name === tenant && l.running.has(source));
+  }
+
+  /** A tenant's watermarks and health (its audit_tenants row is made on first use). */
+  private states(tenant: TenantConfig): SourceStates {
+    const repos = this.deps.store.repos();
+    return repos.sources.forTenant(repos.dictionaries.tenants.idOf(tenant.name));
   }
 
   async start(): Promise<void> {
     const { config, store, log } = this.deps;
-    const states = store.repos().sources;
-    states.ensure(config.sources);
-    states.markInterrupted();
+    store.repos().sources.markInterrupted();
     this.abort = new AbortController();
-    this.session = { subscribed: new Set() };
-    this.inbox.reopen();
-    if (config.credentials) {
-      // Every Microsoft request passes the private-address check where it goes out (issue 14),
-      // on the socket (src/http/guarded-fetch.ts); `fetchImpl` (tests) replaces the network.
-      const guarded = addressGuardedFetch(this.deps.fetchImpl, {
-        allowedHosts: config.allowedHosts,
-        allowPrivateNetwork: config.allowPrivateNetwork,
-        ...(this.deps.resolve ? { resolve: this.deps.resolve } : {}),
-      });
+    // Every Microsoft request passes the private-address check where it goes out (issue 14),
+    // on the socket (src/http/guarded-fetch.ts); `fetchImpl` (tests) replaces the network.
+    const guarded = addressGuardedFetch(this.deps.fetchImpl, {
+      allowedHosts: config.allowedHosts,
+      allowPrivateNetwork: config.allowPrivateNetwork,
+      ...(this.deps.resolve ? { resolve: this.deps.resolve } : {}),
+    });
+    for (const lane of this.lanes) {
+      const { tenant } = lane;
+      this.states(tenant).ensure(tenant.sources);
+      lane.session = { subscribed: new Set() };
+      lane.inbox.reopen();
+      // Each tenant its own token (its own client credentials): one tenant's refused secret or
+      // slow identity platform answer is never another's.
       const clientFor = (base: URL) => {
         const tokens = new ClientCredentialsTokens(
           {
             loginBaseUrl: config.loginBaseUrl,
-            tenantId: config.credentials!.tenantId,
-            clientId: config.credentials!.clientId,
-            clientSecret: config.credentials!.clientSecret,
+            tenantId: tenant.tenantId,
+            clientId: tenant.clientId,
+            clientSecret: tenant.clientSecret,
             scope: defaultScope(base),
             timeoutMs: config.requestTimeoutMs,
           },
@@ -102,54 +137,67 @@ export class AuditCollectorActor extends Actor {
         );
         return new UpstreamClient(base, tokens, config, {}, guarded);
       };
-      this.graph = clientFor(config.graphBaseUrl);
-      this.management = clientFor(config.managementBaseUrl);
-    } else {
+      lane.graph = clientFor(config.graphBaseUrl);
+      lane.management = clientFor(config.managementBaseUrl);
+    }
+    if (!this.lanes.length) {
+      // Health still lists the sources, as `not_configured` (the default tenant's rows).
+      store.repos().sources.ensure(config.sources);
       log.warn(
         {},
-        'audit collection is off: set AUDIT_TENANT_ID, AUDIT_CLIENT_ID and AUDIT_CLIENT_SECRET to fetch events',
+        'audit collection is off: set AUDIT_TENANT_ID, AUDIT_CLIENT_ID and AUDIT_CLIENT_SECRET (or AUDIT_TENANTS) to fetch events',
       );
     }
     if (config.fetchOnStart) this.requestFetch('start');
   }
 
-  /** Queues a fetch of `sources` (default: every configured source). */
-  requestFetch(
-    reason: FetchReason,
-    sources: readonly SourceName[] = this.deps.config.sources,
-  ): FetchRequestOutcome {
+  /**
+   * Queues a fetch of `sources` (default: every configured source) in every tenant's lane that
+   * collects them: `queued` when any lane took it.
+   */
+  requestFetch(reason: FetchReason, sources?: readonly SourceName[]): FetchRequestOutcome {
     if (!this.configured) return 'not_configured';
-    const fresh = sources.filter((s) => this.deps.config.sources.includes(s) && !this.waiting.has(s));
+    const outcomes = this.lanes.map((lane) => this.post(lane, reason, sources ?? lane.tenant.sources));
+    if (outcomes.includes('queued')) return 'queued';
+    return outcomes.includes('busy') ? 'busy' : 'already_queued';
+  }
+
+  private post(lane: TenantLane, reason: FetchReason, sources: readonly SourceName[]): FetchRequestOutcome {
+    const fresh = sources.filter((s) => lane.tenant.sources.includes(s) && !lane.waiting.has(s));
     if (!fresh.length) return 'already_queued';
-    for (const s of fresh) this.waiting.add(s);
-    if (this.inbox.post({ reason, sources: fresh })) return 'queued';
-    for (const s of fresh) this.waiting.delete(s);
+    for (const s of fresh) lane.waiting.add(s);
+    if (lane.inbox.post({ reason, sources: fresh })) return 'queued';
+    for (const s of fresh) lane.waiting.delete(s);
     return 'busy';
   }
 
-  /** Resolves when every queued fetch has run (tests, the admin route's callers). */
-  idle(): Promise<void> {
-    return this.inbox.idle();
+  /** Resolves when every queued fetch of every tenant has run (tests, the admin route's callers). */
+  async idle(): Promise<void> {
+    await Promise.all(this.lanes.map((l) => l.inbox.idle()));
   }
 
-  private async run(request: FetchRequest): Promise<void> {
-    for (const s of request.sources) this.waiting.delete(s);
-    await Promise.all(request.sources.map((s) => this.runSource(s, request.reason)));
+  private async run(lane: TenantLane, request: FetchRequest): Promise<void> {
+    for (const s of request.sources) lane.waiting.delete(s);
+    await Promise.all(request.sources.map((s) => this.runSource(lane, s, request.reason)));
   }
 
-  private async runSource(source: SourceName, reason: FetchReason): Promise<void> {
+  private async runSource(lane: TenantLane, source: SourceName, reason: FetchReason): Promise<void> {
     const { config, store, metrics, log } = this.deps;
+    const { tenant } = lane;
     const now = this.deps.now ?? Date.now;
     const startedAt = now();
-    const client = isGraphSource(source) ? this.graph : this.management;
+    const client = isGraphSource(source) ? lane.graph : lane.management;
     if (!client || this.abort.signal.aborted) return;
-    this.running.add(source);
-    const hooks = { onRetry: (i: { kind: string }) => this.onRetry(source, i.kind) };
+    lane.running.add(source);
+    const hooks = { onRetry: (i: { kind: string }) => this.onRetry(tenant, source, i.kind) };
+    const states = () => this.states(tenant);
     const run: SourceRun = {
       source,
+      tenant,
       config,
       client: client.withHooks(hooks),
       repos: () => store.repos(),
+      states,
       metrics,
       log,
       signal: this.abort.signal,
@@ -159,9 +207,9 @@ export class AuditCollectorActor extends Actor {
     };
     let status: 'ok' | 'error' | 'throttled' | 'stopped' = 'ok';
     try {
-      store.repos().sources.recordAttempt(source, startedAt);
+      states().recordAttempt(source, startedAt);
       if (isGraphSource(source)) await fetchGraphSource({ ...run, source });
-      else await fetchManagementSource({ ...run, source }, this.session);
+      else await fetchManagementSource({ ...run, source }, lane.session);
       const t = run.totals;
       if (t.failedBlobs || t.expiredBlobs) {
         status = 'error';
@@ -169,22 +217,26 @@ export class AuditCollectorActor extends Actor {
           t.failedBlobs ? `${t.failedBlobs} content blob(s) failed and will be retried` : '',
           t.expiredBlobs ? `${t.expiredBlobs} content blob(s) expired before a retry succeeded` : '',
         ].filter(Boolean);
-        store.repos().sources.recordFailure(source, 'error', what.join('; '));
-        store.repos().sources.add(source, { errors: 1 });
+        states().recordFailure(source, 'error', what.join('; '));
+        states().add(source, { errors: 1 });
       } else {
-        store.repos().sources.recordSuccess(source, startedAt);
+        states().recordSuccess(source, startedAt);
       }
     } catch (error) {
-      status = this.recordFailure(source, error);
+      status = this.recordFailure(tenant, source, error);
     } finally {
-      this.running.delete(source);
-      metrics.runFinished(source, status, (now() - startedAt) / 1000);
-      log.info({ source, reason, status, ...run.totals }, 'audit fetch finished');
+      lane.running.delete(source);
+      metrics.runFinished(source, status, (now() - startedAt) / 1000, tenant.name);
+      log.info({ tenant: tenant.name, source, reason, status, ...run.totals }, 'audit fetch finished');
     }
   }
 
-  private recordFailure(source: SourceName, error: unknown): 'error' | 'throttled' | 'stopped' {
-    const states = () => this.deps.store.repos().sources;
+  private recordFailure(
+    tenant: TenantConfig,
+    source: SourceName,
+    error: unknown,
+  ): 'error' | 'throttled' | 'stopped' {
+    const states = () => this.states(tenant);
     if (error instanceof UpstreamError && error.kind === 'aborted') {
       states().recordFailure(source, 'error', 'interrupted: the hub stopped during the run');
       return 'stopped';
@@ -193,31 +245,36 @@ export class AuditCollectorActor extends Actor {
     const status = kind === 'throttled' ? 'throttled' : 'error';
     // Upstream messages name the request and status only; internal errors stay in the log.
     const message = error instanceof UpstreamError ? error.message : 'internal error (see the hub log)';
-    if (!(error instanceof UpstreamError)) this.deps.log.error({ source, err: error }, 'audit fetch failed');
+    if (!(error instanceof UpstreamError))
+      this.deps.log.error({ tenant: tenant.name, source, err: error }, 'audit fetch failed');
     states().recordFailure(source, status, message);
     states().add(source, { errors: 1 });
-    this.deps.metrics.fetchFailed(source, kind);
+    this.deps.metrics.fetchFailed(source, kind, tenant.name);
     return status;
   }
 
-  private onRetry(source: SourceName, kind: string): void {
-    this.deps.metrics.retried(source, kind);
-    if (kind === 'throttled') this.deps.store.repos().sources.add(source, { throttled: 1 });
+  private onRetry(tenant: TenantConfig, source: SourceName, kind: string): void {
+    this.deps.metrics.retried(source, kind, tenant.name);
+    if (kind === 'throttled') this.states(tenant).add(source, { throttled: 1 });
   }
 
   override describe(): Record<string, unknown> {
+    // A single-tenant hub lists sources as before; several tenants list `tenant/source`.
+    const named = (l: TenantLane, s: SourceName) => (this.lanes.length > 1 ? `${l.tenant.name}/${s}` : s);
     return {
       collection: this.configured ? 'on' : 'not_configured',
-      fetching: [...this.running],
-      queued: [...this.waiting],
+      fetching: this.lanes.flatMap((l) => [...l.running].map((s) => named(l, s))),
+      queued: this.lanes.flatMap((l) => [...l.waiting].map((s) => named(l, s))),
     };
   }
 
   async stop(): Promise<void> {
     this.abort.abort();
-    this.inbox.close();
-    this.inbox.clear();
-    this.waiting.clear();
-    await this.inbox.idle();
+    for (const lane of this.lanes) {
+      lane.inbox.close();
+      lane.inbox.clear();
+      lane.waiting.clear();
+    }
+    await this.idle();
   }
 }

@@ -7,14 +7,23 @@
 import type { Counter, Histogram } from 'prom-client';
 import { declareCounters } from '../../src/metrics.js';
 import type { ModuleMetrics } from '../../src/module.js';
+import { DEFAULT_TENANT } from './normalize.js';
 import type { SourceName } from './sources.js';
 import type { SourceStateRow } from './store/source-state.js';
 
+/**
+ * Issue 29: a named tenant's series (AUDIT_TENANTS) carry `tenant="…"`; a single-tenant hub's
+ * (`default`) have no tenant label, as before tenants existed, so its dashboards keep working.
+ */
+function tenantLabel(tenant: string | undefined): { tenant?: string } {
+  return tenant === undefined || tenant === DEFAULT_TENANT ? {} : { tenant };
+}
+
 export class AuditMetrics {
-  private readonly records: Counter<'source' | 'outcome'>;
-  private readonly fetchErrors: Counter<'source' | 'kind'>;
-  private readonly retries: Counter<'source' | 'kind'>;
-  private readonly runs: Histogram<'source' | 'status'>;
+  private readonly records: Counter<'source' | 'outcome' | 'tenant'>;
+  private readonly fetchErrors: Counter<'source' | 'kind' | 'tenant'>;
+  private readonly retries: Counter<'source' | 'kind' | 'tenant'>;
+  private readonly runs: Histogram<'source' | 'status' | 'tenant'>;
   private readonly rateLimited: Counter<'tier'>;
   private readonly savedRuns: Counter<string>;
 
@@ -23,12 +32,15 @@ export class AuditMetrics {
     const counters = declareCounters((config) => metrics.counter(config), {
       records_total: [
         'Upstream audit records by source and outcome (fetched, stored, duplicate, malformed)',
-        ['source', 'outcome'],
+        ['source', 'outcome', 'tenant'],
       ],
-      fetch_errors_total: ['Fetch runs that ended early, by source and kind of failure', ['source', 'kind']],
+      fetch_errors_total: [
+        'Fetch runs that ended early, by source and kind of failure',
+        ['source', 'kind', 'tenant'],
+      ],
       fetch_retries_total: [
         'Requests retried after throttling (429, 403 AF429) or unavailability (5xx, network)',
-        ['source', 'kind'],
+        ['source', 'kind', 'tenant'],
       ],
       rate_limited_total: ['Requests refused by a rate-limit tier', ['tier']],
       saved_search_runs_total: 'Saved searches run (GET /api/saved-searches/{id}/events)',
@@ -40,7 +52,7 @@ export class AuditMetrics {
     this.runs = metrics.histogram({
       name: 'fetch_duration_seconds',
       help: 'Duration of fetch runs by source and final status',
-      labelNames: ['source', 'status'],
+      labelNames: ['source', 'status', 'tenant'],
       buckets: [0.1, 0.5, 1, 5, 15, 60, 300, 900],
     });
     this.rateLimited = counters.rate_limited_total;
@@ -48,7 +60,7 @@ export class AuditMetrics {
       metrics.gauge({
         name,
         help,
-        labelNames: ['source'],
+        labelNames: ['source', 'tenant'],
         collect() {
           this.reset();
           let rows: SourceStateRow[] = [];
@@ -59,7 +71,7 @@ export class AuditMetrics {
           }
           for (const row of rows) {
             const v = value(row);
-            if (v !== null) this.set({ source: row.source }, v);
+            if (v !== null) this.set({ source: row.source, ...tenantLabel(row.tenant) }, v);
           }
         },
       });
@@ -82,23 +94,25 @@ export class AuditMetrics {
   countRecords(
     source: SourceName,
     c: { fetched?: number; stored?: number; duplicates?: number; malformed?: number },
+    tenant?: string,
   ): void {
-    if (c.fetched) this.records.inc({ source, outcome: 'fetched' }, c.fetched);
-    if (c.stored) this.records.inc({ source, outcome: 'stored' }, c.stored);
-    if (c.duplicates) this.records.inc({ source, outcome: 'duplicate' }, c.duplicates);
-    if (c.malformed) this.records.inc({ source, outcome: 'malformed' }, c.malformed);
+    const t = tenantLabel(tenant);
+    if (c.fetched) this.records.inc({ source, outcome: 'fetched', ...t }, c.fetched);
+    if (c.stored) this.records.inc({ source, outcome: 'stored', ...t }, c.stored);
+    if (c.duplicates) this.records.inc({ source, outcome: 'duplicate', ...t }, c.duplicates);
+    if (c.malformed) this.records.inc({ source, outcome: 'malformed', ...t }, c.malformed);
   }
 
-  fetchFailed(source: SourceName, kind: string): void {
-    this.fetchErrors.inc({ source, kind });
+  fetchFailed(source: SourceName, kind: string, tenant?: string): void {
+    this.fetchErrors.inc({ source, kind, ...tenantLabel(tenant) });
   }
 
-  retried(source: SourceName, kind: string): void {
-    this.retries.inc({ source, kind });
+  retried(source: SourceName, kind: string, tenant?: string): void {
+    this.retries.inc({ source, kind, ...tenantLabel(tenant) });
   }
 
-  runFinished(source: SourceName, status: string, seconds: number): void {
-    this.runs.observe({ source, status }, seconds);
+  runFinished(source: SourceName, status: string, seconds: number, tenant?: string): void {
+    this.runs.observe({ source, status, ...tenantLabel(tenant) }, seconds);
   }
 
   limited(tier: string): void {

@@ -7,7 +7,7 @@
 import { z } from 'zod';
 import { ADMIN_ROLE, SUBSCRIBER_ROLE } from '../../src/auth/user-service.js';
 import { duration, flag, int, list, parseDuration, text } from '../../src/config/fields.js';
-import { ConfigError, settingsProblems } from '../../src/config/load.js';
+import { ConfigError, readsSettingsMatching, settingsProblems, sliceKeys } from '../../src/config/load.js';
 import { Secret } from '../../src/config/secret.js';
 import { isLoopbackHost } from '../../src/http/outbound-url.js';
 import { cronSetting } from '../../src/kernel/scheduler.js';
@@ -23,6 +23,13 @@ import { checkOutboundSetting } from './outbound-setting.js';
 import { refineSiemSettings, type SiemConfig, siemConfigFrom, siemSettingsShape } from './siem/settings.js';
 import { isSourceName, SOURCE_NAMES, type SourceName } from './sources.js';
 import { knownServiceKey, knownServiceNames } from './store/service-names.js';
+import {
+  refineTenantSettings,
+  TENANT_SETTING_NAMES,
+  type TenantConfig,
+  tenantSettingsShape,
+  tenantsFrom,
+} from './tenants/settings.js';
 
 export type RateLimitTier = 'fetch' | 'ask' | 'write' | 'default';
 
@@ -124,7 +131,10 @@ export const auditSettings = z
     ...alertSettingsShape,
     // Issue 14: SIEM forwarding's endpoint, format and limits (siem/settings.ts).
     ...siemSettingsShape,
+    // Issue 29: several tenants (tenants/settings.ts); their AUDIT_<NAME>_* names are read too.
+    ...tenantSettingsShape,
   })
+  .loose()
   .superRefine(
     (parsed, ctx) => {
       // Runs even when other settings are invalid (`when`), so every problem is reported at once:
@@ -137,8 +147,9 @@ export const auditSettings = z
       refineAiSettings(c, ctx);
       refineAlertSettings(c, ctx);
       refineSiemSettings(c, ctx);
+      refineTenantSettings(c, ctx);
       const given = CREDENTIALS.filter((k) => c[k] !== undefined);
-      if (given.length && given.length < CREDENTIALS.length) {
+      if (given.length && given.length < CREDENTIALS.length && c.AUDIT_TENANTS === undefined) {
         const missing = CREDENTIALS.filter((k) => c[k] === undefined);
         ctx.addIssue({
           code: 'custom',
@@ -157,6 +168,8 @@ export const auditSettings = z
     },
     { when: () => true },
   );
+// Issue 29: the per-tenant settings' names depend on AUDIT_TENANTS; the loader hands them over.
+readsSettingsMatching(auditSettings, TENANT_SETTING_NAMES);
 
 export type AuditSettings = z.output<typeof auditSettings>;
 
@@ -245,6 +258,8 @@ export interface AuthSettings {
 }
 
 export interface AuditConfig {
+  /** Issue 29: the tenants collected (AUDIT_TENANTS, or the one `default`); empty: collection off. */
+  tenants: TenantConfig[];
   credentials?: { tenantId: string; clientId: string; clientSecret: Secret };
   publisherId?: string;
   loginBaseUrl: URL;
@@ -293,7 +308,7 @@ export class AuditConfigError extends ConfigError {}
 
 function blank(env: Readonly<Record<string, string | undefined>>): Record<string, string> {
   const out: Record<string, string> = {};
-  for (const key of AUDIT_ENV_KEYS) {
+  for (const key of sliceKeys(auditSettings, Object.keys(env))) {
     const value = env[key];
     if (value !== undefined && value.trim() !== '') out[key] = value;
   }
@@ -341,6 +356,7 @@ export function auditConfigFrom(
     return u;
   };
   return {
+    tenants: tenantsFrom(c, c.AUDIT_SOURCES),
     ...(c.AUDIT_TENANT_ID && c.AUDIT_CLIENT_ID && c.AUDIT_CLIENT_SECRET
       ? {
           credentials: {

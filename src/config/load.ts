@@ -23,6 +23,28 @@ export interface SettingsSlice {
   settings: z.ZodObject<z.ZodRawShape>;
 }
 
+/**
+ * Setting names a slice reads beyond its schema's keys (names built from another setting's
+ * value, like the audit plugin's `AUDIT_<TENANT>_CLIENT_ID`): registered with the schema, they
+ * reach its refinements, which must check them (the schema has to be `.loose()` to keep them).
+ */
+const dynamicNames = new WeakMap<object, RegExp>();
+
+export function readsSettingsMatching<S extends z.ZodObject<z.ZodRawShape>>(schema: S, names: RegExp): S {
+  dynamicNames.set(schema, names);
+  return schema;
+}
+
+/** The schema's keys and the given names that match its registered pattern. */
+export function sliceKeys(schema: z.ZodObject<z.ZodRawShape>, present: Iterable<string>): string[] {
+  const keys = Object.keys(schema.shape);
+  const pattern = dynamicNames.get(schema);
+  if (!pattern) return keys;
+  const known = new Set(keys);
+  for (const key of present) if (!known.has(key) && pattern.test(key)) keys.push(key);
+  return keys;
+}
+
 export interface LoadedSettings<C> {
   config: C;
   /** Each slice's parsed settings, by module name. */
@@ -66,16 +88,17 @@ export function loadSettings<S extends z.ZodObject<z.ZodRawShape>>(
     return input;
   };
 
-  const sliceKeys = new Set(slices.flatMap((slice) => Object.keys(slice.settings.shape)));
+  const present = [...Object.keys(env), ...Object.keys(fromFile)];
+  const readBySlices = new Set(slices.flatMap((slice) => sliceKeys(slice.settings, present)));
   const coreInput = inputFor(Object.keys(core.shape));
   // Keys of the file that no slice reads go to the hub's strict schema, which names them.
   for (const key of Object.keys(fromFile)) {
-    if (!sliceKeys.has(key) && !(key in coreInput)) coreInput[key] = fromFile[key];
+    if (!readBySlices.has(key) && !(key in coreInput)) coreInput[key] = fromFile[key];
   }
   const result = core.safeParse(coreInput);
   if (!result.success) problems.push(...settingsProblems(result.error, coreInput, core));
 
-  const parsedSlices = parseSlices(slices, inputFor, problems);
+  const parsedSlices = parseSlices(slices, inputFor, problems, present);
   if (problems.length) throw new ConfigError(problems);
   return { config: result.data!, slices: parsedSlices };
 }
@@ -94,7 +117,7 @@ export function loadSlices(
     }
     return input;
   };
-  const parsed = parseSlices(slices, inputFor, problems);
+  const parsed = parseSlices(slices, inputFor, problems, Object.keys(env));
   if (problems.length) throw new ConfigError(problems);
   return parsed;
 }
@@ -103,10 +126,11 @@ function parseSlices(
   slices: readonly SettingsSlice[],
   inputFor: (keys: readonly string[]) => Record<string, unknown>,
   problems: string[],
+  present: readonly string[],
 ): Map<string, unknown> {
   const parsed = new Map<string, unknown>();
   for (const slice of slices) {
-    const input = inputFor(Object.keys(slice.settings.shape));
+    const input = inputFor(sliceKeys(slice.settings, present));
     const result = slice.settings.safeParse(input);
     if (result.success) parsed.set(slice.name, result.data);
     else problems.push(...settingsProblems(result.error, input, slice.settings));

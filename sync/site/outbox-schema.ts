@@ -205,6 +205,15 @@ const trigger = (name: string, head: string, body: string) => ({
   sql: `CREATE TRIGGER ${TRIGGER_PREFIX}${name} ${head} BEGIN ${body} END`,
 });
 
+/**
+ * Issue 29: an audit record's body with its tenant's name, left out for the `default` tenant so
+ * a single-tenant site's records are as before (an upstream reads a missing tenant as `default`).
+ */
+function withTenant(body: string, tenantId: string): string {
+  return `json_remove(json_set(${body}, '$.tenant', (SELECT name FROM audit_tenants WHERE id = ${tenantId})),
+    CASE WHEN ${tenantId} = 1 THEN '$.tenant' ELSE '$.__keep' END)`;
+}
+
 const TRIGGER_GROUPS: readonly TriggerGroup[] = [
   {
     tables: ['nodes'],
@@ -269,7 +278,14 @@ const TRIGGER_GROUPS: readonly TriggerGroup[] = [
   },
   {
     // The audit plugin's tables (plugins/audit/store/schema.ts), when it has run here.
-    tables: ['audit_events', 'audit_event_raw', 'audit_actors', 'audit_operations', 'audit_results'],
+    tables: [
+      'audit_events',
+      'audit_event_raw',
+      'audit_actors',
+      'audit_operations',
+      'audit_results',
+      'audit_tenants',
+    ],
     triggers: [
       // The writer inserts the event, then its raw record: the raw insert sees the whole event.
       // `result` is the normalised result (success | failure | unknown), as in the audit API;
@@ -278,11 +294,14 @@ const TRIGGER_GROUPS: readonly TriggerGroup[] = [
         'audit_event_raw_insert',
         'AFTER INSERT ON audit_event_raw',
         `INSERT INTO sync_outbox (kind, at, body)
-         SELECT 'audit_event', ${SQL_NOW_MS}, json_object(
+         SELECT 'audit_event', ${SQL_NOW_MS}, ${withTenant(
+           `json_object(
            'source', e.source, 'source_key', e.source_key, 'ts', e.ts, 'service', e.service,
            'operation', coalesce(o.name, ''), 'result', coalesce(r.normalized, 'unknown'),
            'actor', coalesce(a.name, ''), 'target', e.target, 'tags', json(e.tags),
-           'raw', NEW.raw, 'ingested_at', e.ingested_at)
+           'raw', NEW.raw, 'ingested_at', e.ingested_at)`,
+           'e.tenant_id',
+         )}
          FROM audit_events e
            LEFT JOIN audit_operations o ON o.id = e.operation_id
            LEFT JOIN audit_results r ON r.id = e.result_id
@@ -294,20 +313,26 @@ const TRIGGER_GROUPS: readonly TriggerGroup[] = [
         'AFTER UPDATE OF tags ON audit_events WHEN NEW.tags IS NOT OLD.tags',
         outboxInsert(
           'audit_tags',
-          `json_object('source', NEW.source, 'source_key', NEW.source_key, 'tags', json(NEW.tags))`,
+          withTenant(
+            `json_object('source', NEW.source, 'source_key', NEW.source_key, 'tags', json(NEW.tags))`,
+            'NEW.tenant_id',
+          ),
         ),
       ),
     ],
   },
   {
-    tables: ['audit_events', 'audit_event_comments'],
+    tables: ['audit_events', 'audit_event_comments', 'audit_tenants'],
     triggers: [
       trigger(
         'audit_event_comments_insert',
         'AFTER INSERT ON audit_event_comments',
         `INSERT INTO sync_outbox (kind, at, body)
-         SELECT 'audit_comment', ${SQL_NOW_MS}, json_object('source', e.source, 'source_key', e.source_key,
-           'comment_id', NEW.id, 'author', NEW.author, 'text', NEW.text, 'created_at', NEW.created_at)
+         SELECT 'audit_comment', ${SQL_NOW_MS}, ${withTenant(
+           `json_object('source', e.source, 'source_key', e.source_key,
+           'comment_id', NEW.id, 'author', NEW.author, 'text', NEW.text, 'created_at', NEW.created_at)`,
+           'e.tenant_id',
+         )}
          FROM audit_events e WHERE e.seq = NEW.seq;`,
       ),
     ],

@@ -313,10 +313,13 @@ async function applySubscriptions(client: pg.PoolClient, siteId: string, subs: R
 
 // ---- audit ----
 
-const auditKey = (source: string, sourceKey: string) => JSON.stringify([source, sourceKey]);
+/** A record without a tenant is from a single-tenant site (or one from before tenants). */
+const tenantOf = (body: { tenant?: string | undefined }) => body.tenant ?? 'default';
+const auditKey = (body: { tenant?: string | undefined; source: string; source_key: string }) =>
+  JSON.stringify([tenantOf(body), body.source, body.source_key]);
 
 /**
- * Audit events are written once per (source, source_key), as on the site; `audit_event_keys`
+ * Audit events are written once per (tenant, source, source_key), as on the site; `audit_event_keys`
  * says at which `ts` (the partition key) each one lives, for tag changes and comments.
  */
 async function applyAuditEvents(
@@ -326,9 +329,9 @@ async function applyAuditEvents(
   now: number,
 ) {
   const first = new Map<string, RecordBody<'audit_event'>>();
-  for (const e of events)
-    if (!first.has(auditKey(e.source, e.source_key))) first.set(auditKey(e.source, e.source_key), e);
+  for (const e of events) if (!first.has(auditKey(e))) first.set(auditKey(e), e);
   const rows = [...first.values()].map((e) => [
+    tenantOf(e),
     e.source,
     e.source_key,
     e.ts,
@@ -344,6 +347,7 @@ async function applyAuditEvents(
   const params: unknown[] = [siteId, now];
   const source = unnestSource(
     [
+      ['tenant', 'text'],
       ['source', 'text'],
       ['source_key', 'text'],
       ['ts', 'bigint'],
@@ -363,15 +367,15 @@ async function applyAuditEvents(
   await client.query(
     `WITH input AS (SELECT * FROM ${source}),
      keyed AS (
-       INSERT INTO audit_event_keys (site_id, source, source_key, ts)
-       SELECT $1, source, source_key, ts FROM input
-       ON CONFLICT (site_id, source, source_key) DO UPDATE SET ts = audit_event_keys.ts
-       RETURNING source, source_key, ts
+       INSERT INTO audit_event_keys (site_id, tenant, source, source_key, ts)
+       SELECT $1, tenant, source, source_key, ts FROM input
+       ON CONFLICT (site_id, tenant, source, source_key) DO UPDATE SET ts = audit_event_keys.ts
+       RETURNING tenant, source, source_key, ts
      )
-     INSERT INTO audit_events (site_id, source, source_key, ts, service, operation, result, actor, target, tags, raw, ingested_at, received_at)
-     SELECT $1, i.source, i.source_key, i.ts, i.service, i.operation, i.result, i.actor, i.target,
+     INSERT INTO audit_events (site_id, tenant, source, source_key, ts, service, operation, result, actor, target, tags, raw, ingested_at, received_at)
+     SELECT $1, i.tenant, i.source, i.source_key, i.ts, i.service, i.operation, i.result, i.actor, i.target,
             ARRAY(SELECT json_array_elements_text(i.tags)), i.raw, i.ingested_at, $2
-     FROM input i JOIN keyed k ON k.source = i.source AND k.source_key = i.source_key AND k.ts = i.ts
+     FROM input i JOIN keyed k ON k.tenant = i.tenant AND k.source = i.source AND k.source_key = i.source_key AND k.ts = i.ts
      ON CONFLICT DO NOTHING`,
     params,
   );
@@ -379,11 +383,12 @@ async function applyAuditEvents(
 
 async function applyAuditTags(client: pg.PoolClient, siteId: string, changes: RecordsOf<'audit_tags'>) {
   const last = new Map<string, RecordBody<'audit_tags'>>();
-  for (const t of changes) last.set(auditKey(t.source, t.source_key), t);
-  const rows = [...last.values()].map((t) => [t.source, t.source_key, jsonStrings(t.tags)]);
+  for (const t of changes) last.set(auditKey(t), t);
+  const rows = [...last.values()].map((t) => [tenantOf(t), t.source, t.source_key, jsonStrings(t.tags)]);
   const params: unknown[] = [siteId];
   const source = unnestSource(
     [
+      ['tenant', 'text'],
       ['source', 'text'],
       ['source_key', 'text'],
       ['tags', 'json'],
@@ -394,8 +399,8 @@ async function applyAuditTags(client: pg.PoolClient, siteId: string, changes: Re
   await client.query(
     `UPDATE audit_events e SET tags = ARRAY(SELECT json_array_elements_text(u.tags))
      FROM ${source}
-     JOIN audit_event_keys k ON k.site_id = $1 AND k.source = u.source AND k.source_key = u.source_key
-     WHERE e.site_id = $1 AND e.source = k.source AND e.source_key = k.source_key AND e.ts = k.ts`,
+     JOIN audit_event_keys k ON k.site_id = $1 AND k.tenant = u.tenant AND k.source = u.source AND k.source_key = u.source_key
+     WHERE e.site_id = $1 AND e.tenant = k.tenant AND e.source = k.source AND e.source_key = k.source_key AND e.ts = k.ts`,
     params,
   );
 }
@@ -405,10 +410,19 @@ async function applyAuditComments(
   siteId: string,
   comments: RecordsOf<'audit_comment'>,
 ) {
-  const rows = comments.map((c) => [c.source, c.source_key, c.comment_id, c.author, c.text, c.created_at]);
+  const rows = comments.map((c) => [
+    tenantOf(c),
+    c.source,
+    c.source_key,
+    c.comment_id,
+    c.author,
+    c.text,
+    c.created_at,
+  ]);
   const params: unknown[] = [siteId];
   const source = unnestSource(
     [
+      ['tenant', 'text'],
       ['source', 'text'],
       ['source_key', 'text'],
       ['comment_id', 'bigint'],
@@ -420,8 +434,8 @@ async function applyAuditComments(
     params,
   );
   await client.query(
-    `INSERT INTO audit_comments (site_id, source, source_key, comment_id, author, text, created_at)
-     SELECT $1, source, source_key, comment_id, author, text, created_at FROM ${source}
+    `INSERT INTO audit_comments (site_id, tenant, source, source_key, comment_id, author, text, created_at)
+     SELECT $1, tenant, source, source_key, comment_id, author, text, created_at FROM ${source}
      ON CONFLICT DO NOTHING`,
     params,
   );

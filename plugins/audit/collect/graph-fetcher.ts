@@ -37,5 +37,5 @@ export async function fetchGraphSource(run: SourceRun & { source: GraphSourceNam
     if (next === undefined || next === null) break;
     url = run.client.follow(next);
   }
-  run.repos().sources.setWatermark(run.source, run.startedAt);
+  run.states().setWatermark(run.source, run.startedAt);
 }

@@ -36,14 +36,14 @@ export interface ManagementSession {
 }
 
 function withPublisher(url: URL, run: SourceRun): URL {
-  const publisher = run.config.publisherId;
+  const publisher = run.tenant.publisherId;
   if (publisher && !url.searchParams.has('PublisherIdentifier'))
     url.searchParams.set('PublisherIdentifier', publisher);
   return url;
 }
 
 function feedUrl(run: SourceRun, operation: string, query: Record<string, string> = {}): URL {
-  const tenant = encodeURIComponent(run.config.credentials?.tenantId ?? '');
+  const tenant = encodeURIComponent(run.tenant.tenantId);
   return withPublisher(
     apiUrl(run.config.managementBaseUrl, `/api/v1.0/${tenant}/activity/feed/${operation}`, query),
     run,
@@ -64,7 +64,10 @@ async function ensureSubscription(
   );
   if (current?.status !== 'enabled') {
     await run.client.post(feedUrl(run, 'subscriptions/start', { contentType }), run.signal);
-    run.log.info({ source: run.source, contentType }, 'started the Management Activity API subscription');
+    run.log.info(
+      { tenant: run.tenant.name, source: run.source, contentType },
+      'started the Management Activity API subscription',
+    );
   }
   session.subscribed.add(contentType);
 }
@@ -92,7 +95,7 @@ function readBlob(item: unknown, run: SourceRun): ContentBlob | undefined {
 
 /** Fetches and stores one blob. Returns false when it failed and waits for a retry. */
 async function fetchBlob(run: SourceRun, blob: ContentBlob): Promise<boolean> {
-  const states = () => run.repos().sources;
+  const states = () => run.states();
   try {
     const url = withPublisher(run.client.follow(blob.contentUri), run);
     const { body } = await getCounted(run, url);
@@ -111,7 +114,7 @@ async function fetchBlob(run: SourceRun, blob: ContentBlob): Promise<boolean> {
     states().markBlob(run.source, blob, 'pending', run.now(), error.message);
     run.totals.failedBlobs++;
     run.log.warn(
-      { source: run.source, kind: error.kind, err: error.message },
+      { tenant: run.tenant.name, source: run.source, kind: error.kind, err: error.message },
       'content blob failed; will retry',
     );
     // Throttled past the retries: every further request would be too; end the run here.
@@ -174,14 +177,17 @@ export async function fetchManagementSource(
   session: ManagementSession,
 ): Promise<void> {
   const contentType = CONTENT_TYPES[run.source];
-  const states = () => run.repos().sources;
+  const states = () => run.states();
   await ensureSubscription(run, contentType, session);
 
   // Blobs that failed on earlier runs first: they expire seven days after they appeared.
   const expired = states().expire(run.source, run.now());
   if (expired) {
     run.totals.expiredBlobs += expired;
-    run.log.error({ source: run.source, expired }, 'content blobs expired before they could be fetched');
+    run.log.error(
+      { tenant: run.tenant.name, source: run.source, expired },
+      'content blobs expired before they could be fetched',
+    );
   }
   for (const blob of states().pending(run.source, run.now())) await fetchBlob(run, blob);
 

@@ -10,6 +10,8 @@ import { type NormalizedEvent, normalizeRecord } from '../normalize.js';
 import type { AuditConfig } from '../settings.js';
 import type { SourceName } from '../sources.js';
 import type { AuditRepositories } from '../store/audit-store.js';
+import type { SourceStates } from '../store/source-state.js';
+import type { TenantConfig } from '../tenants/settings.js';
 
 export interface RunTotals {
   fetched: number;
@@ -24,9 +26,13 @@ export interface RunTotals {
 
 export interface SourceRun {
   source: SourceName;
+  /** Issue 29: the tenant fetched: its credentials went into `client`, its events carry its name. */
+  tenant: TenantConfig;
   config: AuditConfig;
   client: UpstreamClient;
   repos: () => AuditRepositories;
+  /** This tenant's watermarks, health and content blobs. */
+  states: () => SourceStates;
   metrics: AuditMetrics;
   log: KernelLogger;
   signal: AbortSignal;
@@ -42,7 +48,7 @@ export function emptyTotals(): RunTotals {
 
 /** The first time a fetch may ask for: the watermark less the overlap, or the initial lookback. */
 export function windowStart(run: SourceRun, earliest = 0): number {
-  const state = run.repos().sources.get(run.source);
+  const state = run.states().get(run.source);
   const from =
     state?.watermark != null
       ? state.watermark - run.config.overlapMs
@@ -57,15 +63,14 @@ export async function ingest(run: SourceRun, records: readonly unknown[]): Promi
   let reason: string | undefined;
   const now = run.now();
   for (const record of records) {
-    const outcome = normalizeRecord(run.source, record, now);
+    const outcome = normalizeRecord(run.source, record, now, run.tenant.name);
     if (outcome.ok) events.push(outcome.event);
     else {
       malformed++;
       reason ??= outcome.reason;
     }
   }
-  const repos = run.repos();
-  const written = await repos.writer.write(events);
+  const written = await run.repos().writer.write(events);
   const counts = {
     fetched: records.length,
     stored: written.stored,
@@ -76,18 +81,25 @@ export async function ingest(run: SourceRun, records: readonly unknown[]): Promi
   run.totals.stored += counts.stored;
   run.totals.duplicates += counts.duplicates;
   run.totals.malformed += counts.malformed;
-  run.repos().sources.add(run.source, counts);
-  run.metrics.countRecords(run.source, counts);
+  run.states().add(run.source, counts);
+  run.metrics.countRecords(run.source, counts, run.tenant.name);
   if (malformed)
-    run.log.warn({ source: run.source, malformed, reason }, 'skipped malformed upstream records');
-  if (written.error) run.log.error({ source: run.source, err: written.error }, 'events could not be stored');
+    run.log.warn(
+      { tenant: run.tenant.name, source: run.source, malformed, reason },
+      'skipped malformed upstream records',
+    );
+  if (written.error)
+    run.log.error(
+      { tenant: run.tenant.name, source: run.source, err: written.error },
+      'events could not be stored',
+    );
 }
 
 /** Counts a malformed page or blob (a body that is not what the API documents). */
 export function countMalformed(run: SourceRun, n = 1): void {
   run.totals.malformed += n;
-  run.repos().sources.add(run.source, { malformed: n });
-  run.metrics.countRecords(run.source, { malformed: n });
+  run.states().add(run.source, { malformed: n });
+  run.metrics.countRecords(run.source, { malformed: n }, run.tenant.name);
 }
 
 /** A GET whose body is not JSON counts as malformed upstream data, then fails as usual. */

@@ -16,9 +16,9 @@ import { ProblemError, validationProblem } from '../../../src/http/problem.js';
 import { type Alerting, alertFeatures } from '../alerts/index.js';
 import type { AiFeatures } from '../ask/routes.js';
 import type { AuditCollectorActor } from '../collector-actor.js';
+import { DEFAULT_TENANT } from '../normalize.js';
 import type { AuditConfig } from '../settings.js';
 import type { SiemForwarderActor } from '../siem/forwarder-actor.js';
-import type { SourceName } from '../sources.js';
 import type { AuditStore } from '../store/audit-store.js';
 import { filterOptions } from '../store/filter-options.js';
 import { mayAccess } from './auth.js';
@@ -124,17 +124,27 @@ export function sourceHealthRoutes(
     // Issue 14: SIEM forwarding is a destination, not a source, but its failures belong where an
     // administrator looks for collection trouble: null when SIEM_ENABLED is off.
     const siem = (deps.siem?.describe().siem as Record<string, unknown> | undefined) ?? null;
-    const states = deps.store.repos().sources;
-    const rows = states.all().filter((r) => deps.config.sources.includes(r.source));
-    const fetching = new Set((deps.collector.describe().fetching as SourceName[]) ?? []);
+    const repos = deps.store.repos();
+    // Issue 29: one entry per (tenant, source) the settings collect; without collection, the
+    // default tenant's sources (as `not_configured`).
+    const tenants = deps.config.tenants.length
+      ? deps.config.tenants
+      : [{ name: DEFAULT_TENANT, sources: deps.config.sources }];
+    const collected = new Map(tenants.map((t) => [t.name, t.sources]));
+    const rows = repos.sources.all().filter((r) => collected.get(r.tenant)?.includes(r.source));
     return c.json({
       collection: deps.collector.configured ? 'on' : 'not_configured',
       // Issue 15: the console shows "Fetch now" only to callers the fetch route would let through.
       fetch_allowed: mayAccess(callerOf(c), deps.config.auth, 'admin'),
       siem,
       data: rows.map((r) => ({
+        tenant: r.tenant,
         source: r.source,
-        status: !deps.collector.configured ? 'not_configured' : fetching.has(r.source) ? 'running' : r.status,
+        status: !deps.collector.configured
+          ? 'not_configured'
+          : deps.collector.isFetching(r.tenant, r.source)
+            ? 'running'
+            : r.status,
         last_attempt_time: iso(r.last_attempt_time),
         last_success_time: iso(r.last_success_time),
         error: r.last_error,
@@ -149,7 +159,7 @@ export function sourceHealthRoutes(
         pending_blobs:
           r.source === 'directory' || r.source === 'device_management'
             ? 0
-            : states.pendingBlobCount(r.source),
+            : repos.sources.forTenant(r.tenant_id).pendingBlobCount(r.source),
       })),
     });
   });
@@ -160,12 +170,16 @@ export function fetchRoutes(
   app: Hono<AuditEnv>,
 ): void {
   app.post('/', async (c) => {
-    let sources = deps.config.sources;
+    // Issue 29: every source some tenant collects (AUDIT_SOURCES, AUDIT_<NAME>_SOURCES).
+    const collected = [
+      ...new Set([...deps.config.sources, ...deps.config.tenants.flatMap((t) => t.sources)]),
+    ];
+    let sources = collected;
     if (c.req.header('content-length') !== '0' && c.req.header('content-type')) {
       const parsed = fetchBodySchema.safeParse(await jsonBody(c));
       if (!parsed.success) throw validationProblem(parsed.error);
       if (parsed.data.sources) {
-        const off = parsed.data.sources.filter((s) => !deps.config.sources.includes(s));
+        const off = parsed.data.sources.filter((s) => !collected.includes(s));
         if (off.length) {
           throw new ProblemError(400, 'invalid sources', {
             errors: [{ field: 'sources', message: `not collected here (AUDIT_SOURCES): ${off.join(', ')}` }],
@@ -233,7 +247,7 @@ export function configRoutes(
         : null,
       export_formats: ['csv', 'json'],
       bulk_tag_limit: 10_000,
-      collection: config.credentials ? 'on' : 'not_configured',
+      collection: config.tenants.length ? 'on' : 'not_configured',
       sources: config.sources,
       directory_webhook: config.webhookClientSecret !== undefined,
       auth: config.auth.state,

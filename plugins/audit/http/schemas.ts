@@ -197,6 +197,10 @@ export const sourceHealthSchema = z.object({
     .meta({ description: 'SIEM forwarding (issue 14): null when SIEM_ENABLED is off.' }),
   data: z.array(
     z.object({
+      tenant: z.string().meta({
+        description:
+          'The Microsoft 365 tenant (issue 29): a name in AUDIT_TENANTS, or `default` on a single-tenant hub. One entry per (tenant, source).',
+      }),
       source: z.enum(SOURCE_NAMES as [SourceName, ...SourceName[]]),
       status: z.enum(['pending', 'running', 'ok', 'error', 'throttled', 'not_configured']),
       last_attempt_time: nullableTime,

@@ -60,8 +60,8 @@ export class GraphSubscriptionActor extends Actor {
     return (
       this.notificationUrl !== undefined &&
       config.webhookClientSecret !== undefined &&
-      config.credentials !== undefined &&
-      config.sources.includes('directory')
+      // Issue 29: the first tenant's (AUDIT_TENANTS): its notifications fetch every tenant's directory.
+      config.tenants[0]?.sources.includes('directory') === true
     );
   }
 

@@ -379,4 +379,61 @@ export const AUDIT_MIGRATIONS: readonly ComponentMigration[] = [
       backfillEventKeys(db);
     },
   },
+  {
+    version: 11,
+    name: 'issue 29: watermarks, health and content blobs per tenant',
+    up: `
+      -- One row per (tenant, source): each tenant has its own watermark and health. Existing rows
+      -- are the 'default' tenant's (id 1). The primary key changes, so both tables are rebuilt
+      -- (nothing references them).
+      CREATE TABLE audit_sources_v9 (
+        tenant_id INTEGER NOT NULL DEFAULT 1,
+        source TEXT NOT NULL,
+        watermark INTEGER,
+        status TEXT NOT NULL DEFAULT 'pending',
+        last_attempt_time INTEGER,
+        last_success_time INTEGER,
+        last_error TEXT,
+        consecutive_failures INTEGER NOT NULL DEFAULT 0,
+        events_fetched INTEGER NOT NULL DEFAULT 0,
+        events_stored INTEGER NOT NULL DEFAULT 0,
+        duplicates INTEGER NOT NULL DEFAULT 0,
+        malformed INTEGER NOT NULL DEFAULT 0,
+        throttled INTEGER NOT NULL DEFAULT 0,
+        errors INTEGER NOT NULL DEFAULT 0,
+        PRIMARY KEY (tenant_id, source)
+      ) WITHOUT ROWID;
+      INSERT INTO audit_sources_v9
+        (tenant_id, source, watermark, status, last_attempt_time, last_success_time, last_error,
+         consecutive_failures, events_fetched, events_stored, duplicates, malformed, throttled, errors)
+        SELECT 1, source, watermark, status, last_attempt_time, last_success_time, last_error,
+          consecutive_failures, events_fetched, events_stored, duplicates, malformed, throttled, errors
+        FROM audit_sources;
+      DROP TABLE audit_sources;
+      ALTER TABLE audit_sources_v9 RENAME TO audit_sources;
+
+      CREATE TABLE audit_content_blobs_v9 (
+        tenant_id INTEGER NOT NULL DEFAULT 1,
+        source TEXT NOT NULL,
+        content_id TEXT NOT NULL,
+        content_uri TEXT NOT NULL,
+        content_created INTEGER NOT NULL,
+        content_expiration INTEGER NOT NULL,
+        state TEXT NOT NULL,
+        attempts INTEGER NOT NULL DEFAULT 0,
+        last_error TEXT,
+        updated_at INTEGER NOT NULL,
+        PRIMARY KEY (tenant_id, source, content_id)
+      ) WITHOUT ROWID;
+      INSERT INTO audit_content_blobs_v9
+        (tenant_id, source, content_id, content_uri, content_created, content_expiration, state,
+         attempts, last_error, updated_at)
+        SELECT 1, source, content_id, content_uri, content_created, content_expiration, state,
+          attempts, last_error, updated_at
+        FROM audit_content_blobs;
+      DROP TABLE audit_content_blobs;
+      ALTER TABLE audit_content_blobs_v9 RENAME TO audit_content_blobs;
+      CREATE INDEX audit_content_blobs_pending ON audit_content_blobs (tenant_id, source, state, content_created);
+    `,
+  },
 ];

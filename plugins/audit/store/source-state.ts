@@ -1,5 +1,5 @@
 /**
- * Per source: the incremental watermark (spec "Watermark: one per source") and the health shown
+ * Per (tenant, source) (issue 29: each tenant its own, `forTenant`): the incremental watermark (spec "Watermark: one per source") and the health shown
  * in `GET /api/source-health` (spec: `last_attempt_time` and an error status) — plus, for the
  * Office 365 sources, the content blobs already fetched (skipped when listed again) and those
  * that failed (retried on later runs until they expire).
@@ -11,6 +11,9 @@ import type { SourceName } from '../sources.js';
 export type SourceStatus = 'pending' | 'running' | 'ok' | 'error' | 'throttled' | 'not_configured';
 
 export interface SourceStateRow {
+  /** The tenant's id in audit_tenants (1: `default`) and its name. */
+  tenant_id: number;
+  tenant: string;
   source: SourceName;
   watermark: number | null;
   status: SourceStatus;
@@ -42,112 +45,141 @@ export interface ContentBlob {
   contentExpiration: number;
 }
 
-export class SourceStates {
-  private readonly ensureRow: Statement;
-  private readonly selectOne: Statement;
-  private readonly selectAll: Statement;
-  private readonly attempt: Statement;
-  private readonly success: Statement;
-  private readonly failure: Statement;
-  private readonly counts: Statement;
-  private readonly watermark: Statement;
-  private readonly blobState: Statement;
-  private readonly upsertBlob: Statement;
-  private readonly pendingBlobs: Statement;
-  private readonly expireBlobs: Statement;
-  private readonly pendingCount: Statement;
-  private readonly interrupted: Statement;
+class Statements {
+  readonly ensureRow: Statement;
+  readonly selectOne: Statement;
+  readonly selectAll: Statement;
+  readonly attempt: Statement;
+  readonly success: Statement;
+  readonly failure: Statement;
+  readonly counts: Statement;
+  readonly watermark: Statement;
+  readonly blobState: Statement;
+  readonly upsertBlob: Statement;
+  readonly pendingBlobs: Statement;
+  readonly expireBlobs: Statement;
+  readonly pendingCount: Statement;
+  readonly interrupted: Statement;
 
   constructor(db: Database) {
-    this.ensureRow = db.prepare('INSERT OR IGNORE INTO audit_sources (source) VALUES (?)');
-    this.selectOne = db.prepare('SELECT * FROM audit_sources WHERE source = ?');
-    this.selectAll = db.prepare('SELECT * FROM audit_sources ORDER BY source');
+    this.ensureRow = db.prepare('INSERT OR IGNORE INTO audit_sources (tenant_id, source) VALUES (?, ?)');
+    this.selectOne =
+      db.prepare(`SELECT s.*, t.name AS tenant FROM audit_sources s JOIN audit_tenants t ON t.id = s.tenant_id
+      WHERE s.tenant_id = ? AND s.source = ?`);
+    this.selectAll =
+      db.prepare(`SELECT s.*, t.name AS tenant FROM audit_sources s JOIN audit_tenants t ON t.id = s.tenant_id
+      ORDER BY s.tenant_id, s.source`);
     this.attempt = db.prepare(
-      "UPDATE audit_sources SET status = 'running', last_attempt_time = ? WHERE source = ?",
+      "UPDATE audit_sources SET status = 'running', last_attempt_time = ? WHERE tenant_id = ? AND source = ?",
     );
     this.success = db.prepare(
-      "UPDATE audit_sources SET status = 'ok', last_success_time = ?, last_error = NULL, consecutive_failures = 0 WHERE source = ?",
+      "UPDATE audit_sources SET status = 'ok', last_success_time = ?, last_error = NULL, consecutive_failures = 0 WHERE tenant_id = ? AND source = ?",
     );
     this.failure = db.prepare(
-      'UPDATE audit_sources SET status = ?, last_error = ?, consecutive_failures = consecutive_failures + 1 WHERE source = ?',
+      'UPDATE audit_sources SET status = ?, last_error = ?, consecutive_failures = consecutive_failures + 1 WHERE tenant_id = ? AND source = ?',
     );
     this.counts = db.prepare(`UPDATE audit_sources SET
       events_fetched = events_fetched + ?, events_stored = events_stored + ?, duplicates = duplicates + ?,
-      malformed = malformed + ?, throttled = throttled + ?, errors = errors + ? WHERE source = ?`);
-    this.watermark = db.prepare('UPDATE audit_sources SET watermark = ? WHERE source = ?');
+      malformed = malformed + ?, throttled = throttled + ?, errors = errors + ? WHERE tenant_id = ? AND source = ?`);
+    this.watermark = db.prepare('UPDATE audit_sources SET watermark = ? WHERE tenant_id = ? AND source = ?');
     this.blobState = db
-      .prepare('SELECT state FROM audit_content_blobs WHERE source = ? AND content_id = ?')
+      .prepare('SELECT state FROM audit_content_blobs WHERE tenant_id = ? AND source = ? AND content_id = ?')
       .pluck();
     this.upsertBlob = db.prepare(`
       INSERT INTO audit_content_blobs
-        (source, content_id, content_uri, content_created, content_expiration, state, attempts, last_error, updated_at)
-      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
-      ON CONFLICT (source, content_id) DO UPDATE SET
+        (tenant_id, source, content_id, content_uri, content_created, content_expiration, state, attempts, last_error, updated_at)
+      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+      ON CONFLICT (tenant_id, source, content_id) DO UPDATE SET
         state = excluded.state, attempts = audit_content_blobs.attempts + excluded.attempts,
         last_error = excluded.last_error, updated_at = excluded.updated_at`);
     this.pendingBlobs = db.prepare(`
       SELECT content_id AS contentId, content_uri AS contentUri, content_created AS contentCreated,
              content_expiration AS contentExpiration
-      FROM audit_content_blobs WHERE source = ? AND state = 'pending' AND content_expiration > ?
+      FROM audit_content_blobs WHERE tenant_id = ? AND source = ? AND state = 'pending' AND content_expiration > ?
       ORDER BY content_created LIMIT ?`);
     this.expireBlobs = db.prepare(
-      "UPDATE audit_content_blobs SET state = 'expired', updated_at = ? WHERE source = ? AND state = 'pending' AND content_expiration <= ?",
+      "UPDATE audit_content_blobs SET state = 'expired', updated_at = ? WHERE tenant_id = ? AND source = ? AND state = 'pending' AND content_expiration <= ?",
     );
     this.interrupted = db.prepare(
       "UPDATE audit_sources SET status = 'error', last_error = 'interrupted: the hub stopped during the run' WHERE status = 'running'",
     );
     this.pendingCount = db
-      .prepare("SELECT count(*) FROM audit_content_blobs WHERE source = ? AND state = 'pending'")
+      .prepare(
+        "SELECT count(*) FROM audit_content_blobs WHERE tenant_id = ? AND source = ? AND state = 'pending'",
+      )
       .pluck();
+  }
+}
+
+/**
+ * The watermarks, health and content blobs of one tenant's sources (`forTenant`); the store's
+ * own instance is the `default` tenant's (id 1), as before tenants existed.
+ */
+export class SourceStates {
+  private readonly q: Statements;
+
+  constructor(
+    db: Database | Statements,
+    /** audit_tenants.id */
+    readonly tenantId = 1,
+  ) {
+    this.q = db instanceof Statements ? db : new Statements(db);
+  }
+
+  /** The same, for another tenant (its audit_tenants id). */
+  forTenant(tenantId: number): SourceStates {
+    return tenantId === this.tenantId ? this : new SourceStates(this.q, tenantId);
   }
 
   ensure(sources: readonly SourceName[]): void {
-    for (const s of sources) this.ensureRow.run(s);
+    for (const s of sources) this.q.ensureRow.run(this.tenantId, s);
   }
 
   /** Runs left `running` by a hub that stopped mid-run: they ended, without completing. */
   markInterrupted(): number {
-    return this.interrupted.run().changes;
+    return this.q.interrupted.run().changes;
   }
 
   get(source: SourceName): SourceStateRow | undefined {
-    return this.selectOne.get(source) as SourceStateRow | undefined;
+    return this.q.selectOne.get(this.tenantId, source) as SourceStateRow | undefined;
   }
 
+  /** Every tenant's rows (the health route, the metrics). */
   all(): SourceStateRow[] {
-    return this.selectAll.all() as SourceStateRow[];
+    return this.q.selectAll.all() as SourceStateRow[];
   }
 
   recordAttempt(source: SourceName, at: number): void {
-    this.attempt.run(at, source);
+    this.q.attempt.run(at, this.tenantId, source);
   }
 
   recordSuccess(source: SourceName, at: number): void {
-    this.success.run(at, source);
+    this.q.success.run(at, this.tenantId, source);
   }
 
   recordFailure(source: SourceName, status: 'error' | 'throttled', error: string): void {
-    this.failure.run(status, error.slice(0, 500), source);
+    this.q.failure.run(status, error.slice(0, 500), this.tenantId, source);
   }
 
   add(source: SourceName, c: SourceCounts): void {
-    this.counts.run(
+    this.q.counts.run(
       c.fetched ?? 0,
       c.stored ?? 0,
       c.duplicates ?? 0,
       c.malformed ?? 0,
       c.throttled ?? 0,
       c.errors ?? 0,
+      this.tenantId,
       source,
     );
   }
 
   setWatermark(source: SourceName, at: number): void {
-    this.watermark.run(at, source);
+    this.q.watermark.run(at, this.tenantId, source);
   }
 
   blobDone(source: SourceName, contentId: string): boolean {
-    const state = this.blobState.get(source, contentId) as string | undefined;
+    const state = this.q.blobState.get(this.tenantId, source, contentId) as string | undefined;
     return state === 'done' || state === 'expired';
   }
 
@@ -158,7 +190,8 @@ export class SourceStates {
     at: number,
     error?: string,
   ): void {
-    this.upsertBlob.run(
+    this.q.upsertBlob.run(
+      this.tenantId,
       source,
       blob.contentId,
       blob.contentUri,
@@ -173,15 +206,15 @@ export class SourceStates {
 
   /** Pending blobs still retrievable, oldest first. */
   pending(source: SourceName, now: number, limit = 1000): ContentBlob[] {
-    return this.pendingBlobs.all(source, now, limit) as ContentBlob[];
+    return this.q.pendingBlobs.all(this.tenantId, source, now, limit) as ContentBlob[];
   }
 
   /** Gives up on pending blobs past their expiry (the API no longer serves them); returns how many. */
   expire(source: SourceName, now: number): number {
-    return this.expireBlobs.run(now, source, now).changes;
+    return this.q.expireBlobs.run(now, this.tenantId, source, now).changes;
   }
 
   pendingBlobCount(source: SourceName): number {
-    return this.pendingCount.get(source) as number;
+    return this.q.pendingCount.get(this.tenantId, source) as number;
   }
 }

@@ -320,6 +320,23 @@ export const PG_MIGRATIONS: readonly PgMigration[] = [
       ALTER TABLE sites ADD COLUMN stopped_at BIGINT;
     `,
   },
+  {
+    version: 6,
+    name: 'issue 29: audit events carry their Microsoft 365 tenant',
+    sql: `
+      -- Two tenants of one site may log the same record id: the tenant joins every audit key.
+      -- Rows from before are the 'default' tenant's (a single-tenant site's).
+      ALTER TABLE audit_events ADD COLUMN tenant TEXT NOT NULL DEFAULT 'default';
+      ALTER TABLE audit_events DROP CONSTRAINT audit_events_pkey,
+        ADD PRIMARY KEY (site_id, tenant, source, source_key, ts);
+      ALTER TABLE audit_event_keys ADD COLUMN tenant TEXT NOT NULL DEFAULT 'default';
+      ALTER TABLE audit_event_keys DROP CONSTRAINT audit_event_keys_pkey,
+        ADD PRIMARY KEY (site_id, tenant, source, source_key);
+      ALTER TABLE audit_comments ADD COLUMN tenant TEXT NOT NULL DEFAULT 'default';
+      ALTER TABLE audit_comments DROP CONSTRAINT audit_comments_pkey,
+        ADD PRIMARY KEY (site_id, tenant, source, source_key, comment_id);
+    `,
+  },
 ];
 
 /** The metric columns (as on the hub: src/store/rollups.ts). */

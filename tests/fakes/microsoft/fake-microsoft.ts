@@ -62,9 +62,9 @@ export interface GraphSubscription {
 const DIRECTORY_MAX_MINUTES = 4230;
 
 export class FakeMicrosoft {
-  readonly tenantId = 'f28ab78a-d401-4060-8012-736e373933eb';
-  readonly clientId = '6731de76-14a6-49ae-97bc-6eba6914391e';
-  readonly clientSecret = 'fake-client-secret-value-0123456789';
+  readonly tenantId: string;
+  readonly clientId: string;
+  readonly clientSecret: string;
   pageSize = 50;
   contentPageSize = 20;
   tokenLifetimeSeconds = 3599;
@@ -87,7 +87,11 @@ export class FakeMicrosoft {
   private readonly ports = { login: 0, graph: 0, management: 0 };
   private blobSeq = 0;
 
-  constructor() {
+  /** Another tenant's credentials (issue 29: two fakes behind FakeTenantRouter). */
+  constructor(credentials: { tenantId?: string; clientId?: string; clientSecret?: string } = {}) {
+    this.tenantId = credentials.tenantId ?? 'f28ab78a-d401-4060-8012-736e373933eb';
+    this.clientId = credentials.clientId ?? '6731de76-14a6-49ae-97bc-6eba6914391e';
+    this.clientSecret = credentials.clientSecret ?? 'fake-client-secret-value-0123456789';
     this.servers = {
       login: createServer((q, s) => void this.handle('login', q, s)),
       graph: createServer((q, s) => void this.handle('graph', q, s)),
@@ -129,6 +133,11 @@ export class FakeMicrosoft {
       AUDIT_GRAPH_BASE_URL: this.graphUrl,
       AUDIT_MANAGEMENT_BASE_URL: this.managementUrl,
     };
+  }
+
+  /** Whether this fake issued `accessToken` (FakeTenantRouter sends Graph calls by it). */
+  issued(accessToken: string): boolean {
+    return this.tokens.has(accessToken);
   }
 
   fail(route: Route, fault: Fault, times = 1): void {

@@ -27,6 +27,7 @@ import type { SourceName } from '../../../plugins/audit/sources.js';
 import { type AuditRepositories, openAuditRepositories } from '../../../plugins/audit/store/audit-store.js';
 import type { LocalIssuer } from '../../../src/auth/local-issuer.js';
 import { HubUserService } from '../../../src/auth/user-service.js';
+import { sliceKeys } from '../../../src/config/load.js';
 import type { HttpMethod } from '../../../src/http/openapi.js';
 import type { Actor } from '../../../src/kernel/actor.js';
 import { createLogger } from '../../../src/log.js';
@@ -159,7 +160,9 @@ export async function auditApp(
     ...(provider ? { provider } : {}),
   });
   const input = Object.fromEntries(
-    Object.entries(all).filter(([key, value]) => key in auditSettings.shape && value.trim() !== ''),
+    Object.entries(all).filter(
+      ([key, value]) => sliceKeys(auditSettings, [key]).includes(key) && value.trim() !== '',
+    ),
   );
   const module =
     options.listenHost === undefined

@@ -691,6 +691,22 @@ describe('switching the outbox on and off', () => {
     expect(kinds(new Outbox(db))).toEqual(['audit_event']);
   });
 
+  it('carries a named tenant with its audit records; the default tenant’s are as before', () => {
+    const audit = openAuditRepositories(db);
+    enableOutbox(db);
+    audit.writer.writeNow([auditEvent('guest-1', T0), { ...auditEvent('guest-1', T0), tenant: 'contoso' }]);
+    audit.annotations.setTags(2, ['seen']);
+    audit.annotations.addComment(2, { author: 'alice', text: 'expected', at: T0 + 3 });
+    const { records } = asBatch(new Outbox(db));
+    for (const record of records) expect(syncRecordSchema.parse(record)).toEqual(record);
+    expect(records.map((r) => [r.kind, (r.body as { tenant?: string }).tenant ?? null])).toEqual([
+      ['audit_event', null],
+      ['audit_event', 'contoso'],
+      ['audit_tags', 'contoso'],
+      ['audit_comment', 'contoso'],
+    ]);
+  });
+
   it('a hub that never enabled sync can still read its (empty) outbox', () => {
     const outbox = new Outbox(db);
     expect(outboxTriggerNames(db)).toEqual([]);

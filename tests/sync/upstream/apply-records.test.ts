@@ -344,7 +344,10 @@ describe.skipIf(skip)('BatchApplier records', () => {
       event('k1', feb, ['a']),
       event('k2', T0, []),
       event('k1', feb, ['again']),
-      { kind: 'audit_tags', body: { source: 'm365', source_key: 'k1', tags: ['reviewed', 'ok'] } },
+      {
+        kind: 'audit_tags',
+        body: { source: 'm365', source_key: 'k1', tags: ['reviewed', 'ok'] },
+      },
       checked,
     ]);
     await send([
@@ -381,5 +384,54 @@ describe.skipIf(skip)('BatchApplier records', () => {
     expect(
       (await pool.query('SELECT source_key, comment_id, author, text FROM audit_comments')).rows,
     ).toEqual([{ source_key: 'k1', comment_id: 1, author: 'admin', text: 'checked' }]);
+  });
+
+  it('keeps two tenants’ events with the same record id as two rows, with their own tags and comments', async () => {
+    const event = (tenant: string, tags: string[]): Entry => ({
+      kind: 'audit_event',
+      body: {
+        tenant,
+        source: 'directory',
+        source_key: 'Directory_guest_1',
+        ts: T0,
+        service: 'Entra ID',
+        operation: 'Add member to group',
+        result: 'success',
+        actor: 'guest@example.org',
+        target: 'group "sales"',
+        tags,
+        raw: `{"tenant":"${tenant}"}`,
+        ingested_at: T0 + 10,
+      },
+    });
+    await send([
+      event('contoso', []),
+      event('fabrikam', []),
+      event('contoso', ['dup']),
+      {
+        kind: 'audit_tags',
+        body: { tenant: 'fabrikam', source: 'directory', source_key: 'Directory_guest_1', tags: ['seen'] },
+      },
+      {
+        kind: 'audit_comment',
+        body: {
+          tenant: 'contoso',
+          source: 'directory',
+          source_key: 'Directory_guest_1',
+          comment_id: 1,
+          author: 'admin',
+          text: 'expected',
+          created_at: T0,
+        },
+      },
+    ]);
+    const rows = await pool.query('SELECT tenant, source_key, tags, raw FROM audit_events ORDER BY tenant');
+    expect(rows.rows).toEqual([
+      { tenant: 'contoso', source_key: 'Directory_guest_1', tags: [], raw: '{"tenant":"contoso"}' },
+      { tenant: 'fabrikam', source_key: 'Directory_guest_1', tags: ['seen'], raw: '{"tenant":"fabrikam"}' },
+    ]);
+    expect((await pool.query('SELECT tenant, comment_id FROM audit_comments')).rows).toEqual([
+      { tenant: 'contoso', comment_id: 1 },
+    ]);
   });
 });

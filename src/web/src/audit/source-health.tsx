@@ -5,6 +5,7 @@
  * source-health answer's `fetch_allowed` says this caller may; it is disabled, with the reason
  * under it, while collection is not configured).
  * Refreshes every 10 s while a fetch runs, every minute otherwise.
+ * Issue 29: with several tenants (AUDIT_TENANTS), one table per tenant, under its name.
  */
 import { useEffect, useState } from 'preact/hooks';
 import { useTitle } from '../hooks.js';
@@ -122,45 +123,62 @@ export function SourceHealthView() {
           {t('audit.loading')}
         </p>
       )}
-      {health.data && (
-        <AuditTable
-          testId="source-health"
-          caption={t('audit.healthOfEachAudit')}
-          columns={[
-            'Source',
-            'Status',
-            'Last attempt',
-            'Last success',
-            'Failures in a row',
-            'Stored',
-            'Error',
-          ]}
-        >
-          {health.data.data.map((s) => {
-            const status = STATUS_WORDS[s.status];
-            return (
-              <tr key={s.source} data-source={s.source}>
-                <th scope="row" data-label={t('audit.source')}>
-                  {s.source}
-                </th>
-                <td data-label={t('audit.status')}>
-                  <span class={`pill pill-${status.tone}`}>
-                    <span class="dot" aria-hidden="true" />
-                    {status.text}
-                  </span>
-                </td>
-                <td data-label={t('audit.lastAttempt')}>{shownTime(s.last_attempt_time)}</td>
-                <td data-label={t('audit.lastSuccess')}>{shownTime(s.last_success_time)}</td>
-                <td data-label={t('audit.failuresInARow')}>{s.consecutive_failures}</td>
-                <td data-label={t('audit.stored')}>{s.events_stored.toLocaleString()}</td>
-                <td data-label={t('audit.error')} class="source-error">
-                  {s.error ?? '—'}
-                </td>
-              </tr>
-            );
-          })}
-        </AuditTable>
-      )}
+      {health.data &&
+        groupByTenant(health.data.data).map(([tenant, rows], _, groups) =>
+          groups.length === 1 ? (
+            <SourceTable key={tenant} rows={rows} />
+          ) : (
+            <div key={tenant} class="audit-tenant" data-tenant={tenant}>
+              <h2 class="audit-tenant-name">{`Tenant ${tenant}`}</h2>
+              <SourceTable rows={rows} tenant={tenant} />
+            </div>
+          ),
+        )}
     </section>
+  );
+}
+
+type SourceRow = SourceHealth['data'][number];
+
+/** The rows by tenant, in the order the hub lists them (tenants in AUDIT_TENANTS order). */
+function groupByTenant(rows: readonly SourceRow[]): Array<[string, SourceRow[]]> {
+  const groups = new Map<string, SourceRow[]>();
+  for (const row of rows) groups.set(row.tenant, [...(groups.get(row.tenant) ?? []), row]);
+  return [...groups];
+}
+
+function SourceTable({ rows, tenant }: { rows: readonly SourceRow[]; tenant?: string }) {
+  return (
+    <AuditTable
+      testId={tenant === undefined ? 'source-health' : `source-health-${tenant}`}
+      caption={
+        tenant === undefined ? t('audit.healthOfEachAudit') : `${t('audit.healthOfEachAudit')} (${tenant})`
+      }
+      columns={['Source', 'Status', 'Last attempt', 'Last success', 'Failures in a row', 'Stored', 'Error']}
+    >
+      {rows.map((s) => {
+        const status = STATUS_WORDS[s.status];
+        return (
+          <tr key={`${s.tenant}/${s.source}`} data-source={s.source} data-tenant={s.tenant}>
+            <th scope="row" data-label={t('audit.source')}>
+              {s.source}
+            </th>
+            <td data-label={t('audit.status')}>
+              <span class={`pill pill-${status.tone}`}>
+                <span class="dot" aria-hidden="true" />
+                {status.text}
+              </span>
+            </td>
+            <td data-label={t('audit.lastAttempt')}>{shownTime(s.last_attempt_time)}</td>
+            <td data-label={t('audit.lastSuccess')}>{shownTime(s.last_success_time)}</td>
+            <td data-label={t('audit.failuresInARow')}>{s.consecutive_failures}</td>
+            <td data-label={t('audit.stored')}>{s.events_stored.toLocaleString()}</td>
+            <td data-label={t('audit.error')} class="source-error">
+              {s.error ?? '—'}
+            </td>
+          </tr>
+        );
+      })}
+    </AuditTable>
   );
 }
