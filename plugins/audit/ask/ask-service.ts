@@ -284,7 +284,10 @@ export class AskService {
   async explain(seq: number, caller: Caller): Promise<ExplainAnswer> {
     const repos = this.deps.store.repos();
     const row = repos.annotations.event(seq);
-    if (!row) throw new ProblemError(404, `no event with id ${seq}`);
+    // Issue 29: a hidden tenant's event does not exist for this caller.
+    if (!row || !this.deps.privacy.seesTenant(caller, repos.dictionaries.tenants.nameOf(row.tenant_id))) {
+      throw new ProblemError(404, `no event with id ${seq}`);
+    }
     const event = toAskEvent(row, repos);
     if (!this.deps.privacy.allows(caller, event)) {
       throw new ProblemError(403, 'this event is restricted; your role does not allow you to see it');
@@ -341,6 +344,7 @@ export class AskService {
       this.deps.privacy.allows(caller, {
         service: r.service,
         operation: repos.dictionaries.operations.nameOf(r.operation_id),
+        tenant: repos.dictionaries.tenants.nameOf(r.tenant_id),
       }),
     );
     const comments = repos.annotations.comments(allowed.filter((r) => r.comment_count > 0).map((r) => r.seq));
@@ -437,15 +441,20 @@ function explainContext(
     JSON.stringify(privacy?.hiddenServices ?? []),
     JSON.stringify(privacy?.hiddenOperations ?? []),
   ];
+  // Issue 29: a caller limited to some tenants counts only theirs.
+  const tenants = privacy?.tenants
+    ? ' AND tenant_id IN (SELECT id FROM audit_tenants WHERE name IN (SELECT value FROM json_each(?)))'
+    : '';
+  if (privacy?.tenants) params.push(JSON.stringify(privacy.tenants));
   const sameActorLast24h = repos.db
     .prepare(
-      `SELECT count(*) FROM audit_events INDEXED BY audit_events_actor_ts WHERE actor_id = ? AND ts >= ? AND ts <= ? AND seq != ? ${hidden}`,
+      `SELECT count(*) FROM audit_events INDEXED BY audit_events_actor_ts WHERE actor_id = ? AND ts >= ? AND ts <= ? AND seq != ? ${hidden}${tenants}`,
     )
     .pluck()
     .get(row.actor_id, row.ts - 86_400_000, row.ts, row.seq, ...params) as number;
   const operationSeenBefore = repos.db
     .prepare(
-      `SELECT count(*) FROM audit_events INDEXED BY audit_events_operation_ts WHERE operation_id = ? AND ts >= ? AND ts < ? ${hidden}`,
+      `SELECT count(*) FROM audit_events INDEXED BY audit_events_operation_ts WHERE operation_id = ? AND ts >= ? AND ts < ? ${hidden}${tenants}`,
     )
     .pluck()
     .get(row.operation_id, row.ts - 30 * 86_400_000, row.ts, ...params) as number;
