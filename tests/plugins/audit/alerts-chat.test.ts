@@ -361,6 +361,7 @@ describe('Slack limits', () => {
         result: 'failure',
         actor: long,
         target: long,
+        tenant: 'contoso',
       },
       delivery: 'pending',
     };
