@@ -88,6 +88,7 @@ export class AskService {
     | {
         at: number;
         operations: string[];
+        tenants: string[];
         services: Set<string>;
         /** The operations a view may have recognised, by its hidden operations (one list each). */
         visible: Map<string, string[]>;
@@ -134,7 +135,11 @@ export class AskService {
       knownOperations = names.operations.filter((o) => !hiddenOps.has(o.toLowerCase()));
       names.visible.set(viewKey, knownOperations);
     }
-    const parsed = parseQuestion(input.question, { now: this.now(), knownOperations });
+    // Issue 29: only the tenants this caller sees are recognised in the question.
+    const knownTenants = privacy?.tenants
+      ? names.tenants.filter((t) => privacy.tenants!.includes(t))
+      : names.tenants;
+    const parsed = parseQuestion(input.question, { now: this.now(), knownOperations, knownTenants });
     try {
       return { scope: mergeScope(input.filters, parsed), privacy };
     } catch (error) {
@@ -156,7 +161,9 @@ export class AskService {
       f: input.filters,
       // The caller's view: full, or exactly what it hides (so a changed PRIVACY_* setting after
       // a restart never meets an answer written under the old one).
-      p: privacy ? { s: privacy.hiddenServices, o: privacy.hiddenOperations } : 'full',
+      p: privacy
+        ? { s: privacy.hiddenServices, o: privacy.hiddenOperations, ...(privacy.tenants ? { t: privacy.tenants } : {}) }
+        : 'full',
       n: newestSeq(repos),
       d: new Date(this.now()).toISOString().slice(0, 10),
       m: this.deps.llm.model ?? null,
@@ -180,6 +187,7 @@ export class AskService {
       ? {
           hiddenOperations: privacy?.hiddenOperations ?? [],
           hiddenServices: [...(privacy?.hiddenServices ?? []), ...scope.excludedServices],
+          ...(privacy?.tenants ? { tenants: privacy.tenants } : {}),
         }
       : privacy;
     const gathered = gatherEvents(repos, scope.filters, scopeWithExclusions, scope.terms);
@@ -359,6 +367,7 @@ export class AskService {
       this.names = {
         at: now,
         operations,
+        tenants: repos.db.prepare('SELECT name FROM audit_tenants ORDER BY name').pluck().all() as string[],
         services: new Set([...CANONICAL_SERVICES, ...stored.map((s) => s.toLowerCase())]),
         visible: new Map(),
       };

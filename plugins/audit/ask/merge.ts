@@ -15,7 +15,7 @@ export type ExplicitFilters = FilterInput;
 export type FilterSource = 'request' | 'question';
 
 export interface AppliedFilter {
-  field: 'services' | 'actor' | 'operation' | 'result' | 'start' | 'end' | 'include_tags' | 'exclude_tags';
+  field: 'services' | 'tenants' | 'actor' | 'operation' | 'result' | 'start' | 'end' | 'include_tags' | 'exclude_tags';
   value: string | string[];
   source: FilterSource;
   /** For a question filter: the words that set it. */
@@ -91,6 +91,14 @@ export function mergeScope(explicit: ExplicitFilters, parsed: ParsedQuestion): A
       : undefined,
   );
   if (services) filters.services = services.value as string[];
+
+  // Issue 29: tenants named in the question (known ones only), unless the request gives them.
+  const tenants = take(
+    'tenants',
+    explicit.tenants,
+    parsed.tenants.length ? { value: parsed.tenants, because: parsed.tenants.join(', ') } : undefined,
+  );
+  if (tenants) filters.tenants = tenants.value as string[];
 
   // People: one named person is the actor filter; several are matched per event.
   const actor = take(
