@@ -12,8 +12,8 @@ import { z } from 'zod';
 import { isTimeZone, parseDuration } from '../../../src/config/fields.js';
 import { CONTROL_CHAR } from '../../../src/kernel/text.js';
 import { tagSchema } from '../http/filters.js';
-import { TENANT_NAME } from '../tenants/access.js';
 import { serviceKey } from '../store/service-names.js';
+import { TENANT_NAME } from '../tenants/access.js';
 import { DAYS, RESULTS, SEVERITIES } from './schemas.js';
 
 /** A threshold window is at most this long (matches are kept that long). */

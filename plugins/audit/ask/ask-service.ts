@@ -162,7 +162,11 @@ export class AskService {
       // The caller's view: full, or exactly what it hides (so a changed PRIVACY_* setting after
       // a restart never meets an answer written under the old one).
       p: privacy
-        ? { s: privacy.hiddenServices, o: privacy.hiddenOperations, ...(privacy.tenants ? { t: privacy.tenants } : {}) }
+        ? {
+            s: privacy.hiddenServices,
+            o: privacy.hiddenOperations,
+            ...(privacy.tenants ? { t: privacy.tenants } : {}),
+          }
         : 'full',
       n: newestSeq(repos),
       d: new Date(this.now()).toISOString().slice(0, 10),

@@ -15,7 +15,16 @@ export type ExplicitFilters = FilterInput;
 export type FilterSource = 'request' | 'question';
 
 export interface AppliedFilter {
-  field: 'services' | 'tenants' | 'actor' | 'operation' | 'result' | 'start' | 'end' | 'include_tags' | 'exclude_tags';
+  field:
+    | 'services'
+    | 'tenants'
+    | 'actor'
+    | 'operation'
+    | 'result'
+    | 'start'
+    | 'end'
+    | 'include_tags'
+    | 'exclude_tags';
   value: string | string[];
   source: FilterSource;
   /** For a question filter: the words that set it. */

@@ -71,7 +71,10 @@ export interface ParsedQuestion {
  * "tenant".
  */
 export function findTenants(question: string, known: readonly string[]): string[] {
-  const words = question.toLowerCase().split(/[^a-z0-9@.-]+/).map((w) => w.replace(/[.-]+$/, ''));
+  const words = question
+    .toLowerCase()
+    .split(/[^a-z0-9@.-]+/)
+    .map((w) => w.replace(/[.-]+$/, ''));
   return known.filter((name) => {
     if (name !== 'default') return words.includes(name);
     return /\bdefault tenant\b|\btenant default\b/.test(question.toLowerCase());

@@ -155,7 +155,8 @@ export const filterOptionsSchema = z.object({
   results: z.array(z.string()),
   tags: z.array(z.string()),
   tenants: z.array(z.string()).meta({
-    description: 'Tenants with stored events that the caller sees (AUDIT_ROLE_TENANTS); `default` alone on a single-tenant hub.',
+    description:
+      'Tenants with stored events that the caller sees (AUDIT_ROLE_TENANTS); `default` alone on a single-tenant hub.',
   }),
 });
 

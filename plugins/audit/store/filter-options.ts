@@ -130,7 +130,9 @@ export function filterOptions(db: Database, privacy?: PrivacyScope): FilterOptio
         .pluck()
     : undefined;
   const tags = tagVisible
-    ? candidates.filter((tag) => tagVisible.get(tag, hidden, hiddenOperationIds, ...tenantParams) !== undefined)
+    ? candidates.filter(
+        (tag) => tagVisible.get(tag, hidden, hiddenOperationIds, ...tenantParams) !== undefined,
+      )
     : candidates;
 
   const service_labels = Object.fromEntries(services.map((s) => [s, serviceDisplayName(s)]));

@@ -23,7 +23,13 @@ export const roleTenantsSetting = list.transform((entries, ctx): RoleTenants => 
   for (const entry of entries) {
     const at = entry.indexOf(':');
     const role = at > 0 ? entry.slice(0, at).trim() : '';
-    const tenants = at > 0 ? entry.slice(at + 1).split('+').map((t) => t.trim()) : [];
+    const tenants =
+      at > 0
+        ? entry
+            .slice(at + 1)
+            .split('+')
+            .map((t) => t.trim())
+        : [];
     if (!role || !tenants.length || tenants.some((t) => !TENANT_NAME.test(t))) {
       bad.push(`"${entry}"`);
       continue;
