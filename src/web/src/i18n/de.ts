@@ -609,6 +609,7 @@ export const de: Catalogue = {
     anyEvent: 'Jedes Ereignis',
     anyDay: 'jeder Tag',
     phrase: {
+      tenant: 'Mandant {{value}}',
       actor: 'Akteur „{{value}}“',
       operation: 'Vorgang „{{value}}“',
       result: 'Ergebnis „{{value}}“',
@@ -814,6 +815,7 @@ export const de: Catalogue = {
     scope: 'Umfang',
     selected: 'Markiert: drücke Strg+C (⌘C) zum Kopieren.',
     service: 'Dienst',
+    tenant: 'Mandant',
     servicesColon: 'Dienste:',
     shownOf: '{{shown}} von {{total}} passenden Ereignissen gezeigt',
     signInDidNotFinish: 'Die Anmeldung wurde nicht abgeschlossen',
