@@ -161,7 +161,7 @@ const INDEX: Record<Exclude<Dimension, 'tag'>, string> = {
   actor: 'audit_events_actor_ts',
   operation: 'audit_events_operation_ts',
   result: 'audit_events_result_ts',
-  tenant: 'audit_events_tenant_ts',
+  tenant: 'audit_events_tenant_cover',
 };
 
 const COLUMN: Record<Exclude<Dimension, 'tag' | 'time'>, string> = {

@@ -50,7 +50,7 @@ export function filterOptions(db: Database, privacy?: PrivacyScope): FilterOptio
   const stored = db
     .prepare(`
       SELECT id, name FROM audit_tenants n
-      WHERE EXISTS (SELECT 1 FROM audit_events e INDEXED BY audit_events_tenant_ts WHERE e.tenant_id = n.id)
+      WHERE EXISTS (SELECT 1 FROM audit_events e INDEXED BY audit_events_tenant_cover WHERE e.tenant_id = n.id)
       ORDER BY name`)
     .raw(true)
     .all() as Array<[number, string]>;
