@@ -15,17 +15,18 @@ import { startAuditUiHub } from './helpers/hubs.js';
 const rows = (page: Page) => page.locator('[data-testid="audit-events"] tbody tr');
 
 describeInBrowser('audit console with several tenants', () => {
-  let fake: FakeMicrosoft;
-  let hub: TestHub;
+  const fake = new FakeMicrosoft();
   const pages = useGuardedPages();
+  let hub: TestHub | undefined;
+  const baseUrl = () => hub!.baseUrl;
 
   beforeAll(async () => {
-    fake = new FakeMicrosoft();
     await fake.start();
-    hub = await startAuditUiHub(fake, { AUDIT_SOURCES: 'directory' });
+    const started = await startAuditUiHub(fake, { AUDIT_SOURCES: 'directory' });
+    hub = started;
     const now = Date.now();
     seed(
-      new AuditStore(() => hub.hub.store.db).repos(),
+      new AuditStore(() => started.hub.store.db).repos(),
       ['contoso', 'fabrikam'].flatMap((tenant, k) =>
         Array.from({ length: 3 }, (_, i) => ({
           tenant,
@@ -38,12 +39,12 @@ describeInBrowser('audit console with several tenants', () => {
   });
   afterAll(async () => {
     await hub?.stop();
-    await fake?.stop();
+    await fake.stop();
   });
 
   it('filters the search by tenant and shows each event’s tenant', async () => {
     const { page } = await pages.open();
-    await page.goto(`${hub.baseUrl}/audit`);
+    await page.goto(`${baseUrl()}/audit`);
     await expect.poll(() => rows(page).count()).toBe(6);
     const table = page.getByTestId('audit-events');
     await expect.poll(() => table.getByRole('columnheader', { name: 'Tenant' }).count()).toBe(1);

@@ -33,14 +33,18 @@ async function tool(name: string, args: Record<string, unknown> = {}) {
 
 beforeAll(async () => {
   idp = await startLocalIdp();
-  hub = await startTestHub({
-    RADIO: 'none',
-    PLUGINS: 'audit',
-    ...QUIET_ENV,
-    MCP_HTTP_ENABLED: 'true',
-    ...idpAuthEnv(idp),
+  // Two reader roles, one of them limited to Contoso; MCP over HTTP with the provider's tokens.
+  const env = {
     AUDIT_READER_ROLES: 'auditor,contoso-auditors',
     AUDIT_ROLE_TENANTS: 'contoso-auditors:contoso',
+  };
+  hub = await startTestHub({
+    ...env,
+    ...idpAuthEnv(idp),
+    ...QUIET_ENV,
+    RADIO: 'none',
+    PLUGINS: 'audit',
+    MCP_HTTP_ENABLED: 'true',
   });
   seed(new AuditStore(() => hub.hub.store.db).repos(), [
     { tenant: 'contoso', source: 'directory', at: now - 3_600_000, actor: 'a@contoso.com' },
