@@ -23,6 +23,7 @@ import { checkOutboundSetting } from './outbound-setting.js';
 import { refineSiemSettings, type SiemConfig, siemConfigFrom, siemSettingsShape } from './siem/settings.js';
 import { isSourceName, SOURCE_NAMES, type SourceName } from './sources.js';
 import { knownServiceKey, knownServiceNames } from './store/service-names.js';
+import { type RoleTenants, roleTenantsSetting, unknownLimitedRoles } from './tenants/access.js';
 import {
   refineTenantSettings,
   TENANT_SETTING_NAMES,
@@ -108,6 +109,8 @@ export const auditSettings = z
     PRIVACY_SENSITIVE_OPERATIONS: list.default([]),
     PRIVACY_SERVICES: list.default([]),
     PRIVACY_SERVICE_ROLES: list.default([]),
+    // Issue 29: roles limited to some tenants (tenants/access.ts).
+    AUDIT_ROLE_TENANTS: roleTenantsSetting.optional(),
     RATE_LIMIT_FETCH: rateLimit.prefault('6/1h'),
     RATE_LIMIT_ASK: rateLimit.prefault('20/1m'),
     RATE_LIMIT_WRITE: rateLimit.prefault('120/1m'),
@@ -144,6 +147,7 @@ export const auditSettings = z
       for (const name of BASE_URLS) checkOutboundSetting(c, name, allowedHosts, ctx);
       checkIssue14Settings(c, ctx);
       checkAccessSettings(c, ctx);
+      checkRoleTenants(c, ctx);
       refineAiSettings(c, ctx);
       refineAlertSettings(c, ctx);
       refineSiemSettings(c, ctx);
@@ -209,6 +213,21 @@ function checkAccessSettings(c: Partial<Record<string, unknown>>, ctx: z.Refinem
         message: `unknown service ${unknown.map((s) => `"${s}"`).join(', ')}; known services: ${knownServiceNames()}`,
       });
     }
+  }
+}
+
+/** Issue 29: AUDIT_ROLE_TENANTS limits reader and admin roles only. */
+function checkRoleTenants(c: Partial<Record<string, unknown>>, ctx: z.RefinementCtx): void {
+  const limits = c.AUDIT_ROLE_TENANTS;
+  if (!(limits instanceof Map)) return;
+  const roles = ROLE_LISTS.flatMap((name) => (Array.isArray(c[name]) ? (c[name] as string[]) : []));
+  const unknown = unknownLimitedRoles(limits as RoleTenants, roles);
+  if (unknown.length) {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['AUDIT_ROLE_TENANTS'],
+      message: `names ${unknown.join(', ')}, not in AUDIT_READER_ROLES or AUDIT_ADMIN_ROLES; limit only the roles that read audit data`,
+    });
   }
 }
 
@@ -284,7 +303,14 @@ export interface AuditConfig {
   auth: AuthSettings;
   corsOrigins: string[];
   webhookClientSecret?: Secret;
-  privacy: { sensitiveOperations: string[]; services: string[]; roles: string[] };
+  privacy: {
+    sensitiveOperations: string[];
+    services: string[];
+    roles: string[];
+    /** Issue 29: AUDIT_ROLE_TENANTS, and the reader and admin roles (the audit roles it limits). */
+    roleTenants: RoleTenants;
+    auditRoles: string[];
+  };
   rateLimits: Record<RateLimitTier, RateLimitRule>;
   /** Settings that no longer do anything but are set (warned about at start). */
   obsoleteSettings: string[];
@@ -407,6 +433,8 @@ export function auditConfigFrom(
       // Stored keys (`device_management` for `Intune`): what events carry and every read path compares.
       services: [...new Set(c.PRIVACY_SERVICES.map((s) => knownServiceKey(s) ?? s))],
       roles: c.PRIVACY_SERVICE_ROLES,
+      roleTenants: c.AUDIT_ROLE_TENANTS ?? new Map(),
+      auditRoles: [...new Set([...c.AUDIT_READER_ROLES, ...c.AUDIT_ADMIN_ROLES])],
     },
     rateLimits: {
       fetch: c.RATE_LIMIT_FETCH,

@@ -75,6 +75,8 @@ export interface AlertFilters {
   /** [start, end) on fired_at, ms UTC. */
   start?: number;
   end?: number;
+  /** Issue 29: only alerts on events of these tenants (the caller's AUDIT_ROLE_TENANTS). */
+  tenants?: readonly string[];
 }
 
 export interface AlertPosition {
@@ -334,6 +336,10 @@ export class AlertRepository {
     if (filters.end !== undefined) {
       where.push('fired_at < ?');
       params.push(filters.end);
+    }
+    if (filters.tenants) {
+      where.push("coalesce(json_extract(detail, '$.tenant'), 'default') IN (SELECT value FROM json_each(?))");
+      params.push(JSON.stringify(filters.tenants));
     }
     const run = (extra: string, extraParams: unknown[], order: 'ASC' | 'DESC', n: number) => {
       const all = [...where, ...(extra ? [extra] : [])];

@@ -32,7 +32,8 @@ export function toApiAlert(row: AlertRow): ApiAlert {
     key: row.alert_key,
     match_count: row.match_count,
     window: formatDuration(row.window_ms),
-    event: JSON.parse(row.detail) as ApiAlert['event'],
+    // Alerts stored before tenants existed are the default tenant's.
+    event: { tenant: 'default', ...(JSON.parse(row.detail) as Omit<ApiAlert['event'], 'tenant'>) },
     delivery: row.delivery as ApiAlert['delivery'],
   };
 }

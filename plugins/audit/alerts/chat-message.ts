@@ -29,6 +29,7 @@ export function alertFacts(alert: ApiAlert): AlertFact[] {
     { label: 'Actor', value: alert.event.actor || '(none)' },
     { label: 'Operation', value: alert.event.operation || '(none)' },
     { label: 'Service', value: alert.event.service || '(none)' },
+    { label: 'Tenant', value: alert.event.tenant },
     { label: 'Result', value: alert.event.result || '(none)' },
     ...(alert.event.target ? [{ label: 'Target', value: alert.event.target }] : []),
     ...(threshold ? [{ label: 'Threshold', value: threshold }] : []),
@@ -38,7 +39,7 @@ export function alertFacts(alert: ApiAlert): AlertFact[] {
 /** The plain one-line summary (notifications, Slack's fallback `text`). */
 export function alertSummary(alert: ApiAlert): string {
   const { event } = alert;
-  return `[${alert.severity}] ${alert.rule.name}: ${event.operation} by ${event.actor || '(none)'} (${event.service}, ${event.result})`;
+  return `[${alert.severity}] ${alert.rule.name}: ${event.operation} by ${event.actor || '(none)'} (${event.service}, ${event.result}, tenant ${event.tenant})`;
 }
 
 /** The console's page of the event (src/web opens `/audit?event=<id>` with its drawer). */

@@ -13,6 +13,7 @@ import { isTimeZone, parseDuration } from '../../../src/config/fields.js';
 import { CONTROL_CHAR } from '../../../src/kernel/text.js';
 import { tagSchema } from '../http/filters.js';
 import { serviceKey } from '../store/service-names.js';
+import { TENANT_NAME } from '../tenants/access.js';
 import { DAYS, RESULTS, SEVERITIES } from './schemas.js';
 
 /** A threshold window is at most this long (matches are kept that long). */
@@ -104,6 +105,17 @@ export const conditionSchema = z
       .transform((v) => [...new Set(v.map(serviceKey))])
       .optional()
       .meta({ description: 'Any of these services, as typed (`Exchange`, `Entra ID`).' }),
+    // Issue 29: any of these tenants (short names, AUDIT_TENANTS).
+    tenants: oneOrMany(
+      z
+        .string({ error: 'must be a tenant name' })
+        .trim()
+        .toLowerCase()
+        .regex(TENANT_NAME, 'must be a tenant short name: lower-case letters, digits and "-"'),
+    )
+      .transform((v) => [...new Set(v)])
+      .optional()
+      .meta({ description: 'Any of these tenants (`default` on a single-tenant hub).' }),
     operation: textMatch.optional(),
     result: oneOrMany(z.enum(RESULTS, { error: `must be one of ${RESULTS.join(', ')}` })).optional(),
     actor: textMatch.optional(),
@@ -166,6 +178,7 @@ export function formatDuration(ms: number): string {
 export function conditionJson(c: Condition): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   if (c.services) out.services = c.services;
+  if (c.tenants) out.tenants = c.tenants;
   if (c.operation) out.operation = c.operation;
   if (c.result) out.result = c.result;
   if (c.actor) out.actor = c.actor;

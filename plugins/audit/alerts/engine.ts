@@ -145,6 +145,8 @@ export interface AlertEventDetail {
   result: string;
   actor: string;
   target: string;
+  /** Issue 29: the tenant the event was collected from. */
+  tenant: string;
 }
 
 function eventDetail(e: AlertableEvent): AlertEventDetail {
@@ -156,6 +158,7 @@ function eventDetail(e: AlertableEvent): AlertEventDetail {
     result: e.result,
     actor: e.actor,
     target: e.target,
+    tenant: e.tenant ?? 'default',
   };
 }
 
@@ -174,5 +177,6 @@ export function toAlertable({ seq, event }: StoredEvent): AlertableEvent {
     actor: event.actor,
     target: event.target,
     tags: NO_TAGS,
+    tenant: event.tenant,
   };
 }

@@ -17,6 +17,8 @@ export interface AlertableEvent {
   actor: string;
   target: string;
   tags: readonly string[];
+  /** Issue 29: the tenant it was collected from (short name); absent: `default`. */
+  tenant?: string;
   /** The source it was collected from and the upstream record as stored (Sigma rules read them). */
   source?: string;
   raw?: string;
@@ -146,6 +148,10 @@ export function compileRule(
   if (c.services) {
     const services = new Set(c.services);
     tests.push((e) => services.has(e.service));
+  }
+  if (c.tenants) {
+    const tenants = new Set(c.tenants);
+    tests.push((e) => tenants.has(e.tenant ?? 'default'));
   }
   if (c.result) {
     const results = new Set<string>(c.result);

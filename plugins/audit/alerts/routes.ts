@@ -6,7 +6,7 @@
  * Every bad body is a 400 naming each field (an unknown field by its full path, such as
  * `condition.actor.regex`), and changes nothing; a name another rule has is a 409.
  */
-import type { Hono } from 'hono';
+import type { Context, Hono } from 'hono';
 import { z } from 'zod';
 import {
   BODY_PROBLEMS,
@@ -20,10 +20,11 @@ import { ProblemError } from '../../../src/http/problem.js';
 import { type AuditContext, type AuditEnv, callerOf, fieldProblem, jsonBody } from '../http/context.js';
 import { bodyTooLarge } from '../http/events-routes.js';
 import { queryObject } from '../http/filters.js';
+import { PrivacyPolicy } from '../http/privacy.js';
 import { trailOf } from '../http/trail.js';
 import { maySee } from '../saved/access.js';
 import { SavedSearchRepository } from '../saved/repository.js';
-import type { AuthSettings } from '../settings.js';
+import type { AuditConfig, AuthSettings } from '../settings.js';
 import { type AlertPosition, type AlertRepository, RuleNameTakenError } from './alert-repository.js';
 import { toApiAlert, toApiRule } from './api-json.js';
 import { conditionJson, MAX_RULES, ruleBodySchema } from './condition.js';
@@ -318,8 +319,15 @@ export function encodeAlertsCursor(direction: 'next' | 'prev', p: AlertPosition)
   return alertsCursor.encode({ k: 'alerts', d: direction, at: p.at, id: p.id });
 }
 
-export function alertsRoutes(deps: { alerts: () => AlertRepository }, app: Hono<AuditEnv>): void {
+export function alertsRoutes(
+  deps: { alerts: () => AlertRepository; config?: { privacy: AuditConfig['privacy'] } },
+  app: Hono<AuditEnv>,
+): void {
+  // Issue 29: firings on events of tenants hidden from the caller are not theirs to see.
+  const policy = deps.config ? new PrivacyPolicy(deps.config.privacy) : undefined;
+  const tenantsOf = (c: Context<AuditEnv>) => policy?.tenantsOf(callerOf(c));
   app.get('/', (c) => {
+    const tenants = tenantsOf(c);
     const parsed = alertsQuerySchema.safeParse(queryObject(c.req.queries()));
     if (!parsed.success) throw ruleProblem(parsed.error);
     const q = parsed.data;
@@ -333,6 +341,7 @@ export function alertsRoutes(deps: { alerts: () => AlertRepository }, app: Hono<
         ...(q.severity ? { severities: q.severity } : {}),
         ...(q.start !== undefined ? { start: q.start } : {}),
         ...(q.end !== undefined ? { end: q.end } : {}),
+        ...(tenants ? { tenants } : {}),
       },
       q.limit,
       cursor ? { direction: cursor.d, position: { at: cursor.at, id: cursor.id } } : undefined,
@@ -349,7 +358,11 @@ export function alertsRoutes(deps: { alerts: () => AlertRepository }, app: Hono<
     const value = c.req.param('id');
     if (!/^[1-9][0-9]{0,15}$/.test(value)) throw fieldProblem('id', 'is not an alert id');
     const row = deps.alerts().alert(Number(value));
-    if (!row) throw new ProblemError(404, `no alert with id ${value}`);
-    return c.json(toApiAlert(row));
+    const alert = row && toApiAlert(row);
+    const tenants = tenantsOf(c);
+    if (!alert || (tenants && !tenants.includes(alert.event.tenant))) {
+      throw new ProblemError(404, `no alert with id ${value}`);
+    }
+    return c.json(alert);
   });
 }

@@ -75,6 +75,7 @@ export const alertSchema = z.object({
       result: z.string(),
       actor: z.string(),
       target: z.string(),
+      tenant: z.string().meta({ description: 'The tenant the event was collected from (issue 29).' }),
     })
     .meta({ description: 'The event that made the rule fire.' }),
   delivery: z.enum(['none', 'pending', 'delivered', 'failed']).meta({

@@ -88,6 +88,7 @@ export class AskService {
     | {
         at: number;
         operations: string[];
+        tenants: string[];
         services: Set<string>;
         /** The operations a view may have recognised, by its hidden operations (one list each). */
         visible: Map<string, string[]>;
@@ -134,7 +135,11 @@ export class AskService {
       knownOperations = names.operations.filter((o) => !hiddenOps.has(o.toLowerCase()));
       names.visible.set(viewKey, knownOperations);
     }
-    const parsed = parseQuestion(input.question, { now: this.now(), knownOperations });
+    // Issue 29: only the tenants this caller sees are recognised in the question.
+    const knownTenants = privacy?.tenants
+      ? names.tenants.filter((t) => privacy.tenants!.includes(t))
+      : names.tenants;
+    const parsed = parseQuestion(input.question, { now: this.now(), knownOperations, knownTenants });
     try {
       return { scope: mergeScope(input.filters, parsed), privacy };
     } catch (error) {
@@ -156,7 +161,13 @@ export class AskService {
       f: input.filters,
       // The caller's view: full, or exactly what it hides (so a changed PRIVACY_* setting after
       // a restart never meets an answer written under the old one).
-      p: privacy ? { s: privacy.hiddenServices, o: privacy.hiddenOperations } : 'full',
+      p: privacy
+        ? {
+            s: privacy.hiddenServices,
+            o: privacy.hiddenOperations,
+            ...(privacy.tenants ? { t: privacy.tenants } : {}),
+          }
+        : 'full',
       n: newestSeq(repos),
       d: new Date(this.now()).toISOString().slice(0, 10),
       m: this.deps.llm.model ?? null,
@@ -180,6 +191,7 @@ export class AskService {
       ? {
           hiddenOperations: privacy?.hiddenOperations ?? [],
           hiddenServices: [...(privacy?.hiddenServices ?? []), ...scope.excludedServices],
+          ...(privacy?.tenants ? { tenants: privacy.tenants } : {}),
         }
       : privacy;
     const gathered = gatherEvents(repos, scope.filters, scopeWithExclusions, scope.terms);
@@ -284,7 +296,10 @@ export class AskService {
   async explain(seq: number, caller: Caller): Promise<ExplainAnswer> {
     const repos = this.deps.store.repos();
     const row = repos.annotations.event(seq);
-    if (!row) throw new ProblemError(404, `no event with id ${seq}`);
+    // Issue 29: a hidden tenant's event does not exist for this caller.
+    if (!row || !this.deps.privacy.seesTenant(caller, repos.dictionaries.tenants.nameOf(row.tenant_id))) {
+      throw new ProblemError(404, `no event with id ${seq}`);
+    }
     const event = toAskEvent(row, repos);
     if (!this.deps.privacy.allows(caller, event)) {
       throw new ProblemError(403, 'this event is restricted; your role does not allow you to see it');
@@ -341,6 +356,7 @@ export class AskService {
       this.deps.privacy.allows(caller, {
         service: r.service,
         operation: repos.dictionaries.operations.nameOf(r.operation_id),
+        tenant: repos.dictionaries.tenants.nameOf(r.tenant_id),
       }),
     );
     const comments = repos.annotations.comments(allowed.filter((r) => r.comment_count > 0).map((r) => r.seq));
@@ -355,6 +371,7 @@ export class AskService {
       this.names = {
         at: now,
         operations,
+        tenants: repos.db.prepare('SELECT name FROM audit_tenants ORDER BY name').pluck().all() as string[],
         services: new Set([...CANONICAL_SERVICES, ...stored.map((s) => s.toLowerCase())]),
         visible: new Map(),
       };
@@ -437,15 +454,20 @@ function explainContext(
     JSON.stringify(privacy?.hiddenServices ?? []),
     JSON.stringify(privacy?.hiddenOperations ?? []),
   ];
+  // Issue 29: a caller limited to some tenants counts only theirs.
+  const tenants = privacy?.tenants
+    ? ' AND tenant_id IN (SELECT id FROM audit_tenants WHERE name IN (SELECT value FROM json_each(?)))'
+    : '';
+  if (privacy?.tenants) params.push(JSON.stringify(privacy.tenants));
   const sameActorLast24h = repos.db
     .prepare(
-      `SELECT count(*) FROM audit_events INDEXED BY audit_events_actor_ts WHERE actor_id = ? AND ts >= ? AND ts <= ? AND seq != ? ${hidden}`,
+      `SELECT count(*) FROM audit_events INDEXED BY audit_events_actor_ts WHERE actor_id = ? AND ts >= ? AND ts <= ? AND seq != ? ${hidden}${tenants}`,
     )
     .pluck()
     .get(row.actor_id, row.ts - 86_400_000, row.ts, row.seq, ...params) as number;
   const operationSeenBefore = repos.db
     .prepare(
-      `SELECT count(*) FROM audit_events INDEXED BY audit_events_operation_ts WHERE operation_id = ? AND ts >= ? AND ts < ? ${hidden}`,
+      `SELECT count(*) FROM audit_events INDEXED BY audit_events_operation_ts WHERE operation_id = ? AND ts >= ? AND ts < ? ${hidden}${tenants}`,
     )
     .pluck()
     .get(row.operation_id, row.ts - 30 * 86_400_000, row.ts, ...params) as number;

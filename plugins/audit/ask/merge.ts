@@ -17,6 +17,7 @@ export type FilterSource = 'request' | 'question';
 export interface AppliedFilter {
   field:
     | 'services'
+    | 'tenants'
     | 'actor'
     | 'operation'
     | 'result'
@@ -100,6 +101,14 @@ export function mergeScope(explicit: ExplicitFilters, parsed: ParsedQuestion): A
       : undefined,
   );
   if (services) filters.services = services.value as string[];
+
+  // Issue 29: tenants named in the question (known ones only), unless the request gives them.
+  const tenants = take(
+    'tenants',
+    explicit.tenants,
+    parsed.tenants.length ? { value: parsed.tenants, because: parsed.tenants.join(', ') } : undefined,
+  );
+  if (tenants) filters.tenants = tenants.value as string[];
 
   // People: one named person is the actor filter; several are matched per event.
   const actor = take(

@@ -61,6 +61,24 @@ export interface ParsedQuestion {
   /** Intents shown by keywords, each with its services and the word that showed it. */
   intents: Array<{ intent: string; services: readonly string[]; word: string }>;
   failuresOnly: boolean;
+  /** Issue 29: the known tenants the question names ("failed sign-ins in contoso"). */
+  tenants: string[];
+}
+
+/**
+ * The known tenants named in the question as whole words (not inside an address or a domain:
+ * `alice@contoso.com` names a person). `default` is a common word: it counts only next to
+ * "tenant".
+ */
+export function findTenants(question: string, known: readonly string[]): string[] {
+  const words = question
+    .toLowerCase()
+    .split(/[^a-z0-9@.-]+/)
+    .map((w) => w.replace(/[.-]+$/, ''));
+  return known.filter((name) => {
+    if (name !== 'default') return words.includes(name);
+    return /\bdefault tenant\b|\btenant default\b/.test(question.toLowerCase());
+  });
 }
 
 const unique = (values: string[]) => [...new Set(values)];
@@ -104,7 +122,7 @@ export function findOperations(question: string, known: readonly string[]): stri
 
 export function parseQuestion(
   question: string,
-  options: { now: number; knownOperations?: readonly string[] },
+  options: { now: number; knownOperations?: readonly string[]; knownTenants?: readonly string[] },
 ): ParsedQuestion {
   const text = question.replace(/\s+/g, ' ').trim();
   const lower = text.toLowerCase();
@@ -138,5 +156,6 @@ export function parseQuestion(
     operations,
     intents,
     failuresOnly: FAILURE.test(lower),
+    tenants: findTenants(withoutUpns, options.knownTenants ?? []),
   };
 }

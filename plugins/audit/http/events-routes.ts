@@ -204,7 +204,10 @@ export function eventsRoutes(
     if (seq === undefined) throw fieldProblem('id', 'is not an event id');
     const repos = store.repos();
     const row = repos.annotations.event(seq);
-    if (!row) throw new ProblemError(404, `no event with id ${seq}`);
+    // Issue 29: a tenant the caller may not see holds no events for them.
+    if (!row || !privacy.seesTenant(callerOf(c), repos.dictionaries.tenants.nameOf(row.tenant_id))) {
+      throw new ProblemError(404, `no event with id ${seq}`);
+    }
     const operation = repos.dictionaries.operations.nameOf(row.operation_id);
     if (!privacy.allows(callerOf(c), { service: row.service, operation })) {
       throw new ProblemError(403, 'this event is restricted; your role does not allow you to see it');

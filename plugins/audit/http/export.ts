@@ -48,6 +48,8 @@ export const CSV_COLUMNS = [
   'comment_count',
   'source',
   'source_id',
+  // Issue 29: last, so a reader of the earlier columns by position is unaffected.
+  'tenant',
 ] as const;
 
 const FORMULA = /^[=+\-@\t\r]/;
@@ -234,7 +236,7 @@ export function exportRoutes(
       let out = first ? CSV_HEADER : '';
       for (const r of chunk) {
         const result = d.results.entry(r.result_id);
-        out += `${r.seq},${new Date(r.ts).toISOString()},${csvCell(r.service)},${csvCell(d.operations.nameOf(r.operation_id))},${result.normalized},${csvCell(result.raw)},${csvCell(d.actors.nameOf(r.actor_id))},${csvCell(r.target)},${r.tags === '[]' ? '' : csvCell(parseTags(r.tags).join('; '))},${r.comment_count},${r.source},${csvCell(r.source_key)}\r\n`;
+        out += `${r.seq},${new Date(r.ts).toISOString()},${csvCell(r.service)},${csvCell(d.operations.nameOf(r.operation_id))},${result.normalized},${csvCell(result.raw)},${csvCell(d.actors.nameOf(r.actor_id))},${csvCell(r.target)},${r.tags === '[]' ? '' : csvCell(parseTags(r.tags).join('; '))},${r.comment_count},${r.source},${csvCell(r.source_key)},${d.tenants.nameOf(r.tenant_id)}\r\n`;
       }
       return out;
     };

@@ -2,13 +2,15 @@
  * The event filters (spec "Events query parameters": services, actor, operation, result, start,
  * end, include_tags, exclude_tags), parsed the same way for search, export and bulk tagging.
  *
- * - `services`, `include_tags`, `exclude_tags`: repeat the parameter or separate with commas;
+ * - `services`, `tenants`, `include_tags`, `exclude_tags`: repeat the parameter or separate with commas;
  *   services match whatever their case or spacing (`Exchange`, `device management`).
  * - `actor`, `operation`, `result`: case-insensitive substrings, matched literally (never a
  *   pattern). An empty value means "no filter", as a cleared input box sends it.
  * - `start`, `end`: ISO 8601 date-times with `Z` or an offset; the window is [start, end).
  * - Issue 29, pivots: `actor_exact`, `target`, `client_ip`, `correlation_id`, `session_id` match
  *   the whole value exactly (the actor case-insensitively; the IP without a port).
+ * - `tenants` (issue 29): tenant short names; one not collected, or hidden from the caller,
+ *   matches nothing (an empty result, not an error).
  * Unknown query parameters are ignored; bad values are a 400 naming each field.
  */
 import { z } from 'zod';
@@ -18,6 +20,7 @@ import { CONTROL_CHAR } from '../../../src/kernel/text.js';
 import { normalizeIp } from '../normalize.js';
 import type { EventFilters } from '../store/event-query.js';
 import { serviceKey } from '../store/service-names.js';
+import { TENANT_NAME } from '../tenants/access.js';
 import { KEY_KINDS } from '../timeline/keys.js';
 
 export const MAX_FILTER_VALUES = 20;
@@ -42,6 +45,12 @@ const serviceSchema = z
   .regex(/^[A-Za-z0-9_. -]+$/, 'a service is letters, digits, spaces, "_", "." or "-"')
   // As an administrator types it: `Exchange`, `device management`, `Intune` (store/service-names.ts).
   .transform(serviceKey);
+
+const tenantSchema = z
+  .string()
+  .trim()
+  .toLowerCase()
+  .regex(TENANT_NAME, 'a tenant is a short name: lower-case letters, digits and "-", up to 32 characters');
 
 const textFilterOf = (max: number) =>
   z
@@ -86,6 +95,9 @@ const pivotShape = {
 
 export const filterShape = {
   services: listOf(serviceSchema).optional().meta({ description: LIST }),
+  tenants: listOf(tenantSchema)
+    .optional()
+    .meta({ description: `Tenants by short name (\`default\` on a single-tenant hub). ${LIST}` }),
   actor: textFilter.optional(),
   operation: textFilter.optional(),
   result: textFilter.optional(),
@@ -107,6 +119,7 @@ export const filterShape = {
 /** The filters as the API takes them (the query's, or a request body's). */
 export type FilterInput = {
   services?: string[] | undefined;
+  tenants?: string[] | undefined;
   actor?: string | undefined;
   operation?: string | undefined;
   result?: string | undefined;
@@ -135,6 +148,7 @@ export function refineWindow(
 export function toEventFilters(v: FilterInput): EventFilters {
   const f: EventFilters = {};
   if (v.services?.length) f.services = v.services;
+  if (v.tenants?.length) f.tenants = v.tenants;
   if (v.actor !== undefined) f.actor = v.actor;
   if (v.operation !== undefined) f.operation = v.operation;
   if (v.result !== undefined) f.result = v.result;

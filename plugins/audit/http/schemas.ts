@@ -163,6 +163,10 @@ export const filterOptionsSchema = z.object({
   operations: z.array(z.string()),
   results: z.array(z.string()),
   tags: z.array(z.string()),
+  tenants: z.array(z.string()).meta({
+    description:
+      'Tenants with stored events that the caller sees (AUDIT_ROLE_TENANTS); `default` alone on a single-tenant hub.',
+  }),
 });
 
 const nullableTime = utc.nullable();

@@ -44,6 +44,11 @@ const filters = {
     .max(20)
     .optional()
     .describe('Service names, e.g. directory, exchange'),
+  tenants: z
+    .array(z.string().max(32))
+    .max(20)
+    .optional()
+    .describe('Tenant short names (default on a single-tenant hub)'),
   actor: text.optional().describe('Case-insensitive substring of the actor'),
   operation: text.optional().describe('Case-insensitive substring of the operation'),
   result: text.optional().describe('success, failure or unknown (substring)'),
@@ -53,6 +58,7 @@ const filters = {
 
 type FilterArgs = {
   services?: string[] | undefined;
+  tenants?: string[] | undefined;
   actor?: string | undefined;
   operation?: string | undefined;
   result?: string | undefined;
@@ -63,6 +69,7 @@ type FilterArgs = {
 function toFilters(a: FilterArgs): EventFilters {
   const f: EventFilters = {};
   if (a.services?.length) f.services = a.services;
+  if (a.tenants?.length) f.tenants = a.tenants.map((t) => t.trim().toLowerCase());
   if (a.actor?.trim()) f.actor = a.actor.trim();
   if (a.operation?.trim()) f.operation = a.operation.trim();
   if (a.result?.trim()) f.result = a.result.trim();
@@ -125,7 +132,10 @@ export function auditTools(deps: AuditToolDeps): McpTools {
         guard('get_event', () => {
           const repos = deps.store.repos();
           const row = repos.annotations.event(Number(args.id));
-          if (!row) throw new ToolInputError(`no event with id ${args.id}`);
+          // Issue 29: a hidden tenant's event does not exist for this caller.
+          if (!row || !deps.privacy.seesTenant(caller, repos.dictionaries.tenants.nameOf(row.tenant_id))) {
+            throw new ToolInputError(`no event with id ${args.id}`);
+          }
           const operation = repos.dictionaries.operations.nameOf(row.operation_id);
           if (!deps.privacy.allows(caller, { service: row.service, operation })) {
             throw new ToolInputError(`event ${args.id} is restricted; ${deps.restricted}`);

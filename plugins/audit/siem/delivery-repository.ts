@@ -46,6 +46,8 @@ export type OutboxEvent = [
   tags: string,
   ingested_at: number,
   raw: string | null,
+  /** Issue 29: the tenant's short name. */
+  tenant?: string,
 ];
 
 export class SiemDeliveryRepository {
@@ -89,12 +91,14 @@ export class SiemDeliveryRepository {
     this.batch = db
       .prepare(`
       SELECT e.seq, e.source, e.source_key, e.ts, e.service, o.name AS operation, r.normalized AS result,
-        r.raw AS result_raw, a.name AS actor, e.target, e.tags, e.ingested_at, w.raw AS raw
+        r.raw AS result_raw, a.name AS actor, e.target, e.tags, e.ingested_at, w.raw AS raw,
+        n.name AS tenant
       FROM audit_events e
         JOIN audit_operations o ON o.id = e.operation_id
         JOIN audit_results r ON r.id = e.result_id
         JOIN audit_actors a ON a.id = e.actor_id
         LEFT JOIN audit_event_raw w ON w.seq = e.seq
+        LEFT JOIN audit_tenants n ON n.id = e.tenant_id
       WHERE e.seq > ? ORDER BY e.seq LIMIT ?`)
       .raw();
     this.maxSeq = db.prepare('SELECT coalesce(max(seq), 0) FROM audit_events').pluck();

@@ -9,7 +9,7 @@
  *   "events": [ { "id": "101", "timestamp": "…Z", "service": "directory", "operation": "Add member to role",
  *                 "result": "failure", "result_raw": "failure", "actor": "mallory@contoso.com",
  *                 "target": "…", "tags": [], "source": "directory", "source_id": "…",
- *                 "ingested_at": "…Z", "raw": { …the upstream record… } } ] }
+ *                 "tenant": "default", "ingested_at": "…Z", "raw": { …the upstream record… } } ] }
  * ```
  *
  * Events are in `id` order (the store's sequence: commit order), and ids only grow; after a
@@ -86,7 +86,7 @@ const q = JSON.stringify;
  * escaped by `JSON.stringify`, and the raw record spliced in as stored (never re-parsed).
  */
 export function eventJson(e: OutboxEvent): string {
-  return `{"id":"${e[0]}","timestamp":"${tsClock.format(e[3])}","service":${q(e[4])},"operation":${q(e[5])},"result":${q(e[6])},"result_raw":${q(e[7])},"actor":${q(e[8])},"target":${q(e[9])},"tags":${tagsJson(e[10])},"source":${q(e[1])},"source_id":${q(e[2])},"ingested_at":"${ingestedClock.format(e[11])}","raw":${e[12] ?? 'null'}}`;
+  return `{"id":"${e[0]}","timestamp":"${tsClock.format(e[3])}","service":${q(e[4])},"operation":${q(e[5])},"result":${q(e[6])},"result_raw":${q(e[7])},"actor":${q(e[8])},"target":${q(e[9])},"tags":${tagsJson(e[10])},"source":${q(e[1])},"source_id":${q(e[2])},"tenant":${q(e[13] ?? 'default')},"ingested_at":"${ingestedClock.format(e[11])}","raw":${e[12] ?? 'null'}}`;
 }
 
 function tagsJson(tags: string): string {

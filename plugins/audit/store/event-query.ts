@@ -28,6 +28,8 @@ import { serviceKey } from './service-names.js';
 export interface EventFilters {
   /** Service names, folded as typed (`Exchange` is `exchange`); several allowed. */
   services?: readonly string[];
+  /** Tenant names (audit_tenants); an unknown name matches nothing. */
+  tenants?: readonly string[];
   /** Case-insensitive, literal substrings. */
   actor?: string;
   operation?: string;
@@ -57,6 +59,8 @@ export interface EventFilters {
 export interface PrivacyScope {
   hiddenOperations: readonly string[];
   hiddenServices: readonly string[];
+  /** Issue 29: the only tenants (names) the caller sees; absent: every tenant. */
+  tenants?: readonly string[];
 }
 
 export interface Position {
@@ -111,7 +115,7 @@ const STORED_SERVICES = `
   )
   SELECT v FROM s WHERE v IS NOT NULL`;
 
-type Dimension = 'service' | 'actor' | 'operation' | 'result' | 'tag' | 'key' | 'time';
+type Dimension = 'service' | 'actor' | 'operation' | 'result' | 'tenant' | 'tag' | 'key' | 'time';
 
 interface Resolved {
   empty: boolean;
@@ -124,6 +128,8 @@ interface Resolved {
   operationNeedle?: string;
   hiddenOperationIds: number[];
   resultIds?: number[];
+  /** The tenants asked for and visible (audit_tenants ids); absent: every tenant. */
+  tenantIds?: number[];
   start?: number;
   end?: number;
   includeTags: string[];
@@ -174,6 +180,7 @@ const INDEX: Record<Exclude<Dimension, 'tag' | 'key'>, string> = {
   actor: 'audit_events_actor_ts',
   operation: 'audit_events_operation_ts',
   result: 'audit_events_result_ts',
+  tenant: 'audit_events_tenant_cover',
 };
 
 const COLUMN: Record<Exclude<Dimension, 'tag' | 'key' | 'time'>, string> = {
@@ -181,6 +188,7 @@ const COLUMN: Record<Exclude<Dimension, 'tag' | 'key' | 'time'>, string> = {
   actor: 'e.actor_id',
   operation: 'e.operation_id',
   result: 'e.result_id',
+  tenant: 'e.tenant_id',
 };
 
 const json = (values: readonly unknown[]) => JSON.stringify(values);
@@ -270,6 +278,16 @@ export class EventQuery {
       if (!r.resultIds.length) r.empty = true;
     }
     if (r.excludeTags.some((t) => r.includeTags.includes(t))) r.empty = true;
+    if (filters.tenants?.length || privacy?.tenants) {
+      // The tenants asked for, within those the caller sees; none left matches nothing.
+      let ids = filters.tenants?.length ? this.dictionaries.tenants.exactly(filters.tenants) : undefined;
+      if (privacy?.tenants) {
+        const visible = new Set(this.dictionaries.tenants.exactly(privacy.tenants));
+        ids = (ids ?? [...visible]).filter((id) => visible.has(id));
+      }
+      r.tenantIds = [...new Set(ids)];
+      if (!r.tenantIds.length) r.empty = true;
+    }
     const terms = [...new Set((filters.actorOrTarget ?? []).map(fold))];
     if (terms.length) {
       const ids = new Set<number>();
@@ -442,6 +460,8 @@ export class EventQuery {
     if (r.includeTags.length) return { dimension: 'tag', values: [r.includeTags[0]!] };
     if (r.services && r.services.length <= MERGE_MAX) return { dimension: 'service', values: r.services };
     if (r.resultIds && r.resultIds.length <= MERGE_MAX) return { dimension: 'result', values: r.resultIds };
+    // (tenant_id, ts) and the rowid: each tenant's stream is already in keyset order.
+    if (r.tenantIds && r.tenantIds.length <= MERGE_MAX) return { dimension: 'tenant', values: r.tenantIds };
     return { dimension: 'time', values: [0] };
   }
 
@@ -624,6 +644,7 @@ export class EventQuery {
     }
     if (r.hiddenOperationIds.length) inList('e.operation_id', r.hiddenOperationIds, true);
     if (r.resultIds && driver !== 'result') inList('e.result_id', r.resultIds);
+    if (r.tenantIds && driver !== 'tenant') inList('e.tenant_id', r.tenantIds);
     const tags = driver === 'tag' ? r.includeTags.slice(1) : r.includeTags;
     for (const tag of tags) {
       where.push('EXISTS (SELECT 1 FROM audit_event_tags x WHERE x.seq = e.seq AND x.tag = ?)');

@@ -6,6 +6,8 @@
  * operations, results and tags that occur only on gated events (issue 14: a tag used only on
  * gated events told a caller without the role that such events exist). Services come with the
  * names the UI shows (`service_labels`).
+ * Issue 29: `tenants` lists the tenants with stored events that the caller sees (AUDIT_ROLE_TENANTS);
+ * a caller limited to some tenants gets only the values that occur in theirs.
  */
 import type { Database } from '../../../src/store/database.js';
 import type { PrivacyScope } from './event-query.js';
@@ -18,6 +20,8 @@ export interface FilterOptions {
   operations: string[];
   results: string[];
   tags: string[];
+  /** Tenants (short names) with stored events that the caller sees. */
+  tenants: string[];
 }
 
 const MAX_TAG_OPTIONS = 1_000;
@@ -42,7 +46,33 @@ export function filterOptions(db: Database, privacy?: PrivacyScope): FilterOptio
   const hiddenOperations = new Set(privacy?.hiddenOperations.map((o) => o.toLowerCase()) ?? []);
   const hidden = JSON.stringify([...hiddenServices]);
 
-  const services = storedServices(db).filter((s) => !hiddenServices.has(s.toLowerCase()));
+  // The tenants with events (a probe per tenant on (tenant_id, ts)), and those the caller sees.
+  const stored = db
+    .prepare(`
+      SELECT id, name FROM audit_tenants n
+      WHERE EXISTS (SELECT 1 FROM audit_events e INDEXED BY audit_events_tenant_cover WHERE e.tenant_id = n.id)
+      ORDER BY name`)
+    .raw(true)
+    .all() as Array<[number, string]>;
+  const seen = privacy?.tenants ? new Set(privacy.tenants) : undefined;
+  const visibleTenants = seen ? stored.filter(([, name]) => seen.has(name)) : stored;
+  const tenants = visibleTenants.map(([, name]) => name);
+  // Limited to some tenants: every other value must occur on an event of one of them.
+  const limited = seen !== undefined;
+  const tenantIds = JSON.stringify(visibleTenants.map(([id]) => id));
+  const inTenants = limited ? ' AND e.tenant_id IN (SELECT value FROM json_each(?))' : '';
+  const tenantParams = limited ? [tenantIds] : [];
+
+  const serviceInTenants = limited
+    ? db.prepare(
+        `SELECT 1 FROM audit_events e INDEXED BY audit_events_service_ts WHERE e.service = ?${inTenants} LIMIT 1`,
+      )
+    : undefined;
+  const services = storedServices(db).filter(
+    (s) =>
+      !hiddenServices.has(s.toLowerCase()) &&
+      (!serviceInTenants || serviceInTenants.get(s, ...tenantParams) !== undefined),
+  );
 
   const operations = (
     db
@@ -50,14 +80,15 @@ export function filterOptions(db: Database, privacy?: PrivacyScope): FilterOptio
         SELECT o.name FROM audit_operations o
         WHERE EXISTS (
           SELECT 1 FROM audit_events e INDEXED BY audit_events_operation_ts
-          WHERE e.operation_id = o.id AND lower(e.service) NOT IN (SELECT value FROM json_each(?)))
+          WHERE e.operation_id = o.id AND lower(e.service) NOT IN (SELECT value FROM json_each(?))${inTenants})
         ORDER BY o.folded, o.name`)
       .pluck()
-      .all(hidden) as string[]
+      .all(hidden, ...tenantParams) as string[]
   ).filter((o) => !hiddenOperations.has(o.toLowerCase()));
 
-  // A row is visible when neither its service nor its operation is gated for this caller.
-  const gated = hiddenServices.size > 0 || hiddenOperations.size > 0;
+  // A row is visible when neither its service nor its operation is gated for this caller, and
+  // its tenant is one they see.
+  const gated = hiddenServices.size > 0 || hiddenOperations.size > 0 || limited;
   const hiddenOperationIds = JSON.stringify(
     gated
       ? (db
@@ -67,7 +98,7 @@ export function filterOptions(db: Database, privacy?: PrivacyScope): FilterOptio
       : [],
   );
   const visible = `lower(e.service) NOT IN (SELECT value FROM json_each(?))
-    AND e.operation_id NOT IN (SELECT value FROM json_each(?))`;
+    AND e.operation_id NOT IN (SELECT value FROM json_each(?))${inTenants}`;
 
   const results = db
     .prepare(`
@@ -77,7 +108,7 @@ export function filterOptions(db: Database, privacy?: PrivacyScope): FilterOptio
         WHERE e.result_id = r.id AND ${visible})
       ORDER BY 1`)
     .pluck()
-    .all(hidden, hiddenOperationIds) as string[];
+    .all(hidden, hiddenOperationIds, ...tenantParams) as string[];
 
   const candidates = db
     .prepare(`
@@ -99,9 +130,11 @@ export function filterOptions(db: Database, privacy?: PrivacyScope): FilterOptio
         .pluck()
     : undefined;
   const tags = tagVisible
-    ? candidates.filter((tag) => tagVisible.get(tag, hidden, hiddenOperationIds) !== undefined)
+    ? candidates.filter(
+        (tag) => tagVisible.get(tag, hidden, hiddenOperationIds, ...tenantParams) !== undefined,
+      )
     : candidates;
 
   const service_labels = Object.fromEntries(services.map((s) => [s, serviceDisplayName(s)]));
-  return { services, service_labels, operations, results, tags };
+  return { services, service_labels, operations, results, tags, tenants };
 }

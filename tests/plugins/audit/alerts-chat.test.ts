@@ -216,6 +216,7 @@ describe('alerts to Microsoft Teams and Slack', () => {
       'Actor',
       'Operation',
       'Service',
+      'Tenant',
       'Result',
       'Target',
     ]);
@@ -224,6 +225,7 @@ describe('alerts to Microsoft Teams and Slack', () => {
       When: readableTime(alert.event.timestamp),
       Operation: alert.event.operation,
       Service: alert.event.service,
+      Tenant: 'default',
       Result: 'failure',
     });
     // Markdown punctuation is escaped: the name shows as written and makes no link.
@@ -361,6 +363,7 @@ describe('Slack limits', () => {
         result: 'failure',
         actor: long,
         target: long,
+        tenant: 'contoso',
       },
       delivery: 'pending',
     };

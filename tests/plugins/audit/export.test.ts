@@ -78,6 +78,7 @@ describe('GET /api/events/export', () => {
       'comment_count',
       'source',
       'source_id',
+      'tenant',
     ]);
     expect(rows).toHaveLength(N + 1);
     expect(rows[1]![0]).toBe(String(N));

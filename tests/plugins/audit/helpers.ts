@@ -364,6 +364,8 @@ export interface SeedEvent {
   at: number;
   id?: string;
   target?: string;
+  /** The tenant it is collected from (issue 29); `default` when not given. */
+  tenant?: string;
 }
 
 /** Stores events through the real normaliser and writer (as the collector would). */
@@ -388,7 +390,7 @@ export function seed(repos: AuditRepositories, events: readonly SeedEvent[]): vo
             Workload: e.service ?? 'Exchange',
             ObjectId: e.target ?? 'mailbox',
           };
-    const outcome = normalizeRecord(source, record, Number.MAX_SAFE_INTEGER);
+    const outcome = normalizeRecord(source, record, Number.MAX_SAFE_INTEGER, e.tenant);
     if (!outcome.ok) throw new Error(outcome.reason);
     return outcome.event;
   });

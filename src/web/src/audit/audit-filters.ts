@@ -1,6 +1,6 @@
 /**
  * The console's search as it lives in the URL (bookmarkable, shareable, Back works): the spec's
- * filters (services, actor, operation, result, start, end, include_tags, exclude_tags), a time
+ * filters (services, tenants, actor, operation, result, start, end, include_tags, exclude_tags), a time
  * range that is either a quick choice relative to now (`range=24h`) or custom (`start`/`end`),
  * the page size, the cursor, and the event open in the drawer. Issue 29: the pivots' exact
  * filters (`client_ip=…`, `target=…`), as the event drawer's pivot links set them.
@@ -30,6 +30,8 @@ export const DEFAULT_RANGE: QuickRange = '7d';
 
 export interface AuditSearch {
   services: string[];
+  /** Issue 29: tenants by short name (the filter shows only with more than one tenant). */
+  tenants: string[];
   actor: string;
   operation: string;
   result: string;
@@ -77,6 +79,7 @@ export function parseSearch(search: string): AuditSearch {
   }
   return {
     services: list(p.get('services')),
+    tenants: list(p.get('tenants')),
     actor: p.get('actor') ?? '',
     operation: p.get('operation') ?? '',
     result: p.get('result') ?? '',
@@ -97,6 +100,7 @@ export function parseSearch(search: string): AuditSearch {
 export function searchQuery(s: AuditSearch): string {
   const p = new URLSearchParams();
   if (s.services.length) p.set('services', s.services.join(','));
+  if (s.tenants.length) p.set('tenants', s.tenants.join(','));
   if (s.actor) p.set('actor', s.actor);
   if (s.operation) p.set('operation', s.operation);
   if (s.result) p.set('result', s.result);
@@ -118,6 +122,7 @@ export function searchQuery(s: AuditSearch): string {
 /** The filters as the API takes them (`/api/events`, export, bulk tags, ask): a relative range becomes `start`. */
 export interface ApiFilters {
   services?: string[];
+  tenants?: string[];
   actor?: string;
   operation?: string;
   result?: string;
@@ -139,6 +144,7 @@ export function apiFilters(s: AuditSearch, nowMs: number): ApiFilters {
   const end = s.range === 'custom' ? s.end : undefined;
   return {
     ...(s.services.length ? { services: s.services } : {}),
+    ...(s.tenants.length ? { tenants: s.tenants } : {}),
     ...(s.actor.trim() ? { actor: s.actor.trim() } : {}),
     ...(s.operation.trim() ? { operation: s.operation.trim() } : {}),
     ...(s.result.trim() ? { result: s.result.trim() } : {}),
@@ -166,6 +172,7 @@ export const hasFilters = (f: ApiFilters): boolean => Object.keys(f).length > 0;
 export function describeSearch(s: AuditSearch): string {
   const parts: string[] = [];
   if (s.services.length) parts.push(s.services.join(', '));
+  if (s.tenants.length) parts.push(t('audit.phrase.tenant', { value: s.tenants.join(', ') }));
   if (s.actor) parts.push(t('audit.phrase.actor', { value: s.actor }));
   if (s.operation) parts.push(t('audit.phrase.operation', { value: s.operation }));
   if (s.result) parts.push(t('audit.phrase.result', { value: s.result }));

@@ -58,6 +58,7 @@ export function EventDrawer({
 
   const event = state.id === id ? state.event : undefined;
   const error = state.id === id ? state.error : undefined;
+  const { options } = useStore(auditFeaturesStore);
   const update = (next: AuditEventDetail) => {
     setState({ id, event: next });
     onChanged();
@@ -104,6 +105,12 @@ export function EventDrawer({
                 <time dateTime={event.timestamp}>{shownTime(event.timestamp)}</time>{' '}
                 <span class="muted small">({event.timestamp})</span>
               </dd>
+              {(options?.tenants?.length ?? 0) > 1 && (
+                <>
+                  <dt>{t('audit.tenant')}</dt>
+                  <dd>{event.tenant}</dd>
+                </>
+              )}
               <dt>{t('audit.service')}</dt>
               <dd>{event.service}</dd>
               <dt>{t('audit.operation')}</dt>

@@ -12,11 +12,14 @@ export function EventTable({
   events,
   onOpen,
   labels = {},
+  showTenant = false,
 }: {
   events: AuditEvent[];
   onOpen: (id: string) => void;
   /** How each service is shown (`/api/filter-options` `service_labels`): `directory` → `Directory (Entra ID)`. */
   labels?: Record<string, string> | undefined;
+  /** Issue 29: a column for the tenant when the hub collects more than one. */
+  showTenant?: boolean;
 }) {
   if (!events.length) return null;
   return (
@@ -25,6 +28,7 @@ export function EventTable({
       caption={t('audit.eventsCaption')}
       columns={tList(
         'mesh.packets.time',
+        ...(showTenant ? (['audit.tenant'] as const) : []),
         'audit.service',
         'audit.operation',
         'audit.result',
@@ -40,6 +44,7 @@ export function EventTable({
               {shownTime(e.timestamp)}
             </time>
           </td>
+          {showTenant && <td data-label={t('audit.tenant')}>{e.tenant}</td>}
           <td data-label={t('audit.service')}>{labels[e.service] ?? e.service}</td>
           <td data-label={t('audit.operation')}>
             <button

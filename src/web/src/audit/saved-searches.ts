@@ -5,7 +5,13 @@
  * saved search keeps meaning "the last 24 hours" whenever it is opened; a custom range is saved
  * as it stands.
  */
-import { type AuditSearch, apiFilters, QUICK_RANGES } from './audit-filters.js';
+import {
+  type AuditSearch,
+  apiFilters,
+  PIVOT_FILTERS,
+  type PivotFilter,
+  QUICK_RANGES,
+} from './audit-filters.js';
 
 export interface SavedSearch {
   id: string;
@@ -50,13 +56,17 @@ export function searchOfSaved(
   filters: Record<string, unknown>,
   nowMs: number,
 ): Omit<AuditSearch, 'limit' | 'cursor' | 'event' | 'saved'> {
+  const pivots: Partial<Record<PivotFilter, string>> = {};
+  for (const key of PIVOT_FILTERS) if (text(filters[key])) pivots[key] = text(filters[key]);
   const base = {
     services: list(filters.services),
+    tenants: list(filters.tenants),
     actor: text(filters.actor),
     operation: text(filters.operation),
     result: text(filters.result),
     includeTags: list(filters.include_tags),
     excludeTags: list(filters.exclude_tags),
+    ...(Object.keys(pivots).length ? { pivots } : {}),
   };
   const last = text(filters.last);
   if (last) {

@@ -208,6 +208,7 @@ export function SearchView({ search }: { search: string }) {
           <EventTable
             events={rows}
             labels={options?.service_labels}
+            showTenant={(options?.tenants?.length ?? 0) > 1}
             onOpen={(id) => go({ ...current, event: id })}
           />
           {rows.length === 0 && (
@@ -249,6 +250,7 @@ export function SearchView({ search }: { search: string }) {
 
 const FILTER_FIELDS = [
   'services',
+  'tenants',
   'actor',
   'operation',
   'result',
@@ -373,6 +375,25 @@ function FilterForm({ current, error, rows }: { current: AuditSearch; error: unk
         </fieldset>
         <FieldError id="f-services" message={err('services')} />
       </details>
+      {/* Issue 29: only a hub that collects more than one tenant offers the choice. */}
+      {((options?.tenants?.length ?? 0) > 1 || draft.tenants.length > 0) && (
+        <div class="audit-field">
+          <label for="f-tenants">{t('audit.tenant')}</label>
+          <select
+            id="f-tenants"
+            value={draft.tenants[0] ?? ''}
+            onChange={(e) => set({ tenants: e.currentTarget.value ? [e.currentTarget.value] : [] })}
+          >
+            <option value="">{t('billing.all')}</option>
+            {[...new Set([...(options?.tenants ?? []), ...draft.tenants])].map((tenant) => (
+              <option key={tenant} value={tenant}>
+                {tenant}
+              </option>
+            ))}
+          </select>
+          <FieldError id="f-tenants-error" message={err('tenants')} />
+        </div>
+      )}
       <SuggestField label={t('audit.actor')} suggestions={actors} {...bindText('actor')} />
       <SuggestField
         label={t('audit.operation')}

@@ -636,6 +636,7 @@ export const de: Catalogue = {
     anyEvent: 'Jedes Ereignis',
     anyDay: 'jeder Tag',
     phrase: {
+      tenant: 'Mandant {{value}}',
       actor: 'Akteur „{{value}}“',
       operation: 'Vorgang „{{value}}“',
       result: 'Ergebnis „{{value}}“',
@@ -861,6 +862,7 @@ export const de: Catalogue = {
     scope: 'Umfang',
     selected: 'Markiert: drücke Strg+C (⌘C) zum Kopieren.',
     service: 'Dienst',
+    tenant: 'Mandant',
     servicesColon: 'Dienste:',
     shownOf: '{{shown}} von {{total}} passenden Ereignissen gezeigt',
     signInDidNotFinish: 'Die Anmeldung wurde nicht abgeschlossen',

@@ -623,6 +623,7 @@ export const en = {
     anyEvent: 'Any event',
     anyDay: 'any day',
     phrase: {
+      tenant: 'tenant {{value}}',
       actor: 'actor "{{value}}"',
       operation: 'operation "{{value}}"',
       result: 'result "{{value}}"',
@@ -844,6 +845,7 @@ export const en = {
     scope: 'Scope',
     selected: 'Selected: press Ctrl+C (⌘C) to copy.',
     service: 'Service',
+    tenant: 'Tenant',
     servicesColon: 'Services:',
     shownOf: '{{shown}} shown of {{total}} matching events',
     signInDidNotFinish: 'The sign-in did not finish',

@@ -655,6 +655,7 @@ export const es: Catalogue = {
     anyEvent: 'Cualquier evento',
     anyDay: 'cualquier día',
     phrase: {
+      tenant: 'inquilino {{value}}',
       actor: 'actor «{{value}}»',
       operation: 'operación «{{value}}»',
       result: 'resultado «{{value}}»',
@@ -887,6 +888,7 @@ export const es: Catalogue = {
     scope: 'Alcance',
     selected: 'Seleccionado: pulsa Ctrl+C (⌘C) para copiar.',
     service: 'Servicio',
+    tenant: 'Inquilino',
     servicesColon: 'Servicios:',
     shownOf: '{{shown}} mostrados de {{total}} eventos que coinciden',
     signInDidNotFinish: 'El inicio de sesión no terminó',

@@ -675,6 +675,7 @@ export const pl: Catalogue = {
     anyEvent: 'Dowolne zdarzenie',
     anyDay: 'dowolny dzień',
     phrase: {
+      tenant: 'dzierżawa {{value}}',
       actor: 'wykonawca „{{value}}”',
       operation: 'operacja „{{value}}”',
       result: 'wynik „{{value}}”',
@@ -913,6 +914,7 @@ export const pl: Catalogue = {
     scope: 'Zakres',
     selected: 'Zaznaczono: naciśnij Ctrl+C (⌘C), aby skopiować.',
     service: 'Usługa',
+    tenant: 'Dzierżawa',
     servicesColon: 'Usługi:',
     shownOf: 'Pokazano {{shown}} z {{total}} pasujących zdarzeń',
     signInDidNotFinish: 'Logowanie nie zostało ukończone',
