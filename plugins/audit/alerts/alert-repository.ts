@@ -5,6 +5,7 @@
  */
 import type { Database, Statement } from '../../../src/store/database.js';
 import { type Condition, conditionSchema, type RuleBody } from './condition.js';
+import type { RulePin } from './candidates.js';
 import type { AlertableEvent, EventMemo } from './matcher.js';
 
 /**
@@ -16,6 +17,8 @@ export interface FileRule {
   file: string;
   sigmaId: string | null;
   matches(e: AlertableEvent, memo: EventMemo): boolean;
+  /** The operations the rule is pinned to (candidates.ts), when its detection pins them. */
+  pin?: RulePin | undefined;
 }
 
 export const FILE_RULE_BY = 'sigma:';

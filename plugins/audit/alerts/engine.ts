@@ -17,6 +17,7 @@
 import type { KernelLogger } from '../../../src/kernel/actor.js';
 import type { StoredEvent } from '../store/event-writer.js';
 import { type AlertRepository, type AlertRow, type Delivery, isFileRuleRow } from './alert-repository.js';
+import { CandidateIndex, type RulePin } from './candidates.js';
 import { type AlertableEvent, type CompiledRule, compileRule, EventMemo } from './matcher.js';
 
 export interface AlertEngineOptions {
@@ -32,6 +33,7 @@ export interface AlertEngineOptions {
 
 export class AlertEngine {
   private compiled: CompiledRule[] = [];
+  private index = new CandidateIndex([]);
   private compiledFor: { store: AlertRepository; revision: number } | undefined;
   evaluated = 0;
   fired = 0;
@@ -44,12 +46,19 @@ export class AlertEngine {
     if (this.compiledFor?.store !== store || this.compiledFor.revision !== store.revision) {
       const revision = store.revision;
       // A rule from a file (a Sigma rule, sigma/) matches with its own predicate; its row alone never runs.
+      const pins: Array<RulePin | undefined> = [];
       this.compiled = store.enabledRules().flatMap((r) => {
         const compiled = compileRule(r, this.options.timeZone);
         const file = store.fileRules.get(r.id);
-        if (file) return [{ ...compiled, matches: file.matches }];
-        return isFileRuleRow(r) ? [] : [compiled];
+        if (file) {
+          pins.push(file.pin);
+          return [{ ...compiled, matches: file.matches }];
+        }
+        if (isFileRuleRow(r)) return [];
+        pins.push(undefined);
+        return [compiled];
       });
+      this.index = new CandidateIndex(pins);
       this.compiledFor = { store, revision };
     }
     return this.compiled;
@@ -76,11 +85,15 @@ export class AlertEngine {
     const now = (this.options.now ?? Date.now)();
     const delivery: Delivery = this.options.webhook ? 'pending' : 'none';
     const fired: AlertRow[] = [];
-    // Matching is plain JavaScript; SQLite is touched only for the events that matched.
+    // Matching is plain JavaScript, each event against its candidate rules only (candidates.ts);
+    // SQLite is touched only for the events that matched.
     const matched: Array<{ e: AlertableEvent; rule: CompiledRule }> = [];
     for (const e of ordered) {
       const memo = new EventMemo(e);
-      for (const rule of rules) if (rule.matches(e, memo)) matched.push({ e, rule });
+      for (const i of this.index.candidates(e, memo)) {
+        const rule = rules[i]!;
+        if (rule.matches(e, memo)) matched.push({ e, rule });
+      }
     }
     if (!matched.length) return [];
     const counted = new Set<CompiledRule>();

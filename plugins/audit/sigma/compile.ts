@@ -13,8 +13,16 @@
 import { BlockList, isIP } from 'node:net';
 import { CONTROL_CHAR } from '../../../src/kernel/text.js';
 import type { Severity } from '../alerts/schemas.js';
-import { escapeRegex, evaluate, parseCondition } from './condition.js';
-import { allLeaves, fieldPath, type Leaf, LOG_SOURCES, type SigmaProduct, valuesAt } from './fields.js';
+import { type Expr, escapeRegex, evaluate, parseCondition } from './condition.js';
+import {
+  allLeaves,
+  fieldPath,
+  type Leaf,
+  LOG_SOURCES,
+  OPERATION_FIELD,
+  type SigmaProduct,
+  valuesAt,
+} from './fields.js';
 import { SigmaRefusal } from './refusal.js';
 
 export interface CompiledSigmaRule {
@@ -25,11 +33,23 @@ export interface CompiledSigmaRule {
   severity: Severity;
   /** Our sources (sources.ts) whose events the rule looks at. */
   sources: ReadonlySet<string>;
+  product: SigmaProduct;
   /** Matches the upstream record the store keeps with the event. */
   matches(record: unknown): boolean;
+  /**
+   * The operations (lower-cased) one of which every record the rule matches carries in its
+   * operation field (OPERATION_FIELD: `Operation`, `activityDisplayName`); undefined when the
+   * detection does not pin it. The alert engine meets the rule only with those events.
+   */
+  operations: ReadonlySet<string> | undefined;
 }
 
 type Test = (record: unknown) => boolean;
+/** A test, and the folded operations it requires (see CompiledSigmaRule.operations). */
+interface Pinned {
+  test: Test;
+  operations?: ReadonlySet<string> | undefined;
+}
 
 const LEVELS: Record<string, Severity> = {
   informational: 'info',
@@ -87,8 +107,23 @@ function foldedLeaves(record: unknown): string[] {
   return out;
 }
 
+/** The record's operations (OPERATION_FIELD), lower-cased: what CompiledSigmaRule.operations names. */
+export function recordOperations(product: SigmaProduct, record: unknown): string[] {
+  const out: string[] = [];
+  for (const leaf of valuesAt(record, OPERATION_FIELD[product]).values) {
+    const text = asText(leaf);
+    if (text !== undefined) out.push(text.toLowerCase());
+  }
+  return out;
+}
+
 /** A Sigma string with wildcards → a test on one string (already folded unless `cased`). */
 function stringTest(pattern: string, cased: boolean): (v: string) => boolean {
+  return stringMatcher(pattern, cased).test;
+}
+
+/** stringTest, and the one (folded) string it accepts when the pattern has no wildcard. */
+function stringMatcher(pattern: string, cased: boolean): { test: (v: string) => boolean; exact?: string } {
   const parts: Array<{ text: string } | '*' | '?'> = [];
   let text = '';
   for (let i = 0; i < pattern.length; i++) {
@@ -110,11 +145,12 @@ function stringTest(pattern: string, cased: boolean): (v: string) => boolean {
       .map((part) => (part === '*' ? '[\\s\\S]*' : part === '?' ? '[\\s\\S]' : escapeRegex(part.text)))
       .join('');
     const re = new RegExp(`^${source}$`, cased ? '' : 'i');
-    return (v) => re.test(v);
+    return { test: (v) => re.test(v) };
   }
   if (!parts.includes('*')) {
     const whole = fold(parts.map((part) => (part as { text: string }).text).join(''));
-    return (v) => v === whole;
+    const exact = parts.map((part) => (part as { text: string }).text).join('').toLowerCase();
+    return { test: (v) => v === whole, exact };
   }
   // Only `*`: the first piece is a prefix, the last a suffix, the rest found in order between them.
   const pieces: string[] = [''];
@@ -125,7 +161,7 @@ function stringTest(pattern: string, cased: boolean): (v: string) => boolean {
   const head = pieces[0]!;
   const tail = pieces[pieces.length - 1]!;
   const middle = pieces.slice(1, -1).filter(Boolean);
-  return (v) => {
+  const test = (v: string) => {
     if (v.length < head.length + tail.length || !v.startsWith(head) || !v.endsWith(tail)) return false;
     let at = head.length;
     const end = v.length - tail.length;
@@ -136,12 +172,13 @@ function stringTest(pattern: string, cased: boolean): (v: string) => boolean {
     }
     return true;
   };
+  return { test };
 }
 
 const asText = (v: Leaf): string | undefined =>
   typeof v === 'string' ? v : typeof v === 'number' || typeof v === 'boolean' ? String(v) : undefined;
 
-function fieldTest(key: string, raw: unknown, product: SigmaProduct): Test {
+function fieldTest(key: string, raw: unknown, product: SigmaProduct): Pinned {
   const [field = '', ...mods] = key.split('|');
   if (!field) throw new SigmaRefusal(`"${key}": a modifier without a field is not supported`);
   const path = fieldPath(product, field);
@@ -169,10 +206,13 @@ function fieldTest(key: string, raw: unknown, product: SigmaProduct): Test {
     if (list.length !== 1 || typeof list[0] !== 'boolean')
       throw new SigmaRefusal(`"${key}": exists takes true or false`);
     const want = list[0];
-    return (r) => at(r).present === want;
+    return { test: (r) => at(r).present === want };
   }
 
   let tests: Array<(v: Leaf) => boolean>;
+  // Plain values on the operation field, without wildcards: the rule is pinned to them.
+  let exact: Set<string> | undefined =
+    path.join('.') === OPERATION_FIELD[product].join('.') && mods.every((m) => m === 'cased') ? new Set() : undefined;
   if (has('re')) {
     only(['re', 'i', 'm', 's', 'all'], 're');
     const flags = ['i', 'm', 's'].filter(has).join('');
@@ -230,6 +270,7 @@ function fieldTest(key: string, raw: unknown, product: SigmaProduct): Test {
     tests = list.map((v) => {
       if (v === null) {
         if (mods.length) throw new SigmaRefusal(`"${key}": null takes no modifiers`);
+        exact = undefined;
         return NULL_MARK;
       }
       let s = String(v);
@@ -237,7 +278,10 @@ function fieldTest(key: string, raw: unknown, product: SigmaProduct): Test {
         if (/[*?]/.test(s)) throw new SigmaRefusal(`"${key}": base64 of a value with wildcards`);
         s = Buffer.from(s, 'utf8').toString('base64');
       }
-      const t = stringTest(wrap(s), cased);
+      const m = stringMatcher(wrap(s), cased);
+      const t = m.test;
+      if (m.exact === undefined) exact = undefined;
+      else exact?.add(m.exact);
       return (leaf: Leaf) => {
         const text = asText(leaf);
         return text !== undefined && t(cased ? text : text.toLowerCase());
@@ -248,33 +292,60 @@ function fieldTest(key: string, raw: unknown, product: SigmaProduct): Test {
   const one = (test: (v: Leaf) => boolean): Test =>
     test === NULL_MARK ? (r) => at(r).values.every((v) => v === null) : (r) => at(r).values.some(test);
   const each = tests.map(one);
-  if (has('all')) return (r) => each.every((t) => t(r));
-  return each.length === 1 ? each[0]! : (r) => each.some((t) => t(r));
+  if (has('all')) return { test: (r) => each.every((t) => t(r)) };
+  return { test: each.length === 1 ? each[0]! : (r) => each.some((t) => t(r)), operations: exact };
 }
 
 /** Stands for `null` among a field's values: absent, or null everywhere. */
 const NULL_MARK = (_v: Leaf) => false;
 
-function selectionTest(name: string, body: unknown, product: SigmaProduct): Test {
-  const mapTest = (map: Record<string, unknown>): Test => {
+/** Operations every one of `pins` requires (an or): their union, or undefined when one pins none. */
+function union(pins: ReadonlyArray<ReadonlySet<string> | undefined>): ReadonlySet<string> | undefined {
+  if (!pins.length || pins.some((p) => p === undefined)) return undefined;
+  return new Set(pins.flatMap((p) => [...p!]));
+}
+
+/** The operations a condition requires: `and` takes any pinned operand, `or` needs all, `not` none. */
+function pinnedBy(e: Expr, selections: ReadonlyMap<string, Pinned>): ReadonlySet<string> | undefined {
+  switch (e.kind) {
+    case 'ref':
+      return selections.get(e.name)?.operations;
+    case 'not':
+      return undefined;
+    case 'and':
+      return e.exprs.map((x) => pinnedBy(x, selections)).find((p) => p !== undefined);
+    case 'or':
+      return union(e.exprs.map((x) => pinnedBy(x, selections)));
+  }
+}
+
+function selectionTest(name: string, body: unknown, product: SigmaProduct): Pinned {
+  const mapTest = (map: Record<string, unknown>): Pinned => {
     const entries = Object.entries(map);
     if (!entries.length) throw new SigmaRefusal(`selection "${name}" is empty`);
-    const tests = entries.map(([key, value]) => fieldTest(key, value, product));
-    return (r) => tests.every((t) => t(r));
+    const fields = entries.map(([key, value]) => fieldTest(key, value, product));
+    const tests = fields.map((f) => f.test);
+    return {
+      test: (r) => tests.every((t) => t(r)),
+      operations: fields.find((f) => f.operations)?.operations,
+    };
   };
   if (isObject(body)) return mapTest(body);
   const list = Array.isArray(body) ? body : [body];
   if (!list.length) throw new SigmaRefusal(`selection "${name}" is empty`);
   if (list.every(isObject)) {
-    const tests = list.map(mapTest);
-    return (r) => tests.some((t) => t(r));
+    const maps = list.map(mapTest);
+    const tests = maps.map((m) => m.test);
+    return { test: (r) => tests.some((t) => t(r)), operations: union(maps.map((m) => m.operations)) };
   }
   if (list.every((v) => typeof v === 'string' || typeof v === 'number')) {
     // Keywords: any string of the record contains one of them (case-insensitive, wildcards kept).
     const tests = list.map((v) => stringTest(`*${String(v)}*`, false));
-    return (r) => {
-      const all = foldedLeaves(r);
-      return tests.some((t) => all.some(t));
+    return {
+      test: (r) => {
+        const all = foldedLeaves(r);
+        return tests.some((t) => all.some(t));
+      },
     };
   }
   throw new SigmaRefusal(`selection "${name}" mixes maps and keywords, or holds something else`);
@@ -314,7 +385,8 @@ export function compileSigmaRule(doc: unknown): CompiledSigmaRule {
     throw new SigmaRefusal('detection timeframe (an aggregation window) is not supported');
   const names = Object.keys(detection).filter((k) => k !== 'condition');
   if (!names.length) throw new SigmaRefusal('the detection has no selection');
-  const tests = new Map<string, Test>(names.map((n) => [n, selectionTest(n, detection[n], product)]));
+  const selections = new Map(names.map((n) => [n, selectionTest(n, detection[n], product)]));
+  const tests = new Map<string, Test>([...selections].map(([n, s]) => [n, s.test]));
   const conditions = Array.isArray(detection.condition) ? detection.condition : [detection.condition];
   if (!conditions.length || !conditions.every((c) => typeof c === 'string' && c.trim()))
     throw new SigmaRefusal('the detection has no condition');
@@ -329,6 +401,8 @@ export function compileSigmaRule(doc: unknown): CompiledSigmaRule {
     description: str(doc.description) ?? '',
     severity,
     sources: new Set(placed.sources),
+    product,
     matches: (record) => evaluate(expr, (name) => tests.get(name)!(record)),
+    operations: pinnedBy(expr, selections),
   };
 }

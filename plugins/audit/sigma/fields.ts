@@ -107,6 +107,15 @@ export const FIELDS: Record<SigmaProduct, Record<string, FieldPath>> = {
   },
 };
 
+/**
+ * Where each product's records name their operation (the field most Sigma rules select on
+ * exactly): the alert engine indexes rules by it (CompiledSigmaRule.operations).
+ */
+export const OPERATION_FIELD: Record<SigmaProduct, FieldPath> = {
+  m365: FIELDS.m365.Operation!,
+  azure: FIELDS.azure.ActivityDisplayName!,
+};
+
 /** The record path of a Sigma field, or undefined when the table has none. */
 export function fieldPath(product: SigmaProduct, field: string): FieldPath | undefined {
   const table = FIELDS[product];
