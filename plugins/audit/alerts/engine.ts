@@ -17,7 +17,7 @@
 import type { KernelLogger } from '../../../src/kernel/actor.js';
 import type { StoredEvent } from '../store/event-writer.js';
 import { type AlertRepository, type AlertRow, type Delivery, isFileRuleRow } from './alert-repository.js';
-import { CandidateIndex, type RulePin } from './candidates.js';
+import { CandidateIndex, type RuleScope } from './candidates.js';
 import { type AlertableEvent, type CompiledRule, compileRule, EventMemo } from './matcher.js';
 
 export interface AlertEngineOptions {
@@ -46,19 +46,19 @@ export class AlertEngine {
     if (this.compiledFor?.store !== store || this.compiledFor.revision !== store.revision) {
       const revision = store.revision;
       // A rule from a file (a Sigma rule, sigma/) matches with its own predicate; its row alone never runs.
-      const pins: Array<RulePin | undefined> = [];
+      const scopes: Array<RuleScope | undefined> = [];
       this.compiled = store.enabledRules().flatMap((r) => {
         const compiled = compileRule(r, this.options.timeZone);
         const file = store.fileRules.get(r.id);
         if (file) {
-          pins.push(file.pin);
+          scopes.push(file.scope);
           return [{ ...compiled, matches: file.matches }];
         }
         if (isFileRuleRow(r)) return [];
-        pins.push(undefined);
+        scopes.push(undefined);
         return [compiled];
       });
-      this.index = new CandidateIndex(pins);
+      this.index = new CandidateIndex(scopes);
       this.compiledFor = { store, revision };
     }
     return this.compiled;

@@ -13,9 +13,10 @@
 import { BlockList, isIP } from 'node:net';
 import { CONTROL_CHAR } from '../../../src/kernel/text.js';
 import type { Severity } from '../alerts/schemas.js';
-import { type Expr, escapeRegex, evaluate, parseCondition } from './condition.js';
+import { compileExpr, type Expr, escapeRegex, parseCondition } from './condition.js';
 import {
   allLeaves,
+  type FieldPath,
   fieldPath,
   type Leaf,
   LOG_SOURCES,
@@ -95,27 +96,76 @@ const NESTED_QUANTIFIER = /\((?:[^()\\]|\\.)*[+*}](?:[^()\\]|\\.)*\)\s*[+*{]/;
 const isObject = (v: unknown): v is Record<string, unknown> =>
   typeof v === 'object' && v !== null && !Array.isArray(v);
 
-const leaves = new WeakMap<object, string[]>();
-/** Every string of the record, lower-cased, computed once per record whatever the number of rules. */
+/** A field's values in one record, and their texts lower-cased (undefined: not a text). */
+interface FieldValues {
+  values: Leaf[];
+  folded: Array<string | undefined>;
+  present: boolean;
+}
+
+/**
+ * What the rules read of the record being evaluated, computed once whatever the number of rules
+ * reading it: every rule meets one record before the next comes (the engine evaluates an event
+ * against all its rules), so only the last record's values are kept (no per-record allocation
+ * beyond them, nothing for the collector to trace).
+ */
+const current: { record: unknown; fields: Array<FieldValues | undefined>; leaves: string[] | undefined } = {
+  record: undefined,
+  fields: [],
+  leaves: undefined,
+};
+/** Field path → its slot in current.fields, assigned as rules are compiled. */
+const slots = new Map<string, number>();
+
+function slotOf(path: FieldPath): number {
+  const key = path.join('.');
+  let slot = slots.get(key);
+  if (slot === undefined) {
+    slot = slots.size;
+    slots.set(key, slot);
+  }
+  return slot;
+}
+
+function meet(record: unknown): typeof current {
+  if (current.record !== record) {
+    current.record = record;
+    current.fields = [];
+    current.leaves = undefined;
+  }
+  return current;
+}
+
+/** Every string of the record, lower-cased (keyword searches look at all of them). */
 function foldedLeaves(record: unknown): string[] {
   if (typeof record !== 'object' || record === null) return [];
-  let out = leaves.get(record);
+  const c = meet(record);
+  c.leaves ??= allLeaves(record).map((s) => s.toLowerCase());
+  return c.leaves;
+}
+
+/** valuesAt, with the texts lower-cased, once per record and field. */
+function fieldValues(record: unknown, path: FieldPath, slot: number): FieldValues {
+  const c = meet(record);
+  let out = c.fields[slot];
   if (!out) {
-    out = allLeaves(record).map((s) => s.toLowerCase());
-    leaves.set(record, out);
+    const { values, present } = valuesAt(record, path);
+    out = { values, present, folded: values.map((v) => asText(v)?.toLowerCase()) };
+    c.fields[slot] = out;
   }
   return out;
 }
 
 /** The record's operations (OPERATION_FIELD), lower-cased: what CompiledSigmaRule.operations names. */
 export function recordOperations(product: SigmaProduct, record: unknown): string[] {
-  const out: string[] = [];
-  for (const leaf of valuesAt(record, OPERATION_FIELD[product]).values) {
-    const text = asText(leaf);
-    if (text !== undefined) out.push(text.toLowerCase());
-  }
-  return out;
+  return fieldValues(record, OPERATION_FIELD[product], OPERATION_SLOT[product]).folded.filter(
+    (v) => v !== undefined,
+  );
 }
+const OPERATION_SLOT: Record<SigmaProduct, number> = {
+  m365: slotOf(OPERATION_FIELD.m365),
+  azure: slotOf(OPERATION_FIELD.azure),
+};
 
 /** A Sigma string with wildcards → a test on one string (already folded unless `cased`). */
 function stringTest(pattern: string, cased: boolean): (v: string) => boolean {
@@ -149,7 +199,10 @@ function stringMatcher(pattern: string, cased: boolean): { test: (v: string) => 
   }
   if (!parts.includes('*')) {
     const whole = fold(parts.map((part) => (part as { text: string }).text).join(''));
-    const exact = parts.map((part) => (part as { text: string }).text).join('').toLowerCase();
+    const exact = parts
+      .map((part) => (part as { text: string }).text)
+      .join('')
+      .toLowerCase();
     return { test: (v) => v === whole, exact };
   }
   // Only `*`: the first piece is a prefix, the last a suffix, the rest found in order between them.
@@ -199,7 +252,8 @@ function fieldTest(key: string, raw: unknown, product: SigmaProduct): Pinned {
     if (extra.length)
       throw new SigmaRefusal(`"${key}": ${what} cannot be combined with "${extra.join('|')}"`);
   };
-  const at = (record: unknown) => valuesAt(record, path);
+  const slot = slotOf(path);
+  const at = (record: unknown) => fieldValues(record, path, slot);
 
   if (has('exists')) {
     only(['exists'], 'exists');
@@ -209,10 +263,13 @@ function fieldTest(key: string, raw: unknown, product: SigmaProduct): Pinned {
     return { test: (r) => at(r).present === want };
   }
 
-  let tests: Array<(v: Leaf) => boolean>;
+  /** Tests on one value of the field, and its text lower-cased (FieldValues.folded). */
+  let tests: Array<(v: Leaf, folded: string | undefined) => boolean>;
   // Plain values on the operation field, without wildcards: the rule is pinned to them.
   let exact: Set<string> | undefined =
-    path.join('.') === OPERATION_FIELD[product].join('.') && mods.every((m) => m === 'cased') ? new Set() : undefined;
+    path.join('.') === OPERATION_FIELD[product].join('.') && mods.every((m) => m === 'cased')
+      ? new Set()
+      : undefined;
   if (has('re')) {
     only(['re', 'i', 'm', 's', 'all'], 're');
     const flags = ['i', 'm', 's'].filter(has).join('');
@@ -282,15 +339,23 @@ function fieldTest(key: string, raw: unknown, product: SigmaProduct): Pinned {
       const t = m.test;
       if (m.exact === undefined) exact = undefined;
       else exact?.add(m.exact);
-      return (leaf: Leaf) => {
-        const text = asText(leaf);
-        return text !== undefined && t(cased ? text : text.toLowerCase());
-      };
+      if (cased)
+        return (leaf: Leaf) => {
+          const text = asText(leaf);
+          return text !== undefined && t(text);
+        };
+      return (_leaf: Leaf, folded: string | undefined) => folded !== undefined && t(folded);
     });
   }
 
-  const one = (test: (v: Leaf) => boolean): Test =>
-    test === NULL_MARK ? (r) => at(r).values.every((v) => v === null) : (r) => at(r).values.some(test);
+  const one = (test: (v: Leaf, folded: string | undefined) => boolean): Test =>
+    test === NULL_MARK
+      ? (r) => at(r).values.every((v) => v === null)
+      : (r) => {
+          const { values, folded } = at(r);
+          for (let i = 0; i < values.length; i++) if (test(values[i]!, folded[i])) return true;
+          return false;
+        };
   const each = tests.map(one);
   if (has('all')) return { test: (r) => each.every((t) => t(r)) };
   return { test: each.length === 1 ? each[0]! : (r) => each.some((t) => t(r)), operations: exact };
@@ -402,7 +467,7 @@ export function compileSigmaRule(doc: unknown): CompiledSigmaRule {
     severity,
     sources: new Set(placed.sources),
     product,
-    matches: (record) => evaluate(expr, (name) => tests.get(name)!(record)),
+    matches: compileExpr(expr, (name) => tests.get(name)!),
     operations: pinnedBy(expr, selections),
   };
 }

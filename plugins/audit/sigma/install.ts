@@ -99,10 +99,13 @@ export function installSigmaRules(
           file,
           sigmaId: rule.id,
           matches: (e, memo) => sources.has(e.source ?? '') && rule.matches(memo.record()),
-          pin: operations && {
-            key: `sigma:${product}`,
-            values: operations,
-            read: (_e, memo) => recordOperations(product, memo.record()),
+          scope: {
+            sources,
+            pin: operations && {
+              key: `sigma:${product}`,
+              values: operations,
+              read: (_e, memo) => recordOperations(product, memo.record()),
+            },
           },
         });
         installed.push({ ruleId: id, file, title: rule.title, id: rule.id });
