@@ -70,22 +70,26 @@ export class CandidateIndex {
   candidates(e: AlertableEvent, memo: EventMemo): readonly number[] {
     const source = e.source ?? '';
     const always = this.alwaysFor(source);
-    let pinned: number[] | undefined;
+    let pinned: number[] = NONE;
     for (const group of this.groups.values()) {
       for (const v of group.read(e, memo)) {
         const list = group.byValue.get(v);
         if (!list) continue;
         for (const at of list) {
           const sources = this.sourcesOf[at];
-          if (!sources || sources.has(source)) (pinned ??= []).push(at);
+          if (sources && !sources.has(source)) continue;
+          if (pinned === NONE) pinned = [];
+          pinned.push(at);
         }
       }
     }
-    if (!pinned) return always;
+    if (!pinned.length) return always;
     if (pinned.length > 1) pinned = [...new Set(pinned)].sort((a, b) => a - b);
     return merge(always, pinned);
   }
 }
+
+const NONE: number[] = [];
 
 /** Two ascending lists without common positions, merged. */
 function merge(a: readonly number[], b: readonly number[]): number[] {
