@@ -9,7 +9,12 @@ import { createHash } from 'node:crypto';
 import type { SourceName } from './sources.js';
 import type { NormalizedResult } from './store/dictionaries.js';
 
+/** The tenant of a single-tenant hub, and of every event stored before tenants existed. */
+export const DEFAULT_TENANT = 'default';
+
 export interface NormalizedEvent {
+  /** The Microsoft 365 tenant it was collected from, by the operator's short name (AUDIT_TENANTS). */
+  tenant: string;
   source: SourceName;
   /** The source's own id of the record: the dedupe key within the source. */
   sourceKey: string;
@@ -217,7 +222,12 @@ function fromManagementRecord(r: Json, fallbackService: string) {
   };
 }
 
-export function normalizeRecord(source: SourceName, record: unknown, now = Date.now()): NormalizeOutcome {
+export function normalizeRecord(
+  source: SourceName,
+  record: unknown,
+  now = Date.now(),
+  tenant = DEFAULT_TENANT,
+): NormalizeOutcome {
   if (!isObject(record)) return { ok: false, reason: 'record is not a JSON object' };
   const fields =
     source === 'directory'
@@ -231,6 +241,7 @@ export function normalizeRecord(source: SourceName, record: unknown, now = Date.
   return {
     ok: true,
     event: {
+      tenant,
       source,
       sourceKey: canonicalKey(fields.id, record),
       timestamp,

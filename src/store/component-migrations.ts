@@ -16,7 +16,14 @@ import type { Database } from './database.js';
 import type { Migration } from './migrations.js';
 import { backupBeforeMigration } from './pre-migration-backup.js';
 
-export type ComponentMigration = Migration;
+export type ComponentMigration = Migration & {
+  /**
+   * The migration rebuilds a table that others reference (SQLite's "make other kinds of table
+   * schema changes" procedure: create, copy, drop, rename). Foreign keys are switched off around
+   * its transaction, so dropping the old table cascades nothing, and checked before it commits.
+   */
+  rebuildsTables?: boolean;
+};
 
 const COMPONENT_NAME = /^[a-z][a-z0-9_-]{0,63}$/;
 
@@ -84,13 +91,26 @@ export function migrateComponent(
     'INSERT INTO component_migrations (component, version, name, applied_at) VALUES (?, ?, ?, ?)',
   );
   for (const migration of migrations.slice(current)) {
-    db.transaction(() => {
+    const apply = db.transaction(() => {
       // Re-checked inside the write lock: another connection may have migrated meanwhile.
       if (componentSchemaVersion(db, component) >= migration.version) return;
       if (typeof migration.up === 'string') db.exec(migration.up);
       else migration.up(db);
+      if (migration.rebuildsTables && (db.pragma('foreign_key_check') as unknown[]).length > 0)
+        throw new Error(`${component} migration "${migration.name}" left rows without their parent`);
       record.run(component, migration.version, migration.name, now());
-    }).immediate();
+    });
+    if (!migration.rebuildsTables) {
+      apply.immediate();
+      continue;
+    }
+    // A pragma that is a no-op inside a transaction: set around it.
+    db.pragma('foreign_keys = OFF');
+    try {
+      apply.immediate();
+    } finally {
+      db.pragma('foreign_keys = ON');
+    }
   }
   return componentSchemaVersion(db, component);
 }

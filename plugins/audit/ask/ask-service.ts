@@ -389,7 +389,7 @@ function statements(db: Database) {
     s = {
       newest: db.prepare('SELECT max(seq) FROM audit_events').pluck(),
       events: db.prepare(
-        `SELECT seq, ts, source, source_key, service, operation_id, result_id, actor_id, target, tags, comment_count
+        `SELECT seq, ts, source, source_key, service, operation_id, result_id, actor_id, target, tags, comment_count, tenant_id
          FROM audit_events WHERE seq IN (SELECT value FROM json_each(?))`,
       ),
     };

@@ -27,6 +27,8 @@ export interface ApiEvent {
   comments: ApiComment[];
   source: string;
   source_id: string;
+  /** The Microsoft 365 tenant, by the operator's short name (`default` on a single-tenant hub). */
+  tenant: string;
 }
 
 export function toApiComment(c: CommentRow): ApiComment {
@@ -57,6 +59,7 @@ export function toApiEvent(
     comments: comments.map(toApiComment),
     source: row.source,
     source_id: row.source_key,
+    tenant: dictionaries.tenants.nameOf(row.tenant_id),
   };
 }
 

@@ -117,6 +117,10 @@ export const eventSchema = z.object({
   comments: z.array(commentSchema),
   source: z.enum(SOURCE_NAMES as [SourceName, ...SourceName[]]),
   source_id: z.string(),
+  tenant: z.string().meta({
+    description:
+      'The Microsoft 365 tenant it was collected from, by the short name the operator gave it (AUDIT_TENANTS); `default` on a single-tenant hub.',
+  }),
 });
 
 export const eventDetailSchema = eventSchema.extend({

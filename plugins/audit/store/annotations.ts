@@ -44,7 +44,7 @@ export class Annotations {
 
   constructor(private readonly db: Database) {
     this.selectEvent = db.prepare(
-      `SELECT seq, ts, source, source_key, service, operation_id, result_id, actor_id, target, tags, comment_count
+      `SELECT seq, ts, source, source_key, service, operation_id, result_id, actor_id, target, tags, comment_count, tenant_id
        FROM audit_events WHERE seq = ?`,
     );
     this.selectRaw = db.prepare('SELECT raw FROM audit_event_raw WHERE seq = ?').pluck();

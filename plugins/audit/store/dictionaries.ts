@@ -29,7 +29,7 @@ class NameDictionary {
 
   constructor(
     db: Database,
-    readonly table: 'audit_actors' | 'audit_operations',
+    readonly table: 'audit_actors' | 'audit_operations' | 'audit_tenants',
   ) {
     this.insert = db.prepare(
       `INSERT INTO ${table} (name, folded) VALUES (?, ?) ON CONFLICT (name) DO NOTHING`,
@@ -140,11 +140,14 @@ export class Dictionaries {
   readonly actors: NameDictionary;
   readonly operations: NameDictionary;
   readonly results: ResultDictionary;
+  /** The tenants by the operator's short name (AUDIT_TENANTS); `default` is id 1. */
+  readonly tenants: NameDictionary;
 
   constructor(db: Database) {
     this.actors = new NameDictionary(db, 'audit_actors');
     this.operations = new NameDictionary(db, 'audit_operations');
     this.results = new ResultDictionary(db);
+    this.tenants = new NameDictionary(db, 'audit_tenants');
   }
 
   /** After entries were deleted (maintenance prunes unused names): cached ids may be stale. */
@@ -152,5 +155,6 @@ export class Dictionaries {
     this.actors.clear();
     this.operations.clear();
     this.results.clear();
+    this.tenants.clear();
   }
 }

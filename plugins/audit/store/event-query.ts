@@ -71,6 +71,8 @@ export interface EventRow {
   target: string;
   tags: string;
   comment_count: number;
+  /** audit_tenants.id: the tenant it was collected from (Dictionaries.tenants). */
+  tenant_id: number;
 }
 
 export interface PageRequest {
@@ -139,7 +141,7 @@ export interface Tally {
 }
 
 const COLUMNS =
-  'e.seq, e.ts, e.source, e.source_key, e.service, e.operation_id, e.result_id, e.actor_id, e.target, e.tags, e.comment_count';
+  'e.seq, e.ts, e.source, e.source_key, e.service, e.operation_id, e.result_id, e.actor_id, e.target, e.tags, e.comment_count, e.tenant_id';
 
 /**
  * The time and service drivers walk the covering indexes of audit migration 7: (ts, seq, …) and
@@ -164,7 +166,20 @@ const COLUMN: Record<Exclude<Dimension, 'tag' | 'time'>, string> = {
 
 const json = (values: readonly unknown[]) => JSON.stringify(values);
 
-type RawRow = [number, number, string, string, string, number, number, number, string, string, number];
+type RawRow = [
+  number,
+  number,
+  string,
+  string,
+  string,
+  number,
+  number,
+  number,
+  string,
+  string,
+  number,
+  number,
+];
 
 const toRow = (r: RawRow): EventRow => ({
   seq: r[0],
@@ -178,6 +193,7 @@ const toRow = (r: RawRow): EventRow => ({
   target: r[8],
   tags: r[9],
   comment_count: r[10],
+  tenant_id: r[11],
 });
 
 export class EventQuery {

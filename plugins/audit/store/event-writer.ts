@@ -3,7 +3,7 @@
  * `maxBatchRows` per transaction, with a yield to the event loop between transactions, so a
  * 50,000-event blob never blocks the HTTP routes for long.
  *
- * Dedupe is the unique (source, source_key) index: a duplicate is an `ON CONFLICT DO NOTHING`,
+ * Dedupe is the unique (tenant_id, source, source_key) index: a duplicate is an `ON CONFLICT DO NOTHING`,
  * counted and otherwise free. A transaction that fails is retried one event per transaction, so
  * one bad row never takes the rest of its batch down with it; only rows that fail alone are
  * reported as failed (and if every row fails, the store itself is in trouble: the error is
@@ -44,9 +44,9 @@ export class AuditEventWriter {
     this.maxBatchRows = Math.max(1, Math.trunc(options.maxBatchRows ?? 1000));
     this.insertEvent = db.prepare(`
       INSERT INTO audit_events
-        (source, source_key, ts, service, operation_id, result_id, actor_id, target, ingested_at)
-      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
-      ON CONFLICT (source, source_key) DO NOTHING`);
+        (tenant_id, source, source_key, ts, service, operation_id, result_id, actor_id, target, ingested_at)
+      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+      ON CONFLICT (tenant_id, source, source_key) DO NOTHING`);
     this.insertRaw = db.prepare('INSERT INTO audit_event_raw (seq, raw) VALUES (?, ?)');
   }
 
@@ -83,6 +83,7 @@ export class AuditEventWriter {
       const stored: StoredEvent[] = [];
       for (const e of batch) {
         const info = this.insertEvent.run(
+          this.dictionaries.tenants.idOf(e.tenant),
           e.source,
           e.sourceKey,
           e.timestamp,

@@ -2,7 +2,7 @@
  * The maintenance routine (spec: retention by RETENTION_DAYS; "a maintenance routine removes
  * duplicates"), in bounded chunks with a yield between transactions (docs/architecture.md "Actors" 6).
  *
- * Duplicates: the unique (source, source_key) index keeps the writer from storing an event twice,
+ * Duplicates: the unique (tenant_id, source, source_key) index keeps the writer from storing an event twice,
  * with keys in their canonical form (normalize.ts `canonicalKey`: trimmed, GUIDs lower-case).
  * A row whose key is not canonical — written by an older version, imported, or restored — may
  * be the same record as a canonical one. The routine walks the table, re-keys such rows, and
@@ -52,9 +52,11 @@ export async function removeDuplicateEvents(
   chunk = 5_000,
 ): Promise<{ removed: number; rekeyed: number }> {
   const scan = db.prepare(
-    'SELECT seq, source, source_key FROM audit_events WHERE seq > ? ORDER BY seq LIMIT ?',
+    'SELECT seq, tenant_id, source, source_key FROM audit_events WHERE seq > ? ORDER BY seq LIMIT ?',
   );
-  const survivor = db.prepare('SELECT seq, ts, tags FROM audit_events WHERE source = ? AND source_key = ?');
+  const survivor = db.prepare(
+    'SELECT seq, ts, tags FROM audit_events WHERE tenant_id = ? AND source = ? AND source_key = ?',
+  );
   const tagsOf = db.prepare('SELECT tags FROM audit_events WHERE seq = ?').pluck();
   const setTags = db.prepare('UPDATE audit_events SET tags = ? WHERE seq = ?');
   const addTag = db.prepare('INSERT OR IGNORE INTO audit_event_tags (tag, ts, seq) VALUES (?, ?, ?)');
@@ -69,7 +71,12 @@ export async function removeDuplicateEvents(
   let rekeyed = 0;
   let after = 0;
   for (;;) {
-    const rows = scan.all(after, chunk) as Array<{ seq: number; source: string; source_key: string }>;
+    const rows = scan.all(after, chunk) as Array<{
+      seq: number;
+      tenant_id: number;
+      source: string;
+      source_key: string;
+    }>;
     if (!rows.length) break;
     after = rows[rows.length - 1]!.seq;
     const odd = rows.filter(
@@ -79,7 +86,9 @@ export async function removeDuplicateEvents(
       db.transaction(() => {
         for (const row of odd) {
           const key = canonicalKey(row.source_key.trim() || undefined, row.source_key);
-          const keep = survivor.get(row.source, key) as { seq: number; ts: number; tags: string } | undefined;
+          const keep = survivor.get(row.tenant_id, row.source, key) as
+            | { seq: number; ts: number; tags: string }
+            | undefined;
           if (!keep) {
             rekey.run(key, row.seq);
             rekeyed++;

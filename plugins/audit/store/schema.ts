@@ -285,4 +285,54 @@ export const AUDIT_MIGRATIONS: readonly ComponentMigration[] = [
       CREATE INDEX audit_events_service_cover ON audit_events (service, ts, seq, operation_id, result_id, actor_id);
     `,
   },
+  {
+    version: 8,
+    name: 'issue 29: tenants; events carry their tenant, deduplicated per tenant',
+    rebuildsTables: true,
+    up: `
+      -- Tenants by the operator's short name (AUDIT_TENANTS); a single-tenant hub's is 'default'.
+      CREATE TABLE audit_tenants (
+        id INTEGER PRIMARY KEY,
+        name TEXT NOT NULL UNIQUE,
+        folded TEXT NOT NULL
+      );
+      INSERT INTO audit_tenants (id, name, folded) VALUES (1, 'default', 'default');
+
+      -- The dedupe key gains the tenant: two tenants may log the same record id (a guest's
+      -- sign-in is in its home and its resource tenant). A UNIQUE constraint cannot be altered,
+      -- so the table is rebuilt (foreign keys are off around this migration: nothing cascades).
+      CREATE TABLE audit_events_v8 (
+        seq INTEGER PRIMARY KEY,
+        source TEXT NOT NULL,
+        source_key TEXT NOT NULL,
+        ts INTEGER NOT NULL,
+        service TEXT NOT NULL,
+        operation_id INTEGER NOT NULL,
+        result_id INTEGER NOT NULL,
+        actor_id INTEGER NOT NULL,
+        target TEXT NOT NULL DEFAULT '',
+        tags TEXT NOT NULL DEFAULT '[]',
+        comment_count INTEGER NOT NULL DEFAULT 0,
+        ingested_at INTEGER NOT NULL,
+        tenant_id INTEGER NOT NULL DEFAULT 1,
+        UNIQUE (tenant_id, source, source_key)
+      );
+      INSERT INTO audit_events_v8
+        (seq, source, source_key, ts, service, operation_id, result_id, actor_id, target, tags,
+         comment_count, ingested_at, tenant_id)
+        SELECT seq, source, source_key, ts, service, operation_id, result_id, actor_id, target, tags,
+          comment_count, ingested_at, 1
+        FROM audit_events;
+      DROP TABLE audit_events;
+      ALTER TABLE audit_events_v8 RENAME TO audit_events;
+      CREATE INDEX audit_events_ts ON audit_events (ts);
+      CREATE INDEX audit_events_service_ts ON audit_events (service, ts);
+      CREATE INDEX audit_events_actor_ts ON audit_events (actor_id, ts);
+      CREATE INDEX audit_events_operation_ts ON audit_events (operation_id, ts);
+      CREATE INDEX audit_events_result_ts ON audit_events (result_id, ts);
+      CREATE INDEX audit_events_ts_cover ON audit_events (ts, seq, service, operation_id, result_id, actor_id);
+      CREATE INDEX audit_events_service_cover ON audit_events (service, ts, seq, operation_id, result_id, actor_id);
+      CREATE INDEX audit_events_tenant_ts ON audit_events (tenant_id, ts);
+    `,
+  },
 ];

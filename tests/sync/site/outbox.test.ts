@@ -85,6 +85,7 @@ function asBatch(outbox: Outbox) {
 
 function auditEvent(key: string, at: number) {
   return {
+    tenant: 'default',
     source: 'directory' as const,
     sourceKey: key,
     timestamp: at,
