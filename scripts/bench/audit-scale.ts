@@ -30,6 +30,8 @@ import { type BenchResult, median, percentile } from './report.js';
 const N = Number(process.env.AUDIT_SCALE_EVENTS ?? 10_000_000);
 /** Bump when the generator below changes: a new cache file is built. */
 const GENERATOR = 1;
+/** N as the result names say it: 10M, 0.2M. */
+const SIZE = `${N / 1e6}M`;
 const ACTORS = 20_000;
 const DAY = 86_400_000;
 const T0 = Date.UTC(2026, 5, 1);
@@ -285,7 +287,7 @@ async function searchCase(
     raw: { p50: number; p95: number },
     ours?: { p50: number; p95: number },
   ): BenchResult => ({
-    name: `10M search: ${page}, ${c.name}`,
+    name: `${SIZE} search: ${page}, ${c.name}`,
     baseline: { label: 'hand-written keyset SQL', value: raw.p50, unit: 'ms p50' },
     ours: ours
       ? { label: 'GET /api/events (in-process)', value: ours.p50, unit: 'ms p50' }
@@ -352,7 +354,7 @@ async function timelines(
       ours = { p50: median(ms), p95: percentile(ms, 95) };
     }
     out.push({
-      name: `10M timeline: ${p.label} (${p.n.toLocaleString('en')} events)`,
+      name: `${SIZE} timeline: ${p.label} (${p.n.toLocaleString('en')} events)`,
       baseline: { label: "the actor's newest page by hand", value: raw.p50, unit: 'ms p50' },
       ours: ours
         ? { label: 'timeline', value: ours.p50, unit: 'ms p50' }
