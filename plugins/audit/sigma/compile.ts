@@ -109,10 +109,16 @@ interface FieldValues {
  * against all its rules), so only the last record's values are kept (no per-record allocation
  * beyond them, nothing for the collector to trace).
  */
-const current: { record: unknown; fields: Array<FieldValues | undefined>; leaves: string[] | undefined } = {
+const current: {
+  record: unknown;
+  fields: Array<FieldValues | undefined>;
+  leaves: string[] | undefined;
+  joined: string | undefined;
+} = {
   record: undefined,
   fields: [],
   leaves: undefined,
+  joined: undefined,
 };
 /** Field path → its slot in current.fields, assigned as rules are compiled. */
 const slots = new Map<string, number>();
@@ -132,6 +138,7 @@ function meet(record: unknown): typeof current {
     current.record = record;
     current.fields = [];
     current.leaves = undefined;
+    current.joined = undefined;
   }
   return current;
 }
@@ -142,6 +149,16 @@ function foldedLeaves(record: unknown): string[] {
   const c = meet(record);
   c.leaves ??= allLeaves(record).map((s) => s.toLowerCase());
   return c.leaves;
+}
+
+/**
+ * The folded leaves joined by NUL: a keyword without wildcards or NUL is in some leaf exactly
+ * when it is in this string (a match cannot span the separator), so one search replaces many.
+ */
+function joinedLeaves(record: unknown): string {
+  const c = meet(record);
+  c.joined ??= foldedLeaves(record).join('\0');
+  return c.joined;
 }
 
 /** valuesAt, with the texts lower-cased, once per record and field. */
@@ -214,6 +231,13 @@ function stringMatcher(pattern: string, cased: boolean): { test: (v: string) => 
   const head = pieces[0]!;
   const tail = pieces[pieces.length - 1]!;
   const middle = pieces.slice(1, -1).filter(Boolean);
+  // contains, startswith, endswith: one string method.
+  if (!middle.length && !tail) return { test: (v) => v.startsWith(head) };
+  if (!middle.length && !head) return { test: (v) => v.endsWith(tail) };
+  if (middle.length === 1 && !head && !tail) {
+    const piece = middle[0]!;
+    return { test: (v) => v.includes(piece) };
+  }
   const test = (v: string) => {
     if (v.length < head.length + tail.length || !v.startsWith(head) || !v.endsWith(tail)) return false;
     let at = head.length;
@@ -406,6 +430,17 @@ function selectionTest(name: string, body: unknown, product: SigmaProduct): Pinn
   if (list.every((v) => typeof v === 'string' || typeof v === 'number')) {
     // Keywords: any string of the record contains one of them (case-insensitive, wildcards kept).
     const tests = list.map((v) => stringTest(`*${String(v)}*`, false));
+    const plain = list.map(String);
+    if (plain.every((k) => k && !/[*?\\\0]/.test(k))) {
+      const needles = plain.map((k) => k.toLowerCase());
+      return {
+        test: (r) => {
+          if (typeof r !== 'object' || r === null) return false;
+          const all = joinedLeaves(r);
+          return needles.some((k) => all.includes(k));
+        },
+      };
+    }
     return {
       test: (r) => {
         const all = foldedLeaves(r);
