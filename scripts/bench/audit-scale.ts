@@ -52,6 +52,8 @@ const SERVICES: Array<[string, string, number]> = [
   ['device_management', 'device_management', 0.05],
   ['OneDrive', 'sharepoint', 0.05],
 ];
+/** Each service's upper bound in [0, 1): a uniform draw below it and above the previous picks it. */
+const CUMULATIVE = SERVICES.map((_, k) => SERVICES.slice(0, k + 1).reduce((sum, s) => sum + s[2], 0));
 const OPS_PER_SERVICE = 50;
 const FIRST = ['anna', 'ben', 'chloe', 'david', 'emma', 'felix', 'grace', 'hugo', 'iris', 'jonas'];
 const LAST = ['smith', 'meier', 'rossi', 'dubois', 'novak', 'kowalski', 'jensen', 'garcia', 'silva', 'berg'];
@@ -109,15 +111,14 @@ function build(file: string): void {
     const rand = prng(29);
     const batch = db.transaction((from: number, to: number) => {
       for (let i = from; i < to; i++) {
-        let r = rand();
-        let s = services[0]!;
-        for (let k = 0; k < SERVICES.length; k++) {
-          if (r < SERVICES[k]![2]) {
-            s = services[k]!;
-            break;
-          }
-          r -= SERVICES[k]![2];
-        }
+        const r = rand();
+        const s =
+          services[
+            Math.max(
+              0,
+              CUMULATIVE.findIndex((c) => r < c),
+            )
+          ]!;
         const u = Math.floor(rand() ** 3 * ACTORS);
         const tenant = tenantOf(u);
         const op = Math.floor(rand() * rand() * OPS_PER_SERVICE);

@@ -85,6 +85,9 @@ function selection(product: 'm365' | 'azure') {
   );
 }
 
+/** The engine as a hub without destinations runs it, silent. */
+const QUIET = { timeZone: 'UTC', webhook: false, log: pino({ level: 'silent' }) };
+
 let titles = 0;
 let seqs = 0;
 
@@ -242,12 +245,7 @@ describe('the candidate index', () => {
       expect(index.candidates(e, new EventMemo(e))).toEqual(expected);
     }
     const alerts = AlertRepository.on(db);
-    const engine = new AlertEngine({
-      store: () => alerts,
-      timeZone: 'UTC',
-      webhook: false,
-      log: pino({ level: 'silent' }),
-    });
+    const engine = new AlertEngine({ ...QUIET, store: () => alerts });
     const fired = engine.evaluate(sample).map((a) => [a.rule_id, a.event_seq]);
     const ids = [...alerts.fileRules.keys()];
     const brute = sample.flatMap((e) => {
