@@ -5,7 +5,8 @@
  * in the same run, pages in turns); "ours" has 100 rule files loaded and installed as start-up
  * does, and the AlertEngine on the stored-events hook. The rules are of every supported kind:
  * m365 and azure/auditlogs log sources, plain values, contains/startswith/endswith, wildcards,
- * re, cidr, exists, keywords, and conditions with not, `1 of`, `all of`.
+ * re, cidr, exists, cased, keywords, and conditions with not, `1 of`, `all of`; in SigmaHQ's
+ * proportions (most select an exact, rare operation: detection() says how).
  */
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -23,51 +24,98 @@ import { type BenchResult, compare } from './report.js';
 const RULES = 100;
 const WORKLOADS = ['Exchange', 'SharePoint', 'MicrosoftTeams'];
 
-/** The detection of rule `i`: ten shapes, each aimed at a slice of the fixture's events. */
+/**
+ * The detection of rule `i`: twenty shapes, five rules each, in SigmaHQ's proportions. Most of
+ * SigmaHQ's m365 and azure/auditlogs rules select an exact operation (`eventName`/`Operation`/
+ * `properties.message`, alone or with a status, a user or a parameter), and they watch rare
+ * operations: here 13 shapes (65 rules) pin one, aimed at the fixture's rarer operations
+ * (12–24 of 25, 0.1–3% of a service's events) or at operations the fixture never holds (as
+ * most of SigmaHQ's name operations an ordinary day does not see); 7 shapes (35 rules) pin
+ * none (contains, endswith, wildcards, re, cidr, keywords, `1 of` over other fields) and are
+ * tried on every event.
+ */
 function detection(i: number): { product: string; service: string; body: string } {
-  const op = i % 25;
+  const op = 12 + (i % 13);
   const w = WORKLOADS[i % 3]!;
   const m365 = (body: string, service = 'audit') => ({ product: 'm365', service, body });
-  switch (i % 10) {
+  const azure = (body: string) => ({ product: 'azure', service: 'auditlogs', body });
+  switch (i % 20) {
+    // Pinned to an exact operation.
     case 0:
       return m365(
         `  selection:\n    Operation: ${w}Operation${op}\n    ResultStatus: Failed\n  condition: selection`,
       );
     case 1:
       return m365(
-        `  selection:\n    Operation|endswith: 'Operation${op}'\n    UserId|startswith: '${actorName(100 + i).slice(0, 6)}'\n  condition: selection`,
+        `  selection:\n    eventName:\n      - ${w}Operation${op}\n      - New-InboxRule${i}\n    UserId|startswith: '${actorName(100 + i).slice(0, 6)}'\n  condition: selection`,
       );
     case 2:
       return m365(
-        `  selection:\n    ObjectId|contains: '/s${op}/doc-9'\n  filter:\n    ResultStatus: Succeeded\n  condition: selection and not filter`,
+        `  selection:\n    Operation: ${w}Operation${op}\n  filter:\n    ResultStatus: Succeeded\n  condition: selection and not filter`,
       );
     case 3:
-      return m365(`  selection:\n    UserId|re: '^[a-z]+\\.kowalski${i}[0-9]@'\n  condition: selection`);
+      return m365(
+        `  selection:\n    eventSource: Exchange\n    eventName: Add-MailboxPermission${i}\n    status: Succeeded\n  condition: selection`,
+      );
     case 4:
+      return m365(
+        `  sel_op:\n    Operation: ExchangeOperation${op}\n  sel_fail:\n    ResultStatus: Failed\n  condition: all of sel_*`,
+        'exchange',
+      );
+    case 5:
+      return m365(
+        `  selection:\n    Operation: ${w}Operation${op}\n  keywords:\n    - 'doc-9'\n  condition: selection and keywords`,
+      );
+    case 6:
+      return azure(
+        `  selection:\n    properties.message: Directory operation ${op}\n    Result: failure\n  condition: selection`,
+      );
+    case 7:
+      return azure(
+        `  selection:\n    OperationName:\n      - Add member to role${i}\n      - Directory operation ${op}\n    InitiatedBy.user.userPrincipalName|endswith: '${i}@contoso.com'\n  condition: selection`,
+      );
+    case 8:
+      return m365(
+        `  selection:\n    Operation: ${w}Operation${op}\n    ObjectId|contains: '/s${op}/doc-9'\n  condition: selection`,
+      );
+    case 9:
+      return m365(
+        `  selection:\n    eventSource: ${w}\n    eventName: ${w}Operation${op}\n    status: Failed\n  condition: selection`,
+      );
+    case 10:
+      return m365(
+        `  selection:\n    Operation|cased: ${w}Operation${op}\n    ResultStatus|exists: false\n  condition: selection`,
+      );
+    case 11:
+      return m365(`  selection:\n    eventName: Set-Mailbox${i}\n  condition: selection`, 'exchange');
+    case 12:
+      return m365(
+        `  selection_a:\n    Operation: Disable Strong Authentication${i}\n  selection_b:\n    Operation: ${w}Operation${op}\n    ResultStatus: Failed\n  condition: 1 of selection_*`,
+      );
+    // Pinned to none: tried on every event.
+    case 13:
+      return m365(
+        `  selection:\n    Operation|endswith: 'Operation${op}'\n    UserId|startswith: '${actorName(100 + i).slice(0, 6)}'\n  condition: selection`,
+      );
+    case 14:
+      return m365(`  selection:\n    UserId|re: '^[a-z]+\\.kowalski${i}[0-9]@'\n  condition: selection`);
+    case 15:
       return m365(
         `  sel_op:\n    Operation|contains: 'Operation${op}'\n  sel_fail:\n    ResultStatus: Failed\n  condition: all of sel_*`,
         'exchange',
       );
-    case 5:
+    case 16:
       return m365(`  keywords:\n    - 'doc-${100 + i}.docx'\n  condition: keywords`);
-    case 6:
+    case 17:
       return m365(`  selection:\n    ClientIP|cidr: '10.${i}.0.0/16'\n  condition: selection`);
-    case 7:
+    case 18:
       return m365(
         `  selection:\n    ResultStatus|exists: false\n    Operation: '*Operation${op}'\n  condition: selection`,
       );
-    case 8:
-      return {
-        product: 'azure',
-        service: 'auditlogs',
-        body: `  selection:\n    properties.message: Directory operation ${op}\n    Result: failure\n  condition: selection`,
-      };
     default:
-      return {
-        product: 'azure',
-        service: 'auditlogs',
-        body: `  a:\n    TargetResources.displayName: group-${op}\n  b:\n    InitiatedBy.user.userPrincipalName|endswith: '${i}@contoso.com'\n  condition: 1 of them`,
-      };
+      return azure(
+        `  a:\n    TargetResources.displayName: Global Administrator ${i}\n  b:\n    InitiatedBy.user.userPrincipalName|endswith: '${i}@contoso.com'\n  condition: 1 of them`,
+      );
   }
 }
 

@@ -26,14 +26,15 @@ import type { Actor } from '../../src/kernel/actor.js';
 import { closeDatabase, type Database, openDatabase } from '../../src/store/database.js';
 import { buildFixture, EVENTS, INGEST_ROWS, normalizeAll, T0, upstreamRecords } from './audit-fixture.js';
 import { tempDir } from './lib/readings.js';
-import { absolute, type BenchResult, compare, type Measurement, median } from './report.js';
+import { absolute, type BenchResult, compare, type Measurement, median, percentile } from './report.js';
 
 interface App {
   app: Hono;
   actors: Actor[];
 }
 
-async function pluginApp(db: Database): Promise<App> {
+/** The audit plugin on the hub's real HTTP app (audit-scale.ts adds settings, e.g. a long retention). */
+export async function pluginApp(db: Database, extra: Record<string, string> = {}): Promise<App> {
   const { host, mounts, metrics } = await standaloneModuleHost({
     db,
     dataDir: tempDir('audit-identity').dir,
@@ -44,6 +45,7 @@ async function pluginApp(db: Database): Promise<App> {
     RATE_LIMIT_DEFAULT: '1000000/1m',
     RATE_LIMIT_WRITE: '1000000/1m',
     AUDIT_EXPORT_MAX_CONCURRENT: '4',
+    ...extra,
   });
   const actors = await host.create(auditModule, settings, { plugin: true });
   return { app: standaloneApp(mounts, metrics, 'bench'), actors };
@@ -55,12 +57,12 @@ interface SearchBody {
   prev_cursor: string;
 }
 
-async function timeRoute(
+export async function timeRoute(
   app: Hono,
   path: string,
   reps: number,
   init?: RequestInit,
-): Promise<{ p50: number; body: SearchBody }> {
+): Promise<{ p50: number; p95: number; body: SearchBody }> {
   const ms: number[] = [];
   let body = {} as SearchBody;
   for (let i = 0; i < reps; i++) {
@@ -70,7 +72,7 @@ async function timeRoute(
     ms.push(performance.now() - t);
     if (res.status >= 300) throw new Error(`${path} answered ${res.status}: ${JSON.stringify(body)}`);
   }
-  return { p50: median(ms), body };
+  return { p50: median(ms), p95: percentile(ms, 95), body };
 }
 
 function timeRaw(fn: () => unknown, reps: number): number {

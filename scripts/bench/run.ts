@@ -18,6 +18,7 @@ const SUITES: Record<string, () => Promise<{ run(): Promise<BenchResult[]> }>> =
   'audit-ask': () => import('./audit-ask.js'),
   'audit-siem': () => import('./audit-siem.js'),
   'audit-sigma': () => import('./audit-sigma.js'),
+  'audit-scale': () => import('./audit-scale.js'),
   billing: () => import('./billing.js'),
   web: () => import('./web.js'),
   sync: () => import('./sync.js'),

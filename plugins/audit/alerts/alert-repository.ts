@@ -4,6 +4,7 @@
  * and the evaluator share one instance per connection (`AlertRepository.on(db)`).
  */
 import type { Database, Statement } from '../../../src/store/database.js';
+import type { RuleScope } from './candidates.js';
 import { type Condition, conditionSchema, type RuleBody } from './condition.js';
 import type { AlertableEvent, EventMemo } from './matcher.js';
 
@@ -16,6 +17,8 @@ export interface FileRule {
   file: string;
   sigmaId: string | null;
   matches(e: AlertableEvent, memo: EventMemo): boolean;
+  /** The events it can match at all (candidates.ts): its sources, its operations. */
+  scope?: RuleScope | undefined;
 }
 
 export const FILE_RULE_BY = 'sigma:';

@@ -17,6 +17,7 @@
 import type { KernelLogger } from '../../../src/kernel/actor.js';
 import type { StoredEvent } from '../store/event-writer.js';
 import { type AlertRepository, type AlertRow, type Delivery, isFileRuleRow } from './alert-repository.js';
+import { CandidateIndex, type RuleScope } from './candidates.js';
 import {
   type AlertableEvent,
   type CompiledRule,
@@ -40,6 +41,7 @@ export interface AlertEngineOptions {
 
 export class AlertEngine {
   private compiled: CompiledRule[] = [];
+  private index = new CandidateIndex([]);
   private compiledFor: { store: AlertRepository; revision: number; saved: number } | undefined;
   evaluated = 0;
   fired = 0;
@@ -57,12 +59,19 @@ export class AlertEngine {
     ) {
       const revision = store.revision;
       // A rule from a file (a Sigma rule, sigma/) matches with its own predicate; its row alone never runs.
+      const scopes: Array<RuleScope | undefined> = [];
       this.compiled = store.enabledRules().flatMap((r) => {
         const compiled = compileRule(r, this.options.timeZone, this.options.savedSearches?.test);
         const file = store.fileRules.get(r.id);
-        if (file) return [{ ...compiled, matches: file.matches }];
-        return isFileRuleRow(r) ? [] : [compiled];
+        if (file) {
+          scopes.push(file.scope);
+          return [{ ...compiled, matches: file.matches }];
+        }
+        if (isFileRuleRow(r)) return [];
+        scopes.push(undefined);
+        return [compiled];
       });
+      this.index = new CandidateIndex(scopes);
       this.compiledFor = { store, revision, saved };
     }
     return this.compiled;
@@ -89,11 +98,15 @@ export class AlertEngine {
     const now = (this.options.now ?? Date.now)();
     const delivery: Delivery = this.options.webhook ? 'pending' : 'none';
     const fired: AlertRow[] = [];
-    // Matching is plain JavaScript; SQLite is touched only for the events that matched.
+    // Matching is plain JavaScript, each event against its candidate rules only (candidates.ts);
+    // SQLite is touched only for the events that matched.
     const matched: Array<{ e: AlertableEvent; rule: CompiledRule }> = [];
     for (const e of ordered) {
       const memo = new EventMemo(e);
-      for (const rule of rules) if (rule.matches(e, memo)) matched.push({ e, rule });
+      for (const i of this.index.candidates(e, memo)) {
+        const rule = rules[i]!;
+        if (rule.matches(e, memo)) matched.push({ e, rule });
+      }
     }
     if (!matched.length) return [];
     const counted = new Set<CompiledRule>();

@@ -30,7 +30,7 @@ type Test = (e: AlertableEvent, memo: EventMemo) => boolean;
 export class EventMemo {
   private operationFolded: string | undefined;
   private actorFolded: string | undefined;
-  private readonly local = new Map<string, LocalTime>();
+  private local: Map<string, LocalTime> | undefined;
   private parsed: unknown;
   constructor(readonly event: AlertableEvent) {}
 
@@ -57,6 +57,7 @@ export class EventMemo {
   }
 
   localTime(zone: string): LocalTime {
+    this.local ??= new Map();
     let t = this.local.get(zone);
     if (!t) {
       t = localTime(this.event.timestamp, zone);

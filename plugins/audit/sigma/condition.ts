@@ -85,15 +85,28 @@ export function escapeRegex(s: string): string {
   return s.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
 }
 
-export function evaluate(e: Expr, test: (name: string) => boolean): boolean {
+/** The condition as one predicate, built once from the selections' own predicates. */
+export function compileExpr<T>(e: Expr, selection: (name: string) => (r: T) => boolean): (r: T) => boolean {
   switch (e.kind) {
     case 'ref':
-      return test(e.name);
-    case 'not':
-      return !evaluate(e.expr, test);
-    case 'and':
-      return e.exprs.every((x) => evaluate(x, test));
-    case 'or':
-      return e.exprs.some((x) => evaluate(x, test));
+      return selection(e.name);
+    case 'not': {
+      const inner = compileExpr(e.expr, selection);
+      return (r) => !inner(r);
+    }
+    case 'and': {
+      const parts = e.exprs.map((x) => compileExpr(x, selection));
+      return (r) => {
+        for (const part of parts) if (!part(r)) return false;
+        return true;
+      };
+    }
+    case 'or': {
+      const parts = e.exprs.map((x) => compileExpr(x, selection));
+      return (r) => {
+        for (const part of parts) if (part(r)) return true;
+        return false;
+      };
+    }
   }
 }

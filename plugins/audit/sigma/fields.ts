@@ -107,6 +107,15 @@ export const FIELDS: Record<SigmaProduct, Record<string, FieldPath>> = {
   },
 };
 
+/**
+ * Where each product's records name their operation (the field most Sigma rules select on
+ * exactly): the alert engine indexes rules by it (CompiledSigmaRule.operations).
+ */
+export const OPERATION_FIELD: Record<SigmaProduct, FieldPath> = {
+  m365: FIELDS.m365.Operation!,
+  azure: FIELDS.azure.ActivityDisplayName!,
+};
+
 /** The record path of a Sigma field, or undefined when the table has none. */
 export function fieldPath(product: SigmaProduct, field: string): FieldPath | undefined {
   const table = FIELDS[product];
@@ -122,6 +131,14 @@ export type Leaf = string | number | boolean | null;
  * path is not a value (it matches nothing, and `exists` says true).
  */
 export function valuesAt(record: unknown, path: FieldPath): { values: Leaf[]; present: boolean } {
+  // The usual case, a top-level field of an object holding a value or nothing: no walk.
+  if (path.length === 1 && typeof record === 'object' && record !== null && !Array.isArray(record)) {
+    const key = path[0]!;
+    if (!Object.hasOwn(record, key)) return { values: [], present: false };
+    const v = (record as Record<string, unknown>)[key];
+    if (v === null || typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean')
+      return { values: [v], present: true };
+  }
   const values: Leaf[] = [];
   let present = false;
   const walk = (node: unknown, i: number) => {

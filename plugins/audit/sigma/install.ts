@@ -11,6 +11,7 @@ import { migrateComponent } from '../../../src/store/component-migrations.js';
 import type { Database } from '../../../src/store/database.js';
 import { type AlertRepository, FILE_RULE_BY, RuleNameTakenError } from '../alerts/alert-repository.js';
 import { MAX_RULES, type RuleBody } from '../alerts/condition.js';
+import { recordOperations } from './compile.js';
 import type { LoadedSigmaRule, RefusedSigmaRule } from './load.js';
 
 export const SIGMA_COMPONENT = 'audit_sigma';
@@ -93,11 +94,19 @@ export function installSigmaRules(
           save.run(key, id);
         }
         keep.add(key);
-        const sources = rule.sources;
+        const { sources, product, operations } = rule;
         alerts.fileRules.set(id, {
           file,
           sigmaId: rule.id,
           matches: (e, memo) => sources.has(e.source ?? '') && rule.matches(memo.record()),
+          scope: {
+            sources,
+            pin: operations && {
+              key: `sigma:${product}`,
+              values: operations,
+              read: (_e, memo) => recordOperations(product, memo.record()),
+            },
+          },
         });
         installed.push({ ruleId: id, file, title: rule.title, id: rule.id });
       } catch (error) {
