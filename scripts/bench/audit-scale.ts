@@ -21,6 +21,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { openAuditRepositories } from '../../plugins/audit/store/audit-store.js';
 import { AUDIT_MIGRATIONS } from '../../plugins/audit/store/schema.js';
+import { KEY_KINDS } from '../../plugins/audit/timeline/keys.js';
 import type { Actor } from '../../src/kernel/actor.js';
 import { closeDatabase, type Database, openDatabase } from '../../src/store/database.js';
 import { pluginApp, timeRoute } from './audit.js';
@@ -29,7 +30,7 @@ import { type BenchResult, median, percentile } from './report.js';
 
 const N = Number(process.env.AUDIT_SCALE_EVENTS ?? 10_000_000);
 /** Bump when the generator below changes: a new cache file is built. */
-const GENERATOR = 1;
+const GENERATOR = 3;
 /** N as the result names say it: 10M, 0.2M. */
 const SIZE = `${N / 1e6}M`;
 const ACTORS = 20_000;
@@ -98,7 +99,7 @@ function build(file: string): void {
     }));
     const indexes = db
       .prepare(
-        "SELECT name, sql FROM sqlite_master WHERE type = 'index' AND tbl_name IN ('audit_events', 'audit_event_tags') AND sql IS NOT NULL",
+        "SELECT name, sql FROM sqlite_master WHERE type = 'index' AND tbl_name IN ('audit_events', 'audit_event_tags', 'audit_event_keys') AND sql IS NOT NULL",
       )
       .all() as Array<{ name: string; sql: string }>;
     for (const i of indexes) db.exec(`DROP INDEX ${i.name}`);
@@ -108,6 +109,8 @@ function build(file: string): void {
     );
     const raw = db.prepare('INSERT INTO audit_event_raw (seq, raw) VALUES (?, ?)');
     const tag = db.prepare('INSERT INTO audit_event_tags (tag, ts, seq) VALUES (?, ?, ?)');
+    // The pivot keys the writer stores (timeline/keys.ts kinds): the client IP and the target.
+    const pivotKey = db.prepare('INSERT INTO audit_event_keys (kind, value, ts, seq) VALUES (?, ?, ?, ?)');
     const rand = prng(29);
     const batch = db.transaction((from: number, to: number) => {
       for (let i = from; i < to; i++) {
@@ -149,6 +152,8 @@ function build(file: string): void {
           `{"CreationTime":"${new Date(ts).toISOString().slice(0, 19)}","Id":"${key}","Operation":"${s.name}Operation${op}","OrganizationId":"${TENANTS[tenant]![0]}-0000-4000-8000-000000000000","RecordType":6,"UserKey":"i:0h.f|membership|${u}","UserType":0,"Workload":"${s.name}","ResultStatus":"${['Succeeded', 'Failed', ''][result]}","ObjectId":"${target}","UserId":"${actorName(u, TENANTS[tenant]![0])}","ClientIP":"10.${u % 200}.${op}.${seq % 250}"}`,
         );
         for (const t of tags) tag.run(t, ts, seq);
+        pivotKey.run(KEY_KINDS.client_ip, `10.${u % 200}.${op}.${seq % 250}`, ts, seq);
+        pivotKey.run(KEY_KINDS.target, target, ts, seq);
       }
     });
     const STEP = 50_000;
@@ -170,26 +175,26 @@ function build(file: string): void {
 }
 
 /**
- * HOOK — the actor's timeline (issue 29, built in parallel): returns the call that loads the
- * timeline of `actor` as a person opens it (the route, through `app`), or undefined while the
- * feature is not merged. The lead fills this in after merging the timeline; the bench then
- * measures it for the heaviest actor and a median one (target p50 ≤ 50 ms).
+ * The actor's timeline as the console opens it: the route, the window's 90 days ending on the
+ * data's last day (`until`: the data are from a fixed span, so the cache is reused across days).
  */
 export function actorTimeline(
-  _app: Awaited<ReturnType<typeof pluginApp>>['app'],
+  app: Awaited<ReturnType<typeof pluginApp>>['app'],
   _db: Database,
-  _actor: string,
-): (() => Promise<unknown>) | undefined {
-  return undefined;
+  actor: string,
+): () => Promise<unknown> {
+  const until = new Date(T0 + SPAN - DAY).toISOString().slice(0, 10);
+  const path = `/api/actors/timeline?actor=${encodeURIComponent(actor)}&days=90&until=${until}&limit=${PAGE}`;
+  return async () => {
+    const res = await app.request(path);
+    if (res.status !== 200) throw new Error(`${path} answered ${res.status}`);
+    return res.json();
+  };
 }
 
-/**
- * HOOK — the tenant filter of the search route (issue 29's tenant read side, built in parallel):
- * the query-string words selecting tenant `name` (e.g. `tenant=${name}`), or undefined while the
- * route has none. The lead fills this in after merging it.
- */
-export function tenantQuery(_name: string): string | undefined {
-  return undefined;
+/** The tenant filter of the search route. */
+export function tenantQuery(name: string): string {
+  return `tenants=${name}`;
 }
 
 interface Case {

@@ -461,7 +461,7 @@ function explainContext(
   if (privacy?.tenants) params.push(JSON.stringify(privacy.tenants));
   const sameActorLast24h = repos.db
     .prepare(
-      `SELECT count(*) FROM audit_events INDEXED BY audit_events_actor_ts WHERE actor_id = ? AND ts >= ? AND ts <= ? AND seq != ? ${hidden}${tenants}`,
+      `SELECT count(*) FROM audit_events INDEXED BY audit_events_actor_cover WHERE actor_id = ? AND ts >= ? AND ts <= ? AND seq != ? ${hidden}${tenants}`,
     )
     .pluck()
     .get(row.actor_id, row.ts - 86_400_000, row.ts, row.seq, ...params) as number;

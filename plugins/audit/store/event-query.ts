@@ -177,7 +177,7 @@ const COLUMNS =
 const INDEX: Record<Exclude<Dimension, 'tag' | 'key'>, string> = {
   time: 'audit_events_ts_cover',
   service: 'audit_events_service_cover',
-  actor: 'audit_events_actor_ts',
+  actor: 'audit_events_actor_cover',
   operation: 'audit_events_operation_ts',
   result: 'audit_events_result_ts',
   tenant: 'audit_events_tenant_cover',

@@ -120,7 +120,7 @@ export function pruneUnusedNames(db: Database, dictionaries: Dictionaries): numb
     let n = 0;
     n += db
       .prepare(
-        'DELETE FROM audit_actors WHERE NOT EXISTS (SELECT 1 FROM audit_events INDEXED BY audit_events_actor_ts WHERE actor_id = audit_actors.id)',
+        'DELETE FROM audit_actors WHERE NOT EXISTS (SELECT 1 FROM audit_events INDEXED BY audit_events_actor_cover WHERE actor_id = audit_actors.id)',
       )
       .run().changes;
     n += db

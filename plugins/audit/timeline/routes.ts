@@ -57,8 +57,15 @@ export function timelineRoutes(
     const days = q.days ?? TIMELINE_DAYS.default;
     const limit = q.limit ?? AUDIT_PAGE.default;
     const today = Math.floor((deps.now ?? Date.now)() / DAY_MS) * DAY_MS;
-    const start = today - (days - 1) * DAY_MS;
-    const filters: EventFilters = { actorExact: q.actor, start };
+    // Up to today the window has no end (a clock-skewed event from "tomorrow" still shows);
+    // with `until` it ends with that day.
+    const last = q.until === undefined ? today : Date.parse(`${q.until}T00:00:00Z`);
+    const start = last - (days - 1) * DAY_MS;
+    const filters: EventFilters = {
+      actorExact: q.actor,
+      start,
+      ...(q.until === undefined ? {} : { end: last + DAY_MS }),
+    };
     const scope = deps.privacy.scopeFor(callerOf(c));
     const repos = deps.store.repos();
     const page = repos.query.page({ filters, privacy: scope, limit, ...(cursor ? { cursor } : {}) });
@@ -75,7 +82,11 @@ export function timelineRoutes(
     }
     return c.json({
       actor: q.actor,
-      window: { start: new Date(start).toISOString(), days },
+      window: {
+        start: new Date(start).toISOString(),
+        days,
+        until: new Date(last).toISOString().slice(0, 10),
+      },
       data: page.rows.map((r) => toApiEvent(r, repos.dictionaries, comments.get(r.seq))),
       next_cursor: page.next ? encodeCursor('next', page.next) : null,
       prev_cursor: page.prev ? encodeCursor('prev', page.prev) : null,

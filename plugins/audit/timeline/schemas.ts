@@ -37,6 +37,16 @@ export const timelineQuerySchema = z.object({
       default: TIMELINE_DAYS.default,
       description: `The window: today and the days before it (UTC), 1 to ${TIMELINE_DAYS.max} (default ${TIMELINE_DAYS.default}).`,
     }),
+  until: single(
+    z.iso
+      .date({ error: 'must be a date like 2026-03-31 (the last UTC day of the window)' })
+      .refine((d) => Date.parse(`${d}T00:00:00Z`) >= Date.UTC(2000, 0, 1), 'must be 2000-01-01 or later'),
+  )
+    .optional()
+    .meta({
+      description:
+        'The last UTC day of the window (default today), so an incident months ago has its timeline: `until=2026-03-31&days=30`. Events after that day are left out.',
+    }),
   limit: single(limitParam(AUDIT_PAGE)).optional(),
   cursor: single(z.string().max(200, 'is not a cursor this API issued'))
     .optional()
@@ -50,6 +60,7 @@ export const timelineSchema = eventPageSchema.extend({
   window: z.object({
     start: z.iso.datetime().meta({ description: 'Midnight UTC of the first day.' }),
     days: z.int(),
+    until: z.iso.date().meta({ description: 'The last UTC day of the window.' }),
   }),
   counts: z
     .array(countSchema.extend({ day: z.iso.date(), service: z.string() }))

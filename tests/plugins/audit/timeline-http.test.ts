@@ -157,7 +157,11 @@ describe('GET /api/actors/timeline', () => {
       'MailItemsAccessed',
     ]);
     expect(new Set(body.data.map((e: { actor: string }) => e.actor))).toEqual(new Set([ADELE]));
-    expect(body.window).toEqual({ start: new Date(TODAY - 29 * DAY).toISOString(), days: 30 });
+    expect(body.window).toEqual({
+      start: new Date(TODAY - 29 * DAY).toISOString(),
+      days: 30,
+      until: dayOf(0),
+    });
     expect(body.counts).toEqual([
       { day: dayOf(3), service: 'exchange', events: 1, failures: 0 },
       { day: dayOf(2), service: 'exchange', events: 1, failures: 0 },
@@ -188,6 +192,17 @@ describe('GET /api/actors/timeline', () => {
     expect(all.body.totals.events).toBe(8);
   });
 
+  it('ends the window on the day asked for, for an incident months ago', async () => {
+    // The event 40 days ago, in a week that ends 35 days ago: nothing after that day.
+    const { body } = await timeline(`actor=${ADELE}&days=7&until=${dayOf(35)}`);
+    expect(ops(body)).toEqual(['Add user']);
+    expect(body.window).toEqual({ start: `${dayOf(41)}T00:00:00.000Z`, days: 7, until: dayOf(35) });
+    expect(body.counts).toEqual([{ day: dayOf(40), service: 'directory', events: 1, failures: 0 }]);
+    // The day itself is in the window, the day after is not.
+    expect(ops((await timeline(`actor=${ADELE}&days=1&until=${dayOf(40)}`)).body)).toEqual(['Add user']);
+    expect(ops((await timeline(`actor=${ADELE}&days=1&until=${dayOf(41)}`)).body)).toEqual([]);
+  });
+
   it('hides privacy-gated events from the list and from the counts', async () => {
     const { body } = await timeline(`actor=${ADELE}`, plain);
     expect(ops(body)).toEqual(['Update user', 'Reset password', 'FileDownloaded', 'FileDeleted', 'Send']);
@@ -213,6 +228,9 @@ describe('GET /api/actors/timeline', () => {
       [`actor=${ADELE}&days=91`, 'days'],
       [`actor=${ADELE}&days=abc`, 'days'],
       [`actor=${ADELE}&limit=0`, 'limit'],
+      [`actor=${ADELE}&until=2026-02-30`, 'until'],
+      [`actor=${ADELE}&until=yesterday`, 'until'],
+      [`actor=${ADELE}&until=1999-12-31`, 'until'],
       [`actor=${ADELE}&cursor=nonsense`, 'cursor'],
       ['actor=%01bad', 'actor'],
     ] as const) {

@@ -7,6 +7,7 @@ import { t } from '../i18n/index.js';
 import { auditPivotPath, auditTimelinePath } from '../lib/routes.js';
 import { Link } from '../router.js';
 import type { AuditEventDetail } from './audit-types.js';
+import { untilFor } from './timeline-until.js';
 
 const PIVOTS = [
   { key: 'target', label: 'audit.timeline.sameTarget' },
@@ -21,7 +22,7 @@ export function TimelinePivots({ event }: { event: AuditEventDetail }) {
     <nav class="timeline-pivots" aria-label={t('audit.timeline.pivots')} data-testid="event-pivots">
       <span class="muted small">{t('audit.timeline.pivots')}</span>
       {event.actor && (
-        <Link class="chip" href={auditTimelinePath(event.actor)}>
+        <Link class="chip" href={auditTimelinePath(event.actor, untilFor(event.timestamp))}>
           {t('audit.timeline.actorTimeline')}
         </Link>
       )}

@@ -27,6 +27,8 @@ const PALETTE = ['#2f6fde', '#17a398', '#c98b12', '#8a5cd1', '#d1497b', '#4c8f2f
 interface TimelineState {
   actor: string;
   days: number;
+  /** The window's last UTC day (YYYY-MM-DD); absent: today. */
+  until?: string;
   cursor?: string;
   event?: string;
 }
@@ -37,6 +39,7 @@ function parseTimeline(search: string): TimelineState {
   return {
     actor: p.get('actor')?.trim() ?? '',
     days: Number.isInteger(days) && days >= 1 && days <= 90 ? days : DEFAULT_DAYS,
+    ...(/^\d{4}-\d{2}-\d{2}$/.test(p.get('until') ?? '') ? { until: p.get('until')! } : {}),
     ...(p.get('cursor') ? { cursor: p.get('cursor')! } : {}),
     ...(p.get('event') ? { event: p.get('event')! } : {}),
   };
@@ -46,6 +49,7 @@ function timelineQuery(s: TimelineState): string {
   const p = new URLSearchParams();
   if (s.actor) p.set('actor', s.actor);
   if (s.days !== DEFAULT_DAYS) p.set('days', String(s.days));
+  if (s.until) p.set('until', s.until);
   if (s.cursor) p.set('cursor', s.cursor);
   if (s.event) p.set('event', s.event);
   const text = p.toString();
@@ -71,6 +75,7 @@ export function TimelineView({ search }: { search: string }) {
     if (!s.actor) return;
     const controller = new AbortController();
     const params = new URLSearchParams({ actor: s.actor, days: String(s.days) });
+    if (s.until) params.set('until', s.until);
     if (s.cursor) params.set('cursor', s.cursor);
     auditJson<Timeline>(`/api/actors/timeline?${params}`, { signal: controller.signal }).then(
       (data) => setState({ key, data }),
@@ -153,7 +158,9 @@ function TimelineForm({ current }: { current: TimelineState }) {
       class="panel audit-filters timeline-form"
       onSubmit={(e) => {
         e.preventDefault();
-        go({ actor: actor.trim(), days });
+        // Another actor starts from today; the same actor keeps the window's last day.
+        const until = actor.trim() === current.actor ? current.until : undefined;
+        go({ actor: actor.trim(), days, ...(until ? { until } : {}) });
       }}
     >
       <label>

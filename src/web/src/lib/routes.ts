@@ -70,7 +70,9 @@ export const siteParam = (search: string): string | undefined =>
   new URLSearchParams(search).get('site') || undefined;
 export const chatPath = (nodeId?: string) => (nodeId ? `/chat/${encodeURIComponent(nodeId)}` : '/chat');
 /** Issue 29: an actor's timeline in the audit console. */
-export const auditTimelinePath = (actor: string) => `/audit/timeline?actor=${encodeURIComponent(actor)}`;
+/** An actor's timeline; `until` (a UTC date) ends its window on that day instead of today. */
+export const auditTimelinePath = (actor: string, until?: string) =>
+  `/audit/timeline?actor=${encodeURIComponent(actor)}${until ? `&until=${until}` : ''}`;
 /** Issue 29: the audit search for one exact pivot value (all time). */
 export const auditPivotPath = (filter: string, value: string) =>
   `/audit?${new URLSearchParams({ [filter]: value, range: 'all' }).toString()}`;
