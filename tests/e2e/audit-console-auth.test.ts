@@ -373,7 +373,7 @@ describeInBrowser('audit console sign-in', () => {
   it('tells a signed-in user without a reader role that the account is not allowed, in plain words', async () => {
     const guarded = await pages.open();
     const { page } = guarded;
-    guarded.expectFailedRequests(/\/api\/(events|filter-options)(\?.*)?$/);
+    guarded.expectFailedRequests(/\/api\/(events|filter-options|saved-searches)(\?.*)?$/);
     await page.goto(`${hub.baseUrl}/audit`);
     await signIn(page, 'sam');
     const refusal = page.getByRole('alert').first();
