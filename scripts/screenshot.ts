@@ -262,7 +262,11 @@ const WORKLOADS: Partial<Record<SourceName, string>> = {
 };
 
 /** A day of audit events as Microsoft's APIs send them, through the real normaliser. */
-function auditRecords(count: number, now: number): Array<{ source: SourceName; record: unknown }> {
+function auditRecords(
+  count: number,
+  now: number,
+  prefix = 'shot',
+): Array<{ source: SourceName; record: unknown }> {
   const rand = prng(11);
   const sources = Object.keys(OPERATIONS) as SourceName[];
   return Array.from({ length: count }, (_, i) => {
@@ -272,7 +276,7 @@ function auditRecords(count: number, now: number): Array<{ source: SourceName; r
     const user = `${PEOPLE[Math.floor(rand() * PEOPLE.length)]}@contoso.com`;
     const failed = i === 1 || i === 4 || rand() < 0.06;
     const at = new Date(now - i * 11 * 60_000 - Math.floor(rand() * 600_000)).toISOString();
-    const id = `shot-${i}`;
+    const id = `${prefix}-${i}`;
     if (source === 'directory')
       return {
         source,
@@ -318,7 +322,10 @@ function auditRecords(count: number, now: number): Array<{ source: SourceName; r
   });
 }
 
-/** docs/audit-console.png: the console's search over a day of events, a few tagged. */
+/**
+ * docs/audit-console.png: the console's search over a day of events, a few tagged, opened from a
+ * saved search (the list unfolded); docs/audit-timeline.png: one actor's two weeks.
+ */
 async function auditConsole(browser: Browser, out: string): Promise<void> {
   const dataDir = mkdtempSync(join(tmpdir(), 'meshhub-screenshot-audit-'));
   const env = auditHubEnv(dataDir, {
@@ -330,7 +337,10 @@ async function auditConsole(browser: Browser, out: string): Promise<void> {
   const hub = await startInProcessHub(env);
   try {
     const now = Date.now();
-    const events = auditRecords(140, now).map(({ source, record }) => {
+    const days = Array.from({ length: 13 }, (_, d) =>
+      auditRecords(12 + ((d * 17) % 31), now - (d + 2) * 86_400_000 - d * 3_600_000, `day${d + 2}`),
+    );
+    const events = [...auditRecords(140, now), ...days.flat()].map(({ source, record }) => {
       const outcome = normalizeRecord(source, record, now + 60_000);
       if (!outcome.ok) throw new Error(outcome.reason);
       return outcome.event;
@@ -355,11 +365,34 @@ async function auditConsole(browser: Browser, out: string): Promise<void> {
       (url) => url.hostname !== '127.0.0.1',
       (route) => route.abort('internetdisconnected'),
     );
-    await page.goto(`${base}/audit?range=24h&limit=25`);
+    const save = async (name: string, filters: Record<string, unknown>) => {
+      const res = await fetch(`${base}/api/saved-searches`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ name, filters }),
+      });
+      if (res.status !== 201) throw new Error(`saving "${name}" answered ${res.status}`);
+      return ((await res.json()) as { id: number }).id;
+    };
+    const opened = await save('Last 24 hours, Entra ID and Exchange', {
+      services: ['Entra ID', 'Exchange'],
+      last: '24h',
+    });
+    await save('Failures this week', { result: 'failure', last: '7d' });
+    await save('Finance site files', { services: ['SharePoint'], last: '7d' });
+    await page.goto(`${base}/audit?saved=${opened}&limit=25`);
     await page.locator('[data-testid="audit-events"] tbody tr').nth(10).waitFor();
+    await page.locator('[data-testid="saved-searches"] summary').click();
     await page.waitForTimeout(300);
     await page.screenshot({ path: join(out, 'audit-console.png') });
     process.stdout.write(`wrote ${join(out, 'audit-console.png')}\n`);
+
+    await page.goto(`${base}/audit/timeline?actor=${encodeURIComponent(`${PEOPLE[0]}@contoso.com`)}&days=14`);
+    await page.locator('[data-testid="timeline-chart"]').waitFor();
+    await page.locator('[data-testid="audit-events"] tbody tr').nth(5).waitFor();
+    await page.waitForTimeout(300);
+    await page.screenshot({ path: join(out, 'audit-timeline.png') });
+    process.stdout.write(`wrote ${join(out, 'audit-timeline.png')}\n`);
   } finally {
     await hub.stop();
     rmSync(dataDir, { recursive: true, force: true });
