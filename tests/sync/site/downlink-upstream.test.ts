@@ -80,7 +80,7 @@ describe.skipIf(skip)('site downlink against the real upstream', () => {
     upstream.cutDownlinks();
     await waitFor(
       () => (!upstream.connectedSites.includes(site.siteId) ? true : undefined),
-      10_000,
+      20_000,
       'the cut',
     );
     await connected(site, upstream);
@@ -93,11 +93,11 @@ describe.skipIf(skip)('site downlink against the real upstream', () => {
         const s = await listed();
         return s.stopped_at ? s : undefined;
       },
-      10_000,
+      20_000,
       'the stop recorded',
     );
     expect(Date.parse(stopped.stopped_at!)).toBeGreaterThanOrEqual(Date.parse(stopped.last_contact_at!));
-  });
+  }, 60_000);
 
   it('applies a text once, though it is delivered twice (the first ack lost), and the gateway is told once', async () => {
     const upstream = await bed.upstream({ downlink: true });
