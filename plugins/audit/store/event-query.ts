@@ -152,6 +152,8 @@ export interface DailyCount {
 }
 
 const DAY_MS = 86_400_000;
+/** The filters `daily` answers from the per-day rollup (the timeline's); any other reads the events. */
+const ROLLUP_FILTERS = new Set<string>(['actorExact', 'start', 'end']);
 
 /** What `tally` counted: each column's values with their counts, over `events` events. */
 export interface Tally {
@@ -378,12 +380,19 @@ export class EventQuery {
   daily(filters: EventFilters, privacy: PrivacyScope | undefined): DailyCount[] {
     const r = this.resolve(filters, privacy);
     if (r.empty) return [];
-    const { dimension, values } = this.countDriver(r);
+    const rolledUp = this.rolledUp(filters, r);
+    const { dimension, values } = rolledUp
+      ? { dimension: 'actor' as const, values: r.actorIds! }
+      : this.countDriver(r);
     const out = new Map<string, DailyCount>();
     for (const value of values) {
-      const { sql, params } = this.select(r, dimension, value, 'daily');
+      const { sql, params } = rolledUp
+        ? this.dailyRollup(r, value as number)
+        : this.select(r, dimension, value, 'daily');
       const rows = this.statement(
-        `SELECT d, s, count(*), sum(r IN (SELECT id FROM audit_results WHERE normalized = 'failure')) FROM (${sql}) GROUP BY d, s`,
+        rolledUp
+          ? sql
+          : `SELECT d, s, count(*), sum(r IN (SELECT id FROM audit_results WHERE normalized = 'failure')) FROM (${sql}) GROUP BY d, s`,
       ).all(...params) as Array<[number, string, number, number]>;
       for (const [day, service, events, failures] of rows) {
         const key = `${day}\u0001${service}`;
@@ -395,6 +404,50 @@ export class EventQuery {
       }
     }
     return [...out.values()].sort((a, b) => a.day - b.day || a.service.localeCompare(b.service));
+  }
+
+  /**
+   * Whether `daily` can read the per-day rollup (actor-days.ts): the filters are the timeline's —
+   * an exact actor, a window of whole UTC days (`start`, and `end` when given) — with any privacy
+   * scope. A day-aligned bound after the epoch holds exactly the events whose day is within it.
+   */
+  private rolledUp(filters: EventFilters, r: Resolved): boolean {
+    const wholeDay = (ms: number | undefined) => ms === undefined || (ms > 0 && ms % DAY_MS === 0);
+    const others = Object.entries(filters).some(
+      ([name, v]) => !ROLLUP_FILTERS.has(name) && v !== undefined && !(Array.isArray(v) && v.length === 0),
+    );
+    return (
+      !others && r.actorIds !== undefined && r.start !== undefined && wholeDay(r.start) && wholeDay(r.end)
+    );
+  }
+
+  /**
+   * One actor's (day, service, events, failures) from the rollup, within the window and the
+   * privacy scope: the conditions the event streams check (`residuals`), on the same columns.
+   */
+  private dailyRollup(r: Resolved, actorId: number): { sql: string; params: unknown[] } {
+    const where = ['actor_id = ?', 'day >= ?'];
+    const params: unknown[] = [actorId, r.start! / DAY_MS];
+    if (r.end !== undefined) {
+      where.push('day < ?');
+      params.push(r.end / DAY_MS);
+    }
+    if (r.hiddenServices.length) {
+      where.push('lower(service) NOT IN (SELECT lower(value) FROM json_each(?))');
+      params.push(json(r.hiddenServices));
+    }
+    if (r.hiddenOperationIds.length) {
+      where.push('operation_id NOT IN (SELECT value FROM json_each(?))');
+      params.push(json(r.hiddenOperationIds));
+    }
+    if (r.tenantIds) {
+      where.push('tenant_id IN (SELECT value FROM json_each(?))');
+      params.push(json(r.tenantIds));
+    }
+    return {
+      sql: `SELECT day, service, sum(events), sum(failures) FROM audit_actor_days WHERE ${where.join(' AND ')} GROUP BY day, service`,
+      params,
+    };
   }
 
   /** Up to `n` of the newest matches, newest first (one keyset page without its cursor). */
