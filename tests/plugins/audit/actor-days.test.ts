@@ -8,9 +8,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { NormalizedResult } from '../../../plugins/audit/normalize.js';
 import type { SourceName } from '../../../plugins/audit/sources.js';
 import { type AuditRepositories, openAuditRepositories } from '../../../plugins/audit/store/audit-store.js';
+import type { NormalizedResult } from '../../../plugins/audit/store/dictionaries.js';
 import type { DailyCount, PrivacyScope } from '../../../plugins/audit/store/event-query.js';
 import {
   deleteExpiredEvents,
