@@ -8,8 +8,8 @@
  * all events), 5% failures and 2% unknown results, 2% of events tagged `reviewed` and 0.2%
  * `incident`, 90 days; each event with a stored upstream record of Management API shape
  * (~330 bytes). Written straight into the plugin's real schema (its migrations, then rows in
- * transactions of 50,000 with the secondary indexes and the rollup's triggers dropped and rebuilt
- * after, the actor-day rollup counted, then ANALYZE),
+ * transactions of 50,000 with the secondary indexes dropped and rebuilt after, the actor-day
+ * rollup counted, then ANALYZE),
  * built once into a file under the OS temp folder named by the audit schema version, the
  * generator's version and N, and reused by later runs (the plugin writes only its trail to it).
  *
@@ -99,14 +99,12 @@ function build(file: string): void {
       service,
       ops: Array.from({ length: OPS_PER_SERVICE }, (_, o) => d.operations.idOf(`${name}Operation${o}`)),
     }));
-    // The secondary indexes, and the triggers that keep the actor-day rollup (store/actor-days.ts):
-    // dropped for the load, recreated after it, the rollup counted once with one GROUP BY.
     const indexes = db
       .prepare(
-        "SELECT type, name, sql FROM sqlite_master WHERE type IN ('index', 'trigger') AND tbl_name IN ('audit_events', 'audit_event_tags', 'audit_event_keys') AND sql IS NOT NULL",
+        "SELECT name, sql FROM sqlite_master WHERE type = 'index' AND tbl_name IN ('audit_events', 'audit_event_tags', 'audit_event_keys') AND sql IS NOT NULL",
       )
-      .all() as Array<{ type: string; name: string; sql: string }>;
-    for (const i of indexes) db.exec(`DROP ${i.type.toUpperCase()} ${i.name}`);
+      .all() as Array<{ name: string; sql: string }>;
+    for (const i of indexes) db.exec(`DROP INDEX ${i.name}`);
     db.pragma('synchronous = OFF');
     const insert = db.prepare(
       'INSERT INTO audit_events (seq, source, source_key, ts, service, operation_id, result_id, actor_id, target, tags, ingested_at, tenant_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
@@ -167,6 +165,7 @@ function build(file: string): void {
         process.stderr.write(`  ${((i + STEP) / 1e6).toFixed(1)}M events written\n`);
     }
     for (const i of indexes) db.exec(i.sql);
+    // The rows went in without the writer: the timeline's per-day counts, counted once.
     backfillActorDays(db);
     db.exec('ANALYZE');
     db.pragma('wal_checkpoint(TRUNCATE)');

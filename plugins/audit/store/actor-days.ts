@@ -7,24 +7,20 @@
  * Operation and tenant are in the key because the privacy scope (hidden services, hidden
  * operations, allowed tenants) applies to the counts exactly as to the list.
  *
- * It stays exact by triggers on `audit_events`, in the same transaction as the change: an insert
- * adds one (a duplicate that is `ON CONFLICT DO NOTHING` inserts nothing, so counts nothing), a
- * delete — retention, duplicate folding, anything later — takes one away and drops a group at
- * zero, and an update of a counted column moves the event between groups. A migration that
- * rebuilds `audit_events` (create, copy, drop, rename) drops its triggers with the old table: it
- * must call `createActorDaysTriggers` again, as it recreates the indexes.
+ * It is kept exact in the transaction that changes the events: the writer counts the rows it
+ * inserted (a duplicate, `ON CONFLICT DO NOTHING`, inserts none), and whatever deletes events
+ * (retention and duplicate folding, maintenance.ts) takes them out first; a group left with no
+ * event is deleted. Nothing updates an event's counted columns (ts, actor, tenant, service,
+ * operation, result); code that writes `audit_events` another way must do the same, or call
+ * `backfillActorDays`. (Triggers would cover every path, but a trigger on `audit_events` cost an
+ * insert about 8 µs more on the development machine, several times this counting.)
  *
- * `day` is `ts / 86400000` in SQLite's integer division, the expression the raw count groups by.
+ * Every count reads the stored rows with one SELECT (`day` is `ts / 86400000` in SQLite's
+ * integer division, the expression the raw count groups by), so the three paths agree.
  */
-import type { Database } from '../../../src/store/database.js';
+import type { Database, Statement } from '../../../src/store/database.js';
 
-const DAY = 'ts / 86400000';
-const KEY = ['actor_id', 'day', 'tenant_id', 'service', 'operation_id'] as const;
-/** 1 when the event's result is normalized as a failure (a primary-key lookup, 0 for no result row). */
-const failed = (ref: string) =>
-  `EXISTS (SELECT 1 FROM audit_results WHERE id = ${ref}.result_id AND normalized = 'failure')`;
-const keyOf = (ref: string) =>
-  `${ref}.actor_id, ${ref}.${DAY}, ${ref}.tenant_id, ${ref}.service, ${ref}.operation_id`;
+const KEY = 'actor_id, day, tenant_id, service, operation_id';
 
 export const ACTOR_DAYS_TABLE = `
   CREATE TABLE audit_actor_days (
@@ -35,42 +31,61 @@ export const ACTOR_DAYS_TABLE = `
     operation_id INTEGER NOT NULL,
     events INTEGER NOT NULL,
     failures INTEGER NOT NULL,
-    PRIMARY KEY (${KEY.join(', ')})
+    PRIMARY KEY (${KEY})
   ) WITHOUT ROWID;`;
 
-/** Counts the event `ref` (new or old) in its group. */
-const add = (ref: string) => `
-    INSERT INTO audit_actor_days (${KEY.join(', ')}, events, failures)
-    VALUES (${keyOf(ref)}, 1, ${failed(ref)})
-    ON CONFLICT DO UPDATE SET events = events + 1, failures = failures + excluded.failures;`;
+/** The groups of the events `where` selects, with their event and failure counts. */
+const groups = (where: string) => `
+  SELECT e.actor_id, e.ts / 86400000, e.tenant_id, e.service, e.operation_id, count(*),
+    sum(EXISTS (SELECT 1 FROM audit_results r WHERE r.id = e.result_id AND r.normalized = 'failure'))
+  FROM audit_events e ${where}
+  GROUP BY 1, 2, 3, 4, 5`;
 
-/** Takes the event `ref` out of its group; a group left with no event is deleted. */
-const remove = (ref: string) => {
-  const where = `actor_id = ${ref}.actor_id AND day = ${ref}.${DAY} AND tenant_id = ${ref}.tenant_id AND service = ${ref}.service AND operation_id = ${ref}.operation_id`;
-  return `
-    UPDATE audit_actor_days SET events = events - 1, failures = failures - ${failed(ref)} WHERE ${where};
-    DELETE FROM audit_actor_days WHERE ${where} AND events <= 0;`;
-};
+const SEQS = 'WHERE e.seq IN (SELECT value FROM json_each(?))';
 
-/** The triggers that keep the rollup exact (run by the migration, and after a table rebuild). */
-export function createActorDaysTriggers(db: Database): void {
-  db.exec(`
-    CREATE TRIGGER audit_actor_days_insert AFTER INSERT ON audit_events BEGIN ${add('new')}
-    END;
-    CREATE TRIGGER audit_actor_days_delete AFTER DELETE ON audit_events BEGIN ${remove('old')}
-    END;
-    CREATE TRIGGER audit_actor_days_update
-      AFTER UPDATE OF ts, service, operation_id, result_id, actor_id, tenant_id ON audit_events
-    BEGIN ${remove('old')} ${add('new')}
-    END;`);
+/** Counts every stored event afresh (one GROUP BY): the migration's backfill, a bulk load's end. */
+export function backfillActorDays(db: Database): void {
+  db.exec(
+    `DELETE FROM audit_actor_days; INSERT INTO audit_actor_days (${KEY}, events, failures) ${groups('')};`,
+  );
 }
 
-/** Recounts the whole rollup from `audit_events` (one GROUP BY): the migration's backfill, bulk loads. */
-export function backfillActorDays(db: Database): void {
-  db.exec(`
-    DELETE FROM audit_actor_days;
-    INSERT INTO audit_actor_days (${KEY.join(', ')}, events, failures)
-      SELECT actor_id, ${DAY}, tenant_id, service, operation_id, count(*), sum(${failed('e')})
-      FROM audit_events e
-      GROUP BY 1, 2, 3, 4, 5;`);
+/**
+ * Keeps the rollup right for events the caller inserts or deletes, inside the caller's
+ * transaction: `added` after the rows are inserted, `removing` before they are deleted.
+ */
+export class ActorDays {
+  private readonly add: Statement;
+  private readonly gone: Statement;
+  private readonly subtract: Statement;
+  private readonly dropEmpty: Statement;
+
+  constructor(db: Database) {
+    this.add = db.prepare(`
+      INSERT INTO audit_actor_days (${KEY}, events, failures) ${groups(SEQS)}
+      ON CONFLICT DO UPDATE SET events = events + excluded.events, failures = failures + excluded.failures`);
+    this.gone = db.prepare(groups(SEQS)).raw(true);
+    const key = 'actor_id = ? AND day = ? AND tenant_id = ? AND service = ? AND operation_id = ?';
+    this.subtract = db.prepare(
+      `UPDATE audit_actor_days SET events = events - ?, failures = failures - ? WHERE ${key}`,
+    );
+    this.dropEmpty = db.prepare(`DELETE FROM audit_actor_days WHERE ${key} AND events <= 0`);
+  }
+
+  /** Counts events just inserted. */
+  added(seqs: readonly number[]): void {
+    if (seqs.length) this.add.run(JSON.stringify(seqs));
+  }
+
+  /** Takes out events about to be deleted; a group left with none is deleted. */
+  removing(seqs: readonly number[]): void {
+    if (!seqs.length) return;
+    const rows = this.gone.all(JSON.stringify(seqs)) as Array<
+      [number, number, number, string, number, number, number]
+    >;
+    for (const [actor, day, tenant, service, operation, events, failures] of rows) {
+      this.subtract.run(events, failures, actor, day, tenant, service, operation);
+      this.dropEmpty.run(actor, day, tenant, service, operation);
+    }
+  }
 }

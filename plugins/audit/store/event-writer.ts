@@ -12,6 +12,7 @@
 import type { Database, Statement } from '../../../src/store/database.js';
 import type { NormalizedEvent } from '../normalize.js';
 import { keyWriter } from '../timeline/keys.js';
+import { ActorDays } from './actor-days.js';
 import type { Dictionaries } from './dictionaries.js';
 
 export interface StoredEvent {
@@ -36,6 +37,8 @@ export class AuditEventWriter {
   private readonly insertRaw: Statement;
   /** Issue 29: the event's pivot keys (timeline/keys.ts). */
   private readonly writeKeys: ReturnType<typeof keyWriter>;
+  /** Issue 29: the timeline's per-day counts (actor-days.ts), for the rows actually inserted. */
+  private readonly actorDays: ActorDays;
   private readonly listeners = new Set<StoredListener>();
   private readonly maxBatchRows: number;
 
@@ -52,6 +55,7 @@ export class AuditEventWriter {
       ON CONFLICT (tenant_id, source, source_key) DO NOTHING`);
     this.insertRaw = db.prepare('INSERT INTO audit_event_raw (seq, raw) VALUES (?, ?)');
     this.writeKeys = keyWriter(db);
+    this.actorDays = new ActorDays(db);
   }
 
   /** Called after each commit with the events that were new (the later SIEM and alert hooks). */
@@ -105,6 +109,7 @@ export class AuditEventWriter {
           stored.push({ seq, event: e });
         }
       }
+      this.actorDays.added(stored.map((s) => s.seq));
       return stored;
     })(events);
 
