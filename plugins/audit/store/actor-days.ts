@@ -5,7 +5,9 @@
  * days × tenants × services × operations rows of it instead of one index entry per event.
  *
  * Operation and tenant are in the key because the privacy scope (hidden services, hidden
- * operations, allowed tenants) applies to the counts exactly as to the list.
+ * operations, allowed tenants) applies to the counts exactly as to the list. The key starts with
+ * the day: the writer's upserts all land in the newest days' pages (which stay in the page cache)
+ * rather than all over the table, and a reader seeks (day, actor) once per stored day of its window.
  *
  * It is kept exact in the transaction that changes the events: the writer counts the rows it
  * inserted (a duplicate, `ON CONFLICT DO NOTHING`, inserts none), and whatever deletes events
@@ -15,12 +17,12 @@
  * `backfillActorDays`. (Triggers would cover every path, but a trigger on `audit_events` cost an
  * insert about 8 µs more on the development machine, several times this counting.)
  *
- * Every count reads the stored rows with one SELECT (`day` is `ts / 86400000` in SQLite's
- * integer division, the expression the raw count groups by), so the three paths agree.
+ * `day` is `ts / 86400000` in SQLite's integer division, the expression the raw count groups by.
  */
 import type { Database, Statement } from '../../../src/store/database.js';
 
 const KEY = 'actor_id, day, tenant_id, service, operation_id';
+const DAY_MS = 86_400_000;
 
 export const ACTOR_DAYS_TABLE = `
   CREATE TABLE audit_actor_days (
@@ -31,7 +33,7 @@ export const ACTOR_DAYS_TABLE = `
     operation_id INTEGER NOT NULL,
     events INTEGER NOT NULL,
     failures INTEGER NOT NULL,
-    PRIMARY KEY (${KEY})
+    PRIMARY KEY (day, actor_id, tenant_id, service, operation_id)
   ) WITHOUT ROWID;`;
 
 /** The groups of the events `where` selects, with their event and failure counts. */
@@ -50,9 +52,19 @@ export function backfillActorDays(db: Database): void {
   );
 }
 
+/** One event's counted columns, as `audit_events` stores them. */
+export interface CountedEvent {
+  actorId: number;
+  ts: number;
+  tenantId: number;
+  service: string;
+  operationId: number;
+  resultId: number;
+}
+
 /**
  * Keeps the rollup right for events the caller inserts or deletes, inside the caller's
- * transaction: `added` after the rows are inserted, `removing` before they are deleted.
+ * transaction: `added` for each row inserted, `removing` before rows are deleted.
  */
 export class ActorDays {
   private readonly add: Statement;
@@ -61,9 +73,12 @@ export class ActorDays {
   private readonly dropEmpty: Statement;
 
   constructor(db: Database) {
+    // From the values just inserted (no second read of the row): `day` truncated as SQLite's
+    // integer division truncates the stored (integer) ts.
     this.add = db.prepare(`
-      INSERT INTO audit_actor_days (${KEY}, events, failures) ${groups(SEQS)}
-      ON CONFLICT DO UPDATE SET events = events + excluded.events, failures = failures + excluded.failures`);
+      INSERT INTO audit_actor_days (${KEY}, events, failures)
+      VALUES (?, ?, ?, ?, ?, 1, EXISTS (SELECT 1 FROM audit_results WHERE id = ? AND normalized = 'failure'))
+      ON CONFLICT DO UPDATE SET events = events + 1, failures = failures + excluded.failures`);
     this.gone = db.prepare(groups(SEQS)).raw(true);
     const key = 'actor_id = ? AND day = ? AND tenant_id = ? AND service = ? AND operation_id = ?';
     this.subtract = db.prepare(
@@ -72,9 +87,9 @@ export class ActorDays {
     this.dropEmpty = db.prepare(`DELETE FROM audit_actor_days WHERE ${key} AND events <= 0`);
   }
 
-  /** Counts events just inserted. */
-  added(seqs: readonly number[]): void {
-    if (seqs.length) this.add.run(JSON.stringify(seqs));
+  /** Counts an event just inserted. */
+  added(e: CountedEvent): void {
+    this.add.run(e.actorId, Math.trunc(e.ts / DAY_MS), e.tenantId, e.service, e.operationId, e.resultId);
   }
 
   /** Takes out events about to be deleted; a group left with none is deleted. */

@@ -380,20 +380,8 @@ export class EventQuery {
   daily(filters: EventFilters, privacy: PrivacyScope | undefined): DailyCount[] {
     const r = this.resolve(filters, privacy);
     if (r.empty) return [];
-    const rolledUp = this.rolledUp(filters, r);
-    const { dimension, values } = rolledUp
-      ? { dimension: 'actor' as const, values: r.actorIds! }
-      : this.countDriver(r);
     const out = new Map<string, DailyCount>();
-    for (const value of values) {
-      const { sql, params } = rolledUp
-        ? this.dailyRollup(r, value as number)
-        : this.select(r, dimension, value, 'daily');
-      const rows = this.statement(
-        rolledUp
-          ? sql
-          : `SELECT d, s, count(*), sum(r IN (SELECT id FROM audit_results WHERE normalized = 'failure')) FROM (${sql}) GROUP BY d, s`,
-      ).all(...params) as Array<[number, string, number, number]>;
+    const add = (rows: Array<[number, string, number, number]>) => {
       for (const [day, service, events, failures] of rows) {
         const key = `${day}\u0001${service}`;
         const seen = out.get(key);
@@ -401,6 +389,20 @@ export class EventQuery {
           seen.events += events;
           seen.failures += failures;
         } else out.set(key, { day, service, events, failures });
+      }
+    };
+    if (this.rolledUp(filters, r)) {
+      const { sql, params } = this.dailyRollup(r);
+      add(this.statement(sql).all(...params) as Array<[number, string, number, number]>);
+    } else {
+      const { dimension, values } = this.countDriver(r);
+      for (const value of values) {
+        const { sql, params } = this.select(r, dimension, value, 'daily');
+        add(
+          this.statement(
+            `SELECT d, s, count(*), sum(r IN (SELECT id FROM audit_results WHERE normalized = 'failure')) FROM (${sql}) GROUP BY d, s`,
+          ).all(...params) as Array<[number, string, number, number]>,
+        );
       }
     }
     return [...out.values()].sort((a, b) => a.day - b.day || a.service.localeCompare(b.service));
@@ -422,30 +424,38 @@ export class EventQuery {
   }
 
   /**
-   * One actor's (day, service, events, failures) from the rollup, within the window and the
-   * privacy scope: the conditions the event streams check (`residuals`), on the same columns.
+   * The actor's (day, service, events, failures) from the rollup, within the window and the
+   * privacy scope — the conditions the event streams check (`residuals`), on the same columns.
+   * The rollup's key starts with the day: the stored days of the window are found one index step
+   * each (a skip scan), and each is one (day, actor) seek.
    */
-  private dailyRollup(r: Resolved, actorId: number): { sql: string; params: unknown[] } {
-    const where = ['actor_id = ?', 'day >= ?'];
-    const params: unknown[] = [actorId, r.start! / DAY_MS];
-    if (r.end !== undefined) {
-      where.push('day < ?');
-      params.push(r.end / DAY_MS);
-    }
+  private dailyRollup(r: Resolved): { sql: string; params: unknown[] } {
+    const first = r.start! / DAY_MS;
+    const end = r.end === undefined ? Number.MAX_SAFE_INTEGER : r.end / DAY_MS;
+    const where = ['a.actor_id IN (SELECT value FROM json_each(?))'];
+    const params: unknown[] = [first, end, end, json(r.actorIds!)];
     if (r.hiddenServices.length) {
-      where.push('lower(service) NOT IN (SELECT lower(value) FROM json_each(?))');
+      where.push('lower(a.service) NOT IN (SELECT lower(value) FROM json_each(?))');
       params.push(json(r.hiddenServices));
     }
     if (r.hiddenOperationIds.length) {
-      where.push('operation_id NOT IN (SELECT value FROM json_each(?))');
+      where.push('a.operation_id NOT IN (SELECT value FROM json_each(?))');
       params.push(json(r.hiddenOperationIds));
     }
     if (r.tenantIds) {
-      where.push('tenant_id IN (SELECT value FROM json_each(?))');
+      where.push('a.tenant_id IN (SELECT value FROM json_each(?))');
       params.push(json(r.tenantIds));
     }
     return {
-      sql: `SELECT day, service, sum(events), sum(failures) FROM audit_actor_days WHERE ${where.join(' AND ')} GROUP BY day, service`,
+      sql: `WITH RECURSIVE days(d) AS (
+          SELECT (SELECT min(day) FROM audit_actor_days WHERE day >= ? AND day < ?)
+          UNION ALL
+          SELECT (SELECT min(day) FROM audit_actor_days WHERE day > days.d AND day < ?) FROM days WHERE days.d IS NOT NULL
+        )
+        SELECT a.day, a.service, sum(a.events), sum(a.failures)
+        FROM days CROSS JOIN audit_actor_days a ON a.day = days.d
+        WHERE ${where.join(' AND ')}
+        GROUP BY a.day, a.service`,
       params,
     };
   }

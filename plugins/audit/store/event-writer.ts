@@ -90,15 +90,23 @@ export class AuditEventWriter {
       const now = (this.options.now ?? Date.now)();
       const stored: StoredEvent[] = [];
       for (const e of batch) {
+        const counted = {
+          actorId: this.dictionaries.actors.idOf(e.actor),
+          ts: e.timestamp,
+          tenantId: this.dictionaries.tenants.idOf(e.tenant),
+          service: e.service,
+          operationId: this.dictionaries.operations.idOf(e.operation),
+          resultId: this.dictionaries.results.idOf(e.resultRaw, e.result),
+        };
         const info = this.insertEvent.run(
-          this.dictionaries.tenants.idOf(e.tenant),
+          counted.tenantId,
           e.source,
           e.sourceKey,
           e.timestamp,
           e.service,
-          this.dictionaries.operations.idOf(e.operation),
-          this.dictionaries.results.idOf(e.resultRaw, e.result),
-          this.dictionaries.actors.idOf(e.actor),
+          counted.operationId,
+          counted.resultId,
+          counted.actorId,
           e.target,
           now,
         );
@@ -106,10 +114,10 @@ export class AuditEventWriter {
           const seq = Number(info.lastInsertRowid);
           this.insertRaw.run(seq, e.raw);
           this.writeKeys(seq, e.timestamp, e);
+          this.actorDays.added(counted);
           stored.push({ seq, event: e });
         }
       }
-      this.actorDays.added(stored.map((s) => s.seq));
       return stored;
     })(events);
 
