@@ -21,7 +21,7 @@
  */
 import type { Database, Statement } from '../../../src/store/database.js';
 
-const KEY = 'actor_id, day, tenant_id, service, operation_id';
+const GROUP_COLUMNS = 'actor_id, day, tenant_id, service, operation_id';
 const DAY_MS = 86_400_000;
 
 export const ACTOR_DAYS_TABLE = `
@@ -48,7 +48,7 @@ const SEQS = 'WHERE e.seq IN (SELECT value FROM json_each(?))';
 /** Counts every stored event afresh (one GROUP BY): the migration's backfill, a bulk load's end. */
 export function backfillActorDays(db: Database): void {
   db.exec(
-    `DELETE FROM audit_actor_days; INSERT INTO audit_actor_days (${KEY}, events, failures) ${groups('')};`,
+    `DELETE FROM audit_actor_days; INSERT INTO audit_actor_days (${GROUP_COLUMNS}, events, failures) ${groups('')};`,
   );
 }
 
@@ -76,7 +76,7 @@ export class ActorDays {
     // From the values just inserted (no second read of the row): `day` truncated as SQLite's
     // integer division truncates the stored (integer) ts.
     this.add = db.prepare(`
-      INSERT INTO audit_actor_days (${KEY}, events, failures)
+      INSERT INTO audit_actor_days (${GROUP_COLUMNS}, events, failures)
       VALUES (?, ?, ?, ?, ?, 1, EXISTS (SELECT 1 FROM audit_results WHERE id = ? AND normalized = 'failure'))
       ON CONFLICT DO UPDATE SET events = events + 1, failures = failures + excluded.failures`);
     this.gone = db.prepare(groups(SEQS)).raw(true);

@@ -374,8 +374,11 @@ export class EventQuery {
 
   /**
    * Issue 29, the timeline's chart: matches per UTC day (days since the epoch) and service,
-   * failures apart, over the same streams and WHERE clauses as `count` — so the privacy scope
-   * and the filters hold alike. The caller bounds the window (`start`).
+   * failures apart. The timeline's own filters (an exact actor over whole days) read the per-day
+   * rollup (actor-days.ts: rows per day, tenant, service and operation, not per event) with the
+   * privacy scope on the same columns; any other filters count over the same streams and WHERE
+   * clauses as `count`. Either way the privacy scope and the filters hold as for the list. The
+   * caller bounds the window (`start`).
    */
   daily(filters: EventFilters, privacy: PrivacyScope | undefined): DailyCount[] {
     const r = this.resolve(filters, privacy);
