@@ -152,6 +152,8 @@ export interface DailyCount {
 }
 
 const DAY_MS = 86_400_000;
+/** The filters `daily` answers from the per-day rollup (the timeline's); any other reads the events. */
+const ROLLUP_FILTERS = new Set<string>(['actorExact', 'start', 'end']);
 
 /** What `tally` counted: each column's values with their counts, over `events` events. */
 export interface Tally {
@@ -372,19 +374,17 @@ export class EventQuery {
 
   /**
    * Issue 29, the timeline's chart: matches per UTC day (days since the epoch) and service,
-   * failures apart, over the same streams and WHERE clauses as `count` — so the privacy scope
-   * and the filters hold alike. The caller bounds the window (`start`).
+   * failures apart. The timeline's own filters (an exact actor over whole days) read the per-day
+   * rollup (actor-days.ts: rows per day, tenant, service and operation, not per event) with the
+   * privacy scope on the same columns; any other filters count over the same streams and WHERE
+   * clauses as `count`. Either way the privacy scope and the filters hold as for the list. The
+   * caller bounds the window (`start`).
    */
   daily(filters: EventFilters, privacy: PrivacyScope | undefined): DailyCount[] {
     const r = this.resolve(filters, privacy);
     if (r.empty) return [];
-    const { dimension, values } = this.countDriver(r);
     const out = new Map<string, DailyCount>();
-    for (const value of values) {
-      const { sql, params } = this.select(r, dimension, value, 'daily');
-      const rows = this.statement(
-        `SELECT d, s, count(*), sum(r IN (SELECT id FROM audit_results WHERE normalized = 'failure')) FROM (${sql}) GROUP BY d, s`,
-      ).all(...params) as Array<[number, string, number, number]>;
+    const add = (rows: Array<[number, string, number, number]>) => {
       for (const [day, service, events, failures] of rows) {
         const key = `${day}\u0001${service}`;
         const seen = out.get(key);
@@ -393,8 +393,74 @@ export class EventQuery {
           seen.failures += failures;
         } else out.set(key, { day, service, events, failures });
       }
+    };
+    if (this.rolledUp(filters, r)) {
+      const { sql, params } = this.dailyRollup(r);
+      add(this.statement(sql).all(...params) as Array<[number, string, number, number]>);
+    } else {
+      const { dimension, values } = this.countDriver(r);
+      for (const value of values) {
+        const { sql, params } = this.select(r, dimension, value, 'daily');
+        add(
+          this.statement(
+            `SELECT d, s, count(*), sum(r IN (SELECT id FROM audit_results WHERE normalized = 'failure')) FROM (${sql}) GROUP BY d, s`,
+          ).all(...params) as Array<[number, string, number, number]>,
+        );
+      }
     }
     return [...out.values()].sort((a, b) => a.day - b.day || a.service.localeCompare(b.service));
+  }
+
+  /**
+   * Whether `daily` can read the per-day rollup (actor-days.ts): the filters are the timeline's —
+   * an exact actor, a window of whole UTC days (`start`, and `end` when given) — with any privacy
+   * scope. A day-aligned bound after the epoch holds exactly the events whose day is within it.
+   */
+  private rolledUp(filters: EventFilters, r: Resolved): boolean {
+    const wholeDay = (ms: number | undefined) => ms === undefined || (ms > 0 && ms % DAY_MS === 0);
+    const others = Object.entries(filters).some(
+      ([name, v]) => !ROLLUP_FILTERS.has(name) && v !== undefined && !(Array.isArray(v) && v.length === 0),
+    );
+    return (
+      !others && r.actorIds !== undefined && r.start !== undefined && wholeDay(r.start) && wholeDay(r.end)
+    );
+  }
+
+  /**
+   * The actor's (day, service, events, failures) from the rollup, within the window and the
+   * privacy scope — the conditions the event streams check (`residuals`), on the same columns.
+   * The rollup's key starts with the day: the stored days of the window are found one index step
+   * each (a skip scan), and each is one (day, actor) seek.
+   */
+  private dailyRollup(r: Resolved): { sql: string; params: unknown[] } {
+    const first = r.start! / DAY_MS;
+    const end = r.end === undefined ? Number.MAX_SAFE_INTEGER : r.end / DAY_MS;
+    const where = ['a.actor_id IN (SELECT value FROM json_each(?))'];
+    const params: unknown[] = [first, end, end, json(r.actorIds!)];
+    if (r.hiddenServices.length) {
+      where.push('lower(a.service) NOT IN (SELECT lower(value) FROM json_each(?))');
+      params.push(json(r.hiddenServices));
+    }
+    if (r.hiddenOperationIds.length) {
+      where.push('a.operation_id NOT IN (SELECT value FROM json_each(?))');
+      params.push(json(r.hiddenOperationIds));
+    }
+    if (r.tenantIds) {
+      where.push('a.tenant_id IN (SELECT value FROM json_each(?))');
+      params.push(json(r.tenantIds));
+    }
+    return {
+      sql: `WITH RECURSIVE days(d) AS (
+          SELECT (SELECT min(day) FROM audit_actor_days WHERE day >= ? AND day < ?)
+          UNION ALL
+          SELECT (SELECT min(day) FROM audit_actor_days WHERE day > days.d AND day < ?) FROM days WHERE days.d IS NOT NULL
+        )
+        SELECT a.day, a.service, sum(a.events), sum(a.failures)
+        FROM days CROSS JOIN audit_actor_days a ON a.day = days.d
+        WHERE ${where.join(' AND ')}
+        GROUP BY a.day, a.service`,
+      params,
+    };
   }
 
   /** Up to `n` of the newest matches, newest first (one keyset page without its cursor). */

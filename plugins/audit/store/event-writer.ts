@@ -12,6 +12,7 @@
 import type { Database, Statement } from '../../../src/store/database.js';
 import type { NormalizedEvent } from '../normalize.js';
 import { keyWriter } from '../timeline/keys.js';
+import { ActorDays } from './actor-days.js';
 import type { Dictionaries } from './dictionaries.js';
 
 export interface StoredEvent {
@@ -36,6 +37,8 @@ export class AuditEventWriter {
   private readonly insertRaw: Statement;
   /** Issue 29: the event's pivot keys (timeline/keys.ts). */
   private readonly writeKeys: ReturnType<typeof keyWriter>;
+  /** Issue 29: the timeline's per-day counts (actor-days.ts), for the rows actually inserted. */
+  private readonly actorDays: ActorDays;
   private readonly listeners = new Set<StoredListener>();
   private readonly maxBatchRows: number;
 
@@ -52,6 +55,7 @@ export class AuditEventWriter {
       ON CONFLICT (tenant_id, source, source_key) DO NOTHING`);
     this.insertRaw = db.prepare('INSERT INTO audit_event_raw (seq, raw) VALUES (?, ?)');
     this.writeKeys = keyWriter(db);
+    this.actorDays = new ActorDays(db);
   }
 
   /** Called after each commit with the events that were new (the later SIEM and alert hooks). */
@@ -86,15 +90,23 @@ export class AuditEventWriter {
       const now = (this.options.now ?? Date.now)();
       const stored: StoredEvent[] = [];
       for (const e of batch) {
+        const counted = {
+          actorId: this.dictionaries.actors.idOf(e.actor),
+          ts: e.timestamp,
+          tenantId: this.dictionaries.tenants.idOf(e.tenant),
+          service: e.service,
+          operationId: this.dictionaries.operations.idOf(e.operation),
+          resultId: this.dictionaries.results.idOf(e.resultRaw, e.result),
+        };
         const info = this.insertEvent.run(
-          this.dictionaries.tenants.idOf(e.tenant),
+          counted.tenantId,
           e.source,
           e.sourceKey,
           e.timestamp,
           e.service,
-          this.dictionaries.operations.idOf(e.operation),
-          this.dictionaries.results.idOf(e.resultRaw, e.result),
-          this.dictionaries.actors.idOf(e.actor),
+          counted.operationId,
+          counted.resultId,
+          counted.actorId,
           e.target,
           now,
         );
@@ -102,6 +114,7 @@ export class AuditEventWriter {
           const seq = Number(info.lastInsertRowid);
           this.insertRaw.run(seq, e.raw);
           this.writeKeys(seq, e.timestamp, e);
+          this.actorDays.added(counted);
           stored.push({ seq, event: e });
         }
       }

@@ -7,10 +7,11 @@
  * A row whose key is not canonical — written by an older version, imported, or restored — may
  * be the same record as a canonical one. The routine walks the table, re-keys such rows, and
  * folds a row into the event it duplicates: its tags and comments move to the survivor, then
- * it is deleted.
+ * it is deleted (and taken out of the actor-day counts, actor-days.ts).
  */
 import type { Database } from '../../../src/store/database.js';
 import { canonicalKey } from '../normalize.js';
+import { ActorDays } from './actor-days.js';
 import { parseTags } from './annotations.js';
 import type { Dictionaries } from './dictionaries.js';
 
@@ -25,7 +26,10 @@ export interface MaintenanceReport {
   namesPruned: number;
 }
 
-/** Deletes events older than `cutoff` (ms UTC), `chunk` per transaction; tags, comments and raw records cascade. */
+/**
+ * Deletes events older than `cutoff` (ms UTC), `chunk` per transaction; tags, comments and raw
+ * records cascade, and the actor-day counts (actor-days.ts) lose them in the same transaction.
+ */
 export async function deleteExpiredEvents(
   db: Database,
   cutoff: number,
@@ -33,11 +37,14 @@ export async function deleteExpiredEvents(
 ): Promise<number> {
   const oldest = db.prepare('SELECT seq FROM audit_events WHERE ts < ? ORDER BY ts LIMIT ?').pluck();
   const remove = db.prepare('DELETE FROM audit_events WHERE seq IN (SELECT value FROM json_each(?))');
+  const actorDays = new ActorDays(db);
   let total = 0;
   for (;;) {
     const deleted = db.transaction(() => {
       const seqs = oldest.all(cutoff, chunk) as number[];
-      return seqs.length ? remove.run(JSON.stringify(seqs)).changes : 0;
+      if (!seqs.length) return 0;
+      actorDays.removing(seqs);
+      return remove.run(JSON.stringify(seqs)).changes;
     })();
     total += deleted;
     if (deleted) onChunk?.(deleted);
@@ -66,6 +73,7 @@ export async function removeDuplicateEvents(
   );
   const remove = db.prepare('DELETE FROM audit_events WHERE seq = ?');
   const rekey = db.prepare('UPDATE audit_events SET source_key = ? WHERE seq = ?');
+  const actorDays = new ActorDays(db);
 
   let removed = 0;
   let rekeyed = 0;
@@ -104,6 +112,7 @@ export async function removeDuplicateEvents(
           setTags.run(JSON.stringify(merged), keep.seq);
           moveComments.run(keep.seq, row.seq);
           countComments.run(keep.seq, keep.seq);
+          actorDays.removing([row.seq]);
           remove.run(row.seq);
           removed++;
         }

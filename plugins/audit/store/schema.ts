@@ -16,6 +16,7 @@
 import type { ComponentMigration } from '../../../src/store/component-migrations.js';
 import type { Database } from '../../../src/store/database.js';
 import { backfillEventKeys } from '../timeline/keys.js';
+import { ACTOR_DAYS_TABLE, backfillActorDays } from './actor-days.js';
 
 export const AUDIT_COMPONENT = 'audit';
 
@@ -441,5 +442,18 @@ export const AUDIT_MIGRATIONS: readonly ComponentMigration[] = [
       ALTER TABLE audit_content_blobs_v9 RENAME TO audit_content_blobs;
       CREATE INDEX audit_content_blobs_pending ON audit_content_blobs (tenant_id, source, state, content_created);
     `,
+  },
+  {
+    version: 12,
+    name: "issue 29: an actor's events per day, tenant, service and operation (the timeline's counts); actors by folded name",
+    up: (db: Database) => {
+      // actor-days.ts: the rollup, counted from the events already stored; the writer and the
+      // maintenance keep it exact from here on.
+      db.exec(ACTOR_DAYS_TABLE);
+      backfillActorDays(db);
+      // The timeline finds its actor by exact name (folded) twice a request: an index step, not
+      // a pass over every actor.
+      db.exec('CREATE INDEX audit_actors_folded ON audit_actors (folded)');
+    },
   },
 ];

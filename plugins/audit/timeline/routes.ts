@@ -3,9 +3,9 @@
  * the same event JSON and cursor as `GET /api/events`, and counts per UTC day and service
  * (failures apart) over the window.
  *
- * Both are one index walk over the actor's (actor_id, ts) entries from the window's start
- * (store/event-query.ts): the page reads limit + 1 rows, the counts every event of the actor in
- * the window (at most 90 days). The privacy scope applies to both through the same WHERE
+ * The page is one index walk over the actor's (actor_id, ts) entries (store/event-query.ts),
+ * limit + 1 rows; the counts read the per-day rollup (store/actor-days.ts), at most a row per
+ * day, tenant, service and operation of the actor in the window (at most 90 days). The privacy scope applies to both through the same WHERE
  * clauses, so the counts never count an event the list would hide. An actor nobody has seen
  * (or only in events hidden from the caller) is an empty timeline, not a 404: a 404 would say
  * the name exists behind the privacy gate.
