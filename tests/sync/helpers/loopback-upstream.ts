@@ -56,6 +56,8 @@ export class LoopbackUpstream {
   private server: Server | undefined;
   private downlink: DownlinkUpgradeHandler | undefined;
   private readonly upgraded = new Set<Duplex>();
+  /** Downlink connections upgraded so far (a reconnect after a cut adds one). */
+  upgrades = 0;
   /** When set, the next batch is applied but its response never reaches the site. */
   private killNextBatch: (() => void) | undefined;
   port = 0;
@@ -99,6 +101,7 @@ export class LoopbackUpstream {
         return;
       }
       this.upgraded.add(socket);
+      this.upgrades++;
       socket.once('close', () => this.upgraded.delete(socket));
       downlink(request, socket, head);
     });
