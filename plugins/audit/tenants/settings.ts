@@ -11,6 +11,7 @@ import { list } from '../../../src/config/fields.js';
 import { Secret } from '../../../src/config/secret.js';
 import { DEFAULT_TENANT } from '../normalize.js';
 import { isSourceName, SOURCE_NAMES, type SourceName } from '../sources.js';
+import { TENANT_NAME } from './access.js';
 
 export interface TenantConfig {
   /** The operator's short name (AUDIT_TENANTS), `default` for a single-tenant hub. */
@@ -23,7 +24,6 @@ export interface TenantConfig {
   sources: SourceName[];
 }
 
-const TENANT_NAME = /^[a-z][a-z0-9-]{0,31}$/;
 const FIELDS = ['TENANT_ID', 'CLIENT_ID', 'CLIENT_SECRET', 'PUBLISHER_ID', 'SOURCES'] as const;
 const REQUIRED = ['TENANT_ID', 'CLIENT_ID', 'CLIENT_SECRET'] as const;
 type Field = (typeof FIELDS)[number];
