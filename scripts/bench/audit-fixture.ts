@@ -127,11 +127,11 @@ export function normalizeAll(records: ReturnType<typeof upstreamRecords>): Norma
 }
 
 const SECONDARY = [
-  'audit_events_ts ON audit_events (ts)',
-  'audit_events_service_ts ON audit_events (service, ts)',
+  'audit_events_ts_cover ON audit_events (ts, seq, service, operation_id, result_id, actor_id, tenant_id)',
+  'audit_events_service_cover ON audit_events (service, ts, seq, operation_id, result_id, actor_id, tenant_id)',
   'audit_events_actor_cover ON audit_events (actor_id, ts, seq, service, operation_id, result_id, tenant_id)',
   'audit_events_operation_ts ON audit_events (operation_id, ts)',
-  'audit_events_result_ts ON audit_events (result_id, ts)',
+  'audit_events_result_cover ON audit_events (result_id, ts, seq, service, operation_id, actor_id, tenant_id)',
 ];
 
 /**

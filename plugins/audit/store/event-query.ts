@@ -5,7 +5,8 @@
  *
  * Every page costs O(page size) whatever its depth, because it is read from an index already in
  * (ts, seq) order and starts at the cursor. One filter value drives the scan:
- * - a single value (one service, one actor…) walks that filter's (value, ts) index;
+ * - a single value (one service, one actor…) walks that filter's (value, ts) index; given a
+ *   service, a result and a tenant filter, the rarest of them drives (`driver`);
  * - a few values (several services, the actors whose name contains "smith") walk one stream per
  *   value and merge them — SQLite would otherwise sort every match of an `IN` list;
  * - otherwise the (ts) index is walked and the filters are checked row by row.
@@ -15,9 +16,9 @@
  * Counting (asks, MCP summaries) uses the same WHERE clauses, so privacy and filters hold alike,
  * but never reads rows into JavaScript: `count` is a capped `count(*)` per driver stream, and
  * `tally` gathers the service, operation, result and actor of a bounded newest slice in one row
- * per stream (group_concat). The time and service drivers walk covering indexes for both
- * (audit migration 7: `(ts, seq, service, operation_id, result_id, actor_id)` and `(service, ts, seq,
- * …)`), so a count touches no table row; and a scope that only hides services (a broad ask
+ * per stream (group_concat). The time, service, result, tenant and actor drivers walk covering
+ * indexes (audit migrations 8 and 13: `(ts, seq, service, operation_id, result_id, actor_id,
+ * tenant_id)`, `(service, ts, seq, …)` and the like), so a count touches no table row; and a scope that only hides services (a broad ask
  * leaves out mail, file sharing and chat) is counted over the services it keeps, one stream
  * each, instead of stepping over every hidden row in time order.
  */
@@ -105,6 +106,25 @@ export interface Page {
 /** Up to this many values are merged stream by stream; more go through the (ts) index. */
 const MERGE_MAX = 32;
 const STATEMENT_CACHE = 256;
+/**
+ * The driver's estimate of how common a service, result or tenant is: their shares among this
+ * many newest events (one pass over the covering time index, a few milliseconds), kept this long.
+ */
+const SAMPLE_EVENTS = 10_000;
+const SAMPLE_TTL_MS = 10 * 60_000;
+const SAMPLE = `
+  SELECT service, result_id, tenant_id, count(*) FROM (
+    SELECT service, result_id, tenant_id FROM audit_events INDEXED BY audit_events_ts_cover
+    ORDER BY ts DESC, seq DESC LIMIT ${SAMPLE_EVENTS}
+  ) GROUP BY 1, 2, 3`;
+
+/** Events per value among the sampled newest events (see SAMPLE). */
+interface Shares {
+  takenAt: number;
+  service: Map<string, number>;
+  result: Map<number, number>;
+  tenant: Map<number, number>;
+}
 /** The distinct stored services, one index step each (a skip scan). */
 const STORED_SERVICES = `
   WITH RECURSIVE s(v) AS (
@@ -171,17 +191,17 @@ const COLUMNS =
   'e.seq, e.ts, e.source, e.source_key, e.service, e.operation_id, e.result_id, e.actor_id, e.target, e.tags, e.comment_count, e.tenant_id';
 
 /**
- * The time and service drivers walk the covering indexes of audit migration 7: (ts, seq, …) and
- * (service, ts, seq, …) keep the keyset order, and a filter on operation, result or actor (or a
- * hidden service) is checked on the index entry, so only matching rows are read from the table
- * — and a count reads none.
+ * The time, service, result, tenant and actor drivers walk covering indexes (audit migrations 8
+ * and 13): (ts, seq, …), (service, ts, seq, …) and the like keep the keyset order, and a filter
+ * on operation, result, actor or tenant (or a hidden service) is checked on the index entry, so
+ * only matching rows are read from the table — and a count reads none.
  */
 const INDEX: Record<Exclude<Dimension, 'tag' | 'key'>, string> = {
   time: 'audit_events_ts_cover',
   service: 'audit_events_service_cover',
   actor: 'audit_events_actor_cover',
   operation: 'audit_events_operation_ts',
-  result: 'audit_events_result_ts',
+  result: 'audit_events_result_cover',
   tenant: 'audit_events_tenant_cover',
 };
 
@@ -227,6 +247,7 @@ const toRow = (r: RawRow): EventRow => ({
 
 export class EventQuery {
   private readonly statements = new Map<string, Statement>();
+  private sampled: Shares | undefined;
 
   constructor(
     private readonly db: Database,
@@ -524,11 +545,49 @@ export class EventQuery {
       return { dimension: 'operation', values: r.operationIds };
     }
     if (r.includeTags.length) return { dimension: 'tag', values: [r.includeTags[0]!] };
-    if (r.services && r.services.length <= MERGE_MAX) return { dimension: 'service', values: r.services };
-    if (r.resultIds && r.resultIds.length <= MERGE_MAX) return { dimension: 'result', values: r.resultIds };
-    // (tenant_id, ts) and the rowid: each tenant's stream is already in keyset order.
-    if (r.tenantIds && r.tenantIds.length <= MERGE_MAX) return { dimension: 'tenant', values: r.tenantIds };
-    return { dimension: 'time', values: [0] };
+    // Service, result and tenant each walk a covering index that checks the others on its
+    // entries, so the rarest of those given drives: exchange failures walk the failures (5% of
+    // events) rather than Exchange's 40%. Ties keep this order.
+    const candidates: Array<{ dimension: 'service' | 'result' | 'tenant'; values: Array<string | number> }> =
+      [];
+    if (r.services && r.services.length <= MERGE_MAX)
+      candidates.push({ dimension: 'service', values: r.services });
+    if (r.resultIds && r.resultIds.length <= MERGE_MAX)
+      candidates.push({ dimension: 'result', values: r.resultIds });
+    if (r.tenantIds && r.tenantIds.length <= MERGE_MAX)
+      candidates.push({ dimension: 'tenant', values: r.tenantIds });
+    if (candidates.length > 1) {
+      const shares = this.shares();
+      const weight = (c: (typeof candidates)[number]) => {
+        const counts = shares[c.dimension] as Map<string | number, number>;
+        return c.values.reduce<number>((sum, v) => sum + (counts.get(v) ?? 0), 0);
+      };
+      let best = candidates[0]!;
+      let least = weight(best);
+      for (const c of candidates.slice(1)) {
+        const w = weight(c);
+        if (w < least) [best, least] = [c, w];
+      }
+      return best;
+    }
+    return candidates[0] ?? { dimension: 'time', values: [0] };
+  }
+
+  /** The sampled shares (SAMPLE), taken again once older than SAMPLE_TTL_MS. */
+  private shares(): Shares {
+    const now = Date.now();
+    if (this.sampled && now - this.sampled.takenAt < SAMPLE_TTL_MS) return this.sampled;
+    const out: Shares = { takenAt: now, service: new Map(), result: new Map(), tenant: new Map() };
+    const add = <K>(m: Map<K, number>, k: K, n: number) => m.set(k, (m.get(k) ?? 0) + n);
+    for (const [service, result, tenant, n] of this.statement(SAMPLE).all() as Array<
+      [string, number, number, number]
+    >) {
+      add(out.service, service, n);
+      add(out.result, result, n);
+      add(out.tenant, tenant, n);
+    }
+    this.sampled = out;
+    return out;
   }
 
   /**

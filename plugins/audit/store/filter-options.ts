@@ -31,9 +31,9 @@ export function storedServices(db: Database): string[] {
   return db
     .prepare(`
       WITH RECURSIVE s(v) AS (
-        SELECT (SELECT min(service) FROM audit_events INDEXED BY audit_events_service_ts)
+        SELECT (SELECT min(service) FROM audit_events INDEXED BY audit_events_service_cover)
         UNION ALL
-        SELECT (SELECT min(service) FROM audit_events INDEXED BY audit_events_service_ts WHERE service > s.v)
+        SELECT (SELECT min(service) FROM audit_events INDEXED BY audit_events_service_cover WHERE service > s.v)
         FROM s WHERE s.v IS NOT NULL
       )
       SELECT v FROM s WHERE v IS NOT NULL`)
@@ -65,7 +65,7 @@ export function filterOptions(db: Database, privacy?: PrivacyScope): FilterOptio
 
   const serviceInTenants = limited
     ? db.prepare(
-        `SELECT 1 FROM audit_events e INDEXED BY audit_events_service_ts WHERE e.service = ?${inTenants} LIMIT 1`,
+        `SELECT 1 FROM audit_events e INDEXED BY audit_events_service_cover WHERE e.service = ?${inTenants} LIMIT 1`,
       )
     : undefined;
   const services = storedServices(db).filter(
@@ -104,7 +104,7 @@ export function filterOptions(db: Database, privacy?: PrivacyScope): FilterOptio
     .prepare(`
       SELECT DISTINCT r.normalized FROM audit_results r
       WHERE EXISTS (
-        SELECT 1 FROM audit_events e INDEXED BY audit_events_result_ts
+        SELECT 1 FROM audit_events e INDEXED BY audit_events_result_cover
         WHERE e.result_id = r.id AND ${visible})
       ORDER BY 1`)
     .pluck()

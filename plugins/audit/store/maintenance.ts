@@ -139,7 +139,7 @@ export function pruneUnusedNames(db: Database, dictionaries: Dictionaries): numb
       .run().changes;
     n += db
       .prepare(
-        'DELETE FROM audit_results WHERE NOT EXISTS (SELECT 1 FROM audit_events INDEXED BY audit_events_result_ts WHERE result_id = audit_results.id)',
+        'DELETE FROM audit_results WHERE NOT EXISTS (SELECT 1 FROM audit_events INDEXED BY audit_events_result_cover WHERE result_id = audit_results.id)',
       )
       .run().changes;
     return n;

@@ -178,6 +178,12 @@ describe('GET /api/events paging', () => {
     ['two tags', { include_tags: ['suspicious', 'incident-42'] }],
     ['excluded tags', { exclude_tags: ['reviewed', 'Ünï tag'] }],
     ['services and an actor', { services: ['exchange', 'sharepoint'], actor: 'contoso' }],
+    // The rarer of service and result drives the walk (event-query.ts `driver`): both ways.
+    [
+      'common services and a rare result',
+      { services: ['exchange', 'sharepoint', 'teams'], result: 'failure' },
+    ],
+    ['a rare service and a common result', { services: ['onedrive'], result: 'success', actor: 'contoso' }],
     [
       'services, a tag and a window',
       { services: ['sharepoint', 'onedrive'], include_tags: ['reviewed'], start: T0 + 60 * 60_000 },
