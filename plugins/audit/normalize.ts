@@ -31,6 +31,11 @@ export interface NormalizedEvent {
   sessionId?: string;
   /** The upstream record as JSON text. */
   raw: string;
+  /**
+   * The same record as parsed, handed to the alert engine in this process so Sigma rules read it
+   * without parsing `raw` again. Never stored or sent: `raw` is.
+   */
+  record?: unknown;
 }
 
 /** The pivot keys a record carries (issue 29): client IP, correlation id, session id. */
@@ -321,6 +326,7 @@ export function normalizeRecord(
       ...(pivots.correlationId ? { correlationId: pivots.correlationId } : {}),
       ...(pivots.sessionId ? { sessionId: pivots.sessionId } : {}),
       raw: JSON.stringify(record),
+      record,
     },
   };
 }

@@ -182,6 +182,7 @@ export function toAlertable({ seq, event }: StoredEvent): AlertableEvent {
   return {
     source: event.source,
     raw: event.raw,
+    ...(event.record !== undefined ? { record: event.record } : {}),
     seq,
     timestamp: event.timestamp,
     service: event.service,

@@ -22,6 +22,8 @@ export interface AlertableEvent {
   /** The source it was collected from and the upstream record as stored (Sigma rules read them). */
   source?: string;
   raw?: string;
+  /** The upstream record already parsed (`raw` as an object), when the normaliser handed it on. */
+  record?: unknown;
 }
 
 type Test = (e: AlertableEvent, memo: EventMemo) => boolean;
@@ -36,6 +38,7 @@ export class EventMemo {
 
   /** The upstream record, parsed once (undefined when the event carries none). */
   record(): unknown {
+    if (this.parsed === undefined && this.event.record !== undefined) this.parsed = this.event.record;
     if (this.parsed === undefined && this.event.raw !== undefined) {
       try {
         this.parsed = JSON.parse(this.event.raw);

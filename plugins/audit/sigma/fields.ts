@@ -134,8 +134,9 @@ export function valuesAt(record: unknown, path: FieldPath): { values: Leaf[]; pr
   // The usual case, a top-level field of an object holding a value or nothing: no walk.
   if (path.length === 1 && typeof record === 'object' && record !== null && !Array.isArray(record)) {
     const key = path[0]!;
-    if (!Object.hasOwn(record, key)) return { values: [], present: false };
     const v = (record as Record<string, unknown>)[key];
+    // An undefined value is absent, as in the record's JSON text.
+    if (!Object.hasOwn(record, key) || v === undefined) return { values: [], present: false };
     if (v === null || typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean')
       return { values: [v], present: true };
   }
@@ -143,9 +144,11 @@ export function valuesAt(record: unknown, path: FieldPath): { values: Leaf[]; pr
   let present = false;
   const walk = (node: unknown, i: number) => {
     if (Array.isArray(node)) {
-      for (const item of node) walk(item, i);
+      // In JSON text an undefined array item is null.
+      for (const item of node) walk(item === undefined ? null : item, i);
       return;
     }
+    if (node === undefined) return;
     if (i === path.length) {
       present = true;
       if (node === null || typeof node === 'string' || typeof node === 'number' || typeof node === 'boolean')

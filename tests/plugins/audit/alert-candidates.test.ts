@@ -52,11 +52,13 @@ const value = fc.oneof(
   fc.constant(null),
 );
 
+const fieldNames = (product: 'm365' | 'azure') =>
+  product === 'm365'
+    ? [...M365_OPERATION, ...M365_OPERATION, 'ResultStatus', 'UserId', 'ObjectId']
+    : [...AZURE_OPERATION, 'Result', 'InitiatedBy.user.userPrincipalName'];
+
 function field(product: 'm365' | 'azure') {
-  const names =
-    product === 'm365'
-      ? [...M365_OPERATION, ...M365_OPERATION, 'ResultStatus', 'UserId', 'ObjectId']
-      : [...AZURE_OPERATION, 'Result', 'InitiatedBy.user.userPrincipalName'];
+  const names = fieldNames(product);
   return fc.tuple(
     fc.constantFrom(...names),
     fc.constantFrom(...MODIFIERS),
@@ -66,15 +68,21 @@ function field(product: 'm365' | 'azure') {
 
 /** A selection's body: a map of fields, a list of maps, or keywords. */
 function selection(product: 'm365' | 'azure') {
-  const map = fc.array(field(product), { minLength: 1, maxLength: 3 }).map((fields) => {
-    const out: Record<string, unknown> = {};
-    for (const [name, mod, values] of fields) {
-      // null takes no modifier; one value is written bare, as rules usually do.
-      const key = `${name}${values.includes(null) ? '' : mod}`;
-      out[key] = values.length === 1 ? values[0] : values;
-    }
-    return out;
+  const exists = fc.option(fc.tuple(fc.constantFrom(...fieldNames(product)), fc.boolean()), {
+    nil: undefined,
   });
+  const map = fc
+    .tuple(fc.array(field(product), { minLength: 1, maxLength: 3 }), exists)
+    .map(([fields, has]) => {
+      const out: Record<string, unknown> = {};
+      if (has) out[`${has[0]}|exists`] = has[1];
+      for (const [name, mod, values] of fields) {
+        // null takes no modifier; one value is written bare, as rules usually do.
+        const key = `${name}${values.includes(null) ? '' : mod}`;
+        out[key] = values.length === 1 ? values[0] : values;
+      }
+      return out;
+    });
   return fc.oneof(
     { weight: 4, arbitrary: map },
     { weight: 1, arbitrary: fc.array(map, { minLength: 1, maxLength: 3 }) },
@@ -157,6 +165,8 @@ const event = fc
       tags: [],
       source: r.source,
       raw: JSON.stringify(record),
+      // As the normaliser hands it on: the parsed record beside its text (undefined values and all).
+      record,
     };
   });
 
@@ -173,6 +183,30 @@ function install(db: Database, docs: unknown[]) {
   installSigmaRules(db, alerts, rules, 0);
   return [...alerts.fileRules.values()];
 }
+
+describe('the record a rule reads', () => {
+  it('gives every rule the same answer from the parsed record as from its stored text', () => {
+    const db = database();
+    fc.assert(
+      fc.property(
+        fc.array(rule, { minLength: 1, maxLength: 12 }),
+        fc.array(event, { minLength: 1, maxLength: 12 }),
+        (docs, events) => {
+          const rules = install(db, docs);
+          for (const e of events) {
+            const { record: _parsed, ...stored } = e;
+            for (const r of rules) {
+              expect(r.matches(e, new EventMemo(e)), `${r.file} on ${e.raw}`).toBe(
+                r.matches(stored, new EventMemo(stored)),
+              );
+            }
+          }
+        },
+      ),
+      { numRuns: 150 },
+    );
+  });
+});
 
 describe('the candidate index', () => {
   it('never leaves out a rule that matches the event (random rules and events)', () => {
