@@ -8,7 +8,7 @@
 import type { Hono } from 'hono';
 import { z } from 'zod';
 import type { OperationSpec, ResponseSpec } from '../../../src/http/openapi.js';
-import { COMMON_PROBLEMS, problem } from '../../../src/http/openapi.js';
+import { problem } from '../../../src/http/openapi.js';
 import { cursorCodec, readCursor } from '../../../src/http/paging.js';
 import { ProblemError } from '../../../src/http/problem.js';
 import { CURSOR_DESCRIPTION, limitParam } from '../../../src/http/schemas.js';
@@ -20,6 +20,7 @@ import { type TrailFilters, TrailQuery } from '../store/trail-query.js';
 import type { AuditEnv } from './context.js';
 import { csvCell, type ExportSlots, exportHeaders, exportResponses, exportStream } from './export.js';
 import { AUDIT_PAGE, dateTime, queryObject, single } from './filters.js';
+import { searchOperation } from './operation.js';
 import { TRAIL_ACTIONS } from './trail.js';
 
 const TRAIL_RESULTS = ['success', 'failure', 'refused'] as const;
@@ -290,22 +291,16 @@ export function trailOperations(signedIn: Record<number, ResponseSpec>): Operati
     403: problem('This needs an administrator role (AUDIT_ADMIN_ROLES, default `admin`).'),
   };
   return [
-    {
-      method: 'get',
+    searchOperation(admin, {
       path: '/api/audit-trail',
       operationId: 'searchAuditTrail',
       tag: 'operations',
       summary: 'The internal audit trail: who did what, when, from where (administrators)',
       description:
         'Newest first, with cursor paging as /api/events. Requests refused by authorization or a rate limit (401, 403, 429) are counted: one row per hour, client, status, method, route and caller.',
-      security: 'optional-bearer',
-      params: { query: trailQuerySchema },
-      responses: {
-        200: { description: 'One page.', body: trailPageSchema },
-        400: COMMON_PROBLEMS.badInput,
-        ...admin,
-      },
-    },
+      query: trailQuerySchema,
+      page: trailPageSchema,
+    }),
     {
       method: 'get',
       path: '/api/audit-trail/export',

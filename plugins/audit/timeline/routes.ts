@@ -11,12 +11,13 @@
  * the name exists behind the privacy gate.
  */
 import type { Hono } from 'hono';
-import { COMMON_PROBLEMS, type OperationSpec, type ResponseSpec } from '../../../src/http/openapi.js';
+import type { OperationSpec, ResponseSpec } from '../../../src/http/openapi.js';
 import { validationProblem } from '../../../src/http/problem.js';
 import { type AuditEnv, callerOf } from '../http/context.js';
 import { encodeCursor, readEventsCursor } from '../http/cursor.js';
 import { toApiEvent } from '../http/event-json.js';
 import { AUDIT_PAGE, queryObject } from '../http/filters.js';
+import { checkedOperation } from '../http/operation.js';
 import type { PrivacyPolicy } from '../http/privacy.js';
 import type { AuditStore } from '../store/audit-store.js';
 import type { EventFilters } from '../store/event-query.js';
@@ -26,7 +27,7 @@ const DAY_MS = 86_400_000;
 
 export function timelineOperations(signedIn: Record<number, ResponseSpec>): OperationSpec[] {
   return [
-    {
+    checkedOperation(signedIn, {
       method: 'get',
       path: '/api/actors/timeline',
       operationId: 'actorTimeline',
@@ -34,14 +35,9 @@ export function timelineOperations(signedIn: Record<number, ResponseSpec>): Oper
       summary: 'One actor’s events across services, newest first, with counts per day and service',
       description:
         'The page is `GET /api/events`’s (same events, same cursors); `counts` and `totals` cover the whole window. Privacy-gated events are left out of both for callers without the role. An actor with no visible events gets an empty timeline.',
-      security: 'optional-bearer',
       params: { query: timelineQuerySchema },
-      responses: {
-        200: { description: 'The timeline.', body: timelineSchema },
-        400: COMMON_PROBLEMS.badInput,
-        ...signedIn,
-      },
-    },
+      responses: { 200: { description: 'The timeline.', body: timelineSchema } },
+    }),
   ];
 }
 
