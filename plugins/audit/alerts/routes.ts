@@ -9,9 +9,9 @@
 import type { Context, Hono } from 'hono';
 import { z } from 'zod';
 import { BODY_PROBLEMS, type OperationSpec, problem, type ResponseSpec } from '../../../src/http/openapi.js';
-import { cursorCodec, readCursor } from '../../../src/http/paging.js';
 import { ProblemError } from '../../../src/http/problem.js';
 import { type AuditContext, type AuditEnv, callerOf, fieldProblem, jsonBody } from '../http/context.js';
+import { atIdCursor, pageEnvelope } from '../http/cursor.js';
 import { bodyTooLarge } from '../http/events-routes.js';
 import { queryObject } from '../http/filters.js';
 import { checkedOperation, searchOperation, signedInOperation } from '../http/operation.js';
@@ -20,10 +20,10 @@ import { trailOf } from '../http/trail.js';
 import { maySee } from '../saved/access.js';
 import { SavedSearchRepository } from '../saved/repository.js';
 import type { AuditConfig, AuthSettings } from '../settings.js';
-import { type AlertPosition, type AlertRepository, RuleNameTakenError } from './alert-repository.js';
+import { type AlertRepository, RuleNameTakenError } from './alert-repository.js';
 import { toApiAlert, toApiRule } from './api-json.js';
 import { conditionJson, MAX_RULES, ruleBodySchema } from './condition.js';
-import { alertsPosition, alertsQuerySchema } from './query.js';
+import { alertsQuerySchema } from './query.js';
 import {
   type ApiSigmaReport,
   alertPageSchema,
@@ -281,12 +281,7 @@ function refuseFileRule(store: AlertRepository, id: number): void {
   }
 }
 
-// `k` in the position keeps an events cursor from being taken for an alerts one.
-const alertsCursor = cursorCodec(alertsPosition);
-
-export function encodeAlertsCursor(direction: 'next' | 'prev', p: AlertPosition): string {
-  return alertsCursor.encode({ k: 'alerts', d: direction, at: p.at, id: p.id });
-}
+const alertsCursor = atIdCursor('alerts');
 
 export function alertsRoutes(
   deps: { alerts: () => AlertRepository; config?: { privacy: AuditConfig['privacy'] } },
@@ -300,10 +295,7 @@ export function alertsRoutes(
     const parsed = alertsQuerySchema.safeParse(queryObject(c.req.queries()));
     if (!parsed.success) throw ruleProblem(parsed.error);
     const q = parsed.data;
-    const cursor =
-      q.cursor === undefined
-        ? undefined
-        : readCursor(alertsCursor, q.cursor, 'is not a cursor this API issued');
+    const cursor = alertsCursor.read(q.cursor);
     const page = deps.alerts().page(
       {
         ...(q.rule ? { ruleIds: q.rule } : {}),
@@ -313,14 +305,9 @@ export function alertsRoutes(
         ...(tenants ? { tenants } : {}),
       },
       q.limit,
-      cursor ? { direction: cursor.d, position: { at: cursor.at, id: cursor.id } } : undefined,
+      cursor,
     );
-    return c.json({
-      data: page.rows.map(toApiAlert),
-      next_cursor: page.next ? encodeAlertsCursor('next', page.next) : null,
-      prev_cursor: page.prev ? encodeAlertsCursor('prev', page.prev) : null,
-      limit: q.limit,
-    });
+    return c.json(pageEnvelope(page, toApiAlert, alertsCursor.encode, q.limit));
   });
 
   app.get('/:id', (c) => {

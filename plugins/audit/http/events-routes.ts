@@ -15,8 +15,8 @@ import type { AuditStore } from '../store/audit-store.js';
 import type { EventRow } from '../store/event-query.js';
 import { eventKeys } from '../timeline/keys.js';
 import { type AuditContext, type AuditEnv, callerOf, fieldProblem, jsonBody } from './context.js';
-import { encodeCursor, readEventsCursor } from './cursor.js';
-import { parseEventId, toApiComment, toApiEvent } from './event-json.js';
+import { readEventsCursor } from './cursor.js';
+import { eventPageJson, parseEventId, toApiComment, toApiEvent } from './event-json.js';
 import {
   AUDIT_PAGE,
   parseSearchQuery,
@@ -148,13 +148,7 @@ export function searchPage(
     limit,
     ...(cursor ? { cursor } : {}),
   });
-  const comments = repos.annotations.comments(page.rows.filter((r) => r.comment_count > 0).map((r) => r.seq));
-  return c.json({
-    data: page.rows.map((r) => toApiEvent(r, repos.dictionaries, comments.get(r.seq))),
-    next_cursor: page.next ? encodeCursor('next', page.next) : null,
-    prev_cursor: page.prev ? encodeCursor('prev', page.prev) : null,
-    limit,
-  });
+  return c.json(eventPageJson(repos, page, limit));
 }
 
 export function eventsRoutes(

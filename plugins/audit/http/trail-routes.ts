@@ -9,7 +9,6 @@ import type { Hono } from 'hono';
 import { z } from 'zod';
 import type { OperationSpec, ResponseSpec } from '../../../src/http/openapi.js';
 import { problem } from '../../../src/http/openapi.js';
-import { cursorCodec, readCursor } from '../../../src/http/paging.js';
 import { ProblemError } from '../../../src/http/problem.js';
 import { CURSOR_DESCRIPTION, limitParam } from '../../../src/http/schemas.js';
 import type { KernelLogger } from '../../../src/kernel/actor.js';
@@ -18,6 +17,7 @@ import type { AuditStore } from '../store/audit-store.js';
 import type { TrailRow } from '../store/audit-trail.js';
 import { type TrailFilters, TrailQuery } from '../store/trail-query.js';
 import type { AuditEnv } from './context.js';
+import { atIdCursor, pageEnvelope } from './cursor.js';
 import { csvCell, type ExportSlots, exportHeaders, exportResponses, exportStream } from './export.js';
 import { AUDIT_PAGE, dateTime, queryObject, single } from './filters.js';
 import { searchOperation } from './operation.js';
@@ -83,15 +83,7 @@ export const trailExportQuerySchema = z
   })
   .superRefine(endAfterStart);
 
-// `k` keeps an events or alerts cursor from being taken for a trail one.
-const trailCursor = cursorCodec(
-  z.strictObject({
-    k: z.literal('trail'),
-    d: z.enum(['next', 'prev']),
-    at: z.int().nonnegative(),
-    id: z.int().positive(),
-  }),
-);
+const trailCursor = atIdCursor('trail');
 
 export const trailEntrySchema = z.object({
   id: z.string(),
@@ -241,23 +233,9 @@ export function trailRoutes(
     const parsed = trailQuerySchema.safeParse(queryObject(c.req.queries()));
     if (!parsed.success) throw queryProblem(parsed.error);
     const q = parsed.data;
-    const cursor =
-      q.cursor === undefined
-        ? undefined
-        : readCursor(trailCursor, q.cursor, 'is not a cursor this API issued');
-    const page = query().page(
-      filtersOf(q),
-      q.limit,
-      cursor ? { direction: cursor.d, position: { at: cursor.at, id: cursor.id } } : undefined,
-    );
-    const encode = (d: 'next' | 'prev', p: { at: number; id: number }) =>
-      trailCursor.encode({ k: 'trail', d, at: p.at, id: p.id });
-    return c.json({
-      data: page.rows.map(toApiTrailEntry),
-      next_cursor: page.next ? encode('next', page.next) : null,
-      prev_cursor: page.prev ? encode('prev', page.prev) : null,
-      limit: q.limit,
-    });
+    const cursor = trailCursor.read(q.cursor);
+    const page = query().page(filtersOf(q), q.limit, cursor);
+    return c.json(pageEnvelope(page, toApiTrailEntry, trailCursor.encode, q.limit));
   });
 
   app.get('/export', (c) => {

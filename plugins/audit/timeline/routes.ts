@@ -14,8 +14,8 @@ import type { Hono } from 'hono';
 import type { OperationSpec, ResponseSpec } from '../../../src/http/openapi.js';
 import { validationProblem } from '../../../src/http/problem.js';
 import { type AuditEnv, callerOf } from '../http/context.js';
-import { encodeCursor, readEventsCursor } from '../http/cursor.js';
-import { toApiEvent } from '../http/event-json.js';
+import { readEventsCursor } from '../http/cursor.js';
+import { eventPageJson } from '../http/event-json.js';
 import { AUDIT_PAGE, queryObject } from '../http/filters.js';
 import { checkedOperation } from '../http/operation.js';
 import type { PrivacyPolicy } from '../http/privacy.js';
@@ -65,9 +65,7 @@ export function timelineRoutes(
     const scope = deps.privacy.scopeFor(callerOf(c));
     const repos = deps.store.repos();
     const page = repos.query.page({ filters, privacy: scope, limit, ...(cursor ? { cursor } : {}) });
-    const comments = repos.annotations.comments(
-      page.rows.filter((r) => r.comment_count > 0).map((r) => r.seq),
-    );
+    const events = eventPageJson(repos, page, limit);
     const daily = repos.query.daily(filters, scope);
     const services = new Map<string, { events: number; failures: number }>();
     for (const d of daily) {
@@ -83,10 +81,7 @@ export function timelineRoutes(
         days,
         until: new Date(last).toISOString().slice(0, 10),
       },
-      data: page.rows.map((r) => toApiEvent(r, repos.dictionaries, comments.get(r.seq))),
-      next_cursor: page.next ? encodeCursor('next', page.next) : null,
-      prev_cursor: page.prev ? encodeCursor('prev', page.prev) : null,
-      limit,
+      ...events,
       counts: daily.map((d) => ({
         day: new Date(d.day * DAY_MS).toISOString().slice(0, 10),
         service: d.service,
