@@ -49,3 +49,14 @@ export function meshhubCli(args: string[], run: CliRun): Promise<CliResult> {
     if (run.stdin !== undefined) child.stdin.end(run.stdin);
   });
 }
+
+/**
+ * `meshhub start` as a person runs it with `home` as HOME (the data folder inside it, no radio),
+ * `env` on top and stdin closed: for the tests of a start that a bad setting refuses.
+ */
+export function startInHome(home: string, env: Record<string, string> = {}): Promise<CliResult> {
+  return meshhubCli(['start'], {
+    env: { PATH: process.env.PATH ?? '', HOME: home, DATA_DIR: join(home, 'data'), RADIO: 'none', ...env },
+    stdin: '',
+  });
+}

@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { meshhubCli } from '../helpers/cli.js';
+import { startInHome } from '../helpers/cli.js';
 
 const dirs: string[] = [];
 afterEach(() => {
@@ -14,17 +14,7 @@ describe('TRACEROUTE_TIMEOUT and TOPOLOGY_RETENTION_DAYS', () => {
   it('out of range: `meshhub start` exits 1 naming each setting and what it takes, with no stack trace', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'meshhub-topology-'));
     dirs.push(dir);
-    const result = await meshhubCli(['start'], {
-      env: {
-        PATH: process.env.PATH ?? '',
-        HOME: dir,
-        DATA_DIR: join(dir, 'data'),
-        RADIO: 'none',
-        TRACEROUTE_TIMEOUT: '2s',
-        TOPOLOGY_RETENTION_DAYS: '0',
-      },
-      stdin: '',
-    });
+    const result = await startInHome(dir, { TRACEROUTE_TIMEOUT: '2s', TOPOLOGY_RETENTION_DAYS: '0' });
     expect(result.code).toBe(1);
     expect(result.err).toContain('TRACEROUTE_TIMEOUT: must be from 5s to 10m, e.g. 60s (got "2s")');
     expect(result.err).toContain('TOPOLOGY_RETENTION_DAYS: must be a whole number from 1 to 3650 (got "0")');

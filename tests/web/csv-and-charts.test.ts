@@ -4,35 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { chartSeries, summarise } from '../../src/web/src/lib/chart-series.js';
 import { csvFileName, historyCsv, toCsv } from '../../src/web/src/lib/csv.js';
 import { METRICS, type ReadingJson } from '../../src/web/src/lib/metrics.js';
-
-/** RFC 4180 reader, for checking what we write. */
-function parseCsv(text: string): string[][] {
-  const rows: string[][] = [];
-  let row: string[] = [];
-  let field = '';
-  let quoted = false;
-  for (let i = 0; i < text.length; i++) {
-    const c = text[i]!;
-    if (quoted) {
-      if (c === '"' && text[i + 1] === '"') {
-        field += '"';
-        i++;
-      } else if (c === '"') quoted = false;
-      else field += c;
-    } else if (c === '"') quoted = true;
-    else if (c === ',') {
-      row.push(field);
-      field = '';
-    } else if (c === '\r' && text[i + 1] === '\n') {
-      row.push(field);
-      rows.push(row);
-      row = [];
-      field = '';
-      i++;
-    } else field += c;
-  }
-  return rows;
-}
+import { parseCsv } from '../helpers/csv.js';
 
 const rows: ReadingJson[] = [
   { node_id: '!a1b2c3d4', timestamp: '2026-11-21T10:00:00.000Z', temperature_c: 21.5, pressure_pa: 101325 },

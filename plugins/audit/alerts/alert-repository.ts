@@ -4,6 +4,7 @@
  * and the evaluator share one instance per connection (`AlertRepository.on(db)`).
  */
 import type { Database, Statement } from '../../../src/store/database.js';
+import { Where } from '../store/where.js';
 import type { RuleScope } from './candidates.js';
 import { type Condition, conditionSchema, type RuleBody } from './condition.js';
 import type { AlertableEvent, EventMemo } from './matcher.js';
@@ -322,28 +323,17 @@ export class AlertRepository {
     limit: number,
     cursor?: { direction: 'next' | 'prev'; position: AlertPosition },
   ): { rows: AlertRow[]; next?: AlertPosition; prev?: AlertPosition } {
-    const where: string[] = [];
-    const params: unknown[] = [];
-    if (filters.ruleIds?.length) {
-      where.push(`rule_id IN (${filters.ruleIds.map(() => '?').join(', ')})`);
-      params.push(...filters.ruleIds);
-    }
-    if (filters.severities?.length) {
-      where.push(`severity IN (${filters.severities.map(() => '?').join(', ')})`);
-      params.push(...filters.severities);
-    }
-    if (filters.start !== undefined) {
-      where.push('fired_at >= ?');
-      params.push(filters.start);
-    }
-    if (filters.end !== undefined) {
-      where.push('fired_at < ?');
-      params.push(filters.end);
-    }
+    const filtered = new Where()
+      .anyOf('rule_id', filters.ruleIds)
+      .anyOf('severity', filters.severities)
+      .within('fired_at', filters.start, filters.end);
     if (filters.tenants) {
-      where.push("coalesce(json_extract(detail, '$.tenant'), 'default') IN (SELECT value FROM json_each(?))");
-      params.push(JSON.stringify(filters.tenants));
+      filtered.add(
+        "coalesce(json_extract(detail, '$.tenant'), 'default') IN (SELECT value FROM json_each(?))",
+        JSON.stringify(filters.tenants),
+      );
     }
+    const { clauses: where, params } = filtered;
     const run = (extra: string, extraParams: unknown[], order: 'ASC' | 'DESC', n: number) => {
       const all = [...where, ...(extra ? [extra] : [])];
       const sql = `SELECT * FROM audit_alerts ${all.length ? `WHERE ${all.join(' AND ')}` : ''}

@@ -31,10 +31,3 @@ export const alertsQuerySchema = z
       ctx.addIssue({ code: 'custom', path: ['end'], message: 'must be after start' });
     }
   });
-
-export const alertsPosition = z.strictObject({
-  k: z.literal('alerts'),
-  d: z.enum(['next', 'prev']),
-  at: z.int().nonnegative(),
-  id: z.int().positive(),
-});

@@ -8,27 +8,22 @@
  */
 import type { Context, Hono } from 'hono';
 import { z } from 'zod';
-import {
-  BODY_PROBLEMS,
-  COMMON_PROBLEMS,
-  type OperationSpec,
-  problem,
-  type ResponseSpec,
-} from '../../../src/http/openapi.js';
-import { cursorCodec, readCursor } from '../../../src/http/paging.js';
+import { BODY_PROBLEMS, type OperationSpec, problem, type ResponseSpec } from '../../../src/http/openapi.js';
 import { ProblemError } from '../../../src/http/problem.js';
 import { type AuditContext, type AuditEnv, callerOf, fieldProblem, jsonBody } from '../http/context.js';
+import { atIdCursor, pageEnvelope } from '../http/cursor.js';
 import { bodyTooLarge } from '../http/events-routes.js';
 import { queryObject } from '../http/filters.js';
+import { checkedOperation, searchOperation, signedInOperation } from '../http/operation.js';
 import { PrivacyPolicy } from '../http/privacy.js';
 import { trailOf } from '../http/trail.js';
 import { maySee } from '../saved/access.js';
 import { SavedSearchRepository } from '../saved/repository.js';
 import type { AuditConfig, AuthSettings } from '../settings.js';
-import { type AlertPosition, type AlertRepository, RuleNameTakenError } from './alert-repository.js';
+import { type AlertRepository, RuleNameTakenError } from './alert-repository.js';
 import { toApiAlert, toApiRule } from './api-json.js';
 import { conditionJson, MAX_RULES, ruleBodySchema } from './condition.js';
-import { alertsPosition, alertsQuerySchema } from './query.js';
+import { alertsQuerySchema } from './query.js';
 import {
   type ApiSigmaReport,
   alertPageSchema,
@@ -86,22 +81,20 @@ export function alertOperations(signedIn: Record<number, ResponseSpec>): Operati
       'Every object is strict: an unknown field is a 400 naming it (`condition.actor.regex`). Text matches are literal and case-insensitive; there are no patterns.',
   };
   return [
-    {
+    signedInOperation(reader, {
       method: 'get',
       path: '/api/rules',
       operationId: 'listRules',
       tag: 'alerts',
       summary: 'Every alert rule',
-      security: 'optional-bearer',
-      responses: { 200: { description: 'The rules, oldest first.', body: ruleListSchema }, ...reader },
-    },
-    {
+      responses: { 200: { description: 'The rules, oldest first.', body: ruleListSchema } },
+    }),
+    checkedOperation(admin, {
       method: 'post',
       path: '/api/rules',
       operationId: 'createRule',
       tag: 'alerts',
       summary: 'Create an alert rule (it applies to the next stored event)',
-      security: 'optional-bearer',
       body: ruleBody,
       responses: {
         201: {
@@ -109,100 +102,76 @@ export function alertOperations(signedIn: Record<number, ResponseSpec>): Operati
           body: ruleSchema,
           headers: { Location: { description: '`/api/rules/{id}`.' } },
         },
-        400: COMMON_PROBLEMS.badInput,
-        ...admin,
         409: clash,
         ...BODY_PROBLEMS,
         422: problem('There are 500 rules already.'),
       },
-    },
-    {
+    }),
+    signedInOperation(reader, {
       method: 'get',
       path: '/api/rules/sigma',
       operationId: 'sigmaRules',
       tag: 'alerts',
       summary: 'The Sigma rules read from SIGMA_RULES_DIR at start-up, and those refused with the reason',
-      security: 'optional-bearer',
-      responses: { 200: { description: 'Loaded and refused rules.', body: sigmaReportSchema }, ...reader },
-    },
-    {
+      responses: { 200: { description: 'Loaded and refused rules.', body: sigmaReportSchema } },
+    }),
+    checkedOperation(reader, {
       method: 'get',
       path: '/api/rules/{id}',
       operationId: 'getRule',
       tag: 'alerts',
       summary: 'One alert rule',
-      security: 'optional-bearer',
       params: { path: idPath },
-      responses: {
-        200: { description: 'The rule.', body: ruleSchema },
-        400: COMMON_PROBLEMS.badInput,
-        ...reader,
-        404: noRule,
-      },
-    },
-    {
+      responses: { 200: { description: 'The rule.', body: ruleSchema }, 404: noRule },
+    }),
+    checkedOperation(admin, {
       method: 'put',
       path: '/api/rules/{id}',
       operationId: 'replaceRule',
       tag: 'alerts',
       summary: 'Replace an alert rule (a changed condition starts its threshold counts afresh)',
-      security: 'optional-bearer',
       params: { path: idPath },
       body: ruleBody,
       responses: {
         200: { description: 'The rule afterwards.', body: ruleSchema },
-        400: COMMON_PROBLEMS.badInput,
-        ...admin,
         404: noRule,
         409: problem('Another rule has this name, or the rule comes from a Sigma file (read-only).'),
         ...BODY_PROBLEMS,
       },
-    },
-    {
+    }),
+    checkedOperation(admin, {
       method: 'delete',
       path: '/api/rules/{id}',
       operationId: 'deleteRule',
       tag: 'alerts',
       summary: 'Delete an alert rule (its alerts stay)',
-      security: 'optional-bearer',
       params: { path: idPath },
       responses: {
         204: { description: 'Deleted.' },
-        400: COMMON_PROBLEMS.badInput,
-        ...admin,
         404: noRule,
         409: problem('The rule comes from a Sigma file (read-only): change the file and restart.'),
       },
-    },
-    {
-      method: 'get',
+    }),
+    searchOperation(admin, {
       path: '/api/alerts',
       operationId: 'searchAlerts',
       tag: 'alerts',
       summary: 'Alerts, newest first, with cursor paging both ways',
-      security: 'optional-bearer',
-      params: { query: alertsQuerySchema },
-      responses: {
-        200: { description: 'One page.', body: alertPageSchema },
-        400: COMMON_PROBLEMS.badInput,
-        ...admin,
-      },
-    },
-    {
+      query: alertsQuerySchema,
+      page: alertPageSchema,
+    }),
+    checkedOperation(admin, {
       method: 'get',
       path: '/api/alerts/{id}',
       operationId: 'getAlert',
       tag: 'alerts',
       summary: 'One alert',
-      security: 'optional-bearer',
       params: { path: idPath },
       responses: {
         200: { description: 'The alert.', body: alertSchema },
-        400: COMMON_PROBLEMS.badInput,
-        ...admin,
         404: problem('No alert with this id.'),
       },
-    },
+    }),
   ];
 }
 
@@ -312,12 +281,7 @@ function refuseFileRule(store: AlertRepository, id: number): void {
   }
 }
 
-// `k` in the position keeps an events cursor from being taken for an alerts one.
-const alertsCursor = cursorCodec(alertsPosition);
-
-export function encodeAlertsCursor(direction: 'next' | 'prev', p: AlertPosition): string {
-  return alertsCursor.encode({ k: 'alerts', d: direction, at: p.at, id: p.id });
-}
+const alertsCursor = atIdCursor('alerts');
 
 export function alertsRoutes(
   deps: { alerts: () => AlertRepository; config?: { privacy: AuditConfig['privacy'] } },
@@ -331,10 +295,7 @@ export function alertsRoutes(
     const parsed = alertsQuerySchema.safeParse(queryObject(c.req.queries()));
     if (!parsed.success) throw ruleProblem(parsed.error);
     const q = parsed.data;
-    const cursor =
-      q.cursor === undefined
-        ? undefined
-        : readCursor(alertsCursor, q.cursor, 'is not a cursor this API issued');
+    const cursor = alertsCursor.read(q.cursor);
     const page = deps.alerts().page(
       {
         ...(q.rule ? { ruleIds: q.rule } : {}),
@@ -344,14 +305,9 @@ export function alertsRoutes(
         ...(tenants ? { tenants } : {}),
       },
       q.limit,
-      cursor ? { direction: cursor.d, position: { at: cursor.at, id: cursor.id } } : undefined,
+      cursor,
     );
-    return c.json({
-      data: page.rows.map(toApiAlert),
-      next_cursor: page.next ? encodeAlertsCursor('next', page.next) : null,
-      prev_cursor: page.prev ? encodeAlertsCursor('prev', page.prev) : null,
-      limit: q.limit,
-    });
+    return c.json(pageEnvelope(page, toApiAlert, alertsCursor.encode, q.limit));
   });
 
   app.get('/:id', (c) => {

@@ -8,7 +8,6 @@
 import type { Hono } from 'hono';
 import {
   BODY_PROBLEMS,
-  COMMON_PROBLEMS,
   HEADERS,
   type OperationSpec,
   problem,
@@ -19,6 +18,7 @@ import type { CacheBackend } from '../cache/store.js';
 import { type AuditEnv, callerOf, fieldProblem, jsonBody } from '../http/context.js';
 import { parseEventId } from '../http/event-json.js';
 import { bodyTooLarge } from '../http/events-routes.js';
+import { checkedOperation, signedInOperation } from '../http/operation.js';
 import { eventIdPathSchema } from '../http/schemas.js';
 import type { AskJobRunnerActor } from '../jobs/job-runner-actor.js';
 import { ownerOf } from '../jobs/job-runner-actor.js';
@@ -46,7 +46,7 @@ export function aiOperations(signedIn: Record<number, ResponseSpec>): OperationS
     'Retry-After': HEADERS.retryAfter,
   });
   return [
-    {
+    checkedOperation(signedIn, {
       method: 'post',
       path: '/api/ask',
       operationId: 'ask',
@@ -54,7 +54,6 @@ export function aiOperations(signedIn: Record<number, ResponseSpec>): OperationS
       summary: 'A plain-language question about the events, answered by the LLM or as a list',
       description:
         'The question is parsed without an LLM (time range, people, devices, addresses, operations, intent → services); explicit filters win. Up to 1000 matches are fetched and a sample of at most LLM_MAX_EVENTS goes to the model. Without a working model the answer is a bullet list (`llm_used: false`, `fallback_reason`). With `"async": true`: 202 and a job id.',
-      security: 'optional-bearer',
       body: { schema: askBodySchema },
       responses: {
         200: { description: 'The answer.', body: askAnswerSchema },
@@ -63,49 +62,42 @@ export function aiOperations(signedIn: Record<number, ResponseSpec>): OperationS
           body: askAcceptedSchema,
           headers: { Location: { description: '/api/jobs/{job_id}' } },
         },
-        400: COMMON_PROBLEMS.badInput,
-        ...signedIn,
         ...BODY_PROBLEMS,
         429: limited,
         503: problem('Sign-in is misconfigured, or the job store is unavailable (async).', {
           'Retry-After': HEADERS.retryAfter,
         }),
       },
-    },
-    {
+    }),
+    signedInOperation(signedIn, {
       method: 'get',
       path: '/api/jobs/{job_id}',
       operationId: 'getJob',
       tag: 'ask',
       summary: 'Status and result of a background ask (only for the caller who created it)',
-      security: 'optional-bearer',
       params: { path: jobIdPathSchema },
       responses: {
         200: { description: 'The job.', body: jobSchema },
-        ...signedIn,
         404: problem('Unknown, expired (24 h), or created by someone else.'),
         503: problem('Sign-in is misconfigured, or the job store is unavailable.'),
       },
-    },
-    {
+    }),
+    checkedOperation(signedIn, {
       method: 'post',
       path: '/api/events/{id}/explain',
       operationId: 'explainEvent',
       tag: 'ask',
       summary: 'An explanation of one event: what happened, who, whether unusual, what to check',
-      security: 'optional-bearer',
       params: { path: eventIdPathSchema },
       responses: {
         200: { description: 'The explanation.', body: explainAnswerSchema },
-        400: COMMON_PROBLEMS.badInput,
-        ...signedIn,
         403: problem(
           'The event is privacy-gated and the caller’s roles do not allow it, or the caller has no reader role (`access`: `read`).',
         ),
         404: problem('No event with this id.'),
         429: limited,
       },
-    },
+    }),
   ];
 }
 

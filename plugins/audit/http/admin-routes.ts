@@ -23,6 +23,7 @@ import type { AuditStore } from '../store/audit-store.js';
 import { filterOptions } from '../store/filter-options.js';
 import { mayAccess } from './auth.js';
 import { type AuditEnv, callerOf, jsonBody } from './context.js';
+import { checkedOperation, signedInOperation } from './operation.js';
 import type { PrivacyPolicy } from './privacy.js';
 import {
   authConfigSchema,
@@ -48,31 +49,28 @@ export function adminOperations(signedIn: Record<number, ResponseSpec>): Operati
     'This needs an administrator role (AUDIT_ADMIN_ROLES, default `admin`); `access` (`admin`) and `roles` say which.',
   );
   return [
-    {
+    signedInOperation(signedIn, {
       method: 'get',
       path: '/api/filter-options',
       operationId: 'getFilterOptions',
       tag: 'operations',
       summary: 'Dropdown values for the filters (privacy-gated ones left out)',
-      security: 'optional-bearer',
-      responses: { 200: { description: 'The values.', body: filterOptionsSchema }, ...signedIn },
-    },
-    {
+      responses: { 200: { description: 'The values.', body: filterOptionsSchema } },
+    }),
+    signedInOperation(signedIn, {
       method: 'get',
       path: '/api/source-health',
       operationId: 'getSourceHealth',
       tag: 'operations',
       summary: 'Per source: the last attempt and success, errors, watermark and counts',
-      security: 'optional-bearer',
-      responses: { 200: { description: 'Every collected source.', body: sourceHealthSchema }, ...signedIn },
-    },
-    {
+      responses: { 200: { description: 'Every collected source.', body: sourceHealthSchema } },
+    }),
+    checkedOperation(signedIn, {
       method: 'post',
       path: '/api/fetch',
       operationId: 'requestFetch',
       tag: 'operations',
       summary: 'Fetch now (administrators; rate-limit tier fetch)',
-      security: 'optional-bearer',
       body: { schema: fetchBodySchema, required: false },
       responses: {
         202: {
@@ -80,8 +78,6 @@ export function adminOperations(signedIn: Record<number, ResponseSpec>): Operati
           body: fetchAcceptedSchema,
           headers: { Location: { description: '`/api/source-health`: where to watch it.' } },
         },
-        400: COMMON_PROBLEMS.badInput,
-        ...signedIn,
         403: adminOnly,
         409: problem('Collection is not configured.'),
         415: COMMON_PROBLEMS.notJson,
@@ -89,7 +85,7 @@ export function adminOperations(signedIn: Record<number, ResponseSpec>): Operati
           'Retry-After': HEADERS.retryAfter,
         }),
       },
-    },
+    }),
     {
       method: 'get',
       path: '/api/config/features',

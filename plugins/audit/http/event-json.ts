@@ -3,8 +3,10 @@
  * tags, comments), plus the raw result value, the target and where it came from.
  */
 import { type CommentRow, parseTags } from '../store/annotations.js';
+import type { AuditRepositories } from '../store/audit-store.js';
 import type { Dictionaries, NormalizedResult } from '../store/dictionaries.js';
-import type { EventRow } from '../store/event-query.js';
+import type { EventRow, Page } from '../store/event-query.js';
+import { encodeCursor, pageEnvelope } from './cursor.js';
 
 export interface ApiComment {
   id: string;
@@ -68,4 +70,15 @@ export function parseEventId(value: string): number | undefined {
   if (!/^[1-9][0-9]{0,15}$/.test(value)) return undefined;
   const n = Number(value);
   return Number.isSafeInteger(n) ? n : undefined;
+}
+
+/** One page of events in the search envelope, each with its comments (read for those that have any). */
+export function eventPageJson(repos: AuditRepositories, page: Page, limit: number) {
+  const comments = repos.annotations.comments(page.rows.filter((r) => r.comment_count > 0).map((r) => r.seq));
+  return pageEnvelope(
+    page,
+    (r) => toApiEvent(r, repos.dictionaries, comments.get(r.seq)),
+    encodeCursor,
+    limit,
+  );
 }

@@ -8,21 +8,15 @@
  */
 import type { Hono, MiddlewareHandler } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
-import {
-  BODY_PROBLEMS,
-  COMMON_PROBLEMS,
-  type OperationSpec,
-  problem,
-  type ResponseSpec,
-} from '../../../src/http/openapi.js';
+import { BODY_PROBLEMS, type OperationSpec, problem, type ResponseSpec } from '../../../src/http/openapi.js';
 import { ProblemError, validationProblem } from '../../../src/http/problem.js';
 import { MAX_TAGS_PER_EVENT, TooManyTagsError } from '../store/annotations.js';
 import type { AuditStore } from '../store/audit-store.js';
 import type { EventRow } from '../store/event-query.js';
 import { eventKeys } from '../timeline/keys.js';
 import { type AuditContext, type AuditEnv, callerOf, fieldProblem, jsonBody } from './context.js';
-import { encodeCursor, readEventsCursor } from './cursor.js';
-import { parseEventId, toApiComment, toApiEvent } from './event-json.js';
+import { readEventsCursor } from './cursor.js';
+import { eventPageJson, parseEventId, toApiComment, toApiEvent } from './event-json.js';
 import {
   AUDIT_PAGE,
   parseSearchQuery,
@@ -30,6 +24,7 @@ import {
   searchQuerySchema,
   toEventFilters,
 } from './filters.js';
+import { checkedOperation, searchOperation } from './operation.js';
 import type { PrivacyPolicy } from './privacy.js';
 import {
   BULK_TAG_CAP,
@@ -67,81 +62,60 @@ export function eventsOperations(signedIn: Record<number, ResponseSpec>): Operat
     'The caller has no admin role (AUDIT_ADMIN_ROLES, default `admin`; `access`: `admin`), no reader role, or the event is privacy-gated.',
   );
   const noEvent = problem('No event with this id.');
+  /** The refusals of a change: those of the signed-in routes, the admin role's, a JSON body's. */
+  const changing = { ...signedIn, 403: changeRefused, ...BODY_PROBLEMS };
   return [
-    {
-      method: 'get',
+    searchOperation(signedIn, {
       path: '/api/events',
       operationId: 'searchEvents',
       tag: 'events',
       summary: 'Search events, newest first, with cursor paging both ways',
       description:
         '`services`, `include_tags` and `exclude_tags` may repeat or be comma-separated; `actor`, `operation` and `result` are case-insensitive literal substrings. Privacy-gated events are left out for callers without the role.',
-      security: 'optional-bearer',
-      params: { query: searchQuerySchema },
-      responses: {
-        200: { description: 'One page.', body: eventPageSchema },
-        400: COMMON_PROBLEMS.badInput,
-        ...signedIn,
-      },
-    },
-    {
+      query: searchQuerySchema,
+      page: eventPageSchema,
+    }),
+    checkedOperation(changing, {
       method: 'post',
       path: '/api/events/bulk-tags',
       operationId: 'bulkTagEvents',
       tag: 'events',
       summary: 'Tag every event matching the filters (append or replace), at most 10,000',
-      security: 'optional-bearer',
       body: { schema: bulkTagsBodySchema },
       responses: {
         200: { description: 'What changed.', body: bulkTagsResultSchema },
-        400: COMMON_PROBLEMS.badInput,
-        ...signedIn,
-        403: changeRefused,
-        ...BODY_PROBLEMS,
         422: problem('No event matches, or an event would carry too many tags; nothing was tagged.'),
       },
-    },
-    {
+    }),
+    checkedOperation(signedIn, {
       method: 'get',
       path: '/api/events/{id}',
       operationId: 'getEvent',
       tag: 'events',
       summary: 'One event, with its comments and the record as the source sent it',
-      security: 'optional-bearer',
       params: { path: eventIdPathSchema },
       responses: {
         200: { description: 'The event.', body: eventDetailSchema },
-        400: COMMON_PROBLEMS.badInput,
-        ...signedIn,
         403: restricted,
         404: noEvent,
       },
-    },
-    {
+    }),
+    checkedOperation(changing, {
       method: 'patch',
       path: '/api/events/{id}/tags',
       operationId: 'setEventTags',
       tag: 'events',
       summary: 'Set the tags of one event',
-      security: 'optional-bearer',
       params: { path: eventIdPathSchema },
       body: { schema: tagsBodySchema },
-      responses: {
-        200: { description: 'The event afterwards.', body: eventSchema },
-        400: COMMON_PROBLEMS.badInput,
-        ...signedIn,
-        403: changeRefused,
-        404: noEvent,
-        ...BODY_PROBLEMS,
-      },
-    },
-    {
+      responses: { 200: { description: 'The event afterwards.', body: eventSchema }, 404: noEvent },
+    }),
+    checkedOperation(changing, {
       method: 'post',
       path: '/api/events/{id}/comments',
       operationId: 'addEventComment',
       tag: 'events',
       summary: 'Add a comment to one event',
-      security: 'optional-bearer',
       params: { path: eventIdPathSchema },
       body: { schema: commentBodySchema },
       responses: {
@@ -150,13 +124,9 @@ export function eventsOperations(signedIn: Record<number, ResponseSpec>): Operat
           body: commentSchema,
           headers: { Location: { description: 'The event: `/api/events/{id}`.' } },
         },
-        400: COMMON_PROBLEMS.badInput,
-        ...signedIn,
-        403: changeRefused,
         404: noEvent,
-        ...BODY_PROBLEMS,
       },
-    },
+    }),
   ];
 }
 
@@ -178,13 +148,7 @@ export function searchPage(
     limit,
     ...(cursor ? { cursor } : {}),
   });
-  const comments = repos.annotations.comments(page.rows.filter((r) => r.comment_count > 0).map((r) => r.seq));
-  return c.json({
-    data: page.rows.map((r) => toApiEvent(r, repos.dictionaries, comments.get(r.seq))),
-    next_cursor: page.next ? encodeCursor('next', page.next) : null,
-    prev_cursor: page.prev ? encodeCursor('prev', page.prev) : null,
-    limit,
-  });
+  return c.json(eventPageJson(repos, page, limit));
 }
 
 export function eventsRoutes(

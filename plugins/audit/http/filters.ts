@@ -116,23 +116,8 @@ export const filterShape = {
   session_id: pivotShape.session_id.optional(),
 };
 
-/** The filters as the API takes them (the query's, or a request body's). */
-export type FilterInput = {
-  services?: string[] | undefined;
-  tenants?: string[] | undefined;
-  actor?: string | undefined;
-  operation?: string | undefined;
-  result?: string | undefined;
-  start?: number | undefined;
-  end?: number | undefined;
-  include_tags?: string[] | undefined;
-  exclude_tags?: string[] | undefined;
-  actor_exact?: string | undefined;
-  target?: string | undefined;
-  client_ip?: string | undefined;
-  correlation_id?: string | undefined;
-  session_id?: string | undefined;
-};
+/** The filters as the API takes them (the query's, or a request body's): what filterShape reads. */
+export type FilterInput = { [K in keyof typeof filterShape]?: z.output<(typeof filterShape)[K]> };
 
 /** Field-level checks zod cannot express per field: the window's order. */
 export function refineWindow(

@@ -8,8 +8,7 @@
 import type { Hono } from 'hono';
 import { z } from 'zod';
 import type { OperationSpec, ResponseSpec } from '../../../src/http/openapi.js';
-import { COMMON_PROBLEMS, problem } from '../../../src/http/openapi.js';
-import { cursorCodec, readCursor } from '../../../src/http/paging.js';
+import { problem } from '../../../src/http/openapi.js';
 import { ProblemError } from '../../../src/http/problem.js';
 import { CURSOR_DESCRIPTION, limitParam } from '../../../src/http/schemas.js';
 import type { KernelLogger } from '../../../src/kernel/actor.js';
@@ -18,8 +17,10 @@ import type { AuditStore } from '../store/audit-store.js';
 import type { TrailRow } from '../store/audit-trail.js';
 import { type TrailFilters, TrailQuery } from '../store/trail-query.js';
 import type { AuditEnv } from './context.js';
+import { atIdCursor, pageEnvelope } from './cursor.js';
 import { csvCell, type ExportSlots, exportHeaders, exportResponses, exportStream } from './export.js';
 import { AUDIT_PAGE, dateTime, queryObject, single } from './filters.js';
+import { searchOperation } from './operation.js';
 import { TRAIL_ACTIONS } from './trail.js';
 
 const TRAIL_RESULTS = ['success', 'failure', 'refused'] as const;
@@ -82,15 +83,7 @@ export const trailExportQuerySchema = z
   })
   .superRefine(endAfterStart);
 
-// `k` keeps an events or alerts cursor from being taken for a trail one.
-const trailCursor = cursorCodec(
-  z.strictObject({
-    k: z.literal('trail'),
-    d: z.enum(['next', 'prev']),
-    at: z.int().nonnegative(),
-    id: z.int().positive(),
-  }),
-);
+const trailCursor = atIdCursor('trail');
 
 export const trailEntrySchema = z.object({
   id: z.string(),
@@ -240,23 +233,9 @@ export function trailRoutes(
     const parsed = trailQuerySchema.safeParse(queryObject(c.req.queries()));
     if (!parsed.success) throw queryProblem(parsed.error);
     const q = parsed.data;
-    const cursor =
-      q.cursor === undefined
-        ? undefined
-        : readCursor(trailCursor, q.cursor, 'is not a cursor this API issued');
-    const page = query().page(
-      filtersOf(q),
-      q.limit,
-      cursor ? { direction: cursor.d, position: { at: cursor.at, id: cursor.id } } : undefined,
-    );
-    const encode = (d: 'next' | 'prev', p: { at: number; id: number }) =>
-      trailCursor.encode({ k: 'trail', d, at: p.at, id: p.id });
-    return c.json({
-      data: page.rows.map(toApiTrailEntry),
-      next_cursor: page.next ? encode('next', page.next) : null,
-      prev_cursor: page.prev ? encode('prev', page.prev) : null,
-      limit: q.limit,
-    });
+    const cursor = trailCursor.read(q.cursor);
+    const page = query().page(filtersOf(q), q.limit, cursor);
+    return c.json(pageEnvelope(page, toApiTrailEntry, trailCursor.encode, q.limit));
   });
 
   app.get('/export', (c) => {
@@ -290,22 +269,16 @@ export function trailOperations(signedIn: Record<number, ResponseSpec>): Operati
     403: problem('This needs an administrator role (AUDIT_ADMIN_ROLES, default `admin`).'),
   };
   return [
-    {
-      method: 'get',
+    searchOperation(admin, {
       path: '/api/audit-trail',
       operationId: 'searchAuditTrail',
       tag: 'operations',
       summary: 'The internal audit trail: who did what, when, from where (administrators)',
       description:
         'Newest first, with cursor paging as /api/events. Requests refused by authorization or a rate limit (401, 403, 429) are counted: one row per hour, client, status, method, route and caller.',
-      security: 'optional-bearer',
-      params: { query: trailQuerySchema },
-      responses: {
-        200: { description: 'One page.', body: trailPageSchema },
-        400: COMMON_PROBLEMS.badInput,
-        ...admin,
-      },
-    },
+      query: trailQuerySchema,
+      page: trailPageSchema,
+    }),
     {
       method: 'get',
       path: '/api/audit-trail/export',

@@ -56,15 +56,8 @@ const filters = {
   end: isoDate.optional(),
 };
 
-type FilterArgs = {
-  services?: string[] | undefined;
-  tenants?: string[] | undefined;
-  actor?: string | undefined;
-  operation?: string | undefined;
-  result?: string | undefined;
-  start?: string | undefined;
-  end?: string | undefined;
-};
+/** The filter arguments as a tool gets them: what `filters` reads. */
+type FilterArgs = { [K in keyof typeof filters]?: z.output<(typeof filters)[K]> };
 
 function toFilters(a: FilterArgs): EventFilters {
   const f: EventFilters = {};

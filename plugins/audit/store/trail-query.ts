@@ -6,6 +6,7 @@
  */
 import type { Database } from '../../../src/store/database.js';
 import type { TrailResult, TrailRow } from './audit-trail.js';
+import { Where } from './where.js';
 
 export interface TrailFilters {
   /** Case-insensitive substring of the user name or the token's subject. */
@@ -23,30 +24,20 @@ export interface TrailPosition {
 }
 
 function whereOf(filters: TrailFilters): { where: string[]; params: unknown[] } {
-  const where: string[] = [];
-  const params: unknown[] = [];
+  const where = new Where();
   if (filters.actor !== undefined) {
     const needle = filters.actor.toLowerCase();
-    where.push("(instr(lower(coalesce(username, '')), ?) > 0 OR instr(lower(coalesce(subject, '')), ?) > 0)");
-    params.push(needle, needle);
+    where.add(
+      "(instr(lower(coalesce(username, '')), ?) > 0 OR instr(lower(coalesce(subject, '')), ?) > 0)",
+      needle,
+      needle,
+    );
   }
-  if (filters.actions?.length) {
-    where.push(`action IN (${filters.actions.map(() => '?').join(', ')})`);
-    params.push(...filters.actions);
-  }
-  if (filters.results?.length) {
-    where.push(`result IN (${filters.results.map(() => '?').join(', ')})`);
-    params.push(...filters.results);
-  }
-  if (filters.start !== undefined) {
-    where.push('at >= ?');
-    params.push(filters.start);
-  }
-  if (filters.end !== undefined) {
-    where.push('at < ?');
-    params.push(filters.end);
-  }
-  return { where, params };
+  where
+    .anyOf('action', filters.actions)
+    .anyOf('result', filters.results)
+    .within('at', filters.start, filters.end);
+  return { where: where.clauses, params: where.params };
 }
 
 export class TrailQuery {

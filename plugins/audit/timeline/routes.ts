@@ -11,12 +11,13 @@
  * the name exists behind the privacy gate.
  */
 import type { Hono } from 'hono';
-import { COMMON_PROBLEMS, type OperationSpec, type ResponseSpec } from '../../../src/http/openapi.js';
+import type { OperationSpec, ResponseSpec } from '../../../src/http/openapi.js';
 import { validationProblem } from '../../../src/http/problem.js';
 import { type AuditEnv, callerOf } from '../http/context.js';
-import { encodeCursor, readEventsCursor } from '../http/cursor.js';
-import { toApiEvent } from '../http/event-json.js';
+import { readEventsCursor } from '../http/cursor.js';
+import { eventPageJson } from '../http/event-json.js';
 import { AUDIT_PAGE, queryObject } from '../http/filters.js';
+import { checkedOperation } from '../http/operation.js';
 import type { PrivacyPolicy } from '../http/privacy.js';
 import type { AuditStore } from '../store/audit-store.js';
 import type { EventFilters } from '../store/event-query.js';
@@ -26,7 +27,7 @@ const DAY_MS = 86_400_000;
 
 export function timelineOperations(signedIn: Record<number, ResponseSpec>): OperationSpec[] {
   return [
-    {
+    checkedOperation(signedIn, {
       method: 'get',
       path: '/api/actors/timeline',
       operationId: 'actorTimeline',
@@ -34,14 +35,9 @@ export function timelineOperations(signedIn: Record<number, ResponseSpec>): Oper
       summary: 'One actor’s events across services, newest first, with counts per day and service',
       description:
         'The page is `GET /api/events`’s (same events, same cursors); `counts` and `totals` cover the whole window. Privacy-gated events are left out of both for callers without the role. An actor with no visible events gets an empty timeline.',
-      security: 'optional-bearer',
       params: { query: timelineQuerySchema },
-      responses: {
-        200: { description: 'The timeline.', body: timelineSchema },
-        400: COMMON_PROBLEMS.badInput,
-        ...signedIn,
-      },
-    },
+      responses: { 200: { description: 'The timeline.', body: timelineSchema } },
+    }),
   ];
 }
 
@@ -69,9 +65,7 @@ export function timelineRoutes(
     const scope = deps.privacy.scopeFor(callerOf(c));
     const repos = deps.store.repos();
     const page = repos.query.page({ filters, privacy: scope, limit, ...(cursor ? { cursor } : {}) });
-    const comments = repos.annotations.comments(
-      page.rows.filter((r) => r.comment_count > 0).map((r) => r.seq),
-    );
+    const events = eventPageJson(repos, page, limit);
     const daily = repos.query.daily(filters, scope);
     const services = new Map<string, { events: number; failures: number }>();
     for (const d of daily) {
@@ -87,10 +81,7 @@ export function timelineRoutes(
         days,
         until: new Date(last).toISOString().slice(0, 10),
       },
-      data: page.rows.map((r) => toApiEvent(r, repos.dictionaries, comments.get(r.seq))),
-      next_cursor: page.next ? encodeCursor('next', page.next) : null,
-      prev_cursor: page.prev ? encodeCursor('prev', page.prev) : null,
-      limit,
+      ...events,
       counts: daily.map((d) => ({
         day: new Date(d.day * DAY_MS).toISOString().slice(0, 10),
         service: d.service,

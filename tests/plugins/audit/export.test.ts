@@ -2,6 +2,7 @@
  * CSV and JSON export of a filtered search, streamed from the server over a real socket.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parseCsv } from '../../helpers/csv.js';
 import { jsonInit, servedExportApp } from './helpers.js';
 
 const T0 = Date.UTC(2025, 4, 1);
@@ -22,35 +23,6 @@ beforeAll(async () => {
   await t.request('/api/events/9/comments', jsonInit('POST', { text: 'looked at it' }));
 });
 afterAll(() => t.close());
-
-/** A minimal RFC 4180 reader, enough to check what a spreadsheet would see. */
-function parseCsv(text: string): string[][] {
-  const rows: string[][] = [];
-  let row: string[] = [];
-  let cell = '';
-  let quoted = false;
-  for (let i = 0; i < text.length; i++) {
-    const ch = text[i]!;
-    if (quoted) {
-      if (ch === '"' && text[i + 1] === '"') {
-        cell += '"';
-        i++;
-      } else if (ch === '"') quoted = false;
-      else cell += ch;
-    } else if (ch === '"') quoted = true;
-    else if (ch === ',') {
-      row.push(cell);
-      cell = '';
-    } else if (ch === '\r' && text[i + 1] === '\n') {
-    } else if (ch === '\n') {
-      row.push(cell);
-      rows.push(row);
-      row = [];
-      cell = '';
-    } else cell += ch;
-  }
-  return rows;
-}
 
 describe('GET /api/events/export', () => {
   it('streams every matching event as CSV (RFC 4180, CRLF), newest first, as an attachment', async () => {

@@ -25,12 +25,14 @@ import { normalizeRecord } from '../../../plugins/audit/normalize.js';
 import { AuditConfigError, auditSettings, loadAuditConfig } from '../../../plugins/audit/settings.js';
 import type { SourceName } from '../../../plugins/audit/sources.js';
 import { type AuditRepositories, openAuditRepositories } from '../../../plugins/audit/store/audit-store.js';
+import { AUDIT_COMPONENT, AUDIT_MIGRATIONS } from '../../../plugins/audit/store/schema.js';
 import type { LocalIssuer } from '../../../src/auth/local-issuer.js';
 import { HubUserService } from '../../../src/auth/user-service.js';
 import { sliceKeys } from '../../../src/config/load.js';
 import type { HttpMethod } from '../../../src/http/openapi.js';
 import type { Actor } from '../../../src/kernel/actor.js';
 import { createLogger } from '../../../src/log.js';
+import { migrateComponent } from '../../../src/store/component-migrations.js';
 import { closeDatabase, type Database, openDatabase } from '../../../src/store/database.js';
 import { NodeRepository } from '../../../src/store/nodes-repository.js';
 import { CLI } from '../../helpers/cli.js';
@@ -111,6 +113,22 @@ export async function hubStartRefusal(
     throw new Error('expected the hub to refuse to start');
   } finally {
     rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
+/**
+ * `body` on a fresh database file with the audit migrations up to `version` applied (a migration
+ * test writes rows as that version did, then runs the rest); closed and removed afterwards.
+ */
+export function atAuditVersion(version: number, body: (db: Database) => void): void {
+  const dir = mkdtempSync(join(tmpdir(), 'meshhub-audit-migration-'));
+  const db = openDatabase(join(dir, 'hub.sqlite'));
+  try {
+    migrateComponent(db, AUDIT_COMPONENT, AUDIT_MIGRATIONS.slice(0, version));
+    body(db);
+  } finally {
+    closeDatabase(db);
+    rmSync(dir, { recursive: true, force: true });
   }
 }
 

@@ -13,7 +13,7 @@ import { AuditStore } from '../../../plugins/audit/store/audit-store.js';
 import { privateModuleMetrics } from '../../../scripts/bench/lib/module-metrics.js';
 import { FakeMicrosoft } from '../../fakes/microsoft/fake-microsoft.js';
 import { directoryAudit } from '../../fakes/microsoft/fixtures.js';
-import { FakeSiem } from '../../fakes/siem/fake-siem.js';
+import { FakeSiem, type FakeSiemOptions } from '../../fakes/siem/fake-siem.js';
 import { waitFor } from '../../helpers/hub.js';
 import { type AuditTestApp, auditApp, capturingLogger, silent } from './helpers.js';
 
@@ -52,6 +52,17 @@ function siemEnv(overrides: Record<string, string> = {}): Record<string, string>
   };
 }
 
+/** The receiver up (`fake`: the shared secret by default), then a hub forwarding to it (siemEnv with `overrides`). */
+async function startForwarding(
+  overrides: Record<string, string> = {},
+  fake: FakeSiemOptions = { secret: SECRET },
+  app: Parameters<typeof auditApp>[1] = {},
+): Promise<AuditTestApp> {
+  siem = new FakeSiem(fake);
+  await siem.up();
+  return auditApp(siemEnv(overrides), app);
+}
+
 let n = 0;
 /** `count` new directory events at the fake, collected and stored by the plugin. */
 async function collect(count: number): Promise<void> {
@@ -84,9 +95,7 @@ function expectEveryEventOnceInOrder(): void {
 
 describe('SIEM forwarding (meshhub-json)', () => {
   it('delivers every event once, in order, after the receiver was down for a while', async () => {
-    siem = new FakeSiem({ secret: SECRET });
-    await siem.up();
-    hub = await auditApp(siemEnv());
+    hub = await startForwarding();
     await collect(30);
     await drained();
     expect(siem.ids).toHaveLength(30);
@@ -131,9 +140,7 @@ describe('SIEM forwarding (meshhub-json)', () => {
   });
 
   it('sends a versioned, gzip-compressed, signed body in the documented shape', async () => {
-    siem = new FakeSiem({ secret: SECRET });
-    await siem.up();
-    hub = await auditApp(siemEnv());
+    hub = await startForwarding();
     await collect(3);
     await drained();
     const features = (await hub.json('/api/config/features')).body;
@@ -165,9 +172,7 @@ describe('SIEM forwarding (meshhub-json)', () => {
   });
 
   it('a restart mid-backlog resumes from the persisted checkpoint', async () => {
-    siem = new FakeSiem({ secret: SECRET });
-    await siem.up();
-    hub = await auditApp(siemEnv({ SIEM_BATCH_MAX_EVENTS: '10' }));
+    hub = await startForwarding({ SIEM_BATCH_MAX_EVENTS: '10' });
     // Three batches get through, then the receiver fails until the restart.
     siem.respond = () => (siem.accepted.length >= 3 ? { status: 503, body: { error: 'busy' } } : undefined);
     await collect(95);
@@ -200,9 +205,7 @@ describe('SIEM forwarding (meshhub-json)', () => {
   });
 
   it('rides out 5xx and a slow receiver, recording each failure', async () => {
-    siem = new FakeSiem({ secret: SECRET });
-    await siem.up();
-    hub = await auditApp(siemEnv({ SIEM_TIMEOUT_MS: '150' }));
+    hub = await startForwarding({ SIEM_TIMEOUT_MS: '150' });
     let answered = 0;
     siem.respond = () => (++answered <= 3 ? { status: 503, body: { error: 'maintenance' } } : undefined);
     await collect(40);
@@ -223,9 +226,7 @@ describe('SIEM forwarding (meshhub-json)', () => {
   });
 
   it('holds on a redirect into the LAN (never followed) and on a refused signature, skipping nothing', async () => {
-    siem = new FakeSiem({ secret: SECRET });
-    await siem.up();
-    hub = await auditApp(siemEnv());
+    hub = await startForwarding();
     siem.respond = () => ({ status: 302, headers: { location: 'http://10.0.0.1/ingest' } });
     await collect(30);
     await waitFor(() => (state().status === 'held' ? true : undefined), 10_000, 'held');
@@ -245,9 +246,7 @@ describe('SIEM forwarding (meshhub-json)', () => {
   });
 
   it('a 400 for one event skips and records only that event; a 400 for everything holds', async () => {
-    siem = new FakeSiem({ secret: SECRET });
-    await siem.up();
-    hub = await auditApp(siemEnv());
+    hub = await startForwarding();
     await collect(40);
     await drained();
     // Seqs are assigned in commit order: the 18th event of the next fetch.
@@ -276,9 +275,7 @@ describe('SIEM forwarding (meshhub-json)', () => {
   });
 
   it('starts at the newest stored event when first turned on', async () => {
-    siem = new FakeSiem({ secret: SECRET });
-    await siem.up();
-    hub = await auditApp(siemEnv({ SIEM_ENABLED: 'false' }));
+    hub = await startForwarding({ SIEM_ENABLED: 'false' });
     expect((await hub.json('/api/config/features')).body).toMatchObject({ siem_enabled: false, siem: null });
     expect(hub.actors.map((a) => a.name)).not.toContain('audit-siem');
     await collect(5);
@@ -311,20 +308,20 @@ describe('SIEM forwarding (meshhub-json)', () => {
 
 describe('SIEM forwarding (splunk-hec)', () => {
   const TOKEN = '9c3e2b1a-6f4d-4e8a-b7c5-0d1e2f3a4b5c';
+  /** HEC with TOKEN, no signature secret. */
+  const hec = { SIEM_FORMAT: 'splunk-hec', SIEM_HEC_TOKEN: TOKEN, SIEM_WEBHOOK_SECRET: '' };
 
   it('speaks HEC: stacked event objects, Authorization: Splunk <token>, time in epoch seconds', async () => {
-    siem = new FakeSiem({ format: 'splunk-hec', hecToken: TOKEN });
-    await siem.up();
     const { log, lines } = capturingLogger();
-    hub = await auditApp(
-      siemEnv({
-        SIEM_WEBHOOK_URL: siem.url,
+    hub = await startForwarding(
+      {
         SIEM_FORMAT: 'splunk-hec',
         SIEM_HEC_TOKEN: TOKEN,
         SIEM_HEC_INDEX: 'm365',
         SIEM_HEC_HOST: 'pi-site-1',
         SIEM_WEBHOOK_SECRET: '',
-      }),
+      },
+      { format: 'splunk-hec', hecToken: TOKEN },
       { log },
     );
     await collect(30);
@@ -350,11 +347,7 @@ describe('SIEM forwarding (splunk-hec)', () => {
   });
 
   it('holds on "Invalid token" (403, code 4) without skipping, and resumes once the token is right', async () => {
-    siem = new FakeSiem({ format: 'splunk-hec', hecToken: 'the-right-token' });
-    await siem.up();
-    hub = await auditApp(
-      siemEnv({ SIEM_FORMAT: 'splunk-hec', SIEM_HEC_TOKEN: TOKEN, SIEM_WEBHOOK_SECRET: '' }),
-    );
+    hub = await startForwarding(hec, { format: 'splunk-hec', hecToken: 'the-right-token' });
     await collect(20);
     await waitFor(() => (state().status === 'held' ? true : undefined), 10_000, 'held');
     expect(String(state().last_error)).toContain('"code":4');
@@ -365,11 +358,7 @@ describe('SIEM forwarding (splunk-hec)', () => {
   });
 
   it('isolates an event HEC refuses with "Event field is required" (400, code 12)', async () => {
-    siem = new FakeSiem({ format: 'splunk-hec', hecToken: TOKEN });
-    await siem.up();
-    hub = await auditApp(
-      siemEnv({ SIEM_FORMAT: 'splunk-hec', SIEM_HEC_TOKEN: TOKEN, SIEM_WEBHOOK_SECRET: '' }),
-    );
+    hub = await startForwarding(hec, { format: 'splunk-hec', hecToken: TOKEN });
     await collect(20);
     const poison = storedIds()[6]!;
     siem.respond = (b) =>

@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { directoryAudit } from '../../fakes/microsoft/fixtures.js';
-import { meshhubCli } from '../../helpers/cli.js';
+import { startInHome } from '../../helpers/cli.js';
 import { connect, endClients, grantedQos } from '../../mqtt/helpers.js';
 import { type AlertsHub, jsonBody, PASSWORD, startAlertsHub } from './alerts-hub.js';
 
@@ -154,21 +154,14 @@ describe('a bad SIGMA_RULES_DIR', () => {
   it('stops `meshhub start` with exit 1 and one line naming the setting, no stack trace', async () => {
     const home = mkdtempSync(join(tmpdir(), 'meshhub-sigma-cli-'));
     dirs.push(home);
-    const result = await meshhubCli(['start'], {
-      env: {
-        PATH: process.env.PATH ?? '',
-        HOME: home,
-        DATA_DIR: join(home, 'data'),
-        RADIO: 'none',
-        HTTP_HOST: '127.0.0.1',
-        HTTP_PORT: '0',
-        MESH_API_PORT: '0',
-        MQTT_PORT: '0',
-        PLUGINS: 'audit',
-        AUDIT_FETCH_ON_START: 'false',
-        SIGMA_RULES_DIR: join(home, 'no-such-folder'),
-      },
-      stdin: '',
+    const result = await startInHome(home, {
+      HTTP_HOST: '127.0.0.1',
+      HTTP_PORT: '0',
+      MESH_API_PORT: '0',
+      MQTT_PORT: '0',
+      PLUGINS: 'audit',
+      AUDIT_FETCH_ON_START: 'false',
+      SIGMA_RULES_DIR: join(home, 'no-such-folder'),
     });
     expect(result.code).toBe(1);
     expect(result.err).toContain(

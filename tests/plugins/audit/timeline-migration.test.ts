@@ -2,24 +2,18 @@
  * Issue 29, audit migration 10 (pivot keys) on a database written by the previous version: the events it holds get
  * their pivot keys from their raw records (all three upstream shapes), so old events pivot too.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { expect, it } from 'vitest';
 import { openAuditRepositories } from '../../../plugins/audit/store/audit-store.js';
 import { AUDIT_COMPONENT, AUDIT_MIGRATIONS } from '../../../plugins/audit/store/schema.js';
 import { KEY_KINDS } from '../../../plugins/audit/timeline/keys.js';
 import { migrateComponent } from '../../../src/store/component-migrations.js';
-import { closeDatabase, openDatabase } from '../../../src/store/database.js';
+import { atAuditVersion } from './helpers.js';
 import { directoryAudit, managementRecord, type Pivoted, signIn } from './timeline-records.js';
 
 const AT = Date.UTC(2025, 4, 1, 12);
 
 it('backfills client IPs, correlation and session ids and targets from stored raw records', () => {
-  const dir = mkdtempSync(join(tmpdir(), 'meshhub-timeline-migration-'));
-  const db = openDatabase(join(dir, 'hub.sqlite'));
-  try {
-    migrateComponent(db, AUDIT_COMPONENT, AUDIT_MIGRATIONS.slice(0, 7));
+  atAuditVersion(7, (db) => {
     // As version 7 stored them: the event row and its raw record, nothing else.
     const event = db.prepare(
       'INSERT INTO audit_events (source, source_key, ts, service, operation_id, result_id, actor_id, target, ingested_at) VALUES (?, ?, ?, ?, 1, 1, 1, ?, 0)',
@@ -74,8 +68,5 @@ it('backfills client IPs, correlation and session ids and targets from stored ra
     expect(seqs('session_id', 'aad-1')).toEqual([mail]);
     expect(seqs('target', 'bob@contoso.com')).toEqual([audit]);
     expect(seqs('target', 'x')).toEqual([broken]);
-  } finally {
-    closeDatabase(db);
-    rmSync(dir, { recursive: true, force: true });
-  }
+  });
 });

@@ -3,22 +3,16 @@
  * action (from what they recorded) and result (from their status), and read back through the
  * API like new ones.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { expect, it } from 'vitest';
 import { toApiTrailEntry } from '../../../plugins/audit/http/trail-routes.js';
 import { AuditTrail, type TrailRow } from '../../../plugins/audit/store/audit-trail.js';
 import { AUDIT_COMPONENT, AUDIT_MIGRATIONS } from '../../../plugins/audit/store/schema.js';
 import { TrailQuery } from '../../../plugins/audit/store/trail-query.js';
 import { migrateComponent } from '../../../src/store/component-migrations.js';
-import { closeDatabase, openDatabase } from '../../../src/store/database.js';
+import { atAuditVersion } from './helpers.js';
 
 it('gives rows written before version 6 their action and result', () => {
-  const dir = mkdtempSync(join(tmpdir(), 'meshhub-trail-migration-'));
-  const db = openDatabase(join(dir, 'hub.sqlite'));
-  try {
-    migrateComponent(db, AUDIT_COMPONENT, AUDIT_MIGRATIONS.slice(0, 5));
+  atAuditVersion(5, (db) => {
     const insert = db.prepare(
       "INSERT INTO audit_trail (at, method, path, status, username, roles, detail) VALUES (?, ?, ?, ?, 'carol', '[]', ?)",
     );
@@ -47,17 +41,11 @@ it('gives rows written before version 6 their action and result', () => {
     // The previous version cut long details mid-JSON: shown, not a 500.
     expect(toApiTrailEntry(rows[0]!).detail).toEqual({ truncated: true, excerpt: 'not json at all' });
     expect(new TrailQuery(db).page({ results: ['refused'] }, 10).rows).toHaveLength(1);
-  } finally {
-    closeDatabase(db);
-    rmSync(dir, { recursive: true, force: true });
-  }
+  });
 });
 
 it('stores a detail too long for a row as parseable JSON with an excerpt', () => {
-  const dir = mkdtempSync(join(tmpdir(), 'meshhub-trail-detail-'));
-  const db = openDatabase(join(dir, 'hub.sqlite'));
-  try {
-    migrateComponent(db, AUDIT_COMPONENT, AUDIT_MIGRATIONS);
+  atAuditVersion(AUDIT_MIGRATIONS.length, (db) => {
     const trail = new AuditTrail(db);
     const id = trail.record({
       at: 1,
@@ -78,8 +66,5 @@ it('stores a detail too long for a row as parseable JSON with an excerpt', () =>
       truncated: true,
       excerpt: expect.any(String),
     });
-  } finally {
-    closeDatabase(db);
-    rmSync(dir, { recursive: true, force: true });
-  }
+  });
 });
