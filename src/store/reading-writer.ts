@@ -201,15 +201,6 @@ export class ReadingWriter {
     return moved;
   }
 
-  private writeLatestRow(nodeId: string, latest: LatestRow): void {
-    const args: unknown[] = [nodeId, latest.ts];
-    for (let slot = 0; slot < SLOTS; slot++) {
-      const known = latest.times[slot] !== Number.NEGATIVE_INFINITY;
-      args.push(known ? latest.values[slot] : null, known ? latest.times[slot] : null);
-    }
-    this.writeLatest.run(args, 1);
-  }
-
   /** Reads the latest rows (of one node, or all) into memory. */
   private loadLatest(nodeId?: string): void {
     const select = this.db
