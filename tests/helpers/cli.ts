@@ -2,7 +2,7 @@
  * The built `meshhub` command (dist/hub/cli.js) as a real process, for tests of what a person
  * sees: its exit code, stdout and stderr.
  */
-import { spawn, spawnSync } from 'node:child_process';
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 
 export const CLI = join(process.cwd(), 'dist', 'hub', 'cli.js');
@@ -11,6 +11,14 @@ export const CLI = join(process.cwd(), 'dist', 'hub', 'cli.js');
 export function buildCli(): void {
   const built = spawnSync(process.execPath, ['scripts/start.mjs', '--build-only'], { stdio: 'inherit' });
   if (built.status !== 0) throw new Error('building dist/ failed');
+}
+
+/** What `child` (spawned with stdout and stderr piped) has written to either, so far. */
+export function outputOf(child: ChildProcess): () => string {
+  let output = '';
+  child.stdout?.on('data', (d) => (output += d));
+  child.stderr?.on('data', (d) => (output += d));
+  return () => output;
 }
 
 export interface CliResult {
