@@ -3,7 +3,10 @@
  * sees: its exit code, stdout and stderr.
  */
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { afterAll, beforeAll } from 'vitest';
 
 export const CLI = join(process.cwd(), 'dist', 'hub', 'cli.js');
 
@@ -19,6 +22,17 @@ export function outputOf(child: ChildProcess): () => string {
   child.stdout?.on('data', (d) => (output += d));
   child.stderr?.on('data', (d) => (output += d));
   return () => output;
+}
+
+/**
+ * For a test file of the built `meshhub` command (call at its top level): builds dist/ before its
+ * tests and gives them a scratch folder (`<prefix>…` in the temp dir), removed after them.
+ */
+export function builtCliScratch(prefix: string): string {
+  const root = mkdtempSync(join(tmpdir(), prefix));
+  beforeAll(buildCli, 300_000);
+  afterAll(() => rmSync(root, { recursive: true, force: true }));
+  return root;
 }
 
 export interface CliResult {
