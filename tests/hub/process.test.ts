@@ -4,7 +4,13 @@
  * by listing every error and exiting non-zero.
  */
 
-import { type ChildProcess, type StdioOptions, spawn, spawnSync } from 'node:child_process';
+import {
+  type ChildProcess,
+  type SpawnSyncReturns,
+  type StdioOptions,
+  spawn,
+  spawnSync,
+} from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -34,6 +40,15 @@ async function startHub(
   });
   children.push(child);
   return { child, port, dataDir };
+}
+
+/** `meshhub start` with `env` added, run to its end (killed after 10 s): for a start that is refused. */
+function startAndWait(env: Record<string, string>): SpawnSyncReturns<string> {
+  return spawnSync(process.execPath, [CLI, 'start'], {
+    env: { ...process.env, ...env },
+    encoding: 'utf8',
+    timeout: 10_000,
+  });
 }
 
 afterEach(() => {
@@ -135,11 +150,7 @@ describe('the meshhub process', () => {
   }, 40_000);
 
   it('lists every invalid setting at once and exits non-zero', () => {
-    const result = spawnSync(process.execPath, [CLI, 'start'], {
-      env: { ...process.env, HTTP_PORT: 'eighty', RADIO: 'carrier-pigeon', LOG_LEVEL: 'chatty' },
-      encoding: 'utf8',
-      timeout: 10_000,
-    });
+    const result = startAndWait({ HTTP_PORT: 'eighty', RADIO: 'carrier-pigeon', LOG_LEVEL: 'chatty' });
     expect(result.status).toBe(1);
     expect(result.stderr).toContain('invalid configuration');
     expect(result.stderr).toMatch(/HTTP_PORT: /);
@@ -148,11 +159,7 @@ describe('the meshhub process', () => {
   });
 
   it('refuses an unknown plugin', () => {
-    const result = spawnSync(process.execPath, [CLI, 'start'], {
-      env: { ...process.env, PLUGINS: 'teleport', RADIO: 'none', HTTP_PORT: '0' },
-      encoding: 'utf8',
-      timeout: 10_000,
-    });
+    const result = startAndWait({ PLUGINS: 'teleport', RADIO: 'none', HTTP_PORT: '0' });
     expect(result.status).toBe(1);
     expect(result.stderr).toMatch(/PLUGINS: unknown plugin "teleport"/);
   });
