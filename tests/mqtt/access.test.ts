@@ -13,6 +13,7 @@ import {
   type LocalIssuer,
   localIssuer,
   type MqttTestHub,
+  metricValue,
   refusedCode,
   startMqttHub,
 } from './helpers.js';
@@ -43,11 +44,7 @@ afterAll(() => t.stop());
 const as = (user: keyof typeof PASSWORDS) =>
   connect(t.mqttUrl, { username: user, password: PASSWORDS[user] });
 
-async function metric(name: string, labels: string): Promise<number> {
-  const text = await (await fetch(`${t.baseUrl}/metrics`)).text();
-  const line = text.split('\n').find((l) => l.startsWith(`${name}{`) && l.includes(labels));
-  return line ? Number(line.split(' ').pop()) : 0;
-}
+const metric = (name: string, labels: string) => metricValue(t.baseUrl, name, labels);
 
 function closed(client: Awaited<ReturnType<typeof connect>>): Promise<void> {
   return new Promise((resolve) => client.once('close', () => resolve()));

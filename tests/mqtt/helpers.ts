@@ -84,6 +84,16 @@ export async function startMqttHub(
   return { ...testHubOf(hub, dataDir), mqttUrl: `mqtt://127.0.0.1:${mqttOf(hub).port}` };
 }
 
+/**
+ * The value of the first series of `name` on the hub's /metrics (at `baseUrl`) whose labels
+ * include `labels` (`'outcome="stored"'`); 0 when there is none yet.
+ */
+export async function metricValue(baseUrl: string, name: string, labels: string): Promise<number> {
+  const text = await (await fetch(`${baseUrl}/metrics`)).text();
+  const line = text.split('\n').find((l) => l.startsWith(`${name}{`) && l.includes(labels));
+  return line ? Number(line.split(' ').pop()) : 0;
+}
+
 const clients: MqttClient[] = [];
 
 /** Connects (no reconnects, so a refusal is final); every client is ended by `endClients`. */
