@@ -24,6 +24,7 @@ import {
   tempData,
 } from './lib/hub-process.js';
 import { publishAll, READINGS_TOPIC as TOPIC } from './lib/mqtt-publish.js';
+import { readingApiJson, sensorValues } from './lib/readings.js';
 import { type BenchResult, compare } from './report.js';
 
 const IDLE_MS = Number(process.env.EDGE_RSS_IDLE_MS ?? 60_000);
@@ -31,18 +32,7 @@ const YEAR_START = Date.UTC(2025, 0, 1);
 const STEP = 5 * 60_000;
 
 function reading(node: string, ts: number, i: number): Record<string, unknown> {
-  return {
-    node_id: node,
-    timestamp: new Date(ts).toISOString(),
-    temperature_c: Math.round((5 + ((i * 37) % 2000) / 100) * 100) / 100,
-    humidity_percent: 30 + ((i * 7) % 600) / 10,
-    pressure_pa: 95_000 + ((i * 13) % 8000),
-    wind_speed_ms: ((i * 11) % 150) / 10,
-    wind_direction: (i * 17) % 360,
-    pm25_ugm3: (i * 3) % 40,
-    pm10_ugm3: (i * 5) % 60,
-    gas_resistance_kohm: ((i * 19) % 5000) / 10,
-  };
+  return readingApiJson({ nodeId: node, timestamp: ts, ...sensorValues(i) });
 }
 
 async function load(hub: HubProc, mqttPort: number): Promise<void> {

@@ -6,6 +6,7 @@
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { HUB_NODE_FLAGS } from '../../hub/node-flags.js';
+import { loopbackListeners } from './lib/hub-env.js';
 import { freePort, root, settledRss, sleep, tempData } from './lib/hub-process.js';
 import { type BenchResult, compare } from './report.js';
 
@@ -32,13 +33,9 @@ async function hub(): Promise<number> {
     cwd: root,
     env: {
       ...process.env,
-      DATA_DIR: dataDir,
-      HTTP_HOST: '127.0.0.1',
-      HTTP_PORT: String(port),
-      MESH_API_PORT: '0',
+      ...loopbackListeners(dataDir, port),
       RADIO: 'sim',
       SIM_PORT: '0',
-      MQTT_PORT: '0',
       LOG_LEVEL: 'warn',
     },
     stdio: 'ignore',

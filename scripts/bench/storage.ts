@@ -20,7 +20,7 @@ import type { Reading } from '../../src/domain/reading.js';
 import { closeDatabase, openDatabase } from '../../src/store/database.js';
 import { freePort, sleep, startHub, tempData, writeBytes } from './lib/hub-process.js';
 import { publishAll, READINGS_TOPIC as TOPIC } from './lib/mqtt-publish.js';
-import { rawBatchedInsert, readingApiJson } from './lib/readings.js';
+import { rawBatchedInsert, readingApiJson, sensorValues } from './lib/readings.js';
 import { absolute, type BenchResult, compare } from './report.js';
 
 const NODES = 100;
@@ -35,14 +35,7 @@ function readingAt(node: number, k: number): Reading {
   return {
     nodeId: `!${(0x2000_0000 + node).toString(16)}`,
     timestamp: START + k * STEP + node * 1000,
-    temperatureC: Math.round((5 + ((i * 37) % 2000) / 100) * 100) / 100,
-    humidityPercent: Math.round((30 + ((i * 7) % 600) / 10) * 10) / 10,
-    pressurePa: 95_000 + ((i * 13) % 8000),
-    windSpeedMs: ((i * 11) % 150) / 10,
-    windDirection: (i * 17) % 360,
-    pm25Ugm3: (i * 3) % 40,
-    pm10Ugm3: (i * 5) % 60,
-    gasResistanceKohm: ((i * 19) % 5000) / 10,
+    ...sensorValues(i),
   };
 }
 

@@ -6,7 +6,6 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { gzipSync } from 'node:zlib';
 import autocannon from 'autocannon';
-import { Hono } from 'hono';
 import type { Page } from 'playwright-core';
 import { openAuditRepositories } from '../../plugins/audit/store/audit-store.js';
 import { LiveBroadcaster, sseEvent } from '../../src/live/live-broadcaster.js';
@@ -17,6 +16,7 @@ import { findChromium, launchHeadlessChromium } from './lib/chromium.js';
 import { serveOnLoopback } from './lib/http.js';
 import { auditHubEnv } from './lib/hub-env.js';
 import { startInProcessHub } from './lib/in-process-hub.js';
+import { liveApp } from './lib/live-app.js';
 import { forkServers, stopServers } from './lib/server-child.js';
 import { absolute, type BenchResult, compare, median } from './report.js';
 
@@ -237,19 +237,7 @@ async function liveFanOut(): Promise<BenchResult> {
 
   // Ours: the LiveBroadcaster behind Hono on @hono/node-server.
   const live = new LiveBroadcaster({ maxClients: CLIENTS, maxBufferedBytes: total * 2 });
-  const app = new Hono();
-  app.get('/live', (c) => {
-    const outgoing = (c.env as { outgoing: ServerResponse }).outgoing;
-    return c.body(
-      live.open(
-        () => [],
-        () => outgoing.destroy(),
-      ),
-      200,
-      { 'content-type': 'text/event-stream' },
-    );
-  });
-  const served = await serveOnLoopback(app);
+  const served = await serveOnLoopback(liveApp(live));
   // `retry:` opens each stream: count it in.
   const retryBytes = `retry: ${live.limits.retryMs}\n\n`.length;
   const oursMs = await fanOut(

@@ -19,7 +19,7 @@ import { directoryAudit } from '../fakes/microsoft/fixtures.js';
 import { type FakeOidc, startFakeOidc } from '../fakes/oidc/fake-oidc.js';
 import { type TestHub, waitFor } from '../helpers/hub.js';
 import { QUIET_ENV } from '../plugins/audit/helpers.js';
-import { describeInBrowser, useGuardedPages } from './helpers/browser.js';
+import { describeInBrowser, type GuardedPage, useGuardedPages } from './helpers/browser.js';
 import type { BrowserWindow } from './helpers/dom.js';
 import { startUiHub } from './helpers/hubs.js';
 
@@ -116,6 +116,14 @@ describeInBrowser('audit console sign-in', () => {
     await page.waitForURL(
       (url) => url.href.startsWith(`${hub.baseUrl}/audit`) && url.pathname !== '/audit/callback',
     );
+  }
+
+  /** A new guarded page at `path` on the hub, signed in there as `login`. */
+  async function signedInAt(path: string, login: string): Promise<GuardedPage> {
+    const guarded = await pages.open();
+    await guarded.page.goto(`${hub.baseUrl}${path}`);
+    await signIn(guarded.page, login);
+    return guarded;
   }
 
   /** Puts `token` in the page's stored session, which believes it expires `expiresInMs` from now. */
@@ -276,10 +284,8 @@ describeInBrowser('audit console sign-in', () => {
   });
 
   it('sends the user to sign in and back to the same search when the token expired, seen by the page or refused by the hub', async () => {
-    const guarded = await pages.open();
+    const guarded = await signedInAt('/audit?actor=erin', 'ana');
     const { page } = guarded;
-    await page.goto(`${hub.baseUrl}/audit?actor=erin`);
-    await signIn(page, 'ana');
     await expect.poll(() => rows(page).count()).toBeGreaterThan(0);
     const signIns = oidc.tokenRequests.length;
 
@@ -306,10 +312,8 @@ describeInBrowser('audit console sign-in', () => {
   });
 
   it('never shows privacy-gated events to a user without the privacy role', async () => {
-    const guarded = await pages.open();
+    const guarded = await signedInAt('/audit', 'ana');
     const { page } = guarded;
-    await page.goto(`${hub.baseUrl}/audit`);
-    await signIn(page, 'ana');
     await expect.poll(() => rows(page).count()).toBe(EVENTS - GATED_EVENTS);
     expect(await rows(page).locator('td[data-label="Operation"]').allTextContents()).not.toContain(GATED);
     // Not offered as a suggestion either.
@@ -345,10 +349,8 @@ describeInBrowser('audit console sign-in', () => {
   });
 
   it('shows "Fetch now" only to a user the hub lets fetch (AUDIT_ADMIN_ROLES)', async () => {
-    const guarded = await pages.open();
+    const guarded = await signedInAt('/audit/sources', 'ana');
     const { page } = guarded;
-    await page.goto(`${hub.baseUrl}/audit/sources`);
-    await signIn(page, 'ana');
     const directory = page.locator('[data-testid="source-health"] tr[data-source="directory"]');
     await expect.poll(() => directory.locator('td[data-label="Status"]').textContent()).toBe('OK');
     expect(await page.getByRole('button', { name: 'Fetch now' }).count()).toBe(0);
@@ -385,10 +387,8 @@ describeInBrowser('audit console sign-in', () => {
   });
 
   it('refuses a reader’s change in plain words, and the tags stay as they were', async () => {
-    const guarded = await pages.open();
+    const guarded = await signedInAt('/audit?actor=erin', 'ana');
     const { page } = guarded;
-    await page.goto(`${hub.baseUrl}/audit?actor=erin`);
-    await signIn(page, 'ana');
     await expect.poll(() => rows(page).count()).toBeGreaterThan(0);
     const id = await rows(page).first().getAttribute('data-event-id');
     guarded.expectFailedRequests(/\/api\/events\/\d+\/tags$/);

@@ -48,6 +48,15 @@ describeInBrowser('chat', () => {
     await chat?.stop();
   });
 
+  /** A new user allowed every node, signed in on a new page that shows the conversation with `nodeId`. */
+  async function openConversation(username: string, nodeId: string): Promise<Page> {
+    await chat.addUser(username, 'all');
+    const { page } = await pages.open();
+    await signIn(page, chat.hub.baseUrl, username);
+    await page.goto(`${chat.hub.baseUrl}/chat/${nodeId}`);
+    return page;
+  }
+
   it('signs in, sends a message, watches it go to delivered, and reads the reply that arrives later', async () => {
     const guarded = await pages.open();
     const { page } = guarded;
@@ -169,11 +178,7 @@ describeInBrowser('chat', () => {
   });
 
   it('shows why a message could not be delivered', async () => {
-    await chat.addUser('cy', 'all');
-    const guarded = await pages.open();
-    const { page } = guarded;
-    await signIn(page, chat.hub.baseUrl, 'cy');
-    await page.goto(`${chat.hub.baseUrl}/chat/${chat.outOfRange.id}`);
+    const page = await openConversation('cy', chat.outOfRange.id);
     // Sent without a hold (as an API client may ask): it fails after the retries.
     const signedIn = await fetch(`${chat.hub.baseUrl}/api/v1/auth/token`, {
       method: 'POST',
@@ -220,11 +225,7 @@ describeInBrowser('chat', () => {
   });
 
   it('shows a text waiting for a node out of range, with when it was last heard', async () => {
-    await chat.addUser('eve', 'all');
-    const guarded = await pages.open();
-    const { page } = guarded;
-    await signIn(page, chat.hub.baseUrl, 'eve');
-    await page.goto(`${chat.hub.baseUrl}/chat/${chat.outOfRange.id}`);
+    const page = await openConversation('eve', chat.outOfRange.id);
     await send(page, 'Call me when you are back');
     const mine = bubble(page, 'Call me when you are back');
     // The node by its name once the hub has its NodeInfo, else by its id.
@@ -260,11 +261,7 @@ describeInBrowser('chat', () => {
   });
 
   it('shows new replies live in the open conversation, and can name it', async () => {
-    await chat.addUser('dee', 'all');
-    const guarded = await pages.open();
-    const { page } = guarded;
-    await signIn(page, chat.hub.baseUrl, 'dee');
-    await page.goto(`${chat.hub.baseUrl}/chat/${chat.replier.id}`);
+    const page = await openConversation('dee', chat.replier.id);
     await send(page, 'Status?');
     await expect
       .poll(() => bubble(page, 'Status?').getAttribute('data-status'), { timeout: 20_000 })

@@ -73,6 +73,14 @@ describeInBrowser('a node’s page', () => {
     await hub?.stop();
   });
 
+  /** The station's page, asked for with its history requests recorded from the start. */
+  async function openStation(): Promise<{ page: Page; requests: Request[] }> {
+    const { page } = await pages.open();
+    const requests = historyRequests(page);
+    await page.goto(`${hub.baseUrl}/nodes/${station.node_id}`);
+    return { page, requests };
+  }
+
   it('shows the latest values with their units', async () => {
     const guarded = await pages.open();
     const { page } = guarded;
@@ -156,10 +164,7 @@ describeInBrowser('a node’s page', () => {
   });
 
   it('asks for hourly means over 7 and 30 days and daily means over a year', async () => {
-    const guarded = await pages.open();
-    const { page } = guarded;
-    const requests = historyRequests(page);
-    await page.goto(`${hub.baseUrl}/nodes/${station.node_id}`);
+    const { page, requests } = await openStation();
     await page.locator('figure[data-metric="temperature_c"] canvas').waitFor();
     for (const [label, interval, days, words] of [
       ['7 d', '1h', 7, 'hourly means'],
@@ -185,10 +190,7 @@ describeInBrowser('a node’s page', () => {
   });
 
   it('takes a custom range, explains one that cannot be shown, and says when it is empty', async () => {
-    const guarded = await pages.open();
-    const { page } = guarded;
-    const requests = historyRequests(page);
-    await page.goto(`${hub.baseUrl}/nodes/${station.node_id}`);
+    const { page, requests } = await openStation();
     await page.locator('figure[data-metric="temperature_c"] canvas').waitFor();
     await page.locator('.segmented label', { hasText: 'Custom' }).click();
     const from = page.getByLabel('From', { exact: true });
@@ -237,10 +239,7 @@ describeInBrowser('a node’s page', () => {
       'the extra readings to be stored',
     );
 
-    const guarded = await pages.open();
-    const { page } = guarded;
-    const requests = historyRequests(page);
-    await page.goto(`${hub.baseUrl}/nodes/${station.node_id}`);
+    const { page, requests } = await openStation();
     await page.locator('figure[data-metric="temperature_c"] canvas').waitFor({ timeout: 20_000 });
     expect(requests.length).toBeGreaterThanOrEqual(2);
     expect(new URL(requests[1]!.url()).searchParams.get('cursor')).toBeTruthy();

@@ -5,13 +5,14 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { HUB_NODE_FLAGS } from '../../hub/node-flags.js';
-import { waitFor } from '../helpers/hub.js';
+import { loopbackListeners } from '../../scripts/bench/lib/hub-env.js';
+import { outputOf } from '../helpers/cli.js';
+import { freePort, waitFor } from '../helpers/hub.js';
 import { describeInBrowser, launchBrowser, openPage } from './helpers/browser.js';
 
 describeInBrowser('npm start, then the browser', () => {
@@ -19,31 +20,23 @@ describeInBrowser('npm start, then the browser', () => {
   let child: ChildProcess;
   let dataDir: string;
   let port: number;
-  let output = '';
+  let output: () => string;
 
   beforeAll(async () => {
-    const server = createServer();
-    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-    port = (server.address() as { port: number }).port;
-    await new Promise((r) => server.close(r));
+    port = await freePort();
     dataDir = mkdtempSync(join(tmpdir(), 'meshhub-npm-start-'));
     // The defaults, except where a test machine differs from a Pi: loopback, a free port, a temp dir.
     child = spawn(process.execPath, [...HUB_NODE_FLAGS, 'scripts/start.mjs', 'start'], {
       env: {
         ...process.env,
-        DATA_DIR: dataDir,
-        HTTP_HOST: '127.0.0.1',
-        HTTP_PORT: String(port),
-        MESH_API_PORT: '0',
+        ...loopbackListeners(dataDir, port),
         SIM_PORT: '0',
-        MQTT_PORT: '0',
         RADIO_PROBE_TIMEOUT_MS: '500',
         LOG_LEVEL: 'info',
       },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
-    child.stdout?.on('data', (d) => (output += d));
-    child.stderr?.on('data', (d) => (output += d));
+    output = outputOf(child);
     browser = await launchBrowser();
     await waitFor(
       () =>
@@ -52,7 +45,7 @@ describeInBrowser('npm start, then the browser', () => {
           () => undefined,
         ),
       60_000,
-      `the hub to answer (log so far: ${output.slice(-500)})`,
+      () => `the hub to answer (log so far: ${output().slice(-500)})`,
     );
   });
 
@@ -76,7 +69,7 @@ describeInBrowser('npm start, then the browser', () => {
       .toBeGreaterThanOrEqual(6);
     await page.getByTestId('simulator-banner').waitFor();
     await expect.poll(() => page.getByTestId('radio-state').innerText()).toMatch(/connected/);
-    expect(output).toMatch(/running the built-in simulator/);
+    expect(output()).toMatch(/running the built-in simulator/);
     guarded.assertClean();
     await guarded.close();
   });

@@ -2,8 +2,11 @@
  * The built `meshhub` command (dist/hub/cli.js) as a real process, for tests of what a person
  * sees: its exit code, stdout and stderr.
  */
-import { spawn, spawnSync } from 'node:child_process';
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { afterAll, beforeAll } from 'vitest';
 
 export const CLI = join(process.cwd(), 'dist', 'hub', 'cli.js');
 
@@ -11,6 +14,25 @@ export const CLI = join(process.cwd(), 'dist', 'hub', 'cli.js');
 export function buildCli(): void {
   const built = spawnSync(process.execPath, ['scripts/start.mjs', '--build-only'], { stdio: 'inherit' });
   if (built.status !== 0) throw new Error('building dist/ failed');
+}
+
+/** What `child` (spawned with stdout and stderr piped) has written to either, so far. */
+export function outputOf(child: ChildProcess): () => string {
+  let output = '';
+  child.stdout?.on('data', (d) => (output += d));
+  child.stderr?.on('data', (d) => (output += d));
+  return () => output;
+}
+
+/**
+ * For a test file of the built `meshhub` command (call at its top level): builds dist/ before its
+ * tests and gives them a scratch folder (`<prefix>…` in the temp dir), removed after them.
+ */
+export function builtCliScratch(prefix: string): string {
+  const root = mkdtempSync(join(tmpdir(), prefix));
+  beforeAll(buildCli, 300_000);
+  afterAll(() => rmSync(root, { recursive: true, force: true }));
+  return root;
 }
 
 export interface CliResult {

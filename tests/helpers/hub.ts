@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino } from 'pino';
 import { createHub, type Hub } from '../../hub/main.js';
-import { loadConfig } from '../../hub/settings.js';
+import { type HubConfig, loadConfig } from '../../hub/settings.js';
 import { loopbackListeners } from '../../scripts/bench/lib/hub-env.js';
 import type { MqttBrokerActor } from '../../src/mqtt/broker-actor.js';
 
@@ -20,21 +20,35 @@ export interface TestHub {
  * loopback port reached over TCP, HTTP on a free loopback port.
  */
 export async function startTestHub(env: Record<string, string> = {}): Promise<TestHub> {
-  const dataDir = mkdtempSync(join(tmpdir(), 'meshhub-test-'));
-  const config = loadConfig({
-    ...loopbackListeners(dataDir),
-    RADIO: 'sim',
-    SIM_PORT: '0',
-    SIM_BACKFILL: '6h',
-    LOG_LEVEL: 'silent',
-    ...env,
-  });
+  const { dataDir, config } = tempHubConfig('test', { RADIO: 'sim', SIM_BACKFILL: '6h', ...env });
   const hub = await createHub(config, {
     log: pino({ level: 'silent' }),
     defaultMetrics: false,
     env: { ...process.env, ...env },
   });
   await hub.start();
+  return testHubOf(hub, dataDir);
+}
+
+/**
+ * The settings of a hub in this process: its data in a new temp dir (`meshhub-<name>-…`), HTTP,
+ * MQTT and the mesh API on free loopback ports, the simulator (when RADIO says so) on one too, no
+ * logs; `env` adds or overrides settings.
+ */
+export function tempHubConfig(
+  name: string,
+  env: Record<string, string>,
+): { dataDir: string; config: HubConfig } {
+  const dataDir = mkdtempSync(join(tmpdir(), `meshhub-${name}-`));
+  const config = loadConfig({ ...loopbackListeners(dataDir), SIM_PORT: '0', LOG_LEVEL: 'silent', ...env });
+  return { dataDir, config };
+}
+
+/**
+ * The TestHub of `hub`, started on `dataDir`: stop() stops it once, then removes `dataDir` unless
+ * `keepData` (a test that starts a hub on it again removes it itself).
+ */
+export function testHubOf(hub: Hub, dataDir: string, keepData = false): TestHub {
   let stopped = false;
   return {
     hub,
@@ -44,7 +58,7 @@ export async function startTestHub(env: Record<string, string> = {}): Promise<Te
       if (stopped) return;
       stopped = true;
       await hub.stop();
-      rmSync(dataDir, { recursive: true, force: true });
+      if (!keepData) rmSync(dataDir, { recursive: true, force: true });
     },
   };
 }

@@ -5,22 +5,15 @@
  * only what a script captures (`TOKEN=$(meshhub token alice)`, `meshhub sync key > file`), and
  * `sync status` prints one field a line.
  */
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, mkdirSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { decodeJwt } from 'jose';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildCli, type CliResult, meshhubCli } from '../helpers/cli.js';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { builtCliScratch, type CliResult, meshhubCli } from '../helpers/cli.js';
 
 const PASSWORD = 'a-long-field-password';
 
-let root: string;
-
-beforeAll(() => {
-  buildCli();
-  root = mkdtempSync(join(tmpdir(), 'meshhub-cli-data-'));
-}, 300_000);
-afterAll(() => rmSync(root, { recursive: true, force: true }));
+const root = builtCliScratch('meshhub-cli-data-');
 
 function meshhub(
   args: string[],

@@ -5,11 +5,10 @@
  * subcommand gives one plain line naming the valid ones, exit 2, no stack trace. The lists below
  * are checked against what each group itself names, so a new subcommand cannot go untested.
  */
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildCli, type CliResult, meshhubCli } from '../helpers/cli.js';
+import { describe, expect, it } from 'vitest';
+import { builtCliScratch, type CliResult, meshhubCli } from '../helpers/cli.js';
 
 /** Each group's words and its subcommands; `[]` is `meshhub` itself. */
 const GROUPS: Array<[string[], string[]]> = [
@@ -48,15 +47,8 @@ const LEAVES: string[][] = [
   ['token', 'revoke'],
 ];
 
-let root: string;
-let dataDir: string;
-
-beforeAll(() => {
-  buildCli();
-  root = mkdtempSync(join(tmpdir(), 'meshhub-cli-help-'));
-  dataDir = join(root, 'data');
-}, 300_000);
-afterAll(() => rmSync(root, { recursive: true, force: true }));
+const root = builtCliScratch('meshhub-cli-help-');
+const dataDir = join(root, 'data');
 
 type Result = CliResult;
 

@@ -4,23 +4,52 @@
  * by listing every error and exiting non-zero.
  */
 
-import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import {
+  type ChildProcess,
+  type SpawnSyncReturns,
+  type StdioOptions,
+  spawn,
+  spawnSync,
+} from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { loopbackListeners } from '../../scripts/bench/lib/hub-env.js';
+import { buildCli, CLI, outputOf } from '../helpers/cli.js';
 import { freePort, getJson, waitFor } from '../helpers/hub.js';
 
-const CLI = join(process.cwd(), 'dist', 'hub', 'cli.js');
 const dirs: string[] = [];
 
 // The process tests run the built hub, exactly as `npm start` does: build dist/ when stale.
-beforeAll(() => {
-  const result = spawnSync(process.execPath, ['scripts/start.mjs', '--build-only'], { stdio: 'inherit' });
-  if (result.status !== 0) throw new Error('building dist/ failed');
-}, 120_000);
+beforeAll(buildCli, 120_000);
 const children: ChildProcess[] = [];
+
+/** `meshhub start` (the built hub) on a free loopback HTTP port with its data in a new temp dir; `env` adds settings. */
+async function startHub(
+  env: Record<string, string>,
+  stdio: StdioOptions,
+): Promise<{ child: ChildProcess; port: number; dataDir: string }> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'meshhub-proc-'));
+  dirs.push(dataDir);
+  const port = await freePort();
+  const child = spawn(process.execPath, [CLI, 'start'], {
+    env: { ...process.env, ...loopbackListeners(dataDir, port), ...env },
+    stdio,
+  });
+  children.push(child);
+  return { child, port, dataDir };
+}
+
+/** `meshhub start` with `env` added, run to its end (killed after 10 s): for a start that is refused. */
+function startAndWait(env: Record<string, string>): SpawnSyncReturns<string> {
+  return spawnSync(process.execPath, [CLI, 'start'], {
+    env: { ...process.env, ...env },
+    encoding: 'utf8',
+    timeout: 10_000,
+  });
+}
 
 afterEach(() => {
   for (const c of children) if (c.exitCode === null) c.kill('SIGKILL');
@@ -31,29 +60,17 @@ afterEach(() => {
 
 describe('the meshhub process', () => {
   it('serves simulated readings and stops within 5 s of SIGTERM with readings committed', async () => {
-    const dataDir = mkdtempSync(join(tmpdir(), 'meshhub-proc-'));
-    dirs.push(dataDir);
-    const port = await freePort();
-    const child = spawn(process.execPath, [CLI, 'start'], {
-      env: {
-        ...process.env,
-        DATA_DIR: dataDir,
-        HTTP_HOST: '127.0.0.1',
-        HTTP_PORT: String(port),
-        MESH_API_PORT: '0',
+    const { child, port, dataDir } = await startHub(
+      {
         RADIO: 'auto',
         SIM_PORT: '0',
-        MQTT_PORT: '0',
         SIM_TELEMETRY_SECONDS: '1',
         RADIO_PROBE_TIMEOUT_MS: '500',
         LOG_LEVEL: 'info',
       },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    children.push(child);
-    let output = '';
-    child.stdout?.on('data', (d) => (output += d));
-    child.stderr?.on('data', (d) => (output += d));
+      ['ignore', 'pipe', 'pipe'],
+    );
+    const output = outputOf(child);
 
     const latest = await waitFor(
       async () => {
@@ -69,7 +86,7 @@ describe('the meshhub process', () => {
     );
     expect(latest.status).toBe(200);
     // RADIO=auto with no serial radio says it runs the simulator, in the log and in /health.
-    expect(output).toMatch(/running the built-in simulator/);
+    expect(output()).toMatch(/running the built-in simulator/);
     const health = await getJson(`http://127.0.0.1:${port}/health`);
     expect(health.body.radio.simulated).toBe(true);
 
@@ -78,7 +95,7 @@ describe('the meshhub process', () => {
     // Past its 5 s shutdown deadline the hub exits 1 without "meshhub stopped": 0 and the line
     // say the stop finished in time.
     expect(code).toBe(0);
-    expect(output).toMatch(/meshhub stopped/);
+    expect(output()).toMatch(/meshhub stopped/);
 
     const db = new Database(join(dataDir, 'meshhub.sqlite'), { readonly: true });
     const { n } = db.prepare('SELECT count(*) AS n FROM readings').get() as { n: number };
@@ -106,23 +123,7 @@ describe('the meshhub process', () => {
       'simulator listening',
     );
 
-    const dataDir = mkdtempSync(join(tmpdir(), 'meshhub-proc-'));
-    dirs.push(dataDir);
-    const port = await freePort();
-    const hub = spawn(process.execPath, [CLI, 'start'], {
-      env: {
-        ...process.env,
-        DATA_DIR: dataDir,
-        HTTP_HOST: '127.0.0.1',
-        HTTP_PORT: String(port),
-        MESH_API_PORT: '0',
-        RADIO: `tcp:127.0.0.1:${simPort}`,
-        MQTT_PORT: '0',
-        LOG_LEVEL: 'warn',
-      },
-      stdio: 'ignore',
-    });
-    children.push(hub);
+    const { port } = await startHub({ RADIO: `tcp:127.0.0.1:${simPort}`, LOG_LEVEL: 'warn' }, 'ignore');
     const health = await waitFor(
       async () => {
         const h = await getJson(`http://127.0.0.1:${port}/health`).catch(() => undefined);
@@ -149,11 +150,7 @@ describe('the meshhub process', () => {
   }, 40_000);
 
   it('lists every invalid setting at once and exits non-zero', () => {
-    const result = spawnSync(process.execPath, [CLI, 'start'], {
-      env: { ...process.env, HTTP_PORT: 'eighty', RADIO: 'carrier-pigeon', LOG_LEVEL: 'chatty' },
-      encoding: 'utf8',
-      timeout: 10_000,
-    });
+    const result = startAndWait({ HTTP_PORT: 'eighty', RADIO: 'carrier-pigeon', LOG_LEVEL: 'chatty' });
     expect(result.status).toBe(1);
     expect(result.stderr).toContain('invalid configuration');
     expect(result.stderr).toMatch(/HTTP_PORT: /);
@@ -162,11 +159,7 @@ describe('the meshhub process', () => {
   });
 
   it('refuses an unknown plugin', () => {
-    const result = spawnSync(process.execPath, [CLI, 'start'], {
-      env: { ...process.env, PLUGINS: 'teleport', RADIO: 'none', HTTP_PORT: '0' },
-      encoding: 'utf8',
-      timeout: 10_000,
-    });
+    const result = startAndWait({ PLUGINS: 'teleport', RADIO: 'none', HTTP_PORT: '0' });
     expect(result.status).toBe(1);
     expect(result.stderr).toMatch(/PLUGINS: unknown plugin "teleport"/);
   });

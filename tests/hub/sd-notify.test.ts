@@ -11,6 +11,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { SystemdNotifier, systemdNotifySend } from '../../hub/sd-notify.js';
+import { loopbackListeners } from '../../scripts/bench/lib/hub-env.js';
+import { buildCli, CLI } from '../helpers/cli.js';
 import { freePort, waitFor } from '../helpers/hub.js';
 import { skipBecauseMissing } from '../helpers/skips.js';
 
@@ -124,8 +126,7 @@ async function fakeNotifySocket(): Promise<{ path: string; received: () => strin
 describe.skipIf(noTools)('sd_notify through systemd-notify, with socat as systemd', () => {
   beforeAll(() => {
     if (!tools) throw new Error('socat and systemd-notify are needed (apt-get install socat systemd)');
-    const result = spawnSync(process.execPath, ['scripts/start.mjs', '--build-only'], { stdio: 'inherit' });
-    if (result.status !== 0) throw new Error('building dist/ failed');
+    buildCli();
   }, 180_000);
 
   it('delivers a message as a datagram to NOTIFY_SOCKET', async () => {
@@ -144,15 +145,11 @@ describe.skipIf(noTools)('sd_notify through systemd-notify, with socat as system
     const dataDir = mkdtempSync(join(tmpdir(), 'meshhub-notify-hub-'));
     dirs.push(dataDir);
     const port = await freePort();
-    const hub = spawn(process.execPath, [join(process.cwd(), 'dist', 'hub', 'cli.js'), 'start'], {
+    const hub = spawn(process.execPath, [CLI, 'start'], {
       env: {
         ...process.env,
-        DATA_DIR: dataDir,
-        HTTP_HOST: '127.0.0.1',
-        HTTP_PORT: String(port),
-        MESH_API_PORT: '0',
+        ...loopbackListeners(dataDir, port),
         RADIO: 'none',
-        MQTT_PORT: '0',
         LOG_LEVEL: 'warn',
         NOTIFY_SOCKET: socket.path,
         // 1 s: a ping every 500 ms; here each waits for its barrier, which socat never releases,

@@ -12,21 +12,18 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { buildCli, CLI } from '../helpers/cli.js';
 import { freePort, getJson, waitFor } from '../helpers/hub.js';
 import { createTestSchema, skipWithoutPostgres } from '../helpers/postgres.js';
 import { skipBecauseMissing } from '../helpers/skips.js';
 
-const CLI = join(process.cwd(), 'dist', 'hub', 'cli.js');
 const dirs: string[] = [];
 const children: ChildProcess[] = [];
 const blockers: Server[] = [];
 const immutable: string[] = [];
 const mounted: string[] = [];
 
-beforeAll(() => {
-  const result = spawnSync(process.execPath, ['scripts/start.mjs', '--build-only'], { stdio: 'inherit' });
-  if (result.status !== 0) throw new Error('building dist/ failed');
-}, 180_000);
+beforeAll(buildCli, 180_000);
 
 afterEach(async () => {
   for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
@@ -198,36 +195,29 @@ describe('DATA_DIR and the database', () => {
 });
 
 describe('ports', () => {
-  it('a taken HTTP_PORT stops the start at once with one line', async () => {
-    const port = await takenPort();
+  /** The hub with `setting` on the taken `port` (and `env`) stops with the one line that names it. */
+  async function expectPortTaken(
+    setting: string,
+    port: number,
+    env: Record<string, string> = {},
+  ): Promise<void> {
     expectOneLine(
-      await runHub({ DATA_DIR: tempDir(), HTTP_PORT: String(port) }),
+      await runHub({ DATA_DIR: tempDir(), ...env, [setting]: String(port) }),
       new RegExp(
-        `^meshhub: HTTP_PORT ${port} on 127.0.0.1 is in use by another program: stop it or set HTTP_PORT\\n$`,
+        `^meshhub: ${setting} ${port} on 127.0.0.1 is in use by another program: stop it or set ${setting}\\n$`,
       ),
     );
+  }
+
+  it('a taken HTTP_PORT stops the start at once with one line', async () => {
+    await expectPortTaken('HTTP_PORT', await takenPort());
   }, 30_000);
 
   it('a taken MQTT_PORT, SIM_PORT, MESH_API_PORT or component port stops the start too (no silent move)', async () => {
     const port = await takenPort();
-    expectOneLine(
-      await runHub({ DATA_DIR: tempDir(), MQTT_PORT: String(port) }),
-      new RegExp(
-        `^meshhub: MQTT_PORT ${port} on 127.0.0.1 is in use by another program: stop it or set MQTT_PORT\\n$`,
-      ),
-    );
-    expectOneLine(
-      await runHub({ DATA_DIR: tempDir(), RADIO: 'sim', SIM_PORT: String(port) }),
-      new RegExp(
-        `^meshhub: SIM_PORT ${port} on 127.0.0.1 is in use by another program: stop it or set SIM_PORT\\n$`,
-      ),
-    );
-    expectOneLine(
-      await runHub({ DATA_DIR: tempDir(), MESH_API: 'true', MESH_API_PORT: String(port) }),
-      new RegExp(
-        `^meshhub: MESH_API_PORT ${port} on 127.0.0.1 is in use by another program: stop it or set MESH_API_PORT\\n$`,
-      ),
-    );
+    await expectPortTaken('MQTT_PORT', port);
+    await expectPortTaken('SIM_PORT', port, { RADIO: 'sim' });
+    await expectPortTaken('MESH_API_PORT', port, { MESH_API: 'true' });
     expectOneLine(
       await runHub({ DATA_DIR: tempDir(), HTTP_COMPONENT_PORTS: `weather=${port}` }),
       new RegExp(`^meshhub: HTTP_COMPONENT_PORTS ${port} on 127.0.0.1 is in use by another program`),

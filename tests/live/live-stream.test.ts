@@ -4,9 +4,8 @@
  */
 import { connect } from 'node:net';
 import { serve } from '@hono/node-server';
-import { Hono } from 'hono';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ProblemError } from '../../src/http/problem.js';
+import { liveApp } from '../../scripts/bench/lib/live-app.js';
 import { LiveBroadcaster } from '../../src/live/live-broadcaster.js';
 import { readingJson } from '../../src/live/live-json.js';
 import { getJson, startTestHub, type TestHub, waitFor } from '../helpers/hub.js';
@@ -132,24 +131,7 @@ describe('readingJson', () => {
 /** A broadcaster behind a real HTTP server on loopback. */
 async function broadcasterServer(limits: ConstructorParameters<typeof LiveBroadcaster>[0]) {
   const live = new LiveBroadcaster(limits);
-  const app = new Hono();
-  app.get('/live', (c) => {
-    try {
-      const outgoing = (c.env as { outgoing: { destroy(): void } }).outgoing;
-      return c.body(
-        live.open(
-          () => [],
-          () => outgoing.destroy(),
-        ),
-        200,
-        { 'content-type': 'text/event-stream' },
-      );
-    } catch (error) {
-      if (error instanceof ProblemError)
-        return c.json(error.toBody(), error.status as 503, error.extras.headers);
-      throw error;
-    }
-  });
+  const app = liveApp(live);
   const server = await new Promise<ReturnType<typeof serve>>((resolve) => {
     const s = serve({ fetch: app.fetch, hostname: '127.0.0.1', port: 0 }, () => resolve(s));
   });

@@ -23,7 +23,7 @@ import { type AwayWindow, awayDuring } from '../../src/mesh/simulator/presence.j
 import type { PacketResponder, SimClient } from '../../src/mesh/simulator/responder.js';
 import { pauseAfterSendMs, textAirtimeMs } from '../../src/messaging/airtime.js';
 import type { MessageGatewayActor } from '../../src/messaging/gateway-actor.js';
-import { startTestHub, type TestHub, waitFor } from '../helpers/hub.js';
+import { startTestHub, type TestHub, testHubOf, waitFor } from '../helpers/hub.js';
 import { testSimulator } from '../helpers/simulator.js';
 import { FakeClock } from './fake-clock.js';
 import { call, FAST_MESSAGING, type Json, knownNodes, subscriber } from './helpers.js';
@@ -93,17 +93,7 @@ async function startHubOn(
   });
   hub.actor<MessageGatewayActor>('message-gateway')!.useClock(clock);
   await hub.start();
-  let stopped = false;
-  const t: TestHub = {
-    hub,
-    dataDir,
-    baseUrl: `http://127.0.0.1:${hub.http.port}`,
-    async stop() {
-      if (stopped) return;
-      stopped = true;
-      await hub.stop();
-    },
-  };
+  const t = testHubOf(hub, dataDir, true);
   cleanups.push(async () => {
     await t.stop();
     rmSync(dataDir, { recursive: true, force: true });

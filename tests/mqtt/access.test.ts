@@ -13,6 +13,7 @@ import {
   type LocalIssuer,
   localIssuer,
   type MqttTestHub,
+  metricValue,
   refusedCode,
   startMqttHub,
 } from './helpers.js';
@@ -43,14 +44,19 @@ afterAll(() => t.stop());
 const as = (user: keyof typeof PASSWORDS) =>
   connect(t.mqttUrl, { username: user, password: PASSWORDS[user] });
 
-async function metric(name: string, labels: string): Promise<number> {
-  const text = await (await fetch(`${t.baseUrl}/metrics`)).text();
-  const line = text.split('\n').find((l) => l.startsWith(`${name}{`) && l.includes(labels));
-  return line ? Number(line.split(' ').pop()) : 0;
-}
+const metric = (name: string, labels: string) => metricValue(t.baseUrl, name, labels);
 
 function closed(client: Awaited<ReturnType<typeof connect>>): Promise<void> {
   return new Promise((resolve) => client.once('close', () => resolve()));
+}
+
+/** Publishes `reading` as JSON on the readings ingestion topic (QoS 1 by default: resolves on the PUBACK). */
+function publishReading(
+  client: Awaited<ReturnType<typeof connect>>,
+  reading: Record<string, unknown>,
+  qos: 0 | 1 = 1,
+): Promise<unknown> {
+  return client.publishAsync('meshhub/ingest/readings', JSON.stringify(reading), { qos });
 }
 
 describe('logging in', () => {
@@ -84,13 +90,7 @@ describe('logging in', () => {
   it('takes a hub-issued JWT as the password, roles from its claims', async () => {
     const token = await issuer.token(['device']);
     const client = await connect(t.mqttUrl, { username: 'anything', password: token });
-    await client.publishAsync(
-      'meshhub/ingest/readings',
-      JSON.stringify({ node_id: 'jwt-sensor', temperature_c: 3 }),
-      {
-        qos: 1,
-      },
-    );
+    await publishReading(client, { node_id: 'jwt-sensor', temperature_c: 3 });
     expect(
       t.hub.store.db.prepare("SELECT count(*) AS n FROM readings WHERE node_id = 'jwt-sensor'").get(),
     ).toEqual({
@@ -125,13 +125,7 @@ describe('logging in', () => {
 describe('a device', () => {
   it('publishes to ingestion topics', async () => {
     const client = await as('sensor');
-    await client.publishAsync(
-      'meshhub/ingest/readings',
-      JSON.stringify({ node_id: 'dev-1', humidity_percent: 40 }),
-      {
-        qos: 1,
-      },
-    );
+    await publishReading(client, { node_id: 'dev-1', humidity_percent: 40 });
     await client.publishAsync('msh/EU_868/2/map/', Buffer.from([1, 2, 3]), { qos: 1 });
   });
 
@@ -167,13 +161,7 @@ describe('a device', () => {
 describe('an integration', () => {
   it('subscribes to the hub event topics and gets the retained state', async () => {
     const device = await as('sensor');
-    await device.publishAsync(
-      'meshhub/ingest/readings',
-      JSON.stringify({ node_id: 'porch', temperature_c: 14.5 }),
-      {
-        qos: 1,
-      },
-    );
+    await publishReading(device, { node_id: 'porch', temperature_c: 14.5 });
     const ha = await as('ha');
     const readings = collect(ha, 'meshhub/readings/#');
     await readings.ready;
@@ -190,9 +178,7 @@ describe('an integration', () => {
   it('is disconnected for publishing readings', async () => {
     const ha = await as('ha');
     const gone = closed(ha);
-    await ha.publishAsync('meshhub/ingest/readings', JSON.stringify({ node_id: 'x', temperature_c: 1 }), {
-      qos: 0,
-    });
+    await publishReading(ha, { node_id: 'x', temperature_c: 1 }, 0);
     await gone;
     expect(t.hub.store.db.prepare("SELECT count(*) AS n FROM readings WHERE node_id = 'x'").get()).toEqual({
       n: 0,
@@ -210,9 +196,7 @@ describe('an admin', () => {
   it('publishes readings and subscribes to everything', async () => {
     const root = await as('root');
     expect(await grantedQos(root, ['#', '$SYS/#'])).toEqual([0, 0]);
-    await root.publishAsync('meshhub/ingest/readings', JSON.stringify({ node_id: 'adm', pm25_ugm3: 4 }), {
-      qos: 1,
-    });
+    await publishReading(root, { node_id: 'adm', pm25_ugm3: 4 });
   });
 
   it('still may not publish on the hub event topics', async () => {

@@ -6,18 +6,18 @@
  * /api/v1/weather/latest. `.ci/run` installs mosquitto-clients; outside CI the mosquitto test is
  * skipped when `mosquitto_pub` is missing.
  */
-import { type ChildProcess, execFile, spawn, spawnSync } from 'node:child_process';
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import Database from 'better-sqlite3';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { buildCli, CLI } from '../helpers/cli.js';
 import { freePort, getJson, waitFor } from '../helpers/hub.js';
 import { skipBecauseMissing } from '../helpers/skips.js';
 import { connect, endClients, latestOf } from './helpers.js';
 
-const CLI = join(process.cwd(), 'dist', 'hub', 'cli.js');
 const MQTT_CLI = join(process.cwd(), 'node_modules', 'mqtt', 'build', 'bin', 'mqtt.js');
 const MOSQUITTO_PUB = ['/usr/bin/mosquitto_pub', '/usr/local/bin/mosquitto_pub'].find((p) => existsSync(p));
 const noMosquitto =
@@ -27,10 +27,7 @@ const qos1To = (port: number) => ['-h', '127.0.0.1', '-p', String(port), '-q', '
 const children: ChildProcess[] = [];
 const dirs: string[] = [];
 
-beforeAll(() => {
-  const result = spawnSync(process.execPath, ['scripts/start.mjs', '--build-only'], { stdio: 'inherit' });
-  if (result.status !== 0) throw new Error('building dist/ failed');
-}, 180_000);
+beforeAll(buildCli, 180_000);
 
 afterEach(async () => {
   await endClients();

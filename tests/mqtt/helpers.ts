@@ -5,9 +5,6 @@
  * `@meshtastic/protobufs` and encrypted with the documented AES-CTR nonce.
  */
 import { scrypt } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { create, type MessageInitShape, toBinary } from '@bufbuild/protobuf';
 import { Mesh, Mqtt, Portnums, Telemetry } from '@meshtastic/protobufs';
@@ -15,12 +12,10 @@ import { exportJWK, generateKeyPair, type JWK, SignJWT } from 'jose';
 import { connectAsync, type IClientOptions, type MqttClient } from 'mqtt';
 import { pino } from 'pino';
 import { createHub, type Hub } from '../../hub/main.js';
-import { loadConfig } from '../../hub/settings.js';
-import { loopbackListeners } from '../../scripts/bench/lib/hub-env.js';
 import { createTokenVerifier, type TokenVerifier } from '../../src/auth/jwt-verifier.js';
 import { HubUserService } from '../../src/auth/user-service.js';
 import { channelCipher, channelHash, expandChannelKey } from '../../src/mesh/mqtt/channel-crypto.js';
-import { mqttOf } from '../helpers/hub.js';
+import { mqttOf, tempHubConfig, testHubOf } from '../helpers/hub.js';
 
 const _scryptAsync = promisify(scrypt) as (password: string, salt: Buffer, keylen: number) => Promise<Buffer>;
 
@@ -74,14 +69,7 @@ export async function startMqttHub(
   /** Collects every log line (JSON, debug level and up) when given. */
   logLines?: string[],
 ): Promise<MqttTestHub> {
-  const dataDir = mkdtempSync(join(tmpdir(), 'meshhub-mqtt-'));
-  const config = loadConfig({
-    ...loopbackListeners(dataDir),
-    RADIO: 'none',
-    SIM_PORT: '0',
-    LOG_LEVEL: 'silent',
-    ...env,
-  });
+  const { dataDir, config } = tempHubConfig('mqtt', { RADIO: 'none', ...env });
   const log = logLines
     ? pino({ level: 'debug' }, { write: (line: string) => void logLines.push(line) })
     : pino({ level: 'silent' });
@@ -93,19 +81,17 @@ export async function startMqttHub(
   const users = new HubUserService(hub.store.db);
   for (const user of auth.users ?? []) await users.add(user);
   await hub.start();
-  let stopped = false;
-  return {
-    hub,
-    dataDir,
-    baseUrl: `http://127.0.0.1:${hub.http.port}`,
-    mqttUrl: `mqtt://127.0.0.1:${mqttOf(hub).port}`,
-    async stop() {
-      if (stopped) return;
-      stopped = true;
-      await hub.stop();
-      rmSync(dataDir, { recursive: true, force: true });
-    },
-  };
+  return { ...testHubOf(hub, dataDir), mqttUrl: `mqtt://127.0.0.1:${mqttOf(hub).port}` };
+}
+
+/**
+ * The value of the first series of `name` on the hub's /metrics (at `baseUrl`) whose labels
+ * include `labels` (`'outcome="stored"'`); 0 when there is none yet.
+ */
+export async function metricValue(baseUrl: string, name: string, labels: string): Promise<number> {
+  const text = await (await fetch(`${baseUrl}/metrics`)).text();
+  const line = text.split('\n').find((l) => l.startsWith(`${name}{`) && l.includes(labels));
+  return line ? Number(line.split(' ').pop()) : 0;
 }
 
 const clients: MqttClient[] = [];

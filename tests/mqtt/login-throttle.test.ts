@@ -8,7 +8,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { HubUserService } from '../../src/auth/user-service.js';
 import { call } from '../messaging/helpers.js';
-import { connect, endClients, type MqttTestHub, refusedCode, startMqttHub } from './helpers.js';
+import { connect, endClients, type MqttTestHub, metricValue, refusedCode, startMqttHub } from './helpers.js';
 
 const PASSWORD = 'correct horse battery';
 let t: MqttTestHub;
@@ -30,11 +30,7 @@ afterEach(async () => {
 });
 afterAll(() => t.stop());
 
-async function metric(name: string, labels: string): Promise<number> {
-  const text = await (await fetch(`${t.baseUrl}/metrics`)).text();
-  const line = text.split('\n').find((l) => l.startsWith(`${name}{`) && l.includes(labels));
-  return line ? Number(line.split(' ').pop()) : 0;
-}
+const metric = (name: string, labels: string) => metricValue(t.baseUrl, name, labels);
 
 describe('MQTT password logins', () => {
   it('refuses a flood of wrong passwords with CONNACK 3 and no password check after the first few', async () => {

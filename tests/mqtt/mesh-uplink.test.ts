@@ -17,6 +17,7 @@ import {
   latestOf,
   type MqttTestHub,
   meshTopic,
+  metricValue,
   startMqttHub,
 } from './helpers.js';
 
@@ -41,11 +42,7 @@ function rowsOf(nodeId: string): Array<Record<string, number | string | null>> {
   >;
 }
 
-async function metric(name: string, labels: string): Promise<number> {
-  const text = await (await fetch(`${t.baseUrl}/metrics`)).text();
-  const line = text.split('\n').find((l) => l.startsWith(`${name}{`) && l.includes(labels));
-  return line ? Number(line.split(' ').pop()) : 0;
-}
+const metric = (name: string, labels: string) => metricValue(t.baseUrl, name, labels);
 
 describe('ServiceEnvelope uplink', () => {
   it('decrypts a default-key (AQ==) LongFast packet and stores the reading before the PUBACK', async () => {

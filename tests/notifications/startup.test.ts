@@ -2,19 +2,12 @@
  * Bad notification settings and a damaged VAPID key file, as a person meets them: `meshhub start`
  * exits non-zero with plain lines naming each setting (or the file) and what to do, no stack.
  */
-import { mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildCli, meshhubCli } from '../helpers/cli.js';
+import { describe, expect, it } from 'vitest';
+import { builtCliScratch, meshhubCli } from '../helpers/cli.js';
 
-let root: string;
-
-beforeAll(() => {
-  buildCli();
-  root = mkdtempSync(join(tmpdir(), 'meshhub-notify-start-'));
-}, 300_000);
-afterAll(() => rmSync(root, { recursive: true, force: true }));
+const root = builtCliScratch('meshhub-notify-start-');
 
 const start = (dataDir: string, env: Record<string, string> = {}) =>
   meshhubCli(['start'], {

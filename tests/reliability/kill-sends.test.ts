@@ -35,6 +35,7 @@ import {
   removeDir,
   scratchDir,
   startSendingHub,
+  waitForNodes,
 } from './helpers/hub-process.js';
 
 const { seed: SEED, rounds: ROUNDS, between } = killScenario('kill during outbound sends');
@@ -81,16 +82,7 @@ describe('SIGKILL during outbound sends (the built hub as a child process, the r
     const { outOfRange } = messagingRoles(network);
     const reachable = network.nodes.filter((n) => n !== outOfRange);
     // The hub knows the nodes once it has had the radio's node database.
-    await waitFor(
-      async () => {
-        const r = await call(hub.baseUrl, 'GET', '/api/v1/nodes', { token });
-        return r.status === 200 && (r.body.data as unknown[]).length >= network.nodes.length
-          ? true
-          : undefined;
-      },
-      20_000,
-      'the nodes known to the hub',
-    );
+    await waitForNodes(hub, token, network.nodes.length);
 
     const posted: { id: string; text: string; holdless: boolean }[] = [];
     const script: string[] = [];

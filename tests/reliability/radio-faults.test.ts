@@ -30,6 +30,7 @@ import {
   schedule,
   scratchDir,
   startSendingHub,
+  waitForNodes,
 } from './helpers/hub-process.js';
 import { RadioProxy } from './helpers/radio-proxy.js';
 
@@ -85,16 +86,7 @@ describe('the radio link cut and restored, and stalled (the built hub, a TCP hop
       20_000,
       'radio connected',
     );
-    await waitFor(
-      async () => {
-        const r = await call(hub.baseUrl, 'GET', '/api/v1/nodes', { token });
-        return r.status === 200 && (r.body.data as unknown[]).length >= network.nodes.length
-          ? true
-          : undefined;
-      },
-      20_000,
-      'the nodes known to the hub',
-    );
+    await waitForNodes(hub, token, network.nodes.length);
     const posted: string[] = [];
     const post = async (label: string) => {
       const target = reachable[between(0, reachable.length)]!;

@@ -23,17 +23,14 @@ import { pino } from 'pino';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createUpstream } from '../../sync/upstream/main.js';
 import { loadUpstreamSettings } from '../../sync/upstream/settings.js';
+import { buildCli, CLI, outputOf } from '../helpers/cli.js';
 import { freePort, getJson, waitFor } from '../helpers/hub.js';
 import { noteSkip } from '../helpers/skips.js';
 
-const CLI = join(process.cwd(), 'dist', 'hub', 'cli.js');
 const dirs: string[] = [];
 const children: ChildProcess[] = [];
 
-beforeAll(() => {
-  const result = spawnSync(process.execPath, ['scripts/start.mjs', '--build-only'], { stdio: 'inherit' });
-  if (result.status !== 0) throw new Error('building dist/ failed');
-}, 120_000);
+beforeAll(buildCli, 120_000);
 
 afterEach(() => {
   for (const c of children) if (c.exitCode === null) c.kill('SIGKILL');
@@ -90,13 +87,11 @@ async function startHub(dataDir: string): Promise<{ child: ChildProcess; stop():
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   children.push(child);
-  let output = '';
-  child.stdout?.on('data', (d) => (output += d));
-  child.stderr?.on('data', (d) => (output += d));
+  const output = outputOf(child);
   await waitFor(
     async () => (await getJson(`http://127.0.0.1:${port}/health`).catch(() => undefined))?.status,
     30_000,
-    () => `the hub to answer /health; it said:\n${output}`,
+    () => `the hub to answer /health; it said:\n${output()}`,
   );
   return {
     child,

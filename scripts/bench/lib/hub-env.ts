@@ -1,10 +1,13 @@
 /** The settings of a hub a benchmark (or scripts/screenshot.ts) runs in its own process. */
 
-/** A hub's data in `dataDir`, HTTP and MQTT on free loopback ports (tests add the rest themselves). */
-export const loopbackListeners = (dataDir: string): Record<string, string> => ({
+/**
+ * A hub's data in `dataDir`, HTTP on loopback port `httpPort` (0, the default: a free one the hub
+ * picks), the mesh API and MQTT on free loopback ports (tests add the rest themselves).
+ */
+export const loopbackListeners = (dataDir: string, httpPort = 0): Record<string, string> => ({
   DATA_DIR: dataDir,
   HTTP_HOST: '127.0.0.1',
-  HTTP_PORT: '0',
+  HTTP_PORT: String(httpPort),
   MESH_API_PORT: '0',
   MQTT_PORT: '0',
 });

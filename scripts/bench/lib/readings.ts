@@ -110,6 +110,23 @@ export function rawBatchedInsert(db: Database, input: Reading[][]): number {
   return performance.now() - t0;
 }
 
+/**
+ * Every metric of a reading, as sensors report them (a decimal or two, some whole numbers), spread
+ * over their ranges by `i`: the same `i` gives the same values.
+ */
+export function sensorValues(i: number): Omit<Reading, 'nodeId' | 'timestamp'> {
+  return {
+    temperatureC: Math.round((5 + ((i * 37) % 2000) / 100) * 100) / 100,
+    humidityPercent: Math.round((30 + ((i * 7) % 600) / 10) * 10) / 10,
+    pressurePa: 95_000 + ((i * 13) % 8000),
+    windSpeedMs: ((i * 11) % 150) / 10,
+    windDirection: (i * 17) % 360,
+    pm25Ugm3: (i * 3) % 40,
+    pm10Ugm3: (i * 5) % 60,
+    gasResistanceKohm: ((i * 19) % 5000) / 10,
+  };
+}
+
 /** A reading as the ingest API and MQTT take it (snake_case, ISO timestamp). */
 export function readingApiJson(r: Reading): Record<string, unknown> {
   return {

@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { HUB_NODE_FLAGS } from '../../../hub/node-flags.js';
 import { seededRandom } from '../../../src/mesh/simulator/random.js';
 import { restartablePort, waitFor } from '../../helpers/hub.js';
+import { call } from '../../messaging/helpers.js';
 
 export const CLI = join(process.cwd(), 'dist', 'hub', 'cli.js');
 
@@ -77,6 +78,21 @@ export async function startSendingHub(
   hub.cli(['subscription', 'grant', 'carol', '--nodes', 'all']);
   await hub.start();
   return { hub, token };
+}
+
+/**
+ * Waits (20 s at most) until `hub` lists `count` nodes or more to the holder of `token`: it has had
+ * the radio's node database.
+ */
+export async function waitForNodes(hub: HubProcess, token: string, count: number): Promise<void> {
+  await waitFor(
+    async () => {
+      const r = await call(hub.baseUrl, 'GET', '/api/v1/nodes', { token });
+      return r.status === 200 && (r.body.data as unknown[]).length >= count ? true : undefined;
+    },
+    20_000,
+    'the nodes known to the hub',
+  );
 }
 
 export const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -170,20 +186,21 @@ export class HubProcess {
   }
 
   /** SIGKILL: no shutdown code runs, as when the power goes. */
-  async kill(): Promise<void> {
-    const proc = this.proc;
-    if (!proc || !this.running) return;
-    const exited = new Promise((resolve) => proc.once('exit', resolve));
-    proc.kill('SIGKILL');
-    await exited;
+  kill(): Promise<void> {
+    return this.signalAndWait('SIGKILL');
   }
 
   /** SIGTERM and wait for the clean stop. */
-  async stop(): Promise<void> {
+  stop(): Promise<void> {
+    return this.signalAndWait('SIGTERM');
+  }
+
+  /** Sends `signal` to the running hub and resolves once it has exited (at once when none runs). */
+  private async signalAndWait(signal: NodeJS.Signals): Promise<void> {
     const proc = this.proc;
     if (!proc || !this.running) return;
     const exited = new Promise((resolve) => proc.once('exit', resolve));
-    proc.kill('SIGTERM');
+    proc.kill(signal);
     await exited;
   }
 
