@@ -20,6 +20,19 @@ export const quickRangeLabel = (id: QuickRange) => t(`audit.range.${id}`);
 export type QuickRange = (typeof QUICK_RANGES)[number]['id'];
 export type RangeChoice = QuickRange | 'custom';
 
+/** The spec's filters, by their API names (the query parameters a search sets besides paging). */
+export const SEARCH_FILTER_FIELDS = [
+  'services',
+  'tenants',
+  'actor',
+  'operation',
+  'result',
+  'start',
+  'end',
+  'include_tags',
+  'exclude_tags',
+] as const;
+
 /** Issue 29: the search's exact-match filters, by their API names. */
 export const PIVOT_FILTERS = ['actor_exact', 'target', 'client_ip', 'correlation_id', 'session_id'] as const;
 export type PivotFilter = (typeof PIVOT_FILTERS)[number];

@@ -20,6 +20,7 @@ import {
   QUICK_RANGES,
   quickRangeLabel,
   type RangeChoice,
+  SEARCH_FILTER_FIELDS,
   searchQuery,
   toLocalInput,
 } from './audit-filters.js';
@@ -248,23 +249,12 @@ export function SearchView({ search }: { search: string }) {
   );
 }
 
-const FILTER_FIELDS = [
-  'services',
-  'tenants',
-  'actor',
-  'operation',
-  'result',
-  'start',
-  'end',
-  'include_tags',
-  'exclude_tags',
-];
 /** A 400 whose every field error is shown next to its input: no general message needed. */
 function fieldErrorsOnly(error: unknown): boolean {
   return (
-    !!fieldError(error, ...FILTER_FIELDS) &&
+    !!fieldError(error, ...SEARCH_FILTER_FIELDS) &&
     (error as { fieldErrors: { field: string }[] }).fieldErrors.every((e) =>
-      FILTER_FIELDS.some((f) => e.field === f || e.field.startsWith(`${f}.`)),
+      SEARCH_FILTER_FIELDS.some((f) => e.field === f || e.field.startsWith(`${f}.`)),
     )
   );
 }
