@@ -13,7 +13,7 @@ import { DEFAULT_WEB_ROOT } from '../../src/ui-server/map-tiles.js';
 import { tileOrigins } from '../../src/ui-server/map-tiles-setting.js';
 import { StaticAssets } from '../../src/ui-server/static-assets.js';
 import { uiRoutes } from '../../src/ui-server/ui-routes.js';
-import { type ReadingRow, type RecordBody, SYNC_API } from '../protocol.js';
+import { type ReadingRow, SYNC_API } from '../protocol.js';
 import { type AppliedChanges, BatchApplier } from './batch-apply.js';
 import { DownlinkQueue } from './downlink-queue.js';
 import { HistoryChangeListener } from './history-changes.js';
