@@ -13,6 +13,7 @@ import { auditFeaturesStore } from './audit-features.js';
 import { AuditTable } from './audit-table.js';
 import type { AlertPage, AlertRule, AlertRuleList } from './audit-types.js';
 import { EventDrawer } from './event-drawer.js';
+import { AuditAlert } from './form-parts.js';
 import { shownTime } from './format.js';
 import { conditionWords, draftOf, emptyDraft, ruleBody } from './rule-draft.js';
 import { RuleForm } from './rule-form.js';
@@ -36,11 +37,7 @@ export function AlertsView() {
   return (
     <section class="panel" aria-labelledby="alerts-title">
       <h1 id="alerts-title">{t('header.alerts')}</h1>
-      {page.error !== undefined && (
-        <p class="form-error" role="alert">
-          {auditWords(page.error)}
-        </p>
-      )}
+      <AuditAlert error={page.error} />
       {page.data && page.data.data.length === 0 && <p class="audit-empty">{t('audit.noAlerts')}</p>}
       {page.data && page.data.data.length > 0 && (
         <AuditTable
@@ -186,11 +183,7 @@ export function RulesView() {
           onCancel={() => setEditing(undefined)}
         />
       )}
-      {rules.error !== undefined && (
-        <p class="form-error" role="alert">
-          {auditWords(rules.error)}
-        </p>
-      )}
+      <AuditAlert error={rules.error} />
       {rules.data && rules.data.data.length === 0 && <p class="audit-empty">{t('mesh.alerts.noRules')}</p>}
       {rules.data && rules.data.data.length > 0 && (
         <ul class="rules" data-testid="rules">

@@ -4,10 +4,11 @@
  * into; and from here the drawer, bulk tags and export.
  */
 import { useEffect, useRef, useState } from 'preact/hooks';
+import { Loading } from '../components/load-states.js';
 import { useStore } from '../hooks.js';
 import { t } from '../i18n/index.js';
 import { Link, navigate } from '../router.js';
-import { auditJson, auditWords, collectionNotConfigured, fieldError } from './audit-api.js';
+import { auditJson, collectionNotConfigured, fieldError } from './audit-api.js';
 import { auditFeaturesStore } from './audit-features.js';
 import {
   type AuditSearch,
@@ -29,7 +30,7 @@ import { BulkTags } from './bulk-tags.js';
 import { EventDrawer } from './event-drawer.js';
 import { EventTable } from './event-table.js';
 import { ExportButtons } from './export-buttons.js';
-import { type ControlProps, described, Field, FieldError } from './form-parts.js';
+import { AuditAlert, type ControlProps, described, Field, FieldError } from './form-parts.js';
 import { pageArrived } from './render-timing.js';
 import { type SavedSearch, searchOfSaved } from './saved-searches.js';
 import { SavedSearchesMenu } from './saved-searches-menu.js';
@@ -194,16 +195,8 @@ export function SearchView({ search }: { search: string }) {
           </button>
         </div>
       )}
-      {error !== undefined && !fieldErrorsOnly(error) && (
-        <p class="form-error" role="alert">
-          {auditWords(error)}
-        </p>
-      )}
-      {!data && error === undefined && (
-        <p class="loading" role="status">
-          {t('audit.searching')}
-        </p>
-      )}
+      {!fieldErrorsOnly(error) && <AuditAlert error={error} />}
+      {!data && error === undefined && <Loading>{t('audit.searching')}</Loading>}
       {data && (
         <>
           <EventTable
@@ -324,6 +317,14 @@ function FilterForm({ current, error, rows }: { current: AuditSearch; error: unk
     },
     error: err(key),
   });
+  /** The tag filters, by their draft key and their API name (`include_tags` is `f-include-tags`). */
+  const bindTags = (key: 'includeTags' | 'excludeTags', field: 'include_tags' | 'exclude_tags') => ({
+    id: `f-${field.replace('_', '-')}`,
+    tags: draft[key],
+    suggestions: options?.tags ?? [],
+    onChange: (tags: string[]) => set({ [key]: tags }),
+    error: err(field),
+  });
 
   return (
     <form
@@ -420,22 +421,8 @@ function FilterForm({ current, error, rows }: { current: AuditSearch; error: unk
           <DateTimeField label={t('audit.until')} {...bindTime('end')} />
         </>
       )}
-      <TagInput
-        id="f-include-tags"
-        label={t('audit.withTags')}
-        tags={draft.includeTags}
-        suggestions={options?.tags ?? []}
-        onChange={(includeTags) => set({ includeTags })}
-        error={err('include_tags')}
-      />
-      <TagInput
-        id="f-exclude-tags"
-        label={t('audit.withoutTags')}
-        tags={draft.excludeTags}
-        suggestions={options?.tags ?? []}
-        onChange={(excludeTags) => set({ excludeTags })}
-        error={err('exclude_tags')}
-      />
+      <TagInput label={t('audit.withTags')} {...bindTags('includeTags', 'include_tags')} />
+      <TagInput label={t('audit.withoutTags')} {...bindTags('excludeTags', 'exclude_tags')} />
       <div class="audit-filter-buttons">
         <button type="submit" class="button">
           {t('audit.search')}
