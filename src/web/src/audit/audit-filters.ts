@@ -124,10 +124,24 @@ export function searchQuery(s: AuditSearch): string {
   if (s.includeTags.length) p.set('include_tags', s.includeTags.join(','));
   if (s.excludeTags.length) p.set('exclude_tags', s.excludeTags.join(','));
   for (const key of PIVOT_FILTERS) if (s.pivots?.[key]) p.set(key, s.pivots[key]);
-  if (s.limit !== DEFAULT_PAGE_SIZE) p.set('limit', String(s.limit));
-  if (s.cursor) p.set('cursor', s.cursor);
-  if (s.event) p.set('event', s.event);
-  if (s.saved) p.set('saved', s.saved);
+  const limit = s.limit !== DEFAULT_PAGE_SIZE ? String(s.limit) : undefined;
+  return queryText(p, [
+    ['limit', limit],
+    ['cursor', s.cursor],
+    ['event', s.event],
+    ['saved', s.saved],
+  ]);
+}
+
+/**
+ * A page's query string: `p` and then each of `entries` that has a value, in their order; `?`
+ * before it, or '' when there are none.
+ */
+export function queryText(
+  p: URLSearchParams,
+  entries: readonly (readonly [string, string | undefined])[],
+): string {
+  for (const [key, value] of entries) if (value) p.set(key, value);
   const text = p.toString();
   return text ? `?${text}` : '';
 }
