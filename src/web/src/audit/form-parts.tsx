@@ -58,3 +58,24 @@ export function AuditAlert({ error }: { error: unknown }) {
     </p>
   );
 }
+
+/** A small button of the console, secondary (`danger`: the one that confirms a deletion). */
+export function SmallButton({
+  onClick,
+  danger,
+  children,
+}: {
+  onClick: () => void;
+  danger?: boolean;
+  children: ComponentChildren;
+}) {
+  return (
+    <button
+      type="button"
+      class={danger ? 'button button-small button-danger' : 'button button-secondary button-small'}
+      onClick={onClick}
+    >
+      {children}
+    </button>
+  );
+}

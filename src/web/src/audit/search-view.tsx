@@ -30,7 +30,7 @@ import { BulkTags } from './bulk-tags.js';
 import { EventDrawer } from './event-drawer.js';
 import { EventTable } from './event-table.js';
 import { ExportButtons } from './export-buttons.js';
-import { AuditAlert, type ControlProps, described, Field, FieldError } from './form-parts.js';
+import { AuditAlert, type ControlProps, described, Field, FieldError, SmallButton } from './form-parts.js';
 import { pageArrived } from './render-timing.js';
 import { type SavedSearch, searchOfSaved } from './saved-searches.js';
 import { SavedSearchesMenu } from './saved-searches-menu.js';
@@ -162,13 +162,7 @@ export function SearchView({ search }: { search: string }) {
           {summary}
         </p>
         <div class="audit-actions">
-          <button
-            type="button"
-            class="button button-secondary button-small"
-            onClick={() => setBulkOpen(true)}
-          >
-            {t('audit.tagAllMatching')}
-          </button>
+          <SmallButton onClick={() => setBulkOpen(true)}>{t('audit.tagAllMatching')}</SmallButton>
           <ExportButtons search={current} />
           {features?.ai_features_enabled && (
             <Link
