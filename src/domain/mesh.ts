@@ -64,6 +64,24 @@ export interface PacketMeta {
   gateway?: string;
 }
 
+/**
+ * The meta of a packet known only by what `known` gives: channel 0, no hops, no payload, no
+ * flags, no request or reply (the MQTT JSON uplink; tests that make up a heard packet).
+ */
+export function packetMeta(known: Partial<PacketMeta> = {}): PacketMeta {
+  return {
+    channel: 0,
+    hopLimit: 0,
+    payloadBytes: 0,
+    wantAck: false,
+    wantResponse: false,
+    requestId: 0,
+    replyId: 0,
+    viaMqtt: false,
+    ...known,
+  };
+}
+
 export interface HeardPacket {
   from: number;
   to: number;

@@ -16,6 +16,7 @@ import {
   HEADERS,
   pagedListResponses,
   problem,
+  type ResponseSpec,
 } from '../http/openapi.js';
 import { describeRoutes } from '../http/openapi-route.js';
 import { checkOutboundUrl, OutboundUrlError } from '../http/outbound-url.js';
@@ -51,6 +52,13 @@ const admin = {
   403: problem('The token does not carry the admin role.', { 'WWW-Authenticate': HEADERS.wwwAuthenticate }),
 };
 const noRule = problem('No rule with this id.');
+/** The answers of a route on one rule (`/rules/{id}`): `ok`, a bad id, the admin's refusals, no such rule. */
+const ruleAnswers = (status: 200 | 204, ok: ResponseSpec): Record<number, ResponseSpec> => ({
+  [status]: ok,
+  400: COMMON_PROBLEMS.badInput,
+  ...admin,
+  404: noRule,
+});
 
 export const notificationOperations = describeRoutes(BASE, [
   {
@@ -90,12 +98,7 @@ export const notificationOperations = describeRoutes(BASE, [
     summary: 'One notification rule',
     security: 'bearer',
     params: { path: ruleIdPathSchema },
-    responses: {
-      200: { description: 'The rule.', body: ruleSchema },
-      400: COMMON_PROBLEMS.badInput,
-      ...admin,
-      404: noRule,
-    },
+    responses: ruleAnswers(200, { description: 'The rule.', body: ruleSchema }),
   },
   {
     method: 'patch',
@@ -107,10 +110,7 @@ export const notificationOperations = describeRoutes(BASE, [
     params: { path: ruleIdPathSchema },
     body: { schema: rulePatchSchema },
     responses: {
-      200: { description: 'The rule afterwards.', body: ruleSchema },
-      400: COMMON_PROBLEMS.badInput,
-      ...admin,
-      404: noRule,
+      ...ruleAnswers(200, { description: 'The rule afterwards.', body: ruleSchema }),
       ...BODY_PROBLEMS,
     },
   },
@@ -122,7 +122,7 @@ export const notificationOperations = describeRoutes(BASE, [
     summary: 'Delete a rule (its firings stay)',
     security: 'bearer',
     params: { path: ruleIdPathSchema },
-    responses: { 204: { description: 'Deleted.' }, 400: COMMON_PROBLEMS.badInput, ...admin, 404: noRule },
+    responses: ruleAnswers(204, { description: 'Deleted.' }),
   },
   {
     method: 'get',

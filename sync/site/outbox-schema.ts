@@ -214,6 +214,17 @@ function withTenant(body: string, tenantId: string): string {
     CASE WHEN ${tenantId} = 1 THEN '$.tenant' ELSE '$.__keep' END)`;
 }
 
+/**
+ * An outbox row of `kind` whose body (`json`, with its tenant) is made from the audit event
+ * `audit_events e` of NEW's `seq`; `joins` reach the event's dictionaries.
+ */
+function auditEventOutbox(kind: string, json: string, joins = ''): string {
+  return `INSERT INTO sync_outbox (kind, at, body)
+         SELECT '${kind}', ${SQL_NOW_MS}, ${withTenant(json, 'e.tenant_id')}
+         FROM audit_events e ${joins}
+         WHERE e.seq = NEW.seq;`;
+}
+
 const TRIGGER_GROUPS: readonly TriggerGroup[] = [
   {
     tables: ['nodes'],
@@ -293,20 +304,17 @@ const TRIGGER_GROUPS: readonly TriggerGroup[] = [
       trigger(
         'audit_event_raw_insert',
         'AFTER INSERT ON audit_event_raw',
-        `INSERT INTO sync_outbox (kind, at, body)
-         SELECT 'audit_event', ${SQL_NOW_MS}, ${withTenant(
-           `json_object(
+        auditEventOutbox(
+          'audit_event',
+          `json_object(
            'source', e.source, 'source_key', e.source_key, 'ts', e.ts, 'service', e.service,
            'operation', coalesce(o.name, ''), 'result', coalesce(r.normalized, 'unknown'),
            'actor', coalesce(a.name, ''), 'target', e.target, 'tags', json(e.tags),
            'raw', NEW.raw, 'ingested_at', e.ingested_at)`,
-           'e.tenant_id',
-         )}
-         FROM audit_events e
-           LEFT JOIN audit_operations o ON o.id = e.operation_id
+          `LEFT JOIN audit_operations o ON o.id = e.operation_id
            LEFT JOIN audit_results r ON r.id = e.result_id
-           LEFT JOIN audit_actors a ON a.id = e.actor_id
-         WHERE e.seq = NEW.seq;`,
+           LEFT JOIN audit_actors a ON a.id = e.actor_id`,
+        ),
       ),
       trigger(
         'audit_events_tags',
@@ -327,13 +335,11 @@ const TRIGGER_GROUPS: readonly TriggerGroup[] = [
       trigger(
         'audit_event_comments_insert',
         'AFTER INSERT ON audit_event_comments',
-        `INSERT INTO sync_outbox (kind, at, body)
-         SELECT 'audit_comment', ${SQL_NOW_MS}, ${withTenant(
-           `json_object('source', e.source, 'source_key', e.source_key,
+        auditEventOutbox(
+          'audit_comment',
+          `json_object('source', e.source, 'source_key', e.source_key,
            'comment_id', NEW.id, 'author', NEW.author, 'text', NEW.text, 'created_at', NEW.created_at)`,
-           'e.tenant_id',
-         )}
-         FROM audit_events e WHERE e.seq = NEW.seq;`,
+        ),
       ),
     ],
   },

@@ -7,7 +7,7 @@
 import type pg from 'pg';
 import { type ReadingRow, type RecordBody, type SyncRecord, UPSTREAM_PRINCIPAL_PREFIX } from '../protocol.js';
 import { applyRollupRecords } from './apply-readings.js';
-import { type ColumnType, jsonStrings, unnestSource } from './db/unnest.js';
+import { type ColumnType, unnestRecords, unnestSource } from './db/unnest.js';
 import { sendSubscriptionsForNewNodes } from './subscription-fanout.js';
 
 export type RecordsOf<K extends SyncRecord['kind']> = RecordBody<K>[];
@@ -259,38 +259,24 @@ async function applyTransitions(
   );
 }
 
+const SUBSCRIPTION_COLUMNS: readonly (readonly [keyof RecordBody<'subscription'>, ColumnType])[] = [
+  ['id', 'bigint'],
+  ['subscriber', 'text'],
+  ['all_nodes', 'boolean'],
+  ['node_ids', 'json'],
+  ['status', 'text'],
+  ['expires_at', 'bigint'],
+  ['source', 'text'],
+  ['reference', 'text'],
+  ['created_at', 'bigint'],
+  ['updated_at', 'bigint'],
+];
+
 async function applySubscriptions(client: pg.PoolClient, siteId: string, subs: RecordsOf<'subscription'>) {
   const last = new Map<number, RecordBody<'subscription'>>();
   for (const s of subs) last.set(s.id, s);
-  const rows = [...last.values()].map((s) => [
-    s.id,
-    s.subscriber,
-    s.all_nodes,
-    jsonStrings(s.node_ids),
-    s.status,
-    s.expires_at,
-    s.source,
-    s.reference,
-    s.created_at,
-    s.updated_at,
-  ]);
   const params: unknown[] = [siteId];
-  const source = unnestSource(
-    [
-      ['id', 'bigint'],
-      ['subscriber', 'text'],
-      ['all_nodes', 'boolean'],
-      ['node_ids', 'json'],
-      ['status', 'text'],
-      ['expires_at', 'bigint'],
-      ['source', 'text'],
-      ['reference', 'text'],
-      ['created_at', 'bigint'],
-      ['updated_at', 'bigint'],
-    ],
-    rows,
-    params,
-  );
+  const source = unnestRecords(SUBSCRIPTION_COLUMNS, last.values(), params);
   const set = [
     'subscriber',
     'all_nodes',
@@ -318,6 +304,26 @@ const tenantOf = (body: { tenant?: string | undefined }) => body.tenant ?? 'defa
 const auditKey = (body: { tenant?: string | undefined; source: string; source_key: string }) =>
   JSON.stringify([tenantOf(body), body.source, body.source_key]);
 
+/** An audit record's key columns: every audit record is of one event. */
+const AUDIT_KEY_COLUMNS = [
+  ['tenant', 'text'],
+  ['source', 'text'],
+  ['source_key', 'text'],
+] as const;
+
+const AUDIT_EVENT_COLUMNS: readonly (readonly [string, ColumnType])[] = [
+  ...AUDIT_KEY_COLUMNS,
+  ['ts', 'bigint'],
+  ['service', 'text'],
+  ['operation', 'text'],
+  ['result', 'text'],
+  ['actor', 'text'],
+  ['target', 'text'],
+  ['tags', 'json'],
+  ['raw', 'text'],
+  ['ingested_at', 'bigint'],
+];
+
 /**
  * Audit events are written once per (tenant, source, source_key), as on the site; `audit_event_keys`
  * says at which `ts` (the partition key) each one lives, for tag changes and comments.
@@ -330,39 +336,8 @@ async function applyAuditEvents(
 ) {
   const first = new Map<string, RecordBody<'audit_event'>>();
   for (const e of events) if (!first.has(auditKey(e))) first.set(auditKey(e), e);
-  const rows = [...first.values()].map((e) => [
-    tenantOf(e),
-    e.source,
-    e.source_key,
-    e.ts,
-    e.service,
-    e.operation,
-    e.result,
-    e.actor,
-    e.target,
-    jsonStrings(e.tags),
-    e.raw,
-    e.ingested_at,
-  ]);
   const params: unknown[] = [siteId, now];
-  const source = unnestSource(
-    [
-      ['tenant', 'text'],
-      ['source', 'text'],
-      ['source_key', 'text'],
-      ['ts', 'bigint'],
-      ['service', 'text'],
-      ['operation', 'text'],
-      ['result', 'text'],
-      ['actor', 'text'],
-      ['target', 'text'],
-      ['tags', 'json'],
-      ['raw', 'text'],
-      ['ingested_at', 'bigint'],
-    ],
-    rows,
-    params,
-  );
+  const source = unnestRecords(AUDIT_EVENT_COLUMNS, first.values(), params, { tenant: tenantOf });
   // Only events whose key is new (or already at the same ts) are stored: never two rows for one key.
   await client.query(
     `WITH input AS (SELECT * FROM ${source}),
@@ -384,18 +359,9 @@ async function applyAuditEvents(
 async function applyAuditTags(client: pg.PoolClient, siteId: string, changes: RecordsOf<'audit_tags'>) {
   const last = new Map<string, RecordBody<'audit_tags'>>();
   for (const t of changes) last.set(auditKey(t), t);
-  const rows = [...last.values()].map((t) => [tenantOf(t), t.source, t.source_key, jsonStrings(t.tags)]);
   const params: unknown[] = [siteId];
-  const source = unnestSource(
-    [
-      ['tenant', 'text'],
-      ['source', 'text'],
-      ['source_key', 'text'],
-      ['tags', 'json'],
-    ],
-    rows,
-    params,
-  );
+  const columns = [...AUDIT_KEY_COLUMNS, ['tags', 'json']] as const;
+  const source = unnestRecords(columns, last.values(), params, { tenant: tenantOf });
   await client.query(
     `UPDATE audit_events e SET tags = ARRAY(SELECT json_array_elements_text(u.tags))
      FROM ${source}
@@ -410,29 +376,15 @@ async function applyAuditComments(
   siteId: string,
   comments: RecordsOf<'audit_comment'>,
 ) {
-  const rows = comments.map((c) => [
-    tenantOf(c),
-    c.source,
-    c.source_key,
-    c.comment_id,
-    c.author,
-    c.text,
-    c.created_at,
-  ]);
   const params: unknown[] = [siteId];
-  const source = unnestSource(
-    [
-      ['tenant', 'text'],
-      ['source', 'text'],
-      ['source_key', 'text'],
-      ['comment_id', 'bigint'],
-      ['author', 'text'],
-      ['text', 'text'],
-      ['created_at', 'bigint'],
-    ],
-    rows,
-    params,
-  );
+  const columns = [
+    ...AUDIT_KEY_COLUMNS,
+    ['comment_id', 'bigint'],
+    ['author', 'text'],
+    ['text', 'text'],
+    ['created_at', 'bigint'],
+  ] as const;
+  const source = unnestRecords(columns, comments, params, { tenant: tenantOf });
   await client.query(
     `INSERT INTO audit_comments (site_id, tenant, source, source_key, comment_id, author, text, created_at)
      SELECT $1, tenant, source, source_key, comment_id, author, text, created_at FROM ${source}

@@ -13,7 +13,7 @@ import { DEFAULT_WEB_ROOT } from '../../src/ui-server/map-tiles.js';
 import { tileOrigins } from '../../src/ui-server/map-tiles-setting.js';
 import { StaticAssets } from '../../src/ui-server/static-assets.js';
 import { uiRoutes } from '../../src/ui-server/ui-routes.js';
-import { type ReadingRow, type RecordBody, SYNC_API } from '../protocol.js';
+import { type ReadingRow, SYNC_API } from '../protocol.js';
 import { type AppliedChanges, BatchApplier } from './batch-apply.js';
 import { DownlinkQueue } from './downlink-queue.js';
 import { HistoryChangeListener } from './history-changes.js';
@@ -30,7 +30,7 @@ import { syncRoutes } from './routes/sync-routes.js';
 import { upstreamWeatherRoutes } from './routes/weather-routes.js';
 import type { UpstreamCore, UpstreamPart, UpstreamUpgrade } from './server.js';
 import { SiteRegistry } from './sites.js';
-import { PgWeatherReads, type UpstreamNodeJson, type UpstreamReadingJson } from './weather/pg-reads.js';
+import { PgWeatherReads, type UpstreamReadingJson, upstreamNodeJson } from './weather/pg-reads.js';
 
 /** A reading a batch added, as the read API writes it (the live stream's `readings` items). */
 function liveReading(siteId: string, row: ReadingRow): UpstreamReadingJson {
@@ -44,21 +44,6 @@ function liveReading(siteId: string, row: ReadingRow): UpstreamReadingJson {
     if (v === null) return;
     out[column] = column === 'wind_direction' ? ((Math.round(v) % 360) + 360) % 360 : v;
   });
-  return out;
-}
-
-/** A node row a batch applied, as `/api/v1/nodes` writes it (the live stream's `node` items). */
-function liveNode(siteId: string, node: RecordBody<'node'>): UpstreamNodeJson {
-  const out: UpstreamNodeJson = { node_id: node.node_id, site_id: siteId };
-  if (node.short_name) out.short_name = node.short_name;
-  if (node.long_name) out.long_name = node.long_name;
-  if (node.hw_model) out.hw_model = node.hw_model;
-  if (node.latitude !== null) out.latitude = node.latitude;
-  if (node.longitude !== null) out.longitude = node.longitude;
-  if (node.altitude !== null) out.altitude = node.altitude;
-  if (node.last_heard !== null) out.last_heard = new Date(node.last_heard).toISOString();
-  if (node.battery_level !== null) out.battery_level = node.battery_level;
-  if (node.snr !== null) out.snr = node.snr;
   return out;
 }
 
@@ -120,7 +105,7 @@ export function siteDataPart(core: UpstreamCore): {
     onApplied: (siteId: string, changes: AppliedChanges) => {
       if (live.clientCount === 0) return;
       live.publishReadings(changes.latestReadings.map((row) => liveReading(siteId, row)));
-      for (const node of changes.nodes) live.publishNode(liveNode(siteId, node));
+      for (const node of changes.nodes) live.publishNode(upstreamNodeJson(siteId, node));
     },
     log: log.child({ component: 'sync' }),
   });

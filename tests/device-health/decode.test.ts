@@ -2,7 +2,7 @@ import { create, toBinary } from '@bufbuild/protobuf';
 import { Portnums, Telemetry } from '@meshtastic/protobufs';
 import { describe, expect, it } from 'vitest';
 import { decodeDeviceHealth, directLinkSample } from '../../src/device-health/decode.js';
-import type { HeardPacket, PacketMeta } from '../../src/domain/mesh.js';
+import { type HeardPacket, type PacketMeta, packetMeta } from '../../src/domain/mesh.js';
 
 const AT = Date.UTC(2025, 4, 1, 12);
 
@@ -17,17 +17,7 @@ function packet(
     id: 7,
     portnum,
     receivedAt: AT,
-    meta: {
-      channel: 0,
-      hopLimit: 3,
-      payloadBytes: 10,
-      wantAck: false,
-      wantResponse: false,
-      requestId: 0,
-      replyId: 0,
-      viaMqtt: false,
-      ...meta,
-    },
+    meta: packetMeta({ hopLimit: 3, payloadBytes: 10, ...meta }),
     payload: toBinary(Telemetry.TelemetrySchema, create(Telemetry.TelemetrySchema, { variant })),
     readings: [],
     nodes: [],

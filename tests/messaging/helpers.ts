@@ -3,12 +3,13 @@
  * over real HTTP (or to an app in process), and a MeshSimulator the test controls (RADIO=tcp against it) so a test can
  * cut the radio link, count what reached the radio, and inject packets as the mesh would.
  */
-import { create, toBinary } from '@bufbuild/protobuf';
+import { create } from '@bufbuild/protobuf';
 import { Mesh, Portnums } from '@meshtastic/protobufs';
 import { HubUserService } from '../../src/auth/user-service.js';
 import {
   createMessagingResponder,
   type MessagingResponderOptions,
+  routingReport,
 } from '../../src/mesh/simulator/messaging-responder.js';
 import { createSimNetwork, type SimNetwork } from '../../src/mesh/simulator/nodes.js';
 import type { PacketResponder, SimClient } from '../../src/mesh/simulator/responder.js';
@@ -230,17 +231,5 @@ export function routingFrom(
   requestId: number,
   reason: Mesh.Routing_Error,
 ): Mesh.MeshPacket {
-  const routing = create(Mesh.RoutingSchema, { variant: { case: 'errorReason', value: reason } });
-  return create(Mesh.MeshPacketSchema, {
-    from,
-    to,
-    payloadVariant: {
-      case: 'decoded',
-      value: {
-        portnum: Portnums.PortNum.ROUTING_APP,
-        payload: toBinary(Mesh.RoutingSchema, routing),
-        requestId,
-      },
-    },
-  });
+  return create(Mesh.MeshPacketSchema, { from, to, payloadVariant: routingReport(requestId, reason) });
 }

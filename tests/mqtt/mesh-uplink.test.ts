@@ -7,6 +7,7 @@ import { create, toBinary } from '@bufbuild/protobuf';
 import { Mesh, Portnums } from '@meshtastic/protobufs';
 import Database from 'better-sqlite3';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { packetMeta } from '../../src/domain/mesh.js';
 import { getJson, waitFor } from '../helpers/hub.js';
 import {
   connect,
@@ -297,16 +298,7 @@ describe('the hub radio and MQTT share one dedupe', () => {
       id: 0xa00a,
       portnum: 67,
       receivedAt: Date.now(),
-      meta: {
-        channel: 0,
-        hopLimit: 3,
-        payloadBytes: 0,
-        wantAck: false,
-        wantResponse: false,
-        requestId: 0,
-        replyId: 0,
-        viaMqtt: false,
-      },
+      meta: packetMeta({ hopLimit: 3 }),
       payload: new Uint8Array(0),
       readings: [],
       nodes: [],

@@ -12,7 +12,7 @@
  * - `nodeinfo`: `longname`, `shortname`, `hardware` (the HardwareModel number).
  */
 import { Portnums } from '@meshtastic/protobufs';
-import type { PacketMeta } from '../../domain/mesh.js';
+import { type PacketMeta, packetMeta } from '../../domain/mesh.js';
 import { type NodeUpdate, nodeIdFromNum } from '../../domain/node.js';
 import type { Reading } from '../../domain/reading.js';
 import { hardwareModelName } from '../packet-decoder.js';
@@ -147,16 +147,10 @@ export function decodeLegacyJson(
 }
 
 function legacyMeta(message: Record<string, unknown>): PacketMeta {
-  const meta: PacketMeta = {
+  const meta = packetMeta({
     channel: uint32(message.channel) ?? 0,
     hopLimit: uint32(message.hop_limit) ?? 0,
-    payloadBytes: 0,
-    wantAck: false,
-    wantResponse: false,
-    requestId: 0,
-    replyId: 0,
-    viaMqtt: false,
-  };
+  });
   const hopStart = uint32(message.hop_start);
   if (hopStart) meta.hopStart = hopStart;
   const snr = num(message.snr);

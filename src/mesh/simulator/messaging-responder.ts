@@ -58,6 +58,19 @@ export function messagingRoles(network: SimNetwork): SimMessagingRoles {
   return { outOfRange, repliers };
 }
 
+/** The payload of a ROUTING_APP report answering `requestId` (an ACK when `errorReason` is NONE). */
+export function routingReport(requestId: number, errorReason: Mesh.Routing_Error) {
+  const routing = create(Mesh.RoutingSchema, { variant: { case: 'errorReason', value: errorReason } });
+  return {
+    case: 'decoded' as const,
+    value: {
+      portnum: Portnums.PortNum.ROUTING_APP,
+      payload: toBinary(Mesh.RoutingSchema, routing),
+      requestId,
+    },
+  };
+}
+
 function routingPacket(
   from: number,
   to: number,
@@ -65,7 +78,6 @@ function routingPacket(
   errorReason: Mesh.Routing_Error,
   hops: number,
 ) {
-  const routing = create(Mesh.RoutingSchema, { variant: { case: 'errorReason', value: errorReason } });
   return create(Mesh.MeshPacketSchema, {
     from,
     to,
@@ -73,14 +85,7 @@ function routingPacket(
     priority: Mesh.MeshPacket_Priority.ACK,
     hopStart: 3,
     hopLimit: Math.max(0, 3 - hops),
-    payloadVariant: {
-      case: 'decoded',
-      value: {
-        portnum: Portnums.PortNum.ROUTING_APP,
-        payload: toBinary(Mesh.RoutingSchema, routing),
-        requestId,
-      },
-    },
+    payloadVariant: routingReport(requestId, errorReason),
   });
 }
 

@@ -50,3 +50,27 @@ export function unnestSource(
   });
   return `unnest(${args.join(', ')}) AS u(${columns.map(([name]) => name).join(', ')})`;
 }
+
+type Value = string | number | boolean | null;
+
+/**
+ * `records` as one unnest source of `columns` (unnestSource): a row takes each column from its
+ * record's field of that name, a `json` column as jsonStrings of the field; `computed` gives the
+ * columns a record has no field for.
+ */
+export function unnestRecords<R extends object>(
+  columns: readonly (readonly [name: string, type: ColumnType])[],
+  records: Iterable<R>,
+  params: unknown[],
+  computed: Readonly<Record<string, (record: R) => Value>> = {},
+): string {
+  const rows = [...records].map((record) =>
+    columns.map(([name, type]) => {
+      const compute = computed[name];
+      if (compute) return compute(record);
+      const value = (record as Record<string, unknown>)[name];
+      return type === 'json' ? jsonStrings(value as string[]) : (value as Value);
+    }),
+  );
+  return unnestSource(columns, rows, params);
+}

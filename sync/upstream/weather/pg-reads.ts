@@ -57,6 +57,37 @@ export interface UpstreamNodeJson {
   snr?: number;
 }
 
+/** A node row of the upstream's `nodes` table (or a batch's node record). */
+export interface UpstreamNodeRow {
+  node_id: string;
+  short_name: string | null;
+  long_name: string | null;
+  hw_model: string | null;
+  latitude: number | null;
+  longitude: number | null;
+  altitude: number | null;
+  last_heard: Numeric;
+  battery_level: number | null;
+  snr: number | null;
+}
+
+/** A node as `/api/v1/nodes` writes it: empty names and NULLs left out. */
+export function upstreamNodeJson(siteId: string, row: UpstreamNodeRow): UpstreamNodeJson {
+  const out: UpstreamNodeJson = { node_id: row.node_id, site_id: siteId };
+  // Empty names are unknown names, as on the hub (nodes-repository.ts).
+  if (row.short_name) out.short_name = row.short_name;
+  if (row.long_name) out.long_name = row.long_name;
+  if (row.hw_model) out.hw_model = row.hw_model;
+  if (row.latitude !== null) out.latitude = row.latitude;
+  if (row.longitude !== null) out.longitude = row.longitude;
+  if (row.altitude !== null) out.altitude = row.altitude;
+  const heard = iso(row.last_heard);
+  if (heard !== null) out.last_heard = heard;
+  if (row.battery_level !== null) out.battery_level = row.battery_level;
+  if (row.snr !== null) out.snr = row.snr;
+  return out;
+}
+
 /** The hub's history query, of one site's series. */
 export interface UpstreamHistoryQuery extends HistoryQuery {
   siteId: string;
@@ -292,33 +323,10 @@ export class PgWeatherReads implements WeatherReads<UpstreamLatestFilter, string
   async nodes(filter: { siteId?: string } = {}): Promise<UpstreamNodeJson[]> {
     const args: unknown[] = [];
     const where = filter.siteId !== undefined ? `WHERE site_id = $${args.push(filter.siteId)}` : '';
-    const result = await this.pool.query<{
-      site_id: string;
-      node_id: string;
-      short_name: string | null;
-      long_name: string | null;
-      hw_model: string | null;
-      latitude: number | null;
-      longitude: number | null;
-      altitude: number | null;
-      last_heard: Numeric;
-      battery_level: number | null;
-      snr: number | null;
-    }>(`SELECT ${NODE_COLUMNS} FROM nodes ${where} ORDER BY node_id, site_id LIMIT ${MAX_LISTED_ROWS}`, args);
-    return result.rows.map((row) => {
-      const out: UpstreamNodeJson = { node_id: row.node_id, site_id: row.site_id };
-      // Empty names are unknown names, as on the hub (nodes-repository.ts).
-      if (row.short_name) out.short_name = row.short_name;
-      if (row.long_name) out.long_name = row.long_name;
-      if (row.hw_model) out.hw_model = row.hw_model;
-      if (row.latitude !== null) out.latitude = row.latitude;
-      if (row.longitude !== null) out.longitude = row.longitude;
-      if (row.altitude !== null) out.altitude = row.altitude;
-      const heard = iso(row.last_heard);
-      if (heard !== null) out.last_heard = heard;
-      if (row.battery_level !== null) out.battery_level = row.battery_level;
-      if (row.snr !== null) out.snr = row.snr;
-      return out;
-    });
+    const result = await this.pool.query<UpstreamNodeRow & { site_id: string }>(
+      `SELECT ${NODE_COLUMNS} FROM nodes ${where} ORDER BY node_id, site_id LIMIT ${MAX_LISTED_ROWS}`,
+      args,
+    );
+    return result.rows.map((row) => upstreamNodeJson(row.site_id, row));
   }
 }

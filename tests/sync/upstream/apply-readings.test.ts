@@ -12,6 +12,7 @@ import type { Reading } from '../../../src/domain/reading.js';
 import { closeDatabase, type Database, openDatabase } from '../../../src/store/database.js';
 import { NodeRepository } from '../../../src/store/nodes-repository.js';
 import { ReadingWriter } from '../../../src/store/reading-writer.js';
+import { METRIC_COLUMNS } from '../../../src/store/rollups.js';
 import { type Batch, batchSchema, type ReadingRow, type SyncRecord } from '../../../sync/protocol.js';
 import { Outbox } from '../../../sync/site/outbox.js';
 import { enableOutbox } from '../../../sync/site/outbox-schema.js';
@@ -210,15 +211,8 @@ describe.skipIf(skip)('BatchApplier, readings records', () => {
     );
     expect(outcome).toEqual({ kind: 'applied', ackedSeq: 2 });
     expect(
-      await rows(pool, 'readings', 'ts', [
-        'received_at',
-        'pressure_pa',
-        'wind_speed_ms',
-        'wind_direction',
-        'pm25_ugm3',
-        'pm10_ugm3',
-        'gas_resistance_kohm',
-      ]),
+      // Every metric column but the two the batches fill (temperature, humidity).
+      await rows(pool, 'readings', 'ts', ['received_at', ...METRIC_COLUMNS.slice(2)]),
     ).toEqual([
       { node_id: A, ts: T0, temperature_c: 20, humidity_percent: 50 },
       { node_id: A, ts: T0 + MINUTE, temperature_c: 21, humidity_percent: null },

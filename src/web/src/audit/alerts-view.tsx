@@ -13,6 +13,7 @@ import { auditFeaturesStore } from './audit-features.js';
 import { AuditTable } from './audit-table.js';
 import type { AlertPage, AlertRule, AlertRuleList } from './audit-types.js';
 import { EventDrawer } from './event-drawer.js';
+import { AuditAlert, SmallButton } from './form-parts.js';
 import { shownTime } from './format.js';
 import { conditionWords, draftOf, emptyDraft, ruleBody } from './rule-draft.js';
 import { RuleForm } from './rule-form.js';
@@ -36,11 +37,7 @@ export function AlertsView() {
   return (
     <section class="panel" aria-labelledby="alerts-title">
       <h1 id="alerts-title">{t('header.alerts')}</h1>
-      {page.error !== undefined && (
-        <p class="form-error" role="alert">
-          {auditWords(page.error)}
-        </p>
-      )}
+      <AuditAlert error={page.error} />
       {page.data && page.data.data.length === 0 && <p class="audit-empty">{t('audit.noAlerts')}</p>}
       {page.data && page.data.data.length > 0 && (
         <AuditTable
@@ -186,11 +183,7 @@ export function RulesView() {
           onCancel={() => setEditing(undefined)}
         />
       )}
-      {rules.error !== undefined && (
-        <p class="form-error" role="alert">
-          {auditWords(rules.error)}
-        </p>
-      )}
+      <AuditAlert error={rules.error} />
       {rules.data && rules.data.data.length === 0 && <p class="audit-empty">{t('mesh.alerts.noRules')}</p>}
       {rules.data && rules.data.data.length > 0 && (
         <ul class="rules" data-testid="rules">
@@ -210,9 +203,7 @@ export function RulesView() {
               )}
               {!r.sigma && (
                 <div class="dialog-buttons">
-                  <button
-                    type="button"
-                    class="button button-secondary button-small"
+                  <SmallButton
                     onClick={() => {
                       setNotice(undefined);
                       setEditing({ rule: r });
@@ -220,41 +211,25 @@ export function RulesView() {
                   >
                     {t('audit.edit')}
                     <span class="visually-hidden"> {r.name}</span>
-                  </button>
-                  <button
-                    type="button"
-                    class="button button-secondary button-small"
-                    onClick={() => toggle(r)}
-                  >
+                  </SmallButton>
+                  <SmallButton onClick={() => toggle(r)}>
                     {r.enabled ? t('audit.turnOff') : t('audit.turnOn')}
                     <span class="visually-hidden"> {r.name}</span>
-                  </button>
+                  </SmallButton>
                   {confirmDelete === r.id ? (
                     <>
-                      <button
-                        type="button"
-                        class="button button-small button-danger"
-                        onClick={() => remove(r)}
-                      >
+                      <SmallButton danger onClick={() => remove(r)}>
                         {t('audit.yesDelete', { name: r.name })}
-                      </button>
-                      <button
-                        type="button"
-                        class="button button-secondary button-small"
-                        onClick={() => setConfirmDelete(undefined)}
-                      >
+                      </SmallButton>
+                      <SmallButton onClick={() => setConfirmDelete(undefined)}>
                         {t('audit.keepIt')}
-                      </button>
+                      </SmallButton>
                     </>
                   ) : (
-                    <button
-                      type="button"
-                      class="button button-secondary button-small"
-                      onClick={() => setConfirmDelete(r.id)}
-                    >
+                    <SmallButton onClick={() => setConfirmDelete(r.id)}>
                       {t('mesh.alerts.delete')}
                       <span class="visually-hidden"> {r.name}</span>
-                    </button>
+                    </SmallButton>
                   )}
                 </div>
               )}

@@ -20,6 +20,19 @@ export const quickRangeLabel = (id: QuickRange) => t(`audit.range.${id}`);
 export type QuickRange = (typeof QUICK_RANGES)[number]['id'];
 export type RangeChoice = QuickRange | 'custom';
 
+/** The spec's filters, by their API names (the query parameters a search sets besides paging). */
+export const SEARCH_FILTER_FIELDS = [
+  'services',
+  'tenants',
+  'actor',
+  'operation',
+  'result',
+  'start',
+  'end',
+  'include_tags',
+  'exclude_tags',
+] as const;
+
 /** Issue 29: the search's exact-match filters, by their API names. */
 export const PIVOT_FILTERS = ['actor_exact', 'target', 'client_ip', 'correlation_id', 'session_id'] as const;
 export type PivotFilter = (typeof PIVOT_FILTERS)[number];
@@ -111,10 +124,24 @@ export function searchQuery(s: AuditSearch): string {
   if (s.includeTags.length) p.set('include_tags', s.includeTags.join(','));
   if (s.excludeTags.length) p.set('exclude_tags', s.excludeTags.join(','));
   for (const key of PIVOT_FILTERS) if (s.pivots?.[key]) p.set(key, s.pivots[key]);
-  if (s.limit !== DEFAULT_PAGE_SIZE) p.set('limit', String(s.limit));
-  if (s.cursor) p.set('cursor', s.cursor);
-  if (s.event) p.set('event', s.event);
-  if (s.saved) p.set('saved', s.saved);
+  const limit = s.limit !== DEFAULT_PAGE_SIZE ? String(s.limit) : undefined;
+  return queryText(p, [
+    ['limit', limit],
+    ['cursor', s.cursor],
+    ['event', s.event],
+    ['saved', s.saved],
+  ]);
+}
+
+/**
+ * A page's query string: `p` and then each of `entries` that has a value, in their order; `?`
+ * before it, or '' when there are none.
+ */
+export function queryText(
+  p: URLSearchParams,
+  entries: readonly (readonly [string, string | undefined])[],
+): string {
+  for (const [key, value] of entries) if (value) p.set(key, value);
   const text = p.toString();
   return text ? `?${text}` : '';
 }

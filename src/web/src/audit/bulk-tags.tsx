@@ -12,6 +12,7 @@ import { auditJson, auditWords, fieldError } from './audit-api.js';
 import { auditFeaturesStore, refreshOptions } from './audit-features.js';
 import { type AuditSearch, apiFilters, describeSearch, filterParams, hasFilters } from './audit-filters.js';
 import type { BulkTagsResult, EventPage } from './audit-types.js';
+import { AuditAlert } from './form-parts.js';
 import { TagInput } from './tag-input.js';
 
 export const BULK_TAG_CAP = 10_000;
@@ -173,11 +174,7 @@ export function BulkTags({ search, onClose }: { search: AuditSearch; onClose: (c
                 </label>
               ))}
             </fieldset>
-            {error !== undefined && !tagError && (
-              <p class="form-error" role="alert">
-                {auditWords(error)}
-              </p>
-            )}
+            {!tagError && <AuditAlert error={error} />}
             <div class="dialog-buttons">
               <button
                 type="submit"

@@ -5,11 +5,13 @@
  * goes back where it was; the URL names the event (`?event=42`), so it can be shared.
  */
 import { useEffect, useRef, useState } from 'preact/hooks';
+import { Loading } from '../components/load-states.js';
 import { useStore } from '../hooks.js';
 import { t } from '../i18n/index.js';
 import { auditJson, auditWords, fieldError } from './audit-api.js';
 import { auditFeaturesStore, refreshOptions } from './audit-features.js';
 import type { AuditComment, AuditEventDetail, ExplainAnswer } from './audit-types.js';
+import { AuditAlert } from './form-parts.js';
 import { outcomeClass, shownTime } from './format.js';
 import { TagInput } from './tag-input.js';
 import { TimelinePivots } from './timeline-pivots.js';
@@ -87,16 +89,8 @@ export function EventDrawer({
             ×
           </button>
         </div>
-        {error !== undefined && (
-          <p class="form-error" role="alert">
-            {auditWords(error)}
-          </p>
-        )}
-        {!event && error === undefined && (
-          <p class="loading" role="status">
-            {t('common.loading')}
-          </p>
-        )}
+        <AuditAlert error={error} />
+        {!event && error === undefined && <Loading>{t('common.loading')}</Loading>}
         {event && (
           <>
             <dl class="event-fields">
@@ -327,11 +321,7 @@ function Explain({ id }: { id: string }) {
       >
         {state.busy ? t('audit.explaining') : t('audit.explain')}
       </button>
-      {state.error !== undefined && (
-        <p class="form-error" role="alert">
-          {auditWords(state.error)}
-        </p>
-      )}
+      <AuditAlert error={state.error} />
       {state.answer && (
         <div class="explain-answer" role="status">
           <p class="answer-text">{state.answer.explanation}</p>

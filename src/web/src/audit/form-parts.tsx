@@ -1,5 +1,6 @@
 /** What the audit console's forms share: a labelled field, its error and the attributes that tie a control to it. */
 import type { ComponentChildren } from 'preact';
+import { auditWords } from './audit-api.js';
 
 /** The attributes tying a control to its FieldError (`${id}-error`). */
 export function described(id: string, message: string | undefined) {
@@ -45,5 +46,36 @@ export function Field({
       {children}
       <FieldError id={id} message={error} />
     </div>
+  );
+}
+
+/** A request's error as an alert, in the audit console's words (auditWords); nothing without one. */
+export function AuditAlert({ error }: { error: unknown }) {
+  if (error === undefined) return null;
+  return (
+    <p class="form-error" role="alert">
+      {auditWords(error)}
+    </p>
+  );
+}
+
+/** A small button of the console, secondary (`danger`: the one that confirms a deletion). */
+export function SmallButton({
+  onClick,
+  danger,
+  children,
+}: {
+  onClick: () => void;
+  danger?: boolean;
+  children: ComponentChildren;
+}) {
+  return (
+    <button
+      type="button"
+      class={danger ? 'button button-small button-danger' : 'button button-secondary button-small'}
+      onClick={onClick}
+    >
+      {children}
+    </button>
   );
 }

@@ -4,10 +4,11 @@
  * into; and from here the drawer, bulk tags and export.
  */
 import { useEffect, useRef, useState } from 'preact/hooks';
+import { Loading } from '../components/load-states.js';
 import { useStore } from '../hooks.js';
 import { t } from '../i18n/index.js';
 import { Link, navigate } from '../router.js';
-import { auditJson, auditWords, collectionNotConfigured, fieldError } from './audit-api.js';
+import { auditJson, collectionNotConfigured, fieldError } from './audit-api.js';
 import { auditFeaturesStore } from './audit-features.js';
 import {
   type AuditSearch,
@@ -20,6 +21,7 @@ import {
   QUICK_RANGES,
   quickRangeLabel,
   type RangeChoice,
+  SEARCH_FILTER_FIELDS,
   searchQuery,
   toLocalInput,
 } from './audit-filters.js';
@@ -28,7 +30,7 @@ import { BulkTags } from './bulk-tags.js';
 import { EventDrawer } from './event-drawer.js';
 import { EventTable } from './event-table.js';
 import { ExportButtons } from './export-buttons.js';
-import { type ControlProps, described, Field, FieldError } from './form-parts.js';
+import { AuditAlert, type ControlProps, described, Field, FieldError, SmallButton } from './form-parts.js';
 import { pageArrived } from './render-timing.js';
 import { type SavedSearch, searchOfSaved } from './saved-searches.js';
 import { SavedSearchesMenu } from './saved-searches-menu.js';
@@ -160,13 +162,7 @@ export function SearchView({ search }: { search: string }) {
           {summary}
         </p>
         <div class="audit-actions">
-          <button
-            type="button"
-            class="button button-secondary button-small"
-            onClick={() => setBulkOpen(true)}
-          >
-            {t('audit.tagAllMatching')}
-          </button>
+          <SmallButton onClick={() => setBulkOpen(true)}>{t('audit.tagAllMatching')}</SmallButton>
           <ExportButtons search={current} />
           {features?.ai_features_enabled && (
             <Link
@@ -193,16 +189,8 @@ export function SearchView({ search }: { search: string }) {
           </button>
         </div>
       )}
-      {error !== undefined && !fieldErrorsOnly(error) && (
-        <p class="form-error" role="alert">
-          {auditWords(error)}
-        </p>
-      )}
-      {!data && error === undefined && (
-        <p class="loading" role="status">
-          {t('audit.searching')}
-        </p>
-      )}
+      {!fieldErrorsOnly(error) && <AuditAlert error={error} />}
+      {!data && error === undefined && <Loading>{t('audit.searching')}</Loading>}
       {data && (
         <>
           <EventTable
@@ -248,23 +236,12 @@ export function SearchView({ search }: { search: string }) {
   );
 }
 
-const FILTER_FIELDS = [
-  'services',
-  'tenants',
-  'actor',
-  'operation',
-  'result',
-  'start',
-  'end',
-  'include_tags',
-  'exclude_tags',
-];
 /** A 400 whose every field error is shown next to its input: no general message needed. */
 function fieldErrorsOnly(error: unknown): boolean {
   return (
-    !!fieldError(error, ...FILTER_FIELDS) &&
+    !!fieldError(error, ...SEARCH_FILTER_FIELDS) &&
     (error as { fieldErrors: { field: string }[] }).fieldErrors.every((e) =>
-      FILTER_FIELDS.some((f) => e.field === f || e.field.startsWith(`${f}.`)),
+      SEARCH_FILTER_FIELDS.some((f) => e.field === f || e.field.startsWith(`${f}.`)),
     )
   );
 }
@@ -333,6 +310,14 @@ function FilterForm({ current, error, rows }: { current: AuditSearch; error: unk
       setDraft(value ? { ...rest, [key]: value } : rest);
     },
     error: err(key),
+  });
+  /** The tag filters, by their draft key and their API name (`include_tags` is `f-include-tags`). */
+  const bindTags = (key: 'includeTags' | 'excludeTags', field: 'include_tags' | 'exclude_tags') => ({
+    id: `f-${field.replace('_', '-')}`,
+    tags: draft[key],
+    suggestions: options?.tags ?? [],
+    onChange: (tags: string[]) => set({ [key]: tags }),
+    error: err(field),
   });
 
   return (
@@ -430,22 +415,8 @@ function FilterForm({ current, error, rows }: { current: AuditSearch; error: unk
           <DateTimeField label={t('audit.until')} {...bindTime('end')} />
         </>
       )}
-      <TagInput
-        id="f-include-tags"
-        label={t('audit.withTags')}
-        tags={draft.includeTags}
-        suggestions={options?.tags ?? []}
-        onChange={(includeTags) => set({ includeTags })}
-        error={err('include_tags')}
-      />
-      <TagInput
-        id="f-exclude-tags"
-        label={t('audit.withoutTags')}
-        tags={draft.excludeTags}
-        suggestions={options?.tags ?? []}
-        onChange={(excludeTags) => set({ excludeTags })}
-        error={err('exclude_tags')}
-      />
+      <TagInput label={t('audit.withTags')} {...bindTags('includeTags', 'include_tags')} />
+      <TagInput label={t('audit.withoutTags')} {...bindTags('excludeTags', 'exclude_tags')} />
       <div class="audit-filter-buttons">
         <button type="submit" class="button">
           {t('audit.search')}

@@ -12,6 +12,7 @@ import { t } from '../i18n/index.js';
 import { Link, navigate } from '../router.js';
 import { auditJson, auditWords } from './audit-api.js';
 import { auditFeaturesStore } from './audit-features.js';
+import { queryText } from './audit-filters.js';
 import { EventDrawer } from './event-drawer.js';
 import { EventTable } from './event-table.js';
 import './timeline-view.css';
@@ -46,14 +47,14 @@ function parseTimeline(search: string): TimelineState {
 }
 
 function timelineQuery(s: TimelineState): string {
-  const p = new URLSearchParams();
-  if (s.actor) p.set('actor', s.actor);
-  if (s.days !== DEFAULT_DAYS) p.set('days', String(s.days));
-  if (s.until) p.set('until', s.until);
-  if (s.cursor) p.set('cursor', s.cursor);
-  if (s.event) p.set('event', s.event);
-  const text = p.toString();
-  return text ? `?${text}` : '';
+  const days = s.days !== DEFAULT_DAYS ? String(s.days) : undefined;
+  return queryText(new URLSearchParams(), [
+    ['actor', s.actor],
+    ['days', days],
+    ['until', s.until],
+    ['cursor', s.cursor],
+    ['event', s.event],
+  ]);
 }
 
 const pageHref = (s: TimelineState) => `/audit/timeline${timelineQuery(s)}`;

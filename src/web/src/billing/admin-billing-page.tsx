@@ -17,6 +17,7 @@ import { DataTable } from '../components/data-table.js';
 import { FormAlert } from '../components/form-alert.js';
 import { LoadError, Loading } from '../components/load-states.js';
 import { t, tList } from '../i18n/index.js';
+import { BillingOff } from './billing-off.js';
 import { billingWords, planPeriod, planPrice, subscriptionWords } from './subscription-words.js';
 
 interface AdminData {
@@ -60,12 +61,7 @@ export function AdminBillingPage({ billingOn }: { billingOn: boolean }) {
   }, [billingOn, token]);
 
   if (!billingOn) {
-    return (
-      <section class="panel notice">
-        <h1>{t('billing.offHeading')}</h1>
-        <p>{t('billing.offText')}</p>
-      </section>
-    );
+    return <BillingOff heading={t('billing.offHeading')} text={t('billing.offText')} />;
   }
   if (!session) return <SignIn notice={notice} heading={t('billing.signInAdmin')} />;
 

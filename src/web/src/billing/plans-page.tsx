@@ -15,6 +15,7 @@ import './billing.css';
 import { FormAlert } from '../components/form-alert.js';
 import { LoadError, Loading } from '../components/load-states.js';
 import { t } from '../i18n/index.js';
+import { BillingOff } from './billing-off.js';
 import { SubscriptionState } from './subscription-state.js';
 import { billingWords, planPeriod, planPrice } from './subscription-words.js';
 
@@ -104,12 +105,7 @@ export function PlansPage({ billingOn }: { billingOn: boolean }) {
     if (billingOn) void loadPlans();
   }, [billingOn]);
   if (!billingOn) {
-    return (
-      <section class="panel notice">
-        <h1>{t('billing.noPlansHeading')}</h1>
-        <p>{t('billing.noPlansText')}</p>
-      </section>
-    );
+    return <BillingOff heading={t('billing.noPlansHeading')} text={t('billing.noPlansText')} />;
   }
 
   let plans: ComponentChildren;

@@ -16,6 +16,39 @@ function signInProblem(error: unknown): string {
   return plainWords(error);
 }
 
+/** What each input of the form says to the browser beyond its name (autofill, no autocorrect). */
+const INPUT_ATTRIBUTES = {
+  username: { autocomplete: 'username', autocapitalize: 'none', spellcheck: false },
+  password: { type: 'password', autocomplete: 'current-password' },
+} as const;
+
+/** A labelled input of the form, `sign-in-<name>` by id. */
+function SignInInput({
+  name,
+  label,
+  value,
+  onValue,
+}: {
+  name: keyof typeof INPUT_ATTRIBUTES;
+  label: string;
+  value: string;
+  onValue: (value: string) => void;
+}) {
+  const id = `sign-in-${name}`;
+  return (
+    <>
+      <label for={id}>{label}</label>
+      <input
+        id={id}
+        name={name}
+        {...INPUT_ATTRIBUTES[name]}
+        value={value}
+        onInput={(e) => onValue((e.target as HTMLInputElement).value)}
+      />
+    </>
+  );
+}
+
 export function SignIn({
   notice,
   heading = t('chat.signInHeading'),
@@ -55,25 +88,8 @@ export function SignIn({
           {notice}
         </p>
       )}
-      <label for="sign-in-username">{t('chat.username')}</label>
-      <input
-        id="sign-in-username"
-        name="username"
-        autocomplete="username"
-        autocapitalize="none"
-        spellcheck={false}
-        value={username}
-        onInput={(e) => setUsername((e.target as HTMLInputElement).value)}
-      />
-      <label for="sign-in-password">{t('chat.password')}</label>
-      <input
-        id="sign-in-password"
-        name="password"
-        type="password"
-        autocomplete="current-password"
-        value={password}
-        onInput={(e) => setPassword((e.target as HTMLInputElement).value)}
-      />
+      <SignInInput name="username" label={t('chat.username')} value={username} onValue={setUsername} />
+      <SignInInput name="password" label={t('chat.password')} value={password} onValue={setPassword} />
       {error && (
         <p class="form-error" role="alert" data-testid="sign-in-error">
           {error}

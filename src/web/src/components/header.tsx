@@ -4,6 +4,7 @@
  * upstream, which has no radio, it says "Upstream" and how many sites it serves, with a link to
  * them.
  */
+import type { ComponentChildren } from 'preact';
 import { useState } from 'preact/hooks';
 import type { RadioStatus } from '../api/types.js';
 import { useNow, useStore } from '../hooks.js';
@@ -87,6 +88,23 @@ function RadioPill({ status }: { status: RadioSummary }) {
   );
 }
 
+/** A link of the main navigation, marked as the page shown when `current`. */
+function NavLink({
+  href,
+  current,
+  children,
+}: {
+  href: string;
+  current: boolean;
+  children: ComponentChildren;
+}) {
+  return (
+    <Link href={href} class="nav-link" aria-current={current ? 'page' : undefined}>
+      {children}
+    </Link>
+  );
+}
+
 export function Header({ page }: { page: string }) {
   const hub = useStore(hubStore);
   const chat = useStore(chatStore);
@@ -122,14 +140,10 @@ export function Header({ page }: { page: string }) {
         <span class="brand-name">meshhub</span>
       </Link>
       <nav aria-label={t('header.mainNav')}>
-        <Link
-          href="/"
-          class="nav-link"
-          aria-current={page === 'dashboard' || page === 'node' ? 'page' : undefined}
-        >
+        <NavLink href="/" current={page === 'dashboard' || page === 'node'}>
           {t('header.map')}
-        </Link>
-        <Link href="/chat" class="nav-link" aria-current={page === 'chat' ? 'page' : undefined}>
+        </NavLink>
+        <NavLink href="/chat" current={page === 'chat'}>
           {t('header.chat')}
           {unread > 0 && (
             <span class="badge" data-testid="unread-total">
@@ -137,45 +151,37 @@ export function Header({ page }: { page: string }) {
               <span class="visually-hidden"> {t('header.unread')}</span>
             </span>
           )}
-        </Link>
+        </NavLink>
         {upstream && (
-          <Link href="/sites" class="nav-link" aria-current={page === 'sites' ? 'page' : undefined}>
+          <NavLink href="/sites" current={page === 'sites'}>
             {t('header.sites')}
-          </Link>
+          </NavLink>
         )}
         {audit && (
-          <Link href="/audit" class="nav-link" aria-current={page === 'audit' ? 'page' : undefined}>
+          <NavLink href="/audit" current={page === 'audit'}>
             {t('header.audit')}
-          </Link>
+          </NavLink>
         )}
         {billing && (
-          <Link href="/plans" class="nav-link" aria-current={page === 'plans' ? 'page' : undefined}>
+          <NavLink href="/plans" current={page === 'plans'}>
             {t('header.plans')}
-          </Link>
+          </NavLink>
         )}
         {billing && admin && (
-          <Link
-            href="/admin/billing"
-            class="nav-link"
-            aria-current={page === 'admin-billing' ? 'page' : undefined}
-          >
+          <NavLink href="/admin/billing" current={page === 'admin-billing'}>
             {t('header.billing')}
-          </Link>
+          </NavLink>
         )}
         {/* Alerts and Packets go last: on a phone the links before them keep their place. */}
         {session && !upstream && (
-          <Link
-            href="/notifications"
-            class="nav-link"
-            aria-current={page === 'notifications' ? 'page' : undefined}
-          >
+          <NavLink href="/notifications" current={page === 'notifications'}>
             {t('header.alerts')}
-          </Link>
+          </NavLink>
         )}
         {!upstream && (
-          <Link href="/packets" class="nav-link" aria-current={page === 'packets' ? 'page' : undefined}>
+          <NavLink href="/packets" current={page === 'packets'}>
             {t('header.packets')}
-          </Link>
+          </NavLink>
         )}
       </nav>
       <div class="header-status">

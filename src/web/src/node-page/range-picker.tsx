@@ -71,22 +71,8 @@ export function RangePicker({
       </fieldset>
       {custom && (
         <form class="custom-range" onSubmit={apply} noValidate>
-          <label>
-            {t('mesh.from')}
-            <input
-              type="datetime-local"
-              value={from}
-              onInput={(e) => setFrom((e.target as HTMLInputElement).value)}
-            />
-          </label>
-          <label>
-            {t('mesh.to')}
-            <input
-              type="datetime-local"
-              value={to}
-              onInput={(e) => setTo((e.target as HTMLInputElement).value)}
-            />
-          </label>
+          <DateTimeInput label={t('mesh.from')} value={from} onValue={setFrom} />
+          <DateTimeInput label={t('mesh.to')} value={to} onValue={setTo} />
           <button type="submit" class="button button-small">
             {t('mesh.show')}
           </button>
@@ -94,5 +80,27 @@ export function RangePicker({
         </form>
       )}
     </div>
+  );
+}
+
+/** One end of the custom range: a labelled local date-time input. */
+function DateTimeInput({
+  label,
+  value,
+  onValue,
+}: {
+  label: string;
+  value: string;
+  onValue: (value: string) => void;
+}) {
+  return (
+    <label>
+      {label}
+      <input
+        type="datetime-local"
+        value={value}
+        onInput={(e) => onValue((e.target as HTMLInputElement).value)}
+      />
+    </label>
   );
 }

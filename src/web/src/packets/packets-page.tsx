@@ -63,6 +63,36 @@ function PacketRow({ p }: { p: PacketJson }) {
   );
 }
 
+/** [value, label] pairs, in the order shown. */
+type SelectOptions = readonly (readonly [value: string, label: string])[];
+
+/** How an input of the filter form is bound to its draft (`field` below). */
+interface FieldBinding {
+  name: string;
+  value: string;
+  onInput: (e: Event) => void;
+}
+
+/** A filter with a fixed choice of `options`. */
+function FilterSelect({
+  label,
+  options,
+  ...binding
+}: { label: string; options: SelectOptions } & FieldBinding) {
+  return (
+    <label>
+      {label}
+      <select {...binding}>
+        {options.map(([option, text]) => (
+          <option key={option} value={option}>
+            {text}
+          </option>
+        ))}
+      </select>
+    </label>
+  );
+}
+
 export function PacketsPage() {
   useTitle('Packets');
   const [draft, setDraft] = useState<PacketFilters>(NO_FILTERS);
@@ -125,10 +155,21 @@ export function PacketsPage() {
     }
   };
 
-  const field = (key: keyof PacketFilters) => ({
+  const field = (key: keyof PacketFilters): FieldBinding => ({
+    name: key,
     value: draft[key],
     onInput: (e: Event) => setDraft({ ...draft, [key]: (e.currentTarget as HTMLInputElement).value }),
   });
+  const viaOptions: SelectOptions = [
+    ['', t('mesh.packets.viaAny')],
+    ['radio', t('mesh.packets.viaRadio')],
+    ['mqtt', 'MQTT'],
+  ];
+  const repeatOptions: SelectOptions = [
+    ['', t('mesh.packets.repeatsShown')],
+    ['false', t('mesh.packets.repeatsHidden')],
+    ['true', t('mesh.packets.repeatsOnly')],
+  ];
 
   return (
     <section class="packets-page">
@@ -169,32 +210,18 @@ export function PacketsPage() {
       >
         <label>
           {t('mesh.packets.node')}
-          <input name="node" placeholder="!a1b2c3d4" {...field('node')} />
+          <input placeholder="!a1b2c3d4" {...field('node')} />
         </label>
         <label>
           {t('mesh.packets.port')}
-          <input name="port" placeholder={t('mesh.packets.portPlaceholder')} {...field('port')} />
+          <input placeholder={t('mesh.packets.portPlaceholder')} {...field('port')} />
         </label>
-        <label>
-          {t('mesh.packets.heardBy')}
-          <select name="via" {...field('via')}>
-            <option value="">{t('mesh.packets.viaAny')}</option>
-            <option value="radio">{t('mesh.packets.viaRadio')}</option>
-            <option value="mqtt">MQTT</option>
-          </select>
-        </label>
+        <FilterSelect label={t('mesh.packets.heardBy')} options={viaOptions} {...field('via')} />
         <label>
           {t('mesh.packets.gateway')}
-          <input name="gateway" placeholder="!0000beef" {...field('gateway')} />
+          <input placeholder="!0000beef" {...field('gateway')} />
         </label>
-        <label>
-          {t('mesh.packets.repeats')}
-          <select name="duplicate" {...field('duplicate')}>
-            <option value="">{t('mesh.packets.repeatsShown')}</option>
-            <option value="false">{t('mesh.packets.repeatsHidden')}</option>
-            <option value="true">{t('mesh.packets.repeatsOnly')}</option>
-          </select>
-        </label>
+        <FilterSelect label={t('mesh.packets.repeats')} options={repeatOptions} {...field('duplicate')} />
         <button type="submit" class="button button-small">
           {t('mesh.packets.apply')}
         </button>
