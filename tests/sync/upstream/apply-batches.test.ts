@@ -6,12 +6,13 @@
  */
 import type pg from 'pg';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { Batch, RecordBody, RecordKind, SyncRecord } from '../../../sync/protocol.js';
+import type { Batch, RecordBody, RecordKind } from '../../../sync/protocol.js';
 import { BatchApplier } from '../../../sync/upstream/batch-apply.js';
-import { migrateUpstream } from '../../../sync/upstream/db/migrate.js';
 import { openPool } from '../../../sync/upstream/db/pool.js';
-import { createTestSchema, skipWithoutPostgres, type TestSchema } from '../../helpers/postgres.js';
+import { skipWithoutPostgres, type TestSchema } from '../../helpers/postgres.js';
+import { numberedBatch } from '../helpers/batches.js';
 import { nodeBody, readingBody } from '../helpers/records.js';
+import { migratedSchema } from './helpers.js';
 
 const skip = await skipWithoutPostgres();
 
@@ -22,21 +23,8 @@ const NODE_B = '!0000000b';
 
 type Entry = { [K in RecordKind]: { kind: K; body: RecordBody<K>; at?: number } }[RecordKind];
 
-function batchOf(siteId: string, firstSeq: number, entries: Entry[], dropped = 0): Batch {
-  const records = entries.map(
-    (e, i) => ({ seq: firstSeq + i, at: e.at ?? T0 + i, kind: e.kind, body: e.body }) as SyncRecord,
-  );
-  const lastRecord = firstSeq + entries.length - 1;
-  return {
-    protocol: 1,
-    site_id: siteId,
-    first_seq: firstSeq,
-    last_seq: lastRecord + dropped,
-    records,
-    dropped: dropped > 0 ? [[lastRecord + 1, lastRecord + dropped]] : [],
-    sent_at: T0,
-  };
-}
+const batchOf = (siteId: string, firstSeq: number, entries: Entry[], dropped = 0): Batch =>
+  numberedBatch(siteId, firstSeq, entries, T0, dropped);
 
 function reading(nodeId: string, ts: number, values: Parameters<typeof readingBody>[2]): Entry {
   return { kind: 'reading', body: readingBody(nodeId, ts, values) };
@@ -87,12 +75,7 @@ describe.skipIf(skip)('BatchApplier', () => {
   const extraPools: pg.Pool[] = [];
 
   beforeEach(async () => {
-    schema = await createTestSchema('apply');
-    pool = openPool(schema.url, { max: 4 });
-    await migrateUpstream(pool);
-    await pool.query(
-      `INSERT INTO sites (site_id, public_jwks, created_at) VALUES ('a', '{"keys":[]}', 0), ('b', '{"keys":[]}', 0)`,
-    );
+    ({ schema, pool } = await migratedSchema('apply', ['a', 'b']));
     applier = new BatchApplier(pool, { now: () => NOW });
   });
   afterEach(async () => {

@@ -1,10 +1,15 @@
 /**
  * Helpers of the upstream tests: a live stream read event by event, and a signed-in user's
- * bearer token (the upstream's reads need one: README "The upstream's reads").
+ * bearer token (the upstream's reads need one: README "The upstream's reads"), and a migrated
+ * scratch schema with sites in it.
  */
 
+import type pg from 'pg';
 import { UpstreamUserService } from '../../../sync/upstream/auth/user-service.js';
+import { migrateUpstream } from '../../../sync/upstream/db/migrate.js';
+import { openPool } from '../../../sync/upstream/db/pool.js';
 import type { UpstreamServer } from '../../../sync/upstream/server.js';
+import { createTestSchema, type TestSchema } from '../../helpers/postgres.js';
 
 export const READER_PASSWORD = 'reader-on-the-ridge-7';
 
@@ -70,4 +75,21 @@ export async function liveEvents(url: string, headers: Record<string, string> = 
       await pump;
     },
   };
+}
+
+/**
+ * A fresh schema (named after `prefix`) with the upstream's tables, a pool of `max` connections
+ * on it, and one row in `sites` (no keys, created at 0) for each of `siteIds`.
+ */
+export async function migratedSchema(
+  prefix: string,
+  siteIds: string[],
+  max = 4,
+): Promise<{ schema: TestSchema; pool: pg.Pool }> {
+  const schema = await createTestSchema(prefix);
+  const pool = openPool(schema.url, { max });
+  await migrateUpstream(pool);
+  const values = siteIds.map((_, i) => `($${i + 1}, '{"keys":[]}', 0)`).join(', ');
+  await pool.query(`INSERT INTO sites (site_id, public_jwks, created_at) VALUES ${values}`, siteIds);
+  return { schema, pool };
 }
