@@ -5,7 +5,7 @@
  * inbound texts filed into the right conversation.
  */
 import { Mesh, Portnums } from '@meshtastic/protobufs';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { messagingRoles } from '../../src/mesh/simulator/messaging-responder.js';
 import { mqttOf, startTestHub, type TestHub, waitFor } from '../helpers/hub.js';
 import { connect, endClients, envelopeOf, meshTopic } from '../mqtt/helpers.js';
@@ -18,16 +18,13 @@ import {
   routingFrom,
   send,
   startControlledSim,
+  stopsAfterEach,
   subscriber,
   textFrom,
   waitForStatus,
 } from './helpers.js';
 
-const cleanups: Array<() => Promise<void>> = [];
-afterEach(async () => {
-  for (const fn of cleanups.reverse()) await fn();
-  cleanups.length = 0;
-});
+const cleanups = stopsAfterEach();
 
 async function hubOn(sim: ControlledSim, env: Record<string, string> = {}): Promise<TestHub> {
   const t = await startTestHub({ ...FAST_MESSAGING, RADIO: `tcp:127.0.0.1:${sim.port}`, ...env });

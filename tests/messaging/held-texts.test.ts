@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import { create, toBinary } from '@bufbuild/protobuf';
 import { Mesh, Portnums } from '@meshtastic/protobufs';
 import { pino } from 'pino';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createHub } from '../../hub/main.js';
 import { loadConfig } from '../../hub/settings.js';
 import { loopbackListeners } from '../../scripts/bench/lib/hub-env.js';
@@ -26,16 +26,13 @@ import type { MessageGatewayActor } from '../../src/messaging/gateway-actor.js';
 import { startTestHub, type TestHub, waitFor } from '../helpers/hub.js';
 import { testSimulator } from '../helpers/simulator.js';
 import { FakeClock } from './fake-clock.js';
-import { call, FAST_MESSAGING, type Json, knownNodes, subscriber } from './helpers.js';
+import { call, FAST_MESSAGING, type Json, knownNodes, stopsAfterEach, subscriber } from './helpers.js';
 
 const MINUTE = 60_000;
 const HOUR = 60 * MINUTE;
 const utf8 = new TextEncoder();
 
-const cleanups: Array<() => Promise<void>> = [];
-afterEach(async () => {
-  for (const fn of cleanups.splice(0).reverse()) await fn();
-});
+const cleanups = stopsAfterEach();
 
 /** Every text the simulated radio was handed, with the (fake) time it arrived. */
 class TimedRecorder implements PacketResponder {
