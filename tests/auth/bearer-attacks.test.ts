@@ -6,50 +6,33 @@
  * to their own principal `idp:<sub>`.
  */
 import { readFileSync } from 'node:fs';
-import { createServer, type Server } from 'node:http';
 import { join } from 'node:path';
 import fc from 'fast-check';
-import {
-  exportJWK,
-  generateKeyPair,
-  importJWK,
-  type JWK,
-  type JWTPayload,
-  SignJWT,
-  UnsecuredJWT,
-} from 'jose';
+import { generateKeyPair, importJWK, type JWK, type JWTPayload, SignJWT, UnsecuredJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SIGNING_KEY_FILE } from '../../src/auth/local-issuer.js';
 import { HubUserService } from '../../src/auth/user-service.js';
 import { SubscriptionRepository } from '../../src/messaging/subscription-repository.js';
 import { startTestHub, type TestHub } from '../helpers/hub.js';
 import { call, FAST_MESSAGING, knownNodes, send, subscriber } from '../messaging/helpers.js';
+import { type JwksServer, startJwksServer } from './helpers.js';
 
 type Key = Awaited<ReturnType<typeof importJWK>>;
 const IDP_ISSUER = 'https://idp.example.test/realms/field';
 const IDP_AUDIENCE = 'meshhub-gateway';
 
 let t: TestHub;
-let idp: Server;
-let idpKey: Key;
+let idp: JwksServer;
 let localKey: Key;
 let localKid: string;
 let localIssuer: string;
 let alice: string;
 
 beforeAll(async () => {
-  const pair = await generateKeyPair('ES256', { extractable: true });
-  idpKey = pair.privateKey;
-  const idpJwk = { ...(await exportJWK(pair.publicKey)), kid: 'idp-1', alg: 'ES256', use: 'sig' };
-  idp = createServer((_req, res) => {
-    res.setHeader('content-type', 'application/json');
-    res.end(JSON.stringify({ keys: [idpJwk] }));
-  });
-  await new Promise<void>((r) => idp.listen(0, '127.0.0.1', r));
-  const jwksUrl = `http://127.0.0.1:${(idp.address() as { port: number }).port}/certs`;
+  idp = await startJwksServer('idp-1', '/certs');
   t = await startTestHub({
     ...FAST_MESSAGING,
-    AUTH_JWKS_URL: jwksUrl,
+    AUTH_JWKS_URL: idp.url,
     AUTH_ISSUER: IDP_ISSUER,
     AUTH_AUDIENCE: IDP_AUDIENCE,
     AUTH_ROLES_CLAIM: 'realm_access.roles',
@@ -63,7 +46,7 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await t?.stop();
-  await new Promise((r) => idp?.close(r));
+  await idp?.close();
 });
 
 const now = () => Math.floor(Date.now() / 1000);
@@ -216,7 +199,7 @@ describe('an external identity provider', () => {
       .setAudience(aud)
       .setIssuedAt()
       .setExpirationTime('5m')
-      .sign(idpKey);
+      .sign(idp.privateKey);
 
   it('is trusted, with roles from AUTH_ROLES_CLAIM and its own principal idp:<sub>', async () => {
     const token = await idpToken({

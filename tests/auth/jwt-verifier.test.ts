@@ -1,47 +1,33 @@
-import { createServer, type Server } from 'node:http';
-import { exportJWK, generateKeyPair, type JWK, SignJWT, UnsecuredJWT } from 'jose';
-
-type CryptoKey = Awaited<ReturnType<typeof generateKeyPair>>['privateKey'];
-
+import { generateKeyPair, SignJWT, UnsecuredJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AuthError, bearerToken, createTokenVerifier, rolesFrom } from '../../src/auth/jwt-verifier.js';
+import { type PrivateKey as CryptoKey, type JwksServer, startJwksServer } from './helpers.js';
 
 const ISS = 'https://hub.example/local';
-let privateKey: CryptoKey;
-let publicJwk: JWK;
+let jwks: JwksServer;
 let otherKey: CryptoKey;
-let server: Server;
-let jwksUrl: URL;
 
 beforeAll(async () => {
-  const pair = await generateKeyPair('ES256', { extractable: true });
-  privateKey = pair.privateKey;
-  publicJwk = { ...(await exportJWK(pair.publicKey)), kid: 'k1', alg: 'ES256', use: 'sig' };
+  jwks = await startJwksServer('k1', '/jwks.json');
   otherKey = (await generateKeyPair('ES256')).privateKey;
-  server = createServer((_req, res) => {
-    res.setHeader('content-type', 'application/json');
-    res.end(JSON.stringify({ keys: [publicJwk] }));
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  jwksUrl = new URL(`http://127.0.0.1:${(server.address() as { port: number }).port}/jwks.json`);
 });
-afterAll(() => new Promise((r) => server.close(r)));
+afterAll(() => jwks.close());
 
 const sign = (
   claims: Record<string, unknown> = {},
-  opts: { key?: CryptoKey; iss?: string; exp?: string | number; kid?: string } = {},
+  opts: { key?: CryptoKey; iss?: string; aud?: string; exp?: string | number; kid?: string } = {},
 ) =>
   new SignJWT({ roles: ['subscriber'], ...claims })
     .setProtectedHeader({ alg: 'ES256', kid: opts.kid ?? 'k1' })
     .setIssuer(opts.iss ?? ISS)
     .setSubject('user-1')
-    .setAudience('meshhub')
+    .setAudience(opts.aud ?? 'meshhub')
     .setIssuedAt()
     .setExpirationTime(opts.exp ?? '5m')
-    .sign(opts.key ?? privateKey);
+    .sign(opts.key ?? jwks.privateKey);
 
 const local = () =>
-  createTokenVerifier([{ issuer: ISS, audience: 'meshhub', keys: { keys: [publicJwk] } }], {
+  createTokenVerifier([{ issuer: ISS, audience: 'meshhub', keys: { keys: [jwks.publicJwk] } }], {
     clockToleranceSeconds: 0,
   });
 
@@ -62,7 +48,7 @@ describe('createTokenVerifier', () => {
 
   it('verifies against a remote JWKS over loopback', async () => {
     const v = createTokenVerifier([
-      { issuer: 'https://idp.example', keys: jwksUrl, rolesClaim: 'realm_access.roles' },
+      { issuer: 'https://idp.example', keys: new URL(jwks.url), rolesClaim: 'realm_access.roles' },
     ]);
     const token = await sign({ realm_access: { roles: ['admin'] } }, { iss: 'https://idp.example' });
     expect((await v.verify(token)).roles).toEqual(['admin']);
@@ -78,7 +64,7 @@ describe('createTokenVerifier', () => {
   });
 
   it('refuses algorithm confusion: HS256 signed with the public key as secret', async () => {
-    const secret = new TextEncoder().encode(JSON.stringify(publicJwk));
+    const secret = new TextEncoder().encode(JSON.stringify(jwks.publicJwk));
     const token = await new SignJWT({ roles: ['admin'] })
       .setProtectedHeader({ alg: 'HS256', kid: 'k1' })
       .setIssuer(ISS)
@@ -103,7 +89,7 @@ describe('createTokenVerifier', () => {
       .setAudience('meshhub')
       .setNotBefore(Math.floor(Date.now() / 1000) + 600)
       .setExpirationTime('20m')
-      .sign(privateKey);
+      .sign(jwks.privateKey);
     expect(await reasonOf(local().verify(token))).toBe('not_yet_valid');
   });
 
@@ -111,14 +97,7 @@ describe('createTokenVerifier', () => {
     expect(await reasonOf(local().verify(await sign({}, { iss: 'https://evil.example' })))).toBe(
       'wrong_issuer',
     );
-    const token = await new SignJWT({})
-      .setProtectedHeader({ alg: 'ES256', kid: 'k1' })
-      .setIssuer(ISS)
-      .setSubject('user-1')
-      .setAudience('someone-else')
-      .setExpirationTime('5m')
-      .sign(privateKey);
-    expect(await reasonOf(local().verify(token))).toBe('wrong_audience');
+    expect(await reasonOf(local().verify(await sign({}, { aud: 'someone-else' })))).toBe('wrong_audience');
   });
 
   it('refuses a token signed by another key', async () => {

@@ -9,7 +9,7 @@ import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { generateKeyPair, SignJWT } from 'jose';
 import { describe, expect, it } from 'vitest';
-import { ChatCompletionsClient, LlmError } from '../../plugins/audit/llm/client.js';
+import { LlmError } from '../../plugins/audit/llm/client.js';
 import { addressGuardedFetch } from '../../plugins/audit/microsoft/address-guard.js';
 import { UpstreamError } from '../../plugins/audit/microsoft/upstream.js';
 import { AuthError, createTokenVerifier } from '../../src/auth/jwt-verifier.js';
@@ -18,6 +18,7 @@ import { Secret } from '../../src/config/secret.js';
 import { guardedFetch, refusedAddressOf } from '../../src/http/guarded-fetch.js';
 import { upstreamAddressPolicy } from '../../sync/site/push-actor.js';
 import type { SyncConfig } from '../../sync/site/settings.js';
+import { llmFailureAt } from '../plugins/audit/llm-helpers.js';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 
@@ -111,22 +112,9 @@ describe('each client kind refuses a host in the LAN before connecting', () => {
   });
 
   it('the language model: a literal private LLM_BASE_URL is refused on the socket too', async () => {
-    const client = new ChatCompletionsClient({
-      baseUrl: new URL('https://10.0.0.1/v1'),
-      model: 'm',
-      timeoutMs: 5_000,
-      maxTokens: 10,
-      maxRetries: 0,
-      allowedHosts: [],
-      allowPrivateNetwork: false,
-    });
-    try {
-      const error = await client.complete([{ role: 'user', content: 'hi' }]).catch((e: unknown) => e);
-      expect(error).toBeInstanceOf(LlmError);
-      expect((error as LlmError).reason).toBe('refused_address');
-    } finally {
-      await client.close();
-    }
+    const error = await llmFailureAt('https://10.0.0.1/v1', { timeoutMs: 5_000, maxTokens: 10 });
+    expect(error).toBeInstanceOf(LlmError);
+    expect((error as LlmError).reason).toBe('refused_address');
   });
 
   it('the identity provider’s JWKS: a private address, unless AUTH_JWKS_ALLOW_PRIVATE_NETWORK', async () => {

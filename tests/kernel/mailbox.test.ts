@@ -1,5 +1,27 @@
 import { describe, expect, it } from 'vitest';
-import { Mailbox } from '../../src/kernel/mailbox.js';
+import { Mailbox, type OverflowPolicy } from '../../src/kernel/mailbox.js';
+
+/**
+ * A mailbox whose handler records each message and then waits until `release()`: the first
+ * message is taken at once and held, the rest queue up to `capacity`.
+ */
+function heldMailbox(capacity: number, overflow: OverflowPolicy) {
+  const handled: number[] = [];
+  let release!: () => void;
+  const gate = new Promise<void>((r) => {
+    release = r;
+  });
+  const box = new Mailbox<number>({
+    capacity,
+    overflow,
+    handle: async (n) => {
+      handled.push(n);
+      await gate;
+    },
+    onError: () => {},
+  });
+  return { box, handled, release };
+}
 
 describe('Mailbox', () => {
   it('handles messages one at a time, in order, even when handlers are async', async () => {
@@ -28,20 +50,7 @@ describe('Mailbox', () => {
   });
 
   it('reject policy refuses messages past capacity and counts them', async () => {
-    const handled: number[] = [];
-    let release!: () => void;
-    const gate = new Promise<void>((r) => {
-      release = r;
-    });
-    const box = new Mailbox<number>({
-      capacity: 2,
-      overflow: 'reject',
-      handle: async (n) => {
-        handled.push(n);
-        await gate;
-      },
-      onError: () => {},
-    });
+    const { box, handled, release } = heldMailbox(2, 'reject');
     expect(box.post(1)).toBe(true); // taken at once, being handled
     expect(box.post(2)).toBe(true);
     expect(box.post(3)).toBe(true);
@@ -54,20 +63,7 @@ describe('Mailbox', () => {
   });
 
   it('drop-oldest policy keeps the newest messages and counts the dropped', async () => {
-    const handled: number[] = [];
-    let release!: () => void;
-    const gate = new Promise<void>((r) => {
-      release = r;
-    });
-    const box = new Mailbox<number>({
-      capacity: 3,
-      overflow: 'drop-oldest',
-      handle: async (n) => {
-        handled.push(n);
-        await gate;
-      },
-      onError: () => {},
-    });
+    const { box, handled, release } = heldMailbox(3, 'drop-oldest');
     for (let i = 1; i <= 10; i++) expect(box.post(i)).toBe(true);
     expect(box.depth).toBe(3);
     expect(box.dropped).toBe(6);

@@ -1,6 +1,6 @@
 import { once } from 'node:events';
 import { connect, createServer, type Server, type Socket } from 'node:net';
-import { create, type MessageInitShape, toBinary } from '@bufbuild/protobuf';
+import { create, fromBinary, type MessageInitShape, toBinary } from '@bufbuild/protobuf';
 import { Mesh } from '@meshtastic/protobufs';
 import { pino } from 'pino';
 import { encodeFrame, StreamFramer } from '../../src/mesh/framing.js';
@@ -111,6 +111,22 @@ export async function startServer(
       await new Promise<void>((r) => server.close(() => r()));
     },
   };
+}
+
+/**
+ * A device on a free loopback port: `onToRadio` gets each ToRadio a client sends, decoded, with
+ * the socket to answer on.
+ */
+export function startDevice(onToRadio: (toRadio: Mesh.ToRadio, socket: Socket) => void) {
+  return startServer((socket) => {
+    const framer = new StreamFramer();
+    socket.on('data', (chunk: Buffer) => {
+      for (const event of framer.push(chunk)) {
+        if (event.kind !== 'frame') continue;
+        onToRadio(fromBinary(Mesh.ToRadioSchema, event.payload), socket);
+      }
+    });
+  });
 }
 
 /**

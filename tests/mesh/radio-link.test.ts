@@ -1,10 +1,9 @@
 import type { Duplex } from 'node:stream';
-import { create, fromBinary } from '@bufbuild/protobuf';
+import { create } from '@bufbuild/protobuf';
 import { Mesh, Portnums } from '@meshtastic/protobufs';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { RadioStatus } from '../../src/domain/radio.js';
 import { TransportClosedError } from '../../src/mesh/errors.js';
-import { StreamFramer } from '../../src/mesh/framing.js';
 import { decodeMeshPacket } from '../../src/mesh/packet-decoder.js';
 import { RadioLink, type RadioLinkOptions } from '../../src/mesh/radio-link.js';
 import type { PacketResponder } from '../../src/mesh/simulator/responder.js';
@@ -12,7 +11,7 @@ import type { MeshSimulator } from '../../src/mesh/simulator/simulator.js';
 import { type RadioTransport, tcpTransport } from '../../src/mesh/transport.js';
 import { testSimulator } from '../helpers/simulator.js';
 import { RadioProxy } from '../reliability/helpers/radio-proxy.js';
-import { frameFromRadio, silentLog, startServer, trackTimers, waitFor } from './helpers.js';
+import { frameFromRadio, silentLog, startDevice, startServer, trackTimers, waitFor } from './helpers.js';
 
 const cleanups: Array<() => Promise<void>> = [];
 afterEach(async () => {
@@ -204,26 +203,19 @@ describe('RadioLink against misbehaving devices', () => {
   });
 
   it('survives garbage, corrupt frames and malformed protobufs, then completes the handshake', async () => {
-    const server = await startServer((socket) => {
-      const framer = new StreamFramer();
-      socket.on('data', (chunk: Buffer) => {
-        for (const event of framer.push(chunk)) {
-          if (event.kind !== 'frame') continue;
-          const toRadio = fromBinary(Mesh.ToRadioSchema, event.payload);
-          if (toRadio.payloadVariant.case !== 'wantConfigId') continue;
-          socket.write(Buffer.from([0x00, 0xff, 0x13, 0x37, 0x94, 0x00]));
-          socket.write('\u001b[32mINFO\u001b[0m | booting\r\n');
-          socket.write(Buffer.from([0x94, 0xc3, 0x7f, 0xff])); // length 32767: corrupt
-          socket.write(Buffer.from([0x94, 0xc3, 0x00, 0x03, 0xff, 0xff, 0xff])); // not a FromRadio
-          socket.write(frameFromRadio({ payloadVariant: { case: 'myInfo', value: { myNodeNum: 0x1234 } } }));
-          socket.write(frameFromRadio({ payloadVariant: { case: 'configCompleteId', value: 1 } })); // not ours
-          socket.write(
-            frameFromRadio({
-              payloadVariant: { case: 'configCompleteId', value: toRadio.payloadVariant.value },
-            }),
-          );
-        }
-      });
+    const server = await startDevice((toRadio, socket) => {
+      if (toRadio.payloadVariant.case !== 'wantConfigId') return;
+      socket.write(Buffer.from([0x00, 0xff, 0x13, 0x37, 0x94, 0x00]));
+      socket.write('\u001b[32mINFO\u001b[0m | booting\r\n');
+      socket.write(Buffer.from([0x94, 0xc3, 0x7f, 0xff])); // length 32767: corrupt
+      socket.write(Buffer.from([0x94, 0xc3, 0x00, 0x03, 0xff, 0xff, 0xff])); // not a FromRadio
+      socket.write(frameFromRadio({ payloadVariant: { case: 'myInfo', value: { myNodeNum: 0x1234 } } }));
+      socket.write(frameFromRadio({ payloadVariant: { case: 'configCompleteId', value: 1 } })); // not ours
+      socket.write(
+        frameFromRadio({
+          payloadVariant: { case: 'configCompleteId', value: toRadio.payloadVariant.value },
+        }),
+      );
     });
     cleanups.push(() => server.close());
     const r = await connectedLink(server.port);
@@ -272,22 +264,15 @@ describe('RadioLink against misbehaving devices', () => {
 /** A device that completes every handshake and records each ToRadio it is sent. */
 async function deviceServer() {
   const toRadios: Mesh.ToRadio[] = [];
-  const server = await startServer((socket) => {
-    const framer = new StreamFramer();
-    socket.on('data', (chunk: Buffer) => {
-      for (const event of framer.push(chunk)) {
-        if (event.kind !== 'frame') continue;
-        const toRadio = fromBinary(Mesh.ToRadioSchema, event.payload);
-        toRadios.push(toRadio);
-        if (toRadio.payloadVariant.case === 'wantConfigId') {
-          socket.write(
-            frameFromRadio({
-              payloadVariant: { case: 'configCompleteId', value: toRadio.payloadVariant.value },
-            }),
-          );
-        }
-      }
-    });
+  const server = await startDevice((toRadio, socket) => {
+    toRadios.push(toRadio);
+    if (toRadio.payloadVariant.case === 'wantConfigId') {
+      socket.write(
+        frameFromRadio({
+          payloadVariant: { case: 'configCompleteId', value: toRadio.payloadVariant.value },
+        }),
+      );
+    }
   });
   const heartbeats = () => toRadios.filter((t) => t.payloadVariant.case === 'heartbeat').length;
   return { server, toRadios, heartbeats };

@@ -5,7 +5,7 @@
  * inbound texts filed into the right conversation.
  */
 import { Mesh, Portnums } from '@meshtastic/protobufs';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { messagingRoles } from '../../src/mesh/simulator/messaging-responder.js';
 import { mqttOf, startTestHub, type TestHub, waitFor } from '../helpers/hub.js';
 import { connect, endClients, envelopeOf, meshTopic } from '../mqtt/helpers.js';
@@ -18,16 +18,13 @@ import {
   routingFrom,
   send,
   startControlledSim,
+  stopsAfterEach,
   subscriber,
   textFrom,
   waitForStatus,
 } from './helpers.js';
 
-const cleanups: Array<() => Promise<void>> = [];
-afterEach(async () => {
-  for (const fn of cleanups.reverse()) await fn();
-  cleanups.length = 0;
-});
+const cleanups = stopsAfterEach();
 
 async function hubOn(sim: ControlledSim, env: Record<string, string> = {}): Promise<TestHub> {
   const t = await startTestHub({ ...FAST_MESSAGING, RADIO: `tcp:127.0.0.1:${sim.port}`, ...env });
@@ -39,6 +36,21 @@ async function controlledSim(options: Parameters<typeof startControlledSim>[0] =
   const sim = await startControlledSim({ failurePercent: 0, delayScale: 0.1, ...options });
   cleanups.push(() => sim.stop());
   return sim;
+}
+
+/**
+ * A controlled simulated mesh (`simOptions`) and a hub on it (`env`) that knows the mesh's six
+ * nodes, with alice signed in as a subscriber.
+ */
+async function aliceOnMesh(
+  simOptions: Parameters<typeof startControlledSim>[0] = {},
+  env: Record<string, string> = {},
+): Promise<{ sim: ControlledSim; t: TestHub; alice: string }> {
+  const sim = await controlledSim(simOptions);
+  const t = await hubOn(sim, env);
+  await knownNodes(t, 6);
+  const alice = await subscriber(t, 'alice');
+  return { sim, t, alice };
 }
 
 const linkState = (t: TestHub) => t.hub.bus.last('radio.status')!.state;
@@ -53,10 +65,7 @@ function reachable(sim: ControlledSim): string[] {
 
 describe('radio link cut and restored', () => {
   it('keeps messages queued while the link is down and sends them when it returns', async () => {
-    const sim = await controlledSim();
-    const t = await hubOn(sim);
-    await knownNodes(t, 6);
-    const token = await subscriber(t, 'alice');
+    const { sim, t, alice: token } = await aliceOnMesh();
     const target = reachable(sim)[0]!;
     // What the gateway hears and says, in order: its link states and this message's changes.
     const heard: string[] = [];
@@ -97,10 +106,7 @@ describe('radio link cut and restored', () => {
 
 describe('hub restart', () => {
   it('sends messages that were queued when the hub stopped, and old tokens still work', async () => {
-    const sim = await controlledSim();
-    const first = await hubOn(sim);
-    await knownNodes(first, 6);
-    const token = await subscriber(first, 'alice');
+    const { sim, t: first, alice: token } = await aliceOnMesh();
     const target = reachable(sim)[0]!;
     await sim.cut();
     await waitFor(() => (linkState(first) !== 'connected' ? true : undefined), 5_000, 'link down');
@@ -124,10 +130,10 @@ describe('hub restart', () => {
 
 describe('rate limits', () => {
   it('answers a burst over the limit with 429 + Retry-After; none of it reaches the radio', async () => {
-    const sim = await controlledSim();
-    const t = await hubOn(sim, { MESSAGE_RATE_PER_SUBSCRIBER: '3/1h', MESSAGE_RATE_PER_NODE: '4/1h' });
-    await knownNodes(t, 6);
-    const alice = await subscriber(t, 'alice');
+    const { sim, t, alice } = await aliceOnMesh(
+      {},
+      { MESSAGE_RATE_PER_SUBSCRIBER: '3/1h', MESSAGE_RATE_PER_NODE: '4/1h' },
+    );
     const bob = await subscriber(t, 'bob');
     const target = reachable(sim)[0]!;
     const burst = await Promise.all(
@@ -162,10 +168,11 @@ describe('rate limits', () => {
 
 describe('acknowledgements', () => {
   it('retries a text without a hold that nobody acknowledges, then fails it with ACK_TIMEOUT', async () => {
-    const sim = await controlledSim({ silent: true });
-    const t = await hubOn(sim, { MESSAGE_ACK_TIMEOUT: '1s', MESSAGE_MAX_RETRIES: '2' });
-    await knownNodes(t, 6);
-    const token = await subscriber(t, 'alice');
+    const {
+      sim,
+      t,
+      alice: token,
+    } = await aliceOnMesh({ silent: true }, { MESSAGE_ACK_TIMEOUT: '1s', MESSAGE_MAX_RETRIES: '2' });
     const target = sim.network.nodes[0]!;
     // hold_hours 0: no waiting for the node (docs/held-texts.md); with a hold it would stay queued.
     const res = await call(t.baseUrl, 'POST', '/api/v1/messages', {
@@ -191,10 +198,7 @@ describe('acknowledgements', () => {
 
   /** A hub on a silent simulated radio that took one text to a node: the test answers for the mesh. */
   async function oneTextSent(text: string) {
-    const sim = await controlledSim({ silent: true });
-    const t = await hubOn(sim, { MESSAGE_ACK_TIMEOUT: '30s' });
-    await knownNodes(t, 6);
-    const token = await subscriber(t, 'alice');
+    const { sim, t, alice: token } = await aliceOnMesh({ silent: true }, { MESSAGE_ACK_TIMEOUT: '30s' });
     const node = sim.network.nodes[1]!;
     const radio = sim.network.radio.num;
     const res = await send(t, token, node.id, text);
@@ -233,10 +237,7 @@ describe('acknowledgements', () => {
 
 describe('inbound texts', () => {
   it('go to the last writer, to an @named subscriber, or are kept for admins; duplicates once', async () => {
-    const sim = await controlledSim({ silent: true });
-    const t = await hubOn(sim);
-    await knownNodes(t, 6);
-    const alice = await subscriber(t, 'alice');
+    const { sim, t, alice } = await aliceOnMesh({ silent: true });
     const bob = await subscriber(t, 'bob');
     const admin = await subscriber(t, 'root', { roles: ['admin'], nodes: 'none' });
     const [a, b] = sim.network.nodes;
@@ -291,10 +292,10 @@ describe('inbound texts', () => {
 
 describe('texts and ACKs heard only through an MQTT gateway', () => {
   it('an ACK/NAK over MQTT changes no message, and a text to the hub from an untrusted gateway enters no conversation', async () => {
-    const sim = await controlledSim({ silent: true });
-    const t = await hubOn(sim, { MQTT_ALLOW_ANONYMOUS: 'true', MESH_TRUSTED_GATEWAYS: '!0000cafe' });
-    await knownNodes(t, 6);
-    const alice = await subscriber(t, 'alice');
+    const { sim, t, alice } = await aliceOnMesh(
+      { silent: true },
+      { MQTT_ALLOW_ANONYMOUS: 'true', MESH_TRUSTED_GATEWAYS: '!0000cafe' },
+    );
     const [a] = sim.network.nodes;
     const radio = sim.network.radio.num;
     const res = await send(t, alice, a!.id, 'is the gate open?');
@@ -378,10 +379,7 @@ describe('texts and ACKs heard only through an MQTT gateway', () => {
 
 describe('messaging in /metrics', () => {
   it('counts each status reached, retries, failures by reason, time to delivery and the queue', async () => {
-    const sim = await controlledSim({ silent: true });
-    const t = await hubOn(sim);
-    await knownNodes(t, 6);
-    const alice = await subscriber(t, 'alice');
+    const { sim, t, alice } = await aliceOnMesh({ silent: true });
     const [a, b] = sim.network.nodes;
     const radio = sim.network.radio.num;
     const metrics = async () => (await fetch(`${t.baseUrl}/metrics`)).text();

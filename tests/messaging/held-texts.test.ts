@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import { create, toBinary } from '@bufbuild/protobuf';
 import { Mesh, Portnums } from '@meshtastic/protobufs';
 import { pino } from 'pino';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createHub } from '../../hub/main.js';
 import { loadConfig } from '../../hub/settings.js';
 import { loopbackListeners } from '../../scripts/bench/lib/hub-env.js';
@@ -26,16 +26,13 @@ import type { MessageGatewayActor } from '../../src/messaging/gateway-actor.js';
 import { startTestHub, type TestHub, testHubOf, waitFor } from '../helpers/hub.js';
 import { testSimulator } from '../helpers/simulator.js';
 import { FakeClock } from './fake-clock.js';
-import { call, FAST_MESSAGING, type Json, knownNodes, subscriber } from './helpers.js';
+import { call, FAST_MESSAGING, type Json, knownNodes, stopsAfterEach, subscriber } from './helpers.js';
 
 const MINUTE = 60_000;
 const HOUR = 60 * MINUTE;
 const utf8 = new TextEncoder();
 
-const cleanups: Array<() => Promise<void>> = [];
-afterEach(async () => {
-  for (const fn of cleanups.splice(0).reverse()) await fn();
-});
+const cleanups = stopsAfterEach();
 
 /** Every text the simulated radio was handed, with the (fake) time it arrived. */
 class TimedRecorder implements PacketResponder {
@@ -101,6 +98,27 @@ async function startHubOn(
   return t;
 }
 
+/**
+ * Six simulated nodes on `clock`, one the radio reaches (the wanderer) away from a minute
+ * before `start` until `returnAt`.
+ */
+async function startSimWithWanderer(clock: FakeClock, start: number, returnAt: number) {
+  let wanderer = 0;
+  const sim = await startSim(clock, 6, (net) => {
+    const node = net.nodes.find((n) => n !== messagingRoles(net as never).outOfRange)!;
+    wanderer = node.num;
+    return [{ nodeNum: node.num, from: start - MINUTE, until: returnAt }];
+  });
+  return { ...sim, wanderer, nodeId: `!${wanderer.toString(16).padStart(8, '0')}` };
+}
+
+/** A hub on `clock` and the simulator at `simPort` that knows all its `nodes` nodes, with alice signed in. */
+async function aliceOnHub(clock: FakeClock, simPort: number, nodes = 6, env: Record<string, string> = {}) {
+  const t = await startHubOn(clock, simPort, env);
+  await knownNodes(t, nodes);
+  return { t, token: await subscriber(t, 'alice') };
+}
+
 function post(t: TestHub, token: string, body: Record<string, unknown>) {
   return call(t.baseUrl, 'POST', '/api/v1/messages', { token, body });
 }
@@ -116,6 +134,17 @@ function row(t: TestHub, id: string) {
 }
 
 /** Waits until the text has had `attempts` attempts and none is waiting for its ACK. */
+/** Message `id` as GET /api/v1/messages/{id} answers once its status is `status` (waiting for `what`). */
+const detailOnceStatus = (t: TestHub, token: string, id: string, status: string, what: string) =>
+  waitFor(
+    async () => {
+      const d = await detail(t, token, id);
+      return d.status === status ? d : undefined;
+    },
+    15_000,
+    what,
+  );
+
 async function settled(t: TestHub, id: string, attempts: number) {
   return waitFor(
     () => {
@@ -132,17 +161,8 @@ describe('held texts', () => {
     const clock = new FakeClock();
     const start = clock.now();
     const returnAt = start + HOUR;
-    let wanderer = 0;
-    const { port, recorder } = await startSim(clock, 6, (net) => {
-      const roles = messagingRoles(net as never);
-      const node = net.nodes.find((n) => n !== roles.outOfRange)!;
-      wanderer = node.num;
-      return [{ nodeNum: node.num, from: start - MINUTE, until: returnAt }];
-    });
-    const t = await startHubOn(clock, port);
-    await knownNodes(t, 6);
-    const token = await subscriber(t, 'alice');
-    const nodeId = `!${wanderer.toString(16).padStart(8, '0')}`;
+    const { port, recorder, wanderer, nodeId } = await startSimWithWanderer(clock, start, returnAt);
+    const { t, token } = await aliceOnHub(clock, port);
     const heard: number[] = [];
     t.hub.bus.on('test', 'mesh.packet', (p) => {
       if (p.from >>> 0 === wanderer) heard.push(clock.now());
@@ -176,14 +196,7 @@ describe('held texts', () => {
     clock.advanceTo(returnAt);
     const nextBackoff = row(t, id).next_attempt_at;
     expect(nextBackoff).toBeGreaterThan(returnAt + 10 * MINUTE);
-    const done = await waitFor(
-      async () => {
-        const d = await detail(t, token, id);
-        return d.status === 'delivered' ? d : undefined;
-      },
-      15_000,
-      'the text delivered after the return',
-    );
+    const done = await detailOnceStatus(t, token, id, 'delivered', 'the text delivered after the return');
     const afterReturn = recorder.texts.slice(sentWhileAway);
     expect(afterReturn).toHaveLength(1);
     expect(afterReturn[0]!.at).toBeGreaterThanOrEqual(heard[0]!);
@@ -198,9 +211,7 @@ describe('held texts', () => {
     const clock = new FakeClock();
     const start = clock.now();
     const { port, network } = await startSim(clock, 6, () => []);
-    const t = await startHubOn(clock, port);
-    await knownNodes(t, 6);
-    const token = await subscriber(t, 'alice');
+    const { t, token } = await aliceOnHub(clock, port);
     const away = messagingRoles(network).outOfRange!;
     // A 3 min hold ends before the first backoff attempt (5 min): the hold's end alone fails it.
     const res = await post(t, token, { target_node_id: away.id, text: 'Are you there?', hold_hours: 0.05 });
@@ -212,14 +223,7 @@ describe('held texts', () => {
     expect(held.status).toBe('queued');
 
     clock.advanceTo(start + 4 * MINUTE);
-    const failed = await waitFor(
-      async () => {
-        const d = await detail(t, token, id);
-        return d.status === 'failed' ? d : undefined;
-      },
-      15_000,
-      'the hold to end',
-    );
+    const failed = await detailOnceStatus(t, token, id, 'failed', 'the hold to end');
     expect(failed.failure_code).toBe('HOLD_EXPIRED');
     expect(failed.failure_reason).toMatch(
       /^its 3-minute hold ended: .+ was not reached in 1 attempt \((last heard .+ ago|never heard); last: MAX_RETRANSMIT\) \[HOLD_EXPIRED\]$/,
@@ -242,9 +246,7 @@ describe('held texts', () => {
         .filter((n) => n !== outOfRange)
         .map((n) => ({ nodeNum: n.num, from: start - MINUTE, until: returnAt }));
     });
-    const t = await startHubOn(clock, port, { MESSAGE_AIRTIME_PERCENT: '10' });
-    await knownNodes(t, 21);
-    const token = await subscriber(t, 'alice');
+    const { t, token } = await aliceOnHub(clock, port, 21, { MESSAGE_AIRTIME_PERCENT: '10' });
     const nodes = network.nodes.filter((n) => n !== messagingRoles(network).outOfRange);
     expect(nodes).toHaveLength(20);
     const ids: string[] = [];
@@ -307,16 +309,8 @@ describe('held texts', () => {
     const start = clock.now();
     // Back before the first backoff attempt (5 min): only hearing the node can send the texts.
     const returnAt = start + 3 * MINUTE;
-    let wanderer = 0;
-    const { port, recorder } = await startSim(clock, 6, (net) => {
-      const node = net.nodes.find((n) => n !== messagingRoles(net as never).outOfRange)!;
-      wanderer = node.num;
-      return [{ nodeNum: node.num, from: start - MINUTE, until: returnAt }];
-    });
-    const first = await startHubOn(clock, port);
-    await knownNodes(first, 6);
-    const token = await subscriber(first, 'alice');
-    const nodeId = `!${wanderer.toString(16).padStart(8, '0')}`;
+    const { port, recorder, nodeId } = await startSimWithWanderer(clock, start, returnAt);
+    const { t: first, token } = await aliceOnHub(clock, port);
     const ids: string[] = [];
     for (const text of ['first, before the restart', 'second, before the restart']) {
       const res = await post(first, token, { target_node_id: nodeId, text });
@@ -399,9 +393,7 @@ describe('a node that is heard but does not acknowledge', () => {
     cleanups.push(() => sim.stop());
     const node = sim.network!.nodes.find((n) => n !== messagingRoles(sim.network!).outOfRange)!;
     deaf = node.num;
-    const t = await startHubOn(clock, port);
-    await knownNodes(t, 6);
-    const token = await subscriber(t, 'alice');
+    const { t, token } = await aliceOnHub(clock, port);
     const heard: number[] = [];
     t.hub.bus.on('test', 'mesh.packet', (p) => {
       if (p.from >>> 0 === deaf) heard.push(clock.now());

@@ -5,6 +5,7 @@
  */
 import { create } from '@bufbuild/protobuf';
 import { Mesh, Portnums } from '@meshtastic/protobufs';
+import { afterEach } from 'vitest';
 import { HubUserService } from '../../src/auth/user-service.js';
 import {
   createMessagingResponder,
@@ -20,6 +21,18 @@ import { waitFor } from '../helpers/hub.js';
 import { testSimulator } from '../helpers/simulator.js';
 
 export const PASSWORD = 'field-radio-42';
+
+/**
+ * The list a test file's tests push their stops onto: after each test they run, the last pushed
+ * first, and the list is empty again.
+ */
+export function stopsAfterEach(): Array<() => Promise<void>> {
+  const stops: Array<() => Promise<void>> = [];
+  afterEach(async () => {
+    for (const fn of stops.splice(0).reverse()) await fn();
+  });
+  return stops;
+}
 
 /** Settings that make the simulated mesh answer fast and keep pacing out of the way. */
 export const FAST_MESSAGING: Record<string, string> = {

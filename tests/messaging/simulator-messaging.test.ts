@@ -5,7 +5,7 @@
  */
 import { fromBinary } from '@bufbuild/protobuf';
 import { Mesh, Portnums } from '@meshtastic/protobufs';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
   createMessagingResponder,
   type MessagingResponderOptions,
@@ -14,12 +14,9 @@ import {
 } from '../../src/mesh/simulator/messaging-responder.js';
 import { testSimulator } from '../helpers/simulator.js';
 import { RawClient, waitFor } from '../mesh/helpers.js';
+import { stopsAfterEach } from './helpers.js';
 
-const cleanups: Array<() => Promise<void>> = [];
-afterEach(async () => {
-  for (const fn of cleanups.reverse()) await fn();
-  cleanups.length = 0;
-});
+const cleanups = stopsAfterEach();
 
 async function connect(options: MessagingResponderOptions) {
   const sim = testSimulator({

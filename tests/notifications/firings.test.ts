@@ -8,7 +8,15 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { waitFor } from '../helpers/hub.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../helpers/push-receiver.js';
 import { call } from '../messaging/helpers.js';
-import { createRule, firingsOf, freshNode, heard, type NotifyHub, startNotifyHub } from './helpers.js';
+import {
+  createRule,
+  firingsOf,
+  freshNode,
+  heard,
+  type NotifyHub,
+  onlyFiring,
+  startNotifyHub,
+} from './helpers.js';
 
 let h: NotifyHub;
 let hooks: WebhookReceiver;
@@ -31,9 +39,8 @@ describe('each rule kind fires exactly once on its condition', () => {
     const id = await createRule(h, { name: 'new', kind: 'new_node', nodes: [n] });
     heard(h, n);
     heard(h, n);
-    const f = await firingsOf(h, id);
-    expect(f).toHaveLength(1);
-    expect(f[0]).toMatchObject({ kind: 'new_node', node_id: n, message: `New node ${n} heard` });
+    const firing = await onlyFiring(h, id);
+    expect(firing).toMatchObject({ kind: 'new_node', node_id: n, message: `New node ${n} heard` });
   });
 
   it('node_offline: not heard for N minutes, once however often it is checked', async () => {
@@ -55,9 +62,8 @@ describe('each rule kind fires exactly once on its condition', () => {
     const id = await createRule(h, { name: 'online', kind: 'node_online', minutes: 10, nodes: [n] });
     heard(h, n, 0);
     heard(h, n, 0);
-    const f = await firingsOf(h, id);
-    expect(f).toHaveLength(1);
-    expect(f[0].message).toMatch(/is back after 30 min/);
+    const firing = await onlyFiring(h, id);
+    expect(firing.message).toMatch(/is back after 30 min/);
   });
 
   it('battery_low: below the threshold', async () => {
@@ -66,9 +72,8 @@ describe('each rule kind fires exactly once on its condition', () => {
     heard(h, n, 0, { batteryLevel: 50 });
     heard(h, n, 0, { batteryLevel: 15 });
     metrics(n, 0, { batteryLevel: 14 });
-    const f = await firingsOf(h, id);
-    expect(f).toHaveLength(1);
-    expect(f[0].message).toContain('at 15 % (below 20 %)');
+    const firing = await onlyFiring(h, id);
+    expect(firing.message).toContain('at 15 % (below 20 %)');
   });
 
   it('battery_falling: a drop over the window', async () => {
@@ -85,9 +90,8 @@ describe('each rule kind fires exactly once on its condition', () => {
     expect(await firingsOf(h, id)).toHaveLength(0);
     metrics(n, 0, { batteryLevel: 65 });
     metrics(n, 0, { batteryLevel: 64 });
-    const f = await firingsOf(h, id);
-    expect(f).toHaveLength(1);
-    expect(f[0].message).toContain('fell 15 points to 65 %');
+    const firing = await onlyFiring(h, id);
+    expect(firing.message).toContain('fell 15 points to 65 %');
   });
 
   it('rebooted: uptime went back', async () => {
@@ -97,9 +101,8 @@ describe('each rule kind fires exactly once on its condition', () => {
     metrics(n, 1, { uptimeSeconds: 1_060 });
     metrics(n, 0, { uptimeSeconds: 30 });
     metrics(n, 0, { uptimeSeconds: 90 });
-    const f = await firingsOf(h, id);
-    expect(f).toHaveLength(1);
-    expect(f[0].message).toContain('rebooted (uptime 30 s, was 1060 s)');
+    const firing = await onlyFiring(h, id);
+    expect(firing.message).toContain('rebooted (uptime 30 s, was 1060 s)');
   });
 
   it('reading_out_of_range: a metric outside min/max', async () => {
@@ -119,10 +122,9 @@ describe('each rule kind fires exactly once on its condition', () => {
     reading(30);
     reading(45);
     reading(46);
-    const f = await firingsOf(h, id);
-    expect(f).toHaveLength(1);
-    expect(f[0].message).toContain('temperature_c');
-    expect(f[0].message).toContain('is 45');
+    const firing = await onlyFiring(h, id);
+    expect(firing.message).toContain('temperature_c');
+    expect(firing.message).toContain('is 45');
   });
 
   it('link_lost: a link not heard for N minutes', async () => {
@@ -137,9 +139,8 @@ describe('each rule kind fires exactly once on its condition', () => {
     });
     h.notifier.check();
     h.notifier.check();
-    const f = await firingsOf(h, id);
-    expect(f).toHaveLength(1);
-    expect(f[0]).toMatchObject({ node_id: a, subject: `${a}>${b}` });
+    const firing = await onlyFiring(h, id);
+    expect(firing).toMatchObject({ node_id: a, subject: `${a}>${b}` });
   });
 
   it('follows a node that changed its number: the rule names the new one, the old is not reported quiet', async () => {
@@ -207,9 +208,8 @@ describe('repeat limit and quiet hours', () => {
       webhook: { url: `${hooks.url}/quiet` },
     });
     heard(h, n);
-    const f = await firingsOf(h, quiet);
-    expect(f).toHaveLength(1);
-    expect(f[0].quiet).toBe(true);
+    const firing = await onlyFiring(h, quiet);
+    expect(firing.quiet).toBe(true);
     const other = freshNode();
     await createRule(h, {
       name: 'awake',

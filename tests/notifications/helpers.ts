@@ -3,6 +3,7 @@
  * emits the bus events the radio, MQTT ingest and device health would), an admin and a
  * subscriber with real tokens, and the notifier actor, whose silence check a test runs itself.
  */
+import { expect } from 'vitest';
 import { nodeIdFromNum } from '../../src/domain/node.js';
 import type { NotifierActor } from '../../src/notifications/notifier-actor.js';
 import { startTestHub, type TestHub } from '../helpers/hub.js';
@@ -40,6 +41,13 @@ export async function firings(h: NotifyHub): Promise<any[]> {
 
 export async function firingsOf(h: NotifyHub, ruleId: number) {
   return (await firings(h)).filter((f) => f.rule_id === ruleId);
+}
+
+/** Rule `ruleId`'s one firing: the test fails unless it fired exactly once. */
+export async function onlyFiring(h: NotifyHub, ruleId: number) {
+  const f = await firingsOf(h, ruleId);
+  expect(f).toHaveLength(1);
+  return f[0];
 }
 
 /** A node heard `minutesAgo` minutes ago (as the node directory announces it). */

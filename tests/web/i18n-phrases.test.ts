@@ -35,24 +35,35 @@ const SAMPLES_MS = [
 
 afterEach(() => setLanguage('en'));
 
+// The full condition, one alert per actor an hour, and every matching event, in each language
+// (German day names as the catalogue has them, read once the language is set).
+it.each([
+  {
+    language: 'en' as const,
+    full: (): string =>
+      'operation is “Add” or “Remove” and contains “role”; result failure or unknown; tagged x and y; not tagged z; outside Mon, Tue 08:00–18:00 (UTC); 5 events in 10m overall',
+    perActor: 'Any event; 1 event in 1h per actor',
+    every: 'Any event; every matching event (at most one alert an hour per actor)',
+  },
+  {
+    language: 'de' as const,
+    full: (): string =>
+      `Vorgang ist „Add“ oder „Remove“ und enthält „role“; Ergebnis failure oder unknown; mit Tag x und y; ohne Tag z; außerhalb von ${dayName('mon')}, ${dayName('tue')} 08:00–18:00 (UTC); 5 Ereignisse in 10m insgesamt`,
+    perActor: 'Jedes Ereignis; 1 Ereignis in 1h pro Akteur',
+    every: 'Jedes Ereignis; jedes passende Ereignis (höchstens ein Alarm pro Stunde und Akteur)',
+  },
+])('words a rule condition in $language', ({ language, full, perActor, every }) => {
+  setLanguage(language);
+  expect(conditionWords(CONDITION, (s) => s)).toBe(full());
+  expect(conditionWords({ threshold: { count: 1, window: '1h', per: 'actor' } }, (s) => s)).toBe(perActor);
+  expect(conditionWords({}, (s) => s)).toBe(every);
+});
+
 describe('phrases in English', () => {
   it('describes a search as before', () => {
     setLanguage('en');
     expect(describeSearch(parseSearch(SEARCH))).toBe(
       'actor "carol" · operation "Delete" · result "failure" · tagged a and b · not tagged c or d · last 24 h',
-    );
-  });
-
-  it('words a rule condition as before', () => {
-    setLanguage('en');
-    expect(conditionWords(CONDITION, (s) => s)).toBe(
-      'operation is “Add” or “Remove” and contains “role”; result failure or unknown; tagged x and y; not tagged z; outside Mon, Tue 08:00–18:00 (UTC); 5 events in 10m overall',
-    );
-    expect(conditionWords({ threshold: { count: 1, window: '1h', per: 'actor' } }, (s) => s)).toBe(
-      'Any event; 1 event in 1h per actor',
-    );
-    expect(conditionWords({}, (s) => s)).toBe(
-      'Any event; every matching event (at most one alert an hour per actor)',
     );
   });
 
@@ -79,20 +90,6 @@ describe('phrases in German', () => {
     expect(words).toContain('mit Tag a und b');
     expect(words).toContain('ohne Tag c oder d');
     expect(words).not.toMatch(/\b(actor|operation|result|tagged|and|or)\b/);
-  });
-
-  it('words a rule condition in German', () => {
-    setLanguage('de');
-    const words = conditionWords(CONDITION, (s) => s);
-    expect(words).toBe(
-      `Vorgang ist „Add“ oder „Remove“ und enthält „role“; Ergebnis failure oder unknown; mit Tag x und y; ohne Tag z; außerhalb von ${dayName('mon')}, ${dayName('tue')} 08:00–18:00 (UTC); 5 Ereignisse in 10m insgesamt`,
-    );
-    expect(conditionWords({ threshold: { count: 1, window: '1h', per: 'actor' } }, (s) => s)).toBe(
-      'Jedes Ereignis; 1 Ereignis in 1h pro Akteur',
-    );
-    expect(conditionWords({}, (s) => s)).toBe(
-      'Jedes Ereignis; jedes passende Ereignis (höchstens ein Alarm pro Stunde und Akteur)',
-    );
   });
 
   it('words durations in German', () => {

@@ -5,8 +5,9 @@
  */
 import { describe, expect, it } from 'vitest';
 import { checkLlmBaseUrl, checkLlmBaseUrlResolved } from '../../../plugins/audit/llm/base-url.js';
-import { ChatCompletionsClient, LlmError } from '../../../plugins/audit/llm/client.js';
+import { LlmError } from '../../../plugins/audit/llm/client.js';
 import { loadAuditConfig } from '../../../plugins/audit/settings.js';
+import { llmFailureAt } from './llm-helpers.js';
 
 const open = { allowedHosts: [], allowPrivateNetwork: false };
 
@@ -84,21 +85,8 @@ describe('where LLM_BASE_URL resolves', () => {
 
   it('refuses at connect time a name that now resolves to a private address (DNS rebinding)', async () => {
     // Built directly, as if the start-up check had passed: `localhost` resolves to loopback now.
-    const client = new ChatCompletionsClient({
-      baseUrl: new URL('https://localhost:9/v1'),
-      model: 'm',
-      timeoutMs: 2_000,
-      maxTokens: 100,
-      maxRetries: 0,
-      allowedHosts: [],
-      allowPrivateNetwork: false,
-    });
-    try {
-      const failure = await client.complete([{ role: 'user', content: 'hi' }]).catch((e: unknown) => e);
-      expect(failure).toBeInstanceOf(LlmError);
-      expect((failure as LlmError).reason).toBe('refused_address');
-    } finally {
-      await client.close();
-    }
+    const failure = await llmFailureAt('https://localhost:9/v1', { timeoutMs: 2_000, maxTokens: 100 });
+    expect(failure).toBeInstanceOf(LlmError);
+    expect((failure as LlmError).reason).toBe('refused_address');
   });
 });

@@ -24,6 +24,39 @@ export async function postSignedBatch(
   });
 }
 
+/** A record as a test writes it into a batch: its kind and body, and when it was made where that matters. */
+export interface BatchEntry {
+  kind: SyncRecord['kind'];
+  body: unknown;
+  at?: number;
+}
+
+/**
+ * Site `siteId`'s batch of `entries` numbered from `firstSeq` and sent at `sentAt`: entry i made
+ * at its own `at`, else at `sentAt + i`; the `dropped` sequence numbers after the last record are
+ * reported as dropped.
+ */
+export function numberedBatch(
+  siteId: string,
+  firstSeq: number,
+  entries: readonly BatchEntry[],
+  sentAt: number,
+  dropped = 0,
+): Batch {
+  const lastRecord = firstSeq + entries.length - 1;
+  return {
+    protocol: 1,
+    site_id: siteId,
+    first_seq: firstSeq,
+    last_seq: lastRecord + dropped,
+    records: entries.map(
+      (e, i) => ({ seq: firstSeq + i, at: e.at ?? sentAt + i, kind: e.kind, body: e.body }) as SyncRecord,
+    ),
+    dropped: dropped > 0 ? [[lastRecord + 1, lastRecord + dropped]] : [],
+    sent_at: sentAt,
+  };
+}
+
 /**
  * Builds batches each of which follows the last one of its site: `make` numbers its records with
  * `seq()`. `nextSeq` holds each site's next sequence number.

@@ -6,12 +6,13 @@
  */
 import type pg from 'pg';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { Batch, RecordBody, RecordKind, SyncRecord } from '../../../sync/protocol.js';
+import type { Batch, RecordBody, RecordKind } from '../../../sync/protocol.js';
 import { BatchApplier } from '../../../sync/upstream/batch-apply.js';
-import { migrateUpstream } from '../../../sync/upstream/db/migrate.js';
 import { openPool } from '../../../sync/upstream/db/pool.js';
-import { createTestSchema, skipWithoutPostgres, type TestSchema } from '../../helpers/postgres.js';
+import { skipWithoutPostgres, type TestSchema } from '../../helpers/postgres.js';
+import { numberedBatch } from '../helpers/batches.js';
 import { nodeBody, readingBody } from '../helpers/records.js';
+import { migratedSchema } from './helpers.js';
 
 const skip = await skipWithoutPostgres();
 
@@ -22,21 +23,8 @@ const NODE_B = '!0000000b';
 
 type Entry = { [K in RecordKind]: { kind: K; body: RecordBody<K>; at?: number } }[RecordKind];
 
-function batchOf(siteId: string, firstSeq: number, entries: Entry[], dropped = 0): Batch {
-  const records = entries.map(
-    (e, i) => ({ seq: firstSeq + i, at: e.at ?? T0 + i, kind: e.kind, body: e.body }) as SyncRecord,
-  );
-  const lastRecord = firstSeq + entries.length - 1;
-  return {
-    protocol: 1,
-    site_id: siteId,
-    first_seq: firstSeq,
-    last_seq: lastRecord + dropped,
-    records,
-    dropped: dropped > 0 ? [[lastRecord + 1, lastRecord + dropped]] : [],
-    sent_at: T0,
-  };
-}
+const batchOf = (siteId: string, firstSeq: number, entries: Entry[], dropped = 0): Batch =>
+  numberedBatch(siteId, firstSeq, entries, T0, dropped);
 
 function reading(nodeId: string, ts: number, values: Parameters<typeof readingBody>[2]): Entry {
   return { kind: 'reading', body: readingBody(nodeId, ts, values) };
@@ -87,12 +75,7 @@ describe.skipIf(skip)('BatchApplier', () => {
   const extraPools: pg.Pool[] = [];
 
   beforeEach(async () => {
-    schema = await createTestSchema('apply');
-    pool = openPool(schema.url, { max: 4 });
-    await migrateUpstream(pool);
-    await pool.query(
-      `INSERT INTO sites (site_id, public_jwks, created_at) VALUES ('a', '{"keys":[]}', 0), ('b', '{"keys":[]}', 0)`,
-    );
+    ({ schema, pool } = await migratedSchema('apply', ['a', 'b']));
     applier = new BatchApplier(pool, { now: () => NOW });
   });
   afterEach(async () => {
@@ -151,36 +134,43 @@ describe.skipIf(skip)('BatchApplier', () => {
     expect(await count(pool, 'sync_request_ids')).toBe(2);
   });
 
+  /**
+   * Sends `batch` as site `siteId` (under request id `jti`, if given) and expects it refused as
+   * `refusal` says, with nothing in the database changed.
+   */
+  async function expectRefused(
+    siteId: string,
+    batch: Batch,
+    jti: { value: string; expiresAt: number } | undefined,
+    refusal: { reason: string; expectedSeq: number; detail: string },
+  ): Promise<void> {
+    const before = await snapshot(pool);
+    expect(await applier.apply(siteId, batch, jti)).toEqual({ kind: 'refused', ...refusal });
+    expect(await snapshot(pool)).toEqual(before);
+  }
+
   it('refuses a gap, naming the next sequence it needs, and changes nothing', async () => {
     await applier.apply('a', first());
-    const before = await snapshot(pool);
-    const outcome = await applier.apply(
+    await expectRefused(
       'a',
       batchOf('a', 7, [reading(NODE_A, T0 + 1, { temperature_c: 1 })]),
+      { value: 'jti-gap', expiresAt: NOW + 120_000 },
       {
-        value: 'jti-gap',
-        expiresAt: NOW + 120_000,
+        reason: 'gap',
+        expectedSeq: 5,
+        detail: 'the batch starts at 7, but the next sequence number the upstream needs is 5',
       },
     );
-    expect(outcome).toEqual({
-      kind: 'refused',
-      reason: 'gap',
-      expectedSeq: 5,
-      detail: 'the batch starts at 7, but the next sequence number the upstream needs is 5',
-    });
-    expect(await snapshot(pool)).toEqual(before);
   });
 
   it('refuses a batch overlapping what was applied that is not a retry of it', async () => {
     await applier.apply('a', first());
-    const before = await snapshot(pool);
     const overlapping = batchOf('a', 3, [
       reading(NODE_A, T0 + 5, { temperature_c: 1 }),
       reading(NODE_A, T0 + 6, { temperature_c: 2 }),
       reading(NODE_A, T0 + 7, { temperature_c: 3 }),
     ]);
-    expect(await applier.apply('a', overlapping)).toEqual({
-      kind: 'refused',
+    await expectRefused('a', overlapping, undefined, {
       reason: 'sequence_backwards',
       expectedSeq: 5,
       detail: 'the batch starts at 3, at or before 4, which is applied already',
@@ -190,6 +180,7 @@ describe.skipIf(skip)('BatchApplier', () => {
       ...first().records.map((r) => ({ kind: r.kind, body: r.body }) as Entry),
       node(NODE_B, T0, 'B'),
     ]);
+    const before = await snapshot(pool);
     expect(await applier.apply('a', longer)).toMatchObject({
       kind: 'refused',
       reason: 'sequence_backwards',
@@ -200,35 +191,33 @@ describe.skipIf(skip)('BatchApplier', () => {
 
   it('refuses a replayed signed request, even for a batch it would apply', async () => {
     await applier.apply('a', first(), { value: 'jti-1', expiresAt: NOW + 120_000 });
-    const before = await snapshot(pool);
     const next = batchOf('a', 5, [reading(NODE_A, T0 + 9, { temperature_c: 9 })]);
-    expect(await applier.apply('a', next, { value: 'jti-1', expiresAt: NOW + 120_000 })).toEqual({
-      kind: 'refused',
-      reason: 'replayed_request',
-      expectedSeq: 5,
-      detail: 'this signed request (batch 5..5) was received before',
-    });
-    expect(await snapshot(pool)).toEqual(before);
+    await expectRefused(
+      'a',
+      next,
+      { value: 'jti-1', expiresAt: NOW + 120_000 },
+      {
+        reason: 'replayed_request',
+        expectedSeq: 5,
+        detail: 'this signed request (batch 5..5) was received before',
+      },
+    );
   });
 
   it('refuses unknown and revoked sites and changes nothing', async () => {
     await pool.query(
       `INSERT INTO sites (site_id, public_jwks, created_at, revoked_at) VALUES ('gone', '{"keys":[]}', 0, 5)`,
     );
-    const before = await snapshot(pool);
-    expect(await applier.apply('nobody', batchOf('nobody', 1, [node(NODE_A, 1, 'A')]))).toEqual({
-      kind: 'refused',
+    await expectRefused('nobody', batchOf('nobody', 1, [node(NODE_A, 1, 'A')]), undefined, {
       reason: 'unknown_site',
       expectedSeq: 0,
       detail: 'no site nobody',
     });
-    expect(await applier.apply('gone', batchOf('gone', 1, [node(NODE_A, 1, 'A')]))).toEqual({
-      kind: 'refused',
+    await expectRefused('gone', batchOf('gone', 1, [node(NODE_A, 1, 'A')]), undefined, {
       reason: 'revoked_site',
       expectedSeq: 1,
       detail: 'site gone is revoked',
     });
-    expect(await snapshot(pool)).toEqual(before);
   });
 
   it('acknowledges sequence numbers the site dropped, and a batch of nothing but drops', async () => {
@@ -242,24 +231,48 @@ describe.skipIf(skip)('BatchApplier', () => {
     expect(site.rows[0]).toEqual({ acked_seq: 14, records_applied: 1, last_record_at: T0 });
   });
 
-  it('two upstream processes receiving the same batch at once apply it exactly once', async () => {
+  type Jti = { value: string; expiresAt: number };
+
+  /**
+   * Eight rounds of site a's batches (round r's records from `entries(r)`), each sent to this
+   * applier and at the same moment to one on a second pool, as to a second upstream process
+   * (with the request ids `jtis(r)` gives, if any): one applies it, the other answers duplicate,
+   * both acknowledging the whole batch.
+   */
+  async function sendEachToTwoAtOnce(
+    entries: (round: number) => Entry[],
+    jtis: (round: number) => [Jti, Jti] | [] = () => [],
+  ): Promise<void> {
     const other = openPool(schema.url, { max: 4 });
     extraPools.push(other);
     const there = new BatchApplier(other, { now: () => NOW });
     let seq = 1;
     for (let round = 0; round < 8; round++) {
-      const entries = Array.from({ length: 50 }, (_, i) =>
-        reading(i % 2 ? NODE_A : NODE_B, T0 + round * 100_000 + i * 1000, { temperature_c: round + i / 100 }),
-      );
-      const batch = batchOf('a', seq, entries);
-      const outcomes = await Promise.all([
-        applier.apply('a', batch, { value: `here-${round}`, expiresAt: NOW + 1 }),
-        there.apply('a', batch, { value: `there-${round}`, expiresAt: NOW + 1 }),
-      ]);
+      const batch = batchOf('a', seq, entries(round));
+      const [here, away] = jtis(round);
+      const outcomes = await Promise.all([applier.apply('a', batch, here), there.apply('a', batch, away)]);
       expect(outcomes.map((o) => o.kind).sort()).toEqual(['applied', 'duplicate']);
-      expect(outcomes.map((o) => (o.kind === 'refused' ? -1 : o.ackedSeq))).toEqual([seq + 49, seq + 49]);
-      seq += 50;
+      expect(outcomes.map((o) => (o.kind === 'refused' ? -1 : o.ackedSeq))).toEqual([
+        batch.last_seq,
+        batch.last_seq,
+      ]);
+      seq = batch.last_seq + 1;
     }
+  }
+
+  it('two upstream processes receiving the same batch at once apply it exactly once', async () => {
+    await sendEachToTwoAtOnce(
+      (round) =>
+        Array.from({ length: 50 }, (_, i) =>
+          reading(i % 2 ? NODE_A : NODE_B, T0 + round * 100_000 + i * 1000, {
+            temperature_c: round + i / 100,
+          }),
+        ),
+      (round) => [
+        { value: `here-${round}`, expiresAt: NOW + 1 },
+        { value: `there-${round}`, expiresAt: NOW + 1 },
+      ],
+    );
     expect(await count(pool, 'readings')).toBe(400);
     const sums = await pool.query<{ n: number }>(
       'SELECT sum(temperature_c_count)::int AS n FROM readings_hourly',
@@ -272,19 +285,9 @@ describe.skipIf(skip)('BatchApplier', () => {
   it('two processes receiving the same batch without readings at once apply it exactly once', async () => {
     // No COPY to collide in: the second waits for the site's lock, then finds the batch applied
     // by the first (which the lock statement's own snapshot could not see).
-    const other = openPool(schema.url, { max: 4 });
-    extraPools.push(other);
-    const there = new BatchApplier(other, { now: () => NOW });
-    let seq = 1;
-    for (let round = 0; round < 8; round++) {
-      const entries = Array.from({ length: 20 }, (_, i) =>
-        node(i % 2 ? NODE_A : NODE_B, T0 + round * 100 + i, `r${round}`),
-      );
-      const batch = batchOf('a', seq, entries);
-      const outcomes = await Promise.all([applier.apply('a', batch), there.apply('a', batch)]);
-      expect(outcomes.map((o) => o.kind).sort()).toEqual(['applied', 'duplicate']);
-      seq += 20;
-    }
+    await sendEachToTwoAtOnce((round) =>
+      Array.from({ length: 20 }, (_, i) => node(i % 2 ? NODE_A : NODE_B, T0 + round * 100 + i, `r${round}`)),
+    );
     const site = await pool.query('SELECT acked_seq, records_applied FROM sites WHERE site_id = $1', ['a']);
     expect(site.rows[0]).toEqual({ acked_seq: 160, records_applied: 160 });
     expect(await count(pool, 'sync_batches')).toBe(8);

@@ -13,14 +13,15 @@ import { closeDatabase, type Database, openDatabase } from '../../../src/store/d
 import { NodeRepository } from '../../../src/store/nodes-repository.js';
 import { ReadingWriter } from '../../../src/store/reading-writer.js';
 import { METRIC_COLUMNS } from '../../../src/store/rollups.js';
-import { type Batch, batchSchema, type ReadingRow, type SyncRecord } from '../../../sync/protocol.js';
+import { type Batch, batchSchema, type ReadingRow } from '../../../sync/protocol.js';
 import { Outbox } from '../../../sync/site/outbox.js';
 import { enableOutbox } from '../../../sync/site/outbox-schema.js';
 import { type AppliedChanges, BatchApplier } from '../../../sync/upstream/batch-apply.js';
-import { migrateUpstream } from '../../../sync/upstream/db/migrate.js';
 import { openPool } from '../../../sync/upstream/db/pool.js';
-import { createTestSchema, skipWithoutPostgres, type TestSchema } from '../../helpers/postgres.js';
+import { skipWithoutPostgres, type TestSchema } from '../../helpers/postgres.js';
+import { type BatchEntry, numberedBatch } from '../helpers/batches.js';
 import { hourRollupBody } from '../helpers/records.js';
+import { migratedSchema } from './helpers.js';
 
 const skip = await skipWithoutPostgres();
 
@@ -38,21 +39,8 @@ function row(nodeId: string, ts: number, values: Partial<Record<number, number>>
   return out;
 }
 
-function batchOf(
-  siteId: string,
-  firstSeq: number,
-  records: { kind: SyncRecord['kind']; body: unknown }[],
-): Batch {
-  return batchSchema.parse({
-    protocol: 1,
-    site_id: siteId,
-    first_seq: firstSeq,
-    last_seq: firstSeq + records.length - 1,
-    records: records.map((r, i) => ({ seq: firstSeq + i, at: T0 + i, kind: r.kind, body: r.body })),
-    dropped: [],
-    sent_at: T0,
-  });
-}
+const batchOf = (siteId: string, firstSeq: number, records: BatchEntry[]): Batch =>
+  batchSchema.parse(numberedBatch(siteId, firstSeq, records, T0));
 
 const readingsOf = (...rows: ReadingRow[]) => ({ kind: 'readings' as const, body: { rows } });
 
@@ -86,10 +74,7 @@ describe.skipIf(skip)('BatchApplier, readings records', () => {
   const extraPools: pg.Pool[] = [];
 
   beforeEach(async () => {
-    schema = await createTestSchema('readings');
-    pool = openPool(schema.url, { max: 4 });
-    await migrateUpstream(pool);
-    await pool.query(`INSERT INTO sites (site_id, public_jwks, created_at) VALUES ('a', '{"keys":[]}', 0)`);
+    ({ schema, pool } = await migratedSchema('readings', ['a']));
     told = [];
     applier = new BatchApplier(pool, {
       now: () => T0,

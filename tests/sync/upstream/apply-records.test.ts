@@ -6,11 +6,11 @@
  */
 import type pg from 'pg';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { Batch, RecordBody, RecordKind, SyncRecord } from '../../../sync/protocol.js';
+import type { Batch, RecordBody, RecordKind } from '../../../sync/protocol.js';
 import { BatchApplier } from '../../../sync/upstream/batch-apply.js';
-import { migrateUpstream } from '../../../sync/upstream/db/migrate.js';
-import { openPool } from '../../../sync/upstream/db/pool.js';
-import { createTestSchema, skipWithoutPostgres, type TestSchema } from '../../helpers/postgres.js';
+import { skipWithoutPostgres, type TestSchema } from '../../helpers/postgres.js';
+import { numberedBatch } from '../helpers/batches.js';
+import { migratedSchema } from './helpers.js';
 
 const skip = await skipWithoutPostgres();
 
@@ -22,19 +22,8 @@ const M2 = '01950000-0000-7000-8000-000000000002';
 
 type Entry = { [K in RecordKind]: { kind: K; body: RecordBody<K> } }[RecordKind];
 
-function batchOf(siteId: string, firstSeq: number, entries: Entry[]): Batch {
-  return {
-    protocol: 1,
-    site_id: siteId,
-    first_seq: firstSeq,
-    last_seq: firstSeq + entries.length - 1,
-    records: entries.map(
-      (e, i) => ({ seq: firstSeq + i, at: T0 + i, kind: e.kind, body: e.body }) as SyncRecord,
-    ),
-    dropped: [],
-    sent_at: T0,
-  };
-}
+const batchOf = (siteId: string, firstSeq: number, entries: Entry[]): Batch =>
+  numberedBatch(siteId, firstSeq, entries, T0);
 
 function message(id: string, overrides: Partial<RecordBody<'message'>> = {}): Entry {
   return {
@@ -86,12 +75,7 @@ describe.skipIf(skip)('BatchApplier records', () => {
   let seq: number;
 
   beforeEach(async () => {
-    schema = await createTestSchema('records');
-    pool = openPool(schema.url, { max: 4 });
-    await migrateUpstream(pool);
-    await pool.query(
-      `INSERT INTO sites (site_id, public_jwks, created_at) VALUES ('a', '{"keys":[]}', 0), ('b', '{"keys":[]}', 0)`,
-    );
+    ({ schema, pool } = await migratedSchema('records', ['a', 'b']));
     told = [];
     applier = new BatchApplier(pool, {
       now: () => NOW,

@@ -11,11 +11,11 @@ import { METRIC_API_NAMES, READING_METRICS, type Reading } from '../../../src/do
 import { closeDatabase, type Database, openDatabase } from '../../../src/store/database.js';
 import { ReadingWriter } from '../../../src/store/reading-writer.js';
 import { ROLLUP_COLUMNS } from '../../../src/store/rollups.js';
-import type { Batch, RecordBody, SyncRecord } from '../../../sync/protocol.js';
+import type { Batch, RecordBody } from '../../../sync/protocol.js';
 import { BatchApplier } from '../../../sync/upstream/batch-apply.js';
-import { migrateUpstream } from '../../../sync/upstream/db/migrate.js';
-import { openPool } from '../../../sync/upstream/db/pool.js';
-import { createTestSchema, skipWithoutPostgres, type TestSchema } from '../../helpers/postgres.js';
+import { skipWithoutPostgres, type TestSchema } from '../../helpers/postgres.js';
+import { type BatchEntry, numberedBatch } from '../helpers/batches.js';
+import { migratedSchema } from './helpers.js';
 
 const skip = await skipWithoutPostgres();
 
@@ -89,21 +89,14 @@ function readingBody(r: Reading): RecordBody<'reading'> {
   return body;
 }
 
-function batchOf(
-  siteId: string,
-  firstSeq: number,
-  records: { kind: SyncRecord['kind']; body: unknown }[],
-): Batch {
-  return {
-    protocol: 1,
-    site_id: siteId,
-    first_seq: firstSeq,
-    last_seq: firstSeq + records.length - 1,
-    records: records.map((r, i) => ({ seq: firstSeq + i, at: T0, kind: r.kind, body: r.body }) as SyncRecord),
-    dropped: [],
-    sent_at: T0,
-  };
-}
+/** Every record made at T0. */
+const batchOf = (siteId: string, firstSeq: number, records: BatchEntry[]): Batch =>
+  numberedBatch(
+    siteId,
+    firstSeq,
+    records.map((r) => ({ ...r, at: T0 })),
+    T0,
+  );
 
 type Row = Record<string, unknown>;
 
@@ -129,10 +122,7 @@ describe.skipIf(skip)('BatchApplier rollups, as the hub computes them', () => {
   let seq: number;
 
   beforeEach(async () => {
-    schema = await createTestSchema('rollups');
-    pool = openPool(schema.url, { max: 4 });
-    await migrateUpstream(pool);
-    await pool.query(`INSERT INTO sites (site_id, public_jwks, created_at) VALUES ('a', '{"keys":[]}', 0)`);
+    ({ schema, pool } = await migratedSchema('rollups', ['a']));
     applier = new BatchApplier(pool, { now: () => T0 });
     hub = openDatabase(':memory:');
     writer = new ReadingWriter(hub);

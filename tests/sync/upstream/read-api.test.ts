@@ -6,10 +6,8 @@
  * sites is listed twice, history defaults to the site that heard the node last, and its cursor
  * stays on that site. Bad parameters are 400 problems, never a 500.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LocalIssuer } from '../../../src/auth/local-issuer.js';
 import type { Reading } from '../../../src/domain/reading.js';
@@ -18,13 +16,12 @@ import { ReadingWriter } from '../../../src/store/reading-writer.js';
 import { WeatherService } from '../../../src/weather/weather-service.js';
 import type { SyncRecord } from '../../../sync/protocol.js';
 import { BatchApplier } from '../../../sync/upstream/batch-apply.js';
-import { createUpstream, type UpstreamServer } from '../../../sync/upstream/main.js';
-import { loadUpstreamSettings } from '../../../sync/upstream/settings.js';
+import type { UpstreamServer } from '../../../sync/upstream/main.js';
 import { SiteRegistry } from '../../../sync/upstream/sites.js';
-import { createTestSchema, skipWithoutPostgres, type TestSchema } from '../../helpers/postgres.js';
+import { skipWithoutPostgres, type TestSchema } from '../../helpers/postgres.js';
 import { batchSequence, postSignedBatch } from '../helpers/batches.js';
 import { nodeBody } from '../helpers/records.js';
-import { signedIn } from './helpers.js';
+import { signedIn, startScratchUpstream } from './helpers.js';
 
 // biome-ignore lint/suspicious/noExplicitAny: tests read bodies of many shapes and assert on them
 type Json = any;
@@ -134,22 +131,13 @@ describe.skipIf(skip)('upstream read API', () => {
   const hubData = (body: string | Uint8Array) => JSON.parse(Buffer.from(body).toString()).data as Json[];
 
   beforeAll(async () => {
-    schema = await createTestSchema('read');
-    dataDir = mkdtempSync(join(tmpdir(), 'meshhub-upstream-read-'));
-    const settings = loadUpstreamSettings({
-      UPSTREAM_DATABASE_URL: schema.url,
-      HTTP_PORT: '0',
-      DATA_DIR: dataDir,
-      WEB_ROOT: join(dataDir, 'no-web'),
+    ({ schema, dataDir, upstream, base } = await startScratchUpstream('read', {
       // Every answer as of its request: these tests apply a batch through another process's
       // applier and read at once. Notified answers (the default) may lag a batch by its
       // notification's delivery time; history-notified.test.ts tests those (a CI run answered
       // here before the notification came, with the listener on).
       UPSTREAM_HISTORY_LISTEN: 'false',
-    });
-    upstream = await createUpstream(settings, { log: pino({ level: 'silent' }), defaultMetrics: false });
-    await upstream.start();
-    base = `http://127.0.0.1:${upstream.port}`;
+    }));
     authorization = await signedIn(upstream);
     applier = new BatchApplier(upstream.pool);
     registry = new SiteRegistry(upstream.pool);

@@ -7,22 +7,19 @@
  * grow (an injected clock), and tokens and refresh tokens end with a password or role change,
  * disabling or a revocation (finding 14).
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { rmSync } from 'node:fs';
 import { decodeJwt } from 'jose';
-import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   InvalidUserError,
   UpstreamUserService,
   UserExistsError,
 } from '../../../sync/upstream/auth/user-service.js';
-import { createUpstream, type UpstreamServer } from '../../../sync/upstream/main.js';
-import { loadUpstreamSettings } from '../../../sync/upstream/settings.js';
+import type { UpstreamServer } from '../../../sync/upstream/main.js';
 import { postFrom } from '../../helpers/post-from.js';
-import { createTestSchema, skipWithoutPostgres, type TestSchema } from '../../helpers/postgres.js';
+import { skipWithoutPostgres, type TestSchema } from '../../helpers/postgres.js';
 import { expectTokensIssued } from '../../helpers/token-answer.js';
+import { startScratchUpstream } from './helpers.js';
 
 // biome-ignore lint/suspicious/noExplicitAny: tests read bodies of many shapes and assert on them
 type Json = any;
@@ -52,22 +49,11 @@ describe.skipIf(skip)('upstream auth', () => {
   }
 
   beforeAll(async () => {
-    schema = await createTestSchema('auth');
-    dataDir = mkdtempSync(join(tmpdir(), 'meshhub-upstream-auth-'));
-    const settings = loadUpstreamSettings({
-      UPSTREAM_DATABASE_URL: schema.url,
-      HTTP_PORT: '0',
-      DATA_DIR: dataDir,
-      AUTH_TOKEN_TTL: '10m',
-      WEB_ROOT: join(dataDir, 'no-web'),
-    });
-    upstream = await createUpstream(settings, {
-      log: pino({ level: 'silent' }),
-      defaultMetrics: false,
-      now: () => Date.now() + clockOffset,
-    });
-    await upstream.start();
-    base = `http://127.0.0.1:${upstream.port}`;
+    ({ schema, dataDir, upstream, base } = await startScratchUpstream(
+      'auth',
+      { AUTH_TOKEN_TTL: '10m' },
+      { now: () => Date.now() + clockOffset },
+    ));
     users = new UpstreamUserService(upstream.pool);
     await users.add({ username: 'Alice', password: PASSWORD, roles: ['subscriber'] });
     await users.add({ username: 'ops', password: PASSWORD, roles: ['admin', 'subscriber'] });

@@ -9,10 +9,9 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { Batch } from '../../../sync/protocol.js';
 import { BatchApplier } from '../../../sync/upstream/batch-apply.js';
 import { grantUpstreamSubscription } from '../../../sync/upstream/commands.js';
-import { migrateUpstream } from '../../../sync/upstream/db/migrate.js';
-import { openPool } from '../../../sync/upstream/db/pool.js';
-import { createTestSchema, skipWithoutPostgres, type TestSchema } from '../../helpers/postgres.js';
+import { skipWithoutPostgres, type TestSchema } from '../../helpers/postgres.js';
 import { nodeBody } from '../helpers/records.js';
+import { migratedSchema } from './helpers.js';
 
 const skip = await skipWithoutPostgres();
 
@@ -53,12 +52,7 @@ describe.skipIf(skip)('upstream subscriptions reach sites that hear a node later
   }
 
   beforeEach(async () => {
-    schema = await createTestSchema('fanout');
-    pool = openPool(schema.url, { max: 3 });
-    await migrateUpstream(pool);
-    await pool.query(
-      `INSERT INTO sites (site_id, public_jwks, created_at) VALUES ('north', '{"keys":[]}', 0), ('south', '{"keys":[]}', 0)`,
-    );
+    ({ schema, pool } = await migratedSchema('fanout', ['north', 'south'], 3));
     applier = new BatchApplier(pool, { now: () => T0 + 60_000 });
     seqs.clear();
   });
