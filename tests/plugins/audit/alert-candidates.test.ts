@@ -184,56 +184,54 @@ function install(db: Database, docs: unknown[]) {
   return [...alerts.fileRules.values()];
 }
 
+/** Up to 12 random rules, installed in a fresh database, against up to 12 random events, `runs` times. */
+function forRandomRules(
+  runs: { numRuns: number; seed?: number },
+  check: (rules: ReturnType<typeof install>, events: AlertableEvent[]) => void,
+): void {
+  const db = database();
+  fc.assert(
+    fc.property(
+      fc.array(rule, { minLength: 1, maxLength: 12 }),
+      fc.array(event, { minLength: 1, maxLength: 12 }),
+      (docs, events) => check(install(db, docs), events),
+    ),
+    runs,
+  );
+}
+
 describe('the record a rule reads', () => {
   it('gives every rule the same answer from the parsed record as from its stored text', () => {
-    const db = database();
-    fc.assert(
-      fc.property(
-        fc.array(rule, { minLength: 1, maxLength: 12 }),
-        fc.array(event, { minLength: 1, maxLength: 12 }),
-        (docs, events) => {
-          const rules = install(db, docs);
-          for (const e of events) {
-            const { record: _parsed, ...stored } = e;
-            for (const r of rules) {
-              expect(r.matches(e, new EventMemo(e)), `${r.file} on ${e.raw}`).toBe(
-                r.matches(stored, new EventMemo(stored)),
-              );
-            }
-          }
-        },
-      ),
-      { numRuns: 150 },
-    );
+    forRandomRules({ numRuns: 150 }, (rules, events) => {
+      for (const e of events) {
+        const { record: _parsed, ...stored } = e;
+        for (const r of rules) {
+          expect(r.matches(e, new EventMemo(e)), `${r.file} on ${e.raw}`).toBe(
+            r.matches(stored, new EventMemo(stored)),
+          );
+        }
+      }
+    });
   });
 });
 
 describe('the candidate index', () => {
   it('never leaves out a rule that matches the event (random rules and events)', () => {
-    const db = database();
     let pinned = 0;
     let matched = 0;
-    fc.assert(
-      fc.property(
-        fc.array(rule, { minLength: 1, maxLength: 12 }),
-        fc.array(event, { minLength: 1, maxLength: 12 }),
-        (docs, events) => {
-          const rules = install(db, docs);
-          pinned += rules.filter((r) => r.scope?.pin).length;
-          const index = new CandidateIndex(rules.map((r) => r.scope));
-          for (const e of events) {
-            const memo = new EventMemo(e);
-            const candidates = new Set(index.candidates(e, memo));
-            rules.forEach((r, at) => {
-              if (!r.matches(e, memo)) return;
-              matched++;
-              expect(candidates.has(at), `rule ${at} matches ${e.raw} but is no candidate`).toBe(true);
-            });
-          }
-        },
-      ),
-      { numRuns: 300, seed: 29 },
-    );
+    forRandomRules({ numRuns: 300, seed: 29 }, (rules, events) => {
+      pinned += rules.filter((r) => r.scope?.pin).length;
+      const index = new CandidateIndex(rules.map((r) => r.scope));
+      for (const e of events) {
+        const memo = new EventMemo(e);
+        const candidates = new Set(index.candidates(e, memo));
+        rules.forEach((r, at) => {
+          if (!r.matches(e, memo)) return;
+          matched++;
+          expect(candidates.has(at), `rule ${at} matches ${e.raw} but is no candidate`).toBe(true);
+        });
+      }
+    });
     // Not vacuous: rules were pinned, and rules matched.
     expect(pinned).toBeGreaterThan(100);
     expect(matched).toBeGreaterThan(100);
