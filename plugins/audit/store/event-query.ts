@@ -125,8 +125,8 @@ interface Shares {
   result: Map<number, number>;
   tenant: Map<number, number>;
 }
-/** The distinct stored services, one index step each (a skip scan). */
-const STORED_SERVICES = `
+/** The distinct stored services, one index step each (a skip scan); filter-options.ts reads it too. */
+export const STORED_SERVICES = `
   WITH RECURSIVE s(v) AS (
     SELECT (SELECT min(service) FROM audit_events INDEXED BY audit_events_service_cover)
     UNION ALL

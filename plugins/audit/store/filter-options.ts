@@ -10,7 +10,7 @@
  * a caller limited to some tenants gets only the values that occur in theirs.
  */
 import type { Database } from '../../../src/store/database.js';
-import type { PrivacyScope } from './event-query.js';
+import { type PrivacyScope, STORED_SERVICES } from './event-query.js';
 import { serviceDisplayName } from './service-names.js';
 
 export interface FilterOptions {
@@ -28,17 +28,7 @@ const MAX_TAG_OPTIONS = 1_000;
 
 /** The services of the stored events, each once (a skip scan of the service index, not a full scan). */
 export function storedServices(db: Database): string[] {
-  return db
-    .prepare(`
-      WITH RECURSIVE s(v) AS (
-        SELECT (SELECT min(service) FROM audit_events INDEXED BY audit_events_service_cover)
-        UNION ALL
-        SELECT (SELECT min(service) FROM audit_events INDEXED BY audit_events_service_cover WHERE service > s.v)
-        FROM s WHERE s.v IS NOT NULL
-      )
-      SELECT v FROM s WHERE v IS NOT NULL`)
-    .pluck()
-    .all() as string[];
+  return db.prepare(STORED_SERVICES).pluck().all() as string[];
 }
 
 export function filterOptions(db: Database, privacy?: PrivacyScope): FilterOptions {
