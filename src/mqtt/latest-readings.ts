@@ -1,12 +1,13 @@
 /**
- * Each node's latest merged reading, read from `readings_latest` (kept by the writer in the
- * commit transaction, so it is current once `reading.stored` fires), in the shape of an item of
+ * Each node's latest merged reading, from the writer's memory (src/store/open-buckets.ts: current
+ * once `reading.stored` fires), or `readings_latest` where no writer runs, in the shape of an item of
  * `GET /api/v1/weather/latest`: snake_case fields, absent metrics left out, `timestamp` the
  * newest reading as ISO 8601 UTC, `wind_direction` whole degrees in [0, 360).
  */
 
 import { READING_METRICS, type ReadingMetric } from '../domain/reading.js';
 import type { Database, Statement } from '../store/database.js';
+import { openBuckets } from '../store/open-buckets.js';
 import { METRIC_COLUMNS, WIND_DIRECTION_SLOT } from '../store/rollups.js';
 
 export interface LatestReading {
@@ -28,7 +29,7 @@ export class LatestReadings {
   private readonly one: Statement<unknown[], Row>;
   private readonly all: Statement<unknown[], Row>;
 
-  constructor(db: Database) {
+  constructor(private readonly db: Database) {
     const cols = METRIC_COLUMNS.join(', ');
     this.one = db
       .prepare(`SELECT node_id, ts, ${cols} FROM readings_latest WHERE node_id = ?`)
@@ -39,12 +40,14 @@ export class LatestReadings {
   }
 
   get(nodeId: string): LatestReading | undefined {
-    const row = this.one.get(nodeId);
+    const open = openBuckets(this.db);
+    const row = open ? open.latestRow(nodeId) : this.one.get(nodeId);
     return row ? toLatest(row) : undefined;
   }
 
   list(): LatestReading[] {
-    return this.all.all().map(toLatest);
+    const open = openBuckets(this.db);
+    return (open ? open.latestRows(MAX_LATEST_ROWS) : this.all.all()).map(toLatest);
   }
 }
 

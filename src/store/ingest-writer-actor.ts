@@ -5,7 +5,7 @@ import type { Logger } from '../log.js';
 import type { HubMetrics } from '../metrics.js';
 import { BatchingWriter, type ReadingBatch } from './batching-writer.js';
 import type { Database } from './database.js';
-import { ReadingWriter } from './reading-writer.js';
+import { ReadingWriter, STALE_BUCKET_GRACE_MS } from './reading-writer.js';
 import { isStorageFull } from './storage-full.js';
 
 /** After a refusal for want of space, how long commits must succeed before the disk counts as having room. */
@@ -29,6 +29,8 @@ export class IngestWriterActor extends Actor {
   readonly name = 'ingest-writer';
   override readonly dependsOn = ['store'];
   private writer: BatchingWriter | undefined;
+  private readingWriter: ReadingWriter | undefined;
+  private staleTimer: NodeJS.Timeout | undefined;
   private readonly inbox: Mailbox<ReadingBatch>;
   private commitScheduled = false;
   /** Since when commits fail for want of space (SQLITE_FULL): the hub is degraded meanwhile. */
@@ -55,6 +57,17 @@ export class IngestWriterActor extends Actor {
   async start(): Promise<void> {
     const { bus, db, metrics, log } = this.deps;
     const readingWriter = new ReadingWriter(db);
+    this.readingWriter = readingWriter;
+    // Buckets of nodes that went quiet are written and leave memory (reading-writer.ts).
+    this.staleTimer = setInterval(() => {
+      try {
+        this.writer?.flush();
+        readingWriter.closeStale(Date.now());
+      } catch (error) {
+        log.error({ err: error }, 'writing the stale rollup buckets failed');
+      }
+    }, STALE_BUCKET_GRACE_MS);
+    this.staleTimer.unref();
     this.writer = new BatchingWriter({
       writer: readingWriter,
       onStored: (_all, bySource) => {
@@ -143,7 +156,15 @@ export class IngestWriterActor extends Actor {
     this.deps.bus.removeOwner(this.name);
     this.inbox.close();
     await this.inbox.idle();
+    clearInterval(this.staleTimer);
     this.writer?.close();
     this.writer = undefined;
+    // The open buckets and latest rows to their tables: nothing to rebuild at the next start.
+    try {
+      this.readingWriter?.close();
+    } catch (error) {
+      this.deps.log.error({ err: error }, 'writing the open rollup buckets at stop failed');
+    }
+    this.readingWriter = undefined;
   }
 }

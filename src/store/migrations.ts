@@ -256,7 +256,22 @@ export const MIGRATIONS: readonly Migration[] = [
       CREATE INDEX node_aliases_by_node ON node_aliases (node_id, linked_at);
     `,
   },
-  // Append new migrations here: { version: 6, name: '...', up: `CREATE TABLE ...` },
+  {
+    version: 6,
+    name: 'open buckets: the rollup buckets the reading writer holds in memory',
+    up: `
+      -- The hourly and daily bucket each node has open in the writer's memory (its newest
+      -- reading's: src/store/open-buckets.ts). Their rows in readings_hourly/readings_daily are
+      -- written when they close; after a crash the writer sums these again from the raw rows.
+      CREATE TABLE readings_open (
+        node_id TEXT NOT NULL,
+        interval TEXT NOT NULL CHECK (interval IN ('1h', '1d')),
+        bucket_start INTEGER NOT NULL,
+        PRIMARY KEY (node_id, interval)
+      ) WITHOUT ROWID;
+    `,
+  },
+  // Append new migrations here: { version: 7, name: '...', up: `CREATE TABLE ...` },
 ];
 
 /**

@@ -9,11 +9,14 @@
  * - only what a reading actually added (all of a new row, or the newly filled fields of an
  *   existing one) counts in the rollups and the latest row, so a replayed duplicate (the same
  *   packet through two MQTT gateways, a resent PUBLISH) never counts twice;
- * - rollup contributions are summed in JS per (node, hour) and (node, day), then each bucket is
- *   upserted once with an additive merge;
- * - the latest row of every node is kept in memory (loaded at construction), merged field by
- *   field in JS — a field moves only to a value at least as new as the one it has — and each
- *   changed node's row is written once. The in-memory map changes only after the commit.
+ * - each node's open hourly and daily buckets (those of its newest reading) and its latest row are
+ *   kept in memory (open-buckets.ts): a live reading's commit writes its raw row only. A bucket's
+ *   row is written whole when a newer bucket opens, when it goes stale (`closeStale`) and at a
+ *   clean stop (`close`), with the latest row; a reading into an older, closed bucket is added to
+ *   its row at once (an additive upsert) and writes the latest row. `readings_open` names the
+ *   buckets held in memory: after a crash `recover` rebuilds them from the raw rows at start;
+ * - the latest row is merged field by field in JS — a field moves only to a value at least as new
+ *   as the one it has. The in-memory state changes only after the commit (copy-on-write).
  *
  * Input is not trusted: non-finite numbers are dropped, timestamps are floored to whole ms, and a
  * reading without a node id, a timestamp a Date can hold or any finite metric is skipped.
@@ -21,14 +24,25 @@
 import { READING_METRICS, type Reading } from '../domain/reading.js';
 import type { Database, Statement } from './database.js';
 import { MAX_ROWS_PER_STATEMENT, MultiRowStatement, placeholders } from './multi-row-statement.js';
+import {
+  EMPTY_BUCKET_ACC,
+  type LatestRow,
+  type OpenBucket,
+  OpenBuckets,
+  type OpenNode,
+  registerOpenBuckets,
+} from './open-buckets.js';
 import { readingsObservers, type StoredReadingRow } from './reading-observers.js';
 import {
-  addToRollups,
+  accumulate,
+  BUCKET_MS,
+  bucketStart,
   METRIC_COLUMNS,
   type NodeRollups,
   ROLLUP_COLUMNS,
   ROLLUP_TABLE,
   RollupBuckets,
+  type RollupInterval,
 } from './rollups.js';
 import { moveNodeSeries } from './series-move.js';
 
@@ -41,19 +55,29 @@ const READING_WIDTH = 2 + SLOTS;
 /** The largest |ms| a JavaScript Date can hold: a reading's time must be one. */
 const MAX_DATE_MS = 8.64e15;
 
-/** One node's latest row: value and value time per metric slot (NaN / -Infinity when unknown). */
-interface LatestRow {
-  /** The newest reading stored for the node: nothing at or after it can be a duplicate. */
-  ts: number;
-  values: number[];
-  times: number[];
+/** How long after its end a bucket still waits for late readings before `closeStale` writes it. */
+export const STALE_BUCKET_GRACE_MS = 5 * 60_000;
+
+/** A bucket written whole (it closed): interval, node, start, accumulator. */
+interface ClosedBucket {
+  interval: RollupInterval;
+  start: number;
+  acc: readonly number[];
 }
 
-/** One node's share of a transaction: its rollup buckets (rollups.ts) and its latest row. */
+/**
+ * One node's share of a transaction: a copy of its in-memory state (committed to the map only
+ * after the transaction), the buckets it closed, and what it added to older, closed buckets
+ * (rollups.ts: added to their rows at once).
+ */
 interface NodeContribution extends NodeRollups {
-  /** Copy-on-write: the merged latest row, committed to the map only after the transaction. */
-  latest: LatestRow;
+  node: OpenNode;
   latestChanged: boolean;
+  closes: ClosedBucket[];
+  /** A bucket opened: its `readings_open` rows are written. */
+  opened: boolean;
+  /** Something reached a closed bucket: the latest row is written now, not when a bucket closes. */
+  touchedClosed: boolean;
 }
 
 interface Applied {
@@ -94,7 +118,8 @@ function readMetrics(r: Reading, values: (number | null)[]): number {
 }
 
 export class ReadingWriter {
-  private readonly latest = new Map<string, LatestRow>();
+  /** Each node's latest row and open buckets, which readers see too (open-buckets.ts). */
+  private readonly open = new OpenBuckets();
   private readonly insertReadings: MultiRowStatement;
   private readonly insertReading: Statement;
   private readonly selectReading: Statement<unknown[], (number | null)[]>;
@@ -102,6 +127,10 @@ export class ReadingWriter {
   private readonly upsertHourly: MultiRowStatement;
   private readonly upsertDaily: MultiRowStatement;
   private readonly writeLatest: MultiRowStatement;
+  private readonly replaceBucket: Record<RollupInterval, MultiRowStatement>;
+  private readonly selectBucket: Record<RollupInterval, Statement<unknown[], number[]>>;
+  private readonly markOpen: Statement;
+  private readonly unmarkOpen: Statement;
   private readonly commit: (groups: readonly (readonly Reading[])[], fast: boolean) => Applied;
   /** Rows waiting for a multi-row insert: READING_WIDTH arguments each. */
   private readonly pendingArgs: unknown[] = new Array<unknown>(READING_WIDTH * CHUNK);
@@ -136,7 +165,29 @@ export class ReadingWriter {
       (rows) =>
         `INSERT OR REPLACE INTO readings_latest (${latestColumns.join(', ')}) VALUES ${placeholders(latestColumns.length, rows)}`,
     );
+    const bucketColumns = ['node_id', 'bucket_start', ...ROLLUP_COLUMNS];
+    const replace = (interval: RollupInterval) =>
+      new MultiRowStatement(
+        db,
+        bucketColumns.length,
+        (rows) =>
+          `INSERT OR REPLACE INTO ${ROLLUP_TABLE[interval]} (${bucketColumns.join(', ')}) VALUES ${placeholders(bucketColumns.length, rows)}`,
+      );
+    this.replaceBucket = { '1h': replace('1h'), '1d': replace('1d') };
+    const select = (interval: RollupInterval) =>
+      db
+        .prepare(
+          `SELECT ${ROLLUP_COLUMNS.join(', ')} FROM ${ROLLUP_TABLE[interval]} WHERE node_id = ? AND bucket_start = ?`,
+        )
+        .raw(true) as Statement<unknown[], number[]>;
+    this.selectBucket = { '1h': select('1h'), '1d': select('1d') };
+    this.markOpen = db.prepare(
+      'INSERT OR REPLACE INTO readings_open (node_id, interval, bucket_start) VALUES (?, ?, ?)',
+    );
+    this.unmarkOpen = db.prepare('DELETE FROM readings_open WHERE node_id = ? AND interval = ?');
+    this.recover();
     this.loadLatest();
+    registerOpenBuckets(db, this.open);
     this.commit = db.transaction((groups: readonly (readonly Reading[])[], fast: boolean) =>
       this.apply(groups, fast),
     );
@@ -164,10 +215,103 @@ export class ReadingWriter {
       if (!(error instanceof FastPathConflict)) throw error;
       applied = this.commit(groups, false);
     }
-    for (const [nodeId, contribution] of applied.nodes) {
-      if (contribution.latestChanged) this.latest.set(nodeId, contribution.latest);
-    }
+    for (const [nodeId, contribution] of applied.nodes) this.open.nodes.set(nodeId, contribution.node);
     return applied.stored;
+  }
+
+  /**
+   * Writes every bucket held in memory and every latest row that changed, and forgets the buckets:
+   * the clean stop (after it, the tables hold everything and nothing needs rebuilding at start).
+   */
+  close(): void {
+    this.closeWhere(() => true);
+  }
+
+  /**
+   * Writes and forgets the buckets that ended more than STALE_BUCKET_GRACE_MS before `now`: a node
+   * that went quiet leaves nothing in memory for long, and nothing for a crash to rebuild from raw
+   * rows that retention may since have deleted.
+   */
+  closeStale(now: number): void {
+    this.closeWhere((interval, bucket) => bucket.start + BUCKET_MS[interval] + STALE_BUCKET_GRACE_MS <= now);
+  }
+
+  /** Writes and forgets the buckets `which` picks (with their nodes' latest rows), in one transaction. */
+  private closeWhere(which: (interval: RollupInterval, bucket: OpenBucket) => boolean): void {
+    const changed = new Map<string, OpenNode>();
+    const closes: { nodeId: string; bucket: ClosedBucket }[] = [];
+    for (const [nodeId, node] of this.open.nodes) {
+      const hour = node.hour && which('1h', node.hour);
+      const day = node.day && which('1d', node.day);
+      if (!hour && !day) continue;
+      if (hour) closes.push({ nodeId, bucket: { interval: '1h', ...node.hour! } });
+      if (day) closes.push({ nodeId, bucket: { interval: '1d', ...node.day! } });
+      changed.set(nodeId, {
+        latest: node.latest,
+        latestDirty: false,
+        hour: hour ? undefined : node.hour,
+        day: day ? undefined : node.day,
+      });
+    }
+    if (changed.size === 0) return;
+    this.db.transaction(() => {
+      for (const interval of ['1h', '1d'] as const) {
+        this.writeWholeBuckets(
+          interval,
+          closes.filter((c) => c.bucket.interval === interval),
+        );
+      }
+      for (const { nodeId, bucket } of closes) this.unmarkOpen.run(nodeId, bucket.interval);
+      this.writeLatestRows([...changed].map(([nodeId, node]) => [nodeId, node.latest]));
+    })();
+    for (const [nodeId, node] of changed) this.open.nodes.set(nodeId, node);
+  }
+
+  /**
+   * Rebuilds what a writer that stopped without `close` (a crash, a power cut) held in memory: each
+   * bucket `readings_open` names is summed again from its raw rows and written whole, and each of
+   * those nodes' latest row is merged again from its stored row and the raw rows of its open
+   * buckets (everything older reached the latest row's table when it was written).
+   */
+  private recover(): void {
+    const marks = this.db
+      .prepare('SELECT node_id, interval, bucket_start FROM readings_open ORDER BY node_id')
+      .raw(true)
+      .all() as [string, RollupInterval, number][];
+    if (marks.length === 0) return;
+    const cols = METRIC_COLUMNS.join(', ');
+    const rawIn = this.db
+      .prepare(`SELECT ts, ${cols} FROM readings WHERE node_id = ? AND ts >= ? AND ts < ? ORDER BY ts`)
+      .raw(true) as Statement<unknown[], [number, ...(number | null)[]]>;
+    const dropBucket = (interval: RollupInterval) =>
+      this.db.prepare(`DELETE FROM ${ROLLUP_TABLE[interval]} WHERE node_id = ? AND bucket_start = ?`);
+    const drop = { '1h': dropBucket('1h'), '1d': dropBucket('1d') };
+    this.db.transaction(() => {
+      const since = new Map<string, number>();
+      for (const [nodeId, interval, start] of marks) {
+        const acc = EMPTY_BUCKET_ACC.slice();
+        let rows = 0;
+        for (const row of rawIn.iterate(nodeId, start, start + BUCKET_MS[interval])) {
+          accumulate(acc, row.slice(1) as (number | null)[]);
+          rows++;
+        }
+        if (rows === 0) drop[interval].run(nodeId, start);
+        else this.writeWholeBuckets(interval, [{ nodeId, bucket: { interval, start, acc } }]);
+        since.set(nodeId, Math.min(since.get(nodeId) ?? start, start));
+      }
+      this.loadLatest();
+      const latest: [string, LatestRow][] = [];
+      for (const [nodeId, from] of since) {
+        const row = this.open.nodes.get(nodeId)?.latest ?? emptyLatest();
+        for (const raw of rawIn.iterate(nodeId, from, Number.MAX_SAFE_INTEGER)) {
+          mergeLatest(row, raw[0], raw.slice(1) as (number | null)[]);
+        }
+        latest.push([nodeId, row]);
+      }
+      this.writeLatestRows(latest);
+      this.db.prepare('DELETE FROM readings_open').run();
+    })();
+    this.open.nodes.clear();
   }
 
   /**
@@ -180,6 +324,8 @@ export class ReadingWriter {
    */
   renumber(oldId: string, newId: string): number {
     if (oldId === newId) return 0;
+    // Both series whole in their tables first: the move works on rows.
+    this.closeWhere(() => true);
     const moved = this.db.transaction(() =>
       moveNodeSeries(
         this.db,
@@ -195,8 +341,8 @@ export class ReadingWriter {
         newId,
       ),
     )();
-    this.latest.delete(oldId);
-    this.latest.delete(newId);
+    this.open.nodes.delete(oldId);
+    this.open.nodes.delete(newId);
     this.loadLatest(newId);
     return moved;
   }
@@ -222,7 +368,7 @@ export class ReadingWriter {
           latest.times[slot] = time;
         }
       }
-      this.latest.set(row[0] as string, latest);
+      this.open.nodes.set(row[0] as string, { latest, latestDirty: false, hour: undefined, day: undefined });
     }
   }
 
@@ -233,9 +379,7 @@ export class ReadingWriter {
     this.observed = observers ? [] : undefined;
     const stored = groups.map((readings) => this.applyGroup(readings, nodes, fast));
     this.flushPending();
-    writeRollupBuckets(nodes, 'hours', this.upsertHourly);
-    writeRollupBuckets(nodes, 'days', this.upsertDaily);
-    this.writeLatestRows(nodes);
+    this.writeBucketChanges(nodes);
     const rows = this.observed;
     this.observed = undefined;
     // Inside the transaction: an observer's record commits or rolls back with the readings.
@@ -261,18 +405,12 @@ export class ReadingWriter {
 
       let contribution = nodes.get(nodeId);
       if (!contribution) {
-        const current = this.latest.get(nodeId);
-        contribution = {
-          hours: new RollupBuckets(),
-          days: new RollupBuckets(),
-          latest: current ? copyLatest(current) : emptyLatest(),
-          latestChanged: false,
-        };
+        contribution = this.contribution(nodeId);
         nodes.set(nodeId, contribution);
       }
 
       let added: Reading;
-      if (fast && ts > contribution.latest.ts) {
+      if (fast && ts > contribution.node.latest.ts) {
         // Newer than anything stored or pending for this node: certainly a new row.
         this.queueInsert(nodeId, ts, values);
         added = (mask & DROPPED) !== 0 || ts !== raw ? toReading(nodeId, ts, values) : reading;
@@ -307,10 +445,113 @@ export class ReadingWriter {
         ]);
       }
 
-      addToRollups(contribution, ts, values);
-      if (mergeLatest(contribution.latest, ts, values)) contribution.latestChanged = true;
+      this.addToBuckets(nodeId, contribution, ts, values);
+      if (mergeLatest(contribution.node.latest, ts, values)) contribution.latestChanged = true;
     }
     return stored;
+  }
+
+  /** A node's share of a transaction, starting from copies of its in-memory state. */
+  private contribution(nodeId: string): NodeContribution {
+    const current = this.open.nodes.get(nodeId);
+    const copy = (b: OpenBucket | undefined) => b && { start: b.start, acc: b.acc.slice() };
+    return {
+      node: {
+        latest: current ? copyLatest(current.latest) : emptyLatest(),
+        latestDirty: current?.latestDirty ?? false,
+        hour: copy(current?.hour),
+        day: copy(current?.day),
+      },
+      hours: new RollupBuckets(),
+      days: new RollupBuckets(),
+      latestChanged: false,
+      closes: [],
+      opened: false,
+      touchedClosed: false,
+    };
+  }
+
+  /**
+   * Adds a reading's new values to its hour and its day: to the open bucket when it is the
+   * reading's; to a newly opened one when the reading is newer (the open one closes: it is written
+   * whole); else to the closed bucket's row, added to at once.
+   */
+  private addToBuckets(
+    nodeId: string,
+    c: NodeContribution,
+    ts: number,
+    values: readonly (number | null)[],
+  ): void {
+    for (const interval of ['1h', '1d'] as const) {
+      const start = bucketStart(ts, interval);
+      const open = interval === '1h' ? c.node.hour : c.node.day;
+      if (open !== undefined && open.start === start) {
+        accumulate(open.acc, values);
+      } else if (open === undefined || start > open.start) {
+        if (open !== undefined) c.closes.push({ interval, start: open.start, acc: open.acc });
+        // A bucket written before (a clean stop, a stale close) opens with its stored sums.
+        const stored = this.selectBucket[interval].get(nodeId, start);
+        const opened: OpenBucket = { start, acc: stored ? stored.slice() : EMPTY_BUCKET_ACC.slice() };
+        accumulate(opened.acc, values);
+        if (interval === '1h') c.node.hour = opened;
+        else c.node.day = opened;
+        c.opened = true;
+      } else {
+        accumulate((interval === '1h' ? c.hours : c.days).get(start), values);
+        c.touchedClosed = true;
+      }
+    }
+  }
+
+  /**
+   * The transaction's bucket writes: closed buckets whole, then what reached older buckets added
+   * to their rows, the `readings_open` rows of the buckets opened, and the latest rows that must
+   * not wait (a bucket closed, or a closed bucket changed).
+   */
+  private writeBucketChanges(nodes: Map<string, NodeContribution>): void {
+    const latest: [string, LatestRow][] = [];
+    let closes = 0;
+    for (const [nodeId, c] of nodes) {
+      closes += c.closes.length;
+      if (c.latestChanged) c.node.latestDirty = true;
+      if (c.opened) {
+        if (c.node.hour) this.markOpen.run(nodeId, '1h', c.node.hour.start);
+        if (c.node.day) this.markOpen.run(nodeId, '1d', c.node.day.start);
+      }
+      if (c.node.latestDirty && (c.touchedClosed || c.closes.length > 0)) {
+        latest.push([nodeId, c.node.latest]);
+        c.node.latestDirty = false;
+      }
+    }
+    if (closes > 0) {
+      for (const interval of ['1h', '1d'] as const) {
+        const rows: { nodeId: string; bucket: ClosedBucket }[] = [];
+        for (const [nodeId, c] of nodes) {
+          for (const bucket of c.closes) if (bucket.interval === interval) rows.push({ nodeId, bucket });
+        }
+        this.writeWholeBuckets(interval, rows);
+      }
+    }
+    writeRollupBuckets(nodes, 'hours', this.upsertHourly);
+    writeRollupBuckets(nodes, 'days', this.upsertDaily);
+    if (latest.length > 0) this.writeLatestRows(latest);
+  }
+
+  /** Writes buckets whole (INSERT OR REPLACE): their accumulators hold the stored share too. */
+  private writeWholeBuckets(
+    interval: RollupInterval,
+    rows: readonly { nodeId: string; bucket: ClosedBucket }[],
+  ): void {
+    const statement = this.replaceBucket[interval];
+    const width = statement.width;
+    const args: unknown[] = [];
+    rows.forEach(({ nodeId, bucket }, n) => {
+      const base = n * width;
+      args[base] = nodeId;
+      args[base + 1] = bucket.start;
+      for (let i = 0; i < width - 2; i++) args[base + 2 + i] = bucket.acc[i];
+    });
+    statement.run(args, rows.length);
   }
 
   private queueInsert(nodeId: string, ts: number, values: readonly (number | null)[]): void {
@@ -328,13 +569,12 @@ export class ReadingWriter {
     if (n > 0 && this.insertReadings.run(this.pendingArgs, n) !== n) throw new FastPathConflict();
   }
 
-  private writeLatestRows(nodes: Map<string, NodeContribution>): void {
+  private writeLatestRows(rows: readonly [string, LatestRow][]): void {
     const width = this.writeLatest.width;
     const args: unknown[] = [];
     let n = 0;
-    for (const [nodeId, contribution] of nodes) {
-      if (!contribution.latestChanged) continue;
-      const { ts, values, times } = contribution.latest;
+    for (const [nodeId, { ts, values, times }] of rows) {
+      if (ts === Number.NEGATIVE_INFINITY) continue;
       const base = n++ * width;
       args[base] = nodeId;
       args[base + 1] = ts;

@@ -56,7 +56,7 @@ const ACC_WIND_COS = ACC_SIZE - 2;
 const ACC_WIND_COUNT = ACC_SIZE - 1;
 
 /** Accumulator offset of a linear (non wind-direction) metric's sum; its count follows. */
-const ACC_OFFSET: readonly number[] = METRIC_COLUMNS.map((_, slot) =>
+export const ACC_OFFSET: readonly number[] = METRIC_COLUMNS.map((_, slot) =>
   slot === WIND_DIRECTION_SLOT ? -1 : (slot < WIND_DIRECTION_SLOT ? slot : slot - 1) * 2,
 );
 

@@ -155,6 +155,11 @@ function cacheKey(interval: RollupInterval, nodeId: string): string {
   return `${interval}\u0000${nodeId}`;
 }
 
+/** Reads buckets: (node, from, to, max) → up to `max` rows with a start in [from, to), ascending, the start first. */
+export interface BucketSelect {
+  all(nodeId: string, from: number, to: number, max: number): unknown[][];
+}
+
 /**
  * One node's `1h` / `1d` history pages served from a BucketCache of serialized buckets where it
  * covers them, else read from the rollup table (`select`: node, from, to, limit → rows with the
@@ -165,7 +170,7 @@ export class BucketHistory {
   private readonly cache: BucketCache;
 
   constructor(
-    private readonly select: Record<RollupInterval, Statement<unknown[], unknown[]>>,
+    private readonly select: Record<RollupInterval, BucketSelect>,
     private readonly json: (nodeId: string, start: number, row: unknown[]) => string,
     cacheBytes?: number,
   ) {

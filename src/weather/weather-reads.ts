@@ -12,6 +12,8 @@
  */
 import { METRIC_API_NAMES, READING_METRICS } from '../domain/reading.js';
 import {
+  ACC_OFFSET,
+  ACC_SIZE,
   bucketStart,
   circularMeanDegrees,
   METRIC_COLUMNS,
@@ -104,6 +106,24 @@ export function bucketMeanColumns(divide: (sum: string, count: string) => string
       : divide(`${METRIC_COLUMNS[slot]}_sum`, `${METRIC_COLUMNS[slot]}_count`),
   );
   return `${means.join(', ')}, wind_direction_sin_sum, wind_direction_cos_sum, wind_direction_count`;
+}
+
+/**
+ * bucketMeanColumns' row, after the bucket start, from an accumulator held in memory (an open
+ * bucket, src/store/open-buckets.ts): the same doubles SQLite's `sum / count` gives.
+ */
+export function bucketMeanRow(start: number, acc: readonly number[]): unknown[] {
+  const row: unknown[] = [start];
+  for (let slot = 0; slot < SLOTS; slot++) {
+    if (slot === WIND_DIRECTION_SLOT) {
+      row.push(null);
+      continue;
+    }
+    const at = ACC_OFFSET[slot]!;
+    row.push(acc[at + 1] === 0 ? null : acc[at]! / acc[at + 1]!);
+  }
+  row.push(acc[ACC_SIZE - 3], acc[ACC_SIZE - 2], acc[ACC_SIZE - 1]);
+  return row;
 }
 
 /** A bucket's Reading JSON from bucketMeanColumns at `row[first…]`. */

@@ -18,11 +18,13 @@
 
 import type { Reading } from '../domain/reading.js';
 import type { Database, Statement } from '../store/database.js';
+import { type OpenBucket, openBuckets } from '../store/open-buckets.js';
 import { METRIC_COLUMNS, ROLLUP_TABLE, type RollupInterval } from '../store/rollups.js';
-import { BucketHistory } from './bucket-cache.js';
+import { BucketHistory, type BucketSelect } from './bucket-cache.js';
 import {
   bucketJson,
   bucketMeanColumns,
+  bucketMeanRow,
   EMPTY_BODY,
   type HistoryPage,
   type HistoryQuery,
@@ -51,9 +53,11 @@ export class WeatherService implements WeatherReads<string | undefined, undefine
   private latestByNode = new Map<string, string>();
   private readonly buckets: BucketHistory;
   private readonly resolve: (nodeId: string) => string;
+  private readonly db: Database;
 
   constructor(options: WeatherServiceOptions) {
     const { db } = options;
+    this.db = db;
     this.resolve = options.resolveNodeId ?? ((nodeId) => nodeId);
     const cols = METRIC_COLUMNS.join(', ');
     this.selectLatest = db
@@ -66,14 +70,25 @@ export class WeatherService implements WeatherReads<string | undefined, undefine
       .raw(true) as Statement<unknown[], unknown[]>;
     // Means come out of SQLite (sum / 0 is NULL there: no value); wind direction as its sums.
     const means = bucketMeanColumns((sum, count) => `${sum} / ${count}`);
-    const buckets = (interval: RollupInterval) =>
-      db
+    const buckets = (interval: RollupInterval): BucketSelect => {
+      const stored = db
         .prepare(
           `SELECT bucket_start, ${means}
            FROM ${ROLLUP_TABLE[interval]}
            WHERE node_id = ? AND bucket_start >= ? AND bucket_start < ? ORDER BY bucket_start LIMIT ?`,
         )
         .raw(true) as Statement<unknown[], unknown[]>;
+      return {
+        all: (nodeId, from, to, max) =>
+          withOpenBucket(
+            stored.all(nodeId, from, to, max),
+            openBuckets(db)?.bucket(interval, nodeId),
+            from,
+            to,
+            max,
+          ),
+      };
+    };
     this.buckets = new BucketHistory(
       { '1h': buckets('1h'), '1d': buckets('1d') },
       (nodeId, start, row) => bucketJson(nodeId, start, row, 1),
@@ -113,7 +128,8 @@ export class WeatherService implements WeatherReads<string | undefined, undefine
   private rebuildLatest(): void {
     const byNode = new Map<string, string>();
     const parts: string[] = [];
-    for (const row of this.selectLatest.all()) {
+    const open = openBuckets(this.db);
+    for (const row of open ? open.latestRows(MAX_LATEST_NODES) : this.selectLatest.all()) {
       const nodeId = row[0] as string;
       const json = readingJson(nodeId, row[1] as number, row, 2);
       byNode.set(nodeId, json);
@@ -129,4 +145,27 @@ export class WeatherService implements WeatherReads<string | undefined, undefine
     const rows = this.selectRaw.all(nodeId, rawLower(query), end, limit + 1);
     return pageOf(rows, limit, (row, ts) => readingJson(nodeId, ts, row, 1));
   }
+}
+
+/**
+ * The stored buckets of a range with the writer's open bucket in its place (its accumulator holds
+ * the stored row's share too): replacing the stored row, or inserted in order, within `max` rows.
+ */
+function withOpenBucket(
+  rows: unknown[][],
+  open: OpenBucket | undefined,
+  from: number,
+  to: number,
+  max: number,
+): unknown[][] {
+  if (open === undefined || open.start < from || open.start >= to) return rows;
+  let at = 0;
+  while (at < rows.length && (rows[at]![0] as number) < open.start) at++;
+  const row = bucketMeanRow(open.start, open.acc);
+  if (at < rows.length && rows[at]![0] === open.start) rows[at] = row;
+  else if (at < max) {
+    rows.splice(at, 0, row);
+    if (rows.length > max) rows.length = max;
+  }
+  return rows;
 }

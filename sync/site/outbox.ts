@@ -18,6 +18,7 @@
  * `acked_seq` and `dropped_total` reveal.
  */
 import type { Database, Statement } from '../../src/store/database.js';
+import { openBuckets } from '../../src/store/open-buckets.js';
 import { bucketStart, ROLLUP_COLUMNS, ROLLUP_TABLE, type RollupInterval } from '../../src/store/rollups.js';
 import { MAX_READINGS_ROWS, type ReadingRow } from '../protocol.js';
 import { migrateSyncTables, READ_THROUGH_KEY, READINGS_KIND } from './outbox-schema.js';
@@ -155,7 +156,10 @@ export class Outbox {
   private droppedThrough = 0;
 
   /** Migrates the 'sync' tables when needed (so `sync status` works on a hub that never synced). */
-  constructor(db: Database, options: { now?: () => number } = {}) {
+  constructor(
+    private readonly db: Database,
+    options: { now?: () => number } = {},
+  ) {
     this.now = options.now ?? Date.now;
     migrateSyncTables(db);
     this.getStateStmt = db.prepare('SELECT value FROM sync_state WHERE key = ?').pluck() as Statement<
@@ -466,7 +470,12 @@ export class Outbox {
     if (changed !== entries) throw new Error(`outbox budget: ${changed} entries dropped, ${entries} planned`);
     const at = this.now();
     for (const [key, bucket] of buckets) {
-      const row = this.rollupRow[bucket.interval].get(bucket.nodeId, bucket.start);
+      // The writer's open bucket, when it holds this one, has the stored row's share too.
+      const open = openBuckets(this.db)?.bucket(bucket.interval, bucket.nodeId);
+      const row =
+        open?.start === bucket.start
+          ? Object.fromEntries(ROLLUP_COLUMNS.map((column, i) => [column, open.acc[i]!]))
+          : this.rollupRow[bucket.interval].get(bucket.nodeId, bucket.start);
       if (!row) continue; // no rollup for the bucket (never stored): nothing to keep
       const body: Record<string, unknown> = {
         interval: bucket.interval,

@@ -262,6 +262,7 @@ describe('what follows a renumbered node', () => {
     ]);
     // The writer's memory follows too: a later reading of the new id merges with what moved.
     writer.write([reading('!0000000b', T0 + 30 * MINUTE, { humidityPercent: 50 })]);
+    writer.close(); // a clean stop: the latest row is written
     expect(db.prepare('SELECT pressure_pa, humidity_percent FROM readings_latest').get()).toEqual({
       pressure_pa: 100_000,
       humidity_percent: 50,

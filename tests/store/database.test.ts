@@ -53,6 +53,7 @@ describe('openDatabase', () => {
         'readings_daily',
         'readings_hourly',
         'readings_latest',
+        'readings_open',
         'refresh_tokens',
         'subscription_nodes',
         'subscriptions',

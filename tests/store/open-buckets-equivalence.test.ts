@@ -95,8 +95,8 @@ class Model {
 
   write(r: Reading): void {
     const values = READING_METRICS.map((m) => (r[m] === undefined ? null : (r[m] as number)));
-    let rows = this.raw.get(r.nodeId);
-    if (!rows) this.raw.set(r.nodeId, (rows = new Map()));
+    const rows = this.raw.get(r.nodeId) ?? new Map<number, (number | null)[]>();
+    this.raw.set(r.nodeId, rows);
     const row = rows.get(r.timestamp);
     if (!row) rows.set(r.timestamp, values);
     else for (let s = 0; s < SLOTS; s++) if (row[s] === null) row[s] = values[s]!;
@@ -122,8 +122,8 @@ class Model {
     const accs = new Map<number, number[]>();
     for (const [ts, row] of this.rows(nodeId)) {
       const start = bucketStart(ts, interval);
-      let acc = accs.get(start);
-      if (!acc) accs.set(start, (acc = new Array<number>(ACC_SIZE).fill(0)));
+      const acc = accs.get(start) ?? new Array<number>(ACC_SIZE).fill(0);
+      accs.set(start, acc);
       accumulate(acc, row);
     }
     return body(

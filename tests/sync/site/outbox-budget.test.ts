@@ -15,6 +15,7 @@ import { bucketStart, ROLLUP_TABLE, type RollupInterval } from '../../../src/sto
 import { batchSchema, type RecordBody } from '../../../sync/protocol.js';
 import { Outbox } from '../../../sync/site/outbox.js';
 import { enableOutbox } from '../../../sync/site/outbox-schema.js';
+import { rollup } from '../../store/fixtures.js';
 
 const T0 = Date.UTC(2025, 4, 1, 22); // two hours before midnight: readings span two days
 const MINUTE = 60_000;
@@ -75,10 +76,11 @@ function sixHours(): void {
   }
 }
 
+/** The bucket's figures as the hub holds them (the writer's open bucket, or the table's row). */
 function rollupRow(interval: RollupInterval, nodeId: string, start: number) {
-  const row = db
-    .prepare(`SELECT * FROM ${ROLLUP_TABLE[interval]} WHERE node_id = ? AND bucket_start = ?`)
-    .get(nodeId, start) as Record<string, unknown>;
+  const row = rollup(db, ROLLUP_TABLE[interval] as 'readings_hourly' | 'readings_daily', nodeId).find(
+    (r) => r.bucket_start === start,
+  )!;
   const { node_id: _node, bucket_start: _start, ...figures } = row;
   return figures;
 }
