@@ -35,6 +35,7 @@ import {
 import { readingsObservers, type StoredReadingRow } from './reading-observers.js';
 import {
   accumulate,
+  addToRollups,
   BUCKET_MS,
   bucketStart,
   METRIC_COLUMNS,
@@ -445,7 +446,7 @@ export class ReadingWriter {
         ]);
       }
 
-      this.addToBuckets(nodeId, contribution, ts, values);
+      addToRollups(contribution, ts, values);
       if (mergeLatest(contribution.node.latest, ts, values)) contribution.latestChanged = true;
     }
     return stored;
@@ -472,34 +473,51 @@ export class ReadingWriter {
   }
 
   /**
-   * Adds a reading's new values to its hour and its day: to the open bucket when it is the
-   * reading's; to a newly opened one when the reading is newer (the open one closes: it is written
-   * whole); else to the closed bucket's row, added to at once.
+   * Settles a node's hourly or daily sums of this transaction (summed per bucket in the
+   * transaction, as rollups.ts does for the upstream's batches too, so each bucket's figures are
+   * the very doubles an additive upsert of the same batches gives). The newest bucket of the node
+   * is its open one, kept in memory: its sums are added there. A bucket newer than the one open
+   * before opens with its stored row's sums (a clean stop or a stale close wrote it) and, unless
+   * it is the newest, closes at once; the one open before closes when a newer one opens. Sums of
+   * older, closed buckets stay in `c.hours` / `c.days`, to be added to their rows.
    */
-  private addToBuckets(
-    nodeId: string,
-    c: NodeContribution,
-    ts: number,
-    values: readonly (number | null)[],
-  ): void {
-    for (const interval of ['1h', '1d'] as const) {
-      const start = bucketStart(ts, interval);
-      const open = interval === '1h' ? c.node.hour : c.node.day;
-      if (open !== undefined && open.start === start) {
-        accumulate(open.acc, values);
-      } else if (open === undefined || start > open.start) {
-        if (open !== undefined) c.closes.push({ interval, start: open.start, acc: open.acc });
-        // A bucket written before (a clean stop, a stale close) opens with its stored sums.
+  private settleBuckets(nodeId: string, c: NodeContribution, interval: RollupInterval): void {
+    const hourly = interval === '1h';
+    const sums = hourly ? c.hours : c.days;
+    if (sums.starts.length === 0) return;
+    const before = hourly ? c.node.hour : c.node.day;
+    let newest = before?.start ?? Number.NEGATIVE_INFINITY;
+    for (const start of sums.starts) if (start > newest) newest = start;
+    const closed = new RollupBuckets();
+    let open = before;
+    for (let b = 0; b < sums.starts.length; b++) {
+      const start = sums.starts[b]!;
+      const sum = sums.accs[b]!;
+      if (before !== undefined && start === before.start) {
+        addSums(before.acc, sum);
+      } else if (before === undefined || start > before.start) {
         const stored = this.selectBucket[interval].get(nodeId, start);
-        const opened: OpenBucket = { start, acc: stored ? stored.slice() : EMPTY_BUCKET_ACC.slice() };
-        accumulate(opened.acc, values);
-        if (interval === '1h') c.node.hour = opened;
-        else c.node.day = opened;
-        c.opened = true;
+        const acc = stored ? stored.slice() : EMPTY_BUCKET_ACC.slice();
+        addSums(acc, sum);
+        if (start === newest) {
+          open = { start, acc };
+          c.opened = true;
+        } else c.closes.push({ interval, start, acc });
       } else {
-        accumulate((interval === '1h' ? c.hours : c.days).get(start), values);
+        addSums(closed.get(start), sum);
         c.touchedClosed = true;
       }
+    }
+    // A newer bucket opened (it is `open` now): the one open before closes.
+    if (before !== undefined && newest > before.start) {
+      c.closes.push({ interval, start: before.start, acc: before.acc });
+    }
+    if (hourly) {
+      c.node.hour = open;
+      c.hours = closed;
+    } else {
+      c.node.day = open;
+      c.days = closed;
     }
   }
 
@@ -512,6 +530,8 @@ export class ReadingWriter {
     const latest: [string, LatestRow][] = [];
     let closes = 0;
     for (const [nodeId, c] of nodes) {
+      this.settleBuckets(nodeId, c, '1h');
+      this.settleBuckets(nodeId, c, '1d');
       closes += c.closes.length;
       if (c.latestChanged) c.node.latestDirty = true;
       if (c.opened) {
@@ -633,6 +653,11 @@ export function writeRollupBuckets(
     }
   }
   upsert.run(args, n);
+}
+
+/** Adds a bucket's sums (rollups.ts layout) to another's, in place. */
+function addSums(acc: number[], sums: readonly number[]): void {
+  for (let i = 0; i < sums.length; i++) acc[i]! += sums[i]!;
 }
 
 function emptyLatest(): LatestRow {

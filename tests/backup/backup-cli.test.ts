@@ -22,8 +22,9 @@ import BetterSqlite3 from 'better-sqlite3';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { Hub } from '../../hub/main.js';
 import { loopbackHubEnv } from '../../scripts/bench/lib/hub-env.js';
+import { MIGRATIONS } from '../../src/store/migrations.js';
 import { buildCli, meshhubCli } from '../helpers/cli.js';
-import { backupTestKit, EXPECTED, FIXTURE_DIR, integrity, rowCounts, setSchemaVersion } from './fixture.js';
+import { backupTestKit, FIXTURE_DIR, integrity, ROWS_NOW, rowCounts, setSchemaVersion } from './fixture.js';
 
 beforeAll(() => buildCli(), 300_000);
 
@@ -59,9 +60,9 @@ describe('meshhub backup', () => {
 
     expect(result.err).toBe('');
     expect(result.code).toBe(0);
-    const line = /^backed up (\S+) to (\S+) \((\d+ kB|\d+\.\d MB), schema v5, integrity ok\)\n$/.exec(
-      result.out,
-    );
+    const line = new RegExp(
+      `^backed up (\\S+) to (\\S+) \\((\\d+ kB|\\d+\\.\\d MB), schema v${MIGRATIONS.length}, integrity ok\\)\\n$`,
+    ).exec(result.out);
     expect(line, result.out).not.toBeNull();
     expect(line![1]).toBe(join(dataDir, 'meshhub.sqlite'));
     const file = line![2]!;
@@ -76,7 +77,7 @@ describe('meshhub backup', () => {
     const counts = rowCounts(file);
     const { backup_probe: probe, ...rest } = counts;
     // Everything the hub had, exactly; the rows written meanwhile only as whole transactions.
-    expect(rest).toEqual(EXPECTED.rows);
+    expect(rest).toEqual(ROWS_NOW);
     expect(probe! % BATCH).toBe(0);
     expect(probe! / BATCH).toBeGreaterThanOrEqual(before);
     expect(probe! / BATCH).toBeLessThanOrEqual(after);
@@ -94,7 +95,7 @@ describe('meshhub backup', () => {
     const made = await meshhubCli(['backup', target], { env: envFor(dataDir) });
     expect(made.code).toBe(0);
     expect(made.out).toMatch(new RegExp(`^backed up \\S+ to ${target} \\(`));
-    expect(rowCounts(target)).toEqual(EXPECTED.rows);
+    expect(rowCounts(target)).toEqual(ROWS_NOW);
 
     const again = await meshhubCli(['backup', target], { env: envFor(dataDir) });
     expect(again).toEqual({ code: 1, out: '', err: `meshhub backup: ${target} exists; name a new file\n` });
@@ -142,14 +143,13 @@ describe('meshhub restore', () => {
     const result = await meshhubCli(['restore', backup], { env: envFor(dataDir) });
     expect(result.err).toBe('');
     expect(result.code).toBe(0);
-    const line =
-      /^restored backup\.sqlite \(schema v5, \d+ kB\) to (\S+); the database it replaced is kept as (\S+)\n$/.exec(
-        result.out,
-      );
+    const line = new RegExp(
+      `^restored backup\\.sqlite \\(schema v${MIGRATIONS.length}, \\d+ kB\\) to (\\S+); the database it replaced is kept as (\\S+)\\n$`,
+    ).exec(result.out);
     expect(line, result.out).not.toBeNull();
     expect(line![1]).toBe(file);
     expect(line![2]).toMatch(new RegExp(`^${dataDir}/meshhub\\.before-restore-\\d{4}-.*Z\\.sqlite$`));
-    expect(rowCounts(file)).toEqual(EXPECTED.rows);
+    expect(rowCounts(file)).toEqual(ROWS_NOW);
     expect(rowCounts(line![2]!)).toEqual(current);
     expect(statSync(file).mode & 0o777).toBe(0o600);
     // The restored database is the hub's again.
@@ -179,7 +179,9 @@ describe('meshhub restore', () => {
         copyFileSync(join(FIXTURE_DIR, 'meshhub.sqlite'), f);
         setSchemaVersion(f, 99);
       },
-      /it was written by a newer meshhub \(schema v99; this one knows v5\): restore it with that version/,
+      new RegExp(
+        `it was written by a newer meshhub \\(schema v99; this one knows v${MIGRATIONS.length}\\): restore it with that version`,
+      ),
     ],
     [
       "a SQLite database that is not the hub's",
@@ -233,7 +235,7 @@ describe('a database from a newer meshhub at start', () => {
     const result = await meshhubCli(['start'], { env: startEnv(dataDir) });
     expect(result.code).toBe(1);
     expect(result.err).toBe(
-      'meshhub: database schema version 99 is newer than this meshhub knows (5); upgrade meshhub, or restore a backup made by this version (meshhub restore)\n',
+      `meshhub: database schema version 99 is newer than this meshhub knows (${MIGRATIONS.length}); upgrade meshhub, or restore a backup made by this version (meshhub restore)\n`,
     );
     const db = new BetterSqlite3(file, { readonly: true });
     expect(db.pragma('user_version', { simple: true })).toBe(99);

@@ -8,6 +8,7 @@ import { afterEach } from 'vitest';
 import { createHub, type Hub } from '../../hub/main.js';
 import { loadConfig } from '../../hub/settings.js';
 import { loopbackHubEnv } from '../../scripts/bench/lib/hub-env.js';
+import { closeDatabase, openDatabase } from '../../src/store/database.js';
 import { digestTables } from '../reliability/helpers/leaks.js';
 
 export const FIXTURE_DIR = join(process.cwd(), 'tests', 'fixtures', 'upgrade-v5');
@@ -31,6 +32,18 @@ export function dataDirWithFixture(): { dataDir: string; file: string; cleanup()
   const file = join(dataDir, 'meshhub.sqlite');
   copyFileSync(join(FIXTURE_DIR, 'meshhub.sqlite'), file);
   return { dataDir, file, cleanup: () => rmSync(dataDir, { recursive: true, force: true }) };
+}
+
+/**
+ * The fixture's row counts once this build has migrated it: the tables added by the migrations
+ * after its release are there, empty.
+ */
+export const ROWS_NOW: Record<string, number> = { ...EXPECTED.rows, readings_open: 0 };
+
+/** Brings a copy of the fixture to this build's schema, leaving no pre-migration copy behind. */
+function migrateToNow(dataDir: string, file: string): void {
+  closeDatabase(openDatabase(file));
+  rmSync(join(dataDir, 'backups'), { recursive: true, force: true });
 }
 
 /** Every table's row count in a SQLite file (read-only; the file is not changed). */
@@ -70,9 +83,11 @@ export function backupTestKit() {
     for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
   });
   const defer = (cleanup: () => unknown) => cleanups.push(cleanup);
-  const fixtureDir = () => {
+  /** A DATA_DIR with the fixture at this build's schema, or `asReleased` (for upgrade tests). */
+  const fixtureDir = (options: { asReleased?: boolean } = {}) => {
     const made = dataDirWithFixture();
     defer(made.cleanup);
+    if (!options.asReleased) migrateToNow(made.dataDir, made.file);
     return made;
   };
   const startHub = async (

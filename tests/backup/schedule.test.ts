@@ -11,7 +11,7 @@ import type { Hub } from '../../hub/main.js';
 import { loadConfig } from '../../hub/settings.js';
 import { configProblems } from '../helpers/config.js';
 import { getJson, waitFor } from '../helpers/hub.js';
-import { backupTestKit, EXPECTED, integrity, rowCounts } from './fixture.js';
+import { backupTestKit, integrity, ROWS_NOW, rowCounts } from './fixture.js';
 
 const { fixtureDir, startHub } = backupTestKit();
 
@@ -48,7 +48,7 @@ describe('scheduled backups', () => {
     expect(first).toMatch(/^meshhub-\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}Z\.sqlite$/);
     const file = join(dir, first!);
     expect(integrity(file)).toBe('ok');
-    expect(rowCounts(file)).toEqual(EXPECTED.rows);
+    expect(rowCounts(file)).toEqual(ROWS_NOW);
     expect(statSync(file).mode & 0o777).toBe(0o600);
     expect(statSync(dir).mode & 0o777).toBe(0o700);
 

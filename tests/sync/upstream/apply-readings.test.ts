@@ -144,6 +144,7 @@ describe.skipIf(skip)('BatchApplier, readings records', () => {
       writer.write([{ nodeId: A, timestamp: T0 - 5 * HOUR, pm25Ugm3: 3 }]);
       // Small batches: fills and the rows they fill land in different batches too.
       expect(await pushAll(8 * 1024)).toBeGreaterThan(3);
+      writer.close(); // the hub's clean stop: its open buckets and latest rows are in its tables
 
       const hubRows = (table: string, order: string) =>
         hub.prepare(`SELECT * FROM ${table} ORDER BY ${order}`).all() as Row[];
