@@ -2,7 +2,7 @@
  * What the reading writer keeps in memory between writes (docs/architecture.md "Data flows" 1):
  * each node's latest row and its open hourly and daily buckets. A reading's commit writes its raw
  * row only; a bucket's row is written when the bucket closes (a newer bucket opens, the bucket
- * goes stale, the hub stops), and the latest row with it. `readings_open` names the buckets held
+ * goes stale, the hub stops), and the latest row when the day closes. `readings_open` names the buckets held
  * here, so after a crash the writer rebuilds them from the raw rows (reading-writer.ts, `recover`).
  *
  * Readers ask here before the tables, through the one registry per database (as

@@ -12,7 +12,7 @@
  * - each node's open hourly and daily buckets (those of its newest reading) and its latest row are
  *   kept in memory (open-buckets.ts): a live reading's commit writes its raw row only. A bucket's
  *   row is written whole when a newer bucket opens, when it goes stale (`closeStale`) and at a
- *   clean stop (`close`), with the latest row; a reading into an older, closed bucket is added to
+ *   clean stop (`close`); the latest row when the day closes, at a sweep and at a stop; a reading into an older, closed bucket is added to
  *   its row at once (an additive upsert) and writes the latest row. `readings_open` names the
  *   buckets held in memory: after a crash `recover` rebuilds them from the raw rows at start;
  * - the latest row is merged field by field in JS — a field moves only to a value at least as new
@@ -75,8 +75,8 @@ interface NodeContribution extends NodeRollups {
   node: OpenNode;
   latestChanged: boolean;
   closes: ClosedBucket[];
-  /** A bucket opened: its `readings_open` rows are written. */
-  opened: boolean;
+  /** The buckets opened (`readings_open` rows to write): the hour, the day. */
+  opened: { '1h': boolean; '1d': boolean };
   /** Something reached a closed bucket: the latest row is written now, not when a bucket closes. */
   touchedClosed: boolean;
 }
@@ -130,7 +130,7 @@ export class ReadingWriter {
   private readonly writeLatest: MultiRowStatement;
   private readonly replaceBucket: Record<RollupInterval, MultiRowStatement>;
   private readonly selectBucket: Record<RollupInterval, Statement<unknown[], number[]>>;
-  private readonly markOpen: Statement;
+  private readonly markOpen: MultiRowStatement;
   private readonly unmarkOpen: Statement;
   private readonly commit: (groups: readonly (readonly Reading[])[], fast: boolean) => Applied;
   /** Rows waiting for a multi-row insert: READING_WIDTH arguments each. */
@@ -182,8 +182,11 @@ export class ReadingWriter {
         )
         .raw(true) as Statement<unknown[], number[]>;
     this.selectBucket = { '1h': select('1h'), '1d': select('1d') };
-    this.markOpen = db.prepare(
-      'INSERT OR REPLACE INTO readings_open (node_id, interval, bucket_start) VALUES (?, ?, ?)',
+    this.markOpen = new MultiRowStatement(
+      db,
+      3,
+      (rows) =>
+        `INSERT OR REPLACE INTO readings_open (node_id, interval, bucket_start) VALUES ${placeholders(3, rows)}`,
     );
     this.unmarkOpen = db.prepare('DELETE FROM readings_open WHERE node_id = ? AND interval = ?');
     this.recover();
@@ -467,7 +470,7 @@ export class ReadingWriter {
       days: new RollupBuckets(),
       latestChanged: false,
       closes: [],
-      opened: false,
+      opened: { '1h': false, '1d': false },
       touchedClosed: false,
     };
   }
@@ -501,7 +504,7 @@ export class ReadingWriter {
         addSums(acc, sum);
         if (start === newest) {
           open = { start, acc };
-          c.opened = true;
+          c.opened[interval] = true;
         } else c.closes.push({ interval, start, acc });
       } else {
         addSums(closed.get(start), sum);
@@ -528,17 +531,18 @@ export class ReadingWriter {
    */
   private writeBucketChanges(nodes: Map<string, NodeContribution>): void {
     const latest: [string, LatestRow][] = [];
+    const marks: unknown[] = [];
     let closes = 0;
     for (const [nodeId, c] of nodes) {
       this.settleBuckets(nodeId, c, '1h');
       this.settleBuckets(nodeId, c, '1d');
       closes += c.closes.length;
       if (c.latestChanged) c.node.latestDirty = true;
-      if (c.opened) {
-        if (c.node.hour) this.markOpen.run(nodeId, '1h', c.node.hour.start);
-        if (c.node.day) this.markOpen.run(nodeId, '1d', c.node.day.start);
-      }
-      if (c.node.latestDirty && (c.touchedClosed || c.closes.length > 0)) {
+      if (c.opened['1h']) marks.push(nodeId, '1h', c.node.hour!.start);
+      if (c.opened['1d']) marks.push(nodeId, '1d', c.node.day!.start);
+      // The latest row waits for its day to close: after a crash it is merged again from the raw
+      // rows of the open day (recover). A change through a closed bucket cannot wait.
+      if (c.node.latestDirty && (c.touchedClosed || c.closes.some((b) => b.interval === '1d'))) {
         latest.push([nodeId, c.node.latest]);
         c.node.latestDirty = false;
       }
@@ -554,6 +558,7 @@ export class ReadingWriter {
     }
     writeRollupBuckets(nodes, 'hours', this.upsertHourly);
     writeRollupBuckets(nodes, 'days', this.upsertDaily);
+    if (marks.length > 0) this.markOpen.run(marks, marks.length / 3);
     if (latest.length > 0) this.writeLatestRows(latest);
   }
 
