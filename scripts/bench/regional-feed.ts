@@ -63,6 +63,26 @@ function cpuMicros(pid: number): number {
   return (Number(fields[11]) + Number(fields[12])) * 10_000;
 }
 
+/** Where a process's RSS is: anonymous memory (heaps) and file pages, from /proc/PID/status. */
+function rssParts(pid: number): string {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const mb = (field: string) =>
+    (Number(new RegExp(`${field}:\\s+(\\d+)`).exec(status)?.[1]) / 1024).toFixed(1);
+  return `anon ${mb('RssAnon')} MB, file ${mb('RssFile')} MB`;
+}
+
+/** The hub's V8 heap (used / total) and external memory, from its own /metrics. */
+async function heapOf(hub: HubProc): Promise<string> {
+  const text = await (await fetch(`${hub.url}/metrics`)).text();
+  const value = (name: string, label = '') =>
+    Number(new RegExp(`^${name}${label}\\s+([0-9.e+]+)$`, 'm').exec(text)?.[1]) / 1048576;
+  return (
+    `V8 heap ${value('meshhub_nodejs_heap_size_used_bytes').toFixed(1)} used / ` +
+    `${value('meshhub_nodejs_heap_size_total_bytes').toFixed(1)} MB, external ` +
+    `${value('meshhub_nodejs_external_memory_bytes').toFixed(1)} MB`
+  );
+}
+
 function loadAverage(): string {
   return readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
 }
@@ -341,10 +361,12 @@ export async function run(): Promise<BenchResult[]> {
     const all = await waitForNodes(hub, feed, NODES);
     const atAll = await queryTimes(agent, hub, probe, dayStart);
     const rssWarm = rssMb(hub.pid);
+    const memoryWarm = `${rssParts(hub.pid)}, ${await heapOf(hub)}`;
 
     const phase = await realRate(client, hub, feed, 0);
     const [bareRss, hubRss] = await Promise.all([settledRss(bare.pid, 5_000), settledRss(hub.pid, 5_000)]);
     const load = loadAverage();
+    const memorySettled = `${rssParts(hub.pid)}, ${await heapOf(hub)}`;
 
     // Every reading and node stored once, whichever gateways heard it.
     const db = new Database(join(data.dir, HUB_DATABASE_FILE), { readonly: true, fileMustExist: true });
@@ -384,7 +406,8 @@ export async function run(): Promise<BenchResult[]> {
         { label: 'bare node: better-sqlite3 + Hono + Aedes started', value: bareRss, unit: 'MB' },
         { label: 'meshhub start, MQTT uplink', value: hubRss, unit: 'MB' },
         { atMost: 2, text: '≤ 2 × bare' },
-        `RSS after the warm-up ${rssWarm.toFixed(1)} MB, peak during the real rate ${phase.peakRss.toFixed(1)} MB; ` +
+        `RSS after the warm-up ${rssWarm.toFixed(1)} MB (${memoryWarm}), peak during the real rate ` +
+          `${phase.peakRss.toFixed(1)} MB; settled: ${memorySettled}; ` +
           `load average ${load}`,
       ),
       compare(
