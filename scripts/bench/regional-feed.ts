@@ -13,7 +13,9 @@
  *    they took at 1,000 (target ≤ 1.5×);
  * 3. the real rate for REGIONAL_SECONDS (default 120; the figures are taken at that): every packet
  *    the region sends in that time, published when it is due, every gateway's copy; hub CPU per
- *    publish (utime + stime from /proc), hub RSS against the bare process's (target ≤ 2×);
+ *    publish (utime + stime from /proc) beside the hub's CPU idle for 15 s before it (at ~40
+ *    publishes/s the two are close: the warm-up's CPU per publish is the cost of a packet), hub RSS
+ *    against the bare process's (target ≤ 2×), with the V8 heap and RSS split from the hub's /metrics;
  * 4. every reading and node stored once (readings = the unique environment packets + the probe's
  *    day; nodes = 10,000), read from the hub's database;
  * 5. `GET /api/v1/weather/latest` (every node with a reading) against a bare Hono route serving the
@@ -56,6 +58,7 @@ const NODES_PAGE = 100;
 const LATEST_CONNECTIONS = 10;
 const LATEST_SECONDS = 5;
 const DAY_MS = 86_400_000;
+const IDLE_MS = 15_000;
 
 /** CPU time (user + system) a process has used so far, in µs (/proc/PID/stat, clock ticks of 10 ms). */
 function cpuMicros(pid: number): number {
@@ -81,6 +84,16 @@ async function heapOf(hub: HubProc): Promise<string> {
     `${value('meshhub_nodejs_heap_size_total_bytes').toFixed(1)} MB, external ` +
     `${value('meshhub_nodejs_external_memory_bytes').toFixed(1)} MB`
   );
+}
+
+/** The hub's counters that say whether anything was lost or refused: mailbox drops and MQTT ingest outcomes. */
+async function ingestCounters(hub: HubProc): Promise<string> {
+  const text = await (await fetch(`${hub.url}/metrics`)).text();
+  const lines = text
+    .split('\n')
+    .filter((l) => /^meshhub_(mailbox_dropped|mqtt_ingest_messages_total)\{/.test(l) && !/ 0$/.test(l))
+    .map((l) => l.replace(/^meshhub_/, ''));
+  return lines.length ? lines.join(', ') : 'no mailbox drops, no ingest outcomes counted';
 }
 
 function loadAverage(): string {
@@ -333,8 +346,8 @@ export async function run(): Promise<BenchResult[]> {
       env: {
         MQTT_PORT: String(mqttPort),
         MQTT_ALLOW_ANONYMOUS: 'true',
-        ...(profile ? { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${profile}` } : {}),
       },
+      ...(profile ? { nodeFlags: ['--cpu-prof', `--cpu-prof-dir=${profile}`] } : {}),
     });
     const { connectAsync } = await import('mqtt');
     client = await connectAsync(`mqtt://127.0.0.1:${mqttPort}`, { reconnectPeriod: 0 });
@@ -343,7 +356,9 @@ export async function run(): Promise<BenchResult[]> {
     const dayStart = Date.UTC(2026, 10, 1);
     const probeReadings = await probeDay(client, probe, dayStart);
 
+    const rssBefore = rssMb(hub.pid);
     const warmStart = performance.now();
+    let warmCpuUs = 0;
     let warmPackets = 0;
     let warmPublishes = 0;
     let warmEnvironment = 0;
@@ -351,7 +366,9 @@ export async function run(): Promise<BenchResult[]> {
       const packets = [...feed.warmup(from, to)];
       warmPackets += packets.length;
       warmEnvironment += packets.filter((p) => p.kind === 'environment').length;
+      const cpu0 = cpuMicros(hub!.pid);
       warmPublishes += await publishPackets(client!, packets, WARM_WINDOW);
+      warmCpuUs += cpuMicros(hub!.pid) - cpu0;
     };
     await warm(0, FIRST_STEP);
     const first = await waitForNodes(hub, feed, FIRST_STEP);
@@ -363,10 +380,17 @@ export async function run(): Promise<BenchResult[]> {
     const rssWarm = rssMb(hub.pid);
     const memoryWarm = `${rssParts(hub.pid)}, ${await heapOf(hub)}`;
 
+    // The hub's CPU with nothing arriving (timers, coalesced MQTT publishing, the scheduler), to
+    // tell the cost of the packets from the cost of running.
+    const idle0 = cpuMicros(hub.pid);
+    const idleT0 = performance.now();
+    await sleep(IDLE_MS);
+    const idleCpuPerS = (cpuMicros(hub.pid) - idle0) / ((performance.now() - idleT0) / 1000);
     const phase = await realRate(client, hub, feed, 0);
     const [bareRss, hubRss] = await Promise.all([settledRss(bare.pid, 5_000), settledRss(hub.pid, 5_000)]);
     const load = loadAverage();
     const memorySettled = `${rssParts(hub.pid)}, ${await heapOf(hub)}`;
+    const counters = await ingestCounters(hub);
 
     // Every reading and node stored once, whichever gateways heard it.
     const db = new Database(join(data.dir, HUB_DATABASE_FILE), { readonly: true, fileMustExist: true });
@@ -406,7 +430,7 @@ export async function run(): Promise<BenchResult[]> {
         { label: 'bare node: better-sqlite3 + Hono + Aedes started', value: bareRss, unit: 'MB' },
         { label: 'meshhub start, MQTT uplink', value: hubRss, unit: 'MB' },
         { atMost: 2, text: '≤ 2 × bare' },
-        `RSS after the warm-up ${rssWarm.toFixed(1)} MB (${memoryWarm}), peak during the real rate ` +
+        `RSS before the warm-up (no feed nodes) ${rssBefore.toFixed(1)} MB, after it ${rssWarm.toFixed(1)} MB (${memoryWarm}), peak during the real rate ` +
           `${phase.peakRss.toFixed(1)} MB; settled: ${memorySettled}; ` +
           `load average ${load}`,
       ),
@@ -431,7 +455,7 @@ export async function run(): Promise<BenchResult[]> {
         { label: 'unique environment packets + the probe day', value: expectedReadings, unit: 'rows' },
         { label: 'readings table', value: storedReadings, unit: 'rows' },
         { atLeast: 1, atMost: 1, text: '= exactly' },
-        `nodes table ${storedNodes} of ${NODES}; ${all.pages} page(s) of /api/v1/nodes at ${all.known} nodes ` +
+        `${counters}; nodes table ${storedNodes} of ${NODES}; ${all.pages} page(s) of /api/v1/nodes at ${all.known} nodes ` +
           `(${first.pages} at ${first.known})`,
       ),
       compare(
@@ -442,10 +466,14 @@ export async function run(): Promise<BenchResult[]> {
         `real rate: ${phase.packets} packets (${(phase.packets / SECONDS).toFixed(1)}/s), ${phase.publishes} publishes ` +
           `(${(phase.publishes / phase.packets).toFixed(2)} copies each) in ${phase.wallS.toFixed(1)} s; ` +
           `hub CPU ${(phase.cpuUs / 1e6).toFixed(2)} s = ${ms(cpuPerPublish)} µs per publish, ${ms(cpuPerPacket)} µs per packet, ` +
-          `${((phase.cpuUs / 1e6 / phase.wallS) * 100).toFixed(1)}% of a core; PUBACK p50 ${ms(phase.ackP50)} ms, ` +
+          `${((phase.cpuUs / 1e6 / phase.wallS) * 100).toFixed(1)}% of a core; idle, the hub used ` +
+          `${(idleCpuPerS / 1e4).toFixed(2)}% of a core, so the difference is ` +
+          `${ms((phase.cpuUs - idleCpuPerS * phase.wallS) / phase.publishes)} µs per publish (within the idle's ` +
+          `noise: at this rate the packets cost less than running does); PUBACK p50 ${ms(phase.ackP50)} ms, ` +
           `p99 ${ms(phase.ackP99)} ms; publisher at most ${phase.maxLagMs} ms behind schedule. ` +
           `Warm-up: ${warmPackets} packets, ${warmPublishes} publishes in ${warmS.toFixed(1)} s ` +
-          `(${(warmPublishes / warmS).toFixed(0)} publishes/s); hub healthy after ${hub.healthyAfterMs.toFixed(0)} ms`,
+          `(${(warmPublishes / warmS).toFixed(0)} publishes/s), hub CPU ${ms(warmCpuUs / warmPublishes)} µs per publish, ` +
+          `${ms(warmCpuUs / warmPackets)} µs per packet (the cost of a packet when the hub is busy); hub healthy after ${hub.healthyAfterMs.toFixed(0)} ms`,
       ),
     ];
   } finally {
