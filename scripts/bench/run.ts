@@ -33,6 +33,7 @@ const SUITES: Record<string, () => Promise<{ run(): Promise<BenchResult[]> }>> =
   'notification-rules': () => import('./notification-rules.js'),
   renumber: () => import('./renumber.js'),
   'device-health-history': () => import('./device-health-history.js'),
+  'regional-feed': () => import('./regional-feed.js'),
 };
 
 const fmt = (n: number) => (n >= 100 ? n.toFixed(0) : n >= 10 ? n.toFixed(1) : n.toFixed(2));

@@ -4,13 +4,16 @@
  * API's snake_case, with unknown fields omitted and `last_heard` as ISO 8601 UTC (schemas.ts).
  */
 import { Hono } from 'hono';
+import { z } from 'zod';
 import type { MeshNode } from '../domain/node.js';
 import { COMMON_PROBLEMS, problem } from '../http/openapi.js';
 import { describeRoutes } from '../http/openapi-route.js';
+import { cursorCodec, limitReader, nextPageHeaders, readCursor } from '../http/paging.js';
 import { ProblemError, validationProblem } from '../http/problem.js';
-import type { NodeRepository } from '../store/nodes-repository.js';
+import { CURSOR_DESCRIPTION, limitParam, type PageLimits } from '../http/schemas.js';
+import { MAX_LISTED_NODES, type NodeRepository } from '../store/nodes-repository.js';
 import type { NodeJson } from './schemas.js';
-import { nodeListSchema, nodePathSchema, nodeSchema } from './schemas.js';
+import { NODE_ID_PATTERN, nodeListSchema, nodePathSchema, nodeSchema } from './schemas.js';
 
 export type { NodeJson };
 
@@ -32,6 +35,17 @@ export function nodeJson(node: MeshNode): NodeJson {
   return out;
 }
 
+/**
+ * Pages of `/api/v1/nodes`: by default one page holds every node up to MAX_LISTED_NODES (what the
+ * dashboard reads), a smaller `limit` pages a large mesh (a regional MQTT feed) in node_id order.
+ */
+export const NODES_PAGE: PageLimits = { default: MAX_LISTED_NODES, max: MAX_LISTED_NODES };
+
+export const nodeListQuerySchema = z.object({
+  limit: limitParam(NODES_PAGE).optional(),
+  cursor: z.string().optional().meta({ description: CURSOR_DESCRIPTION }),
+});
+
 /** The OpenAPI operations of the routes below (src/http/openapi-route.ts). */
 export const nodesOperations = describeRoutes('/api/v1/nodes', [
   {
@@ -39,8 +53,16 @@ export const nodesOperations = describeRoutes('/api/v1/nodes', [
     path: '/',
     operationId: 'listNodes',
     tag: 'nodes',
-    summary: 'Every node the hub has heard of, ordered by node_id',
-    responses: { 200: { description: 'The nodes; unknown fields left out.', body: nodeListSchema } },
+    summary: 'Every node the hub has heard of, ordered by node_id, in pages',
+    params: { query: nodeListQuerySchema },
+    responses: {
+      200: {
+        description:
+          'The nodes; unknown fields left out. When more follow, `Link: <…>; rel="next"` leads to the next page.',
+        body: nodeListSchema,
+      },
+      400: COMMON_PROBLEMS.badInput,
+    },
   },
   {
     method: 'get',
@@ -61,9 +83,22 @@ export const nodesOperations = describeRoutes('/api/v1/nodes', [
   },
 ]);
 
+const readLimit = limitReader(NODES_PAGE);
+/** A page ends at a node id; the next starts after it. */
+const nodeCursor = cursorCodec(z.strictObject({ a: z.string().regex(NODE_ID_PATTERN) }));
+
 export function nodesRoutes(repo: NodeRepository): Hono {
   const app = new Hono();
-  app.get('/', (c) => c.json({ data: repo.list().map(nodeJson) }));
+  app.get('/', (c) => {
+    const limit = readLimit(c.req.query('limit'));
+    const token = c.req.query('cursor');
+    const after =
+      token === undefined ? undefined : readCursor(nodeCursor, token, 'is not a cursor of this list').a;
+    const page = repo.page(limit, after);
+    const next = page.more ? nodeCursor.encode({ a: page.nodes.at(-1)!.nodeId }) : undefined;
+    const headers = nextPageHeaders(c.req.path, { limit: String(limit) }, next);
+    return c.json({ data: page.nodes.map(nodeJson) }, 200, headers);
+  });
   app.get('/:node_id', (c) => {
     const parsed = nodePathSchema.safeParse({ node_id: c.req.param('node_id') });
     if (!parsed.success) throw validationProblem(parsed.error);

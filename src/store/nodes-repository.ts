@@ -65,6 +65,8 @@ function fromRow(row: NodeRow): MeshNode {
 export class NodeRepository {
   private readonly upsertStatement: Statement<unknown[], NodeRow>;
   private readonly listStatement: Statement<unknown[], NodeRow>;
+  private readonly pageStatement: Statement<unknown[], NodeRow>;
+  private readonly pageAliasesStatement: Statement<unknown[], [string, string]>;
   private readonly getStatement: Statement<unknown[], NodeRow>;
 
   private readonly keyStatement: Statement<unknown[], [Uint8Array | null]>;
@@ -100,6 +102,15 @@ export class NodeRepository {
     this.listStatement = db
       .prepare(`SELECT ${COLUMNS} FROM nodes ORDER BY node_id LIMIT ${MAX_LISTED_NODES}`)
       .raw(true) as Statement<unknown[], NodeRow>;
+    // node_id is UNIQUE (indexed): a page reads its rows from the index, whatever the table's size.
+    this.pageStatement = db
+      .prepare(`SELECT ${COLUMNS} FROM nodes WHERE node_id > ? ORDER BY node_id LIMIT ?`)
+      .raw(true) as Statement<unknown[], NodeRow>;
+    this.pageAliasesStatement = db
+      .prepare(
+        'SELECT node_id, old_node_id FROM node_aliases WHERE node_id BETWEEN ? AND ? ORDER BY node_id, linked_at, old_node_id',
+      )
+      .raw(true) as Statement<unknown[], [string, string]>;
     this.getStatement = db.prepare(`SELECT ${COLUMNS} FROM nodes WHERE node_id = ?`).raw(true) as Statement<
       unknown[],
       NodeRow
@@ -187,6 +198,29 @@ export class NodeRepository {
       if (ids) node.previousIds = ids;
       return node;
     });
+  }
+
+  /**
+   * Up to `limit` nodes with a node_id after `after` (from the first when undefined), ordered by
+   * node_id, with the ids they had before they were renumbered; `more` when nodes remain after
+   * the page. Reads the page's rows and their aliases through indexes: its cost follows the page,
+   * not the size of the node table.
+   */
+  page(limit: number, after?: string): { nodes: MeshNode[]; more: boolean } {
+    const rows = this.pageStatement.all(after ?? '', limit + 1);
+    const more = rows.length > limit;
+    if (more) rows.length = limit;
+    const nodes = rows.map(fromRow);
+    if (nodes.length > 0) {
+      const byId = new Map(nodes.map((n) => [n.nodeId, n]));
+      for (const [nodeId, oldId] of this.pageAliasesStatement.all(nodes[0]!.nodeId, nodes.at(-1)!.nodeId)) {
+        const node = byId.get(nodeId);
+        if (!node) continue;
+        if (node.previousIds) node.previousIds.push(oldId);
+        else node.previousIds = [oldId];
+      }
+    }
+    return { nodes, more };
   }
 
   get(nodeId: string): MeshNode | undefined {

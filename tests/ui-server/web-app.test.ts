@@ -32,7 +32,11 @@ async function appWith(
     dataDir: mkdtempSync(join(dir, 'identity-')),
     log: pino({ level: 'silent' }),
   });
-  mounts.mount('test', '/api/v1/nodes', nodesRoutes({ list: () => [] } as never));
+  mounts.mount(
+    'test',
+    '/api/v1/nodes',
+    nodesRoutes({ list: () => [], page: () => ({ nodes: [], more: false }) } as never),
+  );
   await host.create(webUiModule, webUiSettings.parse({ MAP_TILES: tiles, WEB_ROOT: webRoot }));
   return standaloneApp(mounts, metrics, '1.2.3');
 }

@@ -119,12 +119,14 @@ export async function startHub(options: {
   env?: Record<string, string>;
   until?: (health: Record<string, unknown>) => boolean;
   timeoutMs?: number;
+  /** Node flags beside HUB_NODE_FLAGS, e.g. `--cpu-prof` (which NODE_OPTIONS does not take). */
+  nodeFlags?: string[];
 }): Promise<HubProc & { healthyAfterMs: number }> {
   const port = await freePort();
   const entry =
     options.how === 'npm' ? join(root, 'scripts', 'start.mjs') : join(root, 'dist', 'hub', 'cli.js');
   const t0 = performance.now();
-  const child = spawn(process.execPath, [...HUB_NODE_FLAGS, entry, 'start'], {
+  const child = spawn(process.execPath, [...HUB_NODE_FLAGS, ...(options.nodeFlags ?? []), entry, 'start'], {
     cwd: root,
     env: {
       ...process.env,
