@@ -24,7 +24,6 @@
  * REGIONAL_NODES changes the 10,000 and REGIONAL_CPU_PROFILE=<dir> writes a CPU profile of the hub
  * (both for trying things out).
  */
-import { spawn } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { Agent } from 'node:http';
 import { join } from 'node:path';
@@ -37,10 +36,10 @@ import {
   freePort,
   type HubProc,
   type Proc,
-  root,
   rssMb,
   settledRss,
   sleep,
+  spawnUntilReady,
   startBare,
   startHub,
   tempData,
@@ -286,24 +285,7 @@ async function bareRoute(bodyFile: string, path: string): Promise<Proc & { url: 
     app.get(${JSON.stringify(path)}, (c) => c.body(json, 200, { 'content-type': 'application/json' }));
     serve({ fetch: app.fetch, hostname: '127.0.0.1', port: ${port} }, () => process.stdout.write('ready\\n'));
   `;
-  const child = spawn(process.execPath, ['-e', code], { cwd: root, stdio: ['ignore', 'pipe', 'inherit'] });
-  await new Promise<void>((resolve, reject) => {
-    child.once('exit', (c) => reject(new Error(`bare route exited with ${c}`)));
-    child.stdout!.on('data', (d: Buffer) => {
-      if (d.toString().includes('ready')) resolve();
-    });
-  });
-  child.removeAllListeners('exit');
-  const exited = new Promise<number | null>((r) => child.once('exit', (c) => r(c)));
-  return {
-    child,
-    pid: child.pid!,
-    url: `http://127.0.0.1:${port}`,
-    stop: async () => {
-      if (child.exitCode === null) child.kill('SIGTERM');
-      return exited;
-    },
-  };
+  return { ...(await spawnUntilReady(code, 'bare route')), url: `http://127.0.0.1:${port}` };
 }
 
 async function rps(url: string, duration = LATEST_SECONDS): Promise<number> {

@@ -91,15 +91,20 @@ export async function startBare(dataDir: string): Promise<Proc & { httpPort: num
       });
     })();
   `;
+  return { ...(await spawnUntilReady(code, 'bare process')), httpPort, mqttPort };
+}
+
+/** Runs `code` in a node child (in the project's folder) and waits for it to print "ready". */
+export async function spawnUntilReady(code: string, what: string): Promise<Proc> {
   const child = spawn(process.execPath, ['-e', code], { cwd: root, stdio: ['ignore', 'pipe', 'inherit'] });
   await new Promise<void>((resolve, reject) => {
-    child.once('exit', (c) => reject(new Error(`bare process exited with ${c}`)));
+    child.once('exit', (c) => reject(new Error(`${what} exited with ${c}`)));
     child.stdout!.on('data', (d: Buffer) => {
       if (d.toString().includes('ready')) resolve();
     });
   });
   child.removeAllListeners('exit');
-  return { ...wrap(child), httpPort, mqttPort };
+  return wrap(child);
 }
 
 export interface HubProc extends Proc {

@@ -13,6 +13,7 @@
 import { create, toBinary } from '@bufbuild/protobuf';
 import { Mesh, Mqtt, Portnums, Telemetry } from '@meshtastic/protobufs';
 import { channelCipher, channelHash, DEFAULT_CHANNEL_KEY } from '../../../src/mesh/mqtt/channel-crypto.js';
+import { seededRandom } from '../../../src/mesh/simulator/random.js';
 
 /** Firmware default broadcast intervals, in seconds. */
 export const FIRMWARE_INTERVALS_S = {
@@ -70,18 +71,6 @@ export interface FeedPacket {
   at: number;
   /** One per gateway that heard it (1–3). */
   copies: FeedCopy[];
-}
-
-/** mulberry32: small, fast, good enough to spread nodes and phases. */
-export function seededRandom(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
-  };
 }
 
 const HARDWARE = [
