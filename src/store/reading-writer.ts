@@ -237,16 +237,18 @@ export class ReadingWriter {
    * rows that retention may since have deleted.
    */
   closeStale(now: number): void {
-    this.closeWhere((interval, bucket) => bucket.start + BUCKET_MS[interval] + STALE_BUCKET_GRACE_MS <= now);
+    this.closeWhere(
+      (_nodeId, interval, bucket) => bucket.start + BUCKET_MS[interval] + STALE_BUCKET_GRACE_MS <= now,
+    );
   }
 
   /** Writes and forgets the buckets `which` picks (with their nodes' latest rows), in one transaction. */
-  private closeWhere(which: (interval: RollupInterval, bucket: OpenBucket) => boolean): void {
+  private closeWhere(which: (nodeId: string, interval: RollupInterval, bucket: OpenBucket) => boolean): void {
     const changed = new Map<string, OpenNode>();
     const closes: { nodeId: string; bucket: ClosedBucket }[] = [];
     for (const [nodeId, node] of this.open.nodes) {
-      const hour = node.hour && which('1h', node.hour);
-      const day = node.day && which('1d', node.day);
+      const hour = node.hour && which(nodeId, '1h', node.hour);
+      const day = node.day && which(nodeId, '1d', node.day);
       if (!hour && !day) continue;
       if (hour) closes.push({ nodeId, bucket: { interval: '1h', ...node.hour! } });
       if (day) closes.push({ nodeId, bucket: { interval: '1d', ...node.day! } });
@@ -287,9 +289,6 @@ export class ReadingWriter {
     const rawIn = this.db
       .prepare(`SELECT ts, ${cols} FROM readings WHERE node_id = ? AND ts >= ? AND ts < ? ORDER BY ts`)
       .raw(true) as Statement<unknown[], [number, ...(number | null)[]]>;
-    const dropBucket = (interval: RollupInterval) =>
-      this.db.prepare(`DELETE FROM ${ROLLUP_TABLE[interval]} WHERE node_id = ? AND bucket_start = ?`);
-    const drop = { '1h': dropBucket('1h'), '1d': dropBucket('1d') };
     this.db.transaction(() => {
       const since = new Map<string, number>();
       for (const [nodeId, interval, start] of marks) {
@@ -299,8 +298,9 @@ export class ReadingWriter {
           accumulate(acc, row.slice(1) as (number | null)[]);
           rows++;
         }
-        if (rows === 0) drop[interval].run(nodeId, start);
-        else this.writeWholeBuckets(interval, [{ nodeId, bucket: { interval, start, acc } }]);
+        // No raw row left to sum (retention took them while the hub was down): the stored row,
+        // as last written, is the best there is, and stays.
+        if (rows > 0) this.writeWholeBuckets(interval, [{ nodeId, bucket: { interval, start, acc } }]);
         since.set(nodeId, Math.min(since.get(nodeId) ?? start, start));
       }
       this.loadLatest();
@@ -329,7 +329,7 @@ export class ReadingWriter {
   renumber(oldId: string, newId: string): number {
     if (oldId === newId) return 0;
     // Both series whole in their tables first: the move works on rows.
-    this.closeWhere(() => true);
+    this.closeWhere((nodeId) => nodeId === oldId || nodeId === newId);
     const moved = this.db.transaction(() =>
       moveNodeSeries(
         this.db,
