@@ -261,12 +261,7 @@ export class ReadingWriter {
     }
     if (changed.size === 0) return;
     this.db.transaction(() => {
-      for (const interval of ['1h', '1d'] as const) {
-        this.writeWholeBuckets(
-          interval,
-          closes.filter((c) => c.bucket.interval === interval),
-        );
-      }
+      this.writeClosedBuckets(closes);
       for (const { nodeId, bucket } of closes) this.unmarkOpen.run(nodeId, bucket.interval);
       this.writeLatestRows([...changed].map(([nodeId, node]) => [nodeId, node.latest]));
     })();
@@ -532,11 +527,11 @@ export class ReadingWriter {
   private writeBucketChanges(nodes: Map<string, NodeContribution>): void {
     const latest: [string, LatestRow][] = [];
     const marks: unknown[] = [];
-    let closes = 0;
+    const closes: { nodeId: string; bucket: ClosedBucket }[] = [];
     for (const [nodeId, c] of nodes) {
       this.settleBuckets(nodeId, c, '1h');
       this.settleBuckets(nodeId, c, '1d');
-      closes += c.closes.length;
+      for (const bucket of c.closes) closes.push({ nodeId, bucket });
       if (c.latestChanged) c.node.latestDirty = true;
       if (c.opened['1h']) marks.push(nodeId, '1h', c.node.hour!.start);
       if (c.opened['1d']) marks.push(nodeId, '1d', c.node.day!.start);
@@ -547,19 +542,21 @@ export class ReadingWriter {
         c.node.latestDirty = false;
       }
     }
-    if (closes > 0) {
-      for (const interval of ['1h', '1d'] as const) {
-        const rows: { nodeId: string; bucket: ClosedBucket }[] = [];
-        for (const [nodeId, c] of nodes) {
-          for (const bucket of c.closes) if (bucket.interval === interval) rows.push({ nodeId, bucket });
-        }
-        this.writeWholeBuckets(interval, rows);
-      }
-    }
+    if (closes.length > 0) this.writeClosedBuckets(closes);
     writeRollupBuckets(nodes, 'hours', this.upsertHourly);
     writeRollupBuckets(nodes, 'days', this.upsertDaily);
     if (marks.length > 0) this.markOpen.run(marks, marks.length / 3);
     if (latest.length > 0) this.writeLatestRows(latest);
+  }
+
+  /** Writes closed buckets of both intervals whole, each table's in one multi-row statement. */
+  private writeClosedBuckets(closes: readonly { nodeId: string; bucket: ClosedBucket }[]): void {
+    for (const interval of ['1h', '1d'] as const) {
+      this.writeWholeBuckets(
+        interval,
+        closes.filter((c) => c.bucket.interval === interval),
+      );
+    }
   }
 
   /** Writes buckets whole (INSERT OR REPLACE): their accumulators hold the stored share too. */
