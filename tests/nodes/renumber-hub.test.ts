@@ -131,7 +131,7 @@ describe('a node that changes its number keeping its key', () => {
       `/api/v1/weather/history?node_id=${newId}&interval=raw&${range}&limit=10000`,
     );
     expect(history.status).toBe(200);
-    const before = (history.body.data as Json[]).filter((r) => Date.parse(r.timestamp) < move.at - 60_000);
+    const before = (history.body.data as Json[]).filter((r) => Date.parse(r.timestamp) < move.at! - 60_000);
     expect(before.length).toBeGreaterThan(0);
     expect(new Set((history.body.data as Json[]).map((r) => r.node_id))).toEqual(new Set([newId]));
     const historyByOld = await call(

@@ -278,7 +278,7 @@ export class SimClientSession implements SimClient {
     // An upgraded node boots under its new number and sends its NodeInfo at once (renumber.ts).
     const moved = this.options.renumbering;
     const upgraded = moved && this.network.nodes.find((n) => n.num === moved.oldNum);
-    if (upgraded && !moved.done(this.now()))
+    if (upgraded && moved.at !== undefined && !moved.done(this.now()))
       this.after(moved.at - this.now(), () =>
         this.sendLive({
           payloadVariant: { case: 'packet', value: nodeInfoPacket(this.network, upgraded, this.now()) },

@@ -1,10 +1,14 @@
 /**
  * A simulated firmware 2.8 upgrade (SIM_RENUMBER_AFTER_MINUTES): every simulated node has a
- * public key; once, at the given time after start, the first node in range takes the number firmware 2.8
+ * public key; once, the given time after the first client connects, the first node in range takes the number firmware 2.8
  * derives from its key (CRC-32 of the 32 bytes) and keeps its key, as an upgraded node does. From
  * then on everything it sends comes from the new number (its NodeInfo names the new id), the
  * radio's node database lists it under the new number, and packets a client sends to the new
  * number reach it (the responder sees them addressed to the node it knows).
+ *
+ * The clock starts at the first client's connection, not at the simulator's start: a client that
+ * connected after the move would find only the new number in the node database and never learn
+ * the old one (a hub slow to start under load missed the move that way).
  */
 import { createHash } from 'node:crypto';
 import { crc32 } from 'node:zlib';
@@ -28,18 +32,31 @@ export class SimRenumbering {
   /** The number firmware 2.8 gives the node. */
   readonly newNum: number;
 
+  /** When it upgrades (ms, the simulator's clock), once the first client has connected. */
+  private upgradeAt: number | undefined;
+
   constructor(
     /** The node's number before the upgrade. */
     readonly oldNum: number,
-    /** When it upgrades (ms, the simulator's clock). */
-    readonly at: number,
+    /** How long after the first client connects it upgrades (ms). */
+    readonly afterMs: number,
   ) {
     this.newNum = crc32(simPublicKey(oldNum)) >>> 0;
   }
 
+  /** Starts the clock when the first client connects; later connections leave it as it is. */
+  arm(now: number): void {
+    this.upgradeAt ??= now + this.afterMs;
+  }
+
+  /** When the node upgrades, once armed. */
+  get at(): number | undefined {
+    return this.upgradeAt;
+  }
+
   /** Whether the node goes by its new number at `now`. */
   done(now: number): boolean {
-    return now >= this.at;
+    return this.upgradeAt !== undefined && now >= this.upgradeAt;
   }
 
   /** The message as the mesh shows it at `now`: the node's packets and NodeInfo under its new number. */

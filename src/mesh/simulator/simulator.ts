@@ -35,7 +35,7 @@ export interface MeshSimulatorOptions {
   presence?: PresenceSchedule | ((network: SimNetwork, startedAt: number) => PresenceSchedule);
   /** With the default presence: every wanderer's stay and absence lasts this many minutes (SIM_AWAY_MINUTES). */
   awayMinutes?: number;
-  /** After this long, one node (the first in range) takes the number firmware 2.8 derives from its key (renumber.ts; SIM_RENUMBER_AFTER_MINUTES). */
+  /** This long after the first client connects, one node (the first in range) takes the number firmware 2.8 derives from its key (renumber.ts; SIM_RENUMBER_AFTER_MINUTES). */
   renumberAfterMs?: number;
   /** Every node reboots this often, each at its own phase (SIM_REBOOT_MINUTES); default about nine days. */
   rebootMinutes?: number;
@@ -94,8 +94,7 @@ export class MeshSimulator {
     // The node that upgrades is one that answers texts (not the one always out of range).
     const first = network.nodes.find((n) => n.num !== outOfRange?.num);
     const after = this.options.renumberAfterMs;
-    this.renumber =
-      first && after !== undefined ? new SimRenumbering(first.num, startedAt + after) : undefined;
+    this.renumber = first && after !== undefined ? new SimRenumbering(first.num, after) : undefined;
     const server = createServer((socket) => this.accept(socket));
     await new Promise<void>((resolve, reject) => {
       const onError = (error: Error) => reject(error);
@@ -127,6 +126,7 @@ export class MeshSimulator {
       socket.destroy();
       return;
     }
+    this.renumber?.arm((this.options.now ?? Date.now)());
     const session = new SimClientSession(
       socket,
       {
