@@ -26,6 +26,7 @@ const SUITES: Record<string, () => Promise<{ run(): Promise<BenchResult[]> }>> =
   'idle-rss': () => import('./edge-rss.js'),
   'load-rss': async () => ({ run: (await import('./edge-rss.js')).runLoad }),
   storage: () => import('./storage.js'),
+  migrate: () => import('./migrate.js'),
   start: () => import('./start.js'),
   'mqtt-nodes': async () => ({ run: (await import('./mqtt.js')).runNodes }),
   'history-http': () => import('./history-http.js'),

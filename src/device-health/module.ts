@@ -28,7 +28,7 @@ export function migrateDeviceHealth(db: Database): void {
 /** Deletes raw samples older than `cutoffMs`, in chunks (the readings' retention job). */
 export function deleteHealthOlderThan(db: Database, cutoffMs: number): Promise<number> {
   migrateDeviceHealth(db);
-  return deleteReadingsOlderThan(db, cutoffMs, { table: HEALTH_TABLE });
+  return deleteReadingsOlderThan(db, cutoffMs, { table: HEALTH_TABLE, key: 'node_id' });
 }
 
 export const deviceHealthModule = defineModule({

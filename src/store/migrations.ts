@@ -11,7 +11,8 @@ import { StartupFailure } from '../kernel/startup-failure.js';
 import type { Database } from './database.js';
 import { COLUMN_SEPARATOR, columnsDdl, MESSAGE_TEXT_COLUMNS, SQL_TYPES } from './ddl.js';
 import { backupBeforeMigration } from './pre-migration-backup.js';
-import { latestColumnsDdl, readingColumnsDdl, rollupColumnsDdl } from './rollups.js';
+import { decodedMetricsSql, encodeSql } from './reading-codec.js';
+import { latestColumnsDdl, METRIC_COLUMNS, readingColumnsDdl, rollupColumnsDdl } from './rollups.js';
 
 /**
  * SQLite's types for the reading tables, whose columns rollups.ts lists (the upstream's
@@ -37,6 +38,84 @@ export interface Migration {
   name: string;
   /** SQL run with `db.exec`, or a function for migrations that need to move data. */
   up: string | ((db: Database) => void);
+  /**
+   * A migration that moves more data than one transaction should hold (a year of readings): run
+   * before `up`, outside any transaction, committing a chunk at a time, so a power cut loses at
+   * most the chunk under way. It must pick up where an interrupted run stopped. `up` then runs in
+   * the transaction that sets the version.
+   */
+  steps?: {
+    run: (db: Database) => void;
+    /** Whether an earlier run began (then its backup exists: none is taken again). */
+    begun: (db: Database) => boolean;
+  };
+}
+
+/** Where migration 7 keeps the raw rows it has not moved yet. */
+const READINGS_BEFORE_V7 = 'readings_before_v7';
+/** Raw rows moved per transaction by migration 7: about 6 MB of WAL. */
+export const V7_CHUNK_ROWS = 20_000;
+
+function tableExists(db: Database, name: string): boolean {
+  return db.prepare("SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = ?").get(name) !== undefined;
+}
+
+/**
+ * Migration 7's steps: the old `readings` table is renamed, then moved into `reading_rows` a chunk
+ * at a time in key order, each chunk inserted and deleted in one transaction (the pages it frees
+ * take the next chunk: the file hardly grows).
+ */
+function moveReadingsToCompactRows(db: Database): void {
+  if (!tableExists(db, READINGS_BEFORE_V7)) {
+    db.transaction(() => {
+      db.exec(`
+        ALTER TABLE readings RENAME TO ${READINGS_BEFORE_V7};
+        -- A small integer per node id that has readings (never reused; kept when rows expire).
+        CREATE TABLE reading_nodes (
+          node_key INTEGER PRIMARY KEY,
+          node_id TEXT NOT NULL UNIQUE
+        );
+        -- Raw readings, compact (src/store/reading-codec.ts): metric columns without a type, so
+        -- without affinity: an INTEGER count of the metric's resolution, or the REAL value. Read
+        -- them through the readings view (or decodeSql).
+        CREATE TABLE reading_rows (
+          node_key INTEGER NOT NULL,
+          ts INTEGER NOT NULL,
+          ${METRIC_COLUMNS.join(COLUMN_SEPARATOR)},
+          PRIMARY KEY (node_key, ts)
+        ) WITHOUT ROWID;
+      `);
+    }).immediate();
+  }
+  const boundary = db
+    .prepare(`SELECT node_id, ts FROM ${READINGS_BEFORE_V7} ORDER BY node_id, ts LIMIT 1 OFFSET ?`)
+    .raw(true);
+  const addKeys = db.prepare(
+    `INSERT OR IGNORE INTO reading_nodes (node_id)
+     SELECT DISTINCT node_id FROM ${READINGS_BEFORE_V7} WHERE (node_id, ts) <= (?, ?)`,
+  );
+  const cols = METRIC_COLUMNS.join(', ');
+  const move = db.prepare(
+    `INSERT INTO reading_rows (node_key, ts, ${cols})
+     SELECT k.node_key, r.ts, ${METRIC_COLUMNS.map((c) => encodeSql(`r.${c}`, c)).join(', ')}
+     FROM ${READINGS_BEFORE_V7} r JOIN reading_nodes k ON k.node_id = r.node_id
+     WHERE (r.node_id, r.ts) <= (?, ?)`,
+  );
+  const drop = db.prepare(`DELETE FROM ${READINGS_BEFORE_V7} WHERE (node_id, ts) <= (?, ?)`);
+  const last = db
+    .prepare(`SELECT node_id, ts FROM ${READINGS_BEFORE_V7} ORDER BY node_id DESC, ts DESC LIMIT 1`)
+    .raw(true);
+  const chunk = db.transaction(() => {
+    const upTo = (boundary.get(V7_CHUNK_ROWS - 1) ?? last.get()) as [string, number] | undefined;
+    if (upTo === undefined) return false;
+    addKeys.run(...upTo);
+    move.run(...upTo);
+    drop.run(...upTo);
+    return true;
+  });
+  while (chunk.immediate()) {
+    // One chunk per transaction until the old table is empty.
+  }
 }
 
 export const MIGRATIONS: readonly Migration[] = [
@@ -271,7 +350,34 @@ export const MIGRATIONS: readonly Migration[] = [
       ) WITHOUT ROWID;
     `,
   },
-  // Append new migrations here: { version: 7, name: '...', up: `CREATE TABLE ...` },
+  {
+    version: 7,
+    name: 'compact raw readings: an integer node key, metrics as counts of their resolution',
+    steps: { run: moveReadingsToCompactRows, begun: (db) => tableExists(db, READINGS_BEFORE_V7) },
+    up: `
+      DROP TABLE ${READINGS_BEFORE_V7};
+      -- The raw readings as they were written (node id, time, each metric's number), for people
+      -- and scripts; the hub reads reading_rows with the same decoding.
+      CREATE VIEW readings AS
+        SELECT n.node_id AS node_id, r.ts AS ts, ${decodedMetricsSql('r')}
+        FROM reading_rows r JOIN reading_nodes n ON n.node_key = r.node_key;
+      CREATE TRIGGER readings_insert INSTEAD OF INSERT ON readings BEGIN
+        INSERT OR IGNORE INTO reading_nodes (node_id) VALUES (NEW.node_id);
+        INSERT INTO reading_rows (node_key, ts, ${METRIC_COLUMNS.join(', ')})
+        VALUES ((SELECT node_key FROM reading_nodes WHERE node_id = NEW.node_id), NEW.ts,
+          ${METRIC_COLUMNS.map((c) => encodeSql(`NEW.${c}`, c)).join(', ')});
+      END;
+      CREATE TRIGGER readings_update INSTEAD OF UPDATE ON readings BEGIN
+        UPDATE reading_rows SET ${METRIC_COLUMNS.map((c) => `${c} = ${encodeSql(`NEW.${c}`, c)}`).join(', ')}
+        WHERE node_key = (SELECT node_key FROM reading_nodes WHERE node_id = OLD.node_id) AND ts = OLD.ts;
+      END;
+      CREATE TRIGGER readings_delete INSTEAD OF DELETE ON readings BEGIN
+        DELETE FROM reading_rows
+        WHERE node_key = (SELECT node_key FROM reading_nodes WHERE node_id = OLD.node_id) AND ts = OLD.ts;
+      END;
+    `,
+  },
+  // Append new migrations here: { version: 8, name: '...', up: `CREATE TABLE ...` },
 ];
 
 /**
@@ -302,9 +408,13 @@ export function migrate(db: Database, migrations: readonly Migration[] = MIGRATI
   });
   const current = schemaVersion(db);
   if (current > migrations.length) throw new SchemaTooNewError(current, migrations.length);
-  // A database with data is copied first (pre-migration-backup.ts): an upgrade cannot eat it.
-  if (current < migrations.length) backupBeforeMigration(db, { from: current, to: migrations.length });
+  // A database with data is copied first (pre-migration-backup.ts): an upgrade cannot eat it. An
+  // interrupted run of a migration in steps took its copy before it began.
+  const resuming = migrations[current]?.steps?.begun(db) ?? false;
+  if (current < migrations.length && !resuming)
+    backupBeforeMigration(db, { from: current, to: migrations.length });
   for (const migration of migrations.slice(current)) {
+    migration.steps?.run(db);
     db.transaction(() => {
       if (typeof migration.up === 'string') db.exec(migration.up);
       else migration.up(db);

@@ -7,12 +7,15 @@
  *
  * The copy is `VACUUM INTO`: SQLite's own consistent copy, synchronous like the migrations.
  */
-import { chmodSync, mkdirSync, rmSync, statSync } from 'node:fs';
+import { chmodSync, mkdirSync, readdirSync, renameSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
 import { StartupFailure } from '../kernel/startup-failure.js';
 import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from './data-dir.js';
 import type { Database } from './database.js';
+
+/** The name a copy has while it is written. */
+const PARTIAL = '.partial';
 
 /** Where each open database's pre-migration copies go (set by openDatabase). */
 const backupDirs = new WeakMap<Database, string>();
@@ -87,17 +90,23 @@ export function backupBeforeMigration(
   const { component, from, to } = migration;
   const name = `pre-migration-${component ? `${component}-` : ''}v${from}-v${to}-${fileTimestamp(now)}.sqlite`;
   const file = join(dir, name);
+  // Written under a .partial name and renamed once checked: a copy cut off by a power cut is never
+  // taken for a backup, and the next start clears it away.
+  const partial = `${file}${PARTIAL}`;
   try {
     mkdirSync(dir, { recursive: true, mode: PRIVATE_DIR_MODE });
-    rmSync(file, { force: true });
-    db.prepare('VACUUM INTO ?').run(file);
-    chmodSync(file, PRIVATE_FILE_MODE);
-    const { integrity } = checkCopy(file);
+    for (const stale of readdirSync(dir))
+      if (stale.startsWith('pre-migration-') && stale.endsWith(PARTIAL))
+        rmSync(join(dir, stale), { force: true });
+    db.prepare('VACUUM INTO ?').run(partial);
+    chmodSync(partial, PRIVATE_FILE_MODE);
+    const { integrity } = checkCopy(partial);
     if (integrity !== 'ok') throw new Error(`the copy failed integrity_check: ${integrity}`);
+    renameSync(partial, file);
     return { file, bytes: statSync(file).size };
   } catch (error) {
     try {
-      rmSync(file, { force: true });
+      rmSync(partial, { force: true });
     } catch {
       // The folder itself is the problem: nothing was written.
     }

@@ -32,6 +32,7 @@ import {
   type OpenNode,
   registerOpenBuckets,
 } from './open-buckets.js';
+import { decodedMetricsSql, encodedRowsSql, NODE_KEY_OF } from './reading-codec.js';
 import { readingsObservers, type StoredReadingRow } from './reading-observers.js';
 import {
   accumulate,
@@ -131,6 +132,12 @@ export class ReadingWriter {
   private readonly replaceBucket: Record<RollupInterval, MultiRowStatement>;
   private readonly selectBucket: Record<RollupInterval, Statement<unknown[], number[]>>;
   private readonly markOpen: MultiRowStatement;
+  /** Each node id's key in reading_rows (reading_nodes: keys are never reused or deleted). */
+  private readonly keys = new Map<string, number>();
+  /** Keys made by the transaction under way: kept only once it commits. */
+  private readonly newKeys = new Map<string, number>();
+  private readonly addKey: Statement;
+  private readonly selectKey: Statement<[string], number>;
   private readonly unmarkOpen: Statement;
   private readonly commit: (groups: readonly (readonly Reading[])[], fast: boolean) => Applied;
   /** Rows waiting for a multi-row insert: READING_WIDTH arguments each. */
@@ -142,21 +149,31 @@ export class ReadingWriter {
 
   constructor(private readonly db: Database) {
     const cols = METRIC_COLUMNS.join(', ');
+    // Raw rows are stored compact (reading-codec.ts): SQLite encodes and decodes the metrics.
     this.insertReadings = new MultiRowStatement(
       db,
       READING_WIDTH,
-      (rows) =>
-        `INSERT OR IGNORE INTO readings (node_id, ts, ${cols}) VALUES ${placeholders(READING_WIDTH, rows)}`,
+      (rows) => `INSERT OR IGNORE INTO reading_rows (node_key, ts, ${cols}) ${encodedRowsSql(rows)}`,
     );
     this.insertReading = db.prepare(
-      `INSERT OR IGNORE INTO readings (node_id, ts, ${cols}) VALUES ${placeholders(READING_WIDTH, 1)}`,
+      `INSERT OR IGNORE INTO reading_rows (node_key, ts, ${cols}) ${encodedRowsSql(1)}`,
     );
     this.selectReading = db
-      .prepare(`SELECT ${cols} FROM readings WHERE node_id = ? AND ts = ?`)
+      .prepare(`SELECT ${decodedMetricsSql()} FROM reading_rows WHERE node_key = ? AND ts = ?`)
       .raw(true) as Statement<unknown[], (number | null)[]>;
     this.fillReading = db.prepare(
-      `UPDATE readings SET ${METRIC_COLUMNS.map((c) => `${c} = coalesce(${c}, ?)`).join(', ')} WHERE node_id = ? AND ts = ?`,
+      `UPDATE reading_rows SET ${METRIC_COLUMNS.map((c) => `${c} = coalesce(reading_rows.${c}, v.${c})`).join(', ')}
+       FROM (${encodedRowsSql(1)}) AS v WHERE reading_rows.node_key = v.node_key AND reading_rows.ts = v.ts`,
     );
+    this.addKey = db.prepare('INSERT OR IGNORE INTO reading_nodes (node_id) VALUES (?)');
+    this.selectKey = db
+      .prepare('SELECT node_key FROM reading_nodes WHERE node_id = ?')
+      .pluck(true) as Statement<[string], number>;
+    for (const [nodeId, key] of db.prepare('SELECT node_id, node_key FROM reading_nodes').raw(true).all() as [
+      string,
+      number,
+    ][])
+      this.keys.set(nodeId, key);
     this.upsertHourly = rollupUpsert(db, 'readings_hourly', ROLLUP_COLUMNS);
     this.upsertDaily = rollupUpsert(db, 'readings_daily', ROLLUP_COLUMNS);
     const latestColumns = ['node_id', 'ts', ...METRIC_COLUMNS.flatMap((c) => [c, `${c}_ts`])];
@@ -212,12 +229,18 @@ export class ReadingWriter {
   writeGroups(groups: readonly (readonly Reading[])[]): Reading[][] {
     let applied: Applied;
     try {
-      applied = this.commit(groups, true);
-    } catch (error) {
-      this.pendingRows = 0;
-      // Another writer added rows behind our back (the newest-ts shortcut no longer holds).
-      if (!(error instanceof FastPathConflict)) throw error;
-      applied = this.commit(groups, false);
+      try {
+        applied = this.commit(groups, true);
+      } catch (error) {
+        this.pendingRows = 0;
+        this.newKeys.clear();
+        // Another writer added rows behind our back (the newest-ts shortcut no longer holds).
+        if (!(error instanceof FastPathConflict)) throw error;
+        applied = this.commit(groups, false);
+      }
+      for (const [nodeId, key] of this.newKeys) this.keys.set(nodeId, key);
+    } finally {
+      this.newKeys.clear();
     }
     for (const [nodeId, contribution] of applied.nodes) this.open.nodes.set(nodeId, contribution.node);
     return applied.stored;
@@ -280,9 +303,10 @@ export class ReadingWriter {
       .raw(true)
       .all() as [string, RollupInterval, number][];
     if (marks.length === 0) return;
-    const cols = METRIC_COLUMNS.join(', ');
     const rawIn = this.db
-      .prepare(`SELECT ts, ${cols} FROM readings WHERE node_id = ? AND ts >= ? AND ts < ? ORDER BY ts`)
+      .prepare(
+        `SELECT ts, ${decodedMetricsSql()} FROM reading_rows WHERE node_key = ${NODE_KEY_OF} AND ts >= ? AND ts < ? ORDER BY ts`,
+      )
       .raw(true) as Statement<unknown[], [number, ...(number | null)[]]>;
     this.db.transaction(() => {
       const since = new Map<string, number>();
@@ -325,21 +349,27 @@ export class ReadingWriter {
     if (oldId === newId) return 0;
     // Both series whole in their tables first: the move works on rows.
     this.closeWhere((nodeId) => nodeId === oldId || nodeId === newId);
-    const moved = this.db.transaction(() =>
-      moveNodeSeries(
-        this.db,
-        {
-          raw: 'readings',
-          hourly: ROLLUP_TABLE['1h'],
-          daily: ROLLUP_TABLE['1d'],
-          latest: 'readings_latest',
-          metrics: METRIC_COLUMNS,
-          rollups: ROLLUP_COLUMNS,
-        },
-        oldId,
-        newId,
-      ),
-    )();
+    let moved = 0;
+    try {
+      moved = this.db.transaction(() =>
+        moveNodeSeries(
+          this.db,
+          {
+            raw: { table: 'reading_rows', key: 'node_key', keyOf: (nodeId) => this.keyIn(nodeId) },
+            hourly: ROLLUP_TABLE['1h'],
+            daily: ROLLUP_TABLE['1d'],
+            latest: 'readings_latest',
+            metrics: METRIC_COLUMNS,
+            rollups: ROLLUP_COLUMNS,
+          },
+          oldId,
+          newId,
+        ),
+      )();
+      for (const [nodeId, key] of this.newKeys) this.keys.set(nodeId, key);
+    } finally {
+      this.newKeys.clear();
+    }
     this.open.nodes.delete(oldId);
     this.open.nodes.delete(newId);
     this.loadLatest(newId);
@@ -411,18 +441,19 @@ export class ReadingWriter {
       let added: Reading;
       if (fast && ts > contribution.node.latest.ts) {
         // Newer than anything stored or pending for this node: certainly a new row.
-        this.queueInsert(nodeId, ts, values);
+        this.queueInsert(this.keyIn(nodeId), ts, values);
         added = (mask & DROPPED) !== 0 || ts !== raw ? toReading(nodeId, ts, values) : reading;
       } else {
         this.flushPending();
-        if (this.insertReading.run(nodeId, ts, ...values).changes === 1) {
+        const key = this.keyIn(nodeId);
+        if (this.insertReading.run(key, ts, ...values).changes === 1) {
           added = (mask & DROPPED) !== 0 || ts !== raw ? toReading(nodeId, ts, values) : reading;
         } else {
           // The row exists: fill only the fields it lacks; the rest of this reading is a duplicate.
-          const existing = this.selectReading.get(nodeId, ts);
+          const existing = this.selectReading.get(key, ts);
           if (!existing) continue;
           if (keepUnfilled(existing, values) === 0) continue;
-          this.fillReading.run(...values, nodeId, ts);
+          this.fillReading.run(key, ts, ...values);
           added = toReading(nodeId, ts, values);
         }
       }
@@ -576,10 +607,21 @@ export class ReadingWriter {
     statement.run(args, rows.length);
   }
 
-  private queueInsert(nodeId: string, ts: number, values: readonly (number | null)[]): void {
+  /** `nodeId`'s key in reading_rows, made in the transaction under way when it has none yet. */
+  private keyIn(nodeId: string): number {
+    let key = this.keys.get(nodeId) ?? this.newKeys.get(nodeId);
+    if (key === undefined) {
+      this.addKey.run(nodeId);
+      key = this.selectKey.get(nodeId)!;
+      this.newKeys.set(nodeId, key);
+    }
+    return key;
+  }
+
+  private queueInsert(nodeKey: number, ts: number, values: readonly (number | null)[]): void {
     const args = this.pendingArgs;
     const base = this.pendingRows * READING_WIDTH;
-    args[base] = nodeId;
+    args[base] = nodeKey;
     args[base + 1] = ts;
     for (let slot = 0; slot < SLOTS; slot++) args[base + 2 + slot] = values[slot];
     if (++this.pendingRows === CHUNK) this.flushPending();

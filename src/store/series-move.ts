@@ -12,7 +12,11 @@
 import type { Database } from './database.js';
 
 export interface SeriesTables {
-  raw: string;
+  /**
+   * The raw table, keyed (node_id, ts); or keyed (`key`, ts) by a number each node id has
+   * (`keyOf`, which makes one when needed), such as the readings' compact rows.
+   */
+  raw: string | { table: string; key: string; keyOf: (nodeId: string) => number };
   hourly: string;
   daily: string;
   latest: string;
@@ -25,13 +29,16 @@ export interface SeriesTables {
 export function moveNodeSeries(db: Database, t: SeriesTables, oldId: string, newId: string): number {
   if (oldId === newId) return 0;
   const cols = t.metrics.join(', ');
+  const raw = typeof t.raw === 'string' ? { table: t.raw, key: 'node_id' } : t.raw;
+  const [from, to] = typeof t.raw === 'string' ? [oldId, newId] : [t.raw.keyOf(oldId), t.raw.keyOf(newId)];
+  // Values are copied as stored (an encoding, if the table has one, is the same for both ids).
   const moved = db
     .prepare(
-      `INSERT INTO ${t.raw} (node_id, ts, ${cols}) SELECT ?, ts, ${cols} FROM ${t.raw} WHERE node_id = ?
-       ON CONFLICT (node_id, ts) DO UPDATE SET ${t.metrics.map((c) => `${c} = coalesce(${c}, excluded.${c})`).join(', ')}`,
+      `INSERT INTO ${raw.table} (${raw.key}, ts, ${cols}) SELECT ?, ts, ${cols} FROM ${raw.table} WHERE ${raw.key} = ?
+       ON CONFLICT (${raw.key}, ts) DO UPDATE SET ${t.metrics.map((c) => `${c} = coalesce(${c}, excluded.${c})`).join(', ')}`,
     )
-    .run(newId, oldId).changes;
-  db.prepare(`DELETE FROM ${t.raw} WHERE node_id = ?`).run(oldId);
+    .run(to, from).changes;
+  db.prepare(`DELETE FROM ${raw.table} WHERE ${raw.key} = ?`).run(from);
   const acc = t.rollups.join(', ');
   for (const table of [t.hourly, t.daily]) {
     db.prepare(

@@ -19,6 +19,7 @@
 import type { Reading } from '../domain/reading.js';
 import type { Database, Statement } from '../store/database.js';
 import { type OpenBucket, openBuckets } from '../store/open-buckets.js';
+import { decodedMetricsSql, NODE_KEY_OF } from '../store/reading-codec.js';
 import { METRIC_COLUMNS, ROLLUP_TABLE, type RollupInterval } from '../store/rollups.js';
 import { BucketHistory, type BucketSelect } from './bucket-cache.js';
 import {
@@ -65,7 +66,8 @@ export class WeatherService implements WeatherReads<string | undefined, undefine
       .raw(true) as Statement<unknown[], unknown[]>;
     this.selectRaw = db
       .prepare(
-        `SELECT ts, ${cols} FROM readings WHERE node_id = ? AND ts >= ? AND ts < ? ORDER BY ts LIMIT ?`,
+        `SELECT ts, ${decodedMetricsSql()} FROM reading_rows
+         WHERE node_key = ${NODE_KEY_OF} AND ts >= ? AND ts < ? ORDER BY ts LIMIT ?`,
       )
       .raw(true) as Statement<unknown[], unknown[]>;
     // Means come out of SQLite (sum / 0 is NULL there: no value); wind direction as its sums.

@@ -125,7 +125,7 @@ describe('BatchingWriter', () => {
 
   it('isolates a failing batch: the others commit, the failing one hears about it once', () => {
     db.exec(
-      "CREATE TRIGGER boom BEFORE INSERT ON readings WHEN NEW.node_id = '!boom' BEGIN SELECT RAISE(ABORT, 'boom'); END",
+      "CREATE TRIGGER boom BEFORE INSERT ON reading_rows WHEN NEW.node_key = (SELECT node_key FROM reading_nodes WHERE node_id = '!boom') BEGIN SELECT RAISE(ABORT, 'boom'); END",
     );
     const writer = makeWriter({ maxBatchRows: 100 });
     const good1 = tracked(rows('!a', 3));

@@ -241,7 +241,7 @@ describe('ReadingWriter: latest row', () => {
   it('changes nothing, on disk or in memory, when the transaction fails', () => {
     writer.write([reading('!a', T0, { temperatureC: 20 })]);
     db.exec(
-      "CREATE TRIGGER boom BEFORE INSERT ON readings WHEN NEW.node_id = '!boom' BEGIN SELECT RAISE(ABORT, 'boom'); END",
+      "CREATE TRIGGER boom BEFORE INSERT ON reading_rows WHEN NEW.node_key = (SELECT node_key FROM reading_nodes WHERE node_id = '!boom') BEGIN SELECT RAISE(ABORT, 'boom'); END",
     );
     expect(() =>
       writer.write([

@@ -28,13 +28,13 @@ export function leakIn(body: string, paths: string[] = [], sent = ''): string | 
   return undefined;
 }
 
-/** Per table: row count and a hash over its rows (order-independent). */
+/** Per table and view (`readings` is one): row count and a hash over its rows (order-independent). */
 export function digestTables(file: string, skip: readonly string[] = []): Record<string, string> {
   const db = new Database(file, { readonly: true, fileMustExist: true });
   try {
     const tables = db
       .prepare(
-        "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name",
+        "SELECT name FROM sqlite_master WHERE type IN ('table', 'view') AND name NOT LIKE 'sqlite_%' ORDER BY name",
       )
       .pluck()
       .all() as string[];

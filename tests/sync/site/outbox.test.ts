@@ -449,7 +449,8 @@ describe('transactions', () => {
     const outbox = new Outbox(db);
     const writer = new ReadingWriter(db);
     writer.write([{ nodeId: A, timestamp: T0, temperatureC: 20 }]);
-    db.exec(`CREATE TRIGGER fail_on_b BEFORE INSERT ON readings WHEN NEW.node_id = '${B}'
+    db.exec(`CREATE TRIGGER fail_on_b BEFORE INSERT ON reading_rows
+      WHEN NEW.node_key = (SELECT node_key FROM reading_nodes WHERE node_id = '${B}')
       BEGIN SELECT RAISE(ABORT, 'disk full'); END`);
     expect(() =>
       writer.write([
