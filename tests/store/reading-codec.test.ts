@@ -5,7 +5,7 @@
  */
 import fc from 'fast-check';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { Reading } from '../../src/domain/reading.js';
+import { READING_METRICS, type Reading } from '../../src/domain/reading.js';
 import { f32 } from '../../src/mesh/packet-decoder.js';
 import { closeDatabase, type Database, openDatabase } from '../../src/store/database.js';
 import { METRIC_RESOLUTION } from '../../src/store/reading-codec.js';
@@ -26,16 +26,7 @@ function hub() {
 }
 
 const T0 = Date.UTC(2026, 5, 1);
-const KEYS = [
-  'temperatureC',
-  'humidityPercent',
-  'pressurePa',
-  'windSpeedMs',
-  'windDirection',
-  'pm25Ugm3',
-  'pm10Ugm3',
-  'gasResistanceKohm',
-] as const;
+const KEYS = READING_METRICS;
 
 /** A float32 sensor value as the decoder keeps it (7 significant digits), or any double. */
 const sensorNumber = fc.oneof(
