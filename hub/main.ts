@@ -57,7 +57,14 @@ import { apiDocsModule } from './api-docs-module.js';
 import { HttpServerActor } from './http-server-actor.js';
 import { MemoryTrimmer } from './memory-trim.js';
 import { ModuleHost, type ModuleHostParts, moduleOwner } from './module-host.js';
+import { extendStartTimeout } from './sd-notify.js';
 import { type HubConfig, hubSettings } from './settings.js';
+
+/**
+ * How much longer systemd waits for the start each time a migration reports progress (every 5 s):
+ * a migration that stalls for this long lets the unit's start timeout fail it.
+ */
+const MIGRATION_START_EXTENSION_S = 120;
 
 /** The hub's own features, in no particular order: the HTTP actor orders the routes. */
 export const CORE_MODULES: readonly HubModule[] = [
@@ -404,8 +411,16 @@ async function composeHub(
     ...modules,
   ]);
   // A migration of a database with data copies it to BACKUP_DIR first (src/store/pre-migration-backup.ts).
+  // A long one (a year of readings) keeps systemd's start timeout at bay while it makes progress.
   const store = StoreActor.open(join(config.DATA_DIR, HUB_DATABASE_FILE), log.child({ component: 'store' }), {
     backupDir: backupDirOf(config.DATA_DIR, config.BACKUP_DIR),
+    onMigrationProgress: (p) =>
+      extendStartTimeout(
+        MIGRATION_START_EXTENSION_S,
+        p.phase === 'backup'
+          ? `copying the database before migrating it to schema ${p.to}`
+          : `migrating the database to schema ${p.version}: ${p.done} of ${p.total} rows`,
+      ),
   });
   opened.readUsersFrom(store.db);
   const scheduler = new SchedulerActor({

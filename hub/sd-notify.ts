@@ -12,7 +12,7 @@
  * message (its barrier), so systemd still finds the sender in the service's cgroup. Without
  * $NOTIFY_SOCKET (not under systemd, or `Type=simple`) nothing is sent and nothing is spawned.
  */
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import type { Hub } from './main.js';
 
 /** Sends one notification (lines such as `READY=1`); resolves when it was handed over. */
@@ -54,6 +54,31 @@ export function systemdNotifySend(
         else reject(new Error(`${command} ${lines.join(' ')} exited with ${code ?? signal}`));
       });
     });
+}
+
+/**
+ * Tells systemd, synchronously, to wait `seconds` more for the start, with a STATUS line: for a
+ * long migration, which runs before the event loop is free (src/store/migrations.ts reports every
+ * few seconds). A migration that stops moving stops extending, and the unit's start timeout
+ * applies again. Nothing without $NOTIFY_SOCKET; a failure is ignored (the start goes on).
+ */
+export function extendStartTimeout(
+  seconds: number,
+  status: string,
+  options: { env?: NodeJS.ProcessEnv; pid?: number; block?: boolean } = {},
+): void {
+  const { env = process.env, pid = process.pid, block = true } = options;
+  if (!env.NOTIFY_SOCKET) return;
+  spawnSync(
+    'systemd-notify',
+    [
+      `--pid=${pid}`,
+      ...(block ? [] : ['--no-block']),
+      `EXTEND_TIMEOUT_USEC=${Math.round(seconds * 1e6)}`,
+      `STATUS=${status}`,
+    ],
+    { stdio: 'ignore', env, timeout: SEND_TIMEOUT_MS },
+  );
 }
 
 export class SystemdNotifier {

@@ -7,7 +7,7 @@ import { dirname, join } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
 import { StartupFailure } from '../kernel/startup-failure.js';
 import { PRIVATE_DIR_MODE, privateDatabaseFile, unwritableDataDir } from './data-dir.js';
-import { migrate } from './migrations.js';
+import { MIGRATIONS, migrate, type OnMigrationProgress } from './migrations.js';
 import { setPreMigrationBackupDir } from './pre-migration-backup.js';
 
 export type Database = BetterSqlite3.Database;
@@ -28,6 +28,8 @@ export interface OpenDatabaseOptions {
    * default: `backups` beside the file, as BACKUP_DIR's default (DATA_DIR/backups).
    */
   backupDir?: string;
+  /** Told what a migration is doing (the copy first, then the rows it moves): the start's log. */
+  onMigrationProgress?: OnMigrationProgress;
 }
 
 /**
@@ -104,7 +106,7 @@ function tunedAndMigrated(db: Database, inMemory: boolean, options: OpenDatabase
     db.pragma(`busy_timeout = ${Math.trunc(busyTimeoutMs)}`);
     db.pragma(`cache_size = -${Math.trunc(cacheSizeKib)}`);
     db.pragma('temp_store = MEMORY');
-    if (options.migrate !== false) migrate(db);
+    if (options.migrate !== false) migrate(db, MIGRATIONS, options.onMigrationProgress);
   } catch (error) {
     db.close();
     throw error;

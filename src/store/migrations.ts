@@ -10,7 +10,7 @@
 import { StartupFailure } from '../kernel/startup-failure.js';
 import type { Database } from './database.js';
 import { COLUMN_SEPARATOR, columnsDdl, MESSAGE_TEXT_COLUMNS, SQL_TYPES } from './ddl.js';
-import { backupBeforeMigration } from './pre-migration-backup.js';
+import { backupBeforeMigration, holdsData } from './pre-migration-backup.js';
 import { decodedMetricsSql, encodeSql } from './reading-codec.js';
 import { latestColumnsDdl, METRIC_COLUMNS, readingColumnsDdl, rollupColumnsDdl } from './rollups.js';
 
@@ -45,11 +45,26 @@ export interface Migration {
    * the transaction that sets the version.
    */
   steps?: {
-    run: (db: Database) => void;
+    /** Moves the data; calls `report` with the rows done and the rows in all, now and then. */
+    run: (db: Database, report: (done: number, total: number) => void) => void;
     /** Whether an earlier run began (then its backup exists: none is taken again). */
     begun: (db: Database) => boolean;
   };
 }
+
+/**
+ * What a start that migrates is doing, for its log and for systemd (whose start timeout a long
+ * migration extends, hub/sd-notify.ts): copying the database first, or moving rows (`done` of
+ * `total`, reported when it begins, every PROGRESS_EVERY_MS and when it ends).
+ */
+export type MigrationProgress =
+  | { phase: 'backup'; from: number; to: number }
+  | { phase: 'move'; version: number; name: string; done: number; total: number };
+
+export type OnMigrationProgress = (progress: MigrationProgress) => void;
+
+/** How often a migration in steps reports how far it is. */
+export const PROGRESS_EVERY_MS = 5_000;
 
 /** Where migration 7 keeps the raw rows it has not moved yet. */
 const READINGS_BEFORE_V7 = 'readings_before_v7';
@@ -65,7 +80,7 @@ function tableExists(db: Database, name: string): boolean {
  * at a time in key order, each chunk inserted and deleted in one transaction (the pages it frees
  * take the next chunk: the file hardly grows).
  */
-function moveReadingsToCompactRows(db: Database): void {
+function moveReadingsToCompactRows(db: Database, report: (done: number, total: number) => void): void {
   if (!tableExists(db, READINGS_BEFORE_V7)) {
     db.transaction(() => {
       db.exec(`
@@ -105,17 +120,29 @@ function moveReadingsToCompactRows(db: Database): void {
   const last = db
     .prepare(`SELECT node_id, ts FROM ${READINGS_BEFORE_V7} ORDER BY node_id DESC, ts DESC LIMIT 1`)
     .raw(true);
-  const chunk = db.transaction(() => {
+  const chunk = db.transaction((): number => {
     const upTo = (boundary.get(V7_CHUNK_ROWS - 1) ?? last.get()) as [string, number] | undefined;
-    if (upTo === undefined) return false;
+    if (upTo === undefined) return 0;
     addKeys.run(...upTo);
-    move.run(...upTo);
+    const moved = move.run(...upTo).changes;
     drop.run(...upTo);
-    return true;
+    return moved;
   });
-  while (chunk.immediate()) {
-    // One chunk per transaction until the old table is empty.
+  const count = (table: string) => db.prepare(`SELECT count(*) FROM ${table}`).pluck().get() as number;
+  // A run that goes on after an interruption counts what the earlier runs moved as done.
+  let done = count('reading_rows');
+  const total = done + count(READINGS_BEFORE_V7);
+  if (done === total) return;
+  report(done, total);
+  let reported = Date.now();
+  for (let moved = chunk.immediate(); moved > 0; moved = chunk.immediate()) {
+    done += moved;
+    if (Date.now() - reported >= PROGRESS_EVERY_MS) {
+      report(done, total);
+      reported = Date.now();
+    }
   }
+  report(done, total);
 }
 
 export const MIGRATIONS: readonly Migration[] = [
@@ -400,8 +427,15 @@ export function schemaVersion(db: Database): number {
   return db.pragma('user_version', { simple: true }) as number;
 }
 
-/** Applies every pending migration, each in its own transaction. Returns the resulting version. */
-export function migrate(db: Database, migrations: readonly Migration[] = MIGRATIONS): number {
+/**
+ * Applies every pending migration, each in its own transaction (a migration in steps, a chunk per
+ * transaction first). Returns the resulting version.
+ */
+export function migrate(
+  db: Database,
+  migrations: readonly Migration[] = MIGRATIONS,
+  onProgress?: OnMigrationProgress,
+): number {
   migrations.forEach((m, i) => {
     if (m.version !== i + 1)
       throw new Error(`migration "${m.name}" has version ${m.version}, expected ${i + 1}`);
@@ -411,10 +445,13 @@ export function migrate(db: Database, migrations: readonly Migration[] = MIGRATI
   // A database with data is copied first (pre-migration-backup.ts): an upgrade cannot eat it. An
   // interrupted run of a migration in steps took its copy before it began.
   const resuming = migrations[current]?.steps?.begun(db) ?? false;
-  if (current < migrations.length && !resuming)
+  if (current < migrations.length && !resuming) {
+    if (onProgress && holdsData(db)) onProgress({ phase: 'backup', from: current, to: migrations.length });
     backupBeforeMigration(db, { from: current, to: migrations.length });
+  }
   for (const migration of migrations.slice(current)) {
-    migration.steps?.run(db);
+    const { version, name } = migration;
+    migration.steps?.run(db, (done, total) => onProgress?.({ phase: 'move', version, name, done, total }));
     db.transaction(() => {
       if (typeof migration.up === 'string') db.exec(migration.up);
       else migration.up(db);

@@ -3,6 +3,7 @@ import { Actor } from '../kernel/actor.js';
 import type { Logger } from '../log.js';
 import { secureDataDir } from './data-dir.js';
 import { closeDatabase, type Database, type OpenDatabaseOptions, openDatabase } from './database.js';
+import type { MigrationProgress } from './migrations.js';
 
 /**
  * Owns the one SQLite connection. It is opened (and migrated) when the hub is composed, before
@@ -20,9 +21,24 @@ export class StoreActor extends Actor {
    * every file in it 0600, the signing key the hub made a moment before included (README "Files
    * on disk"). A file it cannot tighten stops the start (a ConfigError naming it).
    */
-  static open(file: string, log: Logger, options: Pick<OpenDatabaseOptions, 'backupDir'> = {}): StoreActor {
+  static open(
+    file: string,
+    log: Logger,
+    options: Pick<OpenDatabaseOptions, 'backupDir' | 'onMigrationProgress'> = {},
+  ): StoreActor {
     secureDataDir(dirname(file));
-    return new StoreActor(file, openDatabase(file, options), log);
+    const onMigrationProgress = (p: MigrationProgress) => {
+      // A long migration (a year of readings: a minute or more on a Pi) says what it is doing.
+      if (p.phase === 'backup')
+        log.info({ from: p.from, to: p.to }, `copying the database before migrating it to schema ${p.to}`);
+      else
+        log.info(
+          { version: p.version, done: p.done, total: p.total },
+          `migrating the database to schema ${p.version} (${p.name}): ${p.done} of ${p.total} rows moved; the hub answers once it is done`,
+        );
+      options.onMigrationProgress?.(p);
+    };
+    return new StoreActor(file, openDatabase(file, { ...options, onMigrationProgress }), log);
   }
 
   private constructor(

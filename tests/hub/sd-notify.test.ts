@@ -10,8 +10,10 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { SystemdNotifier, systemdNotifySend } from '../../hub/sd-notify.js';
+import { extendStartTimeout, SystemdNotifier, systemdNotifySend } from '../../hub/sd-notify.js';
 import { loopbackListeners } from '../../scripts/bench/lib/hub-env.js';
+import { closeDatabase, openDatabase } from '../../src/store/database.js';
+import { MIGRATIONS, migrate } from '../../src/store/migrations.js';
 import { buildCli, CLI } from '../helpers/cli.js';
 import { freePort, waitFor } from '../helpers/hub.js';
 import { skipBecauseMissing } from '../helpers/skips.js';
@@ -139,6 +141,51 @@ describe.skipIf(noTools)('sd_notify through systemd-notify, with socat as system
     await waitFor(async () => socket.received().includes('STATUS=hello') || undefined, 5_000);
     expect(socket.received()).toContain(`MAINPID=${process.pid}`);
   });
+
+  it('asks systemd for more time for a long migration, with what it is doing, and without NOTIFY_SOCKET sends nothing', async () => {
+    const socket = await fakeNotifySocket();
+    extendStartTimeout(120, 'migrating the database to schema 7: 20000 of 60000 rows', {
+      env: { ...process.env, NOTIFY_SOCKET: socket.path },
+      block: false,
+    });
+    await waitFor(
+      async () => socket.received().includes('EXTEND_TIMEOUT_USEC=120000000') || undefined,
+      5_000,
+    );
+    expect(socket.received()).toContain('STATUS=migrating the database to schema 7: 20000 of 60000 rows');
+    const { NOTIFY_SOCKET: _, ...without } = process.env;
+    extendStartTimeout(120, 'not sent', { env: without, block: false });
+    await new Promise((r) => setTimeout(r, 300));
+    expect(socket.received()).not.toContain('not sent');
+  });
+
+  it('the built hub, migrating a database with readings as it starts, asks for more time until it is ready', async () => {
+    const socket = await fakeNotifySocket();
+    const dataDir = mkdtempSync(join(tmpdir(), 'meshhub-notify-migrate-'));
+    dirs.push(dataDir);
+    const db = openDatabase(join(dataDir, 'meshhub.sqlite'), { migrate: false });
+    migrate(db, MIGRATIONS.slice(0, 6));
+    db.prepare("INSERT INTO readings (node_id, ts, temperature_c) VALUES ('!00000001', 1, 20.5)").run();
+    closeDatabase(db);
+    const port = await freePort();
+    const hub = spawn(process.execPath, [CLI, 'start'], {
+      env: {
+        ...process.env,
+        ...loopbackListeners(dataDir, port),
+        RADIO: 'none',
+        LOG_LEVEL: 'warn',
+        NOTIFY_SOCKET: socket.path,
+      },
+      stdio: 'ignore',
+    });
+    children.push(hub);
+    await waitFor(async () => socket.received().includes('READY=1') || undefined, 30_000);
+    const text = socket.received();
+    expect(text).toContain('EXTEND_TIMEOUT_USEC=120000000');
+    expect(text).toContain('STATUS=migrating the database to schema 7: 1 of 1 rows');
+    expect(text.indexOf('EXTEND_TIMEOUT_USEC')).toBeLessThan(text.indexOf('READY=1'));
+    hub.kill('SIGKILL');
+  }, 60_000);
 
   it('the built hub says READY=1 once it runs, feeds the watchdog, and says STOPPING=1 on SIGTERM', async () => {
     const socket = await fakeNotifySocket();

@@ -8,10 +8,18 @@
 import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { closeDatabase, type Database, openDatabase } from '../../src/store/database.js';
-import { MIGRATIONS, migrate, schemaVersion, V7_CHUNK_ROWS } from '../../src/store/migrations.js';
+import {
+  MIGRATIONS,
+  type MigrationProgress,
+  migrate,
+  schemaVersion,
+  V7_CHUNK_ROWS,
+} from '../../src/store/migrations.js';
 import { METRIC_COLUMNS } from '../../src/store/rollups.js';
+import { StoreActor } from '../../src/store/store-actor.js';
 
 const dirs: string[] = [];
 afterEach(() => {
@@ -78,7 +86,13 @@ describe('migration 7: compact raw readings', () => {
       db.exec(
         "CREATE TRIGGER stop_here BEFORE DELETE ON readings WHEN OLD.node_id = '!zzzzzzzz' BEGIN SELECT RAISE(ABORT, 'power cut'); END",
       );
-      expect(() => migrate(db)).toThrow(/power cut/);
+      const first: MigrationProgress[] = [];
+      expect(() => migrate(db, MIGRATIONS, (p) => first.push(p))).toThrow(/power cut/);
+      // The copy, then the move from its start: nothing done yet of every row.
+      expect(first.slice(0, 2)).toEqual([
+        { phase: 'backup', from: 6, to: MIGRATIONS.length },
+        { phase: 'move', version: 7, name: MIGRATIONS[6]!.name, done: 0, total: rows.length },
+      ]);
       expect(schemaVersion(db)).toBe(6);
       const moved = db.prepare('SELECT count(*) FROM reading_rows').pluck().get() as number;
       const left = db.prepare('SELECT count(*) FROM readings_before_v7').pluck().get() as number;
@@ -87,12 +101,35 @@ describe('migration 7: compact raw readings', () => {
       expect(backups(dir)).toHaveLength(1);
 
       db.exec('DROP TRIGGER stop_here');
-      migrate(db);
+      const second: MigrationProgress[] = [];
+      migrate(db, MIGRATIONS, (p) => second.push(p));
+      // No second copy; the move counts what the first run moved as done, and ends with all.
+      expect(second.map((p) => (p.phase === 'move' ? [p.done, p.total] : p.phase))).toEqual([
+        [moved, rows.length],
+        [rows.length, rows.length],
+      ]);
       expect(schemaVersion(db)).toBe(MIGRATIONS.length);
       expect(db.prepare(`SELECT ${COLS} FROM readings ORDER BY node_id, ts`).raw(true).all()).toEqual(rows);
       expect(backups(dir)).toHaveLength(1);
     } finally {
       closeDatabase(db);
+    }
+  });
+
+  it('says in the hub’s log what it is doing: the copy, then how many rows are moved', () => {
+    const { db, dir } = version6(['!00000001', '!00000002'], 12_000);
+    closeDatabase(db);
+    const lines: { msg: string }[] = [];
+    const log = pino({ level: 'info' }, { write: (line: string) => lines.push(JSON.parse(line)) });
+    const store = StoreActor.open(join(dir, 'meshhub.sqlite'), log);
+    try {
+      expect(lines.map((l) => l.msg)).toEqual([
+        'copying the database before migrating it to schema 7',
+        `migrating the database to schema 7 (${MIGRATIONS[6]!.name}): 0 of 24000 rows moved; the hub answers once it is done`,
+        `migrating the database to schema 7 (${MIGRATIONS[6]!.name}): 24000 of 24000 rows moved; the hub answers once it is done`,
+      ]);
+    } finally {
+      closeDatabase(store.db);
     }
   });
 
