@@ -97,10 +97,24 @@ describeInBrowser('the dashboard', () => {
     await marker.hover();
     const tooltip = page.locator('.map-tooltip');
     await tooltip.waitFor();
-    const tooltipText = await tooltip.innerText();
-    expect(tooltipText).toContain(node.long_name);
-    expect(tooltipText).toContain(`${withBoth.temperature_c!.toFixed(1)} °C`);
-    expect(tooltipText).toContain(`${Math.round(withBoth.humidity_percent!)} %`);
+    expect(await tooltip.innerText()).toContain(node.long_name);
+    // The node's latest values as the hub has them now: the simulator may have sent a newer
+    // reading since the list above was read, and the page shows it live (CI met that race).
+    await expect
+      .poll(async () => {
+        const now = (
+          await apiJson<{ data: Array<{ temperature_c?: number; humidity_percent?: number }> }>(
+            hub,
+            `/api/v1/weather/latest?node_id=${encodeURIComponent(node.node_id)}`,
+          )
+        ).data[0]!;
+        const text = await tooltip.innerText();
+        return (
+          text.includes(`${now.temperature_c!.toFixed(1)} °C`) &&
+          text.includes(`${Math.round(now.humidity_percent!)} %`)
+        );
+      })
+      .toBe(true);
 
     await marker.click();
     const popup = page.locator('.map-popup');
