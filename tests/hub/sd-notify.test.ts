@@ -125,6 +125,28 @@ async function fakeNotifySocket(): Promise<{ path: string; received: () => strin
   return { path, received: () => text };
 }
 
+/** The built hub on `dataDir` without a radio, telling `notifySocket` as systemd's socket. */
+function startHub(
+  dataDir: string,
+  port: number,
+  notifySocket: string,
+  env: Record<string, string> = {},
+): ChildProcess {
+  const hub = spawn(process.execPath, [CLI, 'start'], {
+    env: {
+      ...process.env,
+      ...loopbackListeners(dataDir, port),
+      RADIO: 'none',
+      LOG_LEVEL: 'warn',
+      NOTIFY_SOCKET: notifySocket,
+      ...env,
+    },
+    stdio: 'ignore',
+  });
+  children.push(hub);
+  return hub;
+}
+
 describe.skipIf(noTools)('sd_notify through systemd-notify, with socat as systemd', () => {
   beforeAll(() => {
     if (!tools) throw new Error('socat and systemd-notify are needed (apt-get install socat systemd)');
@@ -167,24 +189,12 @@ describe.skipIf(noTools)('sd_notify through systemd-notify, with socat as system
     migrate(db, MIGRATIONS.slice(0, 6));
     db.prepare("INSERT INTO readings (node_id, ts, temperature_c) VALUES ('!00000001', 1, 20.5)").run();
     closeDatabase(db);
-    const port = await freePort();
-    const hub = spawn(process.execPath, [CLI, 'start'], {
-      env: {
-        ...process.env,
-        ...loopbackListeners(dataDir, port),
-        RADIO: 'none',
-        LOG_LEVEL: 'warn',
-        NOTIFY_SOCKET: socket.path,
-      },
-      stdio: 'ignore',
-    });
-    children.push(hub);
+    startHub(dataDir, await freePort(), socket.path);
     await waitFor(async () => socket.received().includes('READY=1') || undefined, 30_000);
     const text = socket.received();
     expect(text).toContain('EXTEND_TIMEOUT_USEC=120000000');
     expect(text).toContain('STATUS=migrating the database to schema 7: 1 of 1 rows');
     expect(text.indexOf('EXTEND_TIMEOUT_USEC')).toBeLessThan(text.indexOf('READY=1'));
-    hub.kill('SIGKILL');
   }, 60_000);
 
   it('the built hub says READY=1 once it runs, feeds the watchdog, and says STOPPING=1 on SIGTERM', async () => {
@@ -192,20 +202,9 @@ describe.skipIf(noTools)('sd_notify through systemd-notify, with socat as system
     const dataDir = mkdtempSync(join(tmpdir(), 'meshhub-notify-hub-'));
     dirs.push(dataDir);
     const port = await freePort();
-    const hub = spawn(process.execPath, [CLI, 'start'], {
-      env: {
-        ...process.env,
-        ...loopbackListeners(dataDir, port),
-        RADIO: 'none',
-        LOG_LEVEL: 'warn',
-        NOTIFY_SOCKET: socket.path,
-        // 1 s: a ping every 500 ms; here each waits for its barrier, which socat never releases,
-        // until it is killed after 5 s, so the pings come every ~5 s.
-        WATCHDOG_USEC: '1000000',
-      },
-      stdio: 'ignore',
-    });
-    children.push(hub);
+    // 1 s: a ping every 500 ms; here each waits for its barrier, which socat never releases,
+    // until it is killed after 5 s, so the pings come every ~5 s.
+    const hub = startHub(dataDir, port, socket.path, { WATCHDOG_USEC: '1000000' });
     await waitFor(async () => socket.received().includes('READY=1') || undefined, 30_000);
     const health = (await (await fetch(`http://127.0.0.1:${port}/health`)).json()) as { status: string };
     expect(health.status).not.toBe('down');
