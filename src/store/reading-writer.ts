@@ -227,21 +227,17 @@ export class ReadingWriter {
 
   /** Like `write`, for several batches in one transaction; returns the new readings of each. */
   writeGroups(groups: readonly (readonly Reading[])[]): Reading[][] {
-    let applied: Applied;
-    try {
+    const applied = this.keepingNewKeys(() => {
       try {
-        applied = this.commit(groups, true);
+        return this.commit(groups, true);
       } catch (error) {
         this.pendingRows = 0;
         this.newKeys.clear();
         // Another writer added rows behind our back (the newest-ts shortcut no longer holds).
         if (!(error instanceof FastPathConflict)) throw error;
-        applied = this.commit(groups, false);
+        return this.commit(groups, false);
       }
-      for (const [nodeId, key] of this.newKeys) this.keys.set(nodeId, key);
-    } finally {
-      this.newKeys.clear();
-    }
+    });
     for (const [nodeId, contribution] of applied.nodes) this.open.nodes.set(nodeId, contribution.node);
     return applied.stored;
   }
@@ -349,9 +345,8 @@ export class ReadingWriter {
     if (oldId === newId) return 0;
     // Both series whole in their tables first: the move works on rows.
     this.closeWhere((nodeId) => nodeId === oldId || nodeId === newId);
-    let moved = 0;
-    try {
-      moved = this.db.transaction(() =>
+    const moved = this.keepingNewKeys(
+      this.db.transaction(() =>
         moveNodeSeries(
           this.db,
           {
@@ -365,11 +360,8 @@ export class ReadingWriter {
           oldId,
           newId,
         ),
-      )();
-      for (const [nodeId, key] of this.newKeys) this.keys.set(nodeId, key);
-    } finally {
-      this.newKeys.clear();
-    }
+      ),
+    );
     this.open.nodes.delete(oldId);
     this.open.nodes.delete(newId);
     this.loadLatest(newId);
@@ -605,6 +597,17 @@ export class ReadingWriter {
       for (let i = 0; i < width - 2; i++) args[base + 2 + i] = bucket.acc[i];
     });
     statement.run(args, rows.length);
+  }
+
+  /** Runs `work` (a transaction that may make node keys), keeping the keys it made only if it commits. */
+  private keepingNewKeys<T>(work: () => T): T {
+    try {
+      const result = work();
+      for (const [nodeId, key] of this.newKeys) this.keys.set(nodeId, key);
+      return result;
+    } finally {
+      this.newKeys.clear();
+    }
   }
 
   /** `nodeId`'s key in reading_rows, made in the transaction under way when it has none yet. */

@@ -158,6 +158,28 @@ describe('compact raw readings', () => {
     ]);
   });
 
+  it('forgets a node key made by a transaction that failed, so two nodes never share one', () => {
+    const { db, writer, weather } = hub();
+    db.exec(
+      "CREATE TRIGGER boom BEFORE INSERT ON reading_rows WHEN NEW.ts = 13 BEGIN SELECT RAISE(ABORT, 'boom'); END",
+    );
+    expect(() => writer.write([{ nodeId: '!x', timestamp: 13, temperatureC: 1 }])).toThrow(/boom/);
+    writer.write([{ nodeId: '!y', timestamp: 14, temperatureC: 2 }]);
+    writer.write([{ nodeId: '!x', timestamp: 15, temperatureC: 3 }]);
+    expect(
+      db.prepare('SELECT node_id, node_key FROM reading_nodes ORDER BY node_key').raw(true).all(),
+    ).toEqual([
+      ['!y', 1],
+      ['!x', 2],
+    ]);
+    const raw = (nodeId: string) =>
+      JSON.parse(
+        String(weather.history({ nodeId, interval: 'raw', start: 0, end: 100, limit: 10 }).body),
+      ).data.map((r: { temperature_c: number }) => r.temperature_c);
+    expect(raw('!x')).toEqual([3]);
+    expect(raw('!y')).toEqual([2]);
+  });
+
   it('lets people write, correct and delete rows through the readings view', () => {
     const { db } = hub();
     db.prepare(
