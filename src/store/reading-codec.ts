@@ -20,7 +20,9 @@ import { METRIC_COLUMNS, type MetricColumn } from './rollups.js';
  * decoder's rounding (src/mesh/packet-decoder.ts): BME280/BME680 temperatures in 0.01 °C,
  * humidity in 0.01 %, pressure as hPa with two decimals (0.01 Pa around 1000 hPa), wind in 0.01
  * m/s and whole degrees, particulates as whole µg/m³, gas resistance as whole ohms. A finer value
- * (a humidity of 1/1024 %) is kept as REAL: nothing is rounded.
+ * (a humidity of 1/1024 %) is kept as REAL: nothing is rounded. These numbers are part of core
+ * migration 7 (its `readings` view and triggers are made from them), like a released migration's
+ * columns: a different resolution is a new migration that rewrites the rows, never an edit here.
  */
 export const METRIC_RESOLUTION: Readonly<Record<MetricColumn, { step: number; offset: number }>> = {
   temperature_c: { step: 0.01, offset: 0 },
