@@ -11,7 +11,7 @@ import { StartupFailure } from '../kernel/startup-failure.js';
 import type { Database } from './database.js';
 import { COLUMN_SEPARATOR, columnsDdl, MESSAGE_TEXT_COLUMNS, SQL_TYPES } from './ddl.js';
 import { backupBeforeMigration, holdsData } from './pre-migration-backup.js';
-import { decodedMetricsSql, encodeSql } from './reading-codec.js';
+import { decodedMetricsSql, encodeSql, nodeKeyOf } from './reading-codec.js';
 import { latestColumnsDdl, METRIC_COLUMNS, readingColumnsDdl, rollupColumnsDdl } from './rollups.js';
 
 /**
@@ -64,7 +64,7 @@ export type MigrationProgress =
 export type OnMigrationProgress = (progress: MigrationProgress) => void;
 
 /** How often a migration in steps reports how far it is. */
-export const PROGRESS_EVERY_MS = 5_000;
+const PROGRESS_EVERY_MS = 5_000;
 
 /** Where migration 7 keeps the raw rows it has not moved yet. */
 const READINGS_BEFORE_V7 = 'readings_before_v7';
@@ -391,16 +391,16 @@ export const MIGRATIONS: readonly Migration[] = [
       CREATE TRIGGER readings_insert INSTEAD OF INSERT ON readings BEGIN
         INSERT OR IGNORE INTO reading_nodes (node_id) VALUES (NEW.node_id);
         INSERT INTO reading_rows (node_key, ts, ${METRIC_COLUMNS.join(', ')})
-        VALUES ((SELECT node_key FROM reading_nodes WHERE node_id = NEW.node_id), NEW.ts,
+        VALUES (${nodeKeyOf('NEW.node_id')}, NEW.ts,
           ${METRIC_COLUMNS.map((c) => encodeSql(`NEW.${c}`, c)).join(', ')});
       END;
       CREATE TRIGGER readings_update INSTEAD OF UPDATE ON readings BEGIN
         UPDATE reading_rows SET ${METRIC_COLUMNS.map((c) => `${c} = ${encodeSql(`NEW.${c}`, c)}`).join(', ')}
-        WHERE node_key = (SELECT node_key FROM reading_nodes WHERE node_id = OLD.node_id) AND ts = OLD.ts;
+        WHERE node_key = ${nodeKeyOf('OLD.node_id')} AND ts = OLD.ts;
       END;
       CREATE TRIGGER readings_delete INSTEAD OF DELETE ON readings BEGIN
         DELETE FROM reading_rows
-        WHERE node_key = (SELECT node_key FROM reading_nodes WHERE node_id = OLD.node_id) AND ts = OLD.ts;
+        WHERE node_key = ${nodeKeyOf('OLD.node_id')} AND ts = OLD.ts;
       END;
     `,
   },

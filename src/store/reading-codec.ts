@@ -79,5 +79,10 @@ export function encodedRowsSql(rows: number): string {
   return `SELECT column1 AS node_key, column2 AS ts, ${metrics} FROM (VALUES ${new Array<string>(rows).fill(row).join(', ')})`;
 }
 
-/** The node key of `nodeId` in SQL (a scalar subquery), for statements taking the id. */
-export const NODE_KEY_OF = '(SELECT node_key FROM reading_nodes WHERE node_id = ?)';
+/** The node key of the node id `expr` in SQL (a scalar subquery): a parameter, or NEW./OLD.node_id. */
+export function nodeKeyOf(expr: string): string {
+  return `(SELECT node_key FROM reading_nodes WHERE node_id = ${expr})`;
+}
+
+/** The node key of `nodeId` in SQL, for statements taking the id as a parameter. */
+export const NODE_KEY_OF = nodeKeyOf('?');

@@ -166,9 +166,7 @@ export class ReadingWriter {
        FROM (${encodedRowsSql(1)}) AS v WHERE reading_rows.node_key = v.node_key AND reading_rows.ts = v.ts`,
     );
     this.addKey = db.prepare('INSERT OR IGNORE INTO reading_nodes (node_id) VALUES (?)');
-    this.selectKey = db
-      .prepare('SELECT node_key FROM reading_nodes WHERE node_id = ?')
-      .pluck(true) as Statement<[string], number>;
+    this.selectKey = db.prepare(`SELECT ${NODE_KEY_OF}`).pluck(true) as Statement<[string], number>;
     for (const [nodeId, key] of db.prepare('SELECT node_id, node_key FROM reading_nodes').raw(true).all() as [
       string,
       number,
