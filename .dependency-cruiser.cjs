@@ -92,6 +92,17 @@ module.exports = {
       to: {},
     },
     {
+      name: 'optional-sdks-loaded-on-use',
+      comment:
+        'the MCP SDK and web-push (13 MB of memory together) are imported on first use (`import()`), so a hub that does not serve /mcp or send a push never loads them; only `meshhub mcp` (hub/mcp.ts) and the server it loads (src/mcp/server.ts) import them at the top',
+      severity: 'error',
+      from: { path: '^(src|plugins|sync)/', pathNot: ['^src/mcp/server\\.ts$'] },
+      to: {
+        path: ['^(node_modules/)?(@modelcontextprotocol/sdk|web-push)(/|$)', '^src/mcp/server\\.ts$'],
+        dependencyTypesNot: ['type-only', 'type-import', 'dynamic-import'],
+      },
+    },
+    {
       name: 'not-to-tests-or-scripts',
       comment: 'application code never imports tests or scripts',
       severity: 'error',
@@ -101,9 +112,13 @@ module.exports = {
   ],
   options: {
     doNotFollow: { path: 'node_modules' },
-    exclude: { path: '^(dist|node_modules)/' },
+    exclude: { path: '^dist/' },
     tsPreCompilationDeps: true,
     tsConfig: { fileName: 'tsconfig.json' },
-    enhancedResolveOptions: { extensions: ['.ts', '.tsx', '.js', '.mjs', '.d.ts'] },
+    enhancedResolveOptions: {
+      extensions: ['.ts', '.tsx', '.js', '.mjs', '.d.ts'],
+      exportsFields: ['exports'],
+      conditionNames: ['import', 'require', 'node', 'default', 'types'],
+    },
   },
 };

@@ -5,7 +5,7 @@
  * tools this caller gets. Merged into the hub's event map (src/domain/events.ts).
  */
 import type { VerifiedIdentity } from '../auth/jwt-verifier.js';
-import type { McpTools } from './server.js';
+import type { McpTools } from './tool-kit.js';
 
 /** Who is calling `/mcp`, as the hub's one verifier saw the bearer token. */
 export interface McpHttpCaller {

@@ -15,7 +15,6 @@
  * text/event-stream`) are turned into problems too. Off (MCP_HTTP_ENABLED=false): 404.
  */
 import type { IncomingMessage } from 'node:http';
-import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
 import { Hono, type MiddlewareHandler } from 'hono';
 import { limitBody, readJsonBody } from '../auth/request-body.js';
 import type { AuthEnv } from '../auth/require-auth.js';
@@ -26,9 +25,26 @@ import { clientAddress } from '../live/live-routes.js';
 import type { Logger } from '../log.js';
 import type { McpHttpCaller, McpToolsOffer } from './events.js';
 import { mcpRequestBodySchema, mcpResponseBodySchema } from './schemas.js';
-import { createMcpServer, type McpTools } from './server.js';
+import type { McpTools } from './tool-kit.js';
 
 export const MCP_HTTP_PATH = '/mcp';
+
+/** The SDK's server and transport, loaded on the first request: a hub that never serves /mcp never holds them. */
+let sdk:
+  | Promise<
+      [
+        typeof import('./server.js'),
+        typeof import('@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js'),
+      ]
+    >
+  | undefined;
+function loadSdk() {
+  sdk ??= Promise.all([
+    import('./server.js'),
+    import('@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js'),
+  ]);
+  return sdk;
+}
 
 /** The OpenAPI operations of the routes below (src/http/openapi-route.ts). */
 export const mcpOperations = describeRoutes(MCP_HTTP_PATH, [
@@ -123,6 +139,7 @@ export function mcpHttpRoutes(deps: McpHttpDeps): Hono<AuthEnv> {
         const tools = await offer.contribution(caller);
         if (tools) contributed.push(tools);
       }
+      const [{ createMcpServer }, { WebStandardStreamableHTTPServerTransport }] = await loadSdk();
       const server = createMcpServer({
         version: deps.version,
         log: deps.log,

@@ -7,7 +7,7 @@ import { nodeJson } from '../nodes/routes.js';
 import type { Database } from '../store/database.js';
 import { NodeRepository } from '../store/nodes-repository.js';
 import { WeatherService } from '../weather/weather-service.js';
-import { isoDate, type McpTools, ToolInputError } from './server.js';
+import { isoDate, type McpTools, ToolInputError } from './tool-kit.js';
 
 export function meshTools(db: Database): McpTools {
   return ({ server, guard }) => {

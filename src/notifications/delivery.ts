@@ -5,7 +5,6 @@
  * the push service answers 404 or 410 is dropped (RFC 8030 §7.3: it is gone). Every URL passes
  * the outbound check, and every connection the hub's guarded client (src/http/guarded-fetch.ts).
  */
-import webpush from 'web-push';
 import type { Secret } from '../config/secret.js';
 import { type GuardedFetch, guardedFetch } from '../http/guarded-fetch.js';
 import { checkOutboundUrl, OutboundUrlError } from '../http/outbound-url.js';
@@ -194,6 +193,8 @@ export class Deliveries {
     const { log, onOutcome, vapid } = this.options;
     try {
       const url = checkOutboundUrl(sub.endpoint, { allowedHosts: this.options.allowedHosts });
+      // Loaded on the first push, not at start: most hubs never send one (3 MB of memory).
+      const { default: webpush } = await import('web-push');
       const request = webpush.generateRequestDetails(
         { endpoint: sub.endpoint, keys: { p256dh: sub.p256dh, auth: sub.auth } },
         JSON.stringify(message),

@@ -15,11 +15,11 @@ import { loadOrCreateVapidKeys } from './vapid.js';
 export const notificationsModule = defineModule({
   name: 'notifications',
   settings: notificationSettings,
-  create(ctx) {
+  async create(ctx) {
     const s = ctx.settings;
     if (!s.NOTIFICATIONS) return {};
     const store = new NotificationStore(ctx.db, s.NOTIFY_HISTORY_MAX);
-    const vapid = loadOrCreateVapidKeys(ctx.hub.dataDir);
+    const vapid = await loadOrCreateVapidKeys(ctx.hub.dataDir);
     const deliveries = new Deliveries({
       log: ctx.log,
       vapid,

@@ -1,11 +1,11 @@
 /**
  * The hub's VAPID key pair (RFC 8292): made once, kept in DATA_DIR/vapid-keys.json (0600) so
  * browsers' subscriptions stay valid across restarts. A damaged file is a start-up failure that
- * names it, never silently replaced (that would orphan every subscription).
+ * names it, never silently replaced (that would orphan every subscription). web-push is loaded
+ * only to make the pair, once; a hub that has its keys and sends no push never holds it (3 MB).
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import webpush from 'web-push';
 import { StartupFailure } from '../kernel/startup-failure.js';
 import { PRIVATE_FILE_MODE } from '../store/data-dir.js';
 
@@ -18,7 +18,7 @@ export interface VapidKeys {
 
 const B64URL = /^[A-Za-z0-9_-]+$/;
 
-export function loadOrCreateVapidKeys(dataDir: string): VapidKeys {
+export async function loadOrCreateVapidKeys(dataDir: string): Promise<VapidKeys> {
   const file = join(dataDir, VAPID_FILE);
   let text: string | undefined;
   try {
@@ -27,6 +27,7 @@ export function loadOrCreateVapidKeys(dataDir: string): VapidKeys {
     if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
   }
   if (text === undefined) {
+    const { default: webpush } = await import('web-push');
     const keys = webpush.generateVAPIDKeys();
     writeFileSync(file, `${JSON.stringify(keys)}\n`, { mode: PRIVATE_FILE_MODE, flag: 'wx' });
     return keys;

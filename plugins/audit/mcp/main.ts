@@ -5,7 +5,7 @@
  */
 
 import type { Logger } from '../../../src/log.js';
-import type { McpTools } from '../../../src/mcp/server.js';
+import type { McpTools } from '../../../src/mcp/tool-kit.js';
 import type { Database } from '../../../src/store/database.js';
 import { createAiFeatures } from '../ask/features.js';
 import { PrivacyPolicy } from '../http/privacy.js';

@@ -1,6 +1,6 @@
 /**
  * The audit plugin's MCP tools (spec "What the service does": tools search_events, get_event,
- * get_summary, ask), contributed to the hub's MCP server (src/mcp/server.ts).
+ * get_summary, ask), contributed to the hub's MCP server (src/mcp/server.ts, through src/mcp/tool-kit.ts).
  *
  * Who is asking: an MCP client over stdio is whoever may run `meshhub mcp` on this machine —
  * the same person who can read the database file — so there is no token; privacy gating applies
@@ -9,7 +9,7 @@
  * audit HTTP API sees it (http.ts). Bad arguments are MCP error results, never a crash.
  */
 import { z } from 'zod';
-import { isoDate, type McpTools, ToolInputError } from '../../../src/mcp/server.js';
+import { isoDate, type McpTools, ToolInputError } from '../../../src/mcp/tool-kit.js';
 import type { AskService } from '../ask/ask-service.js';
 import { summarizeEvents } from '../ask/gather.js';
 import type { Caller } from '../http/context.js';
