@@ -50,7 +50,7 @@ export class Mailbox<T> {
         this.rejected++;
         return false;
       }
-      this.head++;
+      this.release();
       this.dropped++;
     }
     this.queue.push(message);
@@ -87,8 +87,7 @@ export class Mailbox<T> {
     // Handle synchronous handlers in a loop; hop to the microtask queue only when one returns a promise.
     while (this.head < this.queue.length) {
       const message = this.queue[this.head] as T;
-      this.head++;
-      this.compact();
+      this.release();
       let result: void | Promise<void>;
       try {
         result = this.options.handle(message);
@@ -111,9 +110,19 @@ export class Mailbox<T> {
     this.notifyIdle();
   }
 
-  private compact(): void {
-    // Amortised O(1) shift: drop the consumed prefix once it dominates the array.
-    if (this.head > 1024 && this.head * 2 > this.queue.length) {
+  /**
+   * Takes the message at the head out of the queue. Its slot is emptied at once, so a handled (or
+   * dropped) message is never kept alive by the queue: after a burst, the readings it carried are
+   * garbage as soon as they are stored, not once a later burst reuses the array.
+   */
+  private release(): void {
+    this.queue[this.head] = undefined as T;
+    this.head++;
+    if (this.head === this.queue.length) {
+      this.queue.length = 0;
+      this.head = 0;
+    } else if (this.head > 1024 && this.head * 2 > this.queue.length) {
+      // Amortised O(1) shift: drop the consumed prefix once it dominates the array.
       this.queue.splice(0, this.head);
       this.head = 0;
     }

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { collectGarbage } from '../../hub/memory-trim.js';
 import { Mailbox, type OverflowPolicy } from '../../src/kernel/mailbox.js';
 
 /**
@@ -114,5 +115,39 @@ describe('Mailbox', () => {
     await box.idle();
     expect(seen.length).toBe(5000);
     expect(seen.every((n, i) => n === i)).toBe(true);
+  });
+
+  it('keeps no message alive once it is handled or dropped (a burst is garbage after it is stored)', async () => {
+    // The ingest writer's mailbox held the last burst's readings (30 MB after a year of history)
+    // until another burst reused the array: handled slots were only dropped in chunks of 1,024.
+    const handledRefs: WeakRef<{ n: number }>[] = [];
+    const droppedRefs: WeakRef<{ n: number }>[] = [];
+    let gate!: () => void;
+    const held = new Promise<void>((r) => {
+      gate = r;
+    });
+    const box = new Mailbox<{ n: number; payload: number[] }>({
+      capacity: 100,
+      overflow: 'drop-oldest',
+      handle: async (m) => {
+        if (m.n === 0) await held;
+      },
+      onError: () => {},
+    });
+    // Each message is made in a function, so nothing in this test's scope holds the last one.
+    const make = (n: number) => {
+      const message = { n, payload: new Array(100).fill(n) };
+      // 0 is taken at once and held; 1..199 are dropped while it is held; 200..299 are handled.
+      (n >= 1 && n < 200 ? droppedRefs : handledRefs).push(new WeakRef(message));
+      return message;
+    };
+    for (let n = 0; n < 300; n++) box.post(make(n));
+    expect(box.dropped).toBe(199);
+    gate();
+    await box.idle();
+    await new Promise((r) => setTimeout(r, 0));
+    expect(collectGarbage()).toBe(true);
+    expect(handledRefs.map((r) => r.deref()?.n).filter((n) => n !== undefined)).toEqual([]);
+    expect(droppedRefs.map((r) => r.deref()?.n).filter((n) => n !== undefined)).toEqual([]);
   });
 });
