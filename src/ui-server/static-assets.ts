@@ -1,7 +1,10 @@
 /**
- * The built web app (dist/web), read into memory once: it is a few hundred KiB, and a Pi's SD
- * card is slower than its RAM. Each file keeps its identity bytes and, when the build wrote
- * them, `.br` and `.gz` siblings (a text file without one gets gzip here, once). Hashed files
+ * The built web app (dist/web), read into memory once, as browsers fetch it: a Pi's SD card is
+ * slower than its RAM. Each text file keeps its `.br` and `.gz` siblings when the build wrote
+ * them (a text file without one gets gzip here, once). Its identity bytes, which only a client
+ * that accepts no compression gets, stay on disk and are read per request: every browser
+ * accepts gzip, and holding them too took 2.2 MB of the hub's memory (issue 26). A file with
+ * no compressed form (an image) keeps its bytes in memory. Hashed files
  * under `assets/` never change: they are cached for a year as immutable; everything else
  * (index.html above all) is `no-cache`, revalidated by ETag, so a new build shows at once.
  */
@@ -18,7 +21,12 @@ export interface StaticAsset {
   contentType: string;
   cacheControl: string;
   etag: string;
-  body: Uint8Array;
+  /** The file on disk, read for a client that accepts no encoding when `body` is not kept. */
+  file: string;
+  /** Identity length, for Content-Length. */
+  size: number;
+  /** Identity bytes, kept only when the file has no compressed form. */
+  body: Uint8Array | undefined;
   encoded: Partial<Record<ContentEncoding, Uint8Array>>;
 }
 
@@ -88,7 +96,9 @@ export class StaticAssets {
         contentType: CONTENT_TYPES[ext] ?? 'application/octet-stream',
         cacheControl: path.startsWith('/assets/') ? IMMUTABLE : REVALIDATE,
         etag: `"${createHash('sha256').update(body).digest('base64url').slice(0, 22)}"`,
-        body,
+        file,
+        size: body.length,
+        body: encoded.br || encoded.gzip ? undefined : body,
         encoded,
       });
     }

@@ -4,6 +4,7 @@
  * view. API-looking paths (`/api/…`, `/health`, `/metrics`, `/.well-known/…`, `/mqtt`) and paths
  * with a file extension never fall back: they pass on to the API's 404 problem.
  */
+import { readFile } from 'node:fs/promises';
 import { type Context, Hono } from 'hono';
 import { chooseEncoding, REVALIDATE, type StaticAsset, type StaticAssets } from './static-assets.js';
 
@@ -49,7 +50,11 @@ function matchesEtag(header: string | undefined, etag: string): boolean {
   return header.split(',').some((tag) => tag.trim().replace(/^W\//, '') === etag);
 }
 
-function serve(c: Context, asset: StaticAsset, extraHeaders: Record<string, string>): Response {
+async function serve(
+  c: Context,
+  asset: StaticAsset,
+  extraHeaders: Record<string, string>,
+): Promise<Response | undefined> {
   const headers: Record<string, string> = {
     'content-type': asset.contentType,
     'cache-control': asset.cacheControl,
@@ -61,10 +66,19 @@ function serve(c: Context, asset: StaticAsset, extraHeaders: Record<string, stri
   if (matchesEtag(c.req.header('if-none-match'), asset.etag))
     return new Response(null, { status: 304, headers });
   const encoding = chooseEncoding(c.req.header('accept-encoding'), asset.encoded);
-  const body = encoding ? asset.encoded[encoding]! : asset.body;
   if (encoding) headers['content-encoding'] = encoding;
-  headers['content-length'] = String(body.byteLength);
-  return new Response(c.req.method === 'HEAD' ? null : body, { status: 200, headers });
+  headers['content-length'] = String(encoding ? asset.encoded[encoding]!.byteLength : asset.size);
+  if (c.req.method === 'HEAD') return new Response(null, { status: 200, headers });
+  let body = encoding ? asset.encoded[encoding]! : asset.body;
+  if (!body) {
+    try {
+      body = await readFile(asset.file);
+    } catch {
+      // Gone from dist/web since start (a rebuild replaced it): not found, like any missing file.
+      return undefined;
+    }
+  }
+  return new Response(body, { status: 200, headers });
 }
 
 const NOT_BUILT = `<!doctype html>
@@ -94,10 +108,14 @@ export function uiRoutes(options: UiRoutesOptions): Hono {
       return c.html(NOT_BUILT, 503, { 'cache-control': REVALIDATE, 'retry-after': '30' });
     }
     const file = assets.get(path === '/' ? '/index.html' : path);
-    if (file) return serve(c, file, file.contentType.startsWith('text/html') ? htmlHeaders : {});
+    if (file) {
+      const served = await serve(c, file, file.contentType.startsWith('text/html') ? htmlHeaders : {});
+      if (served) return served;
+      return next();
+    }
     // A missing file (an old hashed asset, a typo) is a 404, not the app: a browser would run HTML as a script.
     if (/\.[a-z0-9]+$/i.test(path.slice(path.lastIndexOf('/')))) return next();
-    return serve(c, assets.index, htmlHeaders);
+    return (await serve(c, assets.index, htmlHeaders)) ?? next();
   });
   return app;
 }

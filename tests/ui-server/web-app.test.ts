@@ -15,7 +15,7 @@ import { nodesRoutes } from '../../src/nodes/routes.js';
 import { openDatabase } from '../../src/store/database.js';
 import { webUiModule } from '../../src/ui-server/module.js';
 import { webUiSettings } from '../../src/ui-server/settings.js';
-import { chooseEncoding } from '../../src/ui-server/static-assets.js';
+import { chooseEncoding, StaticAssets } from '../../src/ui-server/static-assets.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'meshhub-web-'));
 const INDEX =
@@ -93,6 +93,35 @@ describe('the web app at /', () => {
     const css = await app.request('/assets/index-Ef56Gh78.css', { headers: { 'accept-encoding': 'gzip' } });
     expect(css.headers.get('content-encoding')).toBe('gzip');
     expect(gunzipSync(Buffer.from(await css.arrayBuffer())).toString()).toMatch(/^body\{color:red\}/);
+  });
+
+  it('keeps only the compressed forms of a text file in memory and reads its plain bytes from disk', async () => {
+    const assets = StaticAssets.load(join(dir, 'web'))!;
+    const script = assets.get('/assets/index-Ab12Cd34.js')!;
+    expect(script.body).toBeUndefined();
+    expect(Object.keys(script.encoded).sort()).toEqual(['br', 'gzip']);
+    // A file with no compressed form (too small to gzip) keeps its bytes.
+    expect(assets.get('/favicon.svg')!.body).toBeDefined();
+
+    const head = await app.request('/assets/index-Ab12Cd34.js', { method: 'HEAD' });
+    expect(head.status).toBe(200);
+    expect(head.headers.get('content-length')).toBe(String(Buffer.byteLength(SCRIPT)));
+  });
+
+  it('answers 404, not 500, for a file a rebuild removed since start (a client without compression)', async () => {
+    const root = join(dir, 'web-rebuilt');
+    mkdirSync(join(root, 'assets'), { recursive: true });
+    writeFileSync(join(root, 'index.html'), INDEX);
+    writeFileSync(join(root, 'assets', 'old-Zz99Yy88.js'), SCRIPT);
+    const rebuilt = await appWith(root);
+    rmSync(join(root, 'assets', 'old-Zz99Yy88.js'));
+    const plain = await rebuilt.request('/assets/old-Zz99Yy88.js');
+    expect(plain.status).toBe(404);
+    expect(plain.headers.get('content-type')).toContain('application/problem+json');
+    // The compressed form was read at start and is still served.
+    const gz = await rebuilt.request('/assets/old-Zz99Yy88.js', { headers: { 'accept-encoding': 'gzip' } });
+    expect(gz.status).toBe(200);
+    expect(gunzipSync(Buffer.from(await gz.arrayBuffer())).toString()).toBe(SCRIPT);
   });
 
   it('answers a matching If-None-Match with 304 and no body', async () => {
