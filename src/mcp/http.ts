@@ -30,21 +30,12 @@ import type { McpTools } from './tool-kit.js';
 export const MCP_HTTP_PATH = '/mcp';
 
 /** The SDK's server and transport, loaded on the first request: a hub that never serves /mcp never holds them. */
-let sdk:
-  | Promise<
-      [
-        typeof import('./server.js'),
-        typeof import('@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js'),
-      ]
-    >
-  | undefined;
-function loadSdk() {
-  sdk ??= Promise.all([
+const importSdk = () =>
+  Promise.all([
     import('./server.js'),
     import('@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js'),
   ]);
-  return sdk;
-}
+let sdk: ReturnType<typeof importSdk> | undefined;
 
 /** The OpenAPI operations of the routes below (src/http/openapi-route.ts). */
 export const mcpOperations = describeRoutes(MCP_HTTP_PATH, [
@@ -139,7 +130,8 @@ export function mcpHttpRoutes(deps: McpHttpDeps): Hono<AuthEnv> {
         const tools = await offer.contribution(caller);
         if (tools) contributed.push(tools);
       }
-      const [{ createMcpServer }, { WebStandardStreamableHTTPServerTransport }] = await loadSdk();
+      sdk ??= importSdk();
+      const [{ createMcpServer }, { WebStandardStreamableHTTPServerTransport }] = await sdk;
       const server = createMcpServer({
         version: deps.version,
         log: deps.log,
