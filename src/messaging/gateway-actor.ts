@@ -78,6 +78,11 @@ export class MessageGatewayActor extends Actor {
   private blockedUntil = 0;
   /** When the link to the radio went, while it is away. */
   private linkLostAt: number | undefined;
+  /**
+   * Recent spans when our radio was silent or away (gateway clock): an attempt handed to it then
+   * that times out later is sent again at once, not held for its node (`releaseSilent`).
+   */
+  private silences: Array<{ from: number; until: number }> = [];
   /** Ends the airtime pause early (on stop: the next send waits in SQLite, not in a timer). */
   private stopping = new AbortController();
 
@@ -229,6 +234,7 @@ export class MessageGatewayActor extends Actor {
         const now = this.clock.now();
         this.publish(this.tracker!.expire(now));
         this.publish(this.tracker!.expireHolds(now));
+        this.releaseSilent(now);
         this.refreshHeldNodes();
         this.scheduleDeadline();
         this.pump();
@@ -266,11 +272,32 @@ export class MessageGatewayActor extends Actor {
    * It goes again now (and its followers with it), not when the node is next heard.
    */
   private releaseHeld(since: number): void {
-    const released = this.repo?.releaseHeldSince(since, this.clock.now()) ?? 0;
+    const repo = this.repo;
+    if (!repo) return;
+    const now = this.clock.now();
+    this.silences.push({ from: since, until: now });
+    const released = repo.releaseHeldSince(since, now) + repo.releaseSentDuring(since, now, now);
     if (released === 0) return;
     this.deps.log.info({ texts: released }, 'our radio answers again; texts held meanwhile are due');
     this.refreshHeldNodes();
     this.pump();
+  }
+
+  /**
+   * An attempt handed to the radio while it was silent and still waiting for its ACK when the
+   * radio answered again times out afterwards: it goes again now, not when its node is next heard
+   * (at most once a minute). A silence is forgotten once every attempt made in it has timed out.
+   */
+  private releaseSilent(now: number): void {
+    const ackTimeoutMs = this.tracker!.ackTimeoutMs;
+    this.silences = this.silences.filter((s) => now <= s.until + ackTimeoutMs + 1_000);
+    let released = 0;
+    for (const s of this.silences) released += this.repo!.releaseSentDuring(s.from, s.until, now);
+    if (released === 0) return;
+    this.deps.log.info(
+      { texts: released },
+      'texts sent while our radio was silent got no acknowledgement; sent again now',
+    );
   }
 
   private onText(text: MeshText): void {

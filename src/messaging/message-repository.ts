@@ -118,6 +118,14 @@ export class MessageRepository extends MessagingTables {
         AND direction = 'outbound' AND status = 'queued' AND held_since IS NULL AND id > ?`,
       releaseHeldSince: `UPDATE messages SET held_since = NULL, next_attempt_at = ? WHERE direction = 'outbound'
         AND status = 'queued' AND held_since IS NOT NULL AND held_since >= ? AND ack_deadline IS NULL`,
+      // A held text whose last attempt went out while our radio was silent, and the sender's later
+      // texts to its node held behind it.
+      releaseSentDuring: `UPDATE messages SET held_since = NULL, next_attempt_at = :at WHERE direction = 'outbound'
+        AND status = 'queued' AND held_since IS NOT NULL AND ack_deadline IS NULL AND EXISTS (
+          SELECT 1 FROM messages h JOIN message_packets p ON p.message_id = h.id AND p.attempt = h.attempts
+          WHERE h.node_id = messages.node_id AND h.owner = messages.owner AND h.id <= messages.id
+            AND h.direction = 'outbound' AND h.status = 'queued' AND h.held_since IS NOT NULL
+            AND h.ack_deadline IS NULL AND p.sent_at BETWEEN :from AND :until)`,
       wakeHeld: `UPDATE messages SET next_attempt_at = max(:at, updated_at + :gap) WHERE node_id = :node
         AND direction = 'outbound' AND status = 'queued' AND held_since IS NOT NULL AND ack_deadline IS NULL
         AND next_attempt_at > max(:at, updated_at + :gap)`,
@@ -304,6 +312,17 @@ export class MessageRepository extends MessagingTables {
    */
   releaseHeldSince(from: number, at: number): number {
     return this.stmt('releaseHeldSince').run(at, from).changes;
+  }
+
+  /**
+   * Held texts whose last attempt was handed to our radio between `from` and `until`, while it
+   * was silent, are held no longer and due at `at` (with the sender's later texts to the node):
+   * that attempt most likely never reached the air, and its missing ACK says nothing of the node.
+   * Covers the attempt still in flight when the radio answered again, which times out after.
+   * Returns how many.
+   */
+  releaseSentDuring(from: number, until: number, at: number): number {
+    return this.stmt('releaseSentDuring').run({ from, until, at }).changes;
   }
 
   /**
