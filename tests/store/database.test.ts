@@ -1,7 +1,13 @@
 import { existsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
+import BetterSqlite3 from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
-import { closeDatabase, openDatabase } from '../../src/store/database.js';
+import {
+  closeDatabase,
+  NEW_DATABASE_PAGE_SIZE,
+  openDatabase,
+  WAL_CHECKPOINT_BYTES,
+} from '../../src/store/database.js';
 import {
   MIGRATIONS,
   type Migration,
@@ -62,6 +68,34 @@ describe('openDatabase', () => {
       ]);
     } finally {
       closeDatabase(db);
+    }
+  });
+
+  it('makes a new database with small pages and keeps the page size of one made before', () => {
+    const fresh = openDatabase(join(scratch(), 'new.db'));
+    try {
+      expect(fresh.pragma('page_size', { simple: true })).toBe(NEW_DATABASE_PAGE_SIZE);
+      // About 16 MB of WAL between checkpoints, whatever the page size.
+      expect(fresh.pragma('wal_autocheckpoint', { simple: true })).toBe(
+        WAL_CHECKPOINT_BYTES / NEW_DATABASE_PAGE_SIZE,
+      );
+      fresh.prepare("INSERT INTO readings (node_id, ts, temperature_c) VALUES ('!a', 1, 20.5)").run();
+    } finally {
+      closeDatabase(fresh);
+    }
+    // A database made with SQLite's default 4 KiB pages (by an earlier meshhub) opens as it is.
+    const file = join(scratch(), 'old.db');
+    const raw = new BetterSqlite3(file);
+    raw.pragma('page_size = 4096');
+    raw.exec('CREATE TABLE kept (x)');
+    raw.close();
+    const old = openDatabase(file);
+    try {
+      expect(old.pragma('page_size', { simple: true })).toBe(4096);
+      expect(old.pragma('wal_autocheckpoint', { simple: true })).toBe(WAL_CHECKPOINT_BYTES / 4096);
+      expect(schemaVersion(old)).toBe(MIGRATIONS.length);
+    } finally {
+      closeDatabase(old);
     }
   });
 
