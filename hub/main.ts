@@ -415,12 +415,18 @@ async function composeHub(
   const store = StoreActor.open(join(config.DATA_DIR, HUB_DATABASE_FILE), log.child({ component: 'store' }), {
     backupDir: backupDirOf(config.DATA_DIR, config.BACKUP_DIR),
     onMigrationProgress: (p) =>
-      extendStartTimeout(
-        MIGRATION_START_EXTENSION_S,
-        p.phase === 'backup'
-          ? `copying the database before migrating it to schema ${p.to}`
-          : `migrating the database to schema ${p.version}: ${p.done} of ${p.total} rows`,
-      ),
+      p.phase === 'pages'
+        ? // One copy of the whole file, with no progress until it ends: time for 1 MB/s at least.
+          extendStartTimeout(
+            Math.max(MIGRATION_START_EXTENSION_S, p.bytes / 1e6),
+            `rewriting the database into ${p.to}-byte pages (${Math.round(p.bytes / 1e6)} MB), once`,
+          )
+        : extendStartTimeout(
+            MIGRATION_START_EXTENSION_S,
+            p.phase === 'backup'
+              ? `copying the database before migrating it to schema ${p.to}`
+              : `migrating the database to schema ${p.version}: ${p.done} of ${p.total} rows`,
+          ),
   });
   opened.readUsersFrom(store.db);
   const scheduler = new SchedulerActor({

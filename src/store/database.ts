@@ -8,18 +8,10 @@ import BetterSqlite3 from 'better-sqlite3';
 import { StartupFailure } from '../kernel/startup-failure.js';
 import { PRIVATE_DIR_MODE, privateDatabaseFile, unwritableDataDir } from './data-dir.js';
 import { MIGRATIONS, migrate, type OnMigrationProgress } from './migrations.js';
+import { NEW_DATABASE_PAGE_SIZE, type PageSizeConversion, withSmallPages } from './page-size.js';
 import { setPreMigrationBackupDir } from './pre-migration-backup.js';
 
 export type Database = BetterSqlite3.Database;
-
-/**
- * The page size of a database this hub creates. Small pages make each commit's WAL frames small:
- * a reading's commit changes a few pages, and each is written whole, so 512-byte pages write 4.4
- * times fewer bytes to the SD card than SQLite's 4 KiB ones, at a live pace and in bursts, for
- * 2.7% more on disk and no slower reads (BENCHMARKS.md "Issue 26 — fourth part"). A database made
- * before keeps its page size: changing it is a rewrite of the whole file.
- */
-export const NEW_DATABASE_PAGE_SIZE = 512;
 
 /** WAL bytes between automatic checkpoints: about 16 MB, whatever the page size. */
 export const WAL_CHECKPOINT_BYTES = 4_000 * 4_096;
@@ -37,6 +29,13 @@ export interface OpenDatabaseOptions {
    * default: `backups` beside the file, as BACKUP_DIR's default (DATA_DIR/backups).
    */
   backupDir?: string;
+  /**
+   * Rewrite a database made with other pages into NEW_DATABASE_PAGE_SIZE ones (page-size.ts),
+   * telling `onPageSizeConversion` what came of it. Only the hub's own store: it holds DATA_DIR's
+   * lock, so no other hub has the file open.
+   */
+  smallPages?: boolean;
+  onPageSizeConversion?: (conversion: PageSizeConversion) => void;
   /** Told what a migration is doing (the copy first, then the rows it moves): the start's log. */
   onMigrationProgress?: OnMigrationProgress;
 }
@@ -55,7 +54,18 @@ export function openDatabase(file: string, options: OpenDatabaseOptions = {}): D
       mkdirSync(dirname(file), { recursive: true, mode: PRIVATE_DIR_MODE });
       privateDatabaseFile(file);
     }
-    const db = new BetterSqlite3(file, { timeout: busyTimeoutMs });
+    let db = new BetterSqlite3(file, { timeout: busyTimeoutMs });
+    if (!inMemory && options.smallPages)
+      db = withSmallPages(
+        file,
+        db,
+        {
+          busyTimeoutMs,
+          onStart: ({ from, to, bytes }) =>
+            options.onMigrationProgress?.({ phase: 'pages', from, to, bytes }),
+        },
+        options.onPageSizeConversion,
+      );
     if (!inMemory) setPreMigrationBackupDir(db, options.backupDir ?? join(dirname(file), 'backups'));
     return tunedAndMigrated(db, inMemory, options);
   } catch (error) {

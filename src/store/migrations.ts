@@ -59,6 +59,8 @@ export interface Migration {
  */
 export type MigrationProgress =
   | { phase: 'backup'; from: number; to: number }
+  /** Rewriting the file into smaller pages (page-size.ts): `bytes` to copy, pages `from` → `to` bytes. */
+  | { phase: 'pages'; from: number; to: number; bytes: number }
   | { phase: 'move'; version: number; name: string; done: number; total: number };
 
 export type OnMigrationProgress = (progress: MigrationProgress) => void;

@@ -4,6 +4,7 @@ import type { Logger } from '../log.js';
 import { secureDataDir } from './data-dir.js';
 import { closeDatabase, type Database, type OpenDatabaseOptions, openDatabase } from './database.js';
 import type { MigrationProgress } from './migrations.js';
+import type { PageSizeConversion } from './page-size.js';
 
 /**
  * Owns the one SQLite connection. It is opened (and migrated) when the hub is composed, before
@@ -31,6 +32,11 @@ export class StoreActor extends Actor {
       // A long migration (a year of readings: a minute or more on a Pi) says what it is doing.
       if (p.phase === 'backup')
         log.info({ from: p.from, to: p.to }, `copying the database before migrating it to schema ${p.to}`);
+      else if (p.phase === 'pages')
+        log.info(
+          { from: p.from, to: p.to, bytes: p.bytes },
+          `rewriting the database into ${p.to}-byte pages, once (fewer writes to the SD card); the hub answers once it is done`,
+        );
       else
         log.info(
           { version: p.version, done: p.done, total: p.total },
@@ -38,7 +44,22 @@ export class StoreActor extends Actor {
         );
       options.onMigrationProgress?.(p);
     };
-    return new StoreActor(file, openDatabase(file, { ...options, onMigrationProgress }), log);
+    const onPageSizeConversion = (c: PageSizeConversion) => {
+      if (c.outcome === 'converted')
+        log.info(
+          { from: c.from, to: c.to, bytes: c.bytes, ms: c.ms },
+          `database rewritten into ${c.to}-byte pages`,
+        );
+      else
+        log.warn({ from: c.from, to: c.to }, `database keeps its ${c.from}-byte pages for now: ${c.reason}`);
+    };
+    const db = openDatabase(file, {
+      ...options,
+      onMigrationProgress,
+      smallPages: true,
+      onPageSizeConversion,
+    });
+    return new StoreActor(file, db, log);
   }
 
   private constructor(

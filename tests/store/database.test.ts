@@ -2,12 +2,7 @@ import { existsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
-import {
-  closeDatabase,
-  NEW_DATABASE_PAGE_SIZE,
-  openDatabase,
-  WAL_CHECKPOINT_BYTES,
-} from '../../src/store/database.js';
+import { closeDatabase, openDatabase, WAL_CHECKPOINT_BYTES } from '../../src/store/database.js';
 import {
   MIGRATIONS,
   type Migration,
@@ -15,6 +10,7 @@ import {
   SchemaTooNewError,
   schemaVersion,
 } from '../../src/store/migrations.js';
+import { NEW_DATABASE_PAGE_SIZE } from '../../src/store/page-size.js';
 import { tempDir } from './fixtures.js';
 
 const cleanups: Array<() => void> = [];
