@@ -46,6 +46,7 @@ import { secureDataDir, unwritableDataDir } from '../src/store/data-dir.js';
 import { type DataDirLock, lockDataDir } from '../src/store/data-dir-lock.js';
 import { type Database, damagedDatabase, HUB_DATABASE_FILE } from '../src/store/database.js';
 import { IngestWriterActor } from '../src/store/ingest-writer-actor.js';
+import { endStartupCopies } from '../src/store/pre-migration-backup.js';
 import { StoreActor } from '../src/store/store-actor.js';
 import { topologyModule } from '../src/topology/module.js';
 import { webUiModule } from '../src/ui-server/module.js';
@@ -498,6 +499,8 @@ async function composeHub(
     async start() {
       log.info({ version, radio: config.RADIO.kind, plugins: config.PLUGINS }, 'meshhub starting');
       await supervisor.startAll();
+      // Every module has migrated its schema: a migration from now on copies the database again.
+      endStartupCopies(store.db);
       trimmer.start();
       log.info(
         { port: http.port, simulated: bus.last('radio.status')?.simulated ?? false },

@@ -3,11 +3,12 @@
  * changes a database that holds data, a copy of it is written to the backup folder as
  * `pre-migration-v<from>-v<to>-<time>.sqlite` (`pre-migration-<component>-v<from>-v<to>-<time>.sqlite`
  * for a component's schema), checked with `PRAGMA integrity_check`. A copy that cannot be made
- * stops the migration: the database stays as it was, and the start says why in one line.
+ * stops the migration: the database stays as it was, and the start says why in one line. One copy,
+ * named after the start's first migration, serves every migration of that start.
  *
  * The copy is `VACUUM INTO`: SQLite's own consistent copy, synchronous like the migrations.
  */
-import { chmodSync, mkdirSync, readdirSync, renameSync, rmSync, statSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readdirSync, renameSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
 import { StartupFailure } from '../kernel/startup-failure.js';
@@ -19,6 +20,22 @@ const PARTIAL = '.partial';
 
 /** Where each open database's pre-migration copies go (set by openDatabase). */
 const backupDirs = new WeakMap<Database, string>();
+
+/**
+ * The copy a connection's start made, which every later migration of the same start uses: after
+ * an upgrade the core and several features may each migrate their schema, and one copy of the
+ * database as it was before the upgrade serves them all (a 1 GB file copied once, not once a
+ * feature). The hub ends its start (`endStartupCopies`) once every module runs; a migration after
+ * that takes a copy of its own.
+ */
+const startupCopies = new WeakMap<Database, PreMigrationBackup>();
+const startOver = new WeakSet<Database>();
+
+/** The start of the hub on `db` is over: a later migration copies the database again. */
+export function endStartupCopies(db: Database): void {
+  startupCopies.delete(db);
+  startOver.add(db);
+}
 
 export function setPreMigrationBackupDir(db: Database, dir: string): void {
   backupDirs.set(db, dir);
@@ -86,7 +103,10 @@ export function backupBeforeMigration(
   now: Date = new Date(),
 ): PreMigrationBackup | undefined {
   const dir = backupDirs.get(db);
-  if (dir === undefined || db.memory || !holdsData(db)) return undefined;
+  if (dir === undefined || db.memory) return undefined;
+  const madeThisStart = startupCopies.get(db);
+  if (madeThisStart && existsSync(madeThisStart.file)) return madeThisStart;
+  if (!holdsData(db)) return undefined;
   const { component, from, to } = migration;
   const name = `pre-migration-${component ? `${component}-` : ''}v${from}-v${to}-${fileTimestamp(now)}.sqlite`;
   const file = join(dir, name);
@@ -103,7 +123,9 @@ export function backupBeforeMigration(
     const { integrity } = checkCopy(partial);
     if (integrity !== 'ok') throw new Error(`the copy failed integrity_check: ${integrity}`);
     renameSync(partial, file);
-    return { file, bytes: statSync(file).size };
+    const copy = { file, bytes: statSync(file).size };
+    if (!startOver.has(db)) startupCopies.set(db, copy);
+    return copy;
   } catch (error) {
     try {
       rmSync(partial, { force: true });

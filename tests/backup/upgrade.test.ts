@@ -12,6 +12,7 @@ import { StartupFailure } from '../../src/kernel/startup-failure.js';
 import { migrateComponent } from '../../src/store/component-migrations.js';
 import { closeDatabase, openDatabase } from '../../src/store/database.js';
 import { MIGRATIONS, migrate, schemaVersion } from '../../src/store/migrations.js';
+import { endStartupCopies } from '../../src/store/pre-migration-backup.js';
 import { getJson } from '../helpers/hub.js';
 import { digestTables } from '../reliability/helpers/leaks.js';
 import { tempDir } from '../store/fixtures.js';
@@ -108,14 +109,18 @@ describe('a copy before every migration', () => {
     expect(rowCounts(copy)).not.toHaveProperty('upgrade_probe');
   });
 
-  it("copies before a component's migration, named after the component", () => {
+  it("copies before a component's migration, named after the component, at each start", () => {
     const { dataDir, file } = fixtureDir();
-    const db = openDatabase(file);
-    defer(() => closeDatabase(db));
     const V1 = { version: 1, name: 'probe v1', up: 'CREATE TABLE probe_items (id INTEGER);' };
     const V2 = { version: 2, name: 'probe v2', up: 'ALTER TABLE probe_items ADD COLUMN name TEXT;' };
-    migrateComponent(db, 'probe', [V1]);
-    db.prepare('INSERT INTO probe_items (id) VALUES (1), (2)').run();
+    // One start (a release with v1)…
+    const first = openDatabase(file);
+    migrateComponent(first, 'probe', [V1]);
+    first.prepare('INSERT INTO probe_items (id) VALUES (1), (2)').run();
+    closeDatabase(first);
+    // … and the next, after an upgrade to v2.
+    const db = openDatabase(file);
+    defer(() => closeDatabase(db));
     migrateComponent(db, 'probe', [V1, V2]);
     const copies = backupsIn(join(dataDir, 'backups'));
     expect(copies.map((name) => name.replace(/-\d{4}-.*$/, ''))).toEqual([
@@ -128,6 +133,45 @@ describe('a copy before every migration', () => {
       component_migrations: EXPECTED.rows.component_migrations! + 1,
       probe_items: 2,
     });
+  });
+
+  it('makes one copy for all the migrations of one start, and a new one after the start', () => {
+    const { dataDir, file } = fixtureDir();
+    const db = openDatabase(file);
+    defer(() => closeDatabase(db));
+    // After an upgrade, the core and two features migrate as the hub starts; a module writes meanwhile.
+    const next = [
+      ...MIGRATIONS,
+      {
+        version: MIGRATIONS.length + 1,
+        name: 'test: one more',
+        up: 'CREATE TABLE upgrade_probe (id INTEGER);',
+      },
+    ];
+    migrate(db, next);
+    db.prepare('INSERT INTO upgrade_probe (id) VALUES (1)').run();
+    migrateComponent(db, 'alpha', [
+      { version: 1, name: 'alpha v1', up: 'CREATE TABLE alpha_items (id INTEGER);' },
+    ]);
+    migrateComponent(db, 'beta', [
+      { version: 1, name: 'beta v1', up: 'CREATE TABLE beta_items (id INTEGER);' },
+    ]);
+    const copies = backupsIn(join(dataDir, 'backups'));
+    expect(copies.map((name) => name.replace(/-\d{4}-.*$/, ''))).toEqual([
+      `pre-migration-v${MIGRATIONS.length}-v${MIGRATIONS.length + 1}`,
+    ]);
+    // The database as it was before the upgrade.
+    expect(rowCounts(join(dataDir, 'backups', copies[0]!))).toEqual(ROWS_NOW);
+    // Once the start is over, a migration takes a copy of its own, with what was written since.
+    endStartupCopies(db);
+    migrateComponent(db, 'gamma', [
+      { version: 1, name: 'gamma v1', up: 'CREATE TABLE gamma_items (id INTEGER);' },
+    ]);
+    const after = backupsIn(join(dataDir, 'backups'));
+    expect(after).toHaveLength(2);
+    const gamma = after.find((f) => f.startsWith('pre-migration-gamma-v0-v1-'));
+    expect(gamma).toBeDefined();
+    expect(rowCounts(join(dataDir, 'backups', gamma!))).toMatchObject({ upgrade_probe: 1, alpha_items: 0 });
   });
 
   it('takes no copy of a fresh, empty database', () => {
