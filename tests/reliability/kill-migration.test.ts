@@ -8,7 +8,6 @@
  * bit for bit), the old table is gone, one checked pre-migration backup exists and no partial copy
  * is left (two copies only if a kill fell between the copy and the move's first commit). Along the way, each kill left every row in exactly one of the two tables.
  */
-import { createHash } from 'node:crypto';
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
@@ -17,6 +16,7 @@ import { closeDatabase, openDatabase } from '../../src/store/database.js';
 import { MIGRATIONS, migrate } from '../../src/store/migrations.js';
 import { METRIC_COLUMNS } from '../../src/store/rollups.js';
 import { HubProcess, killScenario, QUIET_SIM, removeDir, scratchDir } from './helpers/hub-process.js';
+import { fingerprintRows } from './helpers/leaks.js';
 
 const { seed: SEED, between } = killScenario('kill during the compact-readings migration');
 const NODES = 200;
@@ -48,15 +48,7 @@ function makeVersion6(): void {
 }
 
 /** Count and a hash of every row, in key order, through `table` (the old table or the view). */
-function fingerprint(db: Database.Database, table: string): { rows: number; hash: string } {
-  const hash = createHash('sha256');
-  let rows = 0;
-  for (const row of db.prepare(`SELECT ${COLS} FROM ${table} ORDER BY node_id, ts`).raw(true).iterate()) {
-    hash.update(JSON.stringify(row));
-    rows++;
-  }
-  return { rows, hash: hash.digest('hex') };
-}
+const fingerprint = (db: Database.Database, table: string) => fingerprintRows(db, table, COLS, 'node_id, ts');
 
 function inspect(): { version: number; moved: number; left: number | undefined } {
   const db = new Database(file, { readonly: true, fileMustExist: true });

@@ -64,3 +64,19 @@ export function changedTables(before: Record<string, string>, after: Record<stri
   const names = new Set([...Object.keys(before), ...Object.keys(after)]);
   return [...names].filter((n) => before[n] !== after[n]).sort();
 }
+
+/** Count and a hash of `columns` of every row of `table` (or view), in `order`: the same rows give the same answer. */
+export function fingerprintRows(
+  db: Database.Database,
+  table: string,
+  columns: string,
+  order: string,
+): { rows: number; hash: string } {
+  const hash = createHash('sha256');
+  let rows = 0;
+  for (const row of db.prepare(`SELECT ${columns} FROM ${table} ORDER BY ${order}`).raw(true).iterate()) {
+    hash.update(JSON.stringify(row));
+    rows++;
+  }
+  return { rows, hash: hash.digest('hex') };
+}
