@@ -415,19 +415,24 @@ async function composeHub(
   // A long one (a year of readings) keeps systemd's start timeout at bay while it makes progress.
   const store = StoreActor.open(join(config.DATA_DIR, HUB_DATABASE_FILE), log.child({ component: 'store' }), {
     backupDir: backupDirOf(config.DATA_DIR, config.BACKUP_DIR),
-    onMigrationProgress: (p) =>
-      p.phase === 'pages'
-        ? // One copy of the whole file, with no progress until it ends: time for 1 MB/s at least.
-          extendStartTimeout(
-            Math.max(MIGRATION_START_EXTENSION_S, p.bytes / 1e6),
-            `rewriting the database into ${p.to}-byte pages (${Math.round(p.bytes / 1e6)} MB), once`,
-          )
-        : extendStartTimeout(
-            MIGRATION_START_EXTENSION_S,
-            p.phase === 'backup'
-              ? `copying the database before migrating it to schema ${p.to}`
-              : `migrating the database to schema ${p.version}: ${p.done} of ${p.total} rows`,
-          ),
+    onMigrationProgress: (p) => {
+      if (p.phase === 'pages')
+        // One copy of the whole file, with no progress until it ends: time for 1 MB/s at least.
+        extendStartTimeout(
+          Math.max(MIGRATION_START_EXTENSION_S, p.bytes / 1e6),
+          `rewriting the database into ${p.to}-byte pages (${Math.round(p.bytes / 1e6)} MB), once`,
+        );
+      else if (p.phase === 'backup')
+        extendStartTimeout(
+          MIGRATION_START_EXTENSION_S,
+          `copying the database before migrating it to schema ${p.to}`,
+        );
+      else
+        extendStartTimeout(
+          MIGRATION_START_EXTENSION_S,
+          `migrating the database to schema ${p.version}: ${p.done} of ${p.total} rows`,
+        );
+    },
   });
   opened.readUsersFrom(store.db);
   const scheduler = new SchedulerActor({

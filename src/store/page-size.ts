@@ -104,10 +104,9 @@ export function withSmallPages(
     db.prepare('VACUUM INTO ?').run(partial);
     const copy = checkCopy(partial);
     const version = db.pragma('user_version', { simple: true }) as number;
-    const pageSize = pageSizeOf(partial);
-    if (copy.integrity !== 'ok' || copy.schemaVersion !== version || pageSize !== to)
+    if (copy.integrity !== 'ok' || copy.schemaVersion !== version || copy.pageSize !== to)
       throw new Error(
-        `the copy is not sound (integrity ${copy.integrity}, schema ${copy.schemaVersion}, pages ${pageSize})`,
+        `the copy is not sound (integrity ${copy.integrity}, schema ${copy.schemaVersion}, pages ${copy.pageSize})`,
       );
     fsyncPath(partial);
   } catch (error) {
@@ -131,13 +130,4 @@ export function withSmallPages(
     ms: Date.now() - started,
   });
   return reopened;
-}
-
-function pageSizeOf(file: string): number {
-  const db = new BetterSqlite3(file, { readonly: true, fileMustExist: true });
-  try {
-    return db.pragma('page_size', { simple: true }) as number;
-  } finally {
-    db.close();
-  }
 }

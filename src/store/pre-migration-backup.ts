@@ -65,6 +65,8 @@ export interface CheckedCopy {
   integrity: string;
   /** The core schema's version in the copy (`PRAGMA user_version`). */
   schemaVersion: number;
+  /** Its page size in bytes (`PRAGMA page_size`). */
+  pageSize: number;
 }
 
 /**
@@ -81,7 +83,11 @@ export function checkCopy(file: string): CheckedCopy {
       rows.length === 1 && rows[0]?.integrity_check === 'ok'
         ? 'ok'
         : (rows[0]?.integrity_check ?? 'no answer');
-    return { integrity, schemaVersion: copy.pragma('user_version', { simple: true }) as number };
+    return {
+      integrity,
+      schemaVersion: copy.pragma('user_version', { simple: true }) as number,
+      pageSize: copy.pragma('page_size', { simple: true }) as number,
+    };
   } finally {
     copy.close();
   }
